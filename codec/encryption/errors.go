@@ -1,0 +1,61 @@
+package encryption
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var (
+	// ErrKeyNotFound means a value is encrypted with a provider or key that
+	// the encryption config does not hold for the value's resource. The
+	// error returned is a *KeyError naming the provider and key.
+	ErrKeyNotFound = errors.New("encryption key not found in the encryption config")
+
+	// ErrNoConfig means a value is encrypted but no encryption config was
+	// given (a nil *Config). The error returned is a *KeyError naming the
+	// provider and key.
+	ErrNoConfig = errors.New("no encryption config given")
+)
+
+// KeyError reports an encrypted value whose provider or key is not
+// available. It matches ErrKeyNotFound or ErrNoConfig with errors.Is.
+type KeyError struct {
+	// Envelope is the value's parsed header. It is the zero Envelope when
+	// the header did not parse; Header then holds its first bytes.
+	Envelope Envelope
+	// Header holds the first bytes of a value whose header did not parse.
+	Header string
+	// Resource is the resource the value was read for.
+	Resource schema.GroupResource
+	// Err is ErrKeyNotFound or ErrNoConfig.
+	Err error
+}
+
+// Error returns, for example, `value encrypted with aescbc key "key2",
+// which the encryption config does not hold for secrets`.
+func (e *KeyError) Error() string {
+	what := "value encrypted with " + e.Envelope.String()
+	if e.Envelope.Provider == "" {
+		what = "encrypted value with unparsable header " + strconv.Quote(e.Header)
+	}
+	if errors.Is(e.Err, ErrNoConfig) {
+		return what + ", but no encryption config was given"
+	}
+	return fmt.Sprintf("%s, which the encryption config does not hold for %s", what, e.Resource.String())
+}
+
+// Unwrap returns ErrKeyNotFound or ErrNoConfig.
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// headerExcerpt returns the start of stored for messages about a header
+// that did not parse.
+func headerExcerpt(stored []byte) string {
+	const n = 48
+	if len(stored) > n {
+		return string(stored[:n]) + "..."
+	}
+	return string(stored)
+}

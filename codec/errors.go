@@ -1,0 +1,49 @@
+package codec
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors callers branch on; errors returned by this package wrap
+// them.
+var (
+	// ErrEncrypted means the value is encrypted at rest and no decryption
+	// was done. The error is an *EncryptedError naming provider and key.
+	ErrEncrypted = errors.New("value is encrypted at rest")
+	// ErrEmpty means there was no input at all.
+	ErrEmpty = errors.New("empty value")
+	// ErrMalformed means the bytes claim a format but do not parse as it.
+	ErrMalformed = errors.New("malformed value")
+	// ErrNotObject means the bytes are not a stored Kubernetes object.
+	ErrNotObject = errors.New("not a stored Kubernetes object")
+	// ErrUnsupported means a recognised format that this build does not
+	// decode (CBOR).
+	ErrUnsupported = errors.New("unsupported storage format")
+	// ErrLossy means re-encoding the typed object would not reproduce the
+	// stored bytes (for example fields unknown to this build), so a typed
+	// edit would lose data.
+	ErrLossy = errors.New("re-encoding would lose data")
+)
+
+// EncryptedError reports an encrypted value. It matches ErrEncrypted.
+type EncryptedError struct {
+	Envelope EncryptionEnvelope
+}
+
+func (e *EncryptedError) Error() string {
+	return fmt.Sprintf("value is encrypted at rest with %s", e.Envelope)
+}
+
+// Is reports whether target is ErrEncrypted.
+func (e *EncryptedError) Is(target error) bool { return target == ErrEncrypted }
+
+// Hint tells the user how to read the value.
+func (e *EncryptedError) Hint() string {
+	return fmt.Sprintf("pass --encryption-config with the EncryptionConfiguration that holds %s (or --kubeadm on a control-plane node)", e.Envelope)
+}
+
+// malformed wraps ErrMalformed with context.
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+}

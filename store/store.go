@@ -1,0 +1,155 @@
+// Package store gives one interface over the two places Kubernetes objects
+// live: a running etcd cluster (clientv3) and an etcd backend file (a member's
+// bbolt db or an `etcdctl snapshot save` file).
+//
+// etcd's data model, as seen through this package:
+//
+//   - Every write to the keyspace gets a new main revision, cluster-wide and
+//     monotonically increasing. A key's ModRevision is the revision of its last
+//     write, CreateRevision the revision that created its current incarnation,
+//     and Version counts writes since that creation (1 on create, reset when
+//     the key is deleted and created again).
+//   - A delete writes a tombstone. After a delete the key no longer exists;
+//     a later put starts a new incarnation with Version 1.
+//   - Compaction discards every revision older than the compaction revision,
+//     except the newest revision of each live key.
+//   - A key may be attached to a lease; a put without the lease detaches it,
+//     so every write this project makes passes the lease it read.
+//
+// Values are the raw bytes the kube-apiserver stored; this package never
+// interprets them (see package codec for that).
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors callers branch on. Errors returned by the backends wrap
+// them, so test with errors.Is.
+var (
+	// ErrNotFound means the key does not exist at the revision read.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means a compare-and-swap found the key at another revision
+	// than expected; nothing was written. The error is a *ConflictError.
+	ErrConflict = errors.New("conflict")
+	// ErrCompacted means the revision asked for has been compacted away.
+	ErrCompacted = errors.New("revision compacted")
+	// ErrReadOnly means the backend cannot write (an offline db file).
+	ErrReadOnly = errors.New("store is read-only")
+	// ErrUnavailable means the store could not be reached (dial, TLS or
+	// timeout failure). The error chain carries the cause.
+	ErrUnavailable = errors.New("etcd unavailable")
+)
+
+// ConflictError reports a failed compare-and-swap. It matches ErrConflict.
+type ConflictError struct {
+	Key string
+	// Expected is the mod revision the caller read (0: the key must not exist).
+	Expected int64
+	// Current is the key's mod revision when the transaction ran (0: deleted).
+	Current int64
+	// CurrentValue is the key's value when the transaction ran, if it exists.
+	CurrentValue *KeyValue
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s: object changed since it was read (revision %d → %d)", e.Key, e.Expected, e.Current)
+}
+
+// Is reports whether target is ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// KeyValue is one stored revision of one key: an mvccpb.KeyValue without the
+// protobuf dependency.
+type KeyValue struct {
+	Key            string
+	Value          []byte
+	CreateRevision int64
+	ModRevision    int64
+	Version        int64
+	Lease          int64
+}
+
+// Event is one entry of a key's revision history.
+type Event struct {
+	// KV holds the key's state after the event. For a delete, KV.Value is
+	// nil, KV.ModRevision is the revision of the delete, and CreateRevision
+	// and Version are zero (as etcd's tombstones record them).
+	KV KeyValue
+	// Deleted is true for a tombstone.
+	Deleted bool
+}
+
+// HistoryInfo describes how much of a history the store still holds.
+type HistoryInfo struct {
+	// CompactRevision is the revision up to which history was compacted
+	// (0 if never). Revisions at or below it may be missing: a history that
+	// starts after it is complete; one whose first event is after
+	// CompactRevision while the key's CreateRevision is at or below it is
+	// "compacted start", not missing data.
+	CompactRevision int64
+	// Revision is the store's current revision when the history was read.
+	Revision int64
+}
+
+// ListOptions tunes a paged range read.
+type ListOptions struct {
+	// Revision pins the read to a past revision; 0 means the latest. Every
+	// page of one List is read at the same revision.
+	Revision int64
+	// PageSize is the number of keys per range request (default 500).
+	PageSize int64
+	// KeysOnly skips the values (KeyValue.Value is nil).
+	KeysOnly bool
+}
+
+// Info describes the store itself, for `stats`, `doctor` and reports.
+type Info struct {
+	// Description names the store: endpoints or a file path.
+	Description string
+	// Revision is the current revision.
+	Revision int64
+	// CompactRevision is the last finished compaction (0 if none).
+	CompactRevision int64
+}
+
+// Reader reads keys. Both backends implement it.
+type Reader interface {
+	// Get returns key at revision rev (0: latest). It returns an error
+	// wrapping ErrNotFound when the key does not exist at that revision.
+	Get(ctx context.Context, key string, rev int64) (*KeyValue, error)
+	// List calls fn for every key under prefix in key order, reading page by
+	// page. prefix must end in "/" unless it is a full key; List rejects a
+	// prefix without a trailing "/" so that "pods/default" can never match
+	// "pods/default-2". It returns the revision the list was read at.
+	List(ctx context.Context, prefix string, opts ListOptions, fn func(*KeyValue) error) (int64, error)
+	// History calls fn for every revision of key that the store still holds,
+	// oldest first, deletions included.
+	History(ctx context.Context, key string, fn func(Event) error) (HistoryInfo, error)
+	// Info describes the store.
+	Info(ctx context.Context) (Info, error)
+	// Close releases the store.
+	Close() error
+}
+
+// Writer writes keys with compare-and-swap. Only the live backend (and the
+// snapshot-surgery copy) implements it.
+type Writer interface {
+	// CompareAndSwap puts value at key if and only if the key's mod revision
+	// is still expect (expect 0: the key must not exist; a create). The put
+	// carries lease (0 for none) so a key's lease survives an edit. On
+	// success it returns the new revision; otherwise it returns a
+	// *ConflictError and writes nothing.
+	CompareAndSwap(ctx context.Context, key string, expect int64, value []byte, lease int64) (int64, error)
+}
+
+// AsWriter returns s as a Writer, or an error wrapping ErrReadOnly.
+func AsWriter(s Reader) (Writer, error) {
+	w, ok := s.(Writer)
+	if !ok {
+		return nil, fmt.Errorf("%T: %w", s, ErrReadOnly)
+	}
+	return w, nil
+}
