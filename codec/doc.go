@@ -13,10 +13,13 @@
 //     In every top-level Kubernetes type, field 1 of the object message is
 //     metadata (ObjectMeta), so the metadata of a kind this build does not
 //     know can still be read and edited at the wire level.
+//
 //   - JSON, used for custom resources, CustomResourceDefinitions and
 //     APIServices: one compact JSON document followed by "\n".
+//
 //   - CBOR (self-described, starting d9 d9 f7), written by apiservers with
 //     CBOR storage enabled. It is detected and reported, not decoded.
+//
 //   - An encrypted value: "k8s:enc:<provider>:v1:<key name>:" followed by
 //     ciphertext (KMS v2: "k8s:enc:kms:v2:<provider name>:"). Decryption is
 //     the business of package codec/encryption; codec reports ErrEncrypted.

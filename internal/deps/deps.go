@@ -15,7 +15,7 @@ import (
 	_ "k8s.io/apimachinery/pkg/runtime"
 	_ "k8s.io/apiserver/pkg/server/options/encryptionconfig"
 	_ "k8s.io/client-go/kubernetes/scheme"
-	_ "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	_ "k8s.io/kms/apis/v2"
+	_ "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	_ "sigs.k8s.io/yaml"
 )
