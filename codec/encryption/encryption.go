@@ -260,19 +260,20 @@ func (c *Config) DecryptStale(ctx context.Context, gr schema.GroupResource, etcd
 		return out, stale, nil
 	}
 
-	env, ok := ParsePrefix(stored)
-	keyErr := &KeyError{Envelope: env, Resource: gr}
-	if !ok {
-		keyErr.Header = headerExcerpt(stored)
-	}
+	env, parsed := ParsePrefix(stored)
 	if c == nil {
-		keyErr.Err = ErrNoConfig
+		keyErr := &KeyError{Envelope: env, Resource: gr, Err: ErrNoConfig}
+		if !parsed {
+			keyErr.Header = headerExcerpt(stored)
+		}
 		return nil, false, keyErr
 	}
 	p, ok := matchProvider(c.providersFor(gr), stored)
 	if !ok {
-		keyErr.Err = ErrKeyNotFound
-		return nil, false, keyErr
+		if !parsed {
+			return nil, false, fmt.Errorf("decrypt value at %q: value starts with %q but has no valid header: %q", etcdKey, encPrefix, headerExcerpt(stored))
+		}
+		return nil, false, &KeyError{Envelope: env, Resource: gr, Err: ErrKeyNotFound}
 	}
 	out, stale, err := c.transformer(gr).TransformFromStorage(ctx, stored, value.DefaultContext(etcdKey))
 	if err != nil {

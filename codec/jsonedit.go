@@ -1,0 +1,497 @@
+package codec
+
+import (
+	"bytes"
+	encjson "encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// jnode is a JSON value that keeps its members' order and its literals'
+// exact text, so that an edit re-emits everything it did not change as it
+// was stored.
+type jnode struct {
+	kind  byte // '{', '[' or 0 for a literal
+	keys  []string
+	rawKs [][]byte // the keys' literal text
+	vals  []*jnode
+	lit   []byte
+}
+
+// parseJNode parses one JSON document (already validated).
+func parseJNode(b []byte) (*jnode, error) {
+	p := &jparser{b: b}
+	n, err := p.value()
+	if err != nil {
+		return nil, err
+	}
+	p.ws()
+	if p.i != len(p.b) {
+		return nil, fmt.Errorf("trailing data at offset %d", p.i)
+	}
+	return n, nil
+}
+
+type jparser struct {
+	b []byte
+	i int
+}
+
+func (p *jparser) ws() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
+		p.i++
+	}
+}
+
+func (p *jparser) value() (*jnode, error) {
+	p.ws()
+	if p.i >= len(p.b) {
+		return nil, fmt.Errorf("unexpected end of JSON")
+	}
+	switch p.b[p.i] {
+	case '{':
+		p.i++
+		n := &jnode{kind: '{'}
+		p.ws()
+		if p.i < len(p.b) && p.b[p.i] == '}' {
+			p.i++
+			return n, nil
+		}
+		for {
+			p.ws()
+			raw, err := p.str()
+			if err != nil {
+				return nil, err
+			}
+			var k string
+			if err := encjson.Unmarshal(raw, &k); err != nil {
+				return nil, err
+			}
+			p.ws()
+			if p.i >= len(p.b) || p.b[p.i] != ':' {
+				return nil, fmt.Errorf("expected ':' at offset %d", p.i)
+			}
+			p.i++
+			v, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			n.keys, n.rawKs, n.vals = append(n.keys, k), append(n.rawKs, raw), append(n.vals, v)
+			p.ws()
+			if p.i < len(p.b) && p.b[p.i] == ',' {
+				p.i++
+				continue
+			}
+			if p.i < len(p.b) && p.b[p.i] == '}' {
+				p.i++
+				return n, nil
+			}
+			return nil, fmt.Errorf("expected ',' or '}' at offset %d", p.i)
+		}
+	case '[':
+		p.i++
+		n := &jnode{kind: '['}
+		p.ws()
+		if p.i < len(p.b) && p.b[p.i] == ']' {
+			p.i++
+			return n, nil
+		}
+		for {
+			v, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			n.vals = append(n.vals, v)
+			p.ws()
+			if p.i < len(p.b) && p.b[p.i] == ',' {
+				p.i++
+				continue
+			}
+			if p.i < len(p.b) && p.b[p.i] == ']' {
+				p.i++
+				return n, nil
+			}
+			return nil, fmt.Errorf("expected ',' or ']' at offset %d", p.i)
+		}
+	case '"':
+		raw, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		return &jnode{lit: raw}, nil
+	default:
+		start := p.i
+		for p.i < len(p.b) && !strings.ContainsRune(",]} \t\r\n", rune(p.b[p.i])) {
+			p.i++
+		}
+		return &jnode{lit: p.b[start:p.i]}, nil
+	}
+}
+
+func (p *jparser) str() ([]byte, error) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return nil, fmt.Errorf("expected string at offset %d", p.i)
+	}
+	start := p.i
+	p.i++
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case '\\':
+			p.i += 2
+		case '"':
+			p.i++
+			return p.b[start:p.i], nil
+		default:
+			p.i++
+		}
+	}
+	return nil, fmt.Errorf("unterminated string")
+}
+
+// write emits n compactly.
+func (n *jnode) write(buf *bytes.Buffer) {
+	switch n.kind {
+	case '{':
+		buf.WriteByte('{')
+		for i := range n.keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			buf.Write(n.rawKs[i])
+			buf.WriteByte(':')
+			n.vals[i].write(buf)
+		}
+		buf.WriteByte('}')
+	case '[':
+		buf.WriteByte('[')
+		for i, v := range n.vals {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			v.write(buf)
+		}
+		buf.WriteByte(']')
+	default:
+		buf.Write(n.lit)
+	}
+}
+
+func (n *jnode) index(k string) int {
+	for i, key := range n.keys {
+		if key == k {
+			return i
+		}
+	}
+	return -1
+}
+
+func (n *jnode) get(k string) *jnode {
+	if i := n.index(k); i >= 0 {
+		return n.vals[i]
+	}
+	return nil
+}
+
+func (n *jnode) del(k string) bool {
+	i := n.index(k)
+	if i < 0 {
+		return false
+	}
+	n.keys = append(n.keys[:i:i], n.keys[i+1:]...)
+	n.rawKs = append(n.rawKs[:i:i], n.rawKs[i+1:]...)
+	n.vals = append(n.vals[:i:i], n.vals[i+1:]...)
+	return true
+}
+
+// objectMetaOrder is the order of ObjectMeta's JSON members as Go's
+// encoder writes the typed struct.
+var objectMetaOrder = []string{"name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
+	"generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+	"annotations", "ownerReferences", "finalizers", "managedFields"}
+
+// set puts v under k, in place when k exists, otherwise where the existing
+// order says it belongs: sorted when the keys are sorted (the unstructured
+// encoder's order), else after the last key that precedes it in order.
+func (n *jnode) set(k string, v *jnode, order []string) {
+	if i := n.index(k); i >= 0 {
+		n.vals[i] = v
+		return
+	}
+	rk, _ := encjson.Marshal(k)
+	pos := len(n.keys)
+	if sort.StringsAreSorted(n.keys) {
+		pos = sort.SearchStrings(n.keys, k)
+	} else if order != nil {
+		rank := func(s string) int {
+			for i, o := range order {
+				if o == s {
+					return i
+				}
+			}
+			return len(order)
+		}
+		r := rank(k)
+		pos = 0
+		for i, key := range n.keys {
+			if rank(key) <= r {
+				pos = i + 1
+			}
+		}
+	}
+	n.keys = append(n.keys[:pos], append([]string{k}, n.keys[pos:]...)...)
+	n.rawKs = append(n.rawKs[:pos], append([][]byte{rk}, n.rawKs[pos:]...)...)
+	n.vals = append(n.vals[:pos], append([]*jnode{v}, n.vals[pos:]...)...)
+}
+
+// newJNode builds a node from a Go value the way encoding/json encodes it.
+func newJNode(v any) (*jnode, error) {
+	b, err := encjson.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return parseJNode(b)
+}
+
+// parseStoredJSON parses a stored JSON value, returning the document and
+// what follows it (the apiserver's trailing newline).
+func parseStoredJSON(value []byte) (*jnode, []byte, error) {
+	doc := bytes.TrimRight(value, "\r\n")
+	if !encjson.Valid(doc) {
+		return nil, nil, malformed("invalid JSON: %v", jsonError(doc))
+	}
+	n, err := parseJNode(doc)
+	if err != nil {
+		return nil, nil, malformed("JSON: %v", err)
+	}
+	if n.kind != '{' {
+		return nil, nil, fmt.Errorf("JSON value is not an object: %w", ErrNotObject)
+	}
+	return n, value[len(doc):], nil
+}
+
+func emitStoredJSON(n *jnode, trailer []byte) []byte {
+	var buf bytes.Buffer
+	n.write(&buf)
+	if len(trailer) == 0 {
+		trailer = []byte("\n")
+	}
+	buf.Write(trailer)
+	return buf.Bytes()
+}
+
+func editMetaJSON(value []byte, edit MetaEdit) ([]byte, error) {
+	doc, trailer, err := parseStoredJSON(value)
+	if err != nil {
+		return nil, fmt.Errorf("edit metadata: %w", err)
+	}
+	meta := doc.get("metadata")
+	if meta == nil || meta.kind != '{' {
+		return nil, fmt.Errorf("edit metadata: no metadata object: %w", ErrNotObject)
+	}
+	changed := false
+	if edit.ClearDeletion {
+		changed = meta.del("deletionTimestamp") || changed
+		changed = meta.del("deletionGracePeriodSeconds") || changed
+	}
+	// Finalizers.
+	if fins := meta.get("finalizers"); fins != nil || len(edit.AddFinalizers) > 0 {
+		var list []string
+		if fins != nil {
+			if err := encjson.Unmarshal(nodeBytes(fins), &list); err != nil {
+				return nil, malformed("edit metadata: finalizers: %v", err)
+			}
+		}
+		rm := set(edit.RemoveFinalizers)
+		var keep []string
+		have := map[string]bool{}
+		for _, f := range list {
+			if edit.RemoveAllFinalizers || rm[f] {
+				continue
+			}
+			keep = append(keep, f)
+			have[f] = true
+		}
+		for _, f := range edit.AddFinalizers {
+			if !have[f] && !rm[f] && !edit.RemoveAllFinalizers {
+				keep = append(keep, f)
+				have[f] = true
+			}
+		}
+		if !reflect.DeepEqual(keep, list) && !(len(keep) == 0 && len(list) == 0) {
+			changed = true
+			if len(keep) == 0 {
+				meta.del("finalizers")
+			} else {
+				nv, _ := newJNode(keep)
+				meta.set("finalizers", nv, objectMetaOrder)
+			}
+		}
+	}
+	for _, m := range []struct {
+		name   string
+		set    map[string]string
+		remove []string
+	}{{"labels", edit.SetLabels, edit.RemoveLabels}, {"annotations", edit.SetAnnotations, edit.RemoveAnnotations}} {
+		if len(m.set) == 0 && len(m.remove) == 0 {
+			continue
+		}
+		node := meta.get(m.name)
+		if node == nil {
+			node = &jnode{kind: '{'}
+		}
+		if node.kind != '{' {
+			return nil, malformed("edit metadata: %s is not an object", m.name)
+		}
+		c := false
+		for _, k := range m.remove {
+			c = node.del(k) || c
+		}
+		keys := make([]string, 0, len(m.set))
+		for k := range m.set {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			nv, _ := newJNode(m.set[k])
+			if old := node.get(k); old != nil && bytes.Equal(nodeBytes(old), nodeBytes(nv)) {
+				continue
+			}
+			node.set(k, nv, nil)
+			c = true
+		}
+		if c {
+			changed = true
+			if len(node.keys) == 0 {
+				meta.del(m.name)
+			} else {
+				meta.set(m.name, node, objectMetaOrder)
+			}
+		}
+	}
+	if owners := meta.get("ownerReferences"); owners != nil && (edit.RemoveAllOwners || len(edit.RemoveOwnerUIDs) > 0) {
+		rm := set(edit.RemoveOwnerUIDs)
+		var keep []*jnode
+		for _, o := range owners.vals {
+			uid := ""
+			if u := o.get("uid"); u != nil {
+				_ = encjson.Unmarshal(u.lit, &uid)
+			}
+			if edit.RemoveAllOwners || rm[uid] {
+				continue
+			}
+			keep = append(keep, o)
+		}
+		if len(keep) != len(owners.vals) {
+			changed = true
+			if len(keep) == 0 {
+				meta.del("ownerReferences")
+			} else {
+				owners.vals = keep
+			}
+		}
+	}
+	if !changed {
+		return value, nil
+	}
+	return emitStoredJSON(doc, trailer), nil
+}
+
+func nodeBytes(n *jnode) []byte {
+	var buf bytes.Buffer
+	n.write(&buf)
+	return buf.Bytes()
+}
+
+// MergeJSON returns the stored JSON value rewritten to hold content, with
+// the smallest change: members whose value did not change keep their stored
+// text and position, removed members go, and new members are placed where
+// the document's order says. resourceVersion and selfLink are never stored.
+func MergeJSON(stored []byte, content map[string]any) ([]byte, error) {
+	doc, trailer, err := parseStoredJSON(stored)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	content = copyJSON(content)
+	if md, ok := content["metadata"].(map[string]any); ok {
+		delete(md, "resourceVersion")
+		delete(md, "selfLink")
+	}
+	merged, err := mergeNode(doc, content, nil)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	return emitStoredJSON(merged, trailer), nil
+}
+
+func copyJSON(m map[string]any) map[string]any {
+	b, _ := encjson.Marshal(m)
+	var out map[string]any
+	d := encjson.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	_ = d.Decode(&out)
+	return out
+}
+
+// mergeNode rewrites old to hold v, keeping what did not change.
+func mergeNode(old *jnode, v any, order []string) (*jnode, error) {
+	nv, err := newJNode(v)
+	if err != nil {
+		return nil, err
+	}
+	if old != nil && jsonEqual(nodeBytes(old), nodeBytes(nv)) {
+		return old, nil
+	}
+	m, isMap := v.(map[string]any)
+	if old == nil || old.kind != '{' || !isMap {
+		return nv, nil
+	}
+	out := &jnode{kind: '{'}
+	for i, k := range old.keys {
+		sub, ok := m[k]
+		if !ok {
+			continue
+		}
+		var o []string
+		if k == "metadata" {
+			o = objectMetaOrder
+		}
+		merged, err := mergeNode(old.vals[i], sub, o)
+		if err != nil {
+			return nil, err
+		}
+		out.keys, out.rawKs, out.vals = append(out.keys, k), append(out.rawKs, old.rawKs[i]), append(out.vals, merged)
+	}
+	var added []string
+	for k := range m {
+		if old.index(k) < 0 {
+			added = append(added, k)
+		}
+	}
+	sort.Strings(added)
+	for _, k := range added {
+		n, err := newJNode(m[k])
+		if err != nil {
+			return nil, err
+		}
+		out.set(k, n, order)
+	}
+	return out, nil
+}
+
+// jsonEqual compares two JSON texts by value.
+func jsonEqual(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	da := encjson.NewDecoder(bytes.NewReader(a))
+	da.UseNumber()
+	db := encjson.NewDecoder(bytes.NewReader(b))
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
