@@ -3,6 +3,7 @@ package encryption
 import (
 	"bytes"
 	"context"
+	"crypto/aes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -253,7 +254,7 @@ func (c *Config) DecryptStale(ctx context.Context, gr schema.GroupResource, etcd
 		if !hasIdentity(c.providersFor(gr)) {
 			return stored, true, nil
 		}
-		out, stale, err := c.transformer(gr).TransformFromStorage(ctx, stored, value.DefaultContext(etcdKey))
+		out, stale, err := transformFromStorage(ctx, c.transformer(gr), etcdKey, stored)
 		if err != nil {
 			return nil, false, fmt.Errorf("read unencrypted value at %q: %w", etcdKey, err)
 		}
@@ -275,11 +276,32 @@ func (c *Config) DecryptStale(ctx context.Context, gr schema.GroupResource, etcd
 		}
 		return nil, false, &KeyError{Envelope: env, Resource: gr, Err: ErrKeyNotFound}
 	}
-	out, stale, err := c.transformer(gr).TransformFromStorage(ctx, stored, value.DefaultContext(etcdKey))
+	if p.kind == "aescbc" && len(stored)-len(p.prefix) == aes.BlockSize {
+		// k8s.io/apiserver v0.37's aescbc transformer panics on a value
+		// that holds an IV and no ciphertext.
+		return nil, false, fmt.Errorf("decrypt value at %q with %s: the stored data holds an IV but no ciphertext", etcdKey, p.describe())
+	}
+	out, stale, err := transformFromStorage(ctx, c.transformer(gr), etcdKey, stored)
 	if err != nil {
 		return nil, false, fmt.Errorf("decrypt value at %q with %s: %w", etcdKey, p.describe(), err)
 	}
 	return out, stale, nil
+}
+
+// errTransformerPanic marks a panic recovered from the apiserver's
+// transformer code.
+var errTransformerPanic = errors.New("apiserver transformer panicked")
+
+// transformFromStorage runs t.TransformFromStorage with etcdKey as
+// authenticated data, as the apiserver's etcd3 store does. Stored bytes
+// are untrusted, so a panic in the transformer code becomes an error.
+func transformFromStorage(ctx context.Context, t value.Transformer, etcdKey string, stored []byte) (out []byte, stale bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, stale, err = nil, false, fmt.Errorf("%w: %v", errTransformerPanic, r)
+		}
+	}()
+	return t.TransformFromStorage(ctx, stored, value.DefaultContext(etcdKey))
 }
 
 // matchProvider returns the first provider whose full header starts stored.
@@ -327,7 +349,7 @@ func (c *Config) Encrypt(ctx context.Context, gr schema.GroupResource, etcdKey s
 	if !bytes.HasPrefix(out, first.prefix) || (first.kind != "identity" && len(out) == len(first.prefix)) {
 		return nil, fmt.Errorf("encrypt value at %q with %s: transformer wrote an unexpected header %q", etcdKey, first.describe(), headerExcerpt(out))
 	}
-	back, _, err := t.TransformFromStorage(ctx, out, dataCtx)
+	back, _, err := transformFromStorage(ctx, t, etcdKey, out)
 	if err != nil {
 		return nil, fmt.Errorf("encrypt value at %q with %s: check the written value: %w", etcdKey, first.describe(), err)
 	}

@@ -1,0 +1,44 @@
+# etcdpvc — see README.md.
+GO       ?= go
+BIN      ?= bin/etcdpvc
+FUZZTIME ?= 20s
+PKGS     ?= ./...
+
+.PHONY: all build test test-short bench fuzz lint demo clean
+
+all: lint build test
+
+build:
+	$(GO) build -o $(BIN) ./cmd/etcdpvc
+
+# test runs the whole suite: unit tests, real in-process etcd servers and
+# the CLI's txtar scripts.
+test:
+	$(GO) test -count=1 -timeout 30m $(PKGS)
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+# bench prints figures; it asserts nothing about time.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# fuzz runs each fuzz target for FUZZTIME.
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+demo: build
+	$(BIN) demo
+
+clean:
+	rm -rf bin

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+// env is what a command runs with: its streams and context.
+type env struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	// getenv reads the environment (os.Getenv; replaced in tests).
+	getenv func(string) string
+}
+
+// globalFlag describes a flag that works before or after the command name.
+type globalFlag struct {
+	name, alias, env, usage string
+	kind                    byte // 's' string, 'b' bool, 'd' duration, 'l' string list
+	def                     string
+}
+
+// globalFlags are the connection, file and format flags every command
+// accepts, compatible with etcdctl's (each falls back to its ETCDCTL_*
+// variable).
+var globalFlags = []globalFlag{
+	{name: "endpoints", env: "ETCDCTL_ENDPOINTS", kind: 'l', def: "127.0.0.1:2379", usage: "etcd client endpoints, comma-separated"},
+	{name: "cacert", env: "ETCDCTL_CACERT", kind: 's', usage: "verify etcd's certificate with this CA bundle"},
+	{name: "cert", env: "ETCDCTL_CERT", kind: 's', usage: "client certificate file"},
+	{name: "key", env: "ETCDCTL_KEY", kind: 's', usage: "client key file"},
+	{name: "user", env: "ETCDCTL_USER", kind: 's', usage: "etcd user[:password]"},
+	{name: "password", env: "ETCDCTL_PASSWORD", kind: 's', usage: "etcd password"},
+	{name: "insecure-skip-tls-verify", env: "ETCDCTL_INSECURE_SKIP_TLS_VERIFY", kind: 'b', usage: "do not verify etcd's certificate"},
+	{name: "dial-timeout", env: "ETCDCTL_DIAL_TIMEOUT", kind: 'd', def: "2s", usage: "timeout for connecting to etcd"},
+	{name: "command-timeout", env: "ETCDCTL_COMMAND_TIMEOUT", kind: 'd', def: "5s", usage: "timeout for each etcd request"},
+	{name: "consistency", kind: 's', def: "l", usage: "read consistency: l (linearizable) or s (serializable)"},
+	{name: "prefix", kind: 's', def: "/registry", usage: "the kube-apiserver's --etcd-prefix"},
+	{name: "kubeadm", kind: 'b', usage: "take endpoints, certificates, prefix and encryption config from the kube-apiserver static pod manifest"},
+	{name: "manifests-dir", kind: 's', def: "/etc/kubernetes/manifests", usage: "where --kubeadm finds kube-apiserver.yaml"},
+	{name: "db", kind: 's', usage: "read an etcd db or snapshot file instead of a live etcd"},
+	{name: "lock-timeout", kind: 'd', def: "2s", usage: "with --db: how long to wait for the file lock"},
+	{name: "skip-hash-check", kind: 'b', usage: "with --db: go on when a snapshot's sha256 trailer does not match"},
+	{name: "encryption-config", kind: 's', usage: "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources"},
+}
+
+func (g globalFlag) flag() cli.Flag {
+	var aliases []string
+	if g.alias != "" {
+		aliases = []string{g.alias}
+	}
+	usage := g.usage
+	if g.env != "" {
+		usage += " [$" + g.env + "]"
+	}
+	switch g.kind {
+	case 'b':
+		return &cli.BoolFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global"}
+	case 'l':
+		return &cli.StringSliceFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def}
+	default:
+		return &cli.StringFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def}
+	}
+}
+
+func globalCLIFlags() []cli.Flag {
+	out := make([]cli.Flag, 0, len(globalFlags))
+	for _, g := range globalFlags {
+		out = append(out, g.flag())
+	}
+	return out
+}
+
+// globalOptions holds the resolved global flags.
+type globalOptions struct {
+	Endpoints             []string
+	CACert, Cert, Key     string
+	User, Password        string
+	InsecureSkipTLSVerify bool
+	DialTimeout           time.Duration
+	CommandTimeout        time.Duration
+	Consistency           string
+	Prefix                string
+	Kubeadm               bool
+	ManifestsDir          string
+	DB                    string
+	LockTimeout           time.Duration
+	SkipHashCheck         bool
+	EncryptionConfig      string
+	// explicit records which flags the user set (flag or environment), so
+	// --kubeadm fills in only the others.
+	explicit map[string]bool
+}
+
+// lookupGlobal finds a global flag's value: set on the command, else set
+// before the command, else its environment variable, else its default.
+func lookupGlobal(c *cli.Context, e *env, g globalFlag) (string, []string, bool) {
+	for _, cc := range c.Lineage() {
+		for _, n := range cc.LocalFlagNames() {
+			if n == g.name {
+				switch g.kind {
+				case 'b':
+					return fmt.Sprint(cc.Bool(g.name)), nil, true
+				case 'l':
+					return "", splitList(cc.StringSlice(g.name)), true
+				default:
+					return cc.String(g.name), nil, true
+				}
+			}
+		}
+	}
+	if g.env != "" {
+		if v := e.getenv(g.env); v != "" {
+			return v, splitList([]string{v}), true
+		}
+	}
+	return g.def, splitList([]string{g.def}), false
+}
+
+func splitList(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func resolveGlobals(c *cli.Context, e *env) (*globalOptions, error) {
+	o := &globalOptions{explicit: map[string]bool{}}
+	for _, g := range globalFlags {
+		s, list, set := lookupGlobal(c, e, g)
+		if set {
+			o.explicit[g.name] = true
+		}
+		var err error
+		switch g.name {
+		case "endpoints":
+			o.Endpoints = list
+		case "cacert":
+			o.CACert = s
+		case "cert":
+			o.Cert = s
+		case "key":
+			o.Key = s
+		case "user":
+			o.User = s
+		case "password":
+			o.Password = s
+		case "insecure-skip-tls-verify":
+			o.InsecureSkipTLSVerify = s == "true"
+		case "dial-timeout":
+			o.DialTimeout, err = time.ParseDuration(s)
+		case "command-timeout":
+			o.CommandTimeout, err = time.ParseDuration(s)
+		case "consistency":
+			o.Consistency = s
+			if s != "l" && s != "s" {
+				err = fmt.Errorf("must be l or s")
+			}
+		case "prefix":
+			o.Prefix = "/" + strings.Trim(s, "/")
+		case "kubeadm":
+			o.Kubeadm = s == "true"
+		case "manifests-dir":
+			o.ManifestsDir = s
+		case "db":
+			o.DB = s
+		case "lock-timeout":
+			o.LockTimeout, err = time.ParseDuration(s)
+		case "skip-hash-check":
+			o.SkipHashCheck = s == "true"
+		case "encryption-config":
+			o.EncryptionConfig = s
+		}
+		if err != nil {
+			return nil, usagef("--%s %q: %v", g.name, s, err)
+		}
+	}
+	return o, nil
+}
+
+// command is one etcdpvc command: its urfave definition and its action.
+type command struct {
+	name      string
+	usage     string
+	argsUsage string
+	desc      string
+	examples  string
+	flags     []cli.Flag
+	action    func(c *cli.Context, e *env) error
+	hidden    bool
+}
+
+// commands lists every command, in help order.
+func commands() []command {
+	return []command{
+		decodeCommand(),
+		encodeCommand(),
+	}
+}
+
+func newApp(e *env) *cli.App {
+	app := &cli.App{
+		Name:            "etcdpvc",
+		Usage:           "break-glass surgery on Kubernetes objects stored in etcd",
+		Flags:           globalCLIFlags(),
+		Writer:          e.stdout,
+		ErrWriter:       e.stderr,
+		HideHelpCommand: false,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		Description: "etcdpvc reads, and edits with a diff, a durable backup and a compare-and-swap,\n" +
+			"the objects kube-apiserver stores in etcd, and reads etcd db and snapshot files offline.\n\n" + exitStatusHelp,
+	}
+	for _, cmd := range commands() {
+		cmd := cmd
+		desc := cmd.desc
+		if cmd.examples != "" {
+			desc += "\n\nEXAMPLES:\n" + indent(strings.TrimSpace(cmd.examples), "   ")
+		}
+		desc += "\n\n" + exitStatusHelp
+		app.Commands = append(app.Commands, &cli.Command{
+			Name:        cmd.name,
+			Usage:       cmd.usage,
+			ArgsUsage:   cmd.argsUsage,
+			Description: strings.TrimSpace(desc),
+			Flags:       append(append([]cli.Flag{}, cmd.flags...), globalCLIFlags()...),
+			Hidden:      cmd.hidden,
+			Action:      func(c *cli.Context) error { return cmd.action(c, e) },
+		})
+	}
+	return app
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// run is the whole program: it parses args, runs one command and returns the
+// exit status. Only main exits.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	app := newApp(e)
+	argv := append([]string{"etcdpvc"}, reorderArgs(app, args)...)
+	if err := app.RunContext(ctx, argv); err != nil {
+		if isFlagError(err) {
+			err = &usageError{msg: err.Error()}
+		}
+		return report(stderr, err)
+	}
+	return exitOK
+}
+
+// isFlagError recognises urfave/cli's and the flag package's parse errors.
+func isFlagError(err error) bool {
+	var u *usageError
+	if errors.As(err, &u) {
+		return false
+	}
+	s := err.Error()
+	for _, p := range []string{"flag provided but not defined", "flag needs an argument", "invalid value", "No help topic", "Required flag", "invalid boolean"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// Exit statuses. They are listed in docs/cli.md and in every command's help.
+const (
+	exitOK         = 0 // success, including a no-op edit
+	exitError      = 1 // any other failure
+	exitUsage      = 2 // bad flags or arguments
+	exitNotFound   = 3 // the object or key does not exist
+	exitConflict   = 4 // the object changed between read and write; nothing written
+	exitRefused    = 5 // refused as unsafe, or needs --yes / confirmation; nothing written
+	exitDecode     = 6 // the stored value cannot be decoded (malformed, encrypted without a key, unsupported)
+	exitConnection = 7 // etcd or the db file cannot be reached (dial, TLS, timeout, lock)
+)
+
+// exitStatusHelp is the EXIT STATUS section shared by every command's help.
+const exitStatusHelp = `EXIT STATUS:
+   0  success (a no-op edit included)
+   1  error
+   2  usage error
+   3  not found
+   4  conflict: the object changed since it was read; nothing written
+   5  refused: unsafe, or not confirmed (use --yes); nothing written
+   6  the stored value cannot be decoded
+   7  cannot reach etcd or open the db file`
+
+// usageError marks errors in flags or arguments.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// refusedError marks a write the tool declined to make.
+type refusedError struct {
+	msg  string
+	hint string
+}
+
+func (e *refusedError) Error() string { return e.msg }
+
+// hinted carries a hint for the user alongside an error.
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (h *hinted) Error() string { return h.err.Error() }
+func (h *hinted) Unwrap() error { return h.err }
+
+func withHint(err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	return &hinted{err: err, hint: hint}
+}
+
+// exitCode maps an error to the documented exit status.
+func exitCode(err error) int {
+	var u *usageError
+	var r *refusedError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &u):
+		return exitUsage
+	case errors.As(err, &r):
+		return exitRefused
+	case errors.Is(err, store.ErrConflict):
+		return exitConflict
+	case errors.Is(err, store.ErrNotFound):
+		return exitNotFound
+	case errors.Is(err, store.ErrUnavailable):
+		return exitConnection
+	case errors.Is(err, codec.ErrLossy):
+		return exitRefused
+	case errors.Is(err, codec.ErrEncrypted), errors.Is(err, codec.ErrMalformed), errors.Is(err, codec.ErrNotObject),
+		errors.Is(err, codec.ErrUnsupported), errors.Is(err, codec.ErrEmpty):
+		return exitDecode
+	}
+	return exitError
+}
+
+// hintFor returns the hint to print after an error, if any.
+func hintFor(err error) string {
+	var h *hinted
+	if errors.As(err, &h) {
+		return h.hint
+	}
+	var r *refusedError
+	if errors.As(err, &r) && r.hint != "" {
+		return r.hint
+	}
+	var enc *codec.EncryptedError
+	if errors.As(err, &enc) {
+		return enc.Hint()
+	}
+	var u *usageError
+	if errors.As(err, &u) {
+		return "see 'etcdpvc help' or 'etcdpvc COMMAND --help'"
+	}
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return "re-run the command: it reads the object again and shows a new diff"
+	case errors.Is(err, codec.ErrLossy):
+		return "edit metadata with undelete, finalizers, label or annotate: they work at the wire level and keep unknown fields"
+	}
+	return ""
+}
+
+// report prints err in the project's format and returns the exit status.
+func report(stderr io.Writer, err error) int {
+	msg := strings.TrimSpace(err.Error())
+	fmt.Fprintf(stderr, "etcdpvc: error: %s\n", msg)
+	if h := hintFor(err); h != "" {
+		fmt.Fprintf(stderr, "etcdpvc: hint: %s\n", h)
+	}
+	return exitCode(err)
+}

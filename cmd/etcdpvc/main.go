@@ -1,0 +1,18 @@
+// Command etcdpvc is break-glass surgery on Kubernetes objects stored in
+// etcd: it decodes, edits with a durable backup and compare-and-swap, and
+// reads etcd db and snapshot files offline.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

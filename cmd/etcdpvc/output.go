@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"sigs.k8s.io/yaml"
+)
+
+// openInput opens a named input; "-" or "" is stdin.
+func openInput(e *env, name string) (io.ReadCloser, error) {
+	if name == "" || name == "-" {
+		return io.NopCloser(e.stdin), nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("open input: %w", err)
+	}
+	return f, nil
+}
+
+// printOptions says how to print an object.
+type printOptions struct {
+	Output      string // yaml or json
+	ShowSecrets bool
+}
+
+func checkOutput(o string, allowed ...string) error {
+	for _, a := range allowed {
+		if o == a {
+			return nil
+		}
+	}
+	return usagef("-o %q: must be one of %v", o, allowed)
+}
+
+// printObject writes an object's content as YAML or JSON.
+func printObject(w io.Writer, content map[string]any, o printOptions) error {
+	if !o.ShowSecrets {
+		content = redactSecret(content)
+	}
+	switch o.Output {
+	case "json":
+		b, err := json.MarshalIndent(content, "", "    ")
+		if err != nil {
+			return fmt.Errorf("print: %w", err)
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	default:
+		b, err := yaml.Marshal(content)
+		if err != nil {
+			return fmt.Errorf("print: %w", err)
+		}
+		_, err = w.Write(b)
+		return err
+	}
+}
+
+// redactSecret replaces the values of a Secret's data and stringData with
+// their sizes, so that output can be shared. It returns content unchanged
+// for other kinds, and a copy for Secrets.
+func redactSecret(content map[string]any) map[string]any {
+	if content["kind"] != "Secret" || content["apiVersion"] != "v1" {
+		return content
+	}
+	out := make(map[string]any, len(content))
+	for k, v := range content {
+		out[k] = v
+	}
+	for _, field := range []string{"data", "stringData"} {
+		m, ok := content[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		red := make(map[string]any, len(m))
+		for k, v := range m {
+			s, _ := v.(string)
+			n := len(s)
+			if field == "data" {
+				n = base64DecodedLen(s)
+			}
+			red[k] = "<redacted: " + strconv.Itoa(n) + " bytes>"
+		}
+		out[field] = red
+	}
+	return out
+}
+
+func base64DecodedLen(s string) int {
+	n := len(s) / 4 * 3
+	if bytes.HasSuffix([]byte(s), []byte("==")) {
+		n -= 2
+	} else if bytes.HasSuffix([]byte(s), []byte("=")) {
+		n--
+	}
+	return n
+}
