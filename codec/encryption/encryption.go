@@ -331,7 +331,8 @@ func hasIdentity(ps []provider) bool {
 // transformer and checks that it yields plaintext. A nil *Config writes
 // plaintext unchanged, as an apiserver without an encryption config does;
 // use it only for such clusters. Encrypt refuses plaintext that already
-// starts with k8s:enc:.
+// starts with k8s:enc:. With a KMS v2 provider first, Encrypt fails, rather
+// than writing plaintext, until the plugin has answered a status probe.
 func (c *Config) Encrypt(ctx context.Context, gr schema.GroupResource, etcdKey string, plaintext []byte) ([]byte, error) {
 	if isEncrypted(plaintext) {
 		return nil, fmt.Errorf("encrypt value at %q: value already starts with %q", etcdKey, encPrefix)

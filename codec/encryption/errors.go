@@ -24,9 +24,11 @@ var (
 // available. It matches ErrKeyNotFound or ErrNoConfig with errors.Is.
 type KeyError struct {
 	// Envelope is the value's parsed header. It is the zero Envelope when
-	// the header did not parse; Header then holds its first bytes.
+	// the header did not parse (only with ErrNoConfig: with a config, such
+	// a value is a plain decryption error).
 	Envelope Envelope
-	// Header holds the first bytes of a value whose header did not parse.
+	// Header holds the first bytes of the value when its header did not
+	// parse.
 	Header string
 	// Resource is the resource the value was read for.
 	Resource schema.GroupResource
