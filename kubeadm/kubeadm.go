@@ -1,0 +1,113 @@
+// Package kubeadm reads what etcdpvc needs from a control-plane node: the
+// kube-apiserver static pod manifest (kubeadm writes it to
+// /etc/kubernetes/manifests/kube-apiserver.yaml) names the etcd endpoints,
+// the client certificate the apiserver uses, its --etcd-prefix and its
+// --encryption-provider-config.
+package kubeadm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// DefaultManifestsDir is where kubeadm writes static pod manifests.
+const DefaultManifestsDir = "/etc/kubernetes/manifests"
+
+// ManifestName is the kube-apiserver manifest's file name.
+const ManifestName = "kube-apiserver.yaml"
+
+// ErrNoManifest means the manifest does not exist (not a control-plane
+// node, or another installer).
+var ErrNoManifest = errors.New("no kube-apiserver manifest")
+
+// APIServer is what the kube-apiserver's flags say about its storage.
+type APIServer struct {
+	// Manifest is the file read.
+	Manifest string
+	// Endpoints are --etcd-servers.
+	Endpoints []string
+	// CAFile, CertFile and KeyFile are --etcd-cafile, --etcd-certfile and
+	// --etcd-keyfile.
+	CAFile, CertFile, KeyFile string
+	// Prefix is --etcd-prefix ("/registry" when not set).
+	Prefix string
+	// EncryptionConfig is --encryption-provider-config ("" when not set).
+	EncryptionConfig string
+}
+
+// Read reads the kube-apiserver manifest in dir.
+func Read(dir string) (*APIServer, error) {
+	if dir == "" {
+		dir = DefaultManifestsDir
+	}
+	path := filepath.Join(dir, ManifestName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", path, ErrNoManifest)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read kube-apiserver manifest: %w", err)
+	}
+	return Parse(path, b)
+}
+
+// Parse reads a kube-apiserver static pod manifest.
+func Parse(path string, manifest []byte) (*APIServer, error) {
+	var pod corev1.Pod
+	if err := yaml.Unmarshal(manifest, &pod); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	var c *corev1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == "kube-apiserver" {
+			c = &pod.Spec.Containers[i]
+		}
+	}
+	if c == nil && len(pod.Spec.Containers) == 1 {
+		c = &pod.Spec.Containers[0]
+	}
+	if c == nil {
+		return nil, fmt.Errorf("parse %s: no kube-apiserver container", path)
+	}
+	a := &APIServer{Manifest: path, Prefix: "/registry"}
+	args := append(append([]string{}, c.Command...), c.Args...)
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if !strings.HasPrefix(arg, "--") {
+			continue
+		}
+		name, val, ok := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		if !ok && i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
+			i++
+			val = args[i]
+		}
+		switch name {
+		case "etcd-servers":
+			for _, ep := range strings.Split(val, ",") {
+				if ep = strings.TrimSpace(ep); ep != "" {
+					a.Endpoints = append(a.Endpoints, ep)
+				}
+			}
+		case "etcd-cafile":
+			a.CAFile = val
+		case "etcd-certfile":
+			a.CertFile = val
+		case "etcd-keyfile":
+			a.KeyFile = val
+		case "etcd-prefix":
+			a.Prefix = "/" + strings.Trim(val, "/")
+		case "encryption-provider-config":
+			a.EncryptionConfig = val
+		}
+	}
+	if len(a.Endpoints) == 0 {
+		return nil, fmt.Errorf("parse %s: kube-apiserver has no --etcd-servers", path)
+	}
+	return a, nil
+}
