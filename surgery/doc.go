@@ -1,0 +1,65 @@
+// Package surgery edits Kubernetes objects stored in etcd, and is the one
+// write path every etcdpvc command that writes goes through.
+//
+// # Edits
+//
+// An Edit is a pure function from the current object (a *Current: the key's
+// revision, its plaintext and its decoded form) to the new plaintext value:
+//
+//   - Undelete clears deletionTimestamp and deletionGracePeriodSeconds and
+//     drops the garbage collector's foregroundDeletion and orphan
+//     finalizers; Meta removes or adds finalizers and sets or removes labels
+//     and annotations. Both edit the metadata submessage at the wire level
+//     (codec.EditMeta), so they work on every kind, including kinds this
+//     build does not know, and keep every byte outside metadata as stored.
+//   - Patch (JSON merge patch or JSON patch) and Replace (the content of an
+//     edited YAML document) work on the object's JSON view. A change that
+//     only touches labels, annotations, finalizers, ownerReferences or the
+//     deletion fields is routed to the wire-level editor. Any other change
+//     to a JSON-stored object is merged into the stored text with the
+//     smallest rewrite (codec.MergeJSON); to a protobuf-stored object it is
+//     made by a typed re-encode, which is allowed only when re-encoding the
+//     unchanged object reproduces its stored bytes exactly (so that no field
+//     unknown to this build can be dropped), and refused otherwise with an
+//     error wrapping codec.ErrLossy. apiVersion, kind, metadata.name,
+//     metadata.namespace and metadata.uid never change; metadata.
+//     resourceVersion, which is the key's mod revision and never stored, is
+//     ignored.
+//
+// # The write path
+//
+// Every write goes plan → diff → backup → compare-and-swap → report:
+//
+//  1. Codec.MakePlan reads the key with a linearizable read, keeping its mod
+//     revision R and lease; decrypts it when it is encrypted at rest; applies
+//     the edit; decodes the result again to prove it is a valid object with
+//     the same identity; encrypts it with the resource's first provider, as
+//     the apiserver would; renders a unified diff of the YAML views (Secret
+//     values redacted unless Codec.ShowSecrets); and collects warnings about
+//     what could undo the edit (an owner that is gone, a terminating
+//     namespace, a StatefulSet or PersistentVolume whose policy deletes the
+//     claim). An edit that changes nothing yields a NoOp plan.
+//  2. Apply writes a backup file first: the original stored bytes
+//     (ciphertext when encrypted), their sha256 and the sha256 of the new
+//     bytes, written to a temporary file, fsynced, linked into place and the
+//     directory fsynced, mode 0600. If the backup cannot be written, nothing
+//     is written to etcd.
+//  3. Apply then writes with one etcd transaction that succeeds only if the
+//     key is still at revision R (store.Writer.CompareAndSwap), with the
+//     lease the key had. If anything wrote the key since it was read, the
+//     transaction writes nothing and Apply returns a *ConflictError. A backup
+//     left behind by a write that did not happen is harmless: it holds the
+//     value the key still has.
+//  4. On success Apply appends one JSON line to audit.log beside the
+//     backups.
+//
+// # Restore and recover
+//
+// Codec.PlanRestore puts a backup's original bytes back, byte for byte,
+// only while the key still holds the bytes etcdpvc's write produced (or the
+// key was deleted since); otherwise it refuses with ErrChangedSinceBackup,
+// unless forced. Codec.PlanRecover recreates a deleted object from a past
+// revision found in etcd's history, with its deletion cleared and its uid
+// kept, as a create that fails if the key exists. Both plans are written by
+// Apply, so they are backed up and compare-and-swapped like any edit.
+package surgery

@@ -1,0 +1,617 @@
+package surgery
+
+import (
+	"bytes"
+	encjson "encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+)
+
+// Edit is a change to one object: a pure function from the current object
+// to its new plaintext value. An edit that changes nothing returns
+// cur.Plain (or bytes equal to it).
+type Edit interface {
+	// Apply returns the new plaintext stored value.
+	Apply(cur *Current) ([]byte, error)
+	// Describe says what the edit does, for plans, backups and the audit
+	// log.
+	Describe() string
+}
+
+// gcFinalizers are the garbage collector's finalizers, which only mean
+// something on an object being deleted.
+var gcFinalizers = []string{metav1.FinalizerDeleteDependents, metav1.FinalizerOrphanDependents}
+
+// Undelete takes an object out of Terminating: it clears deletionTimestamp
+// and deletionGracePeriodSeconds and, unless KeepGCFinalizers, removes the
+// garbage collector's foregroundDeletion and orphan finalizers. Every other
+// finalizer (kubernetes.io/pvc-protection, …) stays. It edits metadata at
+// the wire level, so it works on every kind and keeps every other byte. On
+// an object that is not being deleted it changes nothing.
+type Undelete struct {
+	KeepGCFinalizers bool
+}
+
+// Apply implements Edit.
+func (u Undelete) Apply(cur *Current) ([]byte, error) {
+	if !terminating(cur.Obj.Meta) {
+		return cur.Plain, nil
+	}
+	e := codec.MetaEdit{ClearDeletion: true}
+	if !u.KeepGCFinalizers {
+		e.RemoveFinalizers = gcFinalizers
+	}
+	out, err := codec.EditMeta(cur.Plain, e)
+	if err != nil {
+		return nil, fmt.Errorf("undelete %s %s: %w", cur.Obj.GVK.Kind, cur.Obj.Name(), err)
+	}
+	return out, nil
+}
+
+// Describe implements Edit.
+func (u Undelete) Describe() string {
+	if u.KeepGCFinalizers {
+		return "undelete: clear deletionTimestamp and deletionGracePeriodSeconds"
+	}
+	return "undelete: clear deletionTimestamp and deletionGracePeriodSeconds, remove finalizers foregroundDeletion and orphan"
+}
+
+// terminating reports whether m carries a deletion.
+func terminating(m *metav1.ObjectMeta) bool {
+	return m.DeletionTimestamp != nil || m.DeletionGracePeriodSeconds != nil
+}
+
+// Meta edits finalizers, labels, annotations and ownerReferences at the
+// wire level (see codec.EditMeta): `finalizers --remove/--remove-all`,
+// `label` and `annotate`. It works on every kind and keeps every byte
+// outside the edited metadata.
+type Meta struct {
+	codec.MetaEdit
+}
+
+// Apply implements Edit.
+func (m Meta) Apply(cur *Current) ([]byte, error) {
+	out, err := codec.EditMeta(cur.Plain, m.MetaEdit)
+	if err != nil {
+		return nil, fmt.Errorf("edit metadata of %s %s: %w", cur.Obj.GVK.Kind, cur.Obj.Name(), err)
+	}
+	return out, nil
+}
+
+// Describe implements Edit.
+func (m Meta) Describe() string {
+	e := m.MetaEdit
+	var parts []string
+	if e.ClearDeletion {
+		parts = append(parts, "clear deletionTimestamp and deletionGracePeriodSeconds")
+	}
+	if e.RemoveAllFinalizers {
+		parts = append(parts, "remove all finalizers")
+	} else if len(e.RemoveFinalizers) > 0 {
+		parts = append(parts, "remove finalizers "+strings.Join(e.RemoveFinalizers, ", "))
+	}
+	if len(e.AddFinalizers) > 0 {
+		parts = append(parts, "add finalizers "+strings.Join(e.AddFinalizers, ", "))
+	}
+	if len(e.SetLabels) > 0 {
+		var kvs []string
+		for _, k := range sortedKeys(e.SetLabels) {
+			kvs = append(kvs, k+"="+e.SetLabels[k])
+		}
+		parts = append(parts, "set labels "+strings.Join(kvs, ", "))
+	}
+	if len(e.RemoveLabels) > 0 {
+		parts = append(parts, "remove labels "+strings.Join(e.RemoveLabels, ", "))
+	}
+	if len(e.SetAnnotations) > 0 {
+		parts = append(parts, "set annotations "+strings.Join(sortedKeys(e.SetAnnotations), ", "))
+	}
+	if len(e.RemoveAnnotations) > 0 {
+		parts = append(parts, "remove annotations "+strings.Join(e.RemoveAnnotations, ", "))
+	}
+	if e.RemoveAllOwners {
+		parts = append(parts, "remove all ownerReferences")
+	} else if len(e.RemoveOwnerUIDs) > 0 {
+		parts = append(parts, "remove ownerReferences to uids "+strings.Join(e.RemoveOwnerUIDs, ", "))
+	}
+	if len(parts) == 0 {
+		return "metadata: no change"
+	}
+	return "metadata: " + strings.Join(parts, "; ")
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ParseLabelArgs parses `kubectl label` arguments: "key=value" sets a
+// label, "key-" removes one. Keys must be qualified names and values valid
+// label values, as the apiserver requires; a key may not be both set and
+// removed.
+func ParseLabelArgs(args []string) (set map[string]string, remove []string, err error) {
+	set = map[string]string{}
+	for _, arg := range args {
+		switch {
+		case strings.Contains(arg, "="):
+			parts := strings.Split(arg, "=")
+			if len(parts) != 2 {
+				return nil, nil, fmt.Errorf("invalid label spec %q: a label value cannot contain '='", arg)
+			}
+			k, v := parts[0], parts[1]
+			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+				return nil, nil, fmt.Errorf("invalid label key %q: %s", k, strings.Join(msgs, "; "))
+			}
+			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+				return nil, nil, fmt.Errorf("invalid label value %q: %s", arg, strings.Join(msgs, "; "))
+			}
+			set[k] = v
+		case strings.HasSuffix(arg, "-") && len(arg) > 1:
+			remove = append(remove, arg[:len(arg)-1])
+		default:
+			return nil, nil, fmt.Errorf("unknown label spec %q: want key=value to set or key- to remove", arg)
+		}
+	}
+	if err := checkSetRemove("label", set, remove); err != nil {
+		return nil, nil, err
+	}
+	return set, remove, nil
+}
+
+// ParseAnnotationArgs parses `kubectl annotate` arguments: "key=value" sets
+// an annotation (the value may hold anything, '=' included), "key-" removes
+// one. Keys must be qualified names (case-insensitively, as the apiserver
+// checks them); a key may not be both set and removed.
+func ParseAnnotationArgs(args []string) (set map[string]string, remove []string, err error) {
+	set = map[string]string{}
+	for _, arg := range args {
+		switch {
+		case strings.Contains(arg, "="):
+			k, v, _ := strings.Cut(arg, "=")
+			if msgs := validation.IsQualifiedName(strings.ToLower(k)); len(msgs) > 0 {
+				return nil, nil, fmt.Errorf("invalid annotation key %q: %s", k, strings.Join(msgs, "; "))
+			}
+			set[k] = v
+		case strings.HasSuffix(arg, "-") && len(arg) > 1:
+			remove = append(remove, arg[:len(arg)-1])
+		default:
+			return nil, nil, fmt.Errorf("invalid annotation format %q: want key=value to set or key- to remove", arg)
+		}
+	}
+	if err := checkSetRemove("annotation", set, remove); err != nil {
+		return nil, nil, err
+	}
+	return set, remove, nil
+}
+
+func checkSetRemove(what string, set map[string]string, remove []string) error {
+	if len(set) == 0 && len(remove) == 0 {
+		return fmt.Errorf("at least one %s update is required", what)
+	}
+	var both []string
+	for _, k := range remove {
+		if _, ok := set[k]; ok {
+			both = append(both, k)
+		}
+	}
+	if len(both) > 0 {
+		return fmt.Errorf("cannot both set and remove the %s %s in the same command", what, strings.Join(both, ", "))
+	}
+	return nil
+}
+
+// Patch types.
+const (
+	// PatchMerge is a JSON merge patch (RFC 7386), `kubectl patch --type merge`.
+	PatchMerge = "merge"
+	// PatchJSON is a JSON patch (RFC 6902), `kubectl patch --type json`.
+	PatchJSON = "json"
+)
+
+// Patch applies a JSON merge patch or a JSON patch to the object's JSON
+// view (what `kubectl get -o json` shows, without resourceVersion). See the
+// package comment for how the result is stored.
+type Patch struct {
+	// Type is PatchMerge or PatchJSON.
+	Type string
+	// Patch is the patch document.
+	Patch []byte
+}
+
+// Apply implements Edit.
+func (p Patch) Apply(cur *Current) ([]byte, error) {
+	what := fmt.Sprintf("%s patch of %s %s", p.Type, cur.Obj.GVK.Kind, cur.Obj.Name())
+	doc, err := encjson.Marshal(cur.Obj.Content)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	var out []byte
+	switch p.Type {
+	case PatchMerge:
+		out, err = jsonpatch.MergePatch(doc, p.Patch)
+	case PatchJSON:
+		var ops jsonpatch.Patch
+		ops, err = jsonpatch.DecodePatch(p.Patch)
+		if err == nil {
+			out, err = ops.Apply(doc)
+		}
+	default:
+		return nil, fmt.Errorf("patch of %s %s: patch type %q: want %q or %q", cur.Obj.GVK.Kind, cur.Obj.Name(), p.Type, PatchMerge, PatchJSON)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	want := map[string]any{}
+	if err := utiljson.Unmarshal(out, &want); err != nil {
+		return nil, fmt.Errorf("%s: patched document is not an object: %w", what, err)
+	}
+	return applyContent(cur, want, what)
+}
+
+// Describe implements Edit.
+func (p Patch) Describe() string {
+	var buf bytes.Buffer
+	if err := encjson.Compact(&buf, p.Patch); err != nil {
+		buf.Reset()
+		buf.Write(p.Patch)
+	}
+	s := buf.String()
+	const max = 300
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return fmt.Sprintf("%s patch %s", p.Type, s)
+}
+
+// Replace replaces the object's JSON view by Content, the way `kubectl
+// edit` does; see ParseEdited. metadata.resourceVersion is ignored, and
+// metadata.managedFields, when Content has none, are kept as stored
+// (EditableYAML does not show them). See the package comment for how the
+// result is stored.
+type Replace struct {
+	Content map[string]any
+}
+
+// Apply implements Edit.
+func (r Replace) Apply(cur *Current) ([]byte, error) {
+	want := copyJSON(r.Content)
+	if md, ok := want["metadata"].(map[string]any); ok {
+		if _, has := md["managedFields"]; !has {
+			if old, ok := metadataOf(cur.Obj.Content)["managedFields"]; ok {
+				md["managedFields"] = old
+			}
+		}
+	}
+	return applyContent(cur, want, fmt.Sprintf("edit of %s %s", cur.Obj.GVK.Kind, cur.Obj.Name()))
+}
+
+// Describe implements Edit.
+func (r Replace) Describe() string { return "edit: replace the object with the edited document" }
+
+// identityFields are the members an edit may never change: they decide
+// where the object lives and which object it is.
+var identityFields = [][]string{
+	{"apiVersion"}, {"kind"}, {"metadata", "name"}, {"metadata", "namespace"}, {"metadata", "uid"},
+}
+
+// wireMetaFields are the metadata members codec.EditMeta can edit.
+var wireMetaFields = []string{"labels", "annotations", "finalizers", "ownerReferences", "deletionTimestamp", "deletionGracePeriodSeconds"}
+
+// applyContent turns the object's wanted JSON view into its new stored
+// value; see the package comment.
+func applyContent(cur *Current, want map[string]any, what string) ([]byte, error) {
+	obj := cur.Obj
+	old := normalize(obj.Content)
+	want = normalize(want)
+	if err := checkIdentity(old, want); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if jsonEqual(old, want) {
+		return cur.Plain, nil
+	}
+	if onlyWireMeta(old, want) {
+		out, ok, err := wireEdit(cur, old, want)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if ok {
+			return out, nil
+		}
+		// Not expressible as a wire edit (a reordering, a new
+		// deletionTimestamp, …): made by a typed encode below, if allowed.
+	}
+	switch {
+	case obj.Format == codec.FormatJSON:
+		if obj.Typed != nil {
+			// A compiled-in kind stored as JSON (CRDs, APIServices): the
+			// result must still be a valid object of the kind, unless the
+			// stored one already is not.
+			if _, err := codec.ToTyped(copyJSON(old)); err == nil {
+				if _, err := codec.ToTyped(copyJSON(want)); err != nil {
+					return nil, fmt.Errorf("%s: the result is not a valid %s: %w", what, obj.GVK.Kind, err)
+				}
+			}
+		}
+		out, err := codec.MergeJSON(cur.Plain, want)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		return out, nil
+	case obj.Format == codec.FormatProtobuf && obj.Typed != nil:
+		if err := obj.RoundTrips(); err != nil {
+			return nil, fmt.Errorf("%s: this build's k8s.io/api does not know every field of this object; a typed re-encode would drop them; use metadata commands (undelete/finalizers/label/annotate), which edit at the wire level: %w", what, err)
+		}
+		typed, err := codec.ToTyped(want)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out, err := codec.EncodeTyped(typed, codec.FormatProtobuf)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("%s: kind %s is not in this build's scheme, so only its metadata (labels, annotations, finalizers, ownerReferences, deletion) can be changed, at the wire level: %w", what, obj.GVK, codec.ErrUnsupported)
+	}
+}
+
+// checkIdentity refuses a change of apiVersion, kind, name, namespace or uid.
+func checkIdentity(old, want map[string]any) error {
+	for _, path := range identityFields {
+		a, b := nested(old, path), nested(want, path)
+		if !jsonEqual(a, b) {
+			return fmt.Errorf("%s: %w: changing it from %s to %s would move or corrupt the object", strings.Join(path, "."), ErrImmutableField, showValue(a), showValue(b))
+		}
+	}
+	return nil
+}
+
+func showValue(v any) string {
+	if v == nil {
+		return "nothing"
+	}
+	b, _ := encjson.Marshal(v)
+	return string(b)
+}
+
+// onlyWireMeta reports whether old and want differ only in metadata members
+// that codec.EditMeta edits.
+func onlyWireMeta(old, want map[string]any) bool {
+	a, b := copyJSON(old), copyJSON(want)
+	for _, m := range []map[string]any{metadataOf(a), metadataOf(b)} {
+		for _, f := range wireMetaFields {
+			delete(m, f)
+		}
+	}
+	return jsonEqual(a, b)
+}
+
+// wireEdit makes the metadata change from old to want with codec.EditMeta.
+// ok is false when the change cannot be expressed as a MetaEdit or the
+// result is not exactly want.
+func wireEdit(cur *Current, old, want map[string]any) (out []byte, ok bool, err error) {
+	om, wm := metadataOf(old), metadataOf(want)
+	var e codec.MetaEdit
+	for _, f := range []struct {
+		name string
+		set  *map[string]string
+		rm   *[]string
+	}{
+		{"labels", &e.SetLabels, &e.RemoveLabels},
+		{"annotations", &e.SetAnnotations, &e.RemoveAnnotations},
+	} {
+		o, err := stringMap(om[f.name], "metadata."+f.name)
+		if err != nil {
+			return nil, false, err
+		}
+		w, err := stringMap(wm[f.name], "metadata."+f.name)
+		if err != nil {
+			return nil, false, err
+		}
+		for k, v := range w {
+			if ov, has := o[k]; !has || ov != v {
+				if *f.set == nil {
+					*f.set = map[string]string{}
+				}
+				(*f.set)[k] = v
+			}
+		}
+		for k := range o {
+			if _, has := w[k]; !has {
+				*f.rm = append(*f.rm, k)
+			}
+		}
+		sort.Strings(*f.rm)
+	}
+
+	of, err := stringList(om["finalizers"], "metadata.finalizers")
+	if err != nil {
+		return nil, false, err
+	}
+	wf, err := stringList(wm["finalizers"], "metadata.finalizers")
+	if err != nil {
+		return nil, false, err
+	}
+	if !slices.Equal(of, wf) {
+		var keep []string
+		for _, f := range of {
+			if slices.Contains(wf, f) {
+				keep = append(keep, f)
+			} else if !slices.Contains(e.RemoveFinalizers, f) {
+				e.RemoveFinalizers = append(e.RemoveFinalizers, f)
+			}
+		}
+		for _, f := range wf {
+			if !slices.Contains(of, f) && !slices.Contains(e.AddFinalizers, f) {
+				e.AddFinalizers = append(e.AddFinalizers, f)
+				keep = append(keep, f)
+			}
+		}
+		if !slices.Equal(keep, wf) {
+			return nil, false, nil
+		}
+	}
+
+	for _, f := range []string{"deletionTimestamp", "deletionGracePeriodSeconds"} {
+		if jsonEqual(om[f], wm[f]) {
+			continue
+		}
+		if wm["deletionTimestamp"] != nil || wm["deletionGracePeriodSeconds"] != nil {
+			return nil, false, nil
+		}
+		e.ClearDeletion = true
+	}
+
+	oo, _ := om["ownerReferences"].([]any)
+	wo, _ := wm["ownerReferences"].([]any)
+	if !jsonEqual(oo, wo) {
+		j := 0
+		for _, ref := range oo {
+			if j < len(wo) && jsonEqual(ref, wo[j]) {
+				j++
+				continue
+			}
+			m, _ := ref.(map[string]any)
+			uid, _ := m["uid"].(string)
+			if uid == "" {
+				return nil, false, nil
+			}
+			e.RemoveOwnerUIDs = append(e.RemoveOwnerUIDs, uid)
+		}
+		if j != len(wo) {
+			return nil, false, nil
+		}
+	}
+
+	out, err = codec.EditMeta(cur.Plain, e)
+	if err != nil {
+		return nil, false, err
+	}
+	after, err := codec.Decode(out)
+	if err != nil {
+		return nil, false, fmt.Errorf("metadata edit gives a value that does not decode: %w", err)
+	}
+	if !jsonEqual(normalize(after.Content), want) {
+		return nil, false, nil
+	}
+	return out, true, nil
+}
+
+// stringMap reads a JSON object of strings (labels, annotations).
+func stringMap(v any, what string) (map[string]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: want an object of strings, got %s", what, showValue(v))
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		s, ok := x.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s: value of %q is %s, not a string", what, k, showValue(x))
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+// stringList reads a JSON array of strings (finalizers).
+func stringList(v any, what string) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: want a list of strings, got %s", what, showValue(v))
+	}
+	out := make([]string, 0, len(l))
+	for _, x := range l {
+		s, ok := x.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s: %s is not a string", what, showValue(x))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// metadataOf returns content's metadata object, or nil.
+func metadataOf(content map[string]any) map[string]any {
+	m, _ := content["metadata"].(map[string]any)
+	return m
+}
+
+// nested returns the value at path, or nil.
+func nested(m map[string]any, path []string) any {
+	var v any = m
+	for _, p := range path {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = mm[p]
+	}
+	return v
+}
+
+// normalize returns a copy of an object's JSON view without what is never
+// stored (resourceVersion, selfLink) and with empty or null metadata
+// members dropped, which the API types treat as absent.
+func normalize(content map[string]any) map[string]any {
+	out := copyJSON(content)
+	if md := metadataOf(out); md != nil {
+		delete(md, "resourceVersion")
+		delete(md, "selfLink")
+		for _, f := range append([]string{"generateName", "managedFields"}, wireMetaFields...) {
+			switch v := md[f].(type) {
+			case nil:
+				delete(md, f)
+			case map[string]any:
+				if len(v) == 0 {
+					delete(md, f)
+				}
+			case []any:
+				if len(v) == 0 {
+					delete(md, f)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// copyJSON deep-copies JSON-compatible data; integers stay int64.
+func copyJSON(m map[string]any) map[string]any {
+	b, err := encjson.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("surgery: copy of JSON data: %v", err))
+	}
+	out := map[string]any{}
+	if err := utiljson.Unmarshal(b, &out); err != nil {
+		panic(fmt.Sprintf("surgery: copy of JSON data: %v", err))
+	}
+	return out
+}
+
+// jsonEqual compares JSON-compatible values by their JSON encoding (object
+// keys sorted, so order does not matter; 1 and 1.0 are equal).
+func jsonEqual(a, b any) bool {
+	x, err1 := encjson.Marshal(a)
+	y, err2 := encjson.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}

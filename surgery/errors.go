@@ -1,0 +1,86 @@
+package surgery
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// Sentinel errors callers branch on; errors returned by this package wrap
+// them (test with errors.Is).
+var (
+	// ErrNoOp means a plan changes nothing; Apply refuses it.
+	ErrNoOp = errors.New("nothing to change")
+	// ErrImmutableField means an edit would change apiVersion, kind,
+	// metadata.name, metadata.namespace or metadata.uid.
+	ErrImmutableField = errors.New("field cannot be changed by an edit")
+	// ErrChangedSinceBackup means the key no longer holds the value that
+	// the backed-up write produced: someone changed it since. The error is
+	// a *ChangedError carrying the diff.
+	ErrChangedSinceBackup = errors.New("object changed since etcdpvc's write")
+	// ErrBadBackup means a backup file is not a valid etcdpvc backup or its
+	// checksum does not match.
+	ErrBadBackup = errors.New("invalid backup file")
+	// ErrExists means a recover found the key present: recover only
+	// recreates deleted objects.
+	ErrExists = errors.New("object exists")
+	// ErrEmptyEdit means an edited document holds nothing but comments and
+	// whitespace: the edit is abandoned.
+	ErrEmptyEdit = errors.New("edited file is empty")
+	// ErrUncertain means the write's transaction failed without an answer
+	// (a timeout or a lost connection) and re-reading the key could not
+	// tell whether it was applied.
+	ErrUncertain = errors.New("outcome of the write is unknown")
+)
+
+// ConflictError reports a compare-and-swap that found the key at another
+// revision than the plan read: nothing was written. It wraps the store's
+// *store.ConflictError, so it matches store.ErrConflict.
+type ConflictError struct {
+	Key string
+	// Read is the mod revision the plan read (0: the key did not exist).
+	Read int64
+	// Current is the key's mod revision at the transaction (0: deleted).
+	Current int64
+	// Cause is the store's error.
+	Cause *store.ConflictError
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("object changed since it was read (revision %s → %s); nothing written", revString(e.Read), revString(e.Current))
+}
+
+// Unwrap returns the store's *store.ConflictError.
+func (e *ConflictError) Unwrap() error { return e.Cause }
+
+// revString formats a mod revision, 0 meaning the key does not exist.
+func revString(rev int64) string {
+	if rev == 0 {
+		return "deleted"
+	}
+	return fmt.Sprint(rev)
+}
+
+// ChangedError reports a restore refused because the key was changed after
+// the backed-up write. It matches ErrChangedSinceBackup.
+type ChangedError struct {
+	Key string
+	// Backup is the backup file's path.
+	Backup string
+	// Revision is the key's current mod revision.
+	Revision int64
+	// Diff is a unified diff from the current object to the backup's.
+	Diff string
+}
+
+func (e *ChangedError) Error() string {
+	msg := fmt.Sprintf("restore %s from %s: the key was changed after etcdpvc's write (it is now at revision %d and holds other bytes than that write produced); restoring would discard that change; force the restore to overwrite it", e.Key, e.Backup, e.Revision)
+	if e.Diff != "" {
+		msg += "\n" + e.Diff
+	}
+	return msg
+}
+
+// Is reports whether target is ErrChangedSinceBackup.
+func (e *ChangedError) Is(target error) bool { return target == ErrChangedSinceBackup }

@@ -1,0 +1,144 @@
+package surgery
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// DefaultPrefix is kube-apiserver's default --etcd-prefix.
+const DefaultPrefix = "/registry"
+
+// Codec reads and seals stored values: it decrypts values encrypted at rest
+// and encrypts new values with the resource's first provider, as the
+// apiserver does. The zero Codec reads a cluster without encryption at
+// rest under the default prefix, and redacts Secret values in diffs.
+type Codec struct {
+	// Enc is the cluster's EncryptionConfiguration; nil means none: values
+	// are read and written in the clear and an encrypted value is an error
+	// wrapping codec.ErrEncrypted.
+	Enc *encryption.Config
+	// Prefix is the apiserver's --etcd-prefix (default "/registry"). It is
+	// needed to tell a key's resource, which picks its encryption provider,
+	// and to find related objects (owners, namespaces, volumes).
+	Prefix string
+	// ShowSecrets shows the values of a Secret's data and stringData in
+	// diffs; by default they are redacted.
+	ShowSecrets bool
+}
+
+// Current is a key as read: its revision, its plaintext and the object
+// decoded from it.
+type Current struct {
+	// KV is the key as stored: value (ciphertext when encrypted), mod and
+	// create revision, version and lease.
+	KV store.KeyValue
+	// GR is the key's resource, which selects its encryption provider (zero
+	// when the key names no known resource).
+	GR schema.GroupResource
+	// Plain is the stored value decrypted (KV.Value when not encrypted).
+	Plain []byte
+	// Obj is Plain decoded.
+	Obj *codec.Object
+	// Encrypted is the envelope of an encrypted value; nil when the value
+	// is stored in the clear.
+	Encrypted *codec.EncryptionEnvelope
+	// Stale is true when the value is not stored the way the resource's
+	// first provider would store it, so a write re-encrypts it differently.
+	Stale bool
+}
+
+func (c Codec) prefix() string {
+	if c.Prefix == "" {
+		return DefaultPrefix
+	}
+	return c.Prefix
+}
+
+// groupResource returns the resource of key, and whether the key names one.
+func (c Codec) groupResource(key string) (schema.GroupResource, bool) {
+	r, _, _, ok := resource.ParseKey(c.prefix(), key)
+	if !ok {
+		return schema.GroupResource{}, false
+	}
+	return r.GroupResource(), true
+}
+
+// Load reads key at revision rev (0: the latest, with a linearizable read),
+// decrypts it when it is encrypted at rest, and decodes it.
+func (c Codec) Load(ctx context.Context, r store.Reader, key string, rev int64) (*Current, error) {
+	kv, err := r.Get(ctx, key, rev)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	return c.open(ctx, *kv)
+}
+
+// open decrypts and decodes a stored key-value.
+func (c Codec) open(ctx context.Context, kv store.KeyValue) (*Current, error) {
+	cur := &Current{KV: kv}
+	gr, known := c.groupResource(kv.Key)
+	cur.GR = gr
+	plain, env, stale, err := c.decrypt(ctx, gr, known, kv.Key, kv.Value)
+	if err != nil {
+		return nil, err
+	}
+	cur.Plain, cur.Encrypted, cur.Stale = plain, env, stale
+	obj, err := codec.Decode(plain)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
+	}
+	cur.Obj = obj
+	return cur, nil
+}
+
+// decrypt returns the plaintext of a value stored at key.
+func (c Codec) decrypt(ctx context.Context, gr schema.GroupResource, known bool, key string, stored []byte) (plain []byte, env *codec.EncryptionEnvelope, stale bool, err error) {
+	if codec.Detect(stored) != codec.FormatEncrypted {
+		if c.Enc == nil {
+			return stored, nil, false, nil
+		}
+		plain, stale, err := c.Enc.DecryptStale(ctx, gr, key, stored)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("read %s: %w", key, err)
+		}
+		return plain, nil, stale, nil
+	}
+	e, ok := codec.ParseEncryptionEnvelope(stored)
+	if ok {
+		env = &e
+	}
+	if c.Enc == nil {
+		if !ok {
+			_, err := codec.Decode(stored)
+			return nil, nil, false, fmt.Errorf("read %s: %w", key, err)
+		}
+		return nil, env, false, fmt.Errorf("read %s: %w", key, &codec.EncryptedError{Envelope: e})
+	}
+	if !known {
+		return nil, env, false, fmt.Errorf("read %s: the value is encrypted at rest but the key names no resource under prefix %q, so its encryption provider is unknown", key, c.prefix())
+	}
+	plain, stale, err = c.Enc.DecryptStale(ctx, gr, key, stored)
+	if err != nil {
+		return nil, env, false, fmt.Errorf("read %s: %w", key, err)
+	}
+	return plain, env, stale, nil
+}
+
+// Seal returns what the apiserver would store for plain at key: plain
+// encrypted with the first provider and key the encryption config lists for
+// gr, with the etcd key as authenticated data, or plain itself when that
+// provider is identity or there is no encryption config.
+func (c Codec) Seal(ctx context.Context, gr schema.GroupResource, key string, plain []byte) ([]byte, error) {
+	out, err := c.Enc.Encrypt(ctx, gr, key, plain)
+	if err != nil {
+		return nil, fmt.Errorf("seal %s: %w", key, err)
+	}
+	return out, nil
+}

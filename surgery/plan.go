@@ -1,0 +1,395 @@
+package surgery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/diff"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// Plan is a write worked out and not yet made: Apply makes it.
+type Plan struct {
+	// Key is the etcd key written.
+	Key string
+	// GR is the key's resource, which selects its encryption provider.
+	GR schema.GroupResource
+	// Before is the key as read; nil when the plan creates the key.
+	Before *Current
+	// Expect is the mod revision the write requires the key to be at (0:
+	// the key must not exist).
+	Expect int64
+	// Lease is the lease the write attaches: the key's own lease for an
+	// edit, none for a create.
+	Lease int64
+	// NewPlain is the new value in the clear; NewStored is what is written
+	// (NewPlain encrypted when the resource is encrypted at rest).
+	NewPlain, NewStored []byte
+	// NoOp is true when the edit changes nothing; such a plan must not be
+	// applied.
+	NoOp bool
+	// Diff is a unified diff of the object's YAML before and after.
+	Diff string
+	// Warnings are things that could undo the edit or that the operator
+	// should know before applying it.
+	Warnings []string
+	// Description says what the write does.
+	Description string
+}
+
+// MakePlan reads key at the latest revision with a linearizable read,
+// applies e, proves the result decodes to the same object, seals it, diffs
+// it and collects warnings. An edit that changes nothing yields a plan with
+// NoOp set.
+func (c Codec) MakePlan(ctx context.Context, r store.Reader, key string, e Edit) (*Plan, error) {
+	cur, err := c.Load(ctx, r, key, 0)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", e.Describe(), err)
+	}
+	p := &Plan{
+		Key:         key,
+		GR:          cur.GR,
+		Before:      cur,
+		Expect:      cur.KV.ModRevision,
+		Lease:       cur.KV.Lease,
+		Description: e.Describe(),
+	}
+	newPlain, err := e.Apply(cur)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(newPlain, cur.Plain) {
+		p.NoOp = true
+		p.NewPlain, p.NewStored = cur.Plain, cur.KV.Value
+		return p, nil
+	}
+	after, err := verifyNew(key, cur.Obj, newPlain)
+	if err != nil {
+		return nil, err
+	}
+	p.NewPlain = newPlain
+	if p.NewStored, err = c.Seal(ctx, cur.GR, key, newPlain); err != nil {
+		return nil, err
+	}
+	rev := cur.KV.ModRevision
+	if p.Diff, err = c.renderDiff(fmt.Sprintf("%s (revision %d)", key, rev), cur.Obj, rev, key+" (edited)", after, rev); err != nil {
+		return nil, err
+	}
+	p.Warnings = c.warnings(ctx, r, cur, after, terminating(cur.Obj.Meta) && !terminating(after.Meta))
+	return p, nil
+}
+
+// verifyNew decodes a new plaintext value and checks that it is the same
+// object as before: same storage format, apiVersion, kind, name, namespace
+// and uid; labels and annotations, when changed, must be valid.
+func verifyNew(key string, before *codec.Object, newPlain []byte) (*codec.Object, error) {
+	after, err := codec.Decode(newPlain)
+	if err != nil {
+		return nil, fmt.Errorf("check new value of %s: it does not decode: %w", key, err)
+	}
+	for _, f := range []struct{ what, a, b string }{
+		{"storage format", before.Format.String(), after.Format.String()},
+		{"apiVersion", before.GVK.GroupVersion().String(), after.GVK.GroupVersion().String()},
+		{"kind", before.GVK.Kind, after.GVK.Kind},
+		{"metadata.name", before.Meta.Name, after.Meta.Name},
+		{"metadata.namespace", before.Meta.Namespace, after.Meta.Namespace},
+		{"metadata.uid", string(before.Meta.UID), string(after.Meta.UID)},
+	} {
+		if f.a != f.b {
+			return nil, fmt.Errorf("check new value of %s: %s would change from %q to %q: %w", key, f.what, f.a, f.b, ErrImmutableField)
+		}
+	}
+	var errs field.ErrorList
+	if !maps.Equal(before.Meta.Labels, after.Meta.Labels) {
+		errs = append(errs, metav1validation.ValidateLabels(after.Meta.Labels, field.NewPath("metadata", "labels"))...)
+	}
+	if !maps.Equal(before.Meta.Annotations, after.Meta.Annotations) {
+		errs = append(errs, apivalidation.ValidateAnnotations(after.Meta.Annotations, field.NewPath("metadata", "annotations"))...)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("check new value of %s: %w", key, errs.ToAggregate())
+	}
+	return after, nil
+}
+
+// view returns the YAML of an object's JSON view with resourceVersion set
+// to rev (none when rev is 0).
+func view(content map[string]any, rev int64) ([]byte, error) {
+	if content == nil {
+		return nil, nil
+	}
+	content = copyJSON(content)
+	if md := metadataOf(content); md != nil {
+		delete(md, "resourceVersion")
+		if rev != 0 {
+			md["resourceVersion"] = strconv.FormatInt(rev, 10)
+		}
+	}
+	return yaml.Marshal(content)
+}
+
+// renderDiff returns a unified diff of the YAML views of two objects
+// (either may be nil), with the given header names.
+func (c Codec) renderDiff(oldName string, before *codec.Object, oldRev int64, newName string, after *codec.Object, newRev int64) (string, error) {
+	var a, b map[string]any
+	if before != nil {
+		a = before.Content
+	}
+	if after != nil {
+		b = after.Content
+	}
+	if !c.ShowSecrets && (isSecret(before) || isSecret(after)) {
+		a, b = redactSecret(a, b)
+	}
+	ya, err := view(a, oldRev)
+	if err != nil {
+		return "", fmt.Errorf("diff: %w", err)
+	}
+	yb, err := view(b, newRev)
+	if err != nil {
+		return "", fmt.Errorf("diff: %w", err)
+	}
+	d := diff.Diff(oldName, ya, newName, yb)
+	// diff.Diff starts with a "diff a b" line; a unified diff starts at "---".
+	if i := bytes.Index(d, []byte("\n--- ")); i >= 0 {
+		d = d[i+1:]
+	}
+	return string(d), nil
+}
+
+func isSecret(o *codec.Object) bool {
+	return o != nil && o.GVK.Group == "" && o.GVK.Kind == "Secret"
+}
+
+// redactSecret returns copies of a Secret's before and after views with the
+// values of data and stringData replaced by markers that only say whether
+// a value changed.
+func redactSecret(before, after map[string]any) (map[string]any, map[string]any) {
+	if before != nil {
+		before = copyJSON(before)
+	}
+	if after != nil {
+		after = copyJSON(after)
+	}
+	for _, f := range []string{"data", "stringData"} {
+		var bm, am map[string]any
+		if before != nil {
+			bm, _ = before[f].(map[string]any)
+		}
+		if after != nil {
+			am, _ = after[f].(map[string]any)
+		}
+		for k, v := range am {
+			old, had := bm[k]
+			switch {
+			case !had:
+				am[k] = "<redacted: added>"
+			case jsonEqual(old, v):
+				am[k] = "<redacted>"
+			default:
+				am[k] = "<redacted: changed>"
+			}
+		}
+		for k := range bm {
+			bm[k] = "<redacted>"
+		}
+	}
+	return before, after
+}
+
+// warnings looks, through r, for what could undo a write of after or what
+// the operator should know first. before is the key as read (nil for a
+// create); revived says the write takes the object out of deletion.
+func (c Codec) warnings(ctx context.Context, r store.Reader, before *Current, after *codec.Object, revived bool) []string {
+	var out []string
+	warn := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	deleting := revived || terminating(after.Meta) || (before != nil && terminating(before.Obj.Meta))
+	ns := after.Meta.Namespace
+	what := after.GVK.Kind + " " + after.Name()
+
+	if before != nil && before.Stale {
+		warn("%s is not stored the way the encryption config's first provider for %s stores it; it will be written with %s", before.KV.Key, before.GR, c.Enc.Providers(before.GR)[0])
+	}
+	if revived {
+		for _, ref := range after.Meta.OwnerReferences {
+			if w := c.checkOwner(ctx, r, ns, what, ref); w != "" {
+				out = append(out, w)
+			}
+		}
+	}
+	if ns != "" {
+		if w := c.checkNamespace(ctx, r, ns, what); w != "" {
+			out = append(out, w)
+		}
+	}
+	if !deleting {
+		return out
+	}
+	switch obj := after.Typed.(type) {
+	case *corev1.PersistentVolumeClaim:
+		for _, ref := range obj.OwnerReferences {
+			if ref.Kind == "StatefulSet" && strings.HasPrefix(ref.APIVersion, "apps/") {
+				out = append(out, c.checkRetention(ctx, r, ns, what, ref)...)
+			}
+		}
+		if obj.Spec.VolumeName != "" {
+			if w := c.checkVolume(ctx, r, obj); w != "" {
+				out = append(out, w)
+			}
+		}
+	case *corev1.PersistentVolume:
+		if ref := obj.Spec.ClaimRef; ref != nil && ref.Name != "" {
+			if w := c.checkClaim(ctx, r, obj); w != "" {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// lookup loads the object kind/namespace/name, where kind is a kind,
+// optionally qualified by its group ("StatefulSet.apps").
+func (c Codec) lookup(ctx context.Context, r store.Reader, kind, namespace, name string) (*Current, error) {
+	res, err := resource.Lookup(kind)
+	if err != nil {
+		return nil, err
+	}
+	if !res.Namespaced {
+		namespace = ""
+	}
+	key, err := res.Key(c.prefix(), namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return c.Load(ctx, r, key, 0)
+}
+
+// checkOwner warns when an ownerReference's owner is gone, has another uid
+// or is being deleted: the garbage collector would delete the object again.
+func (c Codec) checkOwner(ctx context.Context, r store.Reader, ns, what string, ref metav1.OwnerReference) string {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return fmt.Sprintf("%s has an ownerReference with an invalid apiVersion %q; the garbage collector may delete it again", what, ref.APIVersion)
+	}
+	kind := ref.Kind
+	if gv.Group != "" {
+		kind += "." + gv.Group
+	}
+	owner := fmt.Sprintf("%s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
+	res, err := resource.Lookup(kind)
+	if err != nil || !res.BuiltIn || res.Kind != ref.Kind {
+		return fmt.Sprintf("cannot check that the owner %s of %s still exists (not a built-in kind); if it is gone, the garbage collector will delete %s again", owner, what, what)
+	}
+	cur, err := c.lookup(ctx, r, kind, ns, ref.Name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Sprintf("the owner %s of %s no longer exists: the garbage collector will delete %s again unless the ownerReference is removed first", owner, what, what)
+	case err != nil:
+		return fmt.Sprintf("cannot check the owner %s of %s: %v", owner, what, err)
+	case cur.Obj.Meta.UID != ref.UID:
+		return fmt.Sprintf("the owner %s of %s was replaced: %s %s now has uid %s, so the garbage collector treats the owner as gone and will delete %s again unless the ownerReference is removed first", owner, what, ref.Kind, ref.Name, cur.Obj.Meta.UID, what)
+	case terminating(cur.Obj.Meta):
+		return fmt.Sprintf("the owner %s of %s is itself being deleted: the garbage collector may delete %s again", owner, what, what)
+	}
+	return ""
+}
+
+// checkNamespace warns when the object's namespace is gone or Terminating.
+func (c Codec) checkNamespace(ctx context.Context, r store.Reader, ns, what string) string {
+	cur, err := c.lookup(ctx, r, "namespaces", "", ns)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Sprintf("the namespace %s of %s does not exist: recreate or recover the namespace first", ns, what)
+	case err != nil:
+		return fmt.Sprintf("cannot check the namespace %s of %s: %v", ns, what, err)
+	}
+	nsObj, _ := cur.Obj.Typed.(*corev1.Namespace)
+	if terminating(cur.Obj.Meta) || (nsObj != nil && nsObj.Status.Phase == corev1.NamespaceTerminating) {
+		since := ""
+		if t := cur.Obj.Meta.DeletionTimestamp; t != nil {
+			since = " since " + t.UTC().Format("2006-01-02T15:04:05Z")
+		}
+		return fmt.Sprintf("the namespace %s is Terminating%s: the namespace controller deletes everything in it, %s included; undelete the namespace first", ns, since, what)
+	}
+	return ""
+}
+
+// checkRetention warns when the StatefulSet owning a claim deletes its
+// claims.
+func (c Codec) checkRetention(ctx context.Context, r store.Reader, ns, what string, ref metav1.OwnerReference) []string {
+	cur, err := c.lookup(ctx, r, "statefulsets.apps", ns, ref.Name)
+	if err != nil || cur.Obj.Meta.UID != ref.UID {
+		return nil // reported by checkOwner when it matters
+	}
+	sts, _ := cur.Obj.Typed.(*appsv1.StatefulSet)
+	if sts == nil || sts.Spec.PersistentVolumeClaimRetentionPolicy == nil {
+		return nil
+	}
+	var out []string
+	policy := sts.Spec.PersistentVolumeClaimRetentionPolicy
+	if policy.WhenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
+		out = append(out, fmt.Sprintf("%s is owned by StatefulSet %s/%s, whose persistentVolumeClaimRetentionPolicy.whenDeleted is Delete: deleting the StatefulSet deletes this claim", what, ns, ref.Name))
+	}
+	if policy.WhenScaled == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
+		out = append(out, fmt.Sprintf("%s belongs to StatefulSet %s/%s, whose persistentVolumeClaimRetentionPolicy.whenScaled is Delete: scaling the StatefulSet down past this claim's ordinal deletes it", what, ns, ref.Name))
+	}
+	return out
+}
+
+// checkVolume warns when the volume a claim is bound to would be deleted
+// with the claim, is gone, or is bound to another claim.
+func (c Codec) checkVolume(ctx context.Context, r store.Reader, pvc *corev1.PersistentVolumeClaim) string {
+	name := pvc.Spec.VolumeName
+	what := fmt.Sprintf("PersistentVolumeClaim %s/%s", pvc.Namespace, pvc.Name)
+	cur, err := c.lookup(ctx, r, "persistentvolumes", "", name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Sprintf("%s is bound to PersistentVolume %s, which does not exist: the claim will be Lost", what, name)
+	case err != nil:
+		return fmt.Sprintf("cannot check PersistentVolume %s of %s: %v", name, what, err)
+	}
+	pv, _ := cur.Obj.Typed.(*corev1.PersistentVolume)
+	if pv == nil {
+		return ""
+	}
+	if ref := pv.Spec.ClaimRef; ref != nil && ref.UID != "" && ref.UID != pvc.UID {
+		return fmt.Sprintf("PersistentVolume %s's claimRef names uid %s, not %s's uid %s: the binder treats the claim as lost", name, ref.UID, what, pvc.UID)
+	}
+	if pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete {
+		return fmt.Sprintf("%s is bound to PersistentVolume %s, whose persistentVolumeReclaimPolicy is Delete: if the claim goes, the volume and its data are deleted; consider setting the policy to Retain first", what, name)
+	}
+	return ""
+}
+
+// checkClaim warns when the claim a volume's claimRef names is gone or has
+// another uid.
+func (c Codec) checkClaim(ctx context.Context, r store.Reader, pv *corev1.PersistentVolume) string {
+	ref := pv.Spec.ClaimRef
+	what := "PersistentVolume " + pv.Name
+	cur, err := c.lookup(ctx, r, "persistentvolumeclaims", ref.Namespace, ref.Name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Sprintf("%s's claimRef names PersistentVolumeClaim %s/%s, which does not exist: with reclaim policy %s the volume will be Released (or deleted, if Delete)", what, ref.Namespace, ref.Name, pv.Spec.PersistentVolumeReclaimPolicy)
+	case err != nil:
+		return fmt.Sprintf("cannot check the claim %s/%s of %s: %v", ref.Namespace, ref.Name, what, err)
+	case ref.UID != "" && cur.Obj.Meta.UID != ref.UID:
+		return fmt.Sprintf("%s's claimRef names uid %s, but PersistentVolumeClaim %s/%s has uid %s: the binder treats the claim as lost", what, ref.UID, ref.Namespace, ref.Name, cur.Obj.Meta.UID)
+	}
+	return ""
+}

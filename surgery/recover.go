@@ -1,0 +1,63 @@
+package surgery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// PlanRecover plans recreating a deleted object from kv, a live revision of
+// its key found in etcd's history (or a db file's). The value is decrypted,
+// its deletion is cleared as Undelete does, its uid is kept, and it is
+// sealed with the current encryption config. The plan is a create: it
+// fails (ErrExists here, a conflict in Apply) if the key exists. live is
+// the store the object is recreated in; it is read to check that the key
+// is absent and to collect warnings.
+func (c Codec) PlanRecover(ctx context.Context, live store.Reader, kv store.KeyValue) (*Plan, error) {
+	what := fmt.Sprintf("recover %s from revision %d", kv.Key, kv.ModRevision)
+	if len(kv.Value) == 0 {
+		return nil, fmt.Errorf("%s: that revision holds no value (a deletion)", what)
+	}
+	cur, err := live.Get(ctx, kv.Key, 0)
+	switch {
+	case err == nil:
+		return nil, fmt.Errorf("%s: %w: the key is at revision %d; recover only recreates deleted objects", what, ErrExists, cur.ModRevision)
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	src, err := c.open(ctx, kv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	newPlain, err := Undelete{}.Apply(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	after, err := verifyNew(kv.Key, src.Obj, newPlain)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	p := &Plan{
+		Key:         kv.Key,
+		GR:          src.GR,
+		NewPlain:    newPlain,
+		Description: what,
+	}
+	if p.NewStored, err = c.Seal(ctx, src.GR, kv.Key, newPlain); err != nil {
+		return nil, err
+	}
+	if p.Diff, err = c.renderDiff(kv.Key+" (absent)", nil, 0, fmt.Sprintf("%s (recovered from revision %d)", kv.Key, kv.ModRevision), after, 0); err != nil {
+		return nil, err
+	}
+	p.Warnings = append(p.Warnings, fmt.Sprintf("%s keeps its uid %s: objects that refer to it by uid must match (a PersistentVolume's spec.claimRef.uid, the ownerReferences of its dependents), or their controllers treat it as another object", after.GVK.Kind+" "+after.Name(), after.Meta.UID))
+	if terminating(src.Obj.Meta) {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("revision %d was already being deleted (deletionTimestamp %s); the recovered object is not", kv.ModRevision, src.Obj.Meta.DeletionTimestamp))
+	}
+	if kv.Lease != 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("the key was attached to lease %d; it is recreated without a lease, so etcd will not expire it", kv.Lease))
+	}
+	p.Warnings = append(p.Warnings, c.warnings(ctx, live, nil, after, true)...)
+	return p, nil
+}
