@@ -43,7 +43,13 @@ func (e *EncryptedError) Hint() string {
 	return fmt.Sprintf("pass --encryption-config with the EncryptionConfiguration that holds %s (or --kubeadm on a control-plane node)", e.Envelope)
 }
 
-// malformed wraps ErrMalformed with context.
+// malformedError is a message that matches ErrMalformed.
+type malformedError struct{ msg string }
+
+func (e *malformedError) Error() string        { return e.msg }
+func (e *malformedError) Is(target error) bool { return target == ErrMalformed }
+
+// malformed returns an error matching ErrMalformed, context first.
 func malformed(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+	return &malformedError{msg: fmt.Sprintf(format, args...)}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
 )
 
 // env is what a command runs with: its streams and context.
@@ -206,6 +208,9 @@ type command struct {
 // commands lists every command, in help order.
 func commands() []command {
 	return []command{
+		getCommand(),
+		lsCommand(),
+		historyCommand(),
 		decodeCommand(),
 		encodeCommand(),
 	}
@@ -256,6 +261,7 @@ func indent(s, prefix string) string {
 // run is the whole program: it parses args, runs one command and returns the
 // exit status. Only main exits.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	quietKlog()
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	app := newApp(e)
 	argv := append([]string{"etcdpvc"}, reorderArgs(app, args)...)
@@ -266,6 +272,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return report(stderr, err)
 	}
 	return exitOK
+}
+
+// quietKlog stops the apiserver libraries' klog output (failed decryption
+// attempts, KMS probes) from mixing with the tool's own messages; errors
+// reach the user through return values.
+func quietKlog() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
 }
 
 // isFlagError recognises urfave/cli's and the flag package's parse errors.

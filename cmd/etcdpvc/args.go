@@ -22,16 +22,35 @@ func reorderArgs(app *cli.App, args []string) []string {
 		return m
 	}
 	appFlags := takesValue(app.Flags)
-	var before []string
+	// Any flag of any command may come before the command name too
+	// (`etcdpvc -n demo get pvc x`); those that are not global move after it.
+	anyFlags := map[string]bool{}
+	for _, c := range app.Commands {
+		for n, v := range takesValue(c.Flags) {
+			anyFlags[n] = anyFlags[n] || v
+		}
+	}
+	for n, v := range appFlags {
+		anyFlags[n] = v
+	}
+	var before, moved []string
 	i := 0
-	// Global flags before the command name.
 	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "--" && args[i] != "-" {
-		before = append(before, args[i])
-		if name, hasValue := flagName(args[i]); !hasValue && appFlags[name] && i+1 < len(args) {
+		name, hasValue := flagName(args[i])
+		group := []string{args[i]}
+		if !hasValue && anyFlags[name] && i+1 < len(args) {
 			i++
-			before = append(before, args[i])
+			group = append(group, args[i])
+		}
+		if _, global := appFlags[name]; global || name == "help" || name == "h" || name == "version" || name == "v" {
+			before = append(before, group...)
+		} else {
+			moved = append(moved, group...)
 		}
 		i++
+	}
+	if len(moved) > 0 && i >= len(args) {
+		return append(before, moved...)
 	}
 	if i >= len(args) {
 		return before
@@ -47,7 +66,8 @@ func reorderArgs(app *cli.App, args []string) []string {
 		return args
 	}
 	cmdFlags := takesValue(cmd.Flags)
-	var flags, positional []string
+	flags := moved
+	var positional []string
 	rest := args[i+1:]
 	for j := 0; j < len(rest); j++ {
 		a := rest[j]

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+)
+
+var update = flag.Bool("update", false, "rewrite the cmp files of the txtar scripts")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"etcdpvc": func() {
+			ctx, stop := context.WithCancel(context.Background())
+			code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+			stop()
+			os.Exit(code)
+		},
+	})
+}
+
+// TestScripts runs the CLI end-to-end scripts in testdata/script against
+// real in-process etcd servers.
+func TestScripts(t *testing.T) {
+	corpus, err := filepath.Abs("../../fixtures/corpus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, _ := filepath.Abs("../../fixtures/peer")
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		UpdateScripts:       *update,
+		RequireExplicitExec: true,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("CORPUS", corpus)
+			e.Setenv("PEER", peer)
+			e.Setenv("ETCDPVC_NOW", "2026-12-03T00:35:10Z")
+			e.Setenv("NO_COLOR", "1")
+			e.Setenv("XDG_STATE_HOME", filepath.Join(e.WorkDir, ".state"))
+			tb, ok := e.T().(testing.TB)
+			if !ok {
+				return fmt.Errorf("script T %T is not a testing.TB", e.T())
+			}
+			scripts.register(e.WorkDir, tb)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"etcd":   cmdEtcd,
+			"sha256": cmdSHA256,
+			"mode":   cmdMode,
+		},
+	})
+}
+
+type scriptCluster struct {
+	t   testing.TB
+	c   *etcdtest.Cluster
+	cli *clientv3.Client
+}
+
+
+// cmdEtcd drives a real etcd for a script:
+//
+//	etcd start [tls] [members=N]   start it; sets ETCDCTL_ENDPOINTS (and ETCDCTL_CACERT/CERT/KEY)
+//	etcd put KEY FILE [ttl=S]      store FILE's bytes at KEY (with a lease of S seconds)
+//	etcd get KEY FILE              write KEY's value to FILE
+//	etcd meta KEY                  print mod_revision, create_revision, version and lease
+//	etcd del KEY                   delete KEY
+//	etcd compact                   compact at the current revision
+//	etcd stop                      stop the cluster
+func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) == 0 {
+		ts.Fatalf("usage: etcd start|put|get|meta|del|compact|stop ...")
+	}
+	if neg {
+		ts.Fatalf("etcd does not support !")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sc := scripts.get(ts)
+	if args[0] != "start" && sc.c == nil {
+		ts.Fatalf("etcd %s: no cluster; run etcd start first", args[0])
+	}
+	switch args[0] {
+	case "start":
+		opts := etcdtest.Options{}
+		for _, a := range args[1:] {
+			switch {
+			case a == "tls":
+				opts.TLS = true
+			case strings.HasPrefix(a, "members="):
+				opts.Members, _ = strconv.Atoi(strings.TrimPrefix(a, "members="))
+			default:
+				ts.Fatalf("etcd start: unknown option %q", a)
+			}
+		}
+		c := etcdtest.Start(sc.t, opts)
+		sc.c, sc.cli = c, c.Client(sc.t)
+		ts.Setenv("ETCDCTL_ENDPOINTS", strings.Join(c.Endpoints(), ","))
+		if opts.TLS {
+			ca, cert, key := c.TLSFiles()
+			ts.Setenv("ETCDCTL_CACERT", ca)
+			ts.Setenv("ETCDCTL_CERT", cert)
+			ts.Setenv("ETCDCTL_KEY", key)
+		}
+	case "put":
+		if len(args) < 3 {
+			ts.Fatalf("usage: etcd put KEY FILE [ttl=S]")
+		}
+		value := ts.ReadFile(args[2])
+		var opts []clientv3.OpOption
+		if len(args) > 3 && strings.HasPrefix(args[3], "ttl=") {
+			ttl, _ := strconv.ParseInt(strings.TrimPrefix(args[3], "ttl="), 10, 64)
+			lease, err := sc.cli.Grant(ctx, ttl)
+			ts.Check(err)
+			opts = append(opts, clientv3.WithLease(lease.ID))
+		}
+		_, err := sc.cli.Put(ctx, args[1], value, opts...)
+		ts.Check(err)
+	case "get":
+		if len(args) != 3 {
+			ts.Fatalf("usage: etcd get KEY FILE")
+		}
+		resp, err := sc.cli.Get(ctx, args[1])
+		ts.Check(err)
+		if len(resp.Kvs) == 0 {
+			ts.Fatalf("etcd get %s: not found", args[1])
+		}
+		ts.Check(os.WriteFile(ts.MkAbs(args[2]), resp.Kvs[0].Value, 0o600))
+	case "meta":
+		resp, err := sc.cli.Get(ctx, args[1])
+		ts.Check(err)
+		if len(resp.Kvs) == 0 {
+			fmt.Fprintf(ts.Stdout(), "absent\n")
+			return
+		}
+		kv := resp.Kvs[0]
+		fmt.Fprintf(ts.Stdout(), "mod_revision=%d create_revision=%d version=%d lease=%x\n", kv.ModRevision, kv.CreateRevision, kv.Version, kv.Lease)
+	case "del":
+		_, err := sc.cli.Delete(ctx, args[1])
+		ts.Check(err)
+	case "compact":
+		resp, err := sc.cli.Get(ctx, "compact-probe")
+		ts.Check(err)
+		_, err = sc.cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical())
+		ts.Check(err)
+	case "stop":
+		sc.c.Stop()
+	default:
+		ts.Fatalf("etcd: unknown subcommand %q", args[0])
+	}
+}
+
+// cmdSHA256 prints the sha256 of a file.
+func cmdSHA256(ts *testscript.TestScript, neg bool, args []string) {
+	sum := sha256.Sum256([]byte(ts.ReadFile(args[0])))
+	fmt.Fprintf(ts.Stdout(), "%s\n", hex.EncodeToString(sum[:]))
+}
+
+// cmdMode prints the permission bits of every file matching a glob.
+func cmdMode(ts *testscript.TestScript, neg bool, args []string) {
+	matches, err := filepath.Glob(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if len(matches) == 0 {
+		ts.Fatalf("mode: nothing matches %s", args[0])
+	}
+	for _, m := range matches {
+		fi, err := os.Stat(m)
+		ts.Check(err)
+		fmt.Fprintf(ts.Stdout(), "%s %o\n", filepath.Base(m), fi.Mode().Perm())
+	}
+}
