@@ -88,7 +88,9 @@ type HistoryInfo struct {
 	// (0 if never). Revisions at or below it may be missing: a history that
 	// starts after it is complete; one whose first event is after
 	// CompactRevision while the key's CreateRevision is at or below it is
-	// "compacted start", not missing data.
+	// "compacted start", not missing data. Compaction keeps each live key's
+	// newest revision at or below CompactRevision, so a history may also
+	// start with that one revision, older than CompactRevision.
 	CompactRevision int64
 	// Revision is the store's current revision when the history was read.
 	Revision int64
