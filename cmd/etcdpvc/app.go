@@ -211,8 +211,16 @@ func commands() []command {
 		getCommand(),
 		lsCommand(),
 		historyCommand(),
+		undeleteCommand(),
+		finalizersCommand(),
+		labelCommand(false),
+		labelCommand(true),
+		patchCommand(),
+		editCommand(),
+		restoreCommand(),
 		decodeCommand(),
 		encodeCommand(),
+		versionCommand(),
 	}
 }
 

@@ -61,6 +61,7 @@ func TestScripts(t *testing.T) {
 			"etcd":   cmdEtcd,
 			"sha256": cmdSHA256,
 			"mode":   cmdMode,
+			"glob":   cmdGlob,
 		},
 	})
 }
@@ -182,4 +183,17 @@ func cmdMode(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(err)
 		fmt.Fprintf(ts.Stdout(), "%s %o\n", filepath.Base(m), fi.Mode().Perm())
 	}
+}
+
+// cmdGlob sets an environment variable to the one file matching a glob.
+func cmdGlob(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: glob NAME PATTERN")
+	}
+	matches, err := filepath.Glob(ts.MkAbs(args[1]))
+	ts.Check(err)
+	if len(matches) != 1 {
+		ts.Fatalf("glob %s: %d matches, want 1", args[1], len(matches))
+	}
+	ts.Setenv(args[0], matches[0])
 }

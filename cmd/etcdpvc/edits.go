@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/surgery"
+)
+
+// objectArgs splits a write command's arguments into the object's name
+// (RESOURCE NAME or RESOURCE/NAME; none with --etcd-key) and the rest.
+func objectArgs(args []string, key string) (obj, rest []string, err error) {
+	switch {
+	case key != "":
+		return nil, args, nil
+	case len(args) >= 1 && strings.Contains(args[0], "/"):
+		return args[:1], args[1:], nil
+	case len(args) >= 2:
+		return args[:2], args[2:], nil
+	default:
+		return nil, nil, usagef("name the object: RESOURCE NAME, RESOURCE/NAME or --etcd-key KEY")
+	}
+}
+
+func withWrite(flags ...cli.Flag) []cli.Flag {
+	return append(append(objectFlags(), flags...), writeFlags()...)
+}
+
+func undeleteCommand() command {
+	return command{
+		name:      "undelete",
+		usage:     "take an object out of Terminating",
+		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
+		desc: "undelete removes deletionTimestamp and deletionGracePeriodSeconds, and the finalizers the\n" +
+			"deletion itself added (foregroundDeletion, orphan; --keep-gc-finalizers keeps them). Every\n" +
+			"other finalizer, such as kubernetes.io/pvc-protection, stays. It edits metadata at the wire\n" +
+			"level, so it works on every kind, even one this build does not know, and keeps every other\n" +
+			"byte. It warns when the object is likely to be deleted again (its owner is gone, its namespace\n" +
+			"is Terminating, its StatefulSet's retention policy says Delete).\n\n" + writeHelp,
+		examples: `etcdpvc undelete pvc www-web-0 -n demo --dry-run
+etcdpvc undelete pvc www-web-0 -n demo --yes
+etcdpvc --kubeadm undelete pv pv-www-web-0`,
+		flags: withWrite(&cli.BoolFlag{Name: "keep-gc-finalizers", Usage: "keep foregroundDeletion and orphan"}),
+		action: func(c *cli.Context, e *env) error {
+			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return usagef("undelete takes one object; unexpected %q", rest)
+			}
+			g, err := resolveGlobals(c, e)
+			if err != nil {
+				return err
+			}
+			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers")}
+			return planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
+				func(*session) (surgery.Edit, error) { return ed, nil })
+		},
+	}
+}
+
+func finalizersCommand() command {
+	return command{
+		name:      "finalizers",
+		usage:     "remove (or add) finalizers",
+		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
+		desc:      "finalizers removes the named finalizers (--remove, repeatable) or all of them (--remove-all),\nor adds some (--add), at the wire level.\n\n" + writeHelp,
+		examples: `etcdpvc finalizers pvc www-web-0 -n demo --remove kubernetes.io/pvc-protection --yes
+etcdpvc finalizers ns stuck --remove-all --dry-run`,
+		flags: withWrite(
+			&cli.StringSliceFlag{Name: "remove", Usage: "a finalizer to remove (repeatable)"},
+			&cli.BoolFlag{Name: "remove-all", Usage: "remove every finalizer"},
+			&cli.StringSliceFlag{Name: "add", Usage: "a finalizer to add (repeatable)"},
+		),
+		action: func(c *cli.Context, e *env) error {
+			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return usagef("finalizers takes one object; unexpected %q", rest)
+			}
+			me := codec.MetaEdit{RemoveFinalizers: c.StringSlice("remove"), RemoveAllFinalizers: c.Bool("remove-all"), AddFinalizers: c.StringSlice("add")}
+			if len(me.RemoveFinalizers) == 0 && !me.RemoveAllFinalizers && len(me.AddFinalizers) == 0 {
+				return usagef("finalizers needs --remove F, --remove-all or --add F")
+			}
+			g, err := resolveGlobals(c, e)
+			if err != nil {
+				return err
+			}
+			return planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
+				func(*session) (surgery.Edit, error) { return surgery.Meta{MetaEdit: me}, nil })
+		},
+	}
+}
+
+func labelCommand(annotate bool) command {
+	name, what, parse := "label", "labels", surgery.ParseLabelArgs
+	if annotate {
+		name, what, parse = "annotate", "annotations", surgery.ParseAnnotationArgs
+	}
+	return command{
+		name:      name,
+		usage:     "set or remove " + what + " (kubectl syntax: k=v, k-)",
+		argsUsage: "RESOURCE NAME KEY=VALUE... KEY-...",
+		desc:      name + " sets KEY=VALUE and removes KEY- " + what + " at the wire level, with kubectl's syntax and validation.\n\n" + writeHelp,
+		examples: fmt.Sprintf(`etcdpvc %[1]s pvc www-web-0 -n demo team=storage old- --yes
+etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
+		flags: withWrite(),
+		action: func(c *cli.Context, e *env) error {
+			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
+			if err != nil {
+				return err
+			}
+			if len(rest) == 0 {
+				return usagef("%s needs at least one KEY=VALUE or KEY-", name)
+			}
+			set, remove, err := parse(rest)
+			if err != nil {
+				return &usageError{msg: err.Error()}
+			}
+			me := codec.MetaEdit{SetLabels: set, RemoveLabels: remove}
+			if annotate {
+				me = codec.MetaEdit{SetAnnotations: set, RemoveAnnotations: remove}
+			}
+			g, err := resolveGlobals(c, e)
+			if err != nil {
+				return err
+			}
+			return planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
+				func(*session) (surgery.Edit, error) { return surgery.Meta{MetaEdit: me}, nil })
+		},
+	}
+}
+
+func patchCommand() command {
+	return command{
+		name:      "patch",
+		usage:     "change any field, immutable ones included",
+		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
+		desc: "patch applies a JSON merge patch (--type merge, the default) or a JSON patch (--type json)\n" +
+			"to the stored object, fields the API forbids changing included (a PVC's storageClassName or\n" +
+			"volumeName, a StatefulSet's volumeClaimTemplates, a PV's claimRef). Metadata-only patches are\n" +
+			"made at the wire level; others re-encode the object and are refused when this build does not\n" +
+			"know every stored field (nothing is ever dropped). apiVersion, kind, name, namespace and uid\n" +
+			"cannot change.\n\n" + writeHelp,
+		examples: `etcdpvc patch pvc www-web-0 -n demo -p '{"spec":{"storageClassName":"fast"}}' --yes
+etcdpvc patch sts web -n demo --type json -p '[{"op":"replace","path":"/spec/volumeClaimTemplates/0/spec/storageClassName","value":"fast"}]'
+etcdpvc patch pv pv-www-web-0 --patch-file claimref.json --dry-run`,
+		flags: withWrite(
+			&cli.StringFlag{Name: "type", Value: "merge", Usage: "merge or json"},
+			&cli.StringFlag{Name: "patch", Aliases: []string{"p"}, Usage: "the patch"},
+			&cli.StringFlag{Name: "patch-file", Usage: "read the patch from a file (- for stdin)"},
+		),
+		action: func(c *cli.Context, e *env) error {
+			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return usagef("patch takes one object; unexpected %q", rest)
+			}
+			typ := c.String("type")
+			if typ != surgery.PatchMerge && typ != surgery.PatchJSON {
+				return usagef("--type %q: must be merge or json", typ)
+			}
+			patch := []byte(c.String("patch"))
+			if f := c.String("patch-file"); f != "" {
+				if len(patch) > 0 {
+					return usagef("give -p or --patch-file, not both")
+				}
+				r, err := openInput(e, f)
+				if err != nil {
+					return err
+				}
+				var buf bytes.Buffer
+				_, err = buf.ReadFrom(r)
+				r.Close()
+				if err != nil {
+					return fmt.Errorf("read patch: %w", err)
+				}
+				patch = buf.Bytes()
+			}
+			if len(bytes.TrimSpace(patch)) == 0 {
+				return usagef("patch needs -p PATCH or --patch-file FILE")
+			}
+			g, err := resolveGlobals(c, e)
+			if err != nil {
+				return err
+			}
+			return planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
+				func(*session) (surgery.Edit, error) { return surgery.Patch{Type: typ, Patch: patch}, nil })
+		},
+	}
+}
+
+func editCommand() command {
+	return command{
+		name:      "edit",
+		usage:     "edit the stored object in $EDITOR",
+		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
+		desc: "edit opens the stored object's YAML in $KUBE_EDITOR, $EDITOR or vi, the way kubectl edit\n" +
+			"does, and applies what was changed with the same rules as patch. Saving the file unchanged\n" +
+			"or empty writes nothing.\n\n" + writeHelp,
+		examples: `EDITOR=nano etcdpvc edit pvc www-web-0 -n demo`,
+		flags:    withWrite(),
+		action: func(c *cli.Context, e *env) error {
+			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return usagef("edit takes one object; unexpected %q", rest)
+			}
+			g, err := resolveGlobals(c, e)
+			if err != nil {
+				return err
+			}
+			ns, key := c.String("namespace"), c.String("etcd-key")
+			return planAndApply(e, g, obj, ns, key, readWriteOptions(c), func(s *session) (surgery.Edit, error) {
+				ref, err := s.ref(obj, ns, key)
+				if err != nil {
+					return nil, err
+				}
+				cur, err := s.codec.Load(e.ctx, s.reader, ref.Key, 0)
+				if err != nil {
+					return nil, err
+				}
+				doc, err := surgery.EditableYAML(cur)
+				if err != nil {
+					return nil, err
+				}
+				edited, err := runEditor(e, doc)
+				if err != nil {
+					return nil, err
+				}
+				content, err := surgery.ParseEdited(edited)
+				if err != nil {
+					return nil, err
+				}
+				return surgery.Replace{Content: content}, nil
+			})
+		},
+	}
+}
+
+// runEditor lets the user edit doc in their editor.
+func runEditor(e *env, doc []byte) ([]byte, error) {
+	editor := e.getenv("KUBE_EDITOR")
+	if editor == "" {
+		editor = e.getenv("EDITOR")
+	}
+	if editor == "" {
+		editor = "vi"
+	}
+	dir, err := os.MkdirTemp("", "etcdpvc-edit-")
+	if err != nil {
+		return nil, fmt.Errorf("edit: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "object.yaml")
+	if err := os.WriteFile(path, doc, 0o600); err != nil {
+		return nil, fmt.Errorf("edit: %w", err)
+	}
+	cmd := exec.CommandContext(e.ctx, "sh", "-c", editor+` "$1"`, "sh", path)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stderr, os.Stderr
+	if f, ok := e.stdin.(*os.File); ok {
+		cmd.Stdin = f
+	}
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("edit: editor %q: %w", editor, err)
+	}
+	return os.ReadFile(path)
+}
+
+func restoreCommand() command {
+	return command{
+		name:      "restore",
+		usage:     "put a backup's original bytes back",
+		argsUsage: "BACKUP_FILE",
+		desc: "restore writes a backup's original stored bytes back, byte for byte (ciphertext included),\n" +
+			"only while the key still holds what etcdpvc's write produced, or when the key was deleted since\n" +
+			"(then it is created). If someone changed the object after that write, restore refuses and shows\n" +
+			"the diff; --force restores anyway with a compare-and-swap against the current revision.\n" +
+			"Restore makes a backup of its own first.",
+		examples: `etcdpvc restore ~/.local/state/etcdpvc/backups/20261130T023000Z-registry-persistentvolumeclaims-demo-www-web-0-r214.json --yes`,
+		flags: append(writeFlags(), &cli.BoolFlag{Name: "force", Usage: "restore even though the object changed after etcdpvc's write"}),
+		action: func(c *cli.Context, e *env) error {
+			if c.NArg() != 1 {
+				return usagef("restore takes one BACKUP_FILE")
+			}
+			g, err := resolveGlobals(c, e)
+			if err != nil {
+				return err
+			}
+			o := readWriteOptions(c)
+			b, err := surgery.ReadBackup(c.Args().First())
+			if err != nil {
+				return err
+			}
+			s, err := openSession(e, g)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			s.codec.ShowSecrets = o.ShowSecrets
+			plan, err := s.codec.PlanRestore(e.ctx, s.reader, b, c.Bool("force"))
+			if err != nil {
+				var ch *surgery.ChangedError
+				if errorsAs(err, &ch) {
+					fmt.Fprint(e.stdout, colorize(e, ch.Diff))
+					return &refusedError{msg: fmt.Sprintf("restore %s: the object changed after etcdpvc's write (it is now at revision %d); nothing written", ch.Key, ch.Revision),
+						hint: "the diff above goes from the current object to the backup; re-run with --force to restore anyway"}
+				}
+				return err
+			}
+			return applyPlan(e, s, plan, o)
+		},
+	}
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+)
+
+// writeOptions are the flags every write command shares.
+type writeOptions struct {
+	Yes         bool
+	DryRun      bool
+	BackupDir   string
+	ShowSecrets bool
+}
+
+func writeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "write without asking (required when stdin is not a terminal)"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "print the diff and write nothing"},
+		&cli.StringFlag{Name: "backup-dir", Usage: "where backups and audit.log go (default $XDG_STATE_HOME/etcdpvc/backups or ~/.local/state/etcdpvc/backups)"},
+		&cli.BoolFlag{Name: "show-secrets", Usage: "show Secret values in the diff"},
+	}
+}
+
+func readWriteOptions(c *cli.Context) writeOptions {
+	return writeOptions{Yes: c.Bool("yes"), DryRun: c.Bool("dry-run"), BackupDir: c.String("backup-dir"), ShowSecrets: c.Bool("show-secrets")}
+}
+
+// writeHelp is the part of every write command's description that says how
+// it writes.
+const writeHelp = "Every write shows its diff first, asks for confirmation on a terminal (--yes otherwise),\n" +
+	"saves a durable backup of the stored bytes (mode 0600) and commits with a compare-and-swap on\n" +
+	"the key's mod revision, keeping its lease. `etcdpvc restore BACKUP` undoes it."
+
+// isTerminal reports whether r is a terminal.
+func isTerminal(r any) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// colorize colours a unified diff for a terminal, unless NO_COLOR is set.
+func colorize(e *env, diff string) string {
+	if !isTerminal(e.stdout) || e.getenv("NO_COLOR") != "" {
+		return diff
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(diff, "\n") {
+		switch {
+		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
+			b.WriteString("\x1b[1m" + strings.TrimSuffix(line, "\n") + "\x1b[0m\n")
+		case strings.HasPrefix(line, "+"):
+			b.WriteString("\x1b[32m" + strings.TrimSuffix(line, "\n") + "\x1b[0m\n")
+		case strings.HasPrefix(line, "-"):
+			b.WriteString("\x1b[31m" + strings.TrimSuffix(line, "\n") + "\x1b[0m\n")
+		case strings.HasPrefix(line, "@@"):
+			b.WriteString("\x1b[36m" + strings.TrimSuffix(line, "\n") + "\x1b[0m\n")
+		default:
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+// confirm asks the user on a terminal; off a terminal it needs --yes.
+func confirm(e *env, o writeOptions, key string) error {
+	if o.Yes {
+		return nil
+	}
+	if !isTerminal(e.stdin) {
+		return &refusedError{msg: "not confirmed: stdin is not a terminal and --yes was not given; nothing written",
+			hint: "re-run with --yes to write this change, or --dry-run to only see the diff"}
+	}
+	fmt.Fprintf(e.stderr, "Write this change to %s? [y/N] ", key)
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read confirmation: %w", err)
+	}
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return &refusedError{msg: "not confirmed; nothing written"}
+	}
+	return nil
+}
+
+// applyPlan is the one write path of every write command: it prints the
+// diff and warnings, asks, backs up and commits with a compare-and-swap.
+func applyPlan(e *env, s *session, plan *surgery.Plan, o writeOptions) error {
+	if plan.NoOp {
+		fmt.Fprintf(e.stdout, "%s: no change (%s); nothing written\n", plan.Key, plan.Description)
+		return nil
+	}
+	fmt.Fprint(e.stdout, colorize(e, plan.Diff))
+	if !strings.HasSuffix(plan.Diff, "\n") {
+		fmt.Fprintln(e.stdout)
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+	}
+	if o.DryRun {
+		fmt.Fprintf(e.stdout, "dry run: %s; nothing written\n", plan.Description)
+		return nil
+	}
+	w, err := store.AsWriter(s.reader)
+	if err != nil {
+		return withHint(fmt.Errorf("%s: %w", s.description, err), "a db file is read-only: write through --endpoints, or edit a copy with --db IN --out OUT")
+	}
+	if err := confirm(e, o, plan.Key); err != nil {
+		return err
+	}
+	ao := surgery.ApplyOptions{BackupDir: o.BackupDir, Endpoints: s.g.Endpoints, ToolVersion: toolVersion()}
+	if path := e.getenv("ETCDPVC_TEST_PAUSE_AFTER_BACKUP"); path != "" {
+		// Test hook: the crash-safety test kills the process here.
+		ao.AfterBackup = func() {
+			_ = os.WriteFile(path, nil, 0o600)
+			time.Sleep(time.Hour)
+		}
+	}
+	res, err := surgery.Apply(e.ctx, w, plan, ao)
+	if res != nil && res.BackupPath != "" && err != nil {
+		fmt.Fprintf(e.stderr, "etcdpvc: backup of the value read: %s\n", res.BackupPath)
+	}
+	if err != nil {
+		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+	}
+	from := "absent"
+	if plan.Expect != 0 {
+		from = fmt.Sprint(plan.Expect)
+	}
+	fmt.Fprintf(e.stdout, "written: %s revision %s → %d\nbackup: %s\n", plan.Key, from, res.Revision, res.BackupPath)
+	fmt.Fprintf(e.stdout, "undo with: etcdpvc restore %s\n", res.BackupPath)
+	return nil
+}
+
+// editCommand builds a write command that names one object and applies
+// one edit.
+func planAndApply(e *env, g *globalOptions, args []string, namespace, key string, o writeOptions, edit func(s *session) (surgery.Edit, error)) error {
+	s, err := openSession(e, g)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	s.codec.ShowSecrets = o.ShowSecrets
+	ref, err := s.ref(args, namespace, key)
+	if err != nil {
+		return err
+	}
+	ed, err := edit(s)
+	if err != nil {
+		return err
+	}
+	plan, err := s.codec.MakePlan(e.ctx, s.reader, ref.Key, ed)
+	if err != nil {
+		return err
+	}
+	return applyPlan(e, s, plan, o)
+}
