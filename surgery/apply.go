@@ -168,14 +168,18 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	rev, err := w.CompareAndSwap(ctx, p.Key, p.Expect, p.NewStored, p.Lease)
 	if err != nil {
 		var ce *store.ConflictError
-		if errors.As(err, &ce) {
+		switch {
+		case errors.As(err, &ce):
 			return nil, &ConflictError{Key: p.Key, Read: p.Expect, Current: ce.Current, Cause: ce}
+		case errors.Is(err, store.ErrLeaseNotFound):
+			return nil, fmt.Errorf("write %s: %w; nothing written", p.Key, err)
 		}
-		rev, err = resolve(ctx, w, p, err)
+		var warnings []string
+		rev, warnings, err = resolve(ctx, w, p, err)
 		if err != nil {
 			return nil, err
 		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the transaction reported an error, but a re-read shows the new value at revision %d: the write was made", rev))
+		res.Warnings = append(res.Warnings, warnings...)
 	}
 	res.Revision = rev
 
@@ -200,47 +204,113 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	return res, nil
 }
 
-// resolveTimeout bounds the re-read after a failed transaction.
-const resolveTimeout = 30 * time.Second
+// Bounds of resolve: how long it tries, and how many transactions it
+// retries.
+const (
+	resolveTimeout = 30 * time.Second
+	resolveRetries = 3
+)
 
 // resolve finds out, after a transaction failed without an answer (a
-// timeout, a lost leader), whether it was applied, by reading the key
-// again with a linearizable read. It returns the new revision when the
-// write was made, and an error saying nothing was written when the key is
-// still as read.
-func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64, error) {
+// timeout, a leader lost, a connection reset), whether it was applied, and
+// makes it if it was not. It reads the key again with a linearizable read:
+//
+//   - still as the plan read it: nothing was written; the same
+//     compare-and-swap is sent again, which is safe: had the first attempt
+//     landed meanwhile, the retry would fail its comparison;
+//   - holding the new value: the write was made;
+//   - holding another value: the key's history since the plan's revision
+//     says whether the write was made and then overwritten, or never made
+//     (a conflict).
+//
+// It returns the write's revision and warnings, or an error that says
+// whether anything was written (ErrUncertain when it cannot tell).
+func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64, []string, error) {
+	uncertain := func(err error) error {
+		return fmt.Errorf("write %s: %w: %w; checking the key failed too (%v): check whether it is still at revision %d", p.Key, ErrUncertain, txnErr, err, p.Expect)
+	}
 	rd, ok := w.(store.Reader)
 	if !ok {
-		return 0, fmt.Errorf("write %s: %w: %w", p.Key, ErrUncertain, txnErr)
+		return 0, nil, fmt.Errorf("write %s: %w: %w", p.Key, ErrUncertain, txnErr)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
 	defer cancel()
-	var kv *store.KeyValue
-	var err error
-	for {
-		kv, err = rd.Get(rctx, p.Key, 0)
-		if err == nil || errors.Is(err, store.ErrNotFound) || rctx.Err() != nil {
-			break
-		}
+	pause := func() bool {
 		select {
 		case <-rctx.Done():
-		case <-time.After(200 * time.Millisecond):
+			return false
+		case <-time.After(250 * time.Millisecond):
+			return true
 		}
 	}
-	switch {
-	case err == nil && bytes.Equal(kv.Value, p.NewStored) && kv.ModRevision != p.Expect:
-		return kv.ModRevision, nil
-	case err == nil && kv.ModRevision == p.Expect:
-		return 0, fmt.Errorf("write %s: %w; a re-read shows the key still at revision %d, unchanged: nothing written", p.Key, txnErr, p.Expect)
-	case errors.Is(err, store.ErrNotFound) && p.Expect == 0:
-		return 0, fmt.Errorf("write %s: %w; a re-read shows the key still absent: nothing written", p.Key, txnErr)
-	case errors.Is(err, store.ErrNotFound):
-		return 0, fmt.Errorf("write %s: %w; a re-read shows the key deleted since it was read: nothing written", p.Key, txnErr)
-	case err == nil:
-		return 0, fmt.Errorf("write %s: %w; a re-read shows the key at revision %d with a value that is neither the one read nor the new one: someone else wrote it; this write was not made", p.Key, txnErr, kv.ModRevision)
-	default:
-		return 0, fmt.Errorf("write %s: %w: %w; re-reading the key failed too (%v): check its revision (was %d)", p.Key, ErrUncertain, txnErr, err, p.Expect)
+	lastErr := txnErr
+	for attempt := 0; ; attempt++ {
+		kv, err := rd.Get(rctx, p.Key, 0)
+		absent := errors.Is(err, store.ErrNotFound)
+		switch {
+		case err != nil && !absent:
+			if !pause() {
+				return 0, nil, uncertain(err)
+			}
+			continue
+		case !absent && bytes.Equal(kv.Value, p.NewStored) && kv.ModRevision != p.Expect:
+			return kv.ModRevision, []string{fmt.Sprintf("the transaction failed (%v), but a re-read shows the new value at revision %d: the write was made", lastErr, kv.ModRevision)}, nil
+		case (absent && p.Expect == 0) || (!absent && kv.ModRevision == p.Expect):
+			// Not written: retry below.
+		default:
+			current := int64(0)
+			if !absent {
+				current = kv.ModRevision
+			}
+			made, err := writtenSince(rctx, rd, p)
+			switch {
+			case err != nil:
+				return 0, nil, uncertain(err)
+			case made != 0:
+				return made, []string{fmt.Sprintf("the transaction failed (%v), but the key's history shows the new value written at revision %d; the key has changed since (now %s)", lastErr, made, revString(current))}, nil
+			}
+			ce := &store.ConflictError{Key: p.Key, Expected: p.Expect, Current: current, CurrentValue: kv}
+			return 0, nil, &ConflictError{Key: p.Key, Read: p.Expect, Current: current, Cause: ce}
+		}
+		if attempt >= resolveRetries {
+			return 0, nil, fmt.Errorf("write %s: %w; re-reads show the key still at %s, unchanged: nothing written", p.Key, lastErr, revString(p.Expect))
+		}
+		rev, err := w.CompareAndSwap(rctx, p.Key, p.Expect, p.NewStored, p.Lease)
+		var ce *store.ConflictError
+		switch {
+		case err == nil:
+			return rev, []string{fmt.Sprintf("the transaction failed (%v) without writing; it was sent again and succeeded", txnErr)}, nil
+		case errors.As(err, &ce):
+			// Loop: the re-read sorts out whether an earlier attempt
+			// landed.
+		case errors.Is(err, store.ErrLeaseNotFound):
+			return 0, nil, fmt.Errorf("write %s: %w; nothing written", p.Key, err)
+		default:
+			lastErr = err
+			if !pause() {
+				return 0, nil, uncertain(err)
+			}
+		}
 	}
+}
+
+// writtenSince returns the revision at which the key held p.NewStored
+// after the plan's revision, or 0 if it never did.
+func writtenSince(ctx context.Context, rd store.Reader, p *Plan) (int64, error) {
+	var made int64
+	info, err := rd.History(ctx, p.Key, func(ev store.Event) error {
+		if !ev.Deleted && ev.KV.ModRevision > p.Expect && bytes.Equal(ev.KV.Value, p.NewStored) {
+			made = ev.KV.ModRevision
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if made == 0 && info.CompactRevision > p.Expect {
+		return 0, fmt.Errorf("history compacted past revision %d", p.Expect)
+	}
+	return made, nil
 }
 
 // digest returns the hex sha256 of b.

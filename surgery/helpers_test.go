@@ -268,3 +268,6 @@ func memberValue(t testing.TB, c *etcdtest.Cluster, i int, key string, atLeast i
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// clientPrefix makes a clientv3 delete or get cover a whole prefix.
+func clientPrefix() []clientv3.OpOption { return []clientv3.OpOption{clientv3.WithPrefix()} }
