@@ -1,0 +1,341 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Key bucket key layout (etcd server/storage/mvcc/revision.go).
+const (
+	revBytesLen       = 8 + 1 + 8
+	markedRevBytesLen = revBytesLen + 1
+	tombstoneMark     = 't'
+)
+
+// mvccpb.KeyValue field numbers (etcd api/mvccpb/kv.proto).
+const (
+	kvFieldKey            protowire.Number = 1
+	kvFieldCreateRevision protowire.Number = 2
+	kvFieldModRevision    protowire.Number = 3
+	kvFieldVersion        protowire.Number = 4
+	kvFieldValue          protowire.Number = 5
+	kvFieldLease          protowire.Number = 6
+)
+
+// bucketKey is a decoded key of the "key" bucket: a revision, and whether
+// the entry is a tombstone.
+type bucketKey struct {
+	main, sub int64
+	tombstone bool
+}
+
+// parseBucketKey decodes a key of the "key" bucket.
+func parseBucketKey(k []byte) (bucketKey, error) {
+	if (len(k) != revBytesLen && len(k) != markedRevBytesLen) || k[8] != '_' {
+		return bucketKey{}, fmt.Errorf("key bucket entry %x: %w: not a revision", k, ErrCorrupt)
+	}
+	bk := bucketKey{
+		main: int64(binary.BigEndian.Uint64(k[:8])),
+		sub:  int64(binary.BigEndian.Uint64(k[9:revBytesLen])),
+	}
+	if len(k) == markedRevBytesLen {
+		if k[revBytesLen] != tombstoneMark {
+			return bucketKey{}, fmt.Errorf("key bucket entry %x: %w: unknown mark %q", k, ErrCorrupt, k[revBytesLen])
+		}
+		bk.tombstone = true
+	}
+	if bk.main < 0 || bk.sub < 0 {
+		return bucketKey{}, fmt.Errorf("key bucket entry %x: %w: negative revision", k, ErrCorrupt)
+	}
+	return bk, nil
+}
+
+// put writes the 17-byte revision form of bk into dst[:17], and the
+// tombstone mark into dst[17] if dst is longer.
+func (bk bucketKey) put(dst []byte) {
+	binary.BigEndian.PutUint64(dst, uint64(bk.main))
+	dst[8] = '_'
+	binary.BigEndian.PutUint64(dst[9:], uint64(bk.sub))
+	if len(dst) > revBytesLen && bk.tombstone {
+		dst[revBytesLen] = tombstoneMark
+	}
+}
+
+func (bk bucketKey) String() string {
+	if bk.tombstone {
+		return fmt.Sprintf("revision %d.%d (tombstone)", bk.main, bk.sub)
+	}
+	return fmt.Sprintf("revision %d.%d", bk.main, bk.sub)
+}
+
+// event decodes the value v stored under bk into an Event, copying the
+// bytes it hands out. A tombstone's ModRevision is its own revision.
+func (bk bucketKey) event(v []byte) (Event, error) {
+	raw, err := decodeKV(v)
+	if err != nil {
+		return Event{}, fmt.Errorf("%v: %w", bk, err)
+	}
+	if bk.tombstone {
+		return Event{KV: KeyValue{Key: string(raw.key), ModRevision: bk.main}, Deleted: true}, nil
+	}
+	return Event{KV: *raw.keyValue(true)}, nil
+}
+
+// keyMatch selects etcd keys: every key starting with s when prefix is set
+// ("" then matches all), else exactly s.
+type keyMatch struct {
+	s      string
+	prefix bool
+}
+
+// exactKey matches key alone.
+func exactKey(key string) keyMatch { return keyMatch{s: key} }
+
+// prefixMatch applies the Reader.List rule: prefix must be "" (every key)
+// or end in "/", so that "pods/default" can never match "pods/default-2".
+func prefixMatch(prefix string) (keyMatch, error) {
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		return keyMatch{}, fmt.Errorf("prefix %q must end in \"/\" (use get for a single key)", prefix)
+	}
+	return keyMatch{s: prefix, prefix: true}, nil
+}
+
+func (m keyMatch) match(key []byte) bool {
+	if m.prefix {
+		return len(key) >= len(m.s) && string(key[:len(m.s)]) == m.s
+	}
+	return string(key) == m.s
+}
+
+// ctxCheckEvery is how many entries a scan reads between context checks.
+const ctxCheckEvery = 4096
+
+// forEachRevision walks the key bucket with one forward cursor, in revision
+// order, and calls fn for every revision at or below atRev (0: all) whose
+// etcd key matches m. To match it reads only the value's key field
+// (normally its first bytes); nothing else is decoded. fn gets the bucket
+// key, the etcd key and the raw value, valid only during the call.
+func forEachRevision(ctx context.Context, kb *bolt.Bucket, m keyMatch, atRev int64, fn func(bk bucketKey, key, v []byte) error) error {
+	c := kb.Cursor()
+	n := 0
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if n%ctxCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		n++
+		bk, err := parseBucketKey(k)
+		if err != nil {
+			return err
+		}
+		if atRev > 0 && bk.main > atRev {
+			break
+		}
+		key, err := kvKey(v)
+		if err != nil {
+			return fmt.Errorf("%v: %w", bk, err)
+		}
+		if !m.match(key) {
+			continue
+		}
+		if err := fn(bk, key, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rawKV is a decoded mvccpb.KeyValue whose byte fields alias the encoded
+// value (valid only inside the read transaction).
+type rawKV struct {
+	key, value                  []byte
+	create, mod, version, lease int64
+}
+
+// keyValue copies r out of the transaction; the value only if withValue.
+func (r rawKV) keyValue(withValue bool) *KeyValue {
+	kv := &KeyValue{
+		Key:            string(r.key),
+		CreateRevision: r.create,
+		ModRevision:    r.mod,
+		Version:        r.version,
+		Lease:          r.lease,
+	}
+	if withValue && len(r.value) > 0 {
+		kv.Value = bytes.Clone(r.value)
+	}
+	return kv
+}
+
+// kvKey returns the key field of an encoded mvccpb.KeyValue without
+// decoding the rest. etcd writes fields in number order, so the key is
+// normally at the start: tag 0x0a, a length, the bytes.
+func kvKey(v []byte) ([]byte, error) {
+	if len(v) > 1 && v[0] == byte(kvFieldKey)<<3|byte(protowire.BytesType) {
+		if n, l := protowire.ConsumeVarint(v[1:]); l > 0 && n <= uint64(len(v)-1-l) {
+			return v[1+l : 1+l+int(n)], nil
+		}
+	}
+	raw, err := decodeKV(v)
+	return raw.key, err
+}
+
+// decodeKV decodes an encoded mvccpb.KeyValue without copying. Unknown
+// fields, and known fields with an unexpected wire type, are skipped as
+// protobuf requires. A value without a key (or with an empty one) is an
+// error: etcd never stores one.
+func decodeKV(b []byte) (rawKV, error) {
+	var kv rawKV
+	if len(b) == 0 {
+		return kv, fmt.Errorf("decode mvccpb.KeyValue: %w: empty", ErrCorrupt)
+	}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return kv, fmt.Errorf("decode mvccpb.KeyValue: %w: %w", ErrCorrupt, protowire.ParseError(n))
+		}
+		b = b[n:]
+		switch {
+		case typ == protowire.BytesType && (num == kvFieldKey || num == kvFieldValue):
+			var v []byte
+			v, n = protowire.ConsumeBytes(b)
+			if num == kvFieldKey {
+				kv.key = v
+			} else {
+				kv.value = v
+			}
+		case typ == protowire.VarintType && num >= kvFieldCreateRevision && num <= kvFieldLease && num != kvFieldValue:
+			var v uint64
+			v, n = protowire.ConsumeVarint(b)
+			switch num {
+			case kvFieldCreateRevision:
+				kv.create = int64(v)
+			case kvFieldModRevision:
+				kv.mod = int64(v)
+			case kvFieldVersion:
+				kv.version = int64(v)
+			case kvFieldLease:
+				kv.lease = int64(v)
+			}
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return kv, fmt.Errorf("decode mvccpb.KeyValue field %d: %w: %w", num, ErrCorrupt, protowire.ParseError(n))
+		}
+		b = b[n:]
+	}
+	if len(kv.key) == 0 {
+		return kv, fmt.Errorf("decode mvccpb.KeyValue: %w: no key", ErrCorrupt)
+	}
+	return kv, nil
+}
+
+// latestQuery parameterizes scanLatest.
+type latestQuery struct {
+	match          keyMatch
+	atRev          int64 // ignore revisions above (0: none)
+	includeDeleted bool  // report keys whose newest revision is a tombstone
+	withValues     bool  // copy values out (else KeyValue.Value is nil)
+}
+
+// latestEntry is scanLatest's per-key state: the key and three revisions,
+// never a value.
+type latestEntry struct {
+	key string
+	// liveMain, liveSub: the key's newest put (liveMain 0: none held).
+	liveMain, liveSub int64
+	// deleted: main revision of a tombstone newer than that put (0: live).
+	deleted int64
+}
+
+// scanLatest reports each matching key's newest state at or below q.atRev,
+// in key order. fn gets deleteRev 0 for a live key.
+//
+// The key bucket is in revision order, so the newest revision of a key can
+// be anywhere in it. The algorithm:
+//
+//  1. One forward cursor pass. For each entry, read only the value's key
+//     field; skip it unless it matches. Keep, per key, a latestEntry: a
+//     put sets the live revision and clears the tombstone, a tombstone sets
+//     it. A map from key to an index into a slice finds the entry without
+//     allocating on updates. Values are not kept, so memory is about 100
+//     bytes plus the key length per key, whatever the history depth.
+//  2. Drop the map; sort the slice by key.
+//  3. For each entry in key order, fetch its live revision with a B+tree
+//     seek by revision, decode it, copy what is handed out, call fn.
+//
+// Step 3 is random access, but into a file that MAP_POPULATE (or step 1)
+// has just brought into memory; a second sequential pass instead would
+// have to hold values to emit them in key order.
+func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyValue, deleteRev int64) error) error {
+	return b.view(func(tx *bolt.Tx, g *viewGuard) error {
+		kb := keyBucket(tx)
+		index := make(map[string]int)
+		var entries []latestEntry
+		err := forEachRevision(ctx, kb, q.match, q.atRev, func(bk bucketKey, key, _ []byte) error {
+			i, ok := index[string(key)]
+			if !ok {
+				i = len(entries)
+				s := string(key)
+				index[s] = i
+				entries = append(entries, latestEntry{key: s})
+			}
+			e := &entries[i]
+			if bk.tombstone {
+				e.deleted = bk.main
+			} else {
+				e.liveMain, e.liveSub, e.deleted = bk.main, bk.sub, 0
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		index = nil
+		slices.SortFunc(entries, func(a, b latestEntry) int { return strings.Compare(a.key, b.key) })
+
+		var rk [revBytesLen]byte
+		c := kb.Cursor() // one cursor for every lookup: Bucket.Get allocates one each
+		for i := range entries {
+			if i%ctxCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			e := &entries[i]
+			if e.deleted != 0 && !q.includeDeleted {
+				continue
+			}
+			kv := &KeyValue{Key: e.key}
+			if e.liveMain != 0 {
+				bk := bucketKey{main: e.liveMain, sub: e.liveSub}
+				bk.put(rk[:])
+				k, v := c.Seek(rk[:])
+				if !bytes.Equal(k, rk[:]) {
+					return fmt.Errorf("%v of %s: %w: vanished during the read", bk, e.key, ErrCorrupt)
+				}
+				raw, err := decodeKV(v)
+				if err != nil {
+					return fmt.Errorf("%v: %w", bk, err)
+				}
+				kv = raw.keyValue(q.withValues)
+			}
+			g.inCallback = true
+			err := fn(kv, e.deleted)
+			g.inCallback = false
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
