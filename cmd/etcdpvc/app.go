@@ -100,6 +100,8 @@ type globalOptions struct {
 	// explicit records which flags the user set (flag or environment), so
 	// --kubeadm fills in only the others.
 	explicit map[string]bool
+	// kubeadmApplied is set once the manifest has been read.
+	kubeadmApplied bool
 }
 
 // lookupGlobal finds a global flag's value: set on the command, else set

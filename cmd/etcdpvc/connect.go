@@ -37,9 +37,10 @@ func (s *session) Close() {
 // applyKubeadm fills in, from the kube-apiserver manifest, every
 // connection setting the user did not give.
 func applyKubeadm(g *globalOptions) error {
-	if !g.Kubeadm {
+	if !g.Kubeadm || g.kubeadmApplied {
 		return nil
 	}
+	g.kubeadmApplied = true
 	a, err := kubeadm.Read(g.ManifestsDir)
 	if err != nil {
 		return withHint(fmt.Errorf("--kubeadm: %w", err), "run on a control-plane node, point --manifests-dir at the static pod manifests, or give --endpoints and certificates")
@@ -72,13 +73,11 @@ func openSession(e *env, g *globalOptions) (*session, error) {
 		return nil, err
 	}
 	s := &session{g: g}
-	if g.EncryptionConfig != "" {
-		enc, err := encryption.Load(e.ctx, g.EncryptionConfig)
-		if err != nil {
-			return nil, fmt.Errorf("load encryption config: %w", err)
-		}
-		s.enc = enc
+	enc, err := loadEncryption(e, g)
+	if err != nil {
+		return nil, err
 	}
+	s.enc = enc
 	s.codec = surgery.Codec{Enc: s.enc, Prefix: g.Prefix}
 	if g.DB != "" {
 		b, err := store.OpenBolt(g.DB, store.BoltOptions{
