@@ -292,7 +292,7 @@ func restoreCommand() command {
 			"the diff; --force restores anyway with a compare-and-swap against the current revision.\n" +
 			"Restore makes a backup of its own first.",
 		examples: `etcdpvc restore ~/.local/state/etcdpvc/backups/20261130T023000Z-registry-persistentvolumeclaims-demo-www-web-0-r214.json --yes`,
-		flags: append(writeFlags(), &cli.BoolFlag{Name: "force", Usage: "restore even though the object changed after etcdpvc's write"}),
+		flags:    append(writeFlags(), &cli.BoolFlag{Name: "force", Usage: "restore even though the object changed after etcdpvc's write"}),
 		action: func(c *cli.Context, e *env) error {
 			if c.NArg() != 1 {
 				return usagef("restore takes one BACKUP_FILE")

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -85,6 +86,8 @@ func exitCode(err error) int {
 		return exitConnection
 	case errors.Is(err, codec.ErrLossy):
 		return exitRefused
+	case errors.Is(err, encryption.ErrKeyNotFound), errors.Is(err, encryption.ErrNoConfig):
+		return exitDecode
 	case errors.Is(err, codec.ErrEncrypted), errors.Is(err, codec.ErrMalformed), errors.Is(err, codec.ErrNotObject),
 		errors.Is(err, codec.ErrUnsupported), errors.Is(err, codec.ErrEmpty):
 		return exitDecode
@@ -111,6 +114,10 @@ func hintFor(err error) string {
 		return "see 'etcdpvc help' or 'etcdpvc COMMAND --help'"
 	}
 	switch {
+	case errors.Is(err, encryption.ErrKeyNotFound):
+		return "the value was encrypted with a key this EncryptionConfiguration does not hold: use the file the kube-apiserver runs with (--kubeadm finds it)"
+	case errors.Is(err, encryption.ErrNoConfig):
+		return "pass --encryption-config with the kube-apiserver's EncryptionConfiguration (or --kubeadm on a control-plane node)"
 	case errors.Is(err, store.ErrConflict):
 		return "re-run the command: it reads the object again and shows a new diff"
 	case errors.Is(err, codec.ErrLossy):

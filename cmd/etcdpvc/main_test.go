@@ -72,7 +72,6 @@ type scriptCluster struct {
 	cli *clientv3.Client
 }
 
-
 // cmdEtcd drives a real etcd for a script:
 //
 //	etcd start [tls] [members=N]   start it; sets ETCDCTL_ENDPOINTS (and ETCDCTL_CACERT/CERT/KEY)
