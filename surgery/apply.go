@@ -215,9 +215,10 @@ const (
 // timeout, a leader lost, a connection reset), whether it was applied, and
 // makes it if it was not. It reads the key again with a linearizable read:
 //
-//   - still as the plan read it: nothing was written; the same
-//     compare-and-swap is sent again, which is safe: had the first attempt
-//     landed meanwhile, the retry would fail its comparison;
+//   - still as the plan read it: nothing was written; unless ctx is done
+//     (the caller gave up), the same compare-and-swap is sent again, which
+//     is safe: had the first attempt landed meanwhile, the retry would fail
+//     its comparison;
 //   - holding the new value: the write was made;
 //   - holding another value: the key's history since the plan's revision
 //     says whether the write was made and then overwritten, or never made
@@ -271,6 +272,10 @@ func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64,
 			}
 			ce := &store.ConflictError{Key: p.Key, Expected: p.Expect, Current: current, CurrentValue: kv}
 			return 0, nil, &ConflictError{Key: p.Key, Read: p.Expect, Current: current, Cause: ce}
+		}
+		if ctx.Err() != nil {
+			// The caller gave up: report, never write on its behalf.
+			return 0, nil, fmt.Errorf("write %s: %w; a re-read shows the key still at %s, unchanged: nothing written", p.Key, lastErr, revString(p.Expect))
 		}
 		if attempt >= resolveRetries {
 			return 0, nil, fmt.Errorf("write %s: %w; re-reads show the key still at %s, unchanged: nothing written", p.Key, lastErr, revString(p.Expect))

@@ -80,6 +80,12 @@ func (c Codec) Load(ctx context.Context, r store.Reader, key string, rev int64) 
 	return c.open(ctx, *kv)
 }
 
+// Open decrypts and decodes a key-value already read, for example one
+// revision of a key's history.
+func (c Codec) Open(ctx context.Context, kv store.KeyValue) (*Current, error) {
+	return c.open(ctx, kv)
+}
+
 // open decrypts and decodes a stored key-value.
 func (c Codec) open(ctx context.Context, kv store.KeyValue) (*Current, error) {
 	cur := &Current{KV: kv}

@@ -226,6 +226,9 @@ func (c Codec) warnings(ctx context.Context, r store.Reader, before *Current, af
 	if before != nil && before.Stale {
 		warn("%s is not stored the way the encryption config's first provider for %s stores it; it will be written with %s", before.KV.Key, before.GR, c.Enc.Providers(before.GR)[0])
 	}
+	if terminating(after.Meta) && len(after.Meta.Finalizers) == 0 && (before == nil || len(before.Obj.Meta.Finalizers) > 0) {
+		warn("%s keeps its deletionTimestamp and has no finalizers left: the API server deletes it for good on its next update", what)
+	}
 	if revived {
 		for _, ref := range after.Meta.OwnerReferences {
 			if w := c.checkOwner(ctx, r, ns, what, ref); w != "" {

@@ -121,3 +121,22 @@ func TestAmbiguousWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelledWriteNotRetried: a caller that gives up between backup and
+// transaction gets nothing written, and no retry on its behalf.
+func TestCancelledWriteNotRetried(t *testing.T) {
+	_, s := startEtcd(t)
+	rev := create(t, s, pvcKey, corpus(t, pvcFile))
+	ctx, cancel := context.WithCancel(testCtx(t))
+	p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(ctx, s, p, ApplyOptions{BackupDir: t.TempDir(), AfterBackup: cancel})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing written") {
+		t.Fatalf("Apply = %v, want a cancelled write with nothing written", err)
+	}
+	if kv := get(t, s, pvcKey); kv.ModRevision != rev {
+		t.Fatalf("written after cancellation: revision %d", kv.ModRevision)
+	}
+}

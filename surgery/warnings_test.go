@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/etcdpvc/etcdpvc/codec"
 )
 
 // TestWarnings undeletes a PVC next to objects that would delete it again
@@ -79,6 +81,30 @@ func TestWarnings(t *testing.T) {
 	}
 	ctx := testCtx(t)
 	cl, s := startEtcd(t)
+	t.Run("last finalizer removed from a terminating claim", func(t *testing.T) {
+		if _, err := cl.Client(t).Delete(ctx, "/registry/", clientPrefix()...); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range map[string][]byte{pvcKey: withOwners(), nsKey: ns, pvKey: deletePV} {
+			create(t, s, k, v)
+		}
+		p, err := Codec{}.MakePlan(ctx, s, pvcKey, Meta{codec.MetaEdit{RemoveFinalizers: []string{"kubernetes.io/pvc-protection"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			"PersistentVolumeClaim demo/www-web-0 keeps its deletionTimestamp and has no finalizers left: the API server deletes it for good on its next update",
+			"PersistentVolumeClaim demo/www-web-0 is bound to PersistentVolume pv-www-web-0, whose persistentVolumeReclaimPolicy is Delete",
+		}
+		if len(p.Warnings) != len(want) {
+			t.Fatalf("warnings:\n%s", strings.Join(p.Warnings, "\n"))
+		}
+		for i, w := range want {
+			if !strings.HasPrefix(p.Warnings[i], w) {
+				t.Errorf("warning %d: %q, want %q", i, p.Warnings[i], w)
+			}
+		}
+	})
 	cli := cl.Client(t)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
