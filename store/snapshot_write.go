@@ -1,0 +1,374 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// SnapshotCopy is snapshot surgery: a copy of an etcd backend file (a
+// snapshot or a stopped member's db) that Kubernetes objects are edited in
+// offline, to be restored onto every member of a cluster with `etcdutl
+// snapshot restore`. The input file is read, never written. SnapshotCopy
+// implements Reader (it reads the copy, edits included) and Writer.
+//
+// # How an edit is stored
+//
+// etcd rebuilds its whole state from the "key" bucket when it opens a
+// backend (mvcc.store.restore): every entry, in revision order, goes into
+// the in-memory index, and the newest main revision becomes the current
+// revision. An edit is therefore stored exactly as etcd stores a put: one
+// new entry in "key" under the revision (main, 0), where main is one above
+// the current revision (the newest revision held, or the finished or
+// scheduled compaction revision when that is higher: a compaction may have
+// removed the newest revisions, and etcd's current revision never goes
+// below it). The value is an mvccpb.KeyValue with mod_revision = main;
+// create_revision and version follow etcd's rules (an edit keeps the
+// incarnation's create_revision and adds 1 to its version; a create starts
+// a new incarnation at version 1, create_revision = main); the lease is the
+// caller's, and must exist in the "lease" bucket, as etcd requires.
+//
+// Nothing else changes. "consistent_index" and "term" in "meta" are raft
+// state: `etcdutl snapshot restore` overwrites them (with the index of the
+// new cluster's first entries), drops the membership buckets and writes a
+// new WAL, so the copy is only ever meant for that command. Copying it into
+// a member's data directory instead would make the member's backend
+// disagree with its WAL; OpenSnapshotCopy refuses to write into a member
+// directory.
+//
+// The copy is opened with bbolt's NoFreelistSync, as etcd opens its
+// backend on Linux. Close appends a sha256 trailer, so the result is a
+// snapshot file whose integrity `etcdutl snapshot restore` verifies, even
+// when the input was a member db without one.
+type SnapshotCopy struct {
+	*Bolt
+	in string
+
+	mu      sync.Mutex
+	writes  int
+	closed  bool
+	trailer string
+}
+
+// ErrMemberDir means a snapshot copy was to be written into an etcd
+// member's data directory.
+var ErrMemberDir = errors.New("refusing to write into an etcd member's data directory: editing one member's backend makes it diverge from the others and from its own WAL")
+
+// ErrOutputExists means the output file of a snapshot copy already exists.
+var ErrOutputExists = errors.New("output file exists")
+
+// OpenSnapshotCopy opens in with OpenBolt (so a file locked by a running
+// etcd fails fast with ErrLocked and a snapshot's sha256 trailer is
+// verified, as opts say), copies its bbolt pages to out, which must not
+// exist, and opens the copy for editing. in is never written. out is
+// created with mode 0600 and removed again if opening fails.
+//
+// Close finishes the copy: after at least one write it appends the sha256
+// trailer; without any write it removes out, since an unedited copy is no
+// result.
+func OpenSnapshotCopy(in, out string, opts BoltOptions) (c *SnapshotCopy, err error) {
+	if err := checkSnapshotOut(in, out); err != nil {
+		return nil, err
+	}
+	src, err := OpenBolt(in, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("snapshot copy %s: %w: choose a new file; an existing one is never overwritten", out, ErrOutputExists)
+		}
+		return nil, fmt.Errorf("snapshot copy: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(out)
+		}
+	}()
+	if err := copyBoltPages(src, in, f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("snapshot copy %s → %s: %w", in, out, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("snapshot copy %s: %w", out, err)
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot copy: %w", err)
+	}
+	db, err := bolt.Open(out, 0o600, &bolt.Options{
+		Timeout:        defaultBoltLockTimeout,
+		NoFreelistSync: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot copy %s: open for writing: %w: %w", out, ErrCorrupt, err)
+	}
+	b := &Bolt{path: out, db: db}
+	if err := db.View(func(tx *bolt.Tx) error { return b.readMeta(tx, fi.Size()) }); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &SnapshotCopy{Bolt: b, in: in}, nil
+}
+
+// checkSnapshotOut refuses an output path inside a member's data
+// directory (…/member/snap/db, or a directory beside a member's wal).
+func checkSnapshotOut(in, out string) error {
+	if out == "" {
+		return fmt.Errorf("snapshot copy of %s: no output file", in)
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return fmt.Errorf("snapshot copy: %w", err)
+	}
+	dir := filepath.Dir(abs)
+	if filepath.Base(dir) == "snap" && filepath.Base(filepath.Dir(dir)) == "member" {
+		return fmt.Errorf("snapshot copy %s: %w", out, ErrMemberDir)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "wal")); err == nil && fi.IsDir() {
+		return fmt.Errorf("snapshot copy %s: %w", out, ErrMemberDir)
+	}
+	return nil
+}
+
+// copyBoltPages copies in's bbolt pages (the whole file without a
+// snapshot trailer) to f and fsyncs f. When src verified a trailer, the
+// bytes copied are hashed again and must match it: the input cannot have
+// changed between the check and the copy.
+func copyBoltPages(src *Bolt, in string, f *os.File) error {
+	snap := src.Snapshot()
+	n := snap.Size
+	if snap.IsSnapshot {
+		n -= snapshotTrailerSize
+	}
+	r, err := os.Open(in)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	h := sha256.New()
+	copied, err := io.CopyBuffer(io.MultiWriter(f, h), io.NewSectionReader(r, 0, n), make([]byte, 1<<20))
+	if err != nil {
+		return err
+	}
+	if copied != n {
+		return fmt.Errorf("copied %d bytes of %d: the input changed during the copy", copied, n)
+	}
+	if snap.Verified {
+		if got := hex.EncodeToString(h.Sum(nil)); got != snap.SHA256 {
+			return &HashMismatchError{Path: in, Trailer: snap.SHA256, Computed: got}
+		}
+	}
+	return f.Sync()
+}
+
+// Input returns the path of the file the copy was made from.
+func (c *SnapshotCopy) Input() string { return c.in }
+
+// Path returns the path of the copy.
+func (c *SnapshotCopy) Path() string { return c.path }
+
+// Writes returns the number of writes made to the copy.
+func (c *SnapshotCopy) Writes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writes
+}
+
+// SHA256 returns the trailer Close appended (hex), or "" before.
+func (c *SnapshotCopy) SHA256() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.trailer
+}
+
+// leaseKey is a lease's key in the "lease" bucket (schema.leaseIDToBytes).
+func leaseKey(id int64) []byte {
+	k := make([]byte, 8)
+	binary.BigEndian.PutUint64(k, uint64(id))
+	return k
+}
+
+var leaseBucketName = []byte("lease")
+
+// CompareAndSwap stores value at key as a new revision of the copy if the
+// key's newest revision in the copy is expect (0: the key must not exist,
+// or its newest revision is a deletion). The put carries lease, which must
+// exist in the copy's "lease" bucket (else the error wraps
+// ErrLeaseNotFound). It returns the new revision, or a *ConflictError and
+// writes nothing. The write is committed (fsynced) before it returns.
+func (c *SnapshotCopy) CompareAndSwap(ctx context.Context, key string, expect int64, value []byte, lease int64) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, fmt.Errorf("write %s to snapshot copy %s: closed", key, c.path)
+	}
+	if key == "" {
+		return 0, fmt.Errorf("write to snapshot copy %s: empty key", c.path)
+	}
+	var newRev int64
+	err := c.db.Update(func(tx *bolt.Tx) error {
+		kb := tx.Bucket(keyBucketName)
+		if kb == nil {
+			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, keyBucketName)
+		}
+		var (
+			cur     int64 // newest live mod revision, 0: absent
+			curKV   *KeyValue
+			created int64
+			version int64
+		)
+		err := forEachRevision(ctx, kb, exactKey(key), 0, func(bk bucketKey, _, v []byte) error {
+			if bk.tombstone {
+				cur, curKV, created, version = 0, nil, 0, 0
+				return nil
+			}
+			raw, err := decodeKV(v)
+			if err != nil {
+				return fmt.Errorf("%v: %w", bk, err)
+			}
+			cur, created, version = bk.main, raw.create, raw.version
+			curKV = raw.keyValue(true)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if cur != expect {
+			return &ConflictError{Key: key, Expected: expect, Current: cur, CurrentValue: curKV}
+		}
+		if lease != 0 {
+			lb := tx.Bucket(leaseBucketName)
+			if lb == nil || lb.Get(leaseKey(lease)) == nil {
+				return fmt.Errorf("lease %x: %w", lease, ErrLeaseNotFound)
+			}
+		}
+		rev := int64(1)
+		if mb := tx.Bucket(metaBucketName); mb != nil {
+			rev = max(rev, int64(metaUint(mb.Get(metaFinishedCompact))), int64(metaUint(mb.Get(metaScheduledCompact))))
+		}
+		if k, _ := kb.Cursor().Last(); k != nil {
+			bk, err := parseBucketKey(k)
+			if err != nil {
+				return err
+			}
+			rev = max(rev, bk.main)
+		}
+		newRev = rev + 1
+		if cur == 0 {
+			created, version = newRev, 0
+		}
+		enc, err := proto.Marshal(&mvccpb.KeyValue{
+			Key:            []byte(key),
+			CreateRevision: created,
+			ModRevision:    newRev,
+			Version:        version + 1,
+			Value:          bytes.Clone(value),
+			Lease:          lease,
+		})
+		if err != nil {
+			return fmt.Errorf("encode mvccpb.KeyValue: %w", err)
+		}
+		rk := make([]byte, revBytesLen)
+		bucketKey{main: newRev}.put(rk)
+		return kb.Put(rk, enc)
+	})
+	if err != nil {
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("write %s to snapshot copy %s: %w", key, c.path, err)
+	}
+	c.writes++
+	c.meta.Revision = newRev
+	return newRev, nil
+}
+
+// Close closes the copy. After at least one write it appends the sha256
+// trailer of the bbolt pages (padding with zeros first, should the file
+// not end on a 512-byte boundary, so that etcd recognizes the trailer),
+// fsyncs the file and its directory; without any write it removes the
+// copy. Close is idempotent; the error is the first close's.
+func (c *SnapshotCopy) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if err := c.db.Close(); err != nil {
+		return fmt.Errorf("close snapshot copy %s: %w", c.path, err)
+	}
+	if c.writes == 0 {
+		if err := os.Remove(c.path); err != nil {
+			return fmt.Errorf("remove unedited snapshot copy: %w", err)
+		}
+		return nil
+	}
+	sum, size, err := appendTrailer(c.path)
+	if err != nil {
+		return fmt.Errorf("finish snapshot copy %s: %w (the edits are in the file, but `etcdutl snapshot restore` needs --skip-hash-check to read it)", c.path, err)
+	}
+	c.trailer = sum
+	c.snap = SnapshotInfo{IsSnapshot: true, SHA256: sum, Verified: true, Size: size}
+	return nil
+}
+
+// appendTrailer pads path to a multiple of 512 bytes, appends the sha256
+// of its contents and fsyncs it and its directory. It returns the hex
+// sha256 and the final size.
+func appendTrailer(path string) (string, int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", 0, err
+	}
+	size := fi.Size()
+	if pad := (512 - size%512) % 512; pad != 0 {
+		if err := f.Truncate(size + pad); err != nil {
+			return "", 0, err
+		}
+		size += pad
+	}
+	h := sha256.New()
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, size), make([]byte, 1<<20)); err != nil {
+		return "", 0, err
+	}
+	sum := h.Sum(nil)
+	if _, err := f.WriteAt(sum, size); err != nil {
+		return "", 0, err
+	}
+	if err := f.Sync(); err != nil {
+		return "", 0, err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return hex.EncodeToString(sum), size + snapshotTrailerSize, nil
+}
+
+// Compile-time checks.
+var (
+	_ Reader = (*SnapshotCopy)(nil)
+	_ Writer = (*SnapshotCopy)(nil)
+)
