@@ -1,0 +1,332 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/snapshot"
+	"go.uber.org/zap"
+
+	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// etcdVersion is the etcd release whose etcdutl and etcd binaries the
+// restore test builds: the one go.mod pins.
+const etcdVersion = "v3.7.3"
+
+var (
+	etcdBinOnce          sync.Once
+	etcdutlBin, etcdBin  string
+	etcdBinErr           error
+	etcdWrapperGoMod     = "module etcdpvc-test-etcd\n\ngo 1.26.0\n\nrequire (\n\tgo.etcd.io/etcd/etcdutl/v3 " + etcdVersion + "\n\tgo.etcd.io/etcd/server/v3 " + etcdVersion + "\n)\n"
+	etcdWrapperMain      = "// Command etcd is etcd's own main (go.etcd.io/etcd/v3's main.go).\npackage main\n\nimport (\n\t\"os\"\n\n\t\"go.etcd.io/etcd/server/v3/etcdmain\"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n"
+	etcdWrapperBuildTime = 15 * time.Minute
+)
+
+// etcdBinaries builds the real etcdutl and etcd of etcdVersion from their
+// Go modules, once, in a wrapper module of their own (the project's go.mod
+// does not require etcdutl), and caches them under
+// $XDG_CACHE_HOME/etcdpvc-test (or ~/.cache/etcdpvc-test).
+func etcdBinaries(t *testing.T) (etcdutl, etcd string) {
+	t.Helper()
+	etcdBinOnce.Do(func() { etcdutlBin, etcdBin, etcdBinErr = buildEtcdBinaries() })
+	if etcdBinErr != nil {
+		t.Fatalf("build etcdutl and etcd %s: %v", etcdVersion, etcdBinErr)
+	}
+	return etcdutlBin, etcdBin
+}
+
+func buildEtcdBinaries() (string, string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", "", err
+	}
+	dir := filepath.Join(cache, "etcdpvc-test", "etcd-"+etcdVersion+"-"+runtime.GOOS+"-"+runtime.GOARCH)
+	etcdutl, etcd := filepath.Join(dir, "etcdutl"), filepath.Join(dir, "etcd")
+	if isExec(etcdutl) && isExec(etcd) {
+		return etcdutl, etcd, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", "", err
+	}
+	src, err := os.MkdirTemp(filepath.Dir(dir), "build-")
+	if err != nil {
+		return "", "", err
+	}
+	defer os.RemoveAll(src)
+	files := map[string]string{"go.mod": etcdWrapperGoMod, "etcd/main.go": etcdWrapperMain}
+	for name, body := range files {
+		p := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", "", err
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			return "", "", err
+		}
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(src, "bin")
+	ctx, cancel := context.WithTimeout(context.Background(), etcdWrapperBuildTime)
+	defer cancel()
+	for _, b := range []struct{ out, pkg string }{
+		{filepath.Join(bin, "etcdutl"), "go.etcd.io/etcd/etcdutl/v3"},
+		{filepath.Join(bin, "etcd"), "./etcd"},
+	} {
+		cmd := exec.CommandContext(ctx, goBin, "build", "-o", b.out, b.pkg)
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+		}
+	}
+	// Move into place as a whole, so a concurrent or interrupted build
+	// never leaves half a cache.
+	if err := os.Rename(bin, dir); err != nil && !isExec(etcdutl) {
+		return "", "", err
+	}
+	return etcdutl, etcd, nil
+}
+
+func isExec(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// restoreAndStart restores snap with etcdutl into a new data dir, starts
+// the etcd binary on it and returns a client. Extra flags go to etcdutl.
+func restoreAndStart(t *testing.T, etcdutl, etcd, snap string, extra ...string) *clientv3.Client {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "m0.etcd")
+	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	args := append([]string{"snapshot", "restore", snap, "--data-dir", data, "--name", "m0",
+		"--initial-cluster", "m0=" + peer, "--initial-advertise-peer-urls", peer}, extra...)
+	if out, err := exec.Command(etcdutl, args...).CombinedOutput(); err != nil {
+		t.Fatalf("etcdutl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	var logs bytes.Buffer
+	cmd := exec.Command(etcd, "--name", "m0", "--data-dir", data,
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "m0="+peer, "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			t.Logf("etcd output:\n%s", logs.String())
+		}
+	})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := cli.Get(ctx, "ready-probe")
+		cancel()
+		if err == nil {
+			return cli
+		}
+		select {
+		case <-done:
+			t.Fatalf("etcd exited on the restored data dir: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("etcd on the restored data dir not ready: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestSnapshotCopyRestore edits a real `etcdctl snapshot save` file and
+// a stopped member's db, restores the result with the real etcdutl and
+// starts the real etcd on it: the edits are there, with the revisions,
+// versions and leases etcd itself would have given them, and etcd goes on
+// writing after them.
+func TestSnapshotCopyRestore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds etcd and etcdutl, restores and starts etcd")
+	}
+	etcdutl, etcd := etcdBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	// A cluster with an edit target, a deleted key, a key with a lease, and a
+	// compaction that removed the newest revisions (a put and delete of a
+	// scratch key), so the current revision is above every key's.
+	c := etcdtest.Start(t, etcdtest.Options{})
+	cli := c.Client(t)
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(cli.Put(ctx, "/registry/configmaps/demo/edit", "v1"))
+	must(cli.Put(ctx, "/registry/configmaps/demo/edit", "v2"))
+	must(cli.Put(ctx, "/registry/configmaps/demo/gone", "old"))
+	must(cli.Delete(ctx, "/registry/configmaps/demo/gone"))
+	lease, err := cli.Grant(ctx, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(cli.Put(ctx, "/registry/events/demo/leased", "e1", clientv3.WithLease(lease.ID)))
+	must(cli.Put(ctx, "/scratch", "x"))
+	del, err := cli.Delete(ctx, "/scratch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(cli.Compact(ctx, del.Header.Revision, clientv3.WithCompactPhysical()))
+	current := del.Header.Revision
+
+	snapPath := filepath.Join(t.TempDir(), "snapshot.db")
+	cfg := clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, snapPath); err != nil {
+		t.Fatal(err)
+	}
+	memberDB := filepath.Join(c.DataDir(0), "member", "snap", "db")
+	c.Stop()
+
+	for _, tc := range []struct {
+		name, in string
+		bump     []string
+	}{
+		{name: "snapshot", in: snapPath},
+		{name: "member db", in: memberDB},
+		{name: "snapshot bump-revision", in: snapPath, bump: []string{"--bump-revision", "1000", "--mark-compacted"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snapKeepsInput(t, tc.in)
+			out := filepath.Join(t.TempDir(), "edited.db")
+			sc, err := store.OpenSnapshotCopy(tc.in, out, store.BoltOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sc.Meta().Revision; got != current {
+				t.Fatalf("copy's current revision %d, etcd's %d", got, current)
+			}
+			edit, err := sc.Get(ctx, "/registry/configmaps/demo/edit", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leased, err := sc.Get(ctx, "/registry/events/demo/leased", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sc.Get(ctx, "/registry/configmaps/demo/gone", 0); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("deleted key: %v", err)
+			}
+			r1, err := sc.CompareAndSwap(ctx, edit.Key, edit.ModRevision, []byte("v3"), edit.Lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, err := sc.CompareAndSwap(ctx, "/registry/configmaps/demo/gone", 0, []byte("recovered"), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r3, err := sc.CompareAndSwap(ctx, leased.Key, leased.ModRevision, []byte("e2"), leased.Lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r1 != current+1 || r2 != current+2 || r3 != current+3 {
+				t.Fatalf("revisions %d %d %d, want %d, %d, %d", r1, r2, r3, current+1, current+2, current+3)
+			}
+			if err := sc.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			var bump int64
+			if len(tc.bump) > 0 {
+				bump, _ = strconv.ParseInt(tc.bump[1], 10, 64)
+			}
+			live := restoreAndStart(t, etcdutl, etcd, out, tc.bump...)
+			get := func(key string) *clientv3.GetResponse {
+				t.Helper()
+				resp, err := live.Get(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(resp.Kvs) != 1 {
+					t.Fatalf("%s: %d values after restore", key, len(resp.Kvs))
+				}
+				return resp
+			}
+			resp := get("/registry/configmaps/demo/edit")
+			kv := resp.Kvs[0]
+			if string(kv.Value) != "v3" || kv.ModRevision != r1 || kv.CreateRevision != edit.CreateRevision || kv.Version != edit.Version+1 {
+				t.Errorf("edited key after restore: value %q mod %d create %d version %d; want v3 %d %d %d",
+					kv.Value, kv.ModRevision, kv.CreateRevision, kv.Version, r1, edit.CreateRevision, edit.Version+1)
+			}
+			if resp.Header.Revision != r3+bump {
+				t.Errorf("restored etcd at revision %d, want %d", resp.Header.Revision, r3+bump)
+			}
+			kv = get("/registry/configmaps/demo/gone").Kvs[0]
+			if string(kv.Value) != "recovered" || kv.ModRevision != r2 || kv.CreateRevision != r2 || kv.Version != 1 {
+				t.Errorf("recreated key after restore: %q mod %d create %d version %d", kv.Value, kv.ModRevision, kv.CreateRevision, kv.Version)
+			}
+			kv = get("/registry/events/demo/leased").Kvs[0]
+			if string(kv.Value) != "e2" || kv.Lease != int64(lease.ID) {
+				t.Errorf("leased key after restore: %q lease %x, want e2 lease %x", kv.Value, kv.Lease, lease.ID)
+			}
+			ttl, err := live.TimeToLive(ctx, lease.ID, clientv3.WithAttachedKeys())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ttl.Keys) != 1 || string(ttl.Keys[0]) != "/registry/events/demo/leased" {
+				t.Errorf("lease %x keys after restore: %q", lease.ID, ttl.Keys)
+			}
+			if bump == 0 {
+				// The edits are revisions of their own: reading as of r1
+				// sees the edit and not the re-creation at r2.
+				at, err := live.Get(ctx, "/registry/configmaps/demo/", clientv3.WithPrefix(), clientv3.WithRev(r1))
+				if err != nil || len(at.Kvs) != 1 || string(at.Kvs[0].Value) != "v3" {
+					t.Errorf("read at revision %d after restore: %v %v", r1, at, err)
+				}
+			}
+			// etcd writes on after the edits.
+			put, err := live.Put(ctx, "/registry/configmaps/demo/edit", "v4")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if put.Header.Revision != r3+bump+1 {
+				t.Errorf("next write at revision %d, want %d", put.Header.Revision, r3+bump+1)
+			}
+		})
+	}
+}
