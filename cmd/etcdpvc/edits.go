@@ -306,7 +306,7 @@ func restoreCommand() command {
 			if err != nil {
 				return err
 			}
-			s, err := openSession(e, g)
+			s, err := openWriteSession(e, g, o)
 			if err != nil {
 				return err
 			}

@@ -21,6 +21,8 @@ type writeOptions struct {
 	DryRun      bool
 	BackupDir   string
 	ShowSecrets bool
+	// Out, with --db, writes into a copy of the db file (snapshot.go).
+	Out string
 }
 
 func writeFlags() []cli.Flag {
@@ -29,11 +31,12 @@ func writeFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the diff and write nothing"},
 		&cli.StringFlag{Name: "backup-dir", Usage: "where backups and audit.log go (default $XDG_STATE_HOME/etcdpvc/backups or ~/.local/state/etcdpvc/backups)"},
 		&cli.BoolFlag{Name: "show-secrets", Usage: "show Secret values in the diff"},
+		&cli.StringFlag{Name: "out", Usage: "with --db IN: write the edit into a new copy OUT of IN, to restore with etcdutl (IN is never changed)"},
 	}
 }
 
 func readWriteOptions(c *cli.Context) writeOptions {
-	return writeOptions{Yes: c.Bool("yes"), DryRun: c.Bool("dry-run"), BackupDir: c.String("backup-dir"), ShowSecrets: c.Bool("show-secrets")}
+	return writeOptions{Yes: c.Bool("yes"), DryRun: c.Bool("dry-run"), BackupDir: c.String("backup-dir"), ShowSecrets: c.Bool("show-secrets"), Out: c.String("out")}
 }
 
 // writeHelp is the part of every write command's description that says how
@@ -143,6 +146,9 @@ func applyPlan(e *env, s *session, plan *surgery.Plan, o writeOptions) error {
 		from = fmt.Sprint(plan.Expect)
 	}
 	fmt.Fprintf(e.stdout, "written: %s revision %s → %d\nbackup: %s\n", plan.Key, from, res.Revision, res.BackupPath)
+	if done, err := finishSnapshotWrite(e, s); done {
+		return err
+	}
 	fmt.Fprintf(e.stdout, "undo with: etcdpvc restore %s\n", res.BackupPath)
 	return nil
 }
@@ -150,7 +156,7 @@ func applyPlan(e *env, s *session, plan *surgery.Plan, o writeOptions) error {
 // editCommand builds a write command that names one object and applies
 // one edit.
 func planAndApply(e *env, g *globalOptions, args []string, namespace, key string, o writeOptions, edit func(s *session) (surgery.Edit, error)) error {
-	s, err := openSession(e, g)
+	s, err := openWriteSession(e, g, o)
 	if err != nil {
 		return err
 	}
