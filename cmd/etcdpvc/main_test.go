@@ -80,10 +80,11 @@ type scriptCluster struct {
 //	etcd meta KEY                  print mod_revision, create_revision, version and lease
 //	etcd del KEY                   delete KEY
 //	etcd compact                   compact at the current revision
+//	etcd db VAR                    set VAR to member 0's bbolt db (member/snap/db)
 //	etcd stop                      stop the cluster
 func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 {
-		ts.Fatalf("usage: etcd start|put|get|meta|del|compact|stop ...")
+		ts.Fatalf("usage: etcd start|put|get|meta|del|compact|db|stop ...")
 	}
 	if neg {
 		ts.Fatalf("etcd does not support !")
@@ -157,6 +158,11 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(err)
 		_, err = sc.cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical())
 		ts.Check(err)
+	case "db":
+		if len(args) != 2 {
+			ts.Fatalf("usage: etcd db VAR")
+		}
+		ts.Setenv(args[1], filepath.Join(sc.c.DataDir(0), "member", "snap", "db"))
 	case "stop":
 		sc.c.Stop()
 	default:

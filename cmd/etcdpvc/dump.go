@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// dumpOptions are the flags of `etcdpvc dump`.
+type dumpOptions struct {
+	Resource      string
+	Namespace     string
+	AllNamespaces bool
+	AllRevisions  bool
+	Output        string
+	ShowSecrets   bool
+	PageSize      int64
+	Rev           int64
+}
+
+func dumpCommand() command {
+	return command{
+		name:      "dump",
+		usage:     "stream every stored object (or every revision) as JSON Lines or YAML",
+		argsUsage: "[RESOURCE]",
+		desc: "dump writes one record per object to stdout: its key, modRevision, createRevision, version,\n" +
+			"lease and the decoded object (decrypted with --encryption-config). A value that cannot be\n" +
+			"decoded or decrypted is reported in its record (\"error\", \"encrypted\") and the dump goes on.\n" +
+			"--all-revisions (with --db) writes every revision the file holds, in revision order, deletions\n" +
+			"as records with \"deleted\": true. Secret values are redacted unless --show-secrets. Records\n" +
+			"stream: nothing is held in memory. Without RESOURCE every key under --prefix is dumped.",
+		examples: `etcdpvc --db snapshot.db dump > objects.jsonl
+etcdpvc --db snapshot.db dump --all-revisions pvc -A | jq -c 'select(.name=="www-web-0")'
+etcdpvc dump configmaps -n demo -o yaml
+etcdpvc --db snapshot.db --encryption-config enc.yaml dump secrets -A --show-secrets > secrets.jsonl`,
+		flags: []cli.Flag{
+			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "dump this namespace only"},
+			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "dump every namespace"},
+			&cli.BoolFlag{Name: "all-revisions", Usage: "every revision held, deletions included (--db)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "jsonl", Usage: "jsonl (one JSON object a line) or yaml (documents separated by ---)"},
+			&cli.BoolFlag{Name: "show-secrets", Usage: "print Secret values instead of their sizes"},
+			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request (live etcd)"},
+			&cli.Int64Flag{Name: "rev", Usage: "dump as of this revision (0: the latest)"},
+		},
+		action: func(c *cli.Context, e *env) error {
+			if c.NArg() > 1 {
+				return usagef("dump takes at most one RESOURCE")
+			}
+			o := dumpOptions{Resource: c.Args().First(), Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"),
+				AllRevisions: c.Bool("all-revisions"), Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"),
+				PageSize: c.Int64("page-size"), Rev: c.Int64("rev")}
+			if err := checkOutput(o.Output, "jsonl", "yaml"); err != nil {
+				return err
+			}
+			if o.PageSize <= 0 {
+				return usagef("--page-size must be positive")
+			}
+			if o.AllRevisions && o.Rev != 0 {
+				return usagef("--all-revisions and --rev do not go together")
+			}
+			if o.Namespace != "" && o.AllNamespaces {
+				return usagef("give -n NAMESPACE or -A, not both")
+			}
+			g, err := resolveGlobals(c, e)
+			if err != nil {
+				return err
+			}
+			return runDump(e, g, o)
+		},
+	}
+}
+
+// dumpRecord is one line (or YAML document) of a dump.
+type dumpRecord struct {
+	Key            string `json:"key"`
+	ModRevision    int64  `json:"modRevision"`
+	CreateRevision int64  `json:"createRevision"`
+	Version        int64  `json:"version"`
+	Lease          int64  `json:"lease"`
+	Deleted        bool   `json:"deleted,omitempty"`
+	Resource       string `json:"resource,omitempty"`
+	Namespace      string `json:"namespace,omitempty"`
+	Name           string `json:"name,omitempty"`
+	// Encrypted is the encryption envelope of a value encrypted at rest.
+	Encrypted string `json:"encrypted,omitempty"`
+	// Error says why the value was not decoded.
+	Error  string         `json:"error,omitempty"`
+	Object map[string]any `json:"object,omitempty"`
+}
+
+// keyScope selects the keys of a listing: a prefix and, without a
+// resource, a namespace filter (ls and dump share it).
+type keyScope struct {
+	prefix string
+	res    *resource.Resource
+	ns     string // filter on this namespace ("" none)
+}
+
+func (k keyScope) match(prefix, key string) (r resource.Resource, ns, name string, parsed, ok bool) {
+	r, ns, name, parsed = resource.ParseKey(prefix, key)
+	if k.res != nil && (!parsed || r.Path != k.res.Path) {
+		return r, ns, name, parsed, false
+	}
+	if k.ns != "" && (!parsed || ns != k.ns) {
+		return r, ns, name, parsed, false
+	}
+	return r, ns, name, parsed, true
+}
+
+// scopeFor resolves RESOURCE, -n and -A as ls does.
+func scopeFor(s *session, res string, namespace string, all bool) (keyScope, error) {
+	k := keyScope{prefix: s.g.Prefix + "/"}
+	if !all {
+		k.ns = namespace
+	}
+	if res == "" {
+		return k, nil
+	}
+	r, err := s.resolver.Lookup(res)
+	if err != nil {
+		return k, &usageError{msg: err.Error()}
+	}
+	k.res = &r
+	ns := ""
+	if r.Namespaced && !all {
+		ns = namespace
+		if ns == "" {
+			ns = "default"
+		}
+	}
+	k.ns = ns
+	k.prefix = r.ListPrefix(s.g.Prefix, ns)
+	return k, nil
+}
+
+func runDump(e *env, g *globalOptions, o dumpOptions) error {
+	s, err := openSession(e, g)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if o.AllRevisions && s.bolt == nil {
+		return usagef("--all-revisions needs --db: live etcd replays a key's history only one key at a time (use `etcdpvc history`)")
+	}
+	scope, err := scopeFor(s, o.Resource, o.Namespace, o.AllNamespaces)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(e.stdout, 256<<10)
+	d := &dumper{e: e, s: s, o: o, w: w, scope: scope}
+	if isTerminal(e.stderr) {
+		d.progress = newProgress(e.stderr, "dump")
+		if s.bolt != nil && o.AllRevisions {
+			d.progress.total = s.bolt.Meta().Revision
+		}
+	}
+	if o.AllRevisions {
+		err = s.bolt.ScanRevisions(e.ctx, scope.prefix, func(ev store.Event) error {
+			return d.record(&ev.KV, ev.Deleted)
+		})
+	} else {
+		_, err = s.reader.List(e.ctx, scope.prefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Rev}, func(kv *store.KeyValue) error {
+			return d.record(kv, false)
+		})
+	}
+	if d.progress != nil {
+		d.progress.done()
+	}
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
+	if d.encrypted > 0 {
+		fmt.Fprintf(e.stderr, "etcdpvc: warning: %d values are encrypted at rest and were not decrypted; pass --encryption-config (or --kubeadm)\n", d.encrypted)
+	}
+	if d.undecodable > 0 {
+		fmt.Fprintf(e.stderr, "etcdpvc: warning: %d values could not be decoded; their records carry the error\n", d.undecodable)
+	}
+	return nil
+}
+
+// dumper writes dump records.
+type dumper struct {
+	e                      *env
+	s                      *session
+	o                      dumpOptions
+	w                      *bufio.Writer
+	scope                  keyScope
+	progress               *progress
+	n                      int64
+	encrypted, undecodable int
+	buf                    bytes.Buffer
+}
+
+func (d *dumper) record(kv *store.KeyValue, deleted bool) error {
+	r, ns, name, parsed, ok := d.scope.match(d.s.g.Prefix, kv.Key)
+	if !ok {
+		return nil
+	}
+	rec := dumpRecord{Key: kv.Key, ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, Deleted: deleted}
+	if parsed {
+		rec.Resource, rec.Namespace, rec.Name = r.String(), ns, name
+	}
+	if !deleted {
+		d.decode(kv, &rec)
+	}
+	var b []byte
+	var err error
+	if d.o.Output == "yaml" {
+		b, err = yaml.Marshal(rec)
+		if err == nil {
+			_, err = io.WriteString(d.w, "---\n")
+		}
+	} else {
+		// An Encoder, to keep <, > and & as they are; it adds the newline.
+		d.buf.Reset()
+		enc := json.NewEncoder(&d.buf)
+		enc.SetEscapeHTML(false)
+		err = enc.Encode(rec)
+		b = d.buf.Bytes()
+	}
+	if err != nil {
+		return fmt.Errorf("dump %s: %w", kv.Key, err)
+	}
+	if _, err := d.w.Write(b); err != nil {
+		return err
+	}
+	d.n++
+	if d.progress != nil {
+		d.progress.update(d.n, int64(len(kv.Value)), kv.ModRevision)
+	}
+	return nil
+}
+
+// decode fills rec's object, or says in rec why it cannot.
+func (d *dumper) decode(kv *store.KeyValue, rec *dumpRecord) {
+	if codec.Detect(kv.Value) == codec.FormatEncrypted {
+		if env, ok := codec.ParseEncryptionEnvelope(kv.Value); ok {
+			rec.Encrypted = env.String()
+		}
+	}
+	cur, err := d.s.codec.Open(d.e.ctx, *kv)
+	if err != nil {
+		rec.Error = err.Error()
+		if rec.Encrypted != "" && d.s.enc == nil {
+			d.encrypted++
+		} else {
+			d.undecodable++
+		}
+		return
+	}
+	content := cur.Obj.Content
+	if !d.o.ShowSecrets {
+		content = redactSecret(content)
+	}
+	rec.Object = content
+}
+
+// progress draws a one-line progress report on a terminal.
+type progress struct {
+	w      io.Writer
+	what   string
+	start  time.Time
+	last   time.Time
+	total  int64 // revisions in the file (0: unknown)
+	n      int64
+	bytes  int64
+	shown  bool
+	nowFor func() time.Time
+}
+
+func newProgress(w io.Writer, what string) *progress {
+	now := time.Now()
+	return &progress{w: w, what: what, start: now, last: now, nowFor: time.Now}
+}
+
+func (p *progress) update(n, bytes, rev int64) {
+	p.n = n
+	p.bytes += bytes
+	now := p.nowFor()
+	if now.Sub(p.last) < 200*time.Millisecond {
+		return
+	}
+	p.last = now
+	line := fmt.Sprintf("%s: %d records, %.1f MB", p.what, p.n, float64(p.bytes)/1e6)
+	if p.total > 0 {
+		line += fmt.Sprintf(", revision %d of %d (%d%%)", rev, p.total, rev*100/p.total)
+	}
+	fmt.Fprintf(p.w, "\r%s\x1b[K", line)
+	p.shown = true
+}
+
+func (p *progress) done() {
+	if p.shown {
+		fmt.Fprintf(p.w, "\r\x1b[K")
+	}
+}

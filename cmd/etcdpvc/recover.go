@@ -1,0 +1,216 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+)
+
+// recoverOptions are the flags of `etcdpvc recover`.
+type recoverOptions struct {
+	Args      []string
+	Namespace string
+	Key       string
+	Rev       int64
+	Output    string
+	Write     writeOptions
+	// LiveTarget: --endpoints or --kubeadm was given on the command line,
+	// so with --db the object is read from the file and written live.
+	LiveTarget bool
+}
+
+func recoverCommand() command {
+	return command{
+		name:      "recover",
+		usage:     "recreate a deleted object from an older revision",
+		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
+		desc: "recover recreates a deleted object from the last revision before its deletion that etcd (or\n" +
+			"--db) still holds, or from --rev N. deletionTimestamp and deletionGracePeriodSeconds are cleared\n" +
+			"(as undelete does), the uid is kept, and the value is encrypted with --encryption-config as the\n" +
+			"apiserver would. The write is a create: it fails if the key exists, and never replaces an object.\n\n" +
+			"Where it reads and writes:\n" +
+			"  live etcd                   reads the key's history live (until it is compacted), writes live\n" +
+			"  --db FILE -o yaml|raw        prints the recovered object (or the bytes it would store); no write\n" +
+			"  --db FILE --endpoints E      reads the file (an older snapshot), writes into the live cluster\n" +
+			"  --db IN --out OUT            reads IN, writes into a copy OUT to restore with etcdutl\n\n" +
+			writeHelp,
+		examples: `etcdpvc recover pvc www-web-0 -n demo --dry-run
+etcdpvc --db /backup/etcd-snapshot.db recover pvc www-web-0 -n demo -o yaml
+etcdpvc --db /backup/etcd-snapshot.db --endpoints https://10.0.0.1:2379 --cacert ca.crt --cert c.crt --key c.key recover pvc www-web-0 -n demo --yes
+etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm web-config -n demo --rev 1200 --yes
+etcdpvc --db snapshot.db --out recovered.db recover pvc www-web-0 -n demo --yes`,
+		flags: append(withWrite(
+			&cli.Int64Flag{Name: "rev", Usage: "recover from this revision (default: the last one before the deletion)"},
+		), &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "yaml, json or raw: print the recovered object (raw: the bytes that would be stored) and write nothing"}),
+		action: func(c *cli.Context, e *env) error {
+			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return usagef("recover takes one object; unexpected %q", rest)
+			}
+			o := recoverOptions{Args: obj, Namespace: c.String("namespace"), Key: c.String("etcd-key"), Rev: c.Int64("rev"),
+				Output: c.String("output"), Write: readWriteOptions(c), LiveTarget: flagOnCommandLine(c, "endpoints") || flagOnCommandLine(c, "kubeadm")}
+			if o.Output != "" {
+				if err := checkOutput(o.Output, "yaml", "json", "raw"); err != nil {
+					return err
+				}
+				if o.Write.Out != "" || o.Write.Yes || o.Write.DryRun {
+					return usagef("-o prints the recovered object and writes nothing: leave out --out, --yes and --dry-run")
+				}
+			}
+			if o.Rev < 0 {
+				return usagef("--rev must not be negative")
+			}
+			g, err := resolveGlobals(c, e)
+			if err != nil {
+				return err
+			}
+			if o.Write.Out != "" && o.LiveTarget {
+				return usagef("give --out OUT (write into a copy of --db) or --endpoints/--kubeadm (write live), not both")
+			}
+			return runRecover(e, g, o)
+		},
+	}
+}
+
+// flagOnCommandLine reports whether a flag was given on the command line
+// (before or after the command name), not from the environment.
+func flagOnCommandLine(c *cli.Context, name string) bool {
+	for _, cc := range c.Lineage() {
+		for _, n := range cc.LocalFlagNames() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func runRecover(e *env, g *globalOptions, o recoverOptions) error {
+	// The source: where the history is read.
+	src, err := openWriteSession(e, g, o.Write)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	src.codec.ShowSecrets = o.Write.ShowSecrets
+	ref, err := src.ref(o.Args, o.Namespace, o.Key)
+	if err != nil {
+		return err
+	}
+	kv, err := recoverSource(e, src, ref.Key, o.Rev)
+	if err != nil {
+		return err
+	}
+	if o.Output != "" {
+		return printRecovered(e, src, *kv, o)
+	}
+
+	// The target: where the object is created.
+	dst := src
+	if g.DB != "" && o.Write.Out == "" {
+		if !o.LiveTarget {
+			return &refusedError{msg: fmt.Sprintf("recover %s: %s: %v: nothing written", ref.Key, g.DB, store.ErrReadOnly),
+				hint: "print it with -o yaml or -o raw; write it into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
+		}
+		live := *g
+		live.DB = ""
+		dst, err = openSession(e, &live)
+		if err != nil {
+			return err
+		}
+		defer dst.Close()
+		dst.codec.ShowSecrets = o.Write.ShowSecrets
+		fmt.Fprintf(e.stderr, "etcdpvc: recovering %s from %s (revision %d) into %s\n", ref.Key, g.DB, kv.ModRevision, dst.description)
+	}
+	plan, err := dst.codec.PlanRecover(e.ctx, dst.reader, *kv)
+	if err != nil {
+		if errors.Is(err, surgery.ErrExists) {
+			return &refusedError{msg: err.Error() + "; nothing written",
+				hint: "recover never replaces an object: `etcdpvc get` it, and use undelete, patch or edit to change it"}
+		}
+		return err
+	}
+	return applyPlan(e, dst, plan, o.Write)
+}
+
+// recoverSource finds the revision to recover key from: rev when given,
+// else the newest live revision the store holds (the last one before the
+// deletion, for a deleted key).
+func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, error) {
+	if rev != 0 {
+		kv, err := s.reader.Get(e.ctx, key, rev)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, withHint(fmt.Errorf("recover %s at revision %d: %w (the key did not exist then, or was deleted)", key, rev, err),
+					"`etcdpvc history` lists the revisions held")
+			}
+			return nil, fmt.Errorf("recover %s: %w", key, err)
+		}
+		return kv, nil
+	}
+	var (
+		last    *store.KeyValue
+		deleted int64
+		events  int
+	)
+	info, err := s.reader.History(e.ctx, key, func(ev store.Event) error {
+		events++
+		if ev.Deleted {
+			deleted = ev.KV.ModRevision
+			return nil
+		}
+		kv := ev.KV
+		last, deleted = &kv, 0
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recover %s: %w", key, err)
+	}
+	if last == nil {
+		msg := fmt.Sprintf("recover %s: no revision with a value is held", key)
+		if events > 0 {
+			msg = fmt.Sprintf("recover %s: only its deletion at revision %d is held; the revisions before it were compacted (compaction revision %d)", key, deleted, info.CompactRevision)
+		}
+		return nil, withHint(fmt.Errorf("%s: %w", msg, store.ErrNotFound),
+			"recover from an older snapshot: --db SNAPSHOT (with --endpoints to write live), or name a revision with --rev")
+	}
+	if deleted != 0 {
+		fmt.Fprintf(e.stderr, "etcdpvc: %s was deleted at revision %d; recovering revision %d (version %d)\n", key, deleted, last.ModRevision, last.Version)
+	}
+	return last, nil
+}
+
+// printRecovered prints what recover would create: the object (Secret
+// values redacted unless --show-secrets), or -o raw the bytes it would
+// store (sealed with --encryption-config).
+func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) error {
+	cur, err := s.codec.Open(e.ctx, kv)
+	if err != nil {
+		return fmt.Errorf("recover %s from revision %d: %w", kv.Key, kv.ModRevision, err)
+	}
+	plain, err := surgery.Undelete{}.Apply(cur)
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", kv.Key, err)
+	}
+	if o.Output == "raw" {
+		stored, err := s.codec.Seal(e.ctx, cur.GR, kv.Key, plain)
+		if err != nil {
+			return err
+		}
+		_, err = e.stdout.Write(stored)
+		return err
+	}
+	obj, err := codec.Decode(plain)
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", kv.Key, err)
+	}
+	return printObject(e.stdout, obj.Content, printOptions{Output: o.Output, ShowSecrets: o.Write.ShowSecrets})
+}
