@@ -111,6 +111,9 @@ func runProcess(t testing.TB, bin string, env []string, args ...string) ([]byte,
 		t.Fatalf("%s %v: %v\n%s", bin, args, err, stderr.Bytes())
 	}
 	d := time.Since(start)
+	if os.Getenv("ETCDPVC_SHOW_STDERR") != "" {
+		os.Stderr.Write(stderr.Bytes())
+	}
 	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	var rss int64
 	if ru != nil {
