@@ -42,3 +42,12 @@ demo: build
 
 clean:
 	rm -rf bin
+
+# e2e builds etcd and kube-apiserver from source into
+# ${XDG_CACHE_HOME:-~/.cache}/etcdpvc-e2e when missing (e2e/build-servers.sh;
+# a cold kube-apiserver build takes about 15 minutes) and runs the
+# end-to-end suite against them. It is a module of its own (e2e/go.mod).
+.PHONY: e2e
+e2e:
+	GO=$(GO) e2e/build-servers.sh
+	cd e2e && $(GO) test -count=1 -tags e2e -timeout 20m ./...

@@ -1,0 +1,472 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+const (
+	// apiserverStartTimeout bounds the wait for /readyz. A cold start of
+	// kube-apiserver takes a few seconds on an idle machine and much longer
+	// on two shared cores.
+	apiserverStartTimeout = 3 * time.Minute
+	etcdStartTimeout      = time.Minute
+	stopGrace             = 20 * time.Second
+)
+
+// ClusterOptions change how a Cluster's kube-apiserver runs.
+type ClusterOptions struct {
+	// EncryptionConfig is an EncryptionConfiguration file passed as
+	// --encryption-provider-config; empty for none.
+	EncryptionConfig string
+}
+
+// Cluster is one etcd and one kube-apiserver on 127.0.0.1, each in its own
+// process group, with their data, certificates and logs in Dir.
+type Cluster struct {
+	Name string
+	Dir  string
+
+	EtcdURL string // http://127.0.0.1:PORT, what etcdpvc's --endpoints takes
+	Etcd    *clientv3.Client
+
+	APIServerURL string
+	Client       kubernetes.Interface
+	RESTConfig   *rest.Config
+
+	etcd  *proc
+	kas   *proc
+	pki   *pki
+	token string
+	opts  ClusterOptions
+}
+
+// NewCluster starts etcd and kube-apiserver in a fresh directory under the
+// suite's temp dir and waits until the apiserver is ready. Stop undoes it.
+func NewCluster(name string, opts ClusterOptions) (c *Cluster, err error) {
+	dir, err := os.MkdirTemp(suite.tmp, name+"-")
+	if err != nil {
+		return nil, err
+	}
+	c = &Cluster{Name: name, Dir: dir, opts: opts}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	if err := c.startEtcd(); err != nil {
+		return nil, err
+	}
+	if c.pki, err = newPKI(filepath.Join(dir, "pki")); err != nil {
+		return nil, err
+	}
+	c.token = randomHex(16)
+	tokens := fmt.Sprintf("%s,e2e-admin,e2e-admin-uid,\"system:masters\"\n", c.token)
+	if err := os.WriteFile(filepath.Join(dir, "pki", "tokens.csv"), []byte(tokens), 0o600); err != nil {
+		return nil, err
+	}
+	if err := c.startAPIServer(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// startCluster starts a cluster of the test's own, stopped when the test
+// ends.
+func startCluster(t *testing.T, name string, opts ClusterOptions) *Cluster {
+	t.Helper()
+	c, err := NewCluster(name, opts)
+	if err != nil {
+		t.Fatalf("start cluster %s: %v", name, err)
+	}
+	t.Cleanup(c.Stop)
+	c.logOnFailure(t)
+	return c
+}
+
+// Stop kills both servers (SIGTERM, then SIGKILL to the process group) and
+// removes the cluster's directory. It is safe to call twice.
+func (c *Cluster) Stop() {
+	if c.Etcd != nil {
+		c.Etcd.Close()
+		c.Etcd = nil
+	}
+	if c.kas != nil {
+		c.kas.stop(stopGrace)
+	}
+	if c.etcd != nil {
+		c.etcd.stop(stopGrace)
+	}
+	if c.Dir != "" {
+		os.RemoveAll(c.Dir)
+		c.Dir = ""
+	}
+}
+
+// logOnFailure logs the end of the servers' logs when t fails.
+func (c *Cluster) logOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, p := range []*proc{c.etcd, c.kas} {
+			if p != nil {
+				t.Logf("last lines of %s's log (%s):\n%s", p.name, p.logPath, p.tail(40))
+			}
+		}
+	})
+}
+
+func (c *Cluster) startEtcd() error {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		client, peer := freePort(), freePort()
+		c.EtcdURL = fmt.Sprintf("http://127.0.0.1:%d", client)
+		peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+		p, err := startProc("etcd", filepath.Join(c.Dir, fmt.Sprintf("etcd-%d.log", attempt)), suite.etcd,
+			"--name", "e2e",
+			"--data-dir", filepath.Join(c.Dir, "etcd-data"),
+			"--listen-client-urls", c.EtcdURL,
+			"--advertise-client-urls", c.EtcdURL,
+			"--listen-peer-urls", peerURL,
+			"--initial-advertise-peer-urls", peerURL,
+			"--initial-cluster", "e2e="+peerURL,
+			"--unsafe-no-fsync",
+			"--log-level", "warn",
+		)
+		if err != nil {
+			return err
+		}
+		c.etcd = p
+		if lastErr = c.waitEtcd(); lastErr == nil {
+			return nil
+		}
+		p.stop(stopGrace)
+		if !strings.Contains(p.tail(20), "address already in use") {
+			break
+		}
+		os.RemoveAll(filepath.Join(c.Dir, "etcd-data"))
+	}
+	return lastErr
+}
+
+func (c *Cluster) waitEtcd() error {
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{c.EtcdURL},
+		DialTimeout: 2 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	deadline := time.Now().Add(etcdStartTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err = cli.Get(ctx, "/e2e-health")
+		cancel()
+		if err == nil {
+			c.Etcd = cli
+			return nil
+		}
+		if c.etcd.exited() || time.Now().After(deadline) {
+			cli.Close()
+			return fmt.Errorf("etcd at %s not ready: %v; log:\n%s", c.EtcdURL, err, c.etcd.tail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (c *Cluster) startAPIServer() error {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port := freePort()
+		c.APIServerURL = fmt.Sprintf("https://127.0.0.1:%d", port)
+		args := []string{
+			"--etcd-servers", c.EtcdURL,
+			"--etcd-compaction-interval", "0", // keep history: recover reads it
+			"--bind-address", "127.0.0.1",
+			"--advertise-address", "127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", port),
+			"--tls-cert-file", c.pki.serverCert,
+			"--tls-private-key-file", c.pki.serverKey,
+			"--cert-dir", filepath.Join(c.Dir, "apiserver-certs"),
+			"--token-auth-file", filepath.Join(c.Dir, "pki", "tokens.csv"),
+			"--authorization-mode", "RBAC",
+			"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file", c.pki.saPub,
+			"--service-account-signing-key-file", c.pki.saKey,
+			"--service-cluster-ip-range", "10.96.0.0/16",
+			"--endpoint-reconciler-type", "none",
+			"--enable-priority-and-fairness=false",
+			"--profiling=false",
+		}
+		if c.opts.EncryptionConfig != "" {
+			args = append(args, "--encryption-provider-config", c.opts.EncryptionConfig)
+		}
+		p, err := startProc("kube-apiserver", filepath.Join(c.Dir, fmt.Sprintf("kube-apiserver-%d-%d.log", time.Now().UnixNano(), attempt)), suite.kubeAPIServer, args...)
+		if err != nil {
+			return err
+		}
+		c.kas = p
+		if lastErr = c.waitAPIServer(); lastErr == nil {
+			return nil
+		}
+		p.stop(stopGrace)
+		if !strings.Contains(p.tail(40), "address already in use") {
+			break
+		}
+	}
+	return lastErr
+}
+
+// RestartAPIServer stops the kube-apiserver and starts it again on the same
+// etcd with opts, as an operator turning on encryption at rest does.
+func (c *Cluster) RestartAPIServer(opts ClusterOptions) error {
+	c.kas.stop(stopGrace)
+	c.kas = nil
+	c.opts = opts
+	return c.startAPIServer()
+}
+
+func (c *Cluster) waitAPIServer() error {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(c.pki.caPEM)
+	hc := &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+	}
+	defer hc.CloseIdleConnections()
+	deadline := time.Now().Add(apiserverStartTimeout)
+	var last string
+	for {
+		req, _ := http.NewRequest(http.MethodGet, c.APIServerURL+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err := hc.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			last = fmt.Sprintf("%s: %s", resp.Status, body)
+		} else {
+			last = err.Error()
+		}
+		if c.kas.exited() {
+			return fmt.Errorf("kube-apiserver exited before it was ready; log:\n%s", c.kas.tail(40))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver at %s not ready after %s: %s; log:\n%s", c.APIServerURL, apiserverStartTimeout, last, c.kas.tail(40))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	c.RESTConfig = &rest.Config{
+		Host:            c.APIServerURL,
+		BearerToken:     c.token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.caPEM},
+		QPS:             1000,
+		Burst:           1000,
+		Timeout:         30 * time.Second,
+	}
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return err
+	}
+	c.Client = cs
+	return nil
+}
+
+// EnsureNamespace creates namespace ns unless it exists.
+func (c *Cluster) EnsureNamespace(t *testing.T, ns string) {
+	t.Helper()
+	_, err := c.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", ns, err)
+	}
+}
+
+// proc is one server process, the leader of its own process group.
+type proc struct {
+	name    string
+	logPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error
+}
+
+func startProc(name, logPath, bin string, args ...string) (*proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	// Setpgid lets stop kill the whole group; Pdeathsig kills the server
+	// if this test binary dies (a panic or a timeout skips every cleanup).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := spawn(cmd); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, logPath: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM to p's process group, and SIGKILL after grace.
+func (p *proc) stop(grace time.Duration) {
+	if p == nil || p.exited() {
+		return
+	}
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.done
+	}
+	// Children the server left behind in its group.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// tail returns the last n lines of p's log.
+func (p *proc) tail(n int) string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// spawnReqs carries processes to start to one goroutine locked to its OS
+// thread for the life of the test binary: Pdeathsig fires when the thread
+// that started the child exits, not only when the process does.
+var spawnReqs = make(chan spawnReq)
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	errc chan error
+}
+
+func init() {
+	go func() {
+		runtime.LockOSThread()
+		for r := range spawnReqs {
+			r.errc <- r.cmd.Start()
+		}
+	}()
+}
+
+func spawn(cmd *exec.Cmd) error {
+	errc := make(chan error, 1)
+	spawnReqs <- spawnReq{cmd, errc}
+	return <-errc
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("find a free port: %v", err))
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// etcdGet reads key's current value straight from etcd.
+func (c *Cluster) etcdGet(t *testing.T, key string) *mvccKV {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Etcd.Get(ctx, key)
+	if err != nil {
+		t.Fatalf("etcd get %s: %v", key, err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatalf("etcd get %s: %d values, want 1", key, len(resp.Kvs))
+	}
+	kv := resp.Kvs[0]
+	return &mvccKV{Key: string(kv.Key), Value: kv.Value, ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease}
+}
+
+// mvccKV is one etcd key-value pair as read.
+type mvccKV struct {
+	Key            string
+	Value          []byte
+	ModRevision    int64
+	CreateRevision int64
+	Version        int64
+	Lease          int64
+}
+
+// storedPrefix names the format a stored value starts with: an encryption
+// provider's k8s:enc:NAME:v1:KEY: prefix, protobuf or JSON.
+func storedPrefix(v []byte) string {
+	switch {
+	case bytes.HasPrefix(v, []byte("k8s:enc:")):
+		parts := bytes.SplitN(v, []byte(":"), 6)
+		if len(parts) == 6 {
+			return string(bytes.Join(parts[:5], []byte(":"))) + ":"
+		}
+		return "k8s:enc:?"
+	case bytes.HasPrefix(v, []byte("k8s\x00")):
+		return "k8s\\x00 (protobuf)"
+	case bytes.HasPrefix(v, []byte("{")):
+		return "{ (JSON)"
+	}
+	n := min(len(v), 16)
+	return fmt.Sprintf("%q", v[:n])
+}
