@@ -9,6 +9,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // Exit statuses. They are listed in docs/cli.md and in every command's help.
@@ -84,7 +85,8 @@ func exitCode(err error) int {
 		return exitNotFound
 	case errors.Is(err, store.ErrUnavailable):
 		return exitConnection
-	case errors.Is(err, codec.ErrLossy):
+	case errors.Is(err, codec.ErrLossy), errors.Is(err, surgery.ErrImmutableField), errors.Is(err, surgery.ErrExists),
+		errors.Is(err, surgery.ErrChangedSinceBackup), errors.Is(err, surgery.ErrBadBackup):
 		return exitRefused
 	case errors.Is(err, encryption.ErrKeyNotFound), errors.Is(err, encryption.ErrNoConfig):
 		return exitDecode
@@ -120,6 +122,8 @@ func hintFor(err error) string {
 		return "pass --encryption-config with the kube-apiserver's EncryptionConfiguration (or --kubeadm on a control-plane node)"
 	case errors.Is(err, store.ErrConflict):
 		return "re-run the command: it reads the object again and shows a new diff"
+	case errors.Is(err, surgery.ErrUncertain):
+		return "the write may or may not have been applied: read the object again (etcdpvc get) and compare it with the backup before doing anything else"
 	case errors.Is(err, codec.ErrLossy):
 		return "edit metadata with undelete, finalizers, label or annotate: they work at the wire level and keep unknown fields"
 	}
