@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// result is one measured run.
+type result struct {
+	name        string
+	seconds     float64
+	maxRSS      int64 // bytes, from wait4
+	peakRssAnon int64 // bytes, sampled
+	outBytes    int64
+	err         error
+}
+
+func measureMain(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("measure", flag.ContinueOnError)
+	revisions := fs.Int("revisions", 1_000_000, "which data set (see generate)")
+	dir := fs.String("dir", defaultDir(), "where the data set is kept")
+	bin := fs.String("bin", "bin/etcdpvc", "the etcdpvc binary")
+	cold := fs.Bool("cold", true, "also measure with a cold page cache (needs root; skipped if not allowed)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dbPath, manPath := dataset(*dir, *revisions)
+	b, err := os.ReadFile(manPath)
+	if err != nil {
+		return fmt.Errorf("%w: run `make bench-data BENCH_REVISIONS=%d` first", err, *revisions)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dbPath)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cases := []struct {
+		name string
+		argv []string
+	}{
+		{"bbolt cursor scan (limit)", []string{self, "scan", dbPath}},
+		{"ls -A", []string{*bin, "--db", dbPath, "ls", "-A"}},
+		{"ls -A --terminating", []string{*bin, "--db", dbPath, "ls", "-A", "--terminating"}},
+		{"history (1 key)", []string{*bin, "--db", dbPath, "history", "--etcd-key", m.HistoryKey}},
+		{"dump", []string{*bin, "--db", dbPath, "dump"}},
+		{"stats", []string{*bin, "--db", dbPath, "stats"}},
+	}
+	fmt.Printf("data set: %s, %.2f GB, %d revisions, %d live objects, %d Terminating PVCs, history key %s (%d revisions)\n",
+		dbPath, float64(fi.Size())/1e9, m.Revisions, m.Live, m.Terminating, m.HistoryKey, m.HistoryRevisions)
+	fmt.Printf("machine: %d CPUs; revisions/s and MB/s are over the whole file (%d revisions, %.0f MB)\n\n", numCPU(), m.Revisions, float64(fi.Size())/1e6)
+	// Warm the cache once.
+	if _, err := runOne(ctx, "warm-up", cases[0].argv); err != nil {
+		return err
+	}
+	modes := []string{"warm"}
+	if *cold {
+		if err := dropCaches(); err != nil {
+			fmt.Printf("cold runs skipped: %v\n\n", err)
+		} else {
+			modes = append(modes, "cold")
+		}
+	}
+	fmt.Printf("%-5s %-28s %9s %12s %9s %12s %14s %12s\n", "CACHE", "COMMAND", "SECONDS", "REVISIONS/S", "MB/S", "PEAK RSS MB", "PEAK ANON MB", "OUTPUT MB")
+	for _, mode := range modes {
+		for _, c := range cases {
+			if mode == "cold" {
+				if err := dropCaches(); err != nil {
+					return err
+				}
+			}
+			r, err := runOne(ctx, c.name, c.argv)
+			if err != nil {
+				fmt.Printf("%-5s %-28s failed: %v\n", mode, c.name, err)
+				continue
+			}
+			fmt.Printf("%-5s %-28s %9.2f %12.0f %9.0f %12.0f %14.0f %12.1f\n", mode, c.name, r.seconds,
+				float64(m.Revisions)/r.seconds, float64(fi.Size())/1e6/r.seconds, float64(r.maxRSS)/1e6, float64(r.peakRssAnon)/1e6, float64(r.outBytes)/1e6)
+		}
+	}
+	return nil
+}
+
+// runOne runs argv with stdout counted and discarded, and measures it.
+func runOne(ctx context.Context, name string, argv []string) (*result, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cw := &countWriter{}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = cw, &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	var peakAnon int64
+	go func() {
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := rssAnon(cmd.Process.Pid); v > peakAnon {
+				peakAnon = v
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err := cmd.Wait()
+	elapsed := time.Since(start)
+	close(done)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(stderr.String()))
+	}
+	r := &result{name: name, seconds: elapsed.Seconds(), outBytes: cw.n, peakRssAnon: peakAnon}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSS = ru.Maxrss * 1024
+	}
+	return r, nil
+}
+
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// rssAnon reads RssAnon (bytes) from /proc/PID/status; 0 if unknown.
+func rssAnon(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "RssAnon:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// dropCaches empties the page cache (root, and a writable /proc/sys).
+func dropCaches() error {
+	syscall.Sync()
+	f, err := os.OpenFile("/proc/sys/vm/drop_caches", os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("drop caches: %w", err)
+	}
+	defer f.Close()
+	if _, err := io.WriteString(f, "3\n"); err != nil {
+		return fmt.Errorf("drop caches: %w", err)
+	}
+	return nil
+}
+
+// scanMain is the physical limit: open the file read-only with bbolt and
+// walk the "key" bucket with one cursor, touching every value.
+func scanMain(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: benchdata scan FILE")
+	}
+	db, err := bolt.Open(args[0], 0o400, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var n, size int64
+	var sum byte
+	err = db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("key"))
+		if b == nil {
+			return errors.New("no key bucket")
+		}
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			n++
+			size += int64(len(v))
+			if len(v) > 0 {
+				sum ^= v[len(v)-1]
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("entries=%d valueBytes=%d x=%d\n", n, size, sum)
+	return nil
+}
+
+func numCPU() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("\nprocessor")) + 1
+}
