@@ -219,6 +219,8 @@ func commands() []command {
 		labelCommand(true),
 		patchCommand(),
 		editCommand(),
+		resizeRecoverCommand(),
+		rebindCommand(),
 		restoreCommand(),
 		recoverCommand(),
 		dumpCommand(),

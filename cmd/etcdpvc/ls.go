@@ -90,6 +90,8 @@ type lsRow struct {
 	Lease          int64     `json:"lease,omitempty"`
 	DeleteRevision int64     `json:"deleteRevision,omitempty"`
 	Encrypted      string    `json:"encrypted,omitempty"`
+	// Extra are the columns of newLsJoin (recipes.go), in -o wide.
+	Extra []string `json:"-"`
 }
 
 func runLs(e *env, g *globalOptions, o lsOptions) error {
@@ -120,6 +122,7 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		nsFilter = o.Namespace
 	}
 	out := newLsPrinter(e, o)
+	join := newLsJoin(e, s, res, o, out)
 	var undecodable, encrypted int
 	handle := func(kv *store.KeyValue, deleteRev int64) error {
 		r, ns, name, ok := resource.ParseKey(s.g.Prefix, kv.Key)
@@ -161,6 +164,7 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		}
 		row.Kind, row.APIVersion, row.UID = sum.Kind, sum.APIVersion, sum.UID
 		row.Created, row.Deleting, row.Finalizers = sum.CreationTimestamp, sum.DeletionTimestamp, sum.Finalizers
+		row.Extra = join.cells(kv, plain)
 		return out.row(row)
 	}
 	if o.Deleted {
@@ -254,6 +258,7 @@ func (p *lsPrinter) row(r lsRow) error {
 				lease = strconv.FormatInt(r.Lease, 16)
 			}
 			cells = append(cells, strconv.FormatInt(r.CreateRevision, 10), strconv.FormatInt(r.Version, 10), lease, r.UID, r.Key)
+			cells = append(cells, r.Extra...)
 		}
 		return p.t.Row(cells...)
 	case "json":

@@ -1,0 +1,427 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+)
+
+// Recipes: guided compositions of the surgery write path for the seed
+// scenarios (docs/runbooks/resize-recover.md and
+// docs/runbooks/storage-class-migration.md), and the `ls pvc -o wide` join.
+
+func resizeRecoverCommand() command {
+	return command{
+		name:      "resize-recover",
+		usage:     "recover a claim from a failed volume expansion (clusters before v1.34)",
+		argsUsage: "pvc NAME -n NAMESPACE --to SIZE",
+		desc: "resize-recover lowers the storage request of a PersistentVolumeClaim whose expansion failed\n" +
+			"(the driver cannot grow the volume to the size asked for, so the resizer retries forever),\n" +
+			"as Kubernetes v1.34 lets a user do through the API and older versions refuse. It sets\n" +
+			"spec.resources.requests.storage to SIZE; removes storage from status.allocatedResources and\n" +
+			"status.allocatedResourceStatuses, and the legacy status.resizeStatus, so the resizer starts\n" +
+			"a new expansion to SIZE instead of retrying the failed one; and drops the Resizing,\n" +
+			"FileSystemResizePending, ControllerResizeError and NodeResizeError conditions.\n\n" +
+			"It checks what a v1.34 apiserver checks: the claim is Bound, and SIZE is greater than\n" +
+			"status.capacity.storage (a volume never shrinks) and less than the failed request. It then\n" +
+			"explains what the external-resizer and the kubelet will do. See\n" +
+			"docs/runbooks/resize-recover.md.\n\n" + writeHelp,
+		examples: `etcdpvc resize-recover pvc www-web-1 -n demo --to 20Gi --dry-run
+etcdpvc resize-recover pvc/www-web-1 -n demo --to 20Gi --yes
+etcdpvc --kubeadm resize-recover pvc www-web-1 -n demo --to 20Gi`,
+		flags: withWrite(&cli.StringFlag{Name: "to", Usage: "the new storage request (e.g. 20Gi): above status.capacity.storage, below the failed request"}),
+		action: func(c *cli.Context, e *env) error {
+			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return usagef("resize-recover takes one claim; unexpected %q", rest)
+			}
+			if c.String("to") == "" {
+				return usagef("resize-recover needs --to SIZE, the new storage request (e.g. --to 20Gi)")
+			}
+			to, err := apiresource.ParseQuantity(c.String("to"))
+			if err != nil {
+				return usagef("--to %q: %v", c.String("to"), err)
+			}
+			g, err := resolveGlobals(c, e)
+			if err != nil {
+				return err
+			}
+			return runResizeRecover(e, g, obj, c.String("namespace"), c.String("etcd-key"), to, readWriteOptions(c))
+		},
+	}
+}
+
+func runResizeRecover(e *env, g *globalOptions, obj []string, namespace, key string, to apiresource.Quantity, o writeOptions) error {
+	s, err := openWriteSession(e, g, o)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ref, err := s.ref(obj, namespace, key)
+	if err != nil {
+		return err
+	}
+	if ref.Resource.Path != "" && ref.Resource.Path != "persistentvolumeclaims" {
+		return usagef("resize-recover works on persistentvolumeclaims, not %s", ref.Resource)
+	}
+	plan, err := s.codec.MakePlan(e.ctx, s.reader, ref.Key, surgery.ResizeRecover{To: to})
+	if err != nil {
+		return recipeError(err)
+	}
+	if err := applyPlan(e, s, plan, o); err != nil {
+		return err
+	}
+	pvc, _ := plan.Before.Obj.Typed.(*corev1.PersistentVolumeClaim)
+	if pvc == nil {
+		return nil
+	}
+	var pv *corev1.PersistentVolume
+	if pvc.Spec.VolumeName != "" {
+		if cur, err := s.codec.Load(e.ctx, s.reader, s.g.Prefix+"/persistentvolumes/"+pvc.Spec.VolumeName, 0); err == nil {
+			pv, _ = cur.Obj.Typed.(*corev1.PersistentVolume)
+		}
+	}
+	fmt.Fprint(e.stdout, resizeNextSteps(pvc, pv, to, o.DryRun))
+	return nil
+}
+
+// resizeNextSteps explains what the controllers do after resize-recover.
+func resizeNextSteps(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, to apiresource.Quantity, dryRun bool) string {
+	capacity := pvc.Status.Capacity[corev1.ResourceStorage]
+	request := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	when := "Now"
+	if dryRun {
+		when = "Once written"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s the claim asks for %s instead of %s, with no allocation recorded:\n", when, to.String(), request.String())
+	if pv != nil {
+		if have, ok := pv.Spec.Capacity[corev1.ResourceStorage]; ok && have.Cmp(to) >= 0 {
+			fmt.Fprintf(&b, "  - PersistentVolume %s already has capacity %s: the controller side of the failed expansion went\n"+
+				"    through. The resizer finds the volume large enough and only a filesystem resize is left; the\n"+
+				"    claim will report %s, not %s. Nothing ever shrinks a volume.\n", pv.Name, have.String(), have.String(), to.String())
+		}
+	}
+	fmt.Fprintf(&b, "  - the external-resizer (the CSI driver's csi-resizer sidecar; kube-controller-manager's expand\n"+
+		"    controller for in-tree volumes) sees a request above the capacity %s and starts a new\n"+
+		"    expansion to %s, setting the Resizing condition while the driver works;\n", capacity.String(), to.String())
+	b.WriteString("  - if the volume also needs its filesystem grown, the resizer sets FileSystemResizePending and the\n" +
+		"    kubelet of the node where a pod mounts the claim grows it (online, or when a pod next mounts\n" +
+		"    it); status.capacity then becomes the new size and the conditions clear;\n")
+	fmt.Fprintf(&b, "  - if the expansion to %s fails too, ControllerResizeError or NodeResizeError comes back: read the\n"+
+		"    events with `kubectl describe pvc %s -n %s` and pick a size the storage can give.\n", to.String(), pvc.Name, pvc.Namespace)
+	return b.String()
+}
+
+func rebindCommand() command {
+	return command{
+		name:      "rebind",
+		usage:     "bind a PersistentVolume to a re-created claim",
+		argsUsage: "pv PVNAME --to-claim NAMESPACE/CLAIM",
+		desc: "rebind points a PersistentVolume's spec.claimRef at a claim (kind, apiVersion, namespace,\n" +
+			"name and the claim's current uid; no resourceVersion) and sets the claim's spec.volumeName to\n" +
+			"the volume, so the volume binder binds the two: the last step of re-creating a claim over a\n" +
+			"retained volume (a storage class migration, a claim deleted by mistake). spec.volumeName is\n" +
+			"immutable through the API once the claim exists.\n\n" +
+			"It refuses when the volume is bound to another live claim, when the claim is bound to another\n" +
+			"volume that names it, or when either is being deleted, unless --force; it warns when the binder\n" +
+			"would refuse the pair (storage class, size, access modes, volume mode). Both diffs are shown and\n" +
+			"confirmed once; the volume is written first, then the claim, each with its own backup and\n" +
+			"compare-and-swap. If the second write fails, it says what was written and how to undo it. See\n" +
+			"docs/runbooks/storage-class-migration.md.\n\n" + writeHelp,
+		examples: `etcdpvc rebind pv pv-www-web-1 --to-claim demo/www-web-1 --dry-run
+etcdpvc rebind pv/pv-www-web-1 --to-claim demo/www-web-1 --yes
+etcdpvc --kubeadm rebind pv pv-www-web-1 --to-claim demo/www-web-1`,
+		flags: append(writeFlags(),
+			&cli.StringFlag{Name: "to-claim", Usage: "the claim to bind the volume to, as NAMESPACE/NAME"},
+			&cli.BoolFlag{Name: "force", Usage: "rebind even though the volume or the claim is bound elsewhere or being deleted"},
+		),
+		action: func(c *cli.Context, e *env) error {
+			obj, rest, err := objectArgs(c.Args().Slice(), "")
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return usagef("rebind takes one volume; unexpected %q", rest)
+			}
+			ns, claim, ok := strings.Cut(c.String("to-claim"), "/")
+			if !ok || ns == "" || claim == "" || strings.Contains(claim, "/") {
+				return usagef("rebind needs --to-claim NAMESPACE/NAME, the claim to bind the volume to")
+			}
+			g, err := resolveGlobals(c, e)
+			if err != nil {
+				return err
+			}
+			return runRebind(e, g, obj, ns, claim, c.Bool("force"), readWriteOptions(c))
+		},
+	}
+}
+
+func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, force bool, o writeOptions) error {
+	s, err := openWriteSession(e, g, o)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	s.codec.ShowSecrets = o.ShowSecrets
+	ref, err := s.ref(obj, "", "")
+	if err != nil {
+		return err
+	}
+	if ref.Resource.Path != "persistentvolumes" {
+		return usagef("rebind works on a persistentvolume, not %s", ref.Resource)
+	}
+	rb, err := s.codec.PlanRebind(e.ctx, s.reader, ref.Name, namespace, claim, force)
+	if err != nil {
+		return recipeError(err)
+	}
+	for _, w := range rb.Warnings {
+		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+	}
+	written, err := applyPlans(e, s, rb.Plans(), o)
+	if err != nil {
+		if len(written) > 0 {
+			return rebindPartial(e, rb, written, err)
+		}
+		return err
+	}
+	if o.DryRun || len(written) == 0 {
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "\nNow the volume's claimRef and the claim's volumeName name each other: the PersistentVolume\n"+
+		"controller in kube-controller-manager binds them (status.phase Bound on both, annotation\n"+
+		"pv.kubernetes.io/bind-completed on the claim) at its next sync; check with\n"+
+		"`kubectl get pvc %s -n %s` and `kubectl get pv %s`. Pods waiting for the claim then start.\n", claim, namespace, ref.Name)
+	return nil
+}
+
+// rebindPartial reports a rebind whose volume was written and whose claim
+// was not.
+func rebindPartial(e *env, rb *surgery.Rebind, written []writtenPlan, err error) error {
+	w := written[0]
+	fmt.Fprintf(e.stderr, "etcdpvc: the rebind is half done: %s was written (revision %d), %s was NOT written.\n", w.plan.Key, w.res.Revision, rb.Claim.Key)
+	fmt.Fprintf(e.stderr, "etcdpvc: the volume's claimRef now names the claim, but the claim's spec.volumeName does not name the volume;\n"+
+		"etcdpvc: the binder may still bind a Pending claim to a volume reserved for it, or leave the volume Available.\n")
+	return withHint(fmt.Errorf("rebind: the volume was written; the claim's write failed, so the claim is unchanged: %w", err),
+		fmt.Sprintf("finish by running the same rebind again (it plans only what is left), or undo the volume's write with: etcdpvc restore %s", w.res.BackupPath))
+}
+
+// writtenPlan is a plan applyPlans wrote.
+type writtenPlan struct {
+	plan *surgery.Plan
+	res  *surgery.Result
+}
+
+// applyPlans writes plans that belong together, in order: it prints every
+// diff and warning, asks once, then applies each plan with its own backup
+// and compare-and-swap, as applyPlan does for one. It stops at the first
+// failure and returns what it wrote before it.
+func applyPlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]writtenPlan, error) {
+	var todo []*surgery.Plan
+	for _, p := range plans {
+		if p.NoOp {
+			fmt.Fprintf(e.stdout, "%s: no change (%s); nothing written\n", p.Key, p.Description)
+			continue
+		}
+		fmt.Fprint(e.stdout, colorize(e, p.Diff))
+		if !strings.HasSuffix(p.Diff, "\n") {
+			fmt.Fprintln(e.stdout)
+		}
+		for _, w := range p.Warnings {
+			fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+		}
+		todo = append(todo, p)
+	}
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	if o.DryRun {
+		for _, p := range todo {
+			fmt.Fprintf(e.stdout, "dry run: %s; nothing written\n", p.Description)
+		}
+		return nil, nil
+	}
+	w, err := store.AsWriter(s.reader)
+	if err != nil {
+		return nil, withHint(fmt.Errorf("%s: %w", s.description, err), "a db file is read-only: write through --endpoints, or edit a copy with --db IN --out OUT")
+	}
+	keys := make([]string, len(todo))
+	for i, p := range todo {
+		keys[i] = p.Key
+	}
+	if err := confirm(e, o, strings.Join(keys, " and ")); err != nil {
+		return nil, err
+	}
+	ao := surgery.ApplyOptions{BackupDir: o.BackupDir, Endpoints: s.g.Endpoints, ToolVersion: toolVersion()}
+	var done []writtenPlan
+	for _, p := range todo {
+		res, err := surgery.Apply(e.ctx, w, p, ao)
+		if err != nil {
+			if sc := snapshotCopyOf(s); sc != nil && len(done) > 0 {
+				err = withHint(err, fmt.Sprintf("%s holds only part of the change: delete it and run the command again (the input db is unchanged)", o.Out))
+			}
+			return done, err
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+		}
+		fmt.Fprintf(e.stdout, "written: %s revision %d → %d\nbackup: %s\n", p.Key, p.Expect, res.Revision, res.BackupPath)
+		done = append(done, writtenPlan{plan: p, res: res})
+	}
+	if finished, err := finishSnapshotWrite(e, s); finished {
+		return done, err
+	}
+	var undo []string
+	for i := len(done) - 1; i >= 0; i-- {
+		undo = append(undo, "etcdpvc restore "+done[i].res.BackupPath)
+	}
+	fmt.Fprintf(e.stdout, "undo with: %s\n", strings.Join(undo, " && "))
+	return done, nil
+}
+
+// recipeError turns a recipe's refusal into the CLI's refused error (exit
+// status 5).
+func recipeError(err error) error {
+	if errors.Is(err, surgery.ErrRefused) {
+		return &refusedError{msg: strings.TrimSuffix(err.Error(), ": "+surgery.ErrRefused.Error()) + "; nothing written"}
+	}
+	return err
+}
+
+// lsJoin is `ls pvc -o wide`'s join of each claim with its volume and the
+// pods that use it. It reads each claim's volume as the row is printed, and
+// the pods of one namespace at a time (claims are listed namespace by
+// namespace), keeping only the set of claim names they use: memory stays
+// bounded by one namespace's claims.
+type lsJoin struct {
+	e   *env
+	s   *session
+	rev int64
+	// ns is the namespace mounted describes.
+	ns      string
+	mounted map[string][]string
+	// podErr is why the pods of ns could not be read.
+	podErr error
+}
+
+// lsJoinHeaders are the columns lsJoin adds.
+var lsJoinHeaders = []string{"VOLUME", "CAPACITY", "RECLAIM", "STORAGECLASS", "MOUNTED-BY"}
+
+// newLsJoin returns the join for `ls pvc -o wide`, with its columns added
+// to out's table, or nil for any other listing.
+func newLsJoin(e *env, s *session, res *resource.Resource, o lsOptions, out *lsPrinter) *lsJoin {
+	if o.Output != "wide" || res == nil || res.Group != "" || res.Plural != "persistentvolumeclaims" || out.t == nil {
+		return nil
+	}
+	out.t.headers = append(out.t.headers, lsJoinHeaders...)
+	out.t.widths = append(out.t.widths, make([]int, len(lsJoinHeaders))...)
+	out.t.fit(out.t.headers)
+	return &lsJoin{e: e, s: s, rev: o.Rev}
+}
+
+// cells returns the join's columns for a claim stored as plain (nil on a
+// nil join).
+func (j *lsJoin) cells(kv *store.KeyValue, plain []byte) []string {
+	if j == nil {
+		return nil
+	}
+	out := []string{"-", "-", "-", "-", "-"}
+	obj, err := codec.Decode(plain)
+	if err != nil {
+		return out
+	}
+	pvc, ok := obj.Typed.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return out
+	}
+	if c, ok := pvc.Status.Capacity[corev1.ResourceStorage]; ok {
+		out[1] = c.String()
+	}
+	if c, ok := pvc.Annotations["volume.beta.kubernetes.io/storage-class"]; ok {
+		out[3] = c
+	} else if pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName != "" {
+		out[3] = *pvc.Spec.StorageClassName
+	}
+	if v := pvc.Spec.VolumeName; v != "" {
+		out[0] = v
+		cur, err := j.s.codec.Load(j.e.ctx, j.s.reader, j.s.g.Prefix+"/persistentvolumes/"+v, j.rev)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			out[0] = v + "(missing)"
+		case err != nil:
+			out[0] = v + "(unreadable)"
+		default:
+			if pv, ok := cur.Obj.Typed.(*corev1.PersistentVolume); ok {
+				if c, ok := pv.Spec.Capacity[corev1.ResourceStorage]; ok {
+					out[1] = c.String()
+				}
+				out[2] = string(pv.Spec.PersistentVolumeReclaimPolicy)
+			}
+		}
+	}
+	out[4] = j.usedBy(pvc.Namespace, pvc.Name)
+	return out
+}
+
+// usedBy names the pods of namespace that use claim.
+func (j *lsJoin) usedBy(namespace, claim string) string {
+	if namespace != j.ns || j.mounted == nil {
+		j.loadPods(namespace)
+	}
+	if j.podErr != nil {
+		return "?"
+	}
+	pods := j.mounted[claim]
+	switch {
+	case len(pods) == 0:
+		return "-"
+	case len(pods) > 3:
+		return fmt.Sprintf("%s,+%d", strings.Join(pods[:3], ","), len(pods)-3)
+	default:
+		return strings.Join(pods, ",")
+	}
+}
+
+// loadPods reads the pods of namespace once and records, for each claim
+// they use, their names. Finished pods (Succeeded, Failed) use nothing.
+func (j *lsJoin) loadPods(namespace string) {
+	j.ns, j.mounted, j.podErr = namespace, map[string][]string{}, nil
+	prefix := j.s.g.Prefix + "/pods/" + namespace + "/"
+	_, err := j.s.reader.List(j.e.ctx, prefix, store.ListOptions{Revision: j.rev}, func(kv *store.KeyValue) error {
+		cur, err := j.s.codec.Open(j.e.ctx, *kv)
+		if err != nil {
+			return nil // an undecodable pod is reported by `ls pods`
+		}
+		pod, ok := cur.Obj.Typed.(*corev1.Pod)
+		if !ok || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			return nil
+		}
+		for _, v := range pod.Spec.Volumes {
+			switch {
+			case v.PersistentVolumeClaim != nil:
+				j.mounted[v.PersistentVolumeClaim.ClaimName] = append(j.mounted[v.PersistentVolumeClaim.ClaimName], pod.Name)
+			case v.Ephemeral != nil:
+				// A generic ephemeral volume's claim is named <pod>-<volume>.
+				name := pod.Name + "-" + v.Name
+				j.mounted[name] = append(j.mounted[name], pod.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		j.podErr = err
+		fmt.Fprintf(j.e.stderr, "etcdpvc: warning: cannot read the pods of namespace %s: %v\n", namespace, err)
+	}
+}
