@@ -185,7 +185,7 @@ func (g *generator) make(t *template, i int, suffix string) (*object, error) {
 	acc.SetOwnerReferences(nil)
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		o.Data = map[string]string{"payload": strings.Repeat("x", 512+g.rng.IntN(6144))}
+		o.Data = map[string]string{"payload": strings.Repeat("x", 1024+g.rng.IntN(12288))}
 	case *corev1.Secret:
 		o.Data = map[string][]byte{"token": []byte(strings.Repeat("s", 64+g.rng.IntN(2048)))}
 	case *corev1.PersistentVolumeClaim:
