@@ -228,6 +228,7 @@ func commands() []command {
 		decodeCommand(),
 		encodeCommand(),
 		versionCommand(),
+		demoCommand(),
 	}
 }
 
