@@ -149,6 +149,11 @@ func applyPlan(e *env, s *session, plan *surgery.Plan, o writeOptions) error {
 	if done, err := finishSnapshotWrite(e, s); done {
 		return err
 	}
+	if plan.Expect == 0 {
+		// A create (recover): restore cannot undo it; deleting the object can.
+		fmt.Fprintf(e.stdout, "undo with: kubectl delete the object, or etcdctl del %s\n", plan.Key)
+		return nil
+	}
 	fmt.Fprintf(e.stdout, "undo with: etcdpvc restore %s\n", res.BackupPath)
 	return nil
 }
