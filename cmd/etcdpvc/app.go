@@ -213,6 +213,7 @@ func commands() []command {
 		getCommand(),
 		lsCommand(),
 		historyCommand(),
+		doctorCommand(),
 		undeleteCommand(),
 		finalizersCommand(),
 		labelCommand(false),
