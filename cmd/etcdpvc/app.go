@@ -230,6 +230,8 @@ func commands() []command {
 		encodeCommand(),
 		versionCommand(),
 		demoCommand(),
+		completionCommand(),
+		completeCommand(),
 	}
 }
 

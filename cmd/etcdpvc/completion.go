@@ -1,0 +1,478 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// Shell completion: `etcdpvc completion SHELL` prints a small script that
+// asks the hidden `etcdpvc __complete -- WORDS...` for candidates, so that
+// all the logic (commands, flags, resource names, object names read from
+// etcd) lives here, once, for every shell.
+
+func completionCommand() command {
+	return command{
+		name:      "completion",
+		usage:     "print a shell completion script (bash, zsh or fish)",
+		argsUsage: "bash|zsh|fish",
+		desc: "completion prints a script that completes etcdpvc's commands, flags, resource names\n" +
+			"(plural and short names, as kubectl spells them), namespaces and object names. Object\n" +
+			"names and namespaces are read from the etcd the command line names (its connection flags,\n" +
+			"the ETCDCTL_* variables or --kubeadm), with a short timeout; when etcd cannot be reached,\n" +
+			"nothing is offered and the shell falls back to file names.",
+		examples: `source <(etcdpvc completion bash)
+etcdpvc completion bash | sudo tee /etc/bash_completion.d/etcdpvc
+etcdpvc completion zsh > "${fpath[1]}/_etcdpvc"
+etcdpvc completion fish > ~/.config/fish/completions/etcdpvc.fish`,
+		action: func(c *cli.Context, e *env) error {
+			if c.NArg() != 1 {
+				return usagef("completion takes one shell: bash, zsh or fish")
+			}
+			script, ok := completionScripts[c.Args().First()]
+			if !ok {
+				return usagef("completion: unknown shell %q: want bash, zsh or fish", c.Args().First())
+			}
+			_, err := io.WriteString(e.stdout, script)
+			return err
+		},
+	}
+}
+
+// completionScripts are the shell scripts; each passes the words of the
+// command line, the program's name first and the word being completed
+// last, to `etcdpvc __complete --`.
+var completionScripts = map[string]string{
+	"bash": `# bash completion for etcdpvc. Load it with: source <(etcdpvc completion bash)
+_etcdpvc() {
+    local cur words cword
+    if declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+        _get_comp_words_by_ref -n =: cur words cword
+    else
+        cur="${COMP_WORDS[COMP_CWORD]}"
+        words=("${COMP_WORDS[@]}")
+        cword=$COMP_CWORD
+    fi
+    local IFS=$'\n'
+    COMPREPLY=($(compgen -W "$("${words[0]}" __complete -- "${words[@]:0:$((cword + 1))}" 2>/dev/null)" -- "$cur"))
+}
+complete -o default -F _etcdpvc etcdpvc
+`,
+	"zsh": `#compdef etcdpvc
+# zsh completion for etcdpvc. Load it with: source <(etcdpvc completion zsh)
+# or save it as _etcdpvc in a directory of $fpath.
+_etcdpvc() {
+    local -a candidates
+    candidates=("${(@f)$("${words[1]}" __complete -- "${(@)words[1,CURRENT]}" 2>/dev/null)}")
+    if (( ${#candidates} )) && [[ -n "${candidates[1]}" ]]; then
+        compadd -a candidates
+    else
+        _files
+    fi
+}
+if [[ "${funcstack[1]}" == "_etcdpvc" ]]; then
+    _etcdpvc "$@"
+else
+    compdef _etcdpvc etcdpvc
+fi
+`,
+	"fish": `# fish completion for etcdpvc. Load it with: etcdpvc completion fish | source
+function __etcdpvc_complete
+    set -l tokens (commandline -opc)
+    set -l current (commandline -ct)
+    set -l out ($tokens[1] __complete -- $tokens $current 2>/dev/null)
+    if test (count $out) -gt 0
+        printf '%s\n' $out
+    else
+        __fish_complete_path $current
+    end
+end
+complete -c etcdpvc -f -a '(__etcdpvc_complete)'
+`,
+}
+
+func completeCommand() command {
+	return command{
+		name:      "__complete",
+		usage:     "print completion candidates (used by the completion scripts)",
+		argsUsage: "-- PROGRAM WORDS...",
+		desc:      "__complete prints, one per line, the candidates for the last of WORDS, the command line after PROGRAM (etcdpvc's name as typed). It prints nothing when it has none or on any error.",
+		hidden:    true,
+		action: func(c *cli.Context, e *env) error {
+			words := c.Args().Slice()
+			if len(words) > 0 {
+				words = words[1:] // the program's name
+			}
+			if len(words) == 0 {
+				words = []string{""}
+			}
+			for _, w := range complete(c, e, words) {
+				fmt.Fprintln(e.stdout, w)
+			}
+			return nil
+		},
+	}
+}
+
+// Completion bounds: etcd is asked with these timeouts, and at most
+// maxCandidates names are printed.
+const (
+	completeTimeout = 2 * time.Second
+	maxCandidates   = 500
+)
+
+// completionLine is a command line as far as completion understands it.
+type completionLine struct {
+	cmd        *command
+	positional []string
+	// flags holds the flags given, by name, with their values ("true" for
+	// a bool).
+	flags map[string]string
+	// pending is the flag whose value is being completed ("" if none).
+	pending string
+}
+
+// takesValue reports which flag names take a value: the global flags and
+// cmd's, or, before the command name (cmd nil), every command's, as
+// reorderArgs lets any command's flags come first.
+func takesValue(cmd *command) map[string]bool {
+	m := map[string]bool{}
+	for _, g := range globalFlags {
+		m[g.name] = g.kind != 'b'
+		if g.alias != "" {
+			m[g.alias] = g.kind != 'b'
+		}
+	}
+	cmds := commands()
+	if cmd != nil {
+		cmds = []command{*cmd}
+	}
+	for _, c := range cmds {
+		for _, f := range c.flags {
+			_, isBool := f.(*cli.BoolFlag)
+			for _, n := range f.Names() {
+				m[n] = m[n] || !isBool
+			}
+		}
+	}
+	return m
+}
+
+// parseCompletionLine reads the words before the one being completed.
+func parseCompletionLine(words []string) completionLine {
+	l := completionLine{flags: map[string]string{}}
+	cmds := commands()
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if strings.HasPrefix(w, "-") && w != "-" && w != "--" {
+			name, value, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+			switch {
+			case hasValue:
+				l.flags[name] = value
+			case takesValue(l.cmd)[name]:
+				if i+1 == len(words) {
+					l.pending = name
+					return l
+				}
+				i++
+				l.flags[name] = words[i]
+			default:
+				l.flags[name] = "true"
+			}
+			continue
+		}
+		if l.cmd == nil {
+			for j := range cmds {
+				if cmds[j].name == w {
+					l.cmd = &cmds[j]
+				}
+			}
+			if w == "help" {
+				l.cmd = &command{name: "help"}
+			}
+			if l.cmd == nil {
+				// Not a command: nothing sensible follows.
+				l.positional = append(l.positional, w)
+			}
+			continue
+		}
+		l.positional = append(l.positional, w)
+	}
+	return l
+}
+
+// complete returns the candidates for the last word.
+func complete(c *cli.Context, e *env, words []string) []string {
+	cur := words[len(words)-1]
+	l := parseCompletionLine(words[:len(words)-1])
+	var out []string
+	switch {
+	case l.pending != "":
+		switch l.pending {
+		case "namespace", "n":
+			out = completeNames(c, e, l, "namespaces", "", cur)
+		case "to-claim":
+			out = completeClaims(c, e, l, cur)
+		}
+	case strings.HasPrefix(cur, "-"):
+		out = flagCandidates(l.cmd)
+	case l.cmd == nil:
+		if len(l.positional) == 0 {
+			out = append(commandNames(), "help")
+		}
+	default:
+		out = completeArgs(c, e, l, cur)
+	}
+	var kept []string
+	for _, w := range out {
+		if strings.HasPrefix(w, cur) && !slices.Contains(kept, w) {
+			kept = append(kept, w)
+		}
+	}
+	if len(kept) > maxCandidates {
+		kept = kept[:maxCandidates]
+	}
+	return kept
+}
+
+// completeArgs completes a command's positional arguments.
+func completeArgs(c *cli.Context, e *env, l completionLine, cur string) []string {
+	n := len(l.positional)
+	var resources []string
+	switch l.cmd.name {
+	case "help":
+		if n == 0 {
+			return commandNames()
+		}
+		return nil
+	case "completion":
+		if n == 0 {
+			return []string{"bash", "fish", "zsh"}
+		}
+		return nil
+	case "ls":
+		if n == 0 {
+			return resourceNames()
+		}
+		return nil
+	case "resize-recover":
+		resources = []string{"pvc", "persistentvolumeclaim", "persistentvolumeclaims"}
+	case "rebind":
+		resources = []string{"pv", "persistentvolume", "persistentvolumes"}
+	case "get", "history", "undelete", "finalizers", "label", "annotate", "patch", "edit":
+		resources = resourceNames()
+	default:
+		return nil
+	}
+	switch {
+	case n == 0 && strings.Contains(cur, "/"):
+		res, _, _ := strings.Cut(cur, "/")
+		if !slices.Contains(resources, res) {
+			return nil
+		}
+		names := completeNames(c, e, l, res, "", "")
+		for i, name := range names {
+			names[i] = res + "/" + name
+		}
+		return names
+	case n == 0:
+		return resources
+	case n == 1 && !strings.Contains(l.positional[0], "/"):
+		return completeNames(c, e, l, l.positional[0], "", cur)
+	}
+	return nil
+}
+
+// commandNames lists the commands users type.
+func commandNames() []string {
+	var out []string
+	for _, cmd := range commands() {
+		if !cmd.hidden {
+			out = append(out, cmd.name)
+		}
+	}
+	return out
+}
+
+// resourceNames lists every built-in resource's plural and short names.
+func resourceNames() []string {
+	var out []string
+	for _, r := range resource.All() {
+		name := r.Plural
+		if r.Group != "" && !resourceNameUnique(r) {
+			name = r.String()
+		}
+		out = append(out, name)
+		out = append(out, r.ShortNames...)
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// resourceNameUnique reports whether r's plural alone names it.
+func resourceNameUnique(r resource.Resource) bool {
+	found, err := resource.Lookup(r.Plural)
+	return err == nil && found.Group == r.Group
+}
+
+// flagCandidates lists the flags of cmd (nil: before a command), global
+// ones included.
+func flagCandidates(cmd *command) []string {
+	var out []string
+	add := func(f cli.Flag) {
+		for _, n := range f.Names() {
+			if len(n) == 1 {
+				out = append(out, "-"+n)
+			} else {
+				out = append(out, "--"+n)
+			}
+		}
+	}
+	if cmd != nil {
+		for _, f := range cmd.flags {
+			add(f)
+		}
+	}
+	for _, f := range globalCLIFlags() {
+		add(f)
+	}
+	return append(out, "--help")
+}
+
+// completionSession opens the store the command line names, with short
+// timeouts and no output. It returns nil when that fails.
+func completionSession(c *cli.Context, e *env, l completionLine) (*session, *env, func()) {
+	g, err := resolveGlobals(c, e)
+	if err != nil {
+		return nil, nil, func() {}
+	}
+	for _, gf := range globalFlags {
+		v, ok := l.flags[gf.name]
+		if !ok {
+			continue
+		}
+		g.explicit[gf.name] = true
+		switch gf.name {
+		case "endpoints":
+			g.Endpoints = splitList([]string{v})
+		case "cacert":
+			g.CACert = v
+		case "cert":
+			g.Cert = v
+		case "key":
+			g.Key = v
+		case "user":
+			g.User = v
+		case "password":
+			g.Password = v
+		case "insecure-skip-tls-verify":
+			g.InsecureSkipTLSVerify = v == "true"
+		case "consistency":
+			g.Consistency = v
+		case "prefix":
+			g.Prefix = "/" + strings.Trim(v, "/")
+		case "kubeadm":
+			g.Kubeadm = v == "true"
+		case "manifests-dir":
+			g.ManifestsDir = v
+		case "db":
+			g.DB = v
+		case "encryption-config":
+			g.EncryptionConfig = v
+		}
+	}
+	g.DialTimeout = min(g.DialTimeout, completeTimeout/2)
+	g.CommandTimeout = min(g.CommandTimeout, completeTimeout/2)
+	ctx, cancel := context.WithTimeout(e.ctx, completeTimeout)
+	quiet := *e
+	quiet.ctx, quiet.stderr = ctx, io.Discard
+	s, err := openSession(&quiet, g)
+	if err != nil {
+		cancel()
+		return nil, nil, func() {}
+	}
+	return s, &quiet, func() { s.Close(); cancel() }
+}
+
+// errEnoughNames stops a listing once it has maxCandidates names.
+var errEnoughNames = errors.New("enough names")
+
+// completeNames lists the names of res's objects starting with cur: in the
+// namespace the command line gives (default "default"), or all of them
+// with -A or for a cluster-scoped resource. namespace overrides the
+// command line's when not empty.
+func completeNames(c *cli.Context, e *env, l completionLine, res, namespace, cur string) []string {
+	s, qe, done := completionSession(c, e, l)
+	if s == nil {
+		return nil
+	}
+	defer done()
+	r, err := s.resolver.Lookup(res)
+	if err != nil {
+		return nil
+	}
+	ns := namespace
+	if ns == "" {
+		ns = l.flags["namespace"]
+		if v, ok := l.flags["n"]; ok {
+			ns = v
+		}
+	}
+	if ns == "" && r.Namespaced && l.flags["all-namespaces"] == "" && l.flags["A"] == "" {
+		ns = "default"
+	}
+	var out []string
+	_, err = s.reader.List(qe.ctx, r.ListPrefix(s.g.Prefix, ns), store.ListOptions{KeysOnly: true, PageSize: maxCandidates}, func(kv *store.KeyValue) error {
+		_, _, name, ok := resource.ParseKey(s.g.Prefix, kv.Key)
+		if ok && strings.HasPrefix(name, cur) {
+			out = append(out, name)
+		}
+		if len(out) >= maxCandidates {
+			return errEnoughNames
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnoughNames) {
+		return nil
+	}
+	return out
+}
+
+// completeClaims lists claims as NAMESPACE/NAME, for rebind --to-claim.
+func completeClaims(c *cli.Context, e *env, l completionLine, cur string) []string {
+	s, qe, done := completionSession(c, e, l)
+	if s == nil {
+		return nil
+	}
+	defer done()
+	ns, _, _ := strings.Cut(cur, "/")
+	prefix := s.g.Prefix + "/persistentvolumeclaims/"
+	if strings.Contains(cur, "/") {
+		prefix += ns + "/"
+	}
+	var out []string
+	_, err := s.reader.List(qe.ctx, prefix, store.ListOptions{KeysOnly: true, PageSize: maxCandidates}, func(kv *store.KeyValue) error {
+		_, ns, name, ok := resource.ParseKey(s.g.Prefix, kv.Key)
+		if ok && strings.HasPrefix(ns+"/"+name, cur) {
+			out = append(out, ns+"/"+name)
+		}
+		if len(out) >= maxCandidates {
+			return errEnoughNames
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnoughNames) {
+		return nil
+	}
+	return out
+}
