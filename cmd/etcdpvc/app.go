@@ -232,6 +232,7 @@ func commands() []command {
 		demoCommand(),
 		completionCommand(),
 		completeCommand(),
+		genDocsCommand(),
 	}
 }
 

@@ -107,6 +107,7 @@ func completeCommand() command {
 		usage:     "print completion candidates (used by the completion scripts)",
 		argsUsage: "-- PROGRAM WORDS...",
 		desc:      "__complete prints, one per line, the candidates for the last of WORDS, the command line after PROGRAM (etcdpvc's name as typed). It prints nothing when it has none or on any error.",
+		examples:  `etcdpvc __complete -- etcdpvc get pvc -n demo ''`,
 		hidden:    true,
 		action: func(c *cli.Context, e *env) error {
 			words := c.Args().Slice()

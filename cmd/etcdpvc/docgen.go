@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// docs/cli.md is generated from the same command definitions the help is
+// rendered from, so the two cannot disagree: `etcdpvc gen-docs >
+// docs/cli.md`, or `go test ./cmd/etcdpvc -run TestCLIDocs -update`. The
+// test fails when the file is stale.
+
+func genDocsCommand() command {
+	return command{
+		name:      "gen-docs",
+		usage:     "write the command reference (docs/cli.md) from the commands' help",
+		argsUsage: "[FILE]",
+		desc:      "gen-docs writes the Markdown command reference to FILE, or to standard output.",
+		examples:  `etcdpvc gen-docs docs/cli.md`,
+		hidden:    true,
+		action: func(c *cli.Context, e *env) error {
+			if c.NArg() > 1 {
+				return usagef("gen-docs takes at most one FILE")
+			}
+			if c.NArg() == 0 {
+				return writeCLIDocs(e.stdout)
+			}
+			var b strings.Builder
+			if err := writeCLIDocs(&b); err != nil {
+				return err
+			}
+			if err := os.WriteFile(c.Args().First(), []byte(b.String()), 0o644); err != nil {
+				return fmt.Errorf("gen-docs: %w", err)
+			}
+			return nil
+		},
+	}
+}
+
+// writeCLIDocs writes the command reference in Markdown.
+func writeCLIDocs(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("# etcdpvc command reference\n\n")
+	b.WriteString("<!-- Generated from the commands' help by `etcdpvc gen-docs docs/cli.md`; do not edit.\n" +
+		"     `go test ./cmd/etcdpvc -run TestCLIDocs -update` rewrites it; the test fails when it is stale. -->\n\n")
+	b.WriteString("etcdpvc reads, and edits with a diff, a durable backup and a compare-and-swap, the objects\n" +
+		"kube-apiserver stores in etcd, and reads etcd db and snapshot files offline. `etcdpvc COMMAND --help`\n" +
+		"prints each section below, with its examples and the exit statuses. New here? Run\n" +
+		"`go run ./cmd/etcdpvc demo`.\n\n")
+
+	cmds := visibleCommands()
+	b.WriteString("## Commands\n\n| command | what it does |\n|---|---|\n")
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "| [`%s`](#etcdpvc-%s) | %s |\n", c.name, c.name, mdText(c.usage))
+	}
+
+	b.WriteString("\n## Global flags\n\nThey work before or after the command name, and every flag may follow the arguments, as in\n" +
+		"kubectl. Each connection flag falls back to its `ETCDCTL_*` variable, as etcdctl's do.\n\n")
+	b.WriteString("| flag | default | meaning |\n|---|---|---|\n")
+	for _, f := range globalCLIFlags() {
+		writeFlagRow(&b, f)
+	}
+
+	b.WriteString("\n## Exit status\n\nEvery command exits with one of these statuses.\n\n| status | meaning |\n|---|---|\n")
+	for _, line := range strings.Split(exitStatusHelp, "\n")[1:] {
+		code, meaning, _ := strings.Cut(strings.TrimSpace(line), "  ")
+		fmt.Fprintf(&b, "| %s | %s |\n", code, mdText(strings.TrimSpace(meaning)))
+	}
+
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "\n## etcdpvc %s\n\n%s.\n\n", c.name, mdText(upperFirst(c.usage)))
+		synopsis := "etcdpvc " + c.name + " [flags]"
+		if c.argsUsage != "" {
+			synopsis += " " + c.argsUsage
+		}
+		fmt.Fprintf(&b, "```\n%s\n```\n\n", synopsis)
+		for _, para := range strings.Split(strings.TrimSpace(c.desc), "\n\n") {
+			fmt.Fprintf(&b, "%s\n\n", mdText(strings.Join(strings.Fields(para), " ")))
+		}
+		if len(c.flags) > 0 {
+			b.WriteString("| flag | default | meaning |\n|---|---|---|\n")
+			for _, f := range c.flags {
+				writeFlagRow(&b, f)
+			}
+			b.WriteString("\nand the [global flags](#global-flags).\n\n")
+		}
+		if c.examples != "" {
+			fmt.Fprintf(&b, "Examples:\n\n```sh\n%s\n```\n", strings.TrimSpace(c.examples))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// visibleCommands are the commands the help lists.
+func visibleCommands() []command {
+	var out []command
+	for _, c := range commands() {
+		if !c.hidden {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// writeFlagRow writes one flag as a table row.
+func writeFlagRow(b *strings.Builder, f cli.Flag) {
+	var names []string
+	for _, n := range f.Names() {
+		if len(n) == 1 {
+			names = append(names, "`-"+n+"`")
+		} else {
+			names = append(names, "`--"+n+"`")
+		}
+	}
+	def, usage := "", ""
+	if d, ok := f.(cli.DocGenerationFlag); ok {
+		usage = d.GetUsage()
+		if d.TakesValue() {
+			def = strings.Trim(d.GetDefaultText(), `"`)
+		}
+	}
+	if def != "" {
+		def = "`" + def + "`"
+	}
+	fmt.Fprintf(b, "| %s | %s | %s |\n", strings.Join(names, ", "), def, mdText(usage))
+}
+
+// mdText escapes what Markdown would take for markup outside code spans,
+// and the table separator.
+func mdText(s string) string {
+	parts := strings.Split(s, "`")
+	for i := 0; i < len(parts); i += 2 {
+		r := strings.NewReplacer(`\`, `\\`, "*", `\*`, "<", "&lt;", ">", "&gt;", "|", `\|`)
+		parts[i] = r.Replace(parts[i])
+	}
+	return strings.Join(parts, "`")
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
