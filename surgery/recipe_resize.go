@@ -117,7 +117,7 @@ func CheckResizeRecover(pvc *corev1.PersistentVolumeClaim, to apiresource.Quanti
 		return refusef("--to %s must be greater than status.capacity.storage %s: a volume never shrinks, and a v1.34 apiserver refuses a request at or below the capacity (\"field can not be less than status.capacity\")", to.String(), capacity.String())
 	}
 	if to.Cmp(request) >= 0 {
-		return refusef("--to %s must be less than the current request %s: a larger request is an ordinary expansion (kubectl patch), not a recovery", to.String(), request.String())
+		return refusef("--to %s must be less than the current request %s: recovering asks for less than the failed size; asking for as much or more is an ordinary expansion (kubectl patch)", to.String(), request.String())
 	}
 	return nil
 }

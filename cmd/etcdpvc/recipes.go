@@ -317,6 +317,8 @@ type lsJoin struct {
 }
 
 // lsJoinHeaders are the columns lsJoin adds.
+// CAPACITY is the claim's status.capacity, followed by the volume's when
+// they differ.
 var lsJoinHeaders = []string{"VOLUME", "CAPACITY", "RECLAIM", "STORAGECLASS", "MOUNTED-BY"}
 
 // newLsJoin returns the join for `ls pvc -o wide`, with its columns added
@@ -364,8 +366,15 @@ func (j *lsJoin) cells(kv *store.KeyValue, plain []byte) []string {
 			out[0] = v + "(unreadable)"
 		default:
 			if pv, ok := cur.Obj.Typed.(*corev1.PersistentVolume); ok {
+				// The claim's capacity, as kubectl shows it, and the
+				// volume's when they differ (an expansion under way).
 				if c, ok := pv.Spec.Capacity[corev1.ResourceStorage]; ok {
-					out[1] = c.String()
+					switch claimCap, has := pvc.Status.Capacity[corev1.ResourceStorage]; {
+					case !has:
+						out[1] = c.String()
+					case claimCap.Cmp(c) != 0:
+						out[1] = claimCap.String() + "(pv:" + c.String() + ")"
+					}
 				}
 				out[2] = string(pv.Spec.PersistentVolumeReclaimPolicy)
 			}
