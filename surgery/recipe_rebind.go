@@ -167,7 +167,11 @@ func (c Codec) PlanRebind(ctx context.Context, r store.Reader, volume, namespace
 			opv, _ := other.Obj.Typed.(*corev1.PersistentVolume)
 			if opv != nil && opv.Spec.ClaimRef != nil && opv.Spec.ClaimRef.Namespace == namespace && opv.Spec.ClaimRef.Name == claim &&
 				(opv.Spec.ClaimRef.UID == "" || opv.Spec.ClaimRef.UID == pvc.UID) {
-				problems = append(problems, fmt.Sprintf("PersistentVolumeClaim %s/%s is bound to PersistentVolume %s, whose claimRef names it: rebinding leaves %s Released (or deleted, with reclaim policy %s)", namespace, claim, v, v, opv.Spec.PersistentVolumeReclaimPolicy))
+				fate := "Released"
+				if opv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete {
+					fate = "Released, and with reclaim policy Delete the volume and its data are deleted"
+				}
+				problems = append(problems, fmt.Sprintf("PersistentVolumeClaim %s/%s is bound to PersistentVolume %s, whose claimRef names it: rebinding leaves %s %s", namespace, claim, v, v, fate))
 			} else {
 				warnings = append(warnings, fmt.Sprintf("PersistentVolumeClaim %s/%s names PersistentVolume %s, which is not bound to it", namespace, claim, v))
 			}

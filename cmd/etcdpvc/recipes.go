@@ -93,18 +93,28 @@ func runResizeRecover(e *env, g *globalOptions, obj []string, namespace, key str
 			pv, _ = cur.Obj.Typed.(*corev1.PersistentVolume)
 		}
 	}
-	fmt.Fprint(e.stdout, resizeNextSteps(pvc, pv, to, o.DryRun))
+	fmt.Fprint(e.stdout, resizeNextSteps(pvc, pv, to, nextStepsWhen(o)))
 	return nil
 }
 
+// nextStepsWhen says when the controllers will see a recipe's write: now,
+// once it is written (--dry-run), or once the cluster runs on the edited
+// copy of its db (--out).
+func nextStepsWhen(o writeOptions) string {
+	switch {
+	case o.DryRun:
+		return "Once written"
+	case o.Out != "":
+		return "Once the cluster runs on " + o.Out + ","
+	default:
+		return "Now"
+	}
+}
+
 // resizeNextSteps explains what the controllers do after resize-recover.
-func resizeNextSteps(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, to apiresource.Quantity, dryRun bool) string {
+func resizeNextSteps(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, to apiresource.Quantity, when string) string {
 	capacity := pvc.Status.Capacity[corev1.ResourceStorage]
 	request := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-	when := "Now"
-	if dryRun {
-		when = "Once written"
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%s the claim asks for %s instead of %s, with no allocation recorded:\n", when, to.String(), request.String())
 	if pv != nil {
@@ -200,10 +210,10 @@ func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, 
 	if o.DryRun || len(written) == 0 {
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "\nNow the volume's claimRef and the claim's volumeName name each other: the PersistentVolume\n"+
-		"controller in kube-controller-manager binds them (status.phase Bound on both, annotation\n"+
-		"pv.kubernetes.io/bind-completed on the claim) at its next sync; check with\n"+
-		"`kubectl get pvc %s -n %s` and `kubectl get pv %s`. Pods waiting for the claim then start.\n", claim, namespace, ref.Name)
+	fmt.Fprintf(e.stdout, "\n%s the volume's claimRef and the claim's volumeName name each other: the\n"+
+		"PersistentVolume controller in kube-controller-manager binds them (status.phase Bound on both,\n"+
+		"annotation pv.kubernetes.io/bind-completed on the claim) at its next sync; check with\n"+
+		"`kubectl get pvc %s -n %s` and `kubectl get pv %s`. Pods waiting for the claim then start.\n", nextStepsWhen(o), claim, namespace, ref.Name)
 	return nil
 }
 
