@@ -59,21 +59,25 @@ func Detect(value []byte) Format {
 	return FormatUnknown
 }
 
-// EncryptionEnvelope is the clear-text prefix of a value encrypted at rest:
-// "k8s:enc:<provider>:<version>:<key name>:".
+// EncryptionEnvelope is the clear-text header of a value encrypted at
+// rest: "k8s:enc:<provider>:<version>:<key name>:".
 type EncryptionEnvelope struct {
 	// Provider is aescbc, aesgcm, secretbox or kms.
 	Provider string
 	// Version is "v1" (aescbc, aesgcm, secretbox, kms v1) or "v2" (kms v2).
 	Version string
 	// KeyName is the key's name in the EncryptionConfiguration (for kms,
-	// the provider's name).
+	// the provider's name). It is read up to the next ':'; a local key name
+	// that itself contains ':' (the apiserver allows it) is cut short here,
+	// and package encryption matches it exactly.
 	KeyName string
-	// HeaderLen is the length of the prefix, up to and including the colon
-	// after the key name.
+	// HeaderLen is the length of the header, up to and including the colon
+	// after the key name: value[HeaderLen:] is the provider's ciphertext.
 	HeaderLen int
 }
 
+// String names the envelope the way error messages do: `aescbc key "key1"`
+// or `kms v2 provider "testkms"`.
 func (e EncryptionEnvelope) String() string {
 	if e.Provider == "kms" {
 		return fmt.Sprintf("kms %s provider %q", e.Version, e.KeyName)
@@ -81,26 +85,31 @@ func (e EncryptionEnvelope) String() string {
 	return fmt.Sprintf("%s key %q", e.Provider, e.KeyName)
 }
 
-// ParseEncryptionEnvelope parses the prefix of an encrypted value. It returns
-// false when value does not start with a well-formed "k8s:enc:" prefix.
+// maxHeaderField bounds each header field, so that garbage after
+// "k8s:enc:" is not mistaken for a huge key name.
+const maxHeaderField = 512
+
+// ParseEncryptionEnvelope parses the header of an encrypted value without
+// decrypting it. It returns false when value does not start with
+// "k8s:enc:" followed by three non-empty, ':'-terminated fields of at most
+// 512 bytes each.
 func ParseEncryptionEnvelope(value []byte) (EncryptionEnvelope, bool) {
 	if !bytes.HasPrefix(value, EncryptedMagic) {
 		return EncryptionEnvelope{}, false
 	}
-	rest := value[len(EncryptedMagic):]
-	var parts [3]string
-	off := len(EncryptedMagic)
-	for i := range parts {
-		j := bytes.IndexByte(rest, ':')
-		if j <= 0 || j > 256 {
+	pos := len(EncryptedMagic)
+	var fields [3]string
+	for i := range fields {
+		field := value[pos:]
+		if len(field) > maxHeaderField+1 {
+			field = field[:maxHeaderField+1]
+		}
+		n := bytes.IndexByte(field, ':')
+		if n <= 0 {
 			return EncryptionEnvelope{}, false
 		}
-		parts[i] = string(rest[:j])
-		rest = rest[j+1:]
-		off += j + 1
+		fields[i] = string(value[pos : pos+n])
+		pos += n + 1
 	}
-	if parts[1] != "v1" && parts[1] != "v2" {
-		return EncryptionEnvelope{}, false
-	}
-	return EncryptionEnvelope{Provider: parts[0], Version: parts[1], KeyName: parts[2], HeaderLen: off}, true
+	return EncryptionEnvelope{Provider: fields[0], Version: fields[1], KeyName: fields[2], HeaderLen: pos}, true
 }

@@ -17,10 +17,10 @@ func TestParsePrefix(t *testing.T) {
 		want   Envelope
 		wantOK bool
 	}{
-		{"k8s:enc:aescbc:v1:key1:\x01\x02", Envelope{"aescbc", "v1", "key1", 23}, true},
-		{"k8s:enc:secretbox:v1:key1:", Envelope{"secretbox", "v1", "key1", 26}, true},
-		{"k8s:enc:kms:v2:my-kms:\n\x0a", Envelope{"kms", "v2", "my-kms", 22}, true},
-		{"k8s:enc:aesgcm:v1:a:b:c", Envelope{"aesgcm", "v1", "a", 20}, true},
+		{"k8s:enc:aescbc:v1:key1:\x01\x02", Envelope{Provider: "aescbc", Version: "v1", KeyName: "key1", HeaderLen: 23}, true},
+		{"k8s:enc:secretbox:v1:key1:", Envelope{Provider: "secretbox", Version: "v1", KeyName: "key1", HeaderLen: 26}, true},
+		{"k8s:enc:kms:v2:my-kms:\n\x0a", Envelope{Provider: "kms", Version: "v2", KeyName: "my-kms", HeaderLen: 22}, true},
+		{"k8s:enc:aesgcm:v1:a:b:c", Envelope{Provider: "aesgcm", Version: "v1", KeyName: "a", HeaderLen: 20}, true},
 		{"k8s\x00\n\x09\n\x02v1", Envelope{}, false},
 		{`{"kind":"Widget"}`, Envelope{}, false},
 		{"", Envelope{}, false},
@@ -29,7 +29,7 @@ func TestParsePrefix(t *testing.T) {
 		{"k8s:enc:aescbc::key1:", Envelope{}, false},
 		{"k8s:enc::v1:key1:", Envelope{}, false},
 		{"k8s:enc:aescbc:v1:" + strings.Repeat("k", 513) + ":", Envelope{}, false},
-		{"k8s:enc:aescbc:v1:" + strings.Repeat("k", 512) + ":", Envelope{"aescbc", "v1", strings.Repeat("k", 512), 531}, true},
+		{"k8s:enc:aescbc:v1:" + strings.Repeat("k", 512) + ":", Envelope{Provider: "aescbc", Version: "v1", KeyName: strings.Repeat("k", 512), HeaderLen: 531}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in[:min(len(tt.in), 30)], func(t *testing.T) {
