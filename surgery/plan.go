@@ -255,6 +255,8 @@ func (c Codec) warnings(ctx context.Context, r store.Reader, before *Current, af
 			if w := c.checkVolume(ctx, r, obj); w != "" {
 				out = append(out, w)
 			}
+		} else if w := c.checkPreboundVolume(ctx, r, obj); w != "" {
+			out = append(out, w)
 		}
 	case *corev1.PersistentVolume:
 		if ref := obj.Spec.ClaimRef; ref != nil && ref.Name != "" {
@@ -357,6 +359,45 @@ func (c Codec) checkRetention(ctx context.Context, r store.Reader, ns, what stri
 
 // checkVolume warns when the volume a claim is bound to would be deleted
 // with the claim, is gone, or is bound to another claim.
+// checkPreboundVolume warns, for a claim without spec.volumeName, about a
+// PersistentVolume whose claimRef names the claim (a pre-bound volume, or
+// one whose binding the claim never recorded) and whose reclaim policy is
+// Delete. It reads every PersistentVolume once, page by page.
+func (c Codec) checkPreboundVolume(ctx context.Context, r store.Reader, pvc *corev1.PersistentVolumeClaim) string {
+	res, err := resource.Lookup("persistentvolumes")
+	if err != nil {
+		return ""
+	}
+	what := fmt.Sprintf("PersistentVolumeClaim %s/%s", pvc.Namespace, pvc.Name)
+	var found string
+	_, err = r.List(ctx, res.ListPrefix(c.prefix(), ""), store.ListOptions{}, func(kv *store.KeyValue) error {
+		cur, err := c.open(ctx, *kv)
+		if err != nil {
+			return nil // an unreadable volume cannot be checked; others still are
+		}
+		pv, _ := cur.Obj.Typed.(*corev1.PersistentVolume)
+		if pv == nil || pv.Spec.ClaimRef == nil {
+			return nil
+		}
+		ref := pv.Spec.ClaimRef
+		if ref.Namespace != pvc.Namespace || ref.Name != pvc.Name || (ref.UID != "" && ref.UID != pvc.UID) {
+			return nil
+		}
+		if pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete {
+			found = fmt.Sprintf("PersistentVolume %s's claimRef names %s and its persistentVolumeReclaimPolicy is Delete: if the claim goes, the volume and its data are deleted; consider setting the policy to Retain first", pv.Name, what)
+			return errStopList
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopList) {
+		return fmt.Sprintf("cannot check the PersistentVolumes that may name %s: %v", what, err)
+	}
+	return found
+}
+
+// errStopList ends a List early.
+var errStopList = errors.New("stop listing")
+
 func (c Codec) checkVolume(ctx context.Context, r store.Reader, pvc *corev1.PersistentVolumeClaim) string {
 	name := pvc.Spec.VolumeName
 	what := fmt.Sprintf("PersistentVolumeClaim %s/%s", pvc.Namespace, pvc.Name)

@@ -29,7 +29,7 @@ func decodeCommand() command {
 			"unless --show-secrets is given.",
 		examples: `etcdctl get /registry/persistentvolumeclaims/demo/www-web-0 --print-value-only | etcdpvc decode
 etcdctl get /registry/pods/demo/web-0 -w json | etcdpvc decode -o json
-etcdpvc decode value.bin --key /registry/secrets/demo/s --encryption-config enc.yaml`,
+etcdpvc decode value.bin --etcd-key /registry/secrets/demo/s --encryption-config enc.yaml`,
 		flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml or json"},
 			&cli.StringFlag{Name: "etcd-key", Usage: "the etcd key the value was stored under (needed to decrypt)"},

@@ -48,6 +48,7 @@ func versionCommand() command {
 		name:  "version",
 		usage: "print the versions etcdpvc was built with",
 		desc:  "version prints etcdpvc's version and the k8s.io/api, apimachinery, apiserver and etcd client versions it was built with.",
+		examples: `etcdpvc version`,
 		action: func(c *cli.Context, e *env) error {
 			fmt.Fprintf(e.stdout, "etcdpvc %s\n", toolVersion())
 			for _, m := range []string{"k8s.io/api", "k8s.io/apimachinery", "k8s.io/apiserver", "go.etcd.io/etcd/client/v3", "go.etcd.io/bbolt"} {
