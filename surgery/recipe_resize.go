@@ -113,8 +113,13 @@ func CheckResizeRecover(pvc *corev1.PersistentVolumeClaim, to apiresource.Quanti
 	if request.Cmp(capacity) <= 0 {
 		return refusef("the claim's request %s is not above its capacity %s: no expansion is pending, nothing to recover", request.String(), capacity.String())
 	}
-	if to.Cmp(capacity) <= 0 {
-		return refusef("--to %s must be greater than status.capacity.storage %s: a volume never shrinks, and a v1.34 apiserver refuses a request at or below the capacity (\"field can not be less than status.capacity\")", to.String(), capacity.String())
+	// The request may go back down to the capacity itself: that cancels
+	// the expansion (the volume already has that size). A v1.34 apiserver
+	// is stricter through its API (its check is "<= capacity → field can
+	// not be less than status.capacity"), but a request equal to the
+	// capacity is a state every claim is in before any expansion.
+	if to.Cmp(capacity) < 0 {
+		return refusef("--to %s must not be less than status.capacity.storage %s: a volume never shrinks", to.String(), capacity.String())
 	}
 	if to.Cmp(request) >= 0 {
 		return refusef("--to %s must be less than the current request %s: recovering asks for less than the failed size; asking for as much or more is an ordinary expansion (kubectl patch)", to.String(), request.String())

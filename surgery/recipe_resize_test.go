@@ -107,7 +107,7 @@ func TestResizeRecover(t *testing.T) {
 		{name: "lower to a feasible size", value: failed, to: "20Gi", want: recovered(t, "20Gi")},
 		{name: "just above the capacity", value: failed, to: "10241Mi", want: recovered(t, "10241Mi")},
 		{name: "legacy resizeStatus removed", value: withLegacyResizeStatus(t, failed), to: "20Gi", want: recovered(t, "20Gi")},
-		{name: "equal to the capacity", value: failed, to: "10Gi", err: ErrRefused, msg: "must be greater than status.capacity.storage 10Gi"},
+		{name: "equal to the capacity: cancels the expansion", value: failed, to: "10Gi", want: recovered(t, "10Gi")},
 		{name: "below the capacity", value: failed, to: "5Gi", err: ErrRefused, msg: "a volume never shrinks"},
 		{name: "equal to the request", value: failed, to: "1000Gi", err: ErrRefused, msg: "must be less than the current request 1000Gi"},
 		{name: "above the request", value: failed, to: "2Ti", err: ErrRefused, msg: "ordinary expansion"},

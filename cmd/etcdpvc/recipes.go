@@ -31,8 +31,9 @@ func resizeRecoverCommand() command {
 			"status.allocatedResourceStatuses, and the legacy status.resizeStatus, so the resizer starts\n" +
 			"a new expansion to SIZE instead of retrying the failed one; and drops the Resizing,\n" +
 			"FileSystemResizePending, ControllerResizeError and NodeResizeError conditions.\n\n" +
-			"It checks what a v1.34 apiserver checks: the claim is Bound, and SIZE is greater than\n" +
-			"status.capacity.storage (a volume never shrinks) and less than the failed request. It then\n" +
+			"It checks the v1.34 rules: the claim is Bound, and SIZE is at least status.capacity.storage\n" +
+			"(a volume never shrinks; SIZE equal to it cancels the expansion) and less than the failed\n" +
+			"request. It then\n" +
 			"explains what the external-resizer and the kubelet will do. See\n" +
 			"docs/runbooks/resize-recover.md.\n\n" + writeHelp,
 		examples: `etcdpvc resize-recover pvc www-web-1 -n demo --to 20Gi --dry-run
