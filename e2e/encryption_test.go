@@ -68,9 +68,11 @@ func TestEncryptedResources(t *testing.T) {
 	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, newPVC("www-web-1", "local-disks", "5Gi"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pvc: %v", err)
 	}
-	if p := storedPrefix(c.etcdGet(t, pvcKey("www-web-1")).Value); p != protobufPrefix {
+	plain := c.etcdGet(t, pvcKey("www-web-1"))
+	if p := storedPrefix(plain.Value); p != protobufPrefix {
 		t.Fatalf("before encryption the pvc is stored as %s, want %s", p, protobufPrefix)
 	}
+	c.capture(t, "encrypted", "before-encryption", plain)
 
 	cfg := filepath.Join(c.Dir, "encryption-config.yaml")
 	if err := os.WriteFile(cfg, []byte(encryptionConfig), 0o600); err != nil {

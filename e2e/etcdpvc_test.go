@@ -31,20 +31,34 @@ func (r result) String() string {
 
 // etcdpvc runs the built CLI against c's etcd, as an operator would: off a
 // terminal, with --endpoints, and with an environment that holds no
-// ETCDCTL_* settings and keeps backups out of $HOME.
+// ETCDCTL_* or editor settings and keeps backups out of $HOME.
 func (c *Cluster) etcdpvc(t *testing.T, args ...string) result {
 	t.Helper()
-	full := append([]string{"--endpoints", c.EtcdURL}, args...)
+	return c.etcdpvcEnv(t, nil, args...)
+}
+
+// etcdpvcEnv is etcdpvc with extra environment variables (KEY=VALUE).
+func (c *Cluster) etcdpvcEnv(t *testing.T, extraEnv []string, args ...string) result {
+	t.Helper()
+	return runEtcdpvc(t, extraEnv, append([]string{"--endpoints", c.EtcdURL}, args...)...)
+}
+
+// runEtcdpvc runs the built CLI with exactly args.
+func runEtcdpvc(t *testing.T, extraEnv []string, full ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, suite.etcdpvc, full...)
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ETCDCTL_") && !strings.HasPrefix(kv, "XDG_STATE_HOME=") && !strings.HasPrefix(kv, "EDITOR=") {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "ETCDCTL_"), name == "XDG_STATE_HOME", name == "EDITOR", name == "KUBE_EDITOR":
+		default:
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, "XDG_STATE_HOME="+t.TempDir(), "NO_COLOR=1")
+	cmd.Env = append(append(env, "XDG_STATE_HOME="+t.TempDir(), "NO_COLOR=1"), extraEnv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

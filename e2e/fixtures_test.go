@@ -24,18 +24,23 @@ const fixturesDir = "testdata/fixtures"
 // group's path; the core group is the default.
 var apiGroupPaths = map[string]string{
 	"statefulsets": "/apis/apps/v1",
+	"clusterroles": "/apis/rbac.authorization.k8s.io/v1",
 }
 
 // capture, with -capture, writes kv's stored bytes as
-// testdata/fixtures/SET/<resource>__<namespace>__<name>__<variant>.bin, the
-// apiserver's JSON of the object at that revision as .json, and the key's
-// revisions and checksum as .meta.txt: the layout of fixtures/corpus.
+// testdata/fixtures/SET/<resource>__<namespace>__<name>[__<variant>].bin,
+// the apiserver's JSON of the object at that revision as .json, and the
+// key's revisions and checksum as .meta.txt: the layout of fixtures/corpus.
+// A cluster-scoped object has "-" for its namespace.
 func (c *Cluster) capture(t *testing.T, set, variant string, kv *mvccKV) {
 	t.Helper()
 	if !*captureFixtures {
 		return
 	}
 	parts := strings.Split(strings.TrimPrefix(kv.Key, "/registry/"), "/")
+	if len(parts) == 4 && parts[0] == "services" && parts[1] == "specs" {
+		parts = append(parts[:1], parts[2:]...)
+	}
 	var resource, ns, name string
 	switch len(parts) {
 	case 2:
@@ -81,10 +86,21 @@ func (c *Cluster) capture(t *testing.T, set, variant string, kv *mvccKV) {
 		t.Fatalf("capture %s: %v", apiPath, err)
 	}
 	pretty.WriteByte('\n')
-	base := filepath.Join(fixturesDir, set, strings.Join([]string{resource, ns, name, variant}, "__"))
+	nameParts := []string{resource, ns, name}
+	if variant != "" {
+		nameParts = append(nameParts, variant)
+	}
+	base := filepath.Join(fixturesDir, set, strings.Join(nameParts, "__"))
 	sum := sha256.Sum256(kv.Value)
-	meta := fmt.Sprintf("key: %s\nmod_revision: %d\ncreate_revision: %d\nversion: %d\nlease: %d\nvalue_size: %d\nsha256: %x\nstored_prefix: %s\n",
-		kv.Key, kv.ModRevision, kv.CreateRevision, kv.Version, kv.Lease, len(kv.Value), sum, storedPrefix(kv.Value))
+	prefix := kv.Value[:min(len(kv.Value), 16)]
+	text := []byte(string(prefix))
+	for i, b := range text {
+		if b < 0x20 || b > 0x7e {
+			text[i] = '.'
+		}
+	}
+	meta := fmt.Sprintf("key=%s\nmod_revision=%d\ncreate_revision=%d\nversion=%d\nlease=%d\nkubectl_resourceVersion=%s\nvalue_bytes=%d\nvalue_sha256=%x\nvalue_prefix_hex=%x\nvalue_prefix_text=%s\n",
+		kv.Key, kv.ModRevision, kv.CreateRevision, kv.Version, kv.Lease, want, len(kv.Value), sum, prefix, text)
 	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -16,17 +17,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// immutableCase is one object whose immutable field etcdpvc patches.
+// immutableCase is one object whose immutable field etcdpvc changes.
 type immutableCase struct {
-	name     string
-	resource string // as etcdpvc names it
-	object   string
-	key      string
-	create   func(ctx context.Context, cs kubernetes.Interface) error
+	name   string
+	key    string
+	create func(ctx context.Context, cs kubernetes.Interface) error
 	// apiChange makes, through the API, the change the patch makes; the
 	// apiserver must refuse it as Invalid.
 	apiChange func(ctx context.Context, cs kubernetes.Interface) error
-	patch     []string // etcdpvc patch flags
+	args      []string // the etcdpvc command; -n, --yes and --backup-dir are added
+	env       []string // extra environment for etcdpvc
 	// served returns the patched field(s) as the apiserver serves them,
 	// with the object's resourceVersion.
 	served func(ctx context.Context, cs kubernetes.Interface) (value, resourceVersion string, err error)
@@ -36,10 +36,11 @@ type immutableCase struct {
 	apiUpdate func(ctx context.Context, cs kubernetes.Interface) (string, error)
 }
 
-// TestPatchImmutableFields changes fields the API forbids changing, and
-// checks that the apiserver serves the new values and that the stored
-// object stays valid: an ordinary API Update afterwards succeeds.
-func TestPatchImmutableFields(t *testing.T) {
+// TestImmutableFields changes, with etcdpvc patch and edit, fields the API
+// forbids changing, and checks that the apiserver serves the new values and
+// that the stored object stays valid: an ordinary API Update afterwards
+// succeeds and keeps them.
+func TestImmutableFields(t *testing.T) {
 	c := sharedCluster(t)
 	c.EnsureNamespace(t, "demo")
 	const ns = "demo"
@@ -50,6 +51,16 @@ func TestPatchImmutableFields(t *testing.T) {
 			return "", "", err
 		}
 		return deref(p.Spec.StorageClassName), p.ResourceVersion, nil
+	}
+	pvcMode := func(ctx context.Context, cs kubernetes.Interface) (string, string, error) {
+		p, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-db-1", metav1.GetOptions{})
+		if err != nil {
+			return "", "", err
+		}
+		if p.Spec.VolumeMode == nil {
+			return "<nil>", p.ResourceVersion, nil
+		}
+		return string(*p.Spec.VolumeMode), p.ResourceVersion, nil
 	}
 	stsTemplate := func(s *appsv1.StatefulSet) string {
 		if len(s.Spec.VolumeClaimTemplates) != 1 {
@@ -62,9 +73,8 @@ func TestPatchImmutableFields(t *testing.T) {
 
 	tests := []immutableCase{
 		{
-			name:     "pvc storageClassName",
-			resource: "pvc", object: "data-db-0",
-			key: "/registry/persistentvolumeclaims/demo/data-db-0",
+			name: "patch pvc storageClassName",
+			key:  "/registry/persistentvolumeclaims/demo/data-db-0",
 			create: func(ctx context.Context, cs kubernetes.Interface) error {
 				_, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, newPVC("data-db-0", "slow", "5Gi"), metav1.CreateOptions{})
 				return err
@@ -78,7 +88,7 @@ func TestPatchImmutableFields(t *testing.T) {
 				_, err = cs.CoreV1().PersistentVolumeClaims(ns).Update(ctx, p, metav1.UpdateOptions{})
 				return err
 			},
-			patch:  []string{"-p", `{"spec":{"storageClassName":"fast"}}`},
+			args:   []string{"patch", "pvc", "data-db-0", "-p", `{"spec":{"storageClassName":"fast"}}`},
 			served: pvcClass,
 			want:   "fast",
 			apiUpdate: func(ctx context.Context, cs kubernetes.Interface) (string, error) {
@@ -95,9 +105,8 @@ func TestPatchImmutableFields(t *testing.T) {
 			},
 		},
 		{
-			name:     "statefulset volumeClaimTemplates",
-			resource: "sts", object: "web",
-			key: "/registry/statefulsets/demo/web",
+			name: "patch statefulset volumeClaimTemplates",
+			key:  "/registry/statefulsets/demo/web",
 			create: func(ctx context.Context, cs kubernetes.Interface) error {
 				_, err := cs.AppsV1().StatefulSets(ns).Create(ctx, newStatefulSet("web"), metav1.CreateOptions{})
 				return err
@@ -111,7 +120,7 @@ func TestPatchImmutableFields(t *testing.T) {
 				_, err = cs.AppsV1().StatefulSets(ns).Update(ctx, s, metav1.UpdateOptions{})
 				return err
 			},
-			patch: []string{"--type", "json", "-p", `[` +
+			args: []string{"patch", "sts", "web", "--type", "json", "-p", `[` +
 				`{"op":"replace","path":"/spec/volumeClaimTemplates/0/spec/storageClassName","value":"fast"},` +
 				`{"op":"replace","path":"/spec/volumeClaimTemplates/0/spec/resources/requests/storage","value":"10Gi"}]`},
 			served: func(ctx context.Context, cs kubernetes.Interface) (string, string, error) {
@@ -138,6 +147,40 @@ func TestPatchImmutableFields(t *testing.T) {
 				return stsTemplate(s), nil
 			},
 		},
+		{
+			name: "edit pvc volumeMode",
+			key:  "/registry/persistentvolumeclaims/demo/data-db-1",
+			create: func(ctx context.Context, cs kubernetes.Interface) error {
+				_, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, newPVC("data-db-1", "local-disks", "5Gi"), metav1.CreateOptions{})
+				return err
+			},
+			apiChange: func(ctx context.Context, cs kubernetes.Interface) error {
+				p, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-db-1", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				p.Spec.VolumeMode = ptr(corev1.PersistentVolumeBlock)
+				_, err = cs.CoreV1().PersistentVolumeClaims(ns).Update(ctx, p, metav1.UpdateOptions{})
+				return err
+			},
+			// The editor is a script, as an operator's $EDITOR is a program.
+			args:   []string{"edit", "pvc", "data-db-1"},
+			env:    []string{"EDITOR=sed -i -e 's/volumeMode: Filesystem/volumeMode: Block/'"},
+			served: pvcMode,
+			want:   "Block",
+			apiUpdate: func(ctx context.Context, cs kubernetes.Interface) (string, error) {
+				p, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-db-1", metav1.GetOptions{})
+				if err != nil {
+					return "", err
+				}
+				p.Annotations = map[string]string{"touched": "by-api"}
+				p, err = cs.CoreV1().PersistentVolumeClaims(ns).Update(ctx, p, metav1.UpdateOptions{})
+				if err != nil {
+					return "", err
+				}
+				return string(*p.Spec.VolumeMode), nil
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,8 +194,10 @@ func TestPatchImmutableFields(t *testing.T) {
 			before := c.etcdGet(t, tc.key)
 			c.capture(t, "plain", "created", before)
 
-			args := append([]string{"patch", tc.resource, tc.object, "-n", ns, "--yes", "--backup-dir", t.TempDir()}, tc.patch...)
-			c.mustEtcdpvc(t, args...)
+			args := slices.Concat(tc.args, []string{"-n", ns, "--yes", "--backup-dir", t.TempDir()})
+			if r := c.etcdpvcEnv(t, tc.env, args...); r.code != 0 {
+				t.Fatalf("want exit status 0:\n%s", r)
+			}
 			after := c.etcdGet(t, tc.key)
 			if after.ModRevision <= before.ModRevision {
 				t.Fatalf("etcd's mod revision did not advance: %d → %d", before.ModRevision, after.ModRevision)
@@ -173,7 +218,7 @@ func TestPatchImmutableFields(t *testing.T) {
 				}
 				return nil
 			})
-			c.capture(t, "plain", "patched", after)
+			c.capture(t, "plain", tc.args[0]+"ed", after) // patched or edited
 
 			got, err := tc.apiUpdate(ctx, c.Client)
 			if err != nil {

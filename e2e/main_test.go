@@ -53,6 +53,13 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: e2e: %v\n", err)
 		return 1
 	}
+	if *captureFixtures {
+		// Start afresh, so that no fixture of an older run is left over.
+		if err := os.RemoveAll(fixturesDir); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: e2e: %v\n", err)
+			return 1
+		}
+	}
 	code := m.Run()
 	if suite.shared != nil {
 		suite.shared.Stop()

@@ -113,3 +113,69 @@ func TestRecoverDeletedConfigMap(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoverDeletedPVC recreates a PVC that was deleted for good (its
+// finalizer removed through the API, as the controller does once no pod
+// uses it). recover takes the last live revision, which was already
+// Terminating, and clears the deletion, so the claim comes back live and
+// still protected.
+func TestRecoverDeletedPVC(t *testing.T) {
+	c := sharedCluster(t)
+	c.EnsureNamespace(t, "demo")
+	ctx := context.Background()
+	const ns, name = "demo", "lost-web-0"
+	pvcs := c.Client.CoreV1().PersistentVolumeClaims(ns)
+	terminating := terminatingPVC(t, c, ns, name)
+	terminating.Finalizers = nil
+	if _, err := pvcs.Update(ctx, terminating, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("remove the finalizer through the API: %v", err)
+	}
+	list, err := pvcs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if p.Name == name {
+			t.Fatalf("pvc %s still listed after its last finalizer was removed", name)
+		}
+	}
+	w, err := pvcs.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	defer w.Stop()
+
+	r := c.mustEtcdpvc(t, "recover", "pvc", name, "-n", ns, "--yes", "--backup-dir", t.TempDir())
+	if !strings.Contains(r.stderr, "was already being deleted") {
+		t.Errorf("no warning that the revision recovered was Terminating:\n%s", r)
+	}
+	if ev := nextEvent(t, w, "watch after recover"); ev.Type != watch.Added {
+		t.Fatalf("watch after recover: got %s, want ADDED", ev.Type)
+	}
+	stored := c.etcdGet(t, "/registry/persistentvolumeclaims/"+ns+"/"+name)
+	var got *corev1.PersistentVolumeClaim
+	eventually(t, "the apiserver serves the recovered pvc", func() error {
+		got, err = pvcs.Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	checks := []struct {
+		what string
+		ok   bool
+	}{
+		{"not Terminating", got.DeletionTimestamp == nil && got.DeletionGracePeriodSeconds == nil},
+		{"finalizers [" + pvcProtection + "]", len(got.Finalizers) == 1 && got.Finalizers[0] == pvcProtection},
+		{"the original uid", got.UID == terminating.UID},
+		{"the original spec", equalJSON(got.Spec, terminating.Spec)},
+		{"etcd's mod revision as resourceVersion", got.ResourceVersion == fmt.Sprint(stored.ModRevision)},
+	}
+	for _, ch := range checks {
+		if !ch.ok {
+			t.Errorf("recovered pvc: want %s\nserved: %s", ch.what, mustJSON(got))
+		}
+	}
+	c.capture(t, "plain", "recovered", stored)
+	got.Labels["touched"] = "by-api"
+	if _, err := pvcs.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("an API Update of the recovered pvc failed: %v", err)
+	}
+}
