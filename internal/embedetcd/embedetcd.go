@@ -55,7 +55,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		if err == nil {
 			return s, nil
 		}
-		if !addrInUse(err) {
+		if !AddrInUse(err) {
 			break
 		}
 	}
@@ -67,7 +67,7 @@ func start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	ports, err := freePorts(2)
+	ports, err := FreePorts(2)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -129,9 +129,10 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// freePorts returns n distinct ports on 127.0.0.1 that were free a moment
-// ago (all n listeners are open at once, so they differ).
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct ports on 127.0.0.1 that were free a moment
+// ago (all n listeners are open at once, so they differ). A server started
+// on them may still lose a race for one: retry when AddrInUse says so.
+func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -150,7 +151,7 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// addrInUse reports whether err is a lost race for a port.
-func addrInUse(err error) bool {
+// AddrInUse reports whether err is a lost race for a port.
+func AddrInUse(err error) bool {
 	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }
