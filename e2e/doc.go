@@ -3,10 +3,13 @@
 // the built etcdpvc binary against them as an operator would, and checks
 // through client-go that the apiserver itself accepts every surgery.
 //
-// The tests carry the build tag e2e. Run them with `make e2e`, or, once the
-// servers are built, with
+// It is a module of its own, so the main module's `go test ./...` does not
+// run it. Run it with `make e2e`, which builds the servers first, or, once
+// they are built, with
 //
-//	cd e2e && go test -count=1 -tags e2e ./...
+//	cd e2e && go test -count=1 ./...
+//
+// Without the servers every test fails at once, saying to run `make e2e`.
 //
 // Add -capture to write the stored bytes and the apiserver's JSON of the
 // objects the scenarios create to testdata/fixtures.

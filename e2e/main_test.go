@@ -1,5 +1,3 @@
-//go:build e2e
-
 package e2e
 
 import (
@@ -55,9 +53,11 @@ func runSuite(m *testing.M) int {
 	}
 	if *captureFixtures {
 		// Start afresh, so that no fixture of an older run is left over.
-		if err := os.RemoveAll(fixturesDir); err != nil {
-			fmt.Fprintf(os.Stderr, "FAIL: e2e: %v\n", err)
-			return 1
+		for _, set := range []string{"plain", "encrypted"} {
+			if err := os.RemoveAll(filepath.Join(fixturesDir, set)); err != nil {
+				fmt.Fprintf(os.Stderr, "FAIL: e2e: %v\n", err)
+				return 1
+			}
 		}
 	}
 	code := m.Run()
