@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -1101,4 +1102,47 @@ func FuzzBoltDecodeKV(f *testing.F) {
 			t.Fatalf("kvKey(canonical) = %q, %v; want %q", key, err, m.Key)
 		}
 	})
+}
+
+// TestBoltBumpedRevisionMarker reads a db the way `etcdutl snapshot restore
+// --bump-revision 1000` leaves it: an entry with an empty value at the
+// bumped revision, which etcd accepts and which holds no key.
+func TestBoltBumpedRevisionMarker(t *testing.T) {
+	path := copyFile(t, corpusSnapshot)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := bucketKey{main: 1255}
+	k := make([]byte, revBytesLen)
+	marker.put(k)
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(keyBucketName).Put(k, []byte{})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := openBolt(t, path, BoltOptions{SkipHashCheck: true, Warn: func(string) {}})
+	n := 0
+	if _, err := b.List(context.Background(), "", ListOptions{}, func(*KeyValue) error {
+		n++
+		return nil
+	}); err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if n != 218 {
+		t.Errorf("listed %d keys, want 218", n)
+	}
+	info, err := b.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Revision != 1255 {
+		t.Errorf("revision = %d, want 1255 (the bumped revision)", info.Revision)
+	}
+	if _, err := b.Get(context.Background(), "/registry/namespaces/demo", 0); err != nil {
+		t.Errorf("Get: %v", err)
+	}
 }
