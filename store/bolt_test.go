@@ -1146,3 +1146,46 @@ func TestBoltBumpedRevisionMarker(t *testing.T) {
 		t.Errorf("Get: %v", err)
 	}
 }
+
+// TestBoltHashCache: a verified snapshot is not hashed again while it is
+// unchanged, and any change to it voids the record.
+func TestBoltHashCache(t *testing.T) {
+	path := copyFile(t, corpusSnapshot)
+	cache := t.TempDir()
+	open := func() (*Bolt, error) {
+		return OpenBolt(path, BoltOptions{HashCacheDir: cache})
+	}
+	b, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := b.Snapshot(); !s.Verified || s.VerifiedEarlier {
+		t.Fatalf("first open: %+v, want verified by hashing", s)
+	}
+	b.Close()
+	b, err = open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := b.Snapshot(); !s.Verified || !s.VerifiedEarlier {
+		t.Fatalf("second open: %+v, want verified from the record", s)
+	}
+	b.Close()
+
+	// Damage one byte of the data, keeping size and mtime: ctime changes.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	if _, err := f.WriteAt([]byte{0xff}, 100); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open(); !errors.Is(err, ErrHashMismatch) && !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open after damage: %v, want a hash mismatch", err)
+	}
+}

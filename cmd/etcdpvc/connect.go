@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
@@ -84,6 +85,7 @@ func openSession(e *env, g *globalOptions) (*session, error) {
 			LockTimeout:   g.LockTimeout,
 			SkipHashCheck: g.SkipHashCheck,
 			Warn:          func(msg string) { fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", msg) },
+			HashCacheDir:  e.hashCacheDir(),
 		})
 		if err != nil {
 			s.Close()
@@ -169,4 +171,17 @@ func (s *session) ref(args []string, namespace, key string) (resource.Ref, error
 		return r, &usageError{msg: err.Error()}
 	}
 	return r, nil
+}
+
+// hashCacheDir is where verified snapshot hashes are remembered:
+// $XDG_CACHE_HOME/etcdpvc/verified, or ~/.cache/etcdpvc/verified; "" (no
+// cache) when neither is known.
+func (e *env) hashCacheDir() string {
+	if d := e.getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "etcdpvc", "verified")
+	}
+	if h := e.getenv("HOME"); h != "" && filepath.IsAbs(h) {
+		return filepath.Join(h, ".cache", "etcdpvc", "verified")
+	}
+	return ""
 }

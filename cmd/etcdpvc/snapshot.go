@@ -40,6 +40,7 @@ func openWriteSession(e *env, g *globalOptions, o writeOptions) (*session, error
 		LockTimeout:   g.LockTimeout,
 		SkipHashCheck: g.SkipHashCheck,
 		Warn:          func(msg string) { fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", msg) },
+		HashCacheDir:  e.hashCacheDir(),
 	})
 	if err != nil {
 		s.Close()

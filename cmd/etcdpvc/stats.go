@@ -218,6 +218,8 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		switch {
 		case !snap.IsSnapshot:
 			rep.Snapshot = "no sha256 trailer (a member db, or a copy of one)"
+		case snap.VerifiedEarlier:
+			rep.Snapshot = "sha256 trailer verified (by an earlier run; the file has not changed since)"
 		case snap.Verified:
 			rep.Snapshot = "sha256 trailer verified"
 		default:

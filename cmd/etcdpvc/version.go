@@ -45,9 +45,9 @@ func depVersion(path string) string {
 
 func versionCommand() command {
 	return command{
-		name:  "version",
-		usage: "print the versions etcdpvc was built with",
-		desc:  "version prints etcdpvc's version and the k8s.io/api, apimachinery, apiserver and etcd client versions it was built with.",
+		name:     "version",
+		usage:    "print the versions etcdpvc was built with",
+		desc:     "version prints etcdpvc's version and the k8s.io/api, apimachinery, apiserver and etcd client versions it was built with.",
 		examples: `etcdpvc version`,
 		action: func(c *cli.Context, e *env) error {
 			fmt.Fprintf(e.stdout, "etcdpvc %s\n", toolVersion())

@@ -1,0 +1,101 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+)
+
+// hashRecord remembers that a snapshot file's sha256 trailer was verified,
+// together with everything that changes when the file does: size, mtime,
+// ctime (which no one can set back), inode and device. A record whose file
+// identity still matches lets a later OpenBolt skip hashing the file again.
+type hashRecord struct {
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	MtimeNS int64  `json:"mtimeNs"`
+	CtimeNS int64  `json:"ctimeNs"`
+	Inode   uint64 `json:"inode"`
+	Device  uint64 `json:"device"`
+	SHA256  string `json:"sha256"`
+}
+
+// hashRecordPath is where the record for path lives in dir.
+func hashRecordPath(dir, path string) string {
+	sum := sha256.Sum256([]byte(path))
+	return filepath.Join(dir, hex.EncodeToString(sum[:16])+".json")
+}
+
+// currentHashRecord describes path as it is now; ok is false where the
+// platform cannot tell ctime and inode.
+func currentHashRecord(path string, trailer string) (hashRecord, bool) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return hashRecord{}, false
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return hashRecord{}, false
+	}
+	r, ok := fileIdentity(fi)
+	if !ok {
+		return hashRecord{}, false
+	}
+	r.Path, r.SHA256 = abs, trailer
+	return r, true
+}
+
+// cachedVerified reports whether dir holds a record that path, with this
+// trailer, was verified and has not changed since.
+func cachedVerified(dir, path, trailer string) bool {
+	if dir == "" {
+		return false
+	}
+	cur, ok := currentHashRecord(path, trailer)
+	if !ok {
+		return false
+	}
+	b, err := os.ReadFile(hashRecordPath(dir, cur.Path))
+	if err != nil {
+		return false
+	}
+	var rec hashRecord
+	if json.Unmarshal(b, &rec) != nil {
+		return false
+	}
+	return rec == cur
+}
+
+// rememberVerified records that path was verified. Failures are ignored:
+// the cache only saves time.
+func rememberVerified(dir, path, trailer string) {
+	if dir == "" {
+		return
+	}
+	cur, ok := currentHashRecord(path, trailer)
+	if !ok {
+		return
+	}
+	b, err := json.Marshal(cur)
+	if err != nil {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(dir, ".record-*")
+	if err != nil {
+		return
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return
+	}
+	if tmp.Close() != nil {
+		return
+	}
+	_ = os.Rename(tmp.Name(), hashRecordPath(dir, cur.Path))
+}
