@@ -50,6 +50,7 @@ func TestScripts(t *testing.T) {
 			e.Setenv("ETCDPVC_NOW", "2026-12-03T00:35:10Z")
 			e.Setenv("NO_COLOR", "1")
 			e.Setenv("XDG_STATE_HOME", filepath.Join(e.WorkDir, ".state"))
+			e.Setenv("XDG_CACHE_HOME", filepath.Join(e.WorkDir, ".cache"))
 			tb, ok := e.T().(testing.TB)
 			if !ok {
 				return fmt.Errorf("script T %T is not a testing.TB", e.T())
