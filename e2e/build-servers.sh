@@ -10,7 +10,7 @@
 # wrapper module's go.mod and go.sum, so it runs again only when a pin
 # changes. The e2e suite computes the same stamp and fails when it differs.
 #
-# A cold kube-apiserver build takes about 15 minutes on 2 cores.
+# A cold build takes 7 to 12 minutes on 2 cores, mostly kube-apiserver.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -11,8 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -40,6 +42,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: e2e: %v\n\nThe e2e suite needs etcd and kube-apiserver built from source: run `make e2e` (or e2e/build-servers.sh) first.\n", err)
 		return 1
 	}
+	removeStaleTempDirs()
 	tmp, err := os.MkdirTemp("", "etcdpvc-e2e-")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: e2e: %v\n", err)
@@ -47,6 +50,10 @@ func runSuite(m *testing.M) int {
 	}
 	suite.tmp = tmp
 	defer os.RemoveAll(tmp)
+	if err := os.WriteFile(filepath.Join(tmp, "pid"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: e2e: %v\n", err)
+		return 1
+	}
 	if suite.etcdpvc, err = buildEtcdpvc(tmp); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: e2e: %v\n", err)
 		return 1
@@ -65,6 +72,26 @@ func runSuite(m *testing.M) int {
 		suite.shared.Stop()
 	}
 	return code
+}
+
+// removeStaleTempDirs removes the temp dirs of earlier runs that died
+// without cleaning up (a panic or a timeout skips TestMain's cleanup; their
+// servers died with them, by Pdeathsig).
+func removeStaleTempDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "etcdpvc-e2e-*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "pid"))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(dir)
+		}
+	}
 }
 
 // sharedCluster returns the etcd and kube-apiserver most tests share,
