@@ -45,16 +45,6 @@ const writeHelp = "Every write shows its diff first, asks for confirmation on a 
 	"saves a durable backup of the stored bytes (mode 0600) and commits with a compare-and-swap on\n" +
 	"the key's mod revision, keeping its lease. `etcdpvc restore BACKUP` undoes it."
 
-// isTerminal reports whether r is a terminal.
-func isTerminal(r any) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 // colorize colours a unified diff for a terminal, unless NO_COLOR is set.
 func colorize(e *env, diff string) string {
 	if !isTerminal(e.stdout) || e.getenv("NO_COLOR") != "" {
