@@ -54,6 +54,13 @@ func (u Undelete) Apply(cur *Current) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("undelete %s %s: %w", cur.Obj.GVK.Kind, cur.Obj.Name(), err)
 	}
+	if isNamespace(cur.Obj) {
+		// A Namespace stays Terminating in its status, and the apiserver
+		// refuses new content in it, until its phase is Active again.
+		if out, err = namespaceActive(cur, out); err != nil {
+			return nil, fmt.Errorf("undelete Namespace %s: %w", cur.Obj.Name(), err)
+		}
+	}
 	return out, nil
 }
 
@@ -84,6 +91,14 @@ func (m Meta) Apply(cur *Current) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("edit metadata of %s %s: %w", cur.Obj.GVK.Kind, cur.Obj.Name(), err)
 	}
+	if isNamespace(cur.Obj) && (m.RemoveAllFinalizers || len(m.RemoveFinalizers) > 0) {
+		// A Namespace's own finalizers (spec.finalizers, "kubernetes")
+		// are what holds a Terminating namespace: removing finalizers
+		// removes them too.
+		if out, err = namespaceSpecFinalizers(cur, out, m.RemoveAllFinalizers, m.RemoveFinalizers); err != nil {
+			return nil, fmt.Errorf("edit finalizers of Namespace %s: %w", cur.Obj.Name(), err)
+		}
+	}
 	return out, nil
 }
 
@@ -95,7 +110,7 @@ func (m Meta) Describe() string {
 		parts = append(parts, "clear deletionTimestamp and deletionGracePeriodSeconds")
 	}
 	if e.RemoveAllFinalizers {
-		parts = append(parts, "remove all finalizers")
+		parts = append(parts, "remove all finalizers (of a Namespace, spec.finalizers too)")
 	} else if len(e.RemoveFinalizers) > 0 {
 		parts = append(parts, "remove finalizers "+strings.Join(e.RemoveFinalizers, ", "))
 	}

@@ -42,7 +42,9 @@ func undeleteCommand() command {
 			"deletion itself added (foregroundDeletion, orphan; --keep-gc-finalizers keeps them). Every\n" +
 			"other finalizer, such as kubernetes.io/pvc-protection, stays. It edits metadata at the wire\n" +
 			"level, so it works on every kind, even one this build does not know, and keeps every other\n" +
-			"byte. It warns when the object is likely to be deleted again (its owner is gone, its namespace\n" +
+			"byte. On a Namespace it also sets status.phase back to Active (the apiserver refuses new\n" +
+			"content in a Terminating namespace) and drops the namespace controller's deletion conditions.\n" +
+			"It warns when the object is likely to be deleted again (its owner is gone, its namespace\n" +
 			"is Terminating, its StatefulSet's retention policy says Delete).\n\n" + writeHelp,
 		examples: `etcdpvc undelete pvc www-web-0 -n demo --dry-run
 etcdpvc undelete pvc www-web-0 -n demo --yes
@@ -72,7 +74,9 @@ func finalizersCommand() command {
 		name:      "finalizers",
 		usage:     "remove (or add) finalizers",
 		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
-		desc:      "finalizers removes the named finalizers (--remove, repeatable) or all of them (--remove-all),\nor adds some (--add), at the wire level.\n\n" + writeHelp,
+		desc: "finalizers removes the named finalizers (--remove, repeatable) or all of them (--remove-all),\n" +
+			"or adds some (--add), at the wire level. On a Namespace, removing also applies to\n" +
+			"spec.finalizers (\"kubernetes\"), which is what keeps a Terminating namespace.\n\n" + writeHelp,
 		examples: `etcdpvc finalizers pvc www-web-0 -n demo --remove kubernetes.io/pvc-protection --yes
 etcdpvc finalizers ns stuck --remove-all --dry-run`,
 		flags: withWrite(
