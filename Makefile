@@ -4,16 +4,19 @@ BIN      ?= bin/etcdpvc
 FUZZTIME ?= 20s
 PKGS     ?= ./...
 
-.PHONY: all build test test-short bench bench-data bench-offline fuzz lint demo clean
+.PHONY: all build test test-unit test-short bench bench-data bench-offline fuzz lint demo clean
 
 all: lint build test
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcdpvc
 
-# test runs the whole suite: unit tests, real in-process etcd servers and
-# the CLI's txtar scripts.
-test:
+# test runs the whole suite: unit tests with real in-process etcd servers
+# and the CLI's txtar scripts (test-unit), then the end-to-end suite against
+# a real kube-apiserver (e2e; the first run builds the servers).
+test: test-unit e2e
+
+test-unit:
 	$(GO) test -count=1 -timeout 30m $(PKGS)
 
 test-short:
@@ -50,6 +53,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	cd e2e && $(GO) vet ./...
 
 demo: build
 	$(BIN) demo
@@ -64,4 +68,4 @@ clean:
 .PHONY: e2e
 e2e:
 	GO=$(GO) e2e/build-servers.sh
-	cd e2e && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
+	cd e2e && $(GO) test -count=1 -timeout 20m ./...
