@@ -83,7 +83,7 @@ func TestGetMatchesAPIServer(t *testing.T) {
 			// serve from its watch cache a moment behind etcd.
 			eventually(t, "etcdpvc and the apiserver at the same revision", func() error {
 				want = c.apiJSON(t, tc.apiPath)
-				r = c.mustEtcdpvc(t, append([]string{"get", "-o", "json"}, tc.args...)...)
+				r = c.mustEtcdpvc(t, append([]string{"get", "-o", "json", "--show-managed-fields"}, tc.args...)...)
 				var got map[string]any
 				if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 					t.Fatalf("etcdpvc get -o json: %v\n%s", err, r)

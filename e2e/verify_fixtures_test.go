@@ -64,7 +64,7 @@ func TestCapturedFixtures(t *testing.T) {
 				t.Errorf("%s.json has resourceVersion %v, .meta.txt says %s", base, rv, fields["kubectl_resourceVersion"])
 			}
 
-			args := []string{"decode", bin, "-o", "json", "--show-secrets", "--etcd-key", fields["key"]}
+			args := []string{"decode", bin, "-o", "json", "--show-secrets", "--show-managed-fields", "--etcd-key", fields["key"]}
 			if bytes.HasPrefix(value, []byte("k8s:enc:")) {
 				args = append(args, "--encryption-config", encryptionConfig)
 			}

@@ -34,13 +34,14 @@ etcdpvc decode value.bin --etcd-key /registry/secrets/demo/s --encryption-config
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml or json"},
 			&cli.StringFlag{Name: "etcd-key", Usage: "the etcd key the value was stored under (needed to decrypt)"},
 			&cli.BoolFlag{Name: "show-secrets", Usage: "print Secret values instead of their sizes"},
+			managedFieldsFlag(),
 		},
 		action: func(c *cli.Context, e *env) error {
 			if c.NArg() > 1 {
 				return usagef("decode takes at most one input file")
 			}
 			o := decodeOptions{Input: c.Args().First(), Key: c.String("etcd-key"),
-				Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets")}}
+				Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: !c.Bool("show-managed-fields")}}
 			if err := checkOutput(o.Print.Output, "yaml", "json"); err != nil {
 				return err
 			}

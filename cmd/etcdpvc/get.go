@@ -40,10 +40,11 @@ etcdpvc --db snapshot.db get sts web -n demo --rev 1200`,
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml, json or raw"},
 			&cli.Int64Flag{Name: "rev", Usage: "read at this revision (0: the latest)"},
 			&cli.BoolFlag{Name: "show-secrets", Usage: "print Secret values instead of their sizes"},
+			managedFieldsFlag(),
 		),
 		action: func(c *cli.Context, e *env) error {
 			o := getOptions{Args: c.Args().Slice(), Namespace: c.String("namespace"), Key: c.String("etcd-key"),
-				Rev: c.Int64("rev"), Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets")}}
+				Rev: c.Int64("rev"), Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: !c.Bool("show-managed-fields")}}
 			if err := checkOutput(o.Print.Output, "yaml", "json", "raw"); err != nil {
 				return err
 			}

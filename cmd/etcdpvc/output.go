@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/urfave/cli/v2"
 	"sigs.k8s.io/yaml"
 )
 
@@ -27,6 +28,9 @@ func openInput(e *env, name string) (io.ReadCloser, error) {
 type printOptions struct {
 	Output      string // yaml or json
 	ShowSecrets bool
+	// HideManagedFields drops metadata.managedFields, as kubectl does by
+	// default.
+	HideManagedFields bool
 }
 
 func checkOutput(o string, allowed ...string) error {
@@ -42,6 +46,9 @@ func checkOutput(o string, allowed ...string) error {
 func printObject(w io.Writer, content map[string]any, o printOptions) error {
 	if !o.ShowSecrets {
 		content = redactSecret(content)
+	}
+	if o.HideManagedFields {
+		content = withoutManagedFields(content)
 	}
 	switch o.Output {
 	case "json":
@@ -99,4 +106,30 @@ func base64DecodedLen(s string) int {
 		n--
 	}
 	return n
+}
+
+// withoutManagedFields returns content without metadata.managedFields (a
+// copy when there were some).
+func withoutManagedFields(content map[string]any) map[string]any {
+	md, ok := content["metadata"].(map[string]any)
+	if !ok || md["managedFields"] == nil {
+		return content
+	}
+	out := make(map[string]any, len(content))
+	for k, v := range content {
+		out[k] = v
+	}
+	m := make(map[string]any, len(md))
+	for k, v := range md {
+		if k != "managedFields" {
+			m[k] = v
+		}
+	}
+	out["metadata"] = m
+	return out
+}
+
+// managedFieldsFlag is --show-managed-fields, off by default as in kubectl.
+func managedFieldsFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "show-managed-fields", Usage: "print metadata.managedFields (hidden by default, as in kubectl)"}
 }
