@@ -148,51 +148,59 @@ func resolveGlobals(c *cli.Context, e *env) (*globalOptions, error) {
 		if set {
 			o.explicit[g.name] = true
 		}
-		var err error
-		switch g.name {
-		case "endpoints":
-			o.Endpoints = list
-		case "cacert":
-			o.CACert = s
-		case "cert":
-			o.Cert = s
-		case "key":
-			o.Key = s
-		case "user":
-			o.User = s
-		case "password":
-			o.Password = s
-		case "insecure-skip-tls-verify":
-			o.InsecureSkipTLSVerify = s == "true"
-		case "dial-timeout":
-			o.DialTimeout, err = time.ParseDuration(s)
-		case "command-timeout":
-			o.CommandTimeout, err = time.ParseDuration(s)
-		case "consistency":
-			o.Consistency = s
-			if s != "l" && s != "s" {
-				err = fmt.Errorf("must be l or s")
-			}
-		case "prefix":
-			o.Prefix = "/" + strings.Trim(s, "/")
-		case "kubeadm":
-			o.Kubeadm = s == "true"
-		case "manifests-dir":
-			o.ManifestsDir = s
-		case "db":
-			o.DB = s
-		case "lock-timeout":
-			o.LockTimeout, err = time.ParseDuration(s)
-		case "skip-hash-check":
-			o.SkipHashCheck = s == "true"
-		case "encryption-config":
-			o.EncryptionConfig = s
-		}
-		if err != nil {
-			return nil, usagef("--%s %q: %v", g.name, s, err)
+		if err := o.set(g.name, s, list); err != nil {
+			return nil, err
 		}
 	}
 	return o, nil
+}
+
+// set stores one global flag's value (s, or list for --endpoints).
+func (o *globalOptions) set(name, s string, list []string) error {
+	var err error
+	switch name {
+	case "endpoints":
+		o.Endpoints = list
+	case "cacert":
+		o.CACert = s
+	case "cert":
+		o.Cert = s
+	case "key":
+		o.Key = s
+	case "user":
+		o.User = s
+	case "password":
+		o.Password = s
+	case "insecure-skip-tls-verify":
+		o.InsecureSkipTLSVerify = s == "true"
+	case "dial-timeout":
+		o.DialTimeout, err = time.ParseDuration(s)
+	case "command-timeout":
+		o.CommandTimeout, err = time.ParseDuration(s)
+	case "consistency":
+		o.Consistency = s
+		if s != "l" && s != "s" {
+			err = fmt.Errorf("must be l or s")
+		}
+	case "prefix":
+		o.Prefix = "/" + strings.Trim(s, "/")
+	case "kubeadm":
+		o.Kubeadm = s == "true"
+	case "manifests-dir":
+		o.ManifestsDir = s
+	case "db":
+		o.DB = s
+	case "lock-timeout":
+		o.LockTimeout, err = time.ParseDuration(s)
+	case "skip-hash-check":
+		o.SkipHashCheck = s == "true"
+	case "encryption-config":
+		o.EncryptionConfig = s
+	}
+	if err != nil {
+		return usagef("--%s %q: %v", name, s, err)
+	}
+	return nil
 }
 
 // command is one etcdpvc command: its urfave definition and its action.

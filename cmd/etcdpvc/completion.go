@@ -363,33 +363,8 @@ func completionSession(c *cli.Context, e *env, l completionLine) (*session, *env
 			continue
 		}
 		g.explicit[gf.name] = true
-		switch gf.name {
-		case "endpoints":
-			g.Endpoints = splitList([]string{v})
-		case "cacert":
-			g.CACert = v
-		case "cert":
-			g.Cert = v
-		case "key":
-			g.Key = v
-		case "user":
-			g.User = v
-		case "password":
-			g.Password = v
-		case "insecure-skip-tls-verify":
-			g.InsecureSkipTLSVerify = v == "true"
-		case "consistency":
-			g.Consistency = v
-		case "prefix":
-			g.Prefix = "/" + strings.Trim(v, "/")
-		case "kubeadm":
-			g.Kubeadm = v == "true"
-		case "manifests-dir":
-			g.ManifestsDir = v
-		case "db":
-			g.DB = v
-		case "encryption-config":
-			g.EncryptionConfig = v
+		if g.set(gf.name, v, splitList([]string{v})) != nil {
+			return nil, nil, func() {}
 		}
 	}
 	g.DialTimeout = min(g.DialTimeout, completeTimeout/2)
