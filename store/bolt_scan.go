@@ -166,9 +166,12 @@ type rawKV struct {
 }
 
 // keyValue copies r out of the transaction; the value only if withValue.
-func (r rawKV) keyValue(withValue bool) *KeyValue {
+func (r rawKV) keyValue(withValue bool) *KeyValue { return r.keyValueAs(string(r.key), withValue) }
+
+// keyValueAs is keyValue with the key, r.key as a string, given.
+func (r rawKV) keyValueAs(key string, withValue bool) *KeyValue {
 	kv := &KeyValue{
-		Key:            string(r.key),
+		Key:            key,
 		CreateRevision: r.create,
 		ModRevision:    r.mod,
 		Version:        r.version,
@@ -252,12 +255,16 @@ type latestQuery struct {
 	withValues     bool  // copy values out (else KeyValue.Value is nil)
 }
 
-// latestEntry is scanLatest's per-key state: the key and three revisions,
-// never a value.
+// latestEntry is scanLatest's per-key state: the key, the encoded value
+// of its newest put and a tombstone revision. value aliases the mapped file
+// (it is valid only inside the read transaction, which scanLatest holds
+// throughout); nothing is copied.
 type latestEntry struct {
 	key string
-	// liveMain, liveSub: the key's newest put (liveMain 0: none held).
-	liveMain, liveSub int64
+	// value: the encoded mvccpb.KeyValue of the key's newest put (nil:
+	// none held); live is that put's revision, for error messages.
+	value []byte
+	live  bucketKey
 	// deleted: main revision of a tombstone newer than that put (0: live).
 	deleted int64
 }
@@ -270,23 +277,27 @@ type latestEntry struct {
 //
 //  1. One forward cursor pass. For each entry, read only the value's key
 //     field; skip it unless it matches. Keep, per key, a latestEntry: a
-//     put sets the live revision and clears the tombstone, a tombstone sets
+//     put sets the live value and clears the tombstone, a tombstone sets
 //     it. A map from key to an index into a slice finds the entry without
-//     allocating on updates. Values are not kept, so memory is about 100
+//     allocating on updates. The live value is kept as a slice of the
+//     mapped file, not copied: bbolt's mapping of a read-only file stays in
+//     place for the whole read transaction, and a read-only transaction
+//     never materializes pages into the heap. Memory is thus about 100
 //     bytes plus the key length per key, whatever the history depth.
 //  2. Drop the map; sort the slice by key.
-//  3. For each entry in key order, fetch its live revision with a B+tree
-//     seek by revision, decode it, copy what is handed out, call fn.
+//  3. For each entry in key order, decode its value, copy what is handed
+//     out, call fn.
 //
-// Step 3 is random access, but into a file that MAP_POPULATE (or step 1)
-// has just brought into memory; a second sequential pass instead would
-// have to hold values to emit them in key order.
+// Step 3 reads values in key order, that is, at random places of a file
+// that MAP_POPULATE (or step 1) has just brought into memory; a second
+// sequential pass instead would have to hold values to emit them in key
+// order.
 func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyValue, deleteRev int64) error) error {
 	return b.view(func(tx *bolt.Tx, g *viewGuard) error {
 		kb := keyBucket(tx)
 		index := make(map[string]int)
 		var entries []latestEntry
-		err := forEachRevision(ctx, kb, q.match, q.atRev, func(bk bucketKey, key, _ []byte) error {
+		err := forEachRevision(ctx, kb, q.match, q.atRev, func(bk bucketKey, key, v []byte) error {
 			i, ok := index[string(key)]
 			if !ok {
 				i = len(entries)
@@ -298,7 +309,7 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 			if bk.tombstone {
 				e.deleted = bk.main
 			} else {
-				e.liveMain, e.liveSub, e.deleted = bk.main, bk.sub, 0
+				e.value, e.live, e.deleted = v, bk, 0
 			}
 			return nil
 		})
@@ -308,8 +319,6 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 		index = nil
 		slices.SortFunc(entries, func(a, b latestEntry) int { return strings.Compare(a.key, b.key) })
 
-		var rk [revBytesLen]byte
-		c := kb.Cursor() // one cursor for every lookup: Bucket.Get allocates one each
 		for i := range entries {
 			if i%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
@@ -321,18 +330,12 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 				continue
 			}
 			kv := &KeyValue{Key: e.key}
-			if e.liveMain != 0 {
-				bk := bucketKey{main: e.liveMain, sub: e.liveSub}
-				bk.put(rk[:])
-				k, v := c.Seek(rk[:])
-				if !bytes.Equal(k, rk[:]) {
-					return fmt.Errorf("%v of %s: %w: vanished during the read", bk, e.key, ErrCorrupt)
-				}
-				raw, err := decodeKV(v)
+			if e.value != nil {
+				raw, err := decodeKV(e.value)
 				if err != nil {
-					return fmt.Errorf("%v: %w", bk, err)
+					return fmt.Errorf("%v: %w", e.live, err)
 				}
-				kv = raw.keyValue(q.withValues)
+				kv = raw.keyValueAs(e.key, q.withValues)
 			}
 			g.inCallback = true
 			err := fn(kv, e.deleted)
