@@ -142,14 +142,27 @@ func (c *Cluster) logOnFailure(t *testing.T) {
 }
 
 func (c *Cluster) startEtcd() error {
+	return c.startEtcdOn(filepath.Join(c.Dir, "etcd-data"), nil)
+}
+
+// startEtcdOn starts etcd on dataDir. When prepare is not nil, each attempt
+// first removes dataDir and has prepare fill it for the member e2e at
+// peerURL (etcdutl snapshot restore needs both).
+func (c *Cluster) startEtcdOn(dataDir string, prepare func(dataDir, name, peerURL string) error) error {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		client, peer := freePort(), freePort()
 		c.EtcdURL = fmt.Sprintf("http://127.0.0.1:%d", client)
 		peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-		p, err := startProc("etcd", filepath.Join(c.Dir, fmt.Sprintf("etcd-%d.log", attempt)), suite.etcd,
+		if prepare != nil {
+			os.RemoveAll(dataDir)
+			if err := prepare(dataDir, "e2e", peerURL); err != nil {
+				return err
+			}
+		}
+		p, err := startProc("etcd", filepath.Join(c.Dir, fmt.Sprintf("etcd-%d-%d.log", time.Now().UnixNano(), attempt)), suite.etcd,
 			"--name", "e2e",
-			"--data-dir", filepath.Join(c.Dir, "etcd-data"),
+			"--data-dir", dataDir,
 			"--listen-client-urls", c.EtcdURL,
 			"--advertise-client-urls", c.EtcdURL,
 			"--listen-peer-urls", peerURL,
@@ -169,9 +182,33 @@ func (c *Cluster) startEtcd() error {
 		if !strings.Contains(p.tail(20), "address already in use") {
 			break
 		}
-		os.RemoveAll(filepath.Join(c.Dir, "etcd-data"))
+		os.RemoveAll(dataDir)
 	}
 	return lastErr
+}
+
+// RestartOnNewDataDir stops the kube-apiserver and etcd, and starts etcd
+// on a new data dir that prepare fills (etcdutl snapshot restore) and then
+// the kube-apiserver on it, with the same certificates and token: an
+// operator restoring a snapshot. etcd's ports change; the old data dir is
+// left as it was.
+func (c *Cluster) RestartOnNewDataDir(prepare func(dataDir, name, peerURL string) error) error {
+	c.kas.stop(stopGrace)
+	c.kas = nil
+	if c.Etcd != nil {
+		c.Etcd.Close()
+		c.Etcd = nil
+	}
+	c.etcd.stop(stopGrace)
+	c.etcd = nil
+	dataDir, err := os.MkdirTemp(c.Dir, "etcd-restored-")
+	if err != nil {
+		return err
+	}
+	if err := c.startEtcdOn(dataDir, prepare); err != nil {
+		return err
+	}
+	return c.startAPIServer()
 }
 
 func (c *Cluster) waitEtcd() error {
