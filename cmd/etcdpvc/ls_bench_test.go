@@ -180,7 +180,10 @@ func TestLsCountsEveryObject(t *testing.T) {
 
 // BenchmarkLs loads ETCDPVC_BENCH_OBJECTS (default 100000) PVCs and Pods
 // into a real etcd and times `ls -A --terminating` and `ls pods -A` run as
-// a process, reporting objects/s and the process's peak RSS.
+// a process, reporting objects/s and the process's peak RSS. With
+// ETCDPVC_BENCH_ETCDCTL naming an etcdctl binary, `etcdctl get --prefix
+// --keys-only` and `etcdctl get --prefix -w protobuf` run side by side on
+// the same data as references.
 func BenchmarkLs(b *testing.B) {
 	n := 100000
 	if s := os.Getenv("ETCDPVC_BENCH_OBJECTS"); s != "" {
@@ -190,19 +193,28 @@ func BenchmarkLs(b *testing.B) {
 	loadObjects(b, c.Client(b), n, 100)
 	bin := buildBinary(b)
 	env := []string{"ETCDCTL_ENDPOINTS=" + strings.Join(c.Endpoints(), ",")}
-	for _, tc := range []struct {
+	type run struct {
 		name    string
+		bin     string
 		objects int
 		args    []string
-	}{
-		{"terminating-all", n, []string{"ls", "-A", "--terminating"}},
-		{"pods-all", n / 2, []string{"ls", "pods", "-A"}},
-	} {
+	}
+	runs := []run{
+		{"terminating-all", bin, n, []string{"ls", "-A", "--terminating"}},
+		{"pods-all", bin, n / 2, []string{"ls", "pods", "-A"}},
+	}
+	if etcdctl := os.Getenv("ETCDPVC_BENCH_ETCDCTL"); etcdctl != "" {
+		ep := "--endpoints=" + strings.Join(c.Endpoints(), ",")
+		runs = append(runs,
+			run{"etcdctl-keys-only", etcdctl, n, []string{ep, "get", "/registry/", "--prefix", "--keys-only"}},
+			run{"etcdctl-protobuf", etcdctl, n, []string{ep, "get", "/registry/", "--prefix", "-w", "protobuf"}})
+	}
+	for _, tc := range runs {
 		b.Run(tc.name, func(b *testing.B) {
 			var total time.Duration
 			var peak int64
 			for i := 0; i < b.N; i++ {
-				_, d, rss := runProcess(b, bin, env, tc.args...)
+				_, d, rss := runProcess(b, tc.bin, env, tc.args...)
 				total += d
 				if rss > peak {
 					peak = rss
