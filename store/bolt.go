@@ -491,6 +491,32 @@ func (b *Bolt) List(ctx context.Context, prefix string, opts ListOptions, fn fun
 	return at, nil
 }
 
+// ListBorrowed is List without the copies: kv, and kv.Value, which is a
+// slice of the mapped file, are valid only during the call to fn, which
+// must neither keep nor modify them (copy what it keeps). A listing that
+// reads each value once and keeps only what it derives from it saves a
+// copy of every value.
+func (b *Bolt) ListBorrowed(ctx context.Context, prefix string, opts ListOptions, fn func(kv *KeyValue) error) (int64, error) {
+	m, err := prefixMatch(prefix)
+	if err != nil {
+		return 0, fmt.Errorf("list: %w", err)
+	}
+	at, err := b.readRevision(opts.Revision)
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	err = b.scanLatest(ctx, latestQuery{
+		match:      m,
+		atRev:      at,
+		withValues: !opts.KeysOnly,
+		borrow:     true,
+	}, func(kv *KeyValue, _ int64) error { return fn(kv) })
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	return at, nil
+}
+
 // History calls fn for every revision of key the file holds, oldest first,
 // tombstones included (Event.Deleted, KV.ModRevision the delete's
 // revision). A re-created key shows each incarnation, the delete between

@@ -252,7 +252,10 @@ type latestQuery struct {
 	match          keyMatch
 	atRev          int64 // ignore revisions above (0: none)
 	includeDeleted bool  // report keys whose newest revision is a tombstone
-	withValues     bool  // copy values out (else KeyValue.Value is nil)
+	withValues     bool  // hand out values (else KeyValue.Value is nil)
+	// borrow hands out one KeyValue, reused, whose Value aliases the
+	// mapped file: valid only during the call (see Bolt.ListBorrowed).
+	borrow bool
 }
 
 // latestEntry is scanLatest's per-key state: the key, the encoded value
@@ -319,6 +322,7 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 		index = nil
 		slices.SortFunc(entries, func(a, b latestEntry) int { return strings.Compare(a.key, b.key) })
 
+		var reused KeyValue
 		for i := range entries {
 			if i%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
@@ -329,8 +333,21 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 			if e.deleted != 0 && !q.includeDeleted {
 				continue
 			}
-			kv := &KeyValue{Key: e.key}
-			if e.value != nil {
+			var kv *KeyValue
+			switch {
+			case e.value == nil:
+				kv = &KeyValue{Key: e.key}
+			case q.borrow:
+				raw, err := decodeKV(e.value)
+				if err != nil {
+					return fmt.Errorf("%v: %w", e.live, err)
+				}
+				reused = KeyValue{Key: e.key, CreateRevision: raw.create, ModRevision: raw.mod, Version: raw.version, Lease: raw.lease}
+				if q.withValues && len(raw.value) > 0 {
+					reused.Value = raw.value
+				}
+				kv = &reused
+			default:
 				raw, err := decodeKV(e.value)
 				if err != nil {
 					return fmt.Errorf("%v: %w", e.live, err)

@@ -178,7 +178,12 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 			return handle(kv, deleteRev)
 		})
 	} else {
-		_, err = s.reader.List(e.ctx, prefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Rev}, func(kv *store.KeyValue) error {
+		list := s.reader.List
+		if s.bolt != nil {
+			// handle keeps nothing of kv: no need to copy every value.
+			list = s.bolt.ListBorrowed
+		}
+		_, err = list(e.ctx, prefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Rev}, func(kv *store.KeyValue) error {
 			return handle(kv, 0)
 		})
 	}
