@@ -198,6 +198,24 @@ func BenchmarkBoltScanLatest(b *testing.B) {
 	reportScan(b, revs)
 }
 
+// BenchmarkBoltListBorrowedAll is what `ls -A --db` reads: every key's
+// newest value, in key order, values not copied.
+func BenchmarkBoltListBorrowedAll(b *testing.B) {
+	db, revs, size := benchFile(b)
+	b.SetBytes(size)
+	ctx := context.Background()
+	for b.Loop() {
+		n := 0
+		if _, err := db.ListBorrowed(ctx, "", ListOptions{}, func(*KeyValue) error { n++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		if n == 0 {
+			b.Fatal("no keys")
+		}
+	}
+	reportScan(b, revs)
+}
+
 func BenchmarkBoltListPrefix(b *testing.B) {
 	db, revs, size := benchFile(b)
 	b.SetBytes(size)

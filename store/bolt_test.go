@@ -104,7 +104,57 @@ func listAll(t *testing.T, r Reader, prefix string, opts ListOptions) ([]*KeyVal
 	if err != nil {
 		t.Fatalf("List(%q, %+v): %v", prefix, opts, err)
 	}
+	if b, ok := r.(*Bolt); ok {
+		// ListBorrowed must hand out the same, valid during each call.
+		var borrowed []*KeyValue
+		brev, err := b.ListBorrowed(context.Background(), prefix, opts, func(kv *KeyValue) error {
+			c := *kv
+			c.Value = bytes.Clone(kv.Value)
+			borrowed = append(borrowed, &c)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("ListBorrowed(%q, %+v): %v", prefix, opts, err)
+		}
+		if diff := cmp.Diff(kvs, borrowed); diff != "" || brev != rev {
+			t.Errorf("ListBorrowed(%q, %+v) differs from List (revision %d, List's %d) (-List +ListBorrowed):\n%s", prefix, opts, brev, rev, diff)
+		}
+	}
 	return kvs, rev
+}
+
+// TestLatestIndex checks scanLatest's hash table across many growths: the
+// same key always finds its entry, distinct keys never share one.
+func TestLatestIndex(t *testing.T) {
+	x := newLatestIndex()
+	const n = 100_000
+	key := func(i int) []byte { return fmt.Appendf(nil, "/registry/pods/ns-%d/pod-%d", i%97, i) }
+	for round := range 3 {
+		for i := range n {
+			e := x.get(key(i))
+			if round == 0 {
+				if e.liveMain != 0 {
+					t.Fatalf("new key %d: entry in use (%q)", i, e.key)
+				}
+				e.liveMain = int64(i + 1)
+			}
+			if e.liveMain != int64(i+1) || e.key != string(key(i)) {
+				t.Fatalf("round %d, key %d: got entry %q (%d)", round, i, e.key, e.liveMain)
+			}
+		}
+	}
+	if x.n != n {
+		t.Fatalf("%d entries, want %d", x.n, n)
+	}
+	order := x.sorted()
+	if len(order) != n {
+		t.Fatalf("sorted: %d entries, want %d", len(order), n)
+	}
+	for i := 1; i < len(order); i++ {
+		if a, b := x.entry(order[i-1]).key, x.entry(order[i]).key; a >= b {
+			t.Fatalf("sorted: %q before %q", a, b)
+		}
+	}
 }
 
 func keysOf(kvs []*KeyValue) []string {
