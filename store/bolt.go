@@ -517,6 +517,31 @@ func (b *Bolt) ListBorrowed(ctx context.Context, prefix string, opts ListOptions
 	return at, nil
 }
 
+// ListParallel is ListBorrowed on several cores: mapFn is called for every
+// live key under prefix as of opts.Revision, from up to workers goroutines
+// at once, and emit with each result, from the calling goroutine, in key
+// order. As for ListBorrowed, kv and kv.Value are valid only during the
+// call to mapFn. If mapFn fails for a key, emit gets the results of the
+// keys before it and ListParallel returns that error; if emit fails,
+// ListParallel returns its error. A panic in mapFn or emit is re-raised in
+// the calling goroutine. Results wait for their turn in batches: memory
+// holds at most a few hundred per worker.
+func ListParallel[T any](ctx context.Context, b *Bolt, prefix string, opts ListOptions, workers int, mapFn func(kv *KeyValue) (T, error), emit func(T) error) (int64, error) {
+	m, err := prefixMatch(prefix)
+	if err != nil {
+		return 0, fmt.Errorf("list: %w", err)
+	}
+	at, err := b.readRevision(opts.Revision)
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	err = listParallel(ctx, b, latestQuery{match: m, atRev: at, withValues: !opts.KeysOnly}, workers, mapFn, emit)
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	return at, nil
+}
+
 // History calls fn for every revision of key the file holds, oldest first,
 // tombstones included (Event.Deleted, KV.ModRevision the delete's
 // revision). A re-created key shows each incarnation, the delete between

@@ -6,8 +6,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -398,23 +401,7 @@ func (x *latestIndex) sorted() []uint32 {
 // sequential pass instead would have to hold values to emit them in key
 // order.
 func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyValue, deleteRev int64) error) error {
-	return b.view(func(tx *bolt.Tx, g *viewGuard) error {
-		kb := keyBucket(tx)
-		index := newLatestIndex()
-		err := forEachRevision(ctx, kb, q.match, q.atRev, func(bk bucketKey, key, v []byte) error {
-			e := index.get(key)
-			if bk.tombstone {
-				e.deleted = bk.main
-			} else {
-				e.value, e.liveMain, e.liveSub, e.deleted = v, bk.main, bk.sub, 0
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		order := index.sorted()
-
+	return b.latestIndexed(ctx, q, func(g *viewGuard, index *latestIndex, order []uint32) error {
 		var reused KeyValue
 		for n, i := range order {
 			if n%ctxCheckEvery == 0 {
@@ -431,13 +418,8 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 			case e.value == nil:
 				kv = &KeyValue{Key: e.key}
 			case q.borrow:
-				raw, err := decodeKV(e.value)
-				if err != nil {
-					return fmt.Errorf("%v: %w", bucketKey{main: e.liveMain, sub: e.liveSub}, err)
-				}
-				reused = KeyValue{Key: e.key, CreateRevision: raw.create, ModRevision: raw.mod, Version: raw.version, Lease: raw.lease}
-				if q.withValues && len(raw.value) > 0 {
-					reused.Value = raw.value
+				if err := e.borrow(&reused, q.withValues); err != nil {
+					return err
 				}
 				kv = &reused
 			default:
@@ -456,4 +438,161 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 		}
 		return nil
 	})
+}
+
+// latestIndexed runs scanLatest's steps 1 and 2 in a read transaction and
+// then, still inside it, calls then with the entries and their key order.
+func (b *Bolt) latestIndexed(ctx context.Context, q latestQuery, then func(g *viewGuard, index *latestIndex, order []uint32) error) error {
+	return b.view(func(tx *bolt.Tx, g *viewGuard) error {
+		index := newLatestIndex()
+		err := forEachRevision(ctx, keyBucket(tx), q.match, q.atRev, func(bk bucketKey, key, v []byte) error {
+			e := index.get(key)
+			if bk.tombstone {
+				e.deleted = bk.main
+			} else {
+				e.value, e.liveMain, e.liveSub, e.deleted = v, bk.main, bk.sub, 0
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return then(g, index, index.sorted())
+	})
+}
+
+// borrow decodes e's live value into kv, its byte fields aliasing the
+// mapped file; kv.Value only if withValues. e.value must be set.
+func (e *latestEntry) borrow(kv *KeyValue, withValues bool) error {
+	raw, err := decodeKV(e.value)
+	if err != nil {
+		return fmt.Errorf("%v: %w", bucketKey{main: e.liveMain, sub: e.liveSub}, err)
+	}
+	*kv = KeyValue{Key: e.key, CreateRevision: raw.create, ModRevision: raw.mod, Version: raw.version, Lease: raw.lease}
+	if withValues && len(raw.value) > 0 {
+		kv.Value = raw.value
+	}
+	return nil
+}
+
+// parallelBatch is a run of consecutive keys (positions lo to hi in key
+// order) that one worker of listParallel maps.
+type parallelBatch[T any] struct {
+	lo, hi int
+	out    []T
+	// n results are in out; err (if set) is the error of the key after
+	// them, and nothing after it was mapped.
+	err error
+	// panicked: the worker panicked with panicVal, in mapFn if inMap.
+	panicked, inMap bool
+	panicVal        any
+	done            chan struct{}
+}
+
+// parallelBatchLen is how many keys a worker of listParallel maps at a
+// time (a variable for tests); at most parallelInflight batches per worker
+// are mapped ahead of the one being emitted, which bounds the results held.
+var parallelBatchLen = 256
+
+const parallelInflight = 4
+
+// listParallel is ListParallel's body, on the query q (live keys only).
+func listParallel[T any](ctx context.Context, b *Bolt, q latestQuery, workers int, mapFn func(kv *KeyValue) (T, error), emit func(T) error) error {
+	workers = max(workers, 1)
+	return b.latestIndexed(ctx, q, func(g *viewGuard, index *latestIndex, order []uint32) error {
+		// Only live keys: drop the others first, so that batches are even.
+		live := order[:0]
+		for _, i := range order {
+			if index.entry(i).deleted == 0 {
+				live = append(live, i)
+			}
+		}
+		order = live
+
+		jobs := make(chan *parallelBatch[T], workers*parallelInflight)
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				// Like view's: a fault reading the mapped file panics.
+				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+				for bt := range jobs {
+					if !stop.Load() {
+						mapBatch(bt, index, order, q.withValues, mapFn)
+					}
+					close(bt.done)
+				}
+			})
+		}
+		// The workers read the mapped file: they must be done before the
+		// transaction ends, whatever way this returns.
+		defer func() {
+			stop.Store(true)
+			close(jobs)
+			wg.Wait()
+		}()
+
+		var pending []*parallelBatch[T]
+		next := 0
+		for next < len(order) || len(pending) > 0 {
+			for next < len(order) && len(pending) < workers*parallelInflight {
+				bt := &parallelBatch[T]{lo: next, hi: min(next+parallelBatchLen, len(order)), done: make(chan struct{})}
+				next = bt.hi
+				pending = append(pending, bt)
+				jobs <- bt
+			}
+			bt := pending[0]
+			pending = pending[1:]
+			<-bt.done
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			for _, t := range bt.out {
+				g.inCallback = true
+				err := emit(t)
+				g.inCallback = false
+				if err != nil {
+					return err
+				}
+			}
+			if bt.panicked {
+				g.inCallback = bt.inMap
+				panic(bt.panicVal)
+			}
+			if bt.err != nil {
+				return bt.err
+			}
+		}
+		return nil
+	})
+}
+
+// mapBatch maps the keys of bt, recording its results, its first error or
+// a panic.
+func mapBatch[T any](bt *parallelBatch[T], index *latestIndex, order []uint32, withValues bool, mapFn func(kv *KeyValue) (T, error)) {
+	inMap := false
+	defer func() {
+		if r := recover(); r != nil {
+			bt.panicked, bt.inMap, bt.panicVal = true, inMap, r
+		}
+	}()
+	bt.out = make([]T, 0, bt.hi-bt.lo)
+	var kv KeyValue
+	for _, i := range order[bt.lo:bt.hi] {
+		e := index.entry(i)
+		if e.value == nil {
+			kv = KeyValue{Key: e.key}
+		} else if err := e.borrow(&kv, withValues); err != nil {
+			bt.err = err
+			return
+		}
+		inMap = true
+		t, err := mapFn(&kv)
+		inMap = false
+		if err != nil {
+			bt.err = err
+			return
+		}
+		bt.out = append(bt.out, t)
+	}
 }

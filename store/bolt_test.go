@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -118,6 +119,26 @@ func listAll(t *testing.T, r Reader, prefix string, opts ListOptions) ([]*KeyVal
 		}
 		if diff := cmp.Diff(kvs, borrowed); diff != "" || brev != rev {
 			t.Errorf("ListBorrowed(%q, %+v) differs from List (revision %d, List's %d) (-List +ListBorrowed):\n%s", prefix, opts, brev, rev, diff)
+		}
+		for _, workers := range []int{1, 3} {
+			var mapped []*KeyValue
+			batchLen := parallelBatchLen
+			parallelBatchLen = 5 // many batches even on small files
+			prev, err := ListParallel(context.Background(), b, prefix, opts, workers, func(kv *KeyValue) (*KeyValue, error) {
+				c := *kv
+				c.Value = bytes.Clone(kv.Value)
+				return &c, nil
+			}, func(kv *KeyValue) error {
+				mapped = append(mapped, kv)
+				return nil
+			})
+			parallelBatchLen = batchLen
+			if err != nil {
+				t.Fatalf("ListParallel(%q, %+v, %d workers): %v", prefix, opts, workers, err)
+			}
+			if diff := cmp.Diff(kvs, mapped); diff != "" || prev != rev {
+				t.Errorf("ListParallel(%q, %+v, %d workers) differs from List (revision %d, List's %d) (-List +ListParallel):\n%s", prefix, opts, workers, prev, rev, diff)
+			}
 		}
 	}
 	return kvs, rev
@@ -1062,6 +1083,8 @@ func exercise(t *testing.T, b *Bolt) {
 	check("History", err)
 	check("ScanRevisions", b.ScanRevisions(ctx, "", func(Event) error { return nil }))
 	check("ScanLatest", b.ScanLatest(ctx, "", true, func(*KeyValue, bool, int64) error { return nil }))
+	_, err = ListParallel(ctx, b, "", ListOptions{}, 2, func(kv *KeyValue) (int, error) { return len(kv.Value), nil }, func(int) error { return nil })
+	check("ListParallel", err)
 }
 
 func TestBoltCallbackPanicPropagates(t *testing.T) {
@@ -1073,6 +1096,88 @@ func TestBoltCallbackPanicPropagates(t *testing.T) {
 	}()
 	_ = b.ScanRevisions(context.Background(), "", func(Event) error { panic("boom") })
 	t.Error("no panic")
+}
+
+// TestBoltListParallel checks ListParallel's order and its handling of
+// errors and panics, with batches smaller than the file.
+func TestBoltListParallel(t *testing.T) {
+	b := openBolt(t, corpusSnapshot, BoltOptions{})
+	ctx := context.Background()
+	batchLen := parallelBatchLen
+	parallelBatchLen = 3
+	t.Cleanup(func() { parallelBatchLen = batchLen })
+	all, _ := listAll(t, b, "", ListOptions{KeysOnly: true})
+	keys := keysOf(all)
+	if len(keys) < 50 {
+		t.Fatalf("corpus: %d keys", len(keys))
+	}
+	mapKey := func(kv *KeyValue) (string, error) { return kv.Key, nil }
+	for _, workers := range []int{1, 2, 8} {
+		t.Run(fmt.Sprint(workers, " workers"), func(t *testing.T) {
+			for _, failAt := range []int{0, 1, 2, 3, 40, len(keys) - 1} {
+				// mapFn fails at keys[failAt]: the keys before it are
+				// emitted, in order, and its error returned.
+				boom := errors.New("boom")
+				var got []string
+				_, err := ListParallel(ctx, b, "", ListOptions{}, workers, func(kv *KeyValue) (string, error) {
+					if kv.Key == keys[failAt] {
+						return "", boom
+					}
+					return kv.Key, nil
+				}, func(k string) error { got = append(got, k); return nil })
+				if !errors.Is(err, boom) {
+					t.Errorf("mapFn fails at %d: error %v, want boom", failAt, err)
+				}
+				if diff := cmp.Diff(keys[:failAt], got, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("mapFn fails at %d: emitted (-want +got):\n%s", failAt, diff)
+				}
+				// emit fails at keys[failAt]: nothing after it is emitted.
+				got = nil
+				_, err = ListParallel(ctx, b, "", ListOptions{}, workers, mapKey, func(k string) error {
+					got = append(got, k)
+					if k == keys[failAt] {
+						return boom
+					}
+					return nil
+				})
+				if !errors.Is(err, boom) || len(got) != failAt+1 {
+					t.Errorf("emit fails at %d: error %v after %d keys, want boom after %d", failAt, err, len(got), failAt+1)
+				}
+			}
+			for _, where := range []string{"mapFn", "emit"} {
+				func() {
+					defer func() {
+						if r := recover(); r != "boom" {
+							t.Errorf("panic in %s: recovered %v, want the callback's panic", where, r)
+						}
+					}()
+					_, _ = ListParallel(ctx, b, "", ListOptions{}, workers, func(kv *KeyValue) (string, error) {
+						if where == "mapFn" && kv.Key == keys[7] {
+							panic("boom")
+						}
+						return kv.Key, nil
+					}, func(k string) error {
+						if where == "emit" && k == keys[7] {
+							panic("boom")
+						}
+						return nil
+					})
+					t.Errorf("panic in %s: no panic", where)
+				}()
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			n := 0
+			_, err := ListParallel(cctx, b, "", ListOptions{}, workers, mapKey, func(string) error {
+				if n++; n == 5 {
+					cancel()
+				}
+				return nil
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("canceled: error %v", err)
+			}
+		})
+	}
 }
 
 func TestBoltNotWriter(t *testing.T) {

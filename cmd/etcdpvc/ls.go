@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -124,50 +125,81 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 	out := newLsPrinter(e, o)
 	join := newLsJoin(e, s, res, o, out)
 	var undecodable, encrypted int
-	handle := func(kv *store.KeyValue, deleteRev int64) error {
+	// lsItem is what prepare makes of one key: a row to show or not, and
+	// what to count.
+	type lsItem struct {
+		row                          lsRow
+		show, encrypted, undecodable bool
+	}
+	// prepare reads one key; it keeps nothing of kv and touches nothing
+	// shared, so that keys can be prepared on several cores. It also
+	// returns the value in clear, valid as long as kv.Value.
+	prepare := func(kv *store.KeyValue, deleteRev int64) (lsItem, []byte, error) {
+		var it lsItem
 		r, ns, name, ok := resource.ParseKey(s.g.Prefix, kv.Key)
 		if !ok {
-			return nil // apiserver-internal keys (ranges, leases of masters)
+			return it, nil, nil // apiserver-internal keys (ranges, leases of masters)
 		}
 		if res != nil && r.Path != res.Path {
-			return nil
+			return it, nil, nil
 		}
 		if nsFilter != "" && ns != nsFilter {
-			return nil
+			return it, nil, nil
 		}
-		row := lsRow{Namespace: ns, Name: name, Resource: r.String(), Key: kv.Key, Revision: kv.ModRevision,
+		it.row = lsRow{Namespace: ns, Name: name, Resource: r.String(), Key: kv.Key, Revision: kv.ModRevision,
 			CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, DeleteRevision: deleteRev, Kind: r.Kind}
 		plain := kv.Value
 		if codec.Detect(plain) == codec.FormatEncrypted {
 			if s.enc == nil {
-				encrypted++
+				it.encrypted = true
 				env, _ := codec.ParseEncryptionEnvelope(plain)
-				row.Encrypted = env.String()
-				if o.Terminating {
-					return nil
-				}
-				return out.row(row)
+				it.row.Encrypted = env.String()
+				it.show = !o.Terminating
+				return it, nil, nil
 			}
 			p, err := s.enc.Decrypt(e.ctx, r.GroupResource(), kv.Key, plain)
 			if err != nil {
-				return fmt.Errorf("ls %s: %w", kv.Key, err)
+				return it, nil, fmt.Errorf("ls %s: %w", kv.Key, err)
 			}
 			plain = p
 		}
 		sum, err := codec.Summarize(plain)
 		if err != nil {
-			undecodable++
-			return nil
+			it.undecodable = true
+			return it, nil, nil
 		}
 		if o.Terminating && !sum.Terminating() {
+			return it, nil, nil
+		}
+		it.row.Kind, it.row.APIVersion, it.row.UID = sum.Kind, sum.APIVersion, sum.UID
+		it.row.Created, it.row.Deleting, it.row.Finalizers = sum.CreationTimestamp, sum.DeletionTimestamp, sum.Finalizers
+		it.show = true
+		return it, plain, nil
+	}
+	emit := func(it lsItem) error {
+		if it.encrypted {
+			encrypted++
+		}
+		if it.undecodable {
+			undecodable++
+		}
+		if !it.show {
 			return nil
 		}
-		row.Kind, row.APIVersion, row.UID = sum.Kind, sum.APIVersion, sum.UID
-		row.Created, row.Deleting, row.Finalizers = sum.CreationTimestamp, sum.DeletionTimestamp, sum.Finalizers
-		row.Extra = join.cells(kv, plain)
-		return out.row(row)
+		return out.row(it.row)
 	}
-	if o.Deleted {
+	handle := func(kv *store.KeyValue, deleteRev int64) error {
+		it, plain, err := prepare(kv, deleteRev)
+		if err != nil {
+			return err
+		}
+		if it.show && plain != nil {
+			it.row.Extra = join.cells(kv, plain)
+		}
+		return emit(it)
+	}
+	switch {
+	case o.Deleted:
 		if s.bolt == nil {
 			return usagef("--deleted needs --db: live etcd keeps no index of deleted keys (use `etcdpvc history` on one key)")
 		}
@@ -177,13 +209,20 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 			}
 			return handle(kv, deleteRev)
 		})
-	} else {
-		list := s.reader.List
-		if s.bolt != nil {
-			// handle keeps nothing of kv: no need to copy every value.
-			list = s.bolt.ListBorrowed
-		}
-		_, err = list(e.ctx, prefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Rev}, func(kv *store.KeyValue) error {
+	case s.bolt != nil && join == nil:
+		// Values are read in place (not copied), and prepared on every core.
+		_, err = store.ListParallel(e.ctx, s.bolt, prefix, store.ListOptions{Revision: o.Rev}, runtime.GOMAXPROCS(0),
+			func(kv *store.KeyValue) (lsItem, error) {
+				it, _, err := prepare(kv, 0)
+				return it, err
+			}, emit)
+	case s.bolt != nil:
+		// handle keeps nothing of kv: no need to copy every value.
+		_, err = s.bolt.ListBorrowed(e.ctx, prefix, store.ListOptions{Revision: o.Rev}, func(kv *store.KeyValue) error {
+			return handle(kv, 0)
+		})
+	default:
+		_, err = s.reader.List(e.ctx, prefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Rev}, func(kv *store.KeyValue) error {
 			return handle(kv, 0)
 		})
 	}
