@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -127,7 +128,12 @@ const ctxCheckEvery = 4096
 // (normally its first bytes); nothing else is decoded. fn gets the bucket
 // key, the etcd key and the raw value, valid only during the call.
 func forEachRevision(ctx context.Context, kb *bolt.Bucket, m keyMatch, atRev int64, fn func(bk bucketKey, key, v []byte) error) error {
-	c := kb.Cursor()
+	return forEachRevisionCursor(ctx, kb.Cursor(), m, atRev, fn)
+}
+
+// forEachRevisionCursor is forEachRevision with the key bucket's cursor
+// given (a cursor is used by one goroutine at a time).
+func forEachRevisionCursor(ctx context.Context, c *bolt.Cursor, m keyMatch, atRev int64, fn func(bk bucketKey, key, v []byte) error) error {
 	n := 0
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if n%ctxCheckEvery == 0 {
@@ -296,9 +302,9 @@ const (
 	latestChunk     = 1 << latestChunkBits
 )
 
-func newLatestIndex() *latestIndex {
+func newLatestIndex(seed maphash.Seed) *latestIndex {
 	const bits = 12
-	return &latestIndex{seed: maphash.MakeSeed(), slots: make([]uint64, 1<<bits), bits: bits}
+	return &latestIndex{seed: seed, slots: make([]uint64, 1<<bits), bits: bits}
 }
 
 // entry returns entry i.
@@ -308,7 +314,12 @@ func (x *latestIndex) entry(i uint32) *latestEntry {
 
 // get returns key's entry, adding an empty one if it has none.
 func (x *latestIndex) get(key []byte) *latestEntry {
-	tag := maphash.Bytes(x.seed, key) >> 32
+	return x.getHashed(maphash.Bytes(x.seed, key), key)
+}
+
+// getHashed is get with the key's hash (with x.seed) given.
+func (x *latestIndex) getHashed(h uint64, key []byte) *latestEntry {
+	tag := h >> 32
 	mask := uint64(len(x.slots) - 1)
 	for p := tag >> (32 - x.bits); ; p = (p + 1) & mask {
 		s := x.slots[p]
@@ -357,25 +368,69 @@ func (x *latestIndex) grow() {
 	}
 }
 
-// sorted drops the hash table and returns the entries' numbers in key
-// order.
-func (x *latestIndex) sorted() []uint32 {
+// sorted drops the hash table and returns the entries in key order.
+func (x *latestIndex) sorted() []*latestEntry {
 	x.slots = nil
 	type item struct {
 		key string
-		i   uint32
+		e   *latestEntry
 	}
 	items := make([]item, x.n)
 	for i := range items {
-		items[i] = item{x.entry(uint32(i)).key, uint32(i)}
+		e := x.entry(uint32(i))
+		items[i] = item{e.key, e}
 	}
 	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.key, b.key) })
-	order := make([]uint32, len(items))
+	order := make([]*latestEntry, len(items))
 	for i, it := range items {
-		order[i] = it.i
+		order[i] = it.e
 	}
 	return order
 }
+
+// mergeSorted merges lists of entries in key order, of disjoint keys,
+// into one.
+func mergeSorted(lists [][]*latestEntry) []*latestEntry {
+	if len(lists) == 1 {
+		return lists[0]
+	}
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	out := make([]*latestEntry, 0, n)
+	for {
+		best := -1
+		for i, l := range lists {
+			if len(l) > 0 && (best < 0 || l[0].key < lists[best][0].key) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		out = append(out, lists[best][0])
+		lists[best] = lists[best][1:]
+	}
+}
+
+// scanWorkers is how many goroutines step 1 of scanLatest runs on: each
+// walks the whole key bucket but indexes only the keys whose hash falls
+// to it, so that the indexes are disjoint and cost no more memory than one.
+// Walking the bucket is cheap next to indexing; below 64 MB, one
+// goroutine does it all.
+func scanWorkers(tx *bolt.Tx) int {
+	if scanWorkersForTest > 0 {
+		return scanWorkersForTest
+	}
+	if tx.Size() < 64<<20 {
+		return 1
+	}
+	return min(runtime.GOMAXPROCS(0), 4)
+}
+
+// scanWorkersForTest, when set, is what scanWorkers returns.
+var scanWorkersForTest int
 
 // scanLatest reports each matching key's newest state at or below q.atRev,
 // in key order. fn gets deleteRev 0 for a live key.
@@ -383,8 +438,9 @@ func (x *latestIndex) sorted() []uint32 {
 // The key bucket is in revision order, so the newest revision of a key can
 // be anywhere in it. The algorithm:
 //
-//  1. One forward cursor pass. For each entry, read only the value's key
-//     field; skip it unless it matches. Keep, per key, a latestEntry: a
+//  1. One forward cursor pass (on a large file, one per core, each keeping
+//     only the keys whose hash falls to it). For each entry, read only the
+//     value's key field; skip it unless it matches. Keep, per key, a latestEntry: a
 //     put sets the live value and clears the tombstone, a tombstone sets
 //     it. A latestIndex (a hash table) finds the entry without allocating
 //     on updates. The live value is kept as a slice of the
@@ -392,7 +448,8 @@ func (x *latestIndex) sorted() []uint32 {
 //     place for the whole read transaction, and a read-only transaction
 //     never materializes pages into the heap. Memory is thus about 100
 //     bytes plus the key length per key, whatever the history depth.
-//  2. Drop the hash table; sort the entries by key.
+//  2. Drop the hash table; sort the entries by key (each pass its own,
+//     then merge).
 //  3. For each entry in key order, decode its value, copy what is handed
 //     out, call fn.
 //
@@ -401,15 +458,14 @@ func (x *latestIndex) sorted() []uint32 {
 // sequential pass instead would have to hold values to emit them in key
 // order.
 func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyValue, deleteRev int64) error) error {
-	return b.latestIndexed(ctx, q, func(g *viewGuard, index *latestIndex, order []uint32) error {
+	return b.latestIndexed(ctx, q, func(g *viewGuard, order []*latestEntry) error {
 		var reused KeyValue
-		for n, i := range order {
+		for n, e := range order {
 			if n%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
 			}
-			e := index.entry(i)
 			if e.deleted != 0 && !q.includeDeleted {
 				continue
 			}
@@ -441,23 +497,61 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 }
 
 // latestIndexed runs scanLatest's steps 1 and 2 in a read transaction and
-// then, still inside it, calls then with the entries and their key order.
-func (b *Bolt) latestIndexed(ctx context.Context, q latestQuery, then func(g *viewGuard, index *latestIndex, order []uint32) error) error {
+// then, still inside it, calls then with the entries in key order.
+func (b *Bolt) latestIndexed(ctx context.Context, q latestQuery, then func(g *viewGuard, order []*latestEntry) error) error {
 	return b.view(func(tx *bolt.Tx, g *viewGuard) error {
-		index := newLatestIndex()
-		err := forEachRevision(ctx, keyBucket(tx), q.match, q.atRev, func(bk bucketKey, key, v []byte) error {
-			e := index.get(key)
-			if bk.tombstone {
-				e.deleted = bk.main
-			} else {
-				e.value, e.liveMain, e.liveSub, e.deleted = v, bk.main, bk.sub, 0
+		kb := keyBucket(tx)
+		seed := maphash.MakeSeed()
+		parts := scanWorkers(tx)
+		sorted := make([][]*latestEntry, parts)
+		errs := make([]error, parts)
+		panics := make([]any, parts)
+		index := func(part int, c *bolt.Cursor) {
+			x := newLatestIndex(seed)
+			errs[part] = forEachRevisionCursor(ctx, c, q.match, q.atRev, func(bk bucketKey, key, v []byte) error {
+				h := maphash.Bytes(seed, key)
+				if parts > 1 && int(h%uint64(parts)) != part {
+					return nil
+				}
+				e := x.getHashed(h, key)
+				if bk.tombstone {
+					e.deleted = bk.main
+				} else {
+					e.value, e.liveMain, e.liveSub, e.deleted = v, bk.main, bk.sub, 0
+				}
+				return nil
+			})
+			if errs[part] == nil {
+				sorted[part] = x.sorted()
 			}
-			return nil
-		})
-		if err != nil {
-			return err
 		}
-		return then(g, index, index.sorted())
+		var wg sync.WaitGroup
+		for part := 1; part < parts; part++ {
+			c := kb.Cursor()
+			wg.Go(func() {
+				// Like view's: a fault reading the mapped file panics,
+				// and the panic is raised again below (an ErrCorrupt).
+				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+				defer func() { panics[part] = recover() }()
+				index(part, c)
+			})
+		}
+		func() {
+			defer func() { panics[0] = recover() }()
+			index(0, kb.Cursor())
+		}()
+		wg.Wait()
+		for _, p := range panics {
+			if p != nil {
+				panic(p)
+			}
+		}
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return then(g, mergeSorted(sorted))
 	})
 }
 
@@ -499,12 +593,12 @@ const parallelInflight = 4
 // listParallel is ListParallel's body, on the query q (live keys only).
 func listParallel[T any](ctx context.Context, b *Bolt, q latestQuery, workers int, mapFn func(kv *KeyValue) (T, error), emit func(T) error) error {
 	workers = max(workers, 1)
-	return b.latestIndexed(ctx, q, func(g *viewGuard, index *latestIndex, order []uint32) error {
+	return b.latestIndexed(ctx, q, func(g *viewGuard, order []*latestEntry) error {
 		// Only live keys: drop the others first, so that batches are even.
 		live := order[:0]
-		for _, i := range order {
-			if index.entry(i).deleted == 0 {
-				live = append(live, i)
+		for _, e := range order {
+			if e.deleted == 0 {
+				live = append(live, e)
 			}
 		}
 		order = live
@@ -518,7 +612,7 @@ func listParallel[T any](ctx context.Context, b *Bolt, q latestQuery, workers in
 				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 				for bt := range jobs {
 					if !stop.Load() {
-						mapBatch(bt, index, order, q.withValues, mapFn)
+						mapBatch(bt, order, q.withValues, mapFn)
 					}
 					close(bt.done)
 				}
@@ -569,7 +663,7 @@ func listParallel[T any](ctx context.Context, b *Bolt, q latestQuery, workers in
 
 // mapBatch maps the keys of bt, recording its results, its first error or
 // a panic.
-func mapBatch[T any](bt *parallelBatch[T], index *latestIndex, order []uint32, withValues bool, mapFn func(kv *KeyValue) (T, error)) {
+func mapBatch[T any](bt *parallelBatch[T], order []*latestEntry, withValues bool, mapFn func(kv *KeyValue) (T, error)) {
 	inMap := false
 	defer func() {
 		if r := recover(); r != nil {
@@ -578,8 +672,7 @@ func mapBatch[T any](bt *parallelBatch[T], index *latestIndex, order []uint32, w
 	}()
 	bt.out = make([]T, 0, bt.hi-bt.lo)
 	var kv KeyValue
-	for _, i := range order[bt.lo:bt.hi] {
-		e := index.entry(i)
+	for _, e := range order[bt.lo:bt.hi] {
 		if e.value == nil {
 			kv = KeyValue{Key: e.key}
 		} else if err := e.borrow(&kv, withValues); err != nil {

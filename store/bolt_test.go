@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"slices"
@@ -95,7 +96,7 @@ func readLines(t *testing.T, path string) []string {
 	return lines
 }
 
-func listAll(t *testing.T, r Reader, prefix string, opts ListOptions) ([]*KeyValue, int64) {
+func listAllOnce(t *testing.T, r Reader, prefix string, opts ListOptions) ([]*KeyValue, int64) {
 	t.Helper()
 	var kvs []*KeyValue
 	rev, err := r.List(context.Background(), prefix, opts, func(kv *KeyValue) error {
@@ -105,7 +106,20 @@ func listAll(t *testing.T, r Reader, prefix string, opts ListOptions) ([]*KeyVal
 	if err != nil {
 		t.Fatalf("List(%q, %+v): %v", prefix, opts, err)
 	}
+	return kvs, rev
+}
+
+func listAll(t *testing.T, r Reader, prefix string, opts ListOptions) ([]*KeyValue, int64) {
+	t.Helper()
+	kvs, rev := listAllOnce(t, r, prefix, opts)
 	if b, ok := r.(*Bolt); ok {
+		// So must step 1 of the scan split over 3 goroutines.
+		scanWorkersForTest = 3
+		split, srev := listAllOnce(t, r, prefix, opts)
+		scanWorkersForTest = 0
+		if diff := cmp.Diff(kvs, split); diff != "" || srev != rev {
+			t.Errorf("List(%q, %+v) on 3 goroutines differs (revision %d, not %d) (-1 +3):\n%s", prefix, opts, srev, rev, diff)
+		}
 		// ListBorrowed must hand out the same, valid during each call.
 		var borrowed []*KeyValue
 		brev, err := b.ListBorrowed(context.Background(), prefix, opts, func(kv *KeyValue) error {
@@ -147,7 +161,7 @@ func listAll(t *testing.T, r Reader, prefix string, opts ListOptions) ([]*KeyVal
 // TestLatestIndex checks scanLatest's hash table across many growths: the
 // same key always finds its entry, distinct keys never share one.
 func TestLatestIndex(t *testing.T) {
-	x := newLatestIndex()
+	x := newLatestIndex(maphash.MakeSeed())
 	const n = 100_000
 	key := func(i int) []byte { return fmt.Appendf(nil, "/registry/pods/ns-%d/pod-%d", i%97, i) }
 	for round := range 3 {
@@ -172,7 +186,7 @@ func TestLatestIndex(t *testing.T) {
 		t.Fatalf("sorted: %d entries, want %d", len(order), n)
 	}
 	for i := 1; i < len(order); i++ {
-		if a, b := x.entry(order[i-1]).key, x.entry(order[i]).key; a >= b {
+		if a, b := order[i-1].key, order[i].key; a >= b {
 			t.Fatalf("sorted: %q before %q", a, b)
 		}
 	}
@@ -924,7 +938,8 @@ func TestBoltEtcd(t *testing.T) {
 		}
 	})
 
-	t.Run("latest with deleted keys", func(t *testing.T) {
+	// Step 1 of the scan on 1, 2 and 4 goroutines gives the same.
+	latestWithDeleted := func(t *testing.T) {
 		type entry struct {
 			KV        *KeyValue
 			Deleted   bool
@@ -966,6 +981,13 @@ func TestBoltEtcd(t *testing.T) {
 		}
 		if diff := cmp.Diff(keysOf(wantList[lastRev]), live); diff != "" {
 			t.Errorf("ScanLatest(/t/) live keys (-want +got):\n%s", diff)
+		}
+	}
+	t.Run("latest with deleted keys", func(t *testing.T) {
+		t.Cleanup(func() { scanWorkersForTest = 0 })
+		for _, workers := range []int{1, 2, 4} {
+			scanWorkersForTest = workers
+			latestWithDeleted(t)
 		}
 	})
 
@@ -1085,6 +1107,10 @@ func exercise(t *testing.T, b *Bolt) {
 	check("ScanLatest", b.ScanLatest(ctx, "", true, func(*KeyValue, bool, int64) error { return nil }))
 	_, err = ListParallel(ctx, b, "", ListOptions{}, 2, func(kv *KeyValue) (int, error) { return len(kv.Value), nil }, func(int) error { return nil })
 	check("ListParallel", err)
+	scanWorkersForTest = 3
+	_, err = b.List(ctx, "", ListOptions{}, func(*KeyValue) error { return nil })
+	scanWorkersForTest = 0
+	check("List on 3 goroutines", err)
 }
 
 func TestBoltCallbackPanicPropagates(t *testing.T) {
