@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -176,12 +177,9 @@ type rawKV struct {
 }
 
 // keyValue copies r out of the transaction; the value only if withValue.
-func (r rawKV) keyValue(withValue bool) *KeyValue { return r.keyValueAs(string(r.key), withValue) }
-
-// keyValueAs is keyValue with the key, r.key as a string, given.
-func (r rawKV) keyValueAs(key string, withValue bool) *KeyValue {
+func (r rawKV) keyValue(withValue bool) *KeyValue {
 	kv := &KeyValue{
-		Key:            key,
+		Key:            string(r.key),
 		CreateRevision: r.create,
 		ModRevision:    r.mod,
 		Version:        r.version,
@@ -269,9 +267,10 @@ type latestQuery struct {
 }
 
 // latestEntry is scanLatest's per-key state: the key, the encoded value
-// of its newest put and a tombstone revision. value aliases the mapped file
-// (it is valid only inside the read transaction, which scanLatest holds
-// throughout); nothing is copied.
+// of its newest put and a tombstone revision. It lives outside the Go heap
+// (see latestIndex): key is in the index's key chunks, value in the mapped
+// file (valid only inside the read transaction, which scanLatest holds
+// throughout); nothing handed out may alias key.
 type latestEntry struct {
 	key string
 	// value: the encoded mvccpb.KeyValue of the key's newest put (nil:
@@ -286,20 +285,30 @@ type latestEntry struct {
 // entry without allocating: an open-addressing hash table (linear probing,
 // at most half full) of 64-bit slots, each the upper 32 bits of the key's
 // hash and the entry's number plus one (0: empty). The hash's upper bits
-// also pick the slot, so growing the table needs no key. Entries live in
-// fixed-size chunks that never move. This does a third fewer cache misses
-// per lookup than a map[string]int, and the table never rehashes a key.
+// also pick the slot, so growing the table needs no key. This does a third
+// fewer cache misses per lookup than a map[string]int, and the table never
+// rehashes a key.
+//
+// Entries, and the bytes of their keys, live in fixed-size chunks of
+// offHeap memory that never move: the index is most of what a scan holds,
+// and, outside the Go heap, it neither counts toward the garbage
+// collector's next goal (which would let garbage grow as large again) nor
+// is scanned by it. Entries thus hold no pointer into the Go heap: key
+// points into a key chunk, value into the mapped file.
 type latestIndex struct {
 	seed   maphash.Seed
 	slots  []uint64
 	bits   uint // len(slots) == 1<<bits
 	n      int
 	chunks [][]latestEntry
+	keys   []byte // the current key chunk; keys are appended
+	mem    offHeap
 }
 
 const (
 	latestChunkBits = 12
 	latestChunk     = 1 << latestChunkBits
+	keyChunk        = 1 << 20
 )
 
 func newLatestIndex(seed maphash.Seed) *latestIndex {
@@ -338,12 +347,54 @@ func (x *latestIndex) getHashed(h uint64, key []byte) *latestEntry {
 	i := uint32(x.n)
 	x.n++
 	if i&(latestChunk-1) == 0 {
-		x.chunks = append(x.chunks, make([]latestEntry, latestChunk))
+		b := x.mem.alloc(latestChunk * int(unsafe.Sizeof(latestEntry{})))
+		x.chunks = append(x.chunks, unsafe.Slice((*latestEntry)(unsafe.Pointer(unsafe.SliceData(b))), latestChunk))
 	}
 	x.insert(tag<<32 | uint64(i+1))
 	e := x.entry(i)
-	e.key = string(key)
+	e.key = x.keyString(key)
 	return e
+}
+
+// keyString copies key into the key chunks and returns it as a string.
+func (x *latestIndex) keyString(key []byte) string {
+	if len(key) == 0 {
+		return ""
+	}
+	if len(x.keys)+len(key) > cap(x.keys) {
+		x.keys = x.mem.alloc(max(keyChunk, len(key)))[:0]
+	}
+	n := len(x.keys)
+	x.keys = append(x.keys, key...)
+	return unsafe.String(&x.keys[n], len(key))
+}
+
+// free releases the entries and their keys: nothing may use them after.
+func (x *latestIndex) free() {
+	x.slots, x.chunks, x.keys = nil, nil, nil
+	x.mem.free()
+}
+
+// offHeap hands out zeroed memory outside the Go heap (anonymous
+// mappings; Go memory where there are none) until free. It must never
+// hold a pointer into the Go heap: the garbage collector does not see it.
+type offHeap struct{ mapped, heap [][]byte }
+
+func (o *offHeap) alloc(n int) []byte {
+	if b := mapAnon(n); b != nil {
+		o.mapped = append(o.mapped, b)
+		return b
+	}
+	b := make([]byte, n)
+	o.heap = append(o.heap, b) // kept alive while in use
+	return b
+}
+
+func (o *offHeap) free() {
+	for _, b := range o.mapped {
+		unmapAnon(b)
+	}
+	o.mapped, o.heap = nil, nil
 }
 
 // insert puts slot s (hash tag and entry number) into the table.
@@ -472,7 +523,7 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 			var kv *KeyValue
 			switch {
 			case e.value == nil:
-				kv = &KeyValue{Key: e.key}
+				kv = &KeyValue{Key: strings.Clone(e.key)}
 			case q.borrow:
 				if err := e.borrow(&reused, q.withValues); err != nil {
 					return err
@@ -483,7 +534,7 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 				if err != nil {
 					return fmt.Errorf("%v: %w", bucketKey{main: e.liveMain, sub: e.liveSub}, err)
 				}
-				kv = raw.keyValueAs(e.key, q.withValues)
+				kv = raw.keyValue(q.withValues)
 			}
 			g.inCallback = true
 			err := fn(kv, e.deleted)
@@ -506,8 +557,22 @@ func (b *Bolt) latestIndexed(ctx context.Context, q latestQuery, then func(g *vi
 		sorted := make([][]*latestEntry, parts)
 		errs := make([]error, parts)
 		panics := make([]any, parts)
+		xs := make([]*latestIndex, parts)
+		for part := range xs {
+			xs[part] = newLatestIndex(seed)
+		}
+		var merged []*latestEntry
+		defer func() {
+			// Nothing may point into the released entries (the address
+			// range may serve the Go heap next).
+			clear(merged)
+			for part, x := range xs {
+				clear(sorted[part])
+				x.free()
+			}
+		}()
 		index := func(part int, c *bolt.Cursor) {
-			x := newLatestIndex(seed)
+			x := xs[part]
 			errs[part] = forEachRevisionCursor(ctx, c, q.match, q.atRev, func(bk bucketKey, key, v []byte) error {
 				h := maphash.Bytes(seed, key)
 				if parts > 1 && int(h%uint64(parts)) != part {
@@ -551,7 +616,8 @@ func (b *Bolt) latestIndexed(ctx context.Context, q latestQuery, then func(g *vi
 				return err
 			}
 		}
-		return then(g, mergeSorted(sorted))
+		merged = mergeSorted(sorted)
+		return then(g, merged)
 	})
 }
 
@@ -562,7 +628,7 @@ func (e *latestEntry) borrow(kv *KeyValue, withValues bool) error {
 	if err != nil {
 		return fmt.Errorf("%v: %w", bucketKey{main: e.liveMain, sub: e.liveSub}, err)
 	}
-	*kv = KeyValue{Key: e.key, CreateRevision: raw.create, ModRevision: raw.mod, Version: raw.version, Lease: raw.lease}
+	*kv = KeyValue{Key: strings.Clone(e.key), CreateRevision: raw.create, ModRevision: raw.mod, Version: raw.version, Lease: raw.lease}
 	if withValues && len(raw.value) > 0 {
 		kv.Value = raw.value
 	}
@@ -627,10 +693,16 @@ func listParallel[T any](ctx context.Context, b *Bolt, q latestQuery, workers in
 		}()
 
 		var pending []*parallelBatch[T]
+		var spare [][]T // emitted batches' result slices, for reuse
 		next := 0
 		for next < len(order) || len(pending) > 0 {
 			for next < len(order) && len(pending) < workers*parallelInflight {
 				bt := &parallelBatch[T]{lo: next, hi: min(next+parallelBatchLen, len(order)), done: make(chan struct{})}
+				if n := len(spare); n > 0 {
+					bt.out, spare = spare[n-1], spare[:n-1]
+				} else {
+					bt.out = make([]T, 0, parallelBatchLen)
+				}
 				next = bt.hi
 				pending = append(pending, bt)
 				jobs <- bt
@@ -656,6 +728,8 @@ func listParallel[T any](ctx context.Context, b *Bolt, q latestQuery, workers in
 			if bt.err != nil {
 				return bt.err
 			}
+			clear(bt.out)
+			spare = append(spare, bt.out[:0])
 		}
 		return nil
 	})
@@ -670,11 +744,10 @@ func mapBatch[T any](bt *parallelBatch[T], order []*latestEntry, withValues bool
 			bt.panicked, bt.inMap, bt.panicVal = true, inMap, r
 		}
 	}()
-	bt.out = make([]T, 0, bt.hi-bt.lo)
 	var kv KeyValue
 	for _, e := range order[bt.lo:bt.hi] {
 		if e.value == nil {
-			kv = KeyValue{Key: e.key}
+			kv = KeyValue{Key: strings.Clone(e.key)}
 		} else if err := e.borrow(&kv, withValues); err != nil {
 			bt.err = err
 			return

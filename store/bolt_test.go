@@ -162,6 +162,7 @@ func listAll(t *testing.T, r Reader, prefix string, opts ListOptions) ([]*KeyVal
 // same key always finds its entry, distinct keys never share one.
 func TestLatestIndex(t *testing.T) {
 	x := newLatestIndex(maphash.MakeSeed())
+	defer x.free()
 	const n = 100_000
 	key := func(i int) []byte { return fmt.Appendf(nil, "/registry/pods/ns-%d/pod-%d", i%97, i) }
 	for round := range 3 {
