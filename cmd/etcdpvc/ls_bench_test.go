@@ -204,10 +204,10 @@ func BenchmarkLs(b *testing.B) {
 		{"pods-all", bin, n / 2, []string{"ls", "pods", "-A"}},
 	}
 	if etcdctl := os.Getenv("ETCDPVC_BENCH_ETCDCTL"); etcdctl != "" {
-		ep := "--endpoints=" + strings.Join(c.Endpoints(), ",")
+		// etcdctl takes the endpoints from ETCDCTL_ENDPOINTS, as etcdpvc does.
 		runs = append(runs,
-			run{"etcdctl-keys-only", etcdctl, n, []string{ep, "get", "/registry/", "--prefix", "--keys-only"}},
-			run{"etcdctl-protobuf", etcdctl, n, []string{ep, "get", "/registry/", "--prefix", "-w", "protobuf"}})
+			run{"etcdctl-keys-only", etcdctl, n, []string{"get", "/registry/", "--prefix", "--keys-only"}},
+			run{"etcdctl-protobuf", etcdctl, n, []string{"get", "/registry/", "--prefix", "-w", "protobuf"}})
 	}
 	for _, tc := range runs {
 		b.Run(tc.name, func(b *testing.B) {
