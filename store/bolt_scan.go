@@ -491,14 +491,15 @@ var scanWorkersForTest int
 //
 //  1. One forward cursor pass (on a large file, one per core, each keeping
 //     only the keys whose hash falls to it). For each entry, read only the
-//     value's key field; skip it unless it matches. Keep, per key, a latestEntry: a
-//     put sets the live value and clears the tombstone, a tombstone sets
-//     it. A latestIndex (a hash table) finds the entry without allocating
-//     on updates. The live value is kept as a slice of the
-//     mapped file, not copied: bbolt's mapping of a read-only file stays in
-//     place for the whole read transaction, and a read-only transaction
-//     never materializes pages into the heap. Memory is thus about 100
-//     bytes plus the key length per key, whatever the history depth.
+//     value's key field; skip it unless it matches. Keep, per key, a
+//     latestEntry: a put sets the live value and clears the tombstone, a
+//     tombstone sets it. A latestIndex (a hash table) finds the entry
+//     without allocating on updates. The live value is kept as a slice of
+//     the mapped file, not copied: bbolt's mapping of a read-only file
+//     stays in place for the whole read transaction, and a read-only
+//     transaction never materializes pages into the heap. Memory is thus
+//     about 130 bytes plus the key length per key, most of it outside the
+//     Go heap, whatever the history depth.
 //  2. Drop the hash table; sort the entries by key (each pass its own,
 //     then merge).
 //  3. For each entry in key order, decode its value, copy what is handed
