@@ -20,9 +20,17 @@ func addCorpusSeeds(f *testing.F) {
 func FuzzDecode(f *testing.F) {
 	addCorpusSeeds(f)
 	f.Fuzz(func(t *testing.T, value []byte) {
+		sum, serr := Summarize(value)
 		obj, err := Decode(value)
 		if err != nil {
 			return
+		}
+		// Whatever decodes lists with the same identity.
+		if serr != nil {
+			t.Fatalf("Decode succeeded but Summarize failed: %v", serr)
+		}
+		if sum.Kind != obj.GVK.Kind || sum.Name != obj.Meta.Name || sum.Namespace != obj.Meta.Namespace {
+			t.Fatalf("Summarize %s %s/%s, Decode %s %s/%s", sum.Kind, sum.Namespace, sum.Name, obj.GVK.Kind, obj.Meta.Namespace, obj.Meta.Name)
 		}
 		re, err := obj.Reencode()
 		if err != nil {

@@ -33,17 +33,20 @@ func (s *Summary) Terminating() bool { return !s.DeletionTimestamp.IsZero() }
 func Summarize(value []byte) (*Summary, error) {
 	switch Detect(value) {
 	case FormatProtobuf:
-		env, err := ParseEnvelope(value)
+		apiVersion, kind, raw, err := scanEnvelope(value)
 		if err != nil {
+			// The full parser gives the precise error.
+			if _, perr := ParseEnvelope(value); perr != nil {
+				return nil, fmt.Errorf("summarize: %w", perr)
+			}
 			return nil, fmt.Errorf("summarize: %w", err)
 		}
-		meta, ok, err := metadataField(env.Raw)
-		if err != nil || !ok {
-			return nil, malformed("summarize %s: no metadata", env.Kind)
-		}
-		s := &Summary{Format: FormatProtobuf, APIVersion: env.APIVersion, Kind: env.Kind}
+		// An object without metadata has empty metadata, as a typed
+		// decode sees it.
+		meta, _ := firstBytesField(raw, 1)
+		s := &Summary{Format: FormatProtobuf, APIVersion: apiVersion, Kind: kind}
 		if err := s.readWireMeta(meta); err != nil {
-			return nil, malformed("summarize %s: %v", env.Kind, err)
+			return nil, malformed("summarize %s: %v", kind, err)
 		}
 		return s, nil
 	case FormatJSON:
@@ -179,4 +182,79 @@ func summarizeJSON(value []byte) (*Summary, error) {
 		s.DeletionTimestamp = j.Metadata.DeletionTimestamp.UTC()
 	}
 	return s, nil
+}
+
+// scanEnvelope reads a protobuf envelope's apiVersion, kind and object
+// bytes without allocating (listing reads millions of them). Anything it
+// does not accept, ParseEnvelope explains.
+func scanEnvelope(value []byte) (apiVersion, kind string, raw []byte, err error) {
+	b := value[len(ProtobufMagic):]
+	var typeMeta, encoding []byte
+	var sawRaw bool
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return "", "", nil, malformed("bad field tag")
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			m := protowire.ConsumeFieldValue(num, typ, b)
+			if m < 0 || num <= 4 {
+				return "", "", nil, malformed("envelope field %d has wire type %d", num, typ)
+			}
+			b = b[m:]
+			continue
+		}
+		v, m := protowire.ConsumeBytes(b)
+		if m < 0 {
+			return "", "", nil, malformed("envelope field %d: bad length", num)
+		}
+		b = b[m:]
+		switch num {
+		case 1:
+			typeMeta = v
+		case 2:
+			raw, sawRaw = v, true
+		case 3:
+			encoding = v // the last one counts, as in ParseEnvelope
+		}
+	}
+	if len(encoding) > 0 {
+		return "", "", nil, fmt.Errorf("content encoding %q: %w", encoding, ErrUnsupported)
+	}
+	av, _ := firstBytesField(typeMeta, 1)
+	k, _ := firstBytesField(typeMeta, 2)
+	if len(av) == 0 || len(k) == 0 || !sawRaw {
+		return "", "", nil, malformed("no apiVersion/kind or object bytes")
+	}
+	return string(av), string(k), raw, nil
+}
+
+// firstBytesField returns the value of the first length-delimited field
+// num of a message, without allocating.
+func firstBytesField(b []byte, num protowire.Number) ([]byte, bool) {
+	for len(b) > 0 {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return nil, false
+		}
+		b = b[l:]
+		if typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return nil, false
+			}
+			if n == num {
+				return v, true
+			}
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(n, typ, b)
+		if m < 0 {
+			return nil, false
+		}
+		b = b[m:]
+	}
+	return nil, false
 }
