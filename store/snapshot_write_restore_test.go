@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/internal/embedetcd"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -109,29 +109,40 @@ func isExec(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-func freePort(t *testing.T) int {
+// restoreAndStart restores snap with etcdutl into a new data dir, starts
+// the etcd binary on it and returns a client. Extra flags go to etcdutl.
+// A lost race for a port (another test took it between the pick and the
+// bind) is retried with new ports and a new restore.
+func restoreAndStart(t *testing.T, etcdutl, etcd, snap string, extra ...string) *clientv3.Client {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	for attempt := 1; ; attempt++ {
+		cli, logs, err := tryRestoreAndStart(t, etcdutl, etcd, snap, extra...)
+		if err == nil {
+			return cli
+		}
+		if attempt < 5 && strings.Contains(logs, "address already in use") {
+			t.Logf("attempt %d lost a port race; retrying: %v", attempt, err)
+			continue
+		}
+		t.Fatalf("%v\n%s", err, logs)
+	}
+}
+
+func tryRestoreAndStart(t *testing.T, etcdutl, etcd, snap string, extra ...string) (*clientv3.Client, string, error) {
+	t.Helper()
+	ports, err := embedetcd.FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// restoreAndStart restores snap with etcdutl into a new data dir, starts
-// the etcd binary on it and returns a client. Extra flags go to etcdutl.
-func restoreAndStart(t *testing.T, etcdutl, etcd, snap string, extra ...string) *clientv3.Client {
-	t.Helper()
 	data := filepath.Join(t.TempDir(), "m0.etcd")
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	client := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	args := append([]string{"snapshot", "restore", snap, "--data-dir", data, "--name", "m0",
 		"--initial-cluster", "m0=" + peer, "--initial-advertise-peer-urls", peer}, extra...)
 	if out, err := exec.Command(etcdutl, args...).CombinedOutput(); err != nil {
 		t.Fatalf("etcdutl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	var logs bytes.Buffer
+	var logs syncBuffer
 	cmd := exec.Command(etcd, "--name", "m0", "--data-dir", data,
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
@@ -142,36 +153,61 @@ func restoreAndStart(t *testing.T, etcdutl, etcd, snap string, extra ...string) 
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
+	stop := func() {
 		_ = cmd.Process.Kill()
 		<-done
-		if t.Failed() {
-			t.Logf("etcd output:\n%s", logs.String())
-		}
-	})
+	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
+		stop()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cli.Close() })
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, err := cli.Get(ctx, "ready-probe")
 		cancel()
 		if err == nil {
-			return cli
+			t.Cleanup(func() {
+				cli.Close()
+				stop()
+				if t.Failed() {
+					t.Logf("etcd output:\n%s", logs.String())
+				}
+			})
+			return cli, "", nil
 		}
 		select {
 		case <-done:
-			t.Fatalf("etcd exited on the restored data dir: %v\n%s", err, logs.String())
+			cli.Close()
+			return nil, logs.String(), fmt.Errorf("etcd exited on the restored data dir: %w", err)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("etcd on the restored data dir not ready: %v", err)
+			cli.Close()
+			stop()
+			return nil, logs.String(), fmt.Errorf("etcd on the restored data dir not ready: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's output and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestSnapshotCopyRestore edits a real `etcdctl snapshot save` file and
