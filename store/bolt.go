@@ -472,6 +472,11 @@ func (b *Bolt) Get(ctx context.Context, key string, rev int64) (*KeyValue, error
 // over the key bucket builds a small index of each key's newest revision;
 // the index is sorted by key and each value is then fetched by revision.
 func (b *Bolt) List(ctx context.Context, prefix string, opts ListOptions, fn func(*KeyValue) error) (int64, error) {
+	return b.list(ctx, prefix, opts, false, fn)
+}
+
+// list is List, and ListBorrowed when borrow is set.
+func (b *Bolt) list(ctx context.Context, prefix string, opts ListOptions, borrow bool, fn func(*KeyValue) error) (int64, error) {
 	m, err := prefixMatch(prefix)
 	if err != nil {
 		return 0, fmt.Errorf("list: %w", err)
@@ -484,6 +489,7 @@ func (b *Bolt) List(ctx context.Context, prefix string, opts ListOptions, fn fun
 		match:      m,
 		atRev:      at,
 		withValues: !opts.KeysOnly,
+		borrow:     borrow,
 	}, func(kv *KeyValue, _ int64) error { return fn(kv) })
 	if err != nil {
 		return 0, fmt.Errorf("list %s: %w", prefix, err)
@@ -497,24 +503,7 @@ func (b *Bolt) List(ctx context.Context, prefix string, opts ListOptions, fn fun
 // reads each value once and keeps only what it derives from it saves a
 // copy of every value.
 func (b *Bolt) ListBorrowed(ctx context.Context, prefix string, opts ListOptions, fn func(kv *KeyValue) error) (int64, error) {
-	m, err := prefixMatch(prefix)
-	if err != nil {
-		return 0, fmt.Errorf("list: %w", err)
-	}
-	at, err := b.readRevision(opts.Revision)
-	if err != nil {
-		return 0, fmt.Errorf("list %s: %w", prefix, err)
-	}
-	err = b.scanLatest(ctx, latestQuery{
-		match:      m,
-		atRev:      at,
-		withValues: !opts.KeysOnly,
-		borrow:     true,
-	}, func(kv *KeyValue, _ int64) error { return fn(kv) })
-	if err != nil {
-		return 0, fmt.Errorf("list %s: %w", prefix, err)
-	}
-	return at, nil
+	return b.list(ctx, prefix, opts, true, fn)
 }
 
 // ListParallel is ListBorrowed on several cores: mapFn is called for every

@@ -162,21 +162,28 @@ func parseFields(t testing.TB, b []byte) []wireField {
 // apiserver would write it.
 func withUnknownSpecField(t testing.TB, stored []byte) []byte {
 	t.Helper()
+	return withExtraField(t, stored, 2, 999, "from-the-future")
+}
+
+// withExtraField returns a protobuf value whose object field objField (a
+// message: 2 is spec, 3 is status) carries an extra string field num.
+func withExtraField(t testing.TB, stored []byte, objField, num protowire.Number, value string) []byte {
+	t.Helper()
 	env, err := codec.ParseEnvelope(stored)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var raw []byte
 	for _, f := range parseFields(t, env.Raw) {
-		if f.num != 2 {
+		if f.num != objField {
 			raw = append(raw, f.data...)
 			continue
 		}
-		spec := append([]byte{}, f.payload...)
-		spec = protowire.AppendTag(spec, 999, protowire.BytesType)
-		spec = protowire.AppendString(spec, "from-the-future")
-		raw = protowire.AppendTag(raw, 2, protowire.BytesType)
-		raw = protowire.AppendBytes(raw, spec)
+		msg := append([]byte{}, f.payload...)
+		msg = protowire.AppendTag(msg, num, protowire.BytesType)
+		msg = protowire.AppendString(msg, value)
+		raw = protowire.AppendTag(raw, objField, protowire.BytesType)
+		raw = protowire.AppendBytes(raw, msg)
 	}
 	return env.WithRaw(raw)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,23 +57,7 @@ func recovered(t testing.TB, to string) []byte {
 // (field 6 of the claim's status) to a protobuf claim.
 func withLegacyResizeStatus(t testing.TB, stored []byte) []byte {
 	t.Helper()
-	env, err := codec.ParseEnvelope(stored)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var raw []byte
-	for _, f := range parseFields(t, env.Raw) {
-		if f.num != 3 {
-			raw = append(raw, f.data...)
-			continue
-		}
-		status := append([]byte{}, f.payload...)
-		status = protowire.AppendTag(status, 6, protowire.BytesType)
-		status = protowire.AppendString(status, "ControllerExpansionFailed")
-		raw = protowire.AppendTag(raw, 3, protowire.BytesType)
-		raw = protowire.AppendBytes(raw, status)
-	}
-	return env.WithRaw(raw)
+	return withExtraField(t, stored, 3, 6, "ControllerExpansionFailed")
 }
 
 // asJSON stores a claim as JSON (as a non-default storage media type
