@@ -117,7 +117,9 @@ func (k keyScope) match(prefix, key string) (r resource.Resource, ns, name strin
 	return r, ns, name, parsed, true
 }
 
-// scopeFor resolves RESOURCE, -n and -A as ls does.
+// scopeFor resolves RESOURCE, -n and -A for ls and dump, as kubectl does:
+// -n defaults to "default" for a namespaced resource and is ignored for a
+// cluster-scoped one; without RESOURCE, -n filters every resource.
 func scopeFor(s *session, res string, namespace string, all bool) (keyScope, error) {
 	k := keyScope{prefix: s.g.Prefix + "/"}
 	if !all {

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -101,27 +100,11 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		return err
 	}
 	defer s.Close()
-	prefix := s.g.Prefix + "/"
-	var res *resource.Resource
-	if o.Resource != "" {
-		r, err := s.resolver.Lookup(o.Resource)
-		if err != nil {
-			return &usageError{msg: err.Error()}
-		}
-		res = &r
-		ns := ""
-		if r.Namespaced && !o.AllNamespaces {
-			ns = o.Namespace
-			if ns == "" {
-				ns = "default"
-			}
-		}
-		prefix = r.ListPrefix(s.g.Prefix, ns)
+	scope, err := scopeFor(s, o.Resource, o.Namespace, o.AllNamespaces)
+	if err != nil {
+		return err
 	}
-	nsFilter := ""
-	if !o.AllNamespaces {
-		nsFilter = o.Namespace
-	}
+	prefix, res := scope.prefix, scope.res
 	out := newLsPrinter(e, o)
 	join := newLsJoin(e, s, res, o, out)
 	var undecodable, encrypted int
@@ -136,15 +119,9 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 	// returns the value in clear, valid as long as kv.Value.
 	prepare := func(kv *store.KeyValue, deleteRev int64) (lsItem, []byte, error) {
 		var it lsItem
-		r, ns, name, ok := resource.ParseKey(s.g.Prefix, kv.Key)
-		if !ok {
-			return it, nil, nil // apiserver-internal keys (ranges, leases of masters)
-		}
-		if res != nil && r.Path != res.Path {
-			return it, nil, nil
-		}
-		if nsFilter != "" && ns != nsFilter {
-			return it, nil, nil
+		r, ns, name, parsed, ok := scope.match(s.g.Prefix, kv.Key)
+		if !parsed || !ok {
+			return it, nil, nil // apiserver-internal keys (ranges, leases of masters), or out of scope
 		}
 		it.row = lsRow{Namespace: ns, Name: name, Resource: r.String(), Key: kv.Key, Revision: kv.ModRevision,
 			CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, DeleteRevision: deleteRev, Kind: r.Kind}
