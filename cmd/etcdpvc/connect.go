@@ -67,26 +67,38 @@ func applyKubeadm(g *globalOptions) error {
 	return nil
 }
 
-// openSession opens the store the global flags name: a db or snapshot file
-// with --db, else the live etcd.
-func openSession(e *env, g *globalOptions) (*session, error) {
+// newSession applies --kubeadm and loads the encryption config: the part
+// of a session that does not depend on the store.
+func newSession(e *env, g *globalOptions) (*session, error) {
 	if err := applyKubeadm(g); err != nil {
 		return nil, err
 	}
-	s := &session{g: g}
 	enc, err := loadEncryption(e, g)
 	if err != nil {
 		return nil, err
 	}
-	s.enc = enc
-	s.codec = surgery.Codec{Enc: s.enc, Prefix: g.Prefix}
+	return &session{g: g, enc: enc, codec: surgery.Codec{Enc: enc, Prefix: g.Prefix}}, nil
+}
+
+// boltOptions are the options a --db file is opened with.
+func boltOptions(e *env, g *globalOptions) store.BoltOptions {
+	return store.BoltOptions{
+		LockTimeout:   g.LockTimeout,
+		SkipHashCheck: g.SkipHashCheck,
+		Warn:          func(msg string) { fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", msg) },
+		HashCacheDir:  e.hashCacheDir(),
+	}
+}
+
+// openSession opens the store the global flags name: a db or snapshot file
+// with --db, else the live etcd.
+func openSession(e *env, g *globalOptions) (*session, error) {
+	s, err := newSession(e, g)
+	if err != nil {
+		return nil, err
+	}
 	if g.DB != "" {
-		b, err := store.OpenBolt(g.DB, store.BoltOptions{
-			LockTimeout:   g.LockTimeout,
-			SkipHashCheck: g.SkipHashCheck,
-			Warn:          func(msg string) { fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", msg) },
-			HashCacheDir:  e.hashCacheDir(),
-		})
+		b, err := store.OpenBolt(g.DB, boltOptions(e, g))
 		if err != nil {
 			s.Close()
 			return nil, boltError(err)

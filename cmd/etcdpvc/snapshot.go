@@ -7,7 +7,6 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // Snapshot surgery: every write command takes --db IN --out OUT. The edit
@@ -26,22 +25,11 @@ func openWriteSession(e *env, g *globalOptions, o writeOptions) (*session, error
 	if g.DB == "" {
 		return nil, usagef("--out OUT edits a copy of the --db file: give --db IN (to edit a live cluster, leave out --out)")
 	}
-	if err := applyKubeadm(g); err != nil {
-		return nil, err
-	}
-	s := &session{g: g}
-	enc, err := loadEncryption(e, g)
+	s, err := newSession(e, g)
 	if err != nil {
 		return nil, err
 	}
-	s.enc = enc
-	s.codec = surgery.Codec{Enc: s.enc, Prefix: g.Prefix}
-	sc, err := store.OpenSnapshotCopy(g.DB, o.Out, store.BoltOptions{
-		LockTimeout:   g.LockTimeout,
-		SkipHashCheck: g.SkipHashCheck,
-		Warn:          func(msg string) { fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", msg) },
-		HashCacheDir:  e.hashCacheDir(),
-	})
+	sc, err := store.OpenSnapshotCopy(g.DB, o.Out, boltOptions(e, g))
 	if err != nil {
 		s.Close()
 		return nil, snapshotCopyError(err, g.DB)
