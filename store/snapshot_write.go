@@ -360,9 +360,13 @@ func appendTrailer(path string) (string, int64, error) {
 	if err := f.Sync(); err != nil {
 		return "", 0, err
 	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return "", 0, fmt.Errorf("sync directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return "", 0, fmt.Errorf("sync directory %s: %w", filepath.Dir(path), err)
 	}
 	return hex.EncodeToString(sum), size + snapshotTrailerSize, nil
 }
