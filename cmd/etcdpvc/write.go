@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -113,18 +111,7 @@ func applyPlan(e *env, s *session, plan *surgery.Plan, o writeOptions) error {
 	if err := confirm(e, o, plan.Key); err != nil {
 		return err
 	}
-	ao := surgery.ApplyOptions{BackupDir: o.BackupDir, Endpoints: s.g.Endpoints, ToolVersion: toolVersion()}
-	if path := e.getenv("ETCDPVC_TEST_PAUSE_AFTER_BACKUP"); path != "" {
-		// Test hook: the crash-safety test kills the process here.
-		ao.AfterBackup = func() {
-			_ = os.WriteFile(path, nil, 0o600)
-			time.Sleep(time.Hour)
-		}
-	}
-	res, err := surgery.Apply(e.ctx, w, plan, ao)
-	if res != nil && res.BackupPath != "" && err != nil {
-		fmt.Fprintf(e.stderr, "etcdpvc: backup of the value read: %s\n", res.BackupPath)
-	}
+	res, err := surgery.Apply(e.ctx, w, plan, applyOptions(s, o))
 	if err != nil {
 		return err
 	}
@@ -170,4 +157,10 @@ func planAndApply(e *env, g *globalOptions, args []string, namespace, key string
 		return err
 	}
 	return applyPlan(e, s, plan, o)
+}
+
+// applyOptions are the options of every write: where backups go and what
+// they record.
+func applyOptions(s *session, o writeOptions) surgery.ApplyOptions {
+	return surgery.ApplyOptions{BackupDir: o.BackupDir, Endpoints: s.g.Endpoints, ToolVersion: toolVersion()}
 }
