@@ -32,6 +32,10 @@ var (
 	// (a timeout or a lost connection) and re-reading the key could not
 	// tell whether it was applied.
 	ErrUncertain = errors.New("outcome of the write is unknown")
+	// ErrPartial means a write of several keys stopped after writing some
+	// of them: the error says which were written (with their backups) and
+	// which were not.
+	ErrPartial = errors.New("partly written")
 )
 
 // ConflictError reports a compare-and-swap that found the key at another

@@ -22,6 +22,17 @@ const (
 	exitRefused    = 5 // refused as unsafe, or needs --yes / confirmation; nothing written
 	exitDecode     = 6 // the stored value cannot be decoded (malformed, encrypted without a key, unsupported)
 	exitConnection = 7 // etcd or the db file cannot be reached (dial, TLS, timeout, lock)
+	// exitUncertain: a write was sent but its outcome is not known (the
+	// answer was lost, or Ctrl-C came while it was under way); the key may
+	// hold the old or the new value. The message names the backup.
+	exitUncertain = 8
+	// exitPartial: a write of several keys stopped part way: some keys
+	// were written (each listed with its backup), the rest were not.
+	exitPartial = 9
+	// exitIncomplete: a read could not read everything (values it could
+	// not decrypt or decode, unreadable pages); what was read is printed
+	// and what was skipped is listed.
+	exitIncomplete = 10
 )
 
 // exitStatusHelp is the EXIT STATUS section shared by every command's help.
@@ -33,7 +44,14 @@ const exitStatusHelp = `EXIT STATUS:
    4  conflict: the object changed since it was read; nothing written
    5  refused: unsafe, or not confirmed (use --yes); nothing written
    6  the stored value cannot be decoded
-   7  cannot reach etcd or open the db file`
+   7  cannot reach etcd or open the db file
+   8  outcome unknown: a write was sent and may or may not have been applied; see the backup named
+   9  partly written: a write of several keys stopped after writing some of them (listed)
+  10  incomplete: some values could not be read (listed); the output holds the rest`
+
+// ErrIncomplete marks a read that skipped values it could not read; the
+// command has printed what it read and listed what it skipped.
+var ErrIncomplete = errors.New("incomplete: some values could not be read")
 
 // usageError marks errors in flags or arguments.
 type usageError struct{ msg string }
@@ -79,6 +97,12 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &r):
 		return exitRefused
+	case errors.Is(err, surgery.ErrUncertain):
+		return exitUncertain
+	case errors.Is(err, surgery.ErrPartial):
+		return exitPartial
+	case errors.Is(err, ErrIncomplete):
+		return exitIncomplete
 	case errors.Is(err, store.ErrConflict):
 		return exitConflict
 	case errors.Is(err, store.ErrNotFound):
