@@ -4,12 +4,34 @@ BIN      ?= bin/etcdpvc
 FUZZTIME ?= 20s
 PKGS     ?= ./...
 
-.PHONY: all build test test-unit test-short bench bench-data bench-offline fuzz lint demo clean
+.PHONY: all build release test test-unit test-short bench bench-data bench-offline fuzz lint demo clean
 
 all: lint build test
 
+# VERSION is the git tag of HEAD, else a Go pseudo-version of HEAD
+# (v0.0.0-<UTC commit time>-<12 hex digits>), with "-dirty" for a tree with
+# uncommitted changes. The binary prints it in `etcdpvc version` and records
+# it in every backup and audit line.
+VERSION ?= $(shell tools/version.sh)
+LDFLAGS  = -s -w -X main.buildVersion=$(VERSION)
+# A static binary: no cgo, no libc, so it runs on any Linux control-plane
+# node; -trimpath keeps build paths out of it.
+STATIC   = CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)'
+
 build:
-	$(GO) build -o $(BIN) ./cmd/etcdpvc
+	$(STATIC) -o $(BIN) ./cmd/etcdpvc
+
+# release cross-builds the static binary for linux/amd64 and linux/arm64
+# into dist/, with a SHA256SUMS file to check them after copying to a node.
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+release:
+	rm -rf dist && mkdir -p dist
+	@set -e; for p in $(RELEASE_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; \
+	  echo "build dist/etcdpvc-$(VERSION)-$$os-$$arch"; \
+	  GOOS=$$os GOARCH=$$arch $(STATIC) -o dist/etcdpvc-$(VERSION)-$$os-$$arch ./cmd/etcdpvc; \
+	done
+	cd dist && sha256sum etcdpvc-* > SHA256SUMS && cat SHA256SUMS
 
 # test runs the whole suite: unit tests with real in-process etcd servers
 # and the CLI's txtar scripts (test-unit), then the end-to-end suite against
@@ -59,7 +81,7 @@ demo: build
 	$(BIN) demo
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
 
 # e2e builds etcd and kube-apiserver from source into
 # ${XDG_CACHE_HOME:-~/.cache}/etcdpvc-e2e when missing (e2e/build-servers.sh;

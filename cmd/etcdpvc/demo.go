@@ -88,14 +88,14 @@ func runDemo(e *env) error {
 It holds the bytes a real kube-apiserver v1.37 stored in etcd for a StatefulSet "web" in
 namespace "demo": claim www-web-1, Bound to volume pv-www-web-1; claim www-web-0, deleted
 but stuck Terminating (its kubernetes.io/pvc-protection finalizer holds it), with volume
-pv-www-web-0; pod web-0; Secret web-secret. Claims and Secrets are encrypted at rest, with
-the test keys in fixtures/corpus/encryption/encryption-config.yaml.
+pv-www-web-0; pod web-0; Secret web-secret. Claims and Secrets are encrypted at rest; the demo's test
+keys are written to %s (removed with the throwaway etcd).
 
 Each command below is the real one, run by the same code as against a cluster, with
   %s
 (on a control-plane node, --kubeadm finds the endpoints, certificates and encryption config)
 and, for writes, --backup-dir %s.
-`, strings.Join(global, " "), backups)
+`, encConfig, strings.Join(global, " "), backups)
 
 	steps := []demoStep{
 		{"What is stuck? Objects with a deletionTimestamp, in every namespace:", []string{"ls", "-A", "--terminating"}},

@@ -3,25 +3,57 @@ package main
 import (
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
 
-// toolVersion is the module version from the build info ("(devel)" for a
-// source build).
+// buildVersion is stamped by `make build` and `make release` (-ldflags -X)
+// with the git tag or pseudo-version of the commit built (tools/version.sh).
+// It is not a flag and nothing changes it at run time.
+var buildVersion string
+
+// toolVersion is the version etcdpvc reports and records in backups: the
+// stamped build version; else the module version from the build info (a
+// tagged `go install`); else a pseudo-version made from the VCS revision
+// the go command recorded; else "(devel)".
 func toolVersion() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown"
+		return "(devel)"
 	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
+	return versionFromBuildInfo(bi)
+}
+
+// versionFromBuildInfo derives the version from build information.
+func versionFromBuildInfo(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
 	}
+	var rev, when string
+	dirty := false
 	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += "+" + s.Value[:12]
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
 		}
+	}
+	if len(rev) < 12 {
+		return "(devel)"
+	}
+	v := "v0.0.0-" + rev[:12]
+	if t, err := time.Parse(time.RFC3339, when); err == nil {
+		v = "v0.0.0-" + t.UTC().Format("20060102150405") + "-" + rev[:12]
+	}
+	if dirty {
+		v += "-dirty"
 	}
 	return v
 }
