@@ -39,6 +39,11 @@ type APIServer struct {
 	Prefix string
 	// EncryptionConfig is --encryption-provider-config ("" when not set).
 	EncryptionConfig string
+	// HostRoot is the directory the host's file system is mounted at when
+	// the manifest was read below one (for example "/host" in a `kubectl
+	// debug node` pod); the file paths above are then already below it.
+	// "" when the manifest was read from the host's own /etc.
+	HostRoot string
 }
 
 // Read reads the kube-apiserver manifest in dir.
@@ -54,7 +59,39 @@ func Read(dir string) (*APIServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read kube-apiserver manifest: %w", err)
 	}
-	return Parse(path, b)
+	a, err := Parse(path, b)
+	if err != nil {
+		return nil, err
+	}
+	a.rebase(HostRoot(dir))
+	return a, nil
+}
+
+// HostRoot returns the directory a host's root file system is mounted at,
+// judging from where its manifests directory is: "/host" for
+// "/host/etc/kubernetes/manifests", "" for "/etc/kubernetes/manifests" or
+// for a directory not named like kubeadm's.
+func HostRoot(manifestsDir string) string {
+	dir := filepath.Clean(manifestsDir)
+	root, ok := strings.CutSuffix(dir, DefaultManifestsDir)
+	if !ok || root == "" || root == "/" || !filepath.IsAbs(root) {
+		return ""
+	}
+	return root
+}
+
+// rebase moves the manifest's absolute file paths below root, where the
+// host's files are when the manifest was read there.
+func (a *APIServer) rebase(root string) {
+	if root == "" {
+		return
+	}
+	a.HostRoot = root
+	for _, p := range []*string{&a.CAFile, &a.CertFile, &a.KeyFile, &a.EncryptionConfig} {
+		if filepath.IsAbs(*p) {
+			*p = filepath.Join(root, *p)
+		}
+	}
 }
 
 // Parse reads a kube-apiserver static pod manifest.
