@@ -1,0 +1,320 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdpvc/etcdpvc/fixtures"
+	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+)
+
+// TestRunbooks runs the runbooks in docs/runbooks as scripts, so that a
+// step that no longer works breaks the build. A runbook takes part when it
+// holds a comment
+//
+//	<!-- runbook-test
+//	load demo                     the demo's objects (cmd/etcdpvc/demo.go)
+//	snapshot PATH                 save a snapshot of the etcd to PATH
+//	delete KEY                    delete a key
+//	-->
+//
+// whose lines set the stage, in order, on a real TLS etcd. Then every
+// `etcdpvc` command in the runbook's ```sh blocks runs, in order, through
+// run, and must exit 0. What a reader adapts is adapted the same way each
+// time: `--kubeadm` reads a kube-apiserver manifest written for the test's
+// etcd (certificates and encryption config included); an absolute path
+// (other than an etcd key) is taken below the test's directory; a path with
+// "…" in it, or BACKUP_FILE, is the newest backup; `enc.yaml` is the
+// encryption config; `> FILE` writes stdout to FILE. Commands of other
+// tools (kubectl, etcdctl, etcdutl, jq) are logged and skipped.
+func TestRunbooks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd per runbook")
+	}
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "runbooks", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no runbooks found: %v", err)
+	}
+	tested := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb := parseRunbook(string(b))
+		if rb.setup == nil {
+			t.Logf("%s: no runbook-test comment; not run", filepath.Base(f))
+			continue
+		}
+		tested++
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".md"), func(t *testing.T) { runRunbook(t, rb) })
+	}
+	if tested == 0 {
+		t.Fatal("no runbook has a runbook-test comment")
+	}
+}
+
+// runbook is a runbook's test comment and its shell commands.
+type runbook struct {
+	setup    []string
+	commands []string
+}
+
+// parseRunbook finds the runbook-test comment and the commands of the
+// ```sh blocks (continuation lines joined, comments and blank lines
+// dropped).
+func parseRunbook(doc string) runbook {
+	var rb runbook
+	sc := bufio.NewScanner(strings.NewReader(doc))
+	inSetup, inSh := false, false
+	var cont string
+	for sc.Scan() {
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "<!-- runbook-test":
+			inSetup, rb.setup = true, []string{}
+		case inSetup && trimmed == "-->":
+			inSetup = false
+		case inSetup:
+			if trimmed != "" {
+				rb.setup = append(rb.setup, trimmed)
+			}
+		case strings.HasPrefix(trimmed, "```sh"):
+			inSh = true
+		case inSh && strings.HasPrefix(trimmed, "```"):
+			inSh = false
+		case inSh:
+			if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+				continue
+			}
+			if strings.HasSuffix(trimmed, "\\") {
+				cont += strings.TrimSuffix(trimmed, "\\") + " "
+				continue
+			}
+			rb.commands = append(rb.commands, cont+trimmed)
+			cont = ""
+		}
+	}
+	return rb
+}
+
+func runRunbook(t *testing.T, rb runbook) {
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	t.Setenv("NO_COLOR", "1")
+	for _, v := range []string{"ETCDCTL_ENDPOINTS", "ETCDCTL_CACERT", "ETCDCTL_CERT", "ETCDCTL_KEY", "ETCDCTL_USER", "ETCDCTL_PASSWORD"} {
+		t.Setenv(v, "")
+	}
+	c := etcdtest.Start(t, etcdtest.Options{TLS: true})
+	ca, cert, key := c.TLSFiles()
+	enc := filepath.Join(dir, "encryption-config.yaml")
+	encBytes, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "corpus", "encryption", "encryption-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(enc, encBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	manifests := filepath.Join(dir, "manifests")
+	if err := os.MkdirAll(manifests, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: kube-apiserver
+  namespace: kube-system
+spec:
+  containers:
+  - name: kube-apiserver
+    command:
+    - kube-apiserver
+    - --etcd-servers=%s
+    - --etcd-cafile=%s
+    - --etcd-certfile=%s
+    - --etcd-keyfile=%s
+    - --encryption-provider-config=%s
+`, strings.Join(c.Endpoints(), ","), ca, cert, key, enc)
+	if err := os.WriteFile(filepath.Join(manifests, "kube-apiserver.yaml"), []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli := c.Client(t)
+	local := func(p string) string { return filepath.Join(dir, filepath.FromSlash(p)) }
+
+	for _, step := range rb.setup {
+		f := strings.Fields(step)
+		switch {
+		case len(f) == 2 && f[0] == "load" && f[1] == "demo":
+			for _, o := range demoObjects {
+				v, err := fs.ReadFile(fixtures.Corpus, path.Join("corpus", o.file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := cli.Put(ctx, o.key, string(v)); err != nil {
+					t.Fatalf("%s: %v", step, err)
+				}
+			}
+		case len(f) == 2 && f[0] == "snapshot":
+			path := local(f[1])
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			rc, err := cli.Snapshot(ctx)
+			if err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			data, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		case len(f) == 2 && f[0] == "delete":
+			resp, err := cli.Delete(ctx, f[1])
+			if err != nil || resp.Deleted != 1 {
+				t.Fatalf("%s: deleted %v keys, %v", step, resp, err)
+			}
+		default:
+			t.Fatalf("runbook-test: unknown step %q", step)
+		}
+	}
+
+	ran := 0
+	for _, line := range rb.commands {
+		words, err := shellWords(line)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		if len(words) == 0 || words[0] != "etcdpvc" {
+			t.Logf("skipped (not etcdpvc): %s", line)
+			continue
+		}
+		var args []string
+		out := ""
+		for i := 1; i < len(words); i++ {
+			w := words[i]
+			switch {
+			case w == ">" && i+1 < len(words):
+				out = local(words[i+1])
+				i++
+			case w == "--kubeadm":
+				args = append(args, w, "--manifests-dir", manifests)
+			case w == "enc.yaml":
+				args = append(args, enc)
+			case w == "BACKUP_FILE" || strings.Contains(w, "…"):
+				args = append(args, newestBackup(t, filepath.Join(dir, "state", "etcdpvc", "backups")))
+			case strings.HasPrefix(w, "/") && !strings.HasPrefix(w, "/registry"):
+				args = append(args, local(w))
+			default:
+				args = append(args, w)
+			}
+		}
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, args, strings.NewReader(""), &stdout, &stderr)
+		if code != exitOK {
+			t.Fatalf("runbook step failed with exit status %d:\n$ %s\n%s%s", code, line, stdout.String(), stderr.String())
+		}
+		if out != "" {
+			if err := os.WriteFile(out, stdout.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ran++
+	}
+	if ran == 0 {
+		t.Fatal("the runbook has a runbook-test comment but no etcdpvc command")
+	}
+}
+
+// newestBackup returns the newest backup file in dir.
+func newestBackup(t *testing.T, dir string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no backup in %s for a step that names one (%v)", dir, err)
+	}
+	sort.Strings(files) // names start with the time they were taken
+	return files[len(files)-1]
+}
+
+// shellWords splits a command line as a POSIX shell would for the simple
+// lines of a runbook: words separated by blanks, '...' literal, "..." with
+// \" and \\ escapes, a trailing # comment dropped.
+func shellWords(line string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(line); i++ {
+		ch := line[i]
+		switch {
+		case ch == ' ' || ch == '\t':
+			if inWord {
+				words, inWord = append(words, cur.String()), false
+				cur.Reset()
+			}
+		case ch == '#' && !inWord:
+			return words, nil
+		case ch == '\'':
+			j := strings.IndexByte(line[i+1:], '\'')
+			if j < 0 {
+				return nil, fmt.Errorf("unterminated '")
+			}
+			cur.WriteString(line[i+1 : i+1+j])
+			i, inWord = i+1+j, true
+		case ch == '"':
+			i++
+			for ; i < len(line) && line[i] != '"'; i++ {
+				if line[i] == '\\' && i+1 < len(line) && (line[i+1] == '"' || line[i+1] == '\\') {
+					i++
+				}
+				cur.WriteByte(line[i])
+			}
+			if i >= len(line) {
+				return nil, fmt.Errorf("unterminated \"")
+			}
+			inWord = true
+		default:
+			cur.WriteByte(ch)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+func TestShellWords(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string
+	}{
+		{`etcdpvc get pvc x -n demo`, []string{"etcdpvc", "get", "pvc", "x", "-n", "demo"}},
+		{`etcdpvc patch pvc x -p '{"spec":{"a":1}}' --dry-run`, []string{"etcdpvc", "patch", "pvc", "x", "-p", `{"spec":{"a":1}}`, "--dry-run"}},
+		{`etcdpvc ls   -A # every namespace`, []string{"etcdpvc", "ls", "-A"}},
+		{`a "b \"c\" d" e`, []string{"a", `b "c" d`, "e"}},
+		{`x > out.jsonl`, []string{"x", ">", "out.jsonl"}},
+	} {
+		got, err := shellWords(tc.line)
+		if err != nil || strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("shellWords(%q) = %q, %v; want %q", tc.line, got, err, tc.want)
+		}
+	}
+}
