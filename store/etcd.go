@@ -55,6 +55,14 @@ var ErrTooLarge = errors.New("request is too large")
 // request, key and value and a little framing, a member accepts.
 const MaxRequestBytes = 1536 * 1024
 
+// CompareAndSwapSize returns an upper bound of the size etcd counts against
+// --max-request-bytes for CompareAndSwap's transaction: the value, the key
+// (which the transaction names three times) and the framing (the
+// transaction's and raft's, an auth user name included).
+func CompareAndSwapSize(key string, value []byte) int {
+	return len(value) + 3*len(key) + 512
+}
+
 // tooLarge reports whether err is a refusal of a request by its size: etcd's
 // ErrRequestTooLarge, or a gRPC message size limit (ResourceExhausted
 // "message larger than max"; etcd's other ResourceExhausted errors, such as

@@ -78,7 +78,7 @@ func TestAmbiguousWrite(t *testing.T) {
 		}, false, store.ErrConflict, "nothing written"},
 		{"never reaches etcd", func(t *testing.T, call int, real func() (int64, error)) (int64, error) {
 			return 0, errLostAnswer
-		}, false, errLostAnswer, "unchanged: nothing written"},
+		}, false, ErrUncertain, "could not be fenced off"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
