@@ -109,7 +109,7 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	}
 	logPath := filepath.Join(o.BackupDir, AuditLogName)
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("write %s: %w before the transaction was sent; nothing written", objectName(p), err)
+		return nil, fmt.Errorf("write %s: %w before the transaction was sent; nothing written", p.ObjectName(), err)
 	}
 
 	res := &Result{BackupPath: path}
@@ -122,7 +122,7 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 		case errors.Is(err, store.ErrLeaseNotFound):
 			return nil, fmt.Errorf("write %s: %w; nothing written", p.Key, err)
 		case errors.Is(err, store.ErrTooLarge):
-			return nil, fmt.Errorf("write %s: %w: %w; nothing written", objectName(p), ErrTooLarge, err)
+			return nil, fmt.Errorf("write %s: %w: %w; nothing written", p.ObjectName(), ErrTooLarge, err)
 		}
 		var warnings []string
 		rev, warnings, err = resolve(ctx, w, p, err)
@@ -149,6 +149,103 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	return res, nil
 }
 
+// Step is one plan's part in Execute.
+type Step struct {
+	Plan *Plan
+	// Result is set when the plan was written.
+	Result *Result
+	// Err is why the plan was not written, or why its outcome is unknown
+	// (ErrUncertain); nil for a no-op plan and for plans after a failure,
+	// which were not attempted.
+	Err error
+}
+
+// Written reports whether the step's plan was written.
+func (s Step) Written() bool { return s.Result != nil }
+
+// ExecuteOptions tunes Execute.
+type ExecuteOptions struct {
+	ApplyOptions
+	// OnWritten, when set, is called after each plan written, in order.
+	OnWritten func(Step)
+}
+
+// Execute makes the writes of plans that belong together (one plan, or a
+// recipe's several), in order, each with its own backup and
+// compare-and-swap, as Apply does; no-op plans are skipped. It checks
+// every plan before writing any, so a refusal (ErrNoOp aside, ErrTooLarge)
+// writes nothing. It stops at the first failure and returns one Step per
+// plan, in order.
+//
+// The error is the failed plan's when nothing was written before it;
+// otherwise a *PartialError (ErrPartial, and the failure's own sentinel,
+// ErrUncertain included) saying what was written, with each backup, and
+// what was not.
+func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOptions) ([]Step, error) {
+	steps := make([]Step, len(plans))
+	for i, p := range plans {
+		steps[i].Plan = p
+		if p == nil || p.NoOp {
+			continue
+		}
+		if err := checkPlan(p, o.ApplyOptions); err != nil {
+			return steps, err
+		}
+	}
+	written := 0
+	for i, p := range plans {
+		if p == nil || p.NoOp {
+			continue
+		}
+		res, err := Apply(ctx, w, p, o.ApplyOptions)
+		if err != nil {
+			steps[i].Err = err
+			if written == 0 {
+				return steps, err
+			}
+			return steps, &PartialError{Steps: steps, Failed: i}
+		}
+		steps[i].Result = res
+		written++
+		if o.OnWritten != nil {
+			o.OnWritten(steps[i])
+		}
+	}
+	return steps, nil
+}
+
+// PartialError reports an Execute that stopped after writing some of its
+// plans. It matches ErrPartial and the failed plan's error.
+type PartialError struct {
+	Steps []Step
+	// Failed is the index of the step that failed.
+	Failed int
+}
+
+func (e *PartialError) Error() string {
+	var parts []string
+	for i, s := range e.Steps {
+		if s.Plan == nil || s.Plan.NoOp {
+			continue
+		}
+		name := s.Plan.ObjectName()
+		switch {
+		case s.Written():
+			parts = append(parts, fmt.Sprintf("%s was written (revision %s → %d; backup %s)", name, revString(s.Plan.Expect), s.Result.Revision, s.Result.BackupPath))
+		case i == e.Failed && errors.Is(s.Err, ErrUncertain):
+			parts = append(parts, fmt.Sprintf("%s may or may not have been written: %v", name, s.Err))
+		case i == e.Failed:
+			parts = append(parts, fmt.Sprintf("%s was not written: %v", name, s.Err))
+		default:
+			parts = append(parts, fmt.Sprintf("%s was not written (not attempted)", name))
+		}
+	}
+	return fmt.Sprintf("%v: %s", ErrPartial, strings.Join(parts, "; "))
+}
+
+// Unwrap returns ErrPartial and the failed step's error.
+func (e *PartialError) Unwrap() []error { return []error{ErrPartial, e.Steps[e.Failed].Err} }
+
 // checkPlan refuses a plan Apply must not make: a no-op, one without the
 // value it read, one larger than etcd accepts.
 func checkPlan(p *Plan, o ApplyOptions) error {
@@ -164,7 +261,7 @@ func checkPlan(p *Plan, o ApplyOptions) error {
 	}
 	if n := store.CompareAndSwapSize(p.Key, p.NewStored); n > limit {
 		return fmt.Errorf("write %s: the new value is %d bytes (%s with the key and the request's framing), more than etcd accepts in one request (--max-request-bytes, %s): %w; nothing written",
-			objectName(p), len(p.NewStored), byteSize(n), byteSize(limit), ErrTooLarge)
+			p.ObjectName(), len(p.NewStored), byteSize(n), byteSize(limit), ErrTooLarge)
 	}
 	return nil
 }
@@ -177,9 +274,10 @@ func byteSize(n int) string {
 	return fmt.Sprintf("%.2f MiB", float64(n)/(1024*1024))
 }
 
-// objectName names a plan's object as kubectl does ("persistentvolumeclaim
-// data-0 in namespace demo"), or by its key when it cannot.
-func objectName(p *Plan) string {
+// ObjectName names the plan's object as kubectl does
+// ("persistentvolumeclaim data-0 in namespace demo"), or by its key when
+// it cannot.
+func (p *Plan) ObjectName() string {
 	var obj *codec.Object
 	if p.Before != nil && p.Before.Obj != nil {
 		obj = p.Before.Obj
@@ -217,9 +315,9 @@ type UncertainError struct {
 }
 
 func (e *UncertainError) Error() string {
-	check := fmt.Sprintf("read it again (etcdpvc get) and compare it with the backup %s", e.Backup)
+	check := fmt.Sprintf("check whether it holds the new value now (etcdpvc get) and compare it with the backup %s", e.Backup)
 	if e.Expect == 0 {
-		check = fmt.Sprintf("read it again (etcdpvc get): a create may still land while the key is absent; the backup %s records the write", e.Backup)
+		check = fmt.Sprintf("check whether it exists now (etcdpvc get); the backup %s records the write", e.Backup)
 	}
 	msg := fmt.Sprintf("write %s: %v: %s; %s", e.Object, ErrUncertain, e.Reason, check)
 	if e.AuditErr != nil {
@@ -271,7 +369,7 @@ const (
 // It runs at most resolveTimeout, and at most cancelledBudget once ctx is
 // done.
 func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64, []string, error) {
-	obj := objectName(p)
+	obj := p.ObjectName()
 	uncertain := func(reason string) error {
 		return &UncertainError{Key: p.Key, Object: obj, Expect: p.Expect, Reason: reason, Cause: txnErr}
 	}
