@@ -110,7 +110,7 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 			if len(todo) == 0 {
 				fmt.Fprintf(e.stdout, "%s: no change (%s); nothing written\n", p.Key, p.Description)
 			} else {
-				fmt.Fprintf(e.stdout, "%s: already as asked, no change (%s); only %s changes\n", p.Key, p.Description, strings.Join(todo, " and "))
+				fmt.Fprintf(e.stdout, "%s: already as asked (%s), no change; only %s changes\n", p.ObjectName(), p.Description, strings.Join(todo, " and "))
 			}
 			continue
 		}
