@@ -401,3 +401,38 @@ func TestLeaseKept(t *testing.T) {
 		t.Fatalf("after revoking the lease: %v, want ErrNotFound", err)
 	}
 }
+
+// TestApplyTooLarge: a value larger than etcd accepts in one request is
+// refused before the backup, naming the object, its size and the limit;
+// at the limit it is written.
+func TestApplyTooLarge(t *testing.T) {
+	ctx := testCtx(t)
+	_, s := startEtcd(t)
+	orig := corpus(t, pvcFile)
+	create(t, s, pvcKey, orig)
+	p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := *p
+	big.NewStored = bytes.Repeat([]byte("x"), store.MaxRequestBytes)
+	dir := filepath.Join(t.TempDir(), "backups")
+	_, err = Apply(ctx, s, &big, ApplyOptions{BackupDir: dir})
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Apply = %v, want ErrTooLarge", err)
+	}
+	for _, want := range []string{"persistentvolumeclaim www-web-0 in namespace demo", fmt.Sprintf("is %d bytes", store.MaxRequestBytes), "(--max-request-bytes, 1.50 MiB)", "nothing written"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a backup directory was made for a refused write: %v", err)
+	}
+	// The largest value the check lets through is one etcd takes.
+	fits := *p
+	fits.NewStored = bytes.Repeat([]byte("x"), store.MaxRequestBytes-store.CompareAndSwapSize(pvcKey, nil))
+	if _, err := Apply(ctx, s, &fits, ApplyOptions{BackupDir: dir}); err != nil {
+		t.Fatalf("Apply at the limit = %v", err)
+	}
+}
