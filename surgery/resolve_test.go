@@ -388,3 +388,34 @@ func TestLostTransactionSoak(t *testing.T) {
 	}
 	t.Logf("%d writes with lost answers: %v", n, counts)
 }
+
+// TestExecuteUncertainAfterWrite: when the second of two writes loses
+// every answer, the error is both partial and uncertain, and lists the
+// first write with its backup.
+func TestExecuteUncertainAfterWrite(t *testing.T) {
+	ctx := testCtx(t)
+	direct, proxy, through := proxied(t)
+	create(t, direct, pvcKey, corpus(t, pvcFile))
+	create(t, direct, nsKey, corpus(t, nsFile))
+	first, err := Codec{}.MakePlan(ctx, through, pvcKey, Undelete{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Codec{}.MakePlan(ctx, through, nsKey, Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"a": "b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.HoldTxns(0)
+	steps, err := Execute(ctx, through, []*Plan{first, second}, ExecuteOptions{
+		ApplyOptions: ApplyOptions{BackupDir: t.TempDir()},
+		OnWritten:    func(Step) { proxy.HoldTxns(100) },
+	})
+	if !errors.Is(err, ErrPartial) || !errors.Is(err, ErrUncertain) || !steps[0].Written() {
+		t.Fatalf("Execute = %v, want the first written and the second uncertain", err)
+	}
+	for _, want := range []string{"persistentvolumeclaim www-web-0 in namespace demo was written", "namespace demo may or may not have been written"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
