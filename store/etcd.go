@@ -46,6 +46,35 @@ const (
 // by etcd, so a caller must not silently write it without the lease.
 var ErrLeaseNotFound = errors.New("lease not found (expired or revoked)")
 
+// ErrTooLarge means etcd (or the client) refused a request as larger than
+// it accepts (etcd's --max-request-bytes, 1.5 MiB by default; the client's
+// send limit, 2 MiB); nothing was written.
+var ErrTooLarge = errors.New("request is too large")
+
+// MaxRequestBytes is etcd's default --max-request-bytes: the largest
+// request, key and value and a little framing, a member accepts.
+const MaxRequestBytes = 1536 * 1024
+
+// CompareAndSwapSize returns an upper bound of the size etcd counts against
+// --max-request-bytes for CompareAndSwap's transaction: the value, the key
+// (which the transaction names three times) and the framing (the
+// transaction's and raft's, an auth user name included).
+func CompareAndSwapSize(key string, value []byte) int {
+	return len(value) + 3*len(key) + 512
+}
+
+// tooLarge reports whether err is a refusal of a request by its size: etcd's
+// ErrRequestTooLarge, or a gRPC message size limit (ResourceExhausted
+// "message larger than max"; etcd's other ResourceExhausted errors, such as
+// "database space exceeded", are not about size).
+func tooLarge(err error) bool {
+	if errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrGRPCRequestTooLarge) {
+		return true
+	}
+	s, ok := status.FromError(err)
+	return ok && s.Code() == codes.ResourceExhausted && strings.Contains(s.Message(), "larger than max")
+}
+
 // EtcdConfig says how to reach a live etcd cluster. Its fields mirror
 // etcdctl's flags.
 type EtcdConfig struct {
@@ -777,6 +806,9 @@ func (e *Etcd) compactRevision(ctx context.Context) (int64, error) {
 // or been revoked fails the put with an error wrapping ErrLeaseNotFound;
 // the lease is never dropped silently.
 //
+// A request larger than etcd or the client accepts fails with an error
+// wrapping ErrTooLarge, and was not applied.
+//
 // An error wrapping ErrUnavailable or a context error leaves the outcome
 // unknown: the transaction may have been applied after the client gave up.
 // Read the key again before retrying.
@@ -798,6 +830,10 @@ func (e *Etcd) CompareAndSwap(ctx context.Context, key string, expect int64, val
 		return err
 	})
 	if err != nil {
+		if tooLarge(err) {
+			// Refused before it was applied: never an unknown outcome.
+			return 0, fmt.Errorf("%s: %w (%d bytes with the key): %w", op, ErrTooLarge, len(key)+len(value), cleanRPCError(err))
+		}
 		return 0, rpcError(op, err)
 	}
 	if resp.Succeeded {

@@ -700,6 +700,26 @@ func TestEtcdCompareAndSwap(t *testing.T) {
 	}
 }
 
+// TestEtcdCompareAndSwapTooLarge: a value etcd (1.5 MiB) or the client (2
+// MiB) refuses by its size fails with ErrTooLarge, never as an unknown
+// outcome, and is not written.
+func TestEtcdCompareAndSwapTooLarge(t *testing.T) {
+	t.Parallel()
+	_, e := etcdStart(t, etcdtest.Options{})
+	ctx := context.Background()
+	for _, size := range []int{MaxRequestBytes, 2*1024*1024 + 1} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			_, err := e.CompareAndSwap(ctx, "/big", 0, bytes.Repeat([]byte("x"), size), 0)
+			if !errors.Is(err, ErrTooLarge) || errors.Is(err, ErrUnavailable) {
+				t.Fatalf("CompareAndSwap(%d bytes) = %v, want ErrTooLarge", size, err)
+			}
+			if _, err := e.Get(ctx, "/big", 0); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("after a refused write: %v", err)
+			}
+		})
+	}
+}
+
 func TestEtcdCompareAndSwapLease(t *testing.T) {
 	t.Parallel()
 	_, e := etcdStart(t, etcdtest.Options{})

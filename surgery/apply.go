@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -25,6 +27,10 @@ type ApplyOptions struct {
 	// AfterBackup, when set, is called after the backup is durable and
 	// before the transaction. It is a test hook.
 	AfterBackup func()
+	// MaxRequestBytes is the largest request etcd accepts (default
+	// store.MaxRequestBytes, etcd's default --max-request-bytes): a larger
+	// write is refused with ErrTooLarge before anything is written.
+	MaxRequestBytes int
 }
 
 // Result reports a write.
@@ -43,17 +49,21 @@ type Result struct {
 
 // Apply makes a plan's write: it writes the backup (durably, before
 // anything else), then writes p.NewStored with a compare-and-swap on
-// p.Expect that keeps p.Lease, then appends to the audit log. If the
-// backup cannot be written, nothing is written. If the key changed since
-// the plan read it, nothing is written and the error is a *ConflictError
-// (matching store.ErrConflict). A backup left by a write that did not
-// happen is harmless.
+// p.Expect that keeps p.Lease, then appends to the audit log. A value
+// larger than etcd accepts is refused (ErrTooLarge) before the backup. If
+// the backup cannot be written, nothing is written. If the key changed
+// since the plan read it, nothing is written and the error is a
+// *ConflictError (matching store.ErrConflict). If ctx is done before the
+// transaction is sent, nothing is sent. A backup left by a write that did
+// not happen is harmless.
+//
+// When the transaction's answer is lost (a timeout, a lost connection,
+// ctx cancelled while it was under way), resolve finds out what happened;
+// an outcome it cannot establish is an *UncertainError (ErrUncertain),
+// also recorded in the audit log.
 func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Result, error) {
-	if p == nil || p.NoOp {
-		return nil, fmt.Errorf("apply: %w", ErrNoOp)
-	}
-	if p.Expect != 0 && (p.Before == nil || p.Before.KV.ModRevision != p.Expect) {
-		return nil, fmt.Errorf("apply %s: plan expects revision %d but holds no value read at it", p.Key, p.Expect)
+	if err := checkPlan(p, o); err != nil {
+		return nil, err
 	}
 	if o.BackupDir == "" {
 		o.BackupDir = DefaultBackupDir()
@@ -86,6 +96,21 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	if o.AfterBackup != nil {
 		o.AfterBackup()
 	}
+	rec := AuditRecord{
+		Time:         now.Format(time.RFC3339Nano),
+		Key:          p.Key,
+		Op:           p.Description,
+		FromRevision: p.Expect,
+		Backup:       path,
+		SHA256:       b.SHA256,
+		NewSHA256:    b.NewSHA256,
+		Endpoints:    o.Endpoints,
+		ToolVersion:  o.ToolVersion,
+	}
+	logPath := filepath.Join(o.BackupDir, AuditLogName)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("write %s: %w before the transaction was sent; nothing written", p.ObjectName(), err)
+	}
 
 	res := &Result{BackupPath: path}
 	rev, err := w.CompareAndSwap(ctx, p.Key, p.Expect, p.NewStored, p.Lease)
@@ -96,29 +121,26 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 			return nil, &ConflictError{Key: p.Key, Read: p.Expect, Current: ce.Current, Cause: ce}
 		case errors.Is(err, store.ErrLeaseNotFound):
 			return nil, fmt.Errorf("write %s: %w; nothing written", p.Key, err)
+		case errors.Is(err, store.ErrTooLarge):
+			return nil, fmt.Errorf("write %s: %w: %w; nothing written", p.ObjectName(), ErrTooLarge, err)
 		}
 		var warnings []string
 		rev, warnings, err = resolve(ctx, w, p, err)
 		if err != nil {
+			var ue *UncertainError
+			if errors.As(err, &ue) {
+				ue.Backup = path
+				rec.Outcome = OutcomeUncertain
+				if aerr := appendAudit(logPath, rec); aerr != nil {
+					ue.AuditErr = aerr
+				}
+			}
 			return nil, err
 		}
 		res.Warnings = append(res.Warnings, warnings...)
 	}
 	res.Revision = rev
-
-	rec := AuditRecord{
-		Time:         now.Format(time.RFC3339Nano),
-		Key:          p.Key,
-		Op:           p.Description,
-		FromRevision: p.Expect,
-		ToRevision:   rev,
-		Backup:       path,
-		SHA256:       b.SHA256,
-		NewSHA256:    b.NewSHA256,
-		Endpoints:    o.Endpoints,
-		ToolVersion:  o.ToolVersion,
-	}
-	logPath := filepath.Join(o.BackupDir, AuditLogName)
+	rec.ToRevision = rev
 	if err := appendAudit(logPath, rec); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the write succeeded but the audit log could not be appended to: %v", err))
 	} else {
@@ -127,99 +149,390 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	return res, nil
 }
 
-// Bounds of resolve: how long it tries, and how many transactions it
-// retries.
+// Step is one plan's part in Execute.
+type Step struct {
+	Plan *Plan
+	// Result is set when the plan was written.
+	Result *Result
+	// Err is why the plan was not written, or why its outcome is unknown
+	// (ErrUncertain); nil for a no-op plan and for plans after a failure,
+	// which were not attempted.
+	Err error
+}
+
+// Written reports whether the step's plan was written.
+func (s Step) Written() bool { return s.Result != nil }
+
+// ExecuteOptions tunes Execute.
+type ExecuteOptions struct {
+	ApplyOptions
+	// OnWritten, when set, is called after each plan written, in order.
+	OnWritten func(Step)
+}
+
+// Execute makes the writes of plans that belong together (one plan, or a
+// recipe's several), in order, each with its own backup and
+// compare-and-swap, as Apply does; no-op plans are skipped. It checks
+// every plan before writing any, so a refusal (ErrNoOp aside, ErrTooLarge)
+// writes nothing. It stops at the first failure and returns one Step per
+// plan, in order.
+//
+// The error is the failed plan's when nothing was written before it;
+// otherwise a *PartialError (ErrPartial, and the failure's own sentinel,
+// ErrUncertain included) saying what was written, with each backup, and
+// what was not.
+func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOptions) ([]Step, error) {
+	steps := make([]Step, len(plans))
+	for i, p := range plans {
+		steps[i].Plan = p
+		if p == nil || p.NoOp {
+			continue
+		}
+		if err := checkPlan(p, o.ApplyOptions); err != nil {
+			return steps, err
+		}
+	}
+	written := 0
+	for i, p := range plans {
+		if p == nil || p.NoOp {
+			continue
+		}
+		res, err := Apply(ctx, w, p, o.ApplyOptions)
+		if err != nil {
+			steps[i].Err = err
+			if written == 0 {
+				return steps, err
+			}
+			return steps, &PartialError{Steps: steps, Failed: i}
+		}
+		steps[i].Result = res
+		written++
+		if o.OnWritten != nil {
+			o.OnWritten(steps[i])
+		}
+	}
+	return steps, nil
+}
+
+// PartialError reports an Execute that stopped after writing some of its
+// plans. It matches ErrPartial and the failed plan's error.
+type PartialError struct {
+	Steps []Step
+	// Failed is the index of the step that failed.
+	Failed int
+}
+
+func (e *PartialError) Error() string {
+	var parts []string
+	for i, s := range e.Steps {
+		if s.Plan == nil || s.Plan.NoOp {
+			continue
+		}
+		name := s.Plan.ObjectName()
+		switch {
+		case s.Written():
+			parts = append(parts, fmt.Sprintf("%s was written (revision %s → %d; backup %s)", name, revString(s.Plan.Expect), s.Result.Revision, s.Result.BackupPath))
+		case i == e.Failed && errors.Is(s.Err, ErrUncertain):
+			parts = append(parts, fmt.Sprintf("%s may or may not have been written: %v", name, s.Err))
+		case i == e.Failed:
+			parts = append(parts, fmt.Sprintf("%s was not written: %v", name, s.Err))
+		default:
+			parts = append(parts, fmt.Sprintf("%s was not written (not attempted)", name))
+		}
+	}
+	return fmt.Sprintf("%v: %s", ErrPartial, strings.Join(parts, "; "))
+}
+
+// Unwrap returns ErrPartial and the failed step's error.
+func (e *PartialError) Unwrap() []error { return []error{ErrPartial, e.Steps[e.Failed].Err} }
+
+// checkPlan refuses a plan Apply must not make: a no-op, one without the
+// value it read, one larger than etcd accepts.
+func checkPlan(p *Plan, o ApplyOptions) error {
+	if p == nil || p.NoOp {
+		return fmt.Errorf("apply: %w", ErrNoOp)
+	}
+	if p.Expect != 0 && (p.Before == nil || p.Before.KV.ModRevision != p.Expect) {
+		return fmt.Errorf("apply %s: plan expects revision %d but holds no value read at it", p.Key, p.Expect)
+	}
+	limit := o.MaxRequestBytes
+	if limit <= 0 {
+		limit = store.MaxRequestBytes
+	}
+	if n := store.CompareAndSwapSize(p.Key, p.NewStored); n > limit {
+		return fmt.Errorf("write %s: the new value is %d bytes (%s with the key and the request's framing), more than etcd accepts in one request (--max-request-bytes, %s): %w; nothing written",
+			p.ObjectName(), len(p.NewStored), byteSize(n), byteSize(limit), ErrTooLarge)
+	}
+	return nil
+}
+
+// byteSize formats a size in bytes for a message.
+func byteSize(n int) string {
+	if n < 1024*1024 {
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.2f MiB", float64(n)/(1024*1024))
+}
+
+// ObjectName names the plan's object as kubectl does
+// ("persistentvolumeclaim data-0 in namespace demo"), or by its key when
+// it cannot.
+func (p *Plan) ObjectName() string {
+	var obj *codec.Object
+	if p.Before != nil && p.Before.Obj != nil {
+		obj = p.Before.Obj
+	} else if o, err := codec.Decode(p.NewPlain); err == nil {
+		obj = o
+	}
+	if obj == nil || obj.Meta == nil || obj.GVK.Kind == "" || obj.Meta.Name == "" {
+		return p.Key
+	}
+	name := strings.ToLower(obj.GVK.Kind) + " " + obj.Meta.Name
+	if obj.Meta.Namespace != "" {
+		name += " in namespace " + obj.Meta.Namespace
+	}
+	return name
+}
+
+// UncertainError reports a write whose transaction was sent and whose
+// outcome could not be established: the key may hold the old value or the
+// new one, and a transaction still in flight may yet apply. It matches
+// ErrUncertain and its cause.
+type UncertainError struct {
+	// Key is the etcd key; Object names it as kubectl does.
+	Key, Object string
+	// Expect is the revision the write compared against (0: a create).
+	Expect int64
+	// Backup is the backup of the value before the write.
+	Backup string
+	// Reason says what is known.
+	Reason string
+	// Cause is the transaction's error.
+	Cause error
+	// AuditErr is why the audit log could not record the outcome, if it
+	// could not.
+	AuditErr error
+}
+
+func (e *UncertainError) Error() string {
+	check := fmt.Sprintf("check whether it holds the new value now (etcdpvc get) and compare it with the backup %s", e.Backup)
+	if e.Expect == 0 {
+		check = fmt.Sprintf("check whether it exists now (etcdpvc get); the backup %s records the write", e.Backup)
+	}
+	msg := fmt.Sprintf("write %s: %v: %s; %s", e.Object, ErrUncertain, e.Reason, check)
+	if e.AuditErr != nil {
+		msg += fmt.Sprintf(" (the audit log could not record it: %v)", e.AuditErr)
+	}
+	return msg
+}
+
+// Unwrap returns ErrUncertain and the transaction's error.
+func (e *UncertainError) Unwrap() []error { return []error{ErrUncertain, e.Cause} }
+
+// Bounds of resolve: how long it tries (from the caller giving up, when it
+// does), and how many requests it sends.
 const (
-	resolveTimeout = 30 * time.Second
-	resolveRetries = 3
+	resolveTimeout  = 30 * time.Second
+	cancelledBudget = 5 * time.Second
+	resolveAttempts = 8
+	resolveRetries  = 3
+	resolvePause    = 250 * time.Millisecond
 )
 
 // resolve finds out, after a transaction failed without an answer (a
-// timeout, a leader lost, a connection reset), whether it was applied, and
-// makes it if it was not. It reads the key again with a linearizable read:
+// timeout, a leader lost, a connection reset, ctx cancelled while it was
+// under way), whether it was applied, and makes the write if it was not
+// and the caller is still waiting.
 //
-//   - still as the plan read it: nothing was written; unless ctx is done
-//     (the caller gave up), the same compare-and-swap is sent again, which
-//     is safe: had the first attempt landed meanwhile, the retry would fail
-//     its comparison;
-//   - holding the new value: the write was made;
-//   - holding another value: the key's history since the plan's revision
-//     says whether the write was made and then overwritten, or never made
-//     (a conflict).
+// A read that shows the key unchanged proves nothing: the transaction may
+// still be on its way and apply later. The outcome is known only once the
+// transaction can no longer apply, which for an update is established by a
+// fence: a compare-and-swap on the same revision that rewrites the value
+// read with itself (same bytes, same lease). Then:
+//
+//   - the key holds the new value: the write was made;
+//   - the fence succeeded: the lost transaction compares against a revision
+//     the key has left, so it can never apply: nothing was written. Unless
+//     ctx is done (the caller gave up: report and stop), the write is sent
+//     again against the fence's revision, and resolved the same way;
+//   - the key moved on (the fence failed, or the re-read shows another
+//     revision): no transaction of this write can apply any more; the
+//     key's history since the plan's revision says whether it was made
+//     (and then overwritten) or not (a conflict, or only a fence landed).
+//
+// A create (p.Expect 0) has no fence that leaves no visible object: unless
+// a read shows the new value (or a retry's answer says it was written), its
+// outcome is uncertain.
 //
 // It returns the write's revision and warnings, or an error that says
-// whether anything was written (ErrUncertain when it cannot tell).
+// whether anything was written (an *UncertainError when it cannot tell).
+// It runs at most resolveTimeout, and at most cancelledBudget once ctx is
+// done.
 func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64, []string, error) {
-	uncertain := func(err error) error {
-		return fmt.Errorf("write %s: %w: %w; checking the key failed too (%v): check whether it is still at revision %d", p.Key, ErrUncertain, txnErr, err, p.Expect)
+	obj := p.ObjectName()
+	uncertain := func(reason string) error {
+		return &UncertainError{Key: p.Key, Object: obj, Expect: p.Expect, Reason: reason, Cause: txnErr}
 	}
 	rd, ok := w.(store.Reader)
 	if !ok {
-		return 0, nil, fmt.Errorf("write %s: %w: %w", p.Key, ErrUncertain, txnErr)
+		return 0, nil, uncertain(fmt.Sprintf("the transaction failed without an answer (%v) and the store cannot be read back", txnErr))
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
 	defer cancel()
-	pause := func() bool {
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(cancelledBudget, cancel)
+		context.AfterFunc(rctx, func() { t.Stop() })
+	})
+	defer stop()
+	pause := func() {
 		select {
 		case <-rctx.Done():
-			return false
-		case <-time.After(250 * time.Millisecond):
-			return true
+		case <-time.After(resolvePause):
 		}
 	}
+	lost := fmt.Sprintf("the transaction's answer was lost (%v)", txnErr)
+	if ctx.Err() != nil {
+		lost = fmt.Sprintf("the write was interrupted while its transaction was under way (%v)", txnErr)
+	}
+
+	// expect is the revision every transaction of this write still
+	// outstanding compares against (or an older one): the plan's, then
+	// each fence's.
+	expect := p.Expect
+	fenceSent := false
+	retries := 0
 	lastErr := txnErr
-	for attempt := 0; ; attempt++ {
-		kv, err := rd.Get(rctx, p.Key, 0)
-		absent := errors.Is(err, store.ErrNotFound)
-		switch {
-		case err != nil && !absent:
-			if !pause() {
-				return 0, nil, uncertain(err)
-			}
-			continue
-		case !absent && bytes.Equal(kv.Value, p.NewStored) && kv.ModRevision != p.Expect:
-			return kv.ModRevision, []string{fmt.Sprintf("the transaction failed (%v), but a re-read shows the new value at revision %d: the write was made", lastErr, kv.ModRevision)}, nil
-		case (absent && p.Expect == 0) || (!absent && kv.ModRevision == p.Expect):
-			// Not written: retry below.
-		default:
-			current := int64(0)
-			if !absent {
-				current = kv.ModRevision
-			}
-			made, err := writtenSince(rctx, rd, p)
-			switch {
-			case err != nil:
-				return 0, nil, uncertain(err)
-			case made != 0:
-				return made, []string{fmt.Sprintf("the transaction failed (%v), but the key's history shows the new value written at revision %d; the key has changed since (now %s)", lastErr, made, revString(current))}, nil
-			}
-			ce := &store.ConflictError{Key: p.Key, Expected: p.Expect, Current: current, CurrentValue: kv}
-			return 0, nil, &ConflictError{Key: p.Key, Read: p.Expect, Current: current, Cause: ce}
+
+	// retry sends the write again against expect, unless the caller gave
+	// up or the retries are spent (then it reports, writing nothing more).
+	// It returns done with the outcome, or !done to re-read.
+	retry := func(notWritten string) (done bool, rev int64, warn []string, err error) {
+		if ctx.Err() != nil || retries >= resolveRetries {
+			return true, 0, nil, fmt.Errorf("write %s: %s; %s: nothing written: %w", obj, lost, notWritten, txnErr)
 		}
-		if ctx.Err() != nil {
-			// The caller gave up: report, never write on its behalf.
-			return 0, nil, fmt.Errorf("write %s: %w; a re-read shows the key still at %s, unchanged: nothing written", p.Key, lastErr, revString(p.Expect))
-		}
-		if attempt >= resolveRetries {
-			return 0, nil, fmt.Errorf("write %s: %w; re-reads show the key still at %s, unchanged: nothing written", p.Key, lastErr, revString(p.Expect))
-		}
-		rev, err := w.CompareAndSwap(rctx, p.Key, p.Expect, p.NewStored, p.Lease)
+		retries++
+		rev, err = w.CompareAndSwap(rctx, p.Key, expect, p.NewStored, p.Lease)
 		var ce *store.ConflictError
 		switch {
 		case err == nil:
-			return rev, []string{fmt.Sprintf("the transaction failed (%v) without writing; it was sent again and succeeded", txnErr)}, nil
+			return true, rev, []string{fmt.Sprintf("%s; %s, and the write was sent again and succeeded", lost, notWritten)}, nil
 		case errors.As(err, &ce):
-			// Loop: the re-read sorts out whether an earlier attempt
-			// landed.
+			// The re-read sorts out whether an attempt landed.
 		case errors.Is(err, store.ErrLeaseNotFound):
-			return 0, nil, fmt.Errorf("write %s: %w; nothing written", p.Key, err)
+			return true, 0, nil, fmt.Errorf("write %s: %s; %s, and sent again it failed: %w; nothing written", obj, lost, notWritten, err)
 		default:
 			lastErr = err
-			if !pause() {
-				return 0, nil, uncertain(err)
+			pause()
+		}
+		return false, 0, nil, nil
+	}
+	// fenced takes note of a fence that landed at frev: no transaction of
+	// this write sent so far can apply.
+	fenced := func(frev int64) (done bool, rev int64, warn []string, err error) {
+		from := expect
+		expect = frev
+		return retry(fmt.Sprintf("the key was still at revision %d and was rewritten with its own value at revision %d so that the transaction can no longer apply", from, frev))
+	}
+
+	for attempt := 0; ; attempt++ {
+		if attempt >= resolveAttempts || rctx.Err() != nil {
+			if p.Expect == 0 {
+				return 0, nil, uncertain(fmt.Sprintf("%s; the reads did not show the key created, but a create cannot be fenced off and may still land (last error: %v)", lost, lastErr))
 			}
+			return 0, nil, uncertain(fmt.Sprintf("%s; the transaction could not be fenced off (last error: %v), so it may still apply", lost, lastErr))
+		}
+		kv, err := rd.Get(rctx, p.Key, 0)
+		absent := errors.Is(err, store.ErrNotFound)
+		if err != nil && !absent {
+			lastErr = err
+			pause()
+			continue
+		}
+		switch {
+		case !absent && bytes.Equal(kv.Value, p.NewStored):
+			return kv.ModRevision, []string{fmt.Sprintf("%s, but a re-read shows the new value at revision %d: the write was made", lost, kv.ModRevision)}, nil
+
+		case p.Expect == 0 && absent:
+			// A create not (yet) applied: no fence exists. Retry while
+			// the caller waits: a retry and the lost create cannot both
+			// apply.
+			if ctx.Err() != nil || retries >= resolveRetries {
+				return 0, nil, uncertain(fmt.Sprintf("%s; a re-read shows the key still absent, but a create cannot be fenced off and may still land", lost))
+			}
+			retries++
+			rev, err := w.CompareAndSwap(rctx, p.Key, 0, p.NewStored, p.Lease)
+			var ce *store.ConflictError
+			switch {
+			case err == nil:
+				return rev, []string{fmt.Sprintf("%s; the key was still absent, and the write was sent again and succeeded", lost)}, nil
+			case errors.As(err, &ce):
+			default:
+				lastErr = err
+				pause()
+			}
+
+		case p.Expect != 0 && !absent && kv.ModRevision == expect:
+			// Unchanged: fence the lost transaction off.
+			fenceSent = true
+			frev, err := w.CompareAndSwap(rctx, p.Key, expect, kv.Value, kv.Lease)
+			var ce *store.ConflictError
+			switch {
+			case err == nil:
+				if done, rev, warn, err := fenced(frev); done {
+					return rev, warn, err
+				}
+			case errors.As(err, &ce):
+				// Moved between the read and the fence: the re-read
+				// sorts it out.
+			case errors.Is(err, store.ErrLeaseNotFound):
+				// The key's lease is gone: the lost transaction, which
+				// attaches it, cannot apply either.
+				return 0, nil, fmt.Errorf("write %s: %s; the key's lease has expired (%w), so the transaction cannot apply: nothing written", obj, lost, store.ErrLeaseNotFound)
+			default:
+				lastErr = err
+				pause()
+			}
+
+		default:
+			// The key left the revision every transaction of this write
+			// compares against (an update), or exists with another value
+			// (a create).
+			made, err := writtenSince(rctx, rd, p)
+			switch {
+			case err != nil && errors.Is(err, store.ErrCompacted):
+				return 0, nil, uncertain(fmt.Sprintf("%s; the key has changed since (now at revision %s) and its history is compacted: whether the write was made cannot be told", lost, revString(currentRev(kv, absent))))
+			case err != nil:
+				lastErr = err
+				pause()
+				continue
+			case made != 0:
+				return made, []string{fmt.Sprintf("%s, but the key's history shows the new value written at revision %d; the key has changed since (now at %s)", lost, made, revString(currentRev(kv, absent)))}, nil
+			case p.Expect == 0:
+				return 0, nil, uncertain(fmt.Sprintf("%s; the key was created meanwhile with another value (revision %d), and the create may still land if that is deleted", lost, kv.ModRevision))
+			case fenceSent && !absent && bytes.Equal(kv.Value, p.Before.KV.Value):
+				// A fence whose answer was lost landed.
+				if done, rev, warn, err := fenced(kv.ModRevision); done {
+					return rev, warn, err
+				}
+				continue
+			}
+			current := currentRev(kv, absent)
+			var cv *store.KeyValue
+			if !absent {
+				cv = kv
+			}
+			ce := &store.ConflictError{Key: p.Key, Expected: p.Expect, Current: current, CurrentValue: cv}
+			return 0, nil, &ConflictError{Key: p.Key, Read: p.Expect, Current: current, Cause: ce}
 		}
 	}
+}
+
+// currentRev is a read key's mod revision, 0 when it is absent.
+func currentRev(kv *store.KeyValue, absent bool) int64 {
+	if absent || kv == nil {
+		return 0
+	}
+	return kv.ModRevision
 }
 
 // writtenSince returns the revision at which the key held p.NewStored
@@ -236,7 +549,7 @@ func writtenSince(ctx context.Context, rd store.Reader, p *Plan) (int64, error) 
 		return 0, err
 	}
 	if made == 0 && info.CompactRevision > p.Expect {
-		return 0, fmt.Errorf("history compacted past revision %d", p.Expect)
+		return 0, fmt.Errorf("history compacted past revision %d: %w", p.Expect, store.ErrCompacted)
 	}
 	return made, nil
 }

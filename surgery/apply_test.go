@@ -401,3 +401,94 @@ func TestLeaseKept(t *testing.T) {
 		t.Fatalf("after revoking the lease: %v, want ErrNotFound", err)
 	}
 }
+
+// TestApplyTooLarge: a value larger than etcd accepts in one request is
+// refused before the backup, naming the object, its size and the limit;
+// at the limit it is written.
+func TestApplyTooLarge(t *testing.T) {
+	ctx := testCtx(t)
+	_, s := startEtcd(t)
+	orig := corpus(t, pvcFile)
+	create(t, s, pvcKey, orig)
+	p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := *p
+	big.NewStored = bytes.Repeat([]byte("x"), store.MaxRequestBytes)
+	dir := filepath.Join(t.TempDir(), "backups")
+	_, err = Apply(ctx, s, &big, ApplyOptions{BackupDir: dir})
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Apply = %v, want ErrTooLarge", err)
+	}
+	for _, want := range []string{"persistentvolumeclaim www-web-0 in namespace demo", fmt.Sprintf("is %d bytes", store.MaxRequestBytes), "(--max-request-bytes, 1.50 MiB)", "nothing written"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a backup directory was made for a refused write: %v", err)
+	}
+	// The largest value the check lets through is one etcd takes.
+	fits := *p
+	fits.NewStored = bytes.Repeat([]byte("x"), store.MaxRequestBytes-store.CompareAndSwapSize(pvcKey, nil))
+	if _, err := Apply(ctx, s, &fits, ApplyOptions{BackupDir: dir}); err != nil {
+		t.Fatalf("Apply at the limit = %v", err)
+	}
+}
+
+// TestExecuteStopsPartWay: Execute writes plans in order and stops at the
+// first failure; a failure after a write is a *PartialError that lists
+// what was written, with its backup, and what was not.
+func TestExecuteStopsPartWay(t *testing.T) {
+	ctx := testCtx(t)
+	_, s := startEtcd(t)
+	create(t, s, pvcKey, corpus(t, pvcFile))
+	nsRev := create(t, s, nsKey, corpus(t, nsFile))
+	plan := func(key string, e Edit) *Plan {
+		t.Helper()
+		p, err := Codec{}.MakePlan(ctx, s, key, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	label := Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"step": "one"}}}
+
+	// The second key changes after planning: the first is written, the
+	// second is not, and the error says so.
+	first, second := plan(pvcKey, Undelete{}), plan(nsKey, label)
+	nsNow := mustEditMeta(t, get(t, s, nsKey).Value, codec.MetaEdit{SetLabels: map[string]string{"rival": "yes"}})
+	if _, err := s.CompareAndSwap(ctx, nsKey, nsRev, nsNow, 0); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	steps, err := Execute(ctx, s, []*Plan{first, second}, ExecuteOptions{ApplyOptions: ApplyOptions{BackupDir: t.TempDir()}, OnWritten: func(st Step) { seen = append(seen, st.Plan.Key) }})
+	var pe *PartialError
+	if !errors.As(err, &pe) || !errors.Is(err, ErrPartial) || !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Execute = %v, want a partial write ending in a conflict", err)
+	}
+	if len(steps) != 2 || !steps[0].Written() || steps[1].Written() || len(seen) != 1 || seen[0] != pvcKey {
+		t.Fatalf("steps %+v, written %v", steps, seen)
+	}
+	for _, want := range []string{
+		"partly written: persistentvolumeclaim www-web-0 in namespace demo was written (revision ",
+		"backup " + steps[0].Result.BackupPath,
+		"; namespace demo was not written: object changed since it was read",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+
+	// Nothing written before the failure: the failure's own error.
+	again := plan(pvcKey, label)
+	stale := plan(nsKey, label)
+	stale.Expect, stale.Before.KV.ModRevision = nsRev, nsRev
+	if _, err := Execute(ctx, s, []*Plan{stale, again}, ExecuteOptions{ApplyOptions: ApplyOptions{BackupDir: t.TempDir()}}); errors.Is(err, ErrPartial) || !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Execute = %v, want a plain conflict", err)
+	}
+	if kv := get(t, s, pvcKey); bytes.Equal(kv.Value, again.NewStored) {
+		t.Fatal("a plan after the failure was written")
+	}
+}

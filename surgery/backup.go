@@ -53,7 +53,8 @@ type Backup struct {
 	Path string `json:"-"`
 }
 
-// AuditRecord is one line of audit.log: a write that succeeded.
+// AuditRecord is one line of audit.log: a write that succeeded, or one
+// whose outcome is unknown.
 type AuditRecord struct {
 	Time string `json:"time"`
 	Key  string `json:"key"`
@@ -67,7 +68,14 @@ type AuditRecord struct {
 	NewSHA256    string   `json:"newSha256"`
 	Endpoints    []string `json:"endpoints,omitempty"`
 	ToolVersion  string   `json:"toolVersion,omitempty"`
+	// Outcome is empty for a write that was made, OutcomeUncertain for one
+	// whose outcome is unknown (ToRevision 0).
+	Outcome string `json:"outcome,omitempty"`
 }
+
+// OutcomeUncertain is AuditRecord.Outcome for a write that was sent and
+// may or may not have been applied.
+const OutcomeUncertain = "uncertain"
 
 // AuditLogName is the audit log's file name in the backup directory.
 const AuditLogName = "audit.log"

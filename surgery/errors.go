@@ -29,9 +29,13 @@ var (
 	// whitespace: the edit is abandoned.
 	ErrEmptyEdit = errors.New("edited file is empty")
 	// ErrUncertain means the write's transaction failed without an answer
-	// (a timeout or a lost connection) and re-reading the key could not
-	// tell whether it was applied.
+	// (a timeout, a lost connection, an interruption) and it could not be
+	// established whether it was applied or could still apply. The error
+	// is an *UncertainError.
 	ErrUncertain = errors.New("outcome of the write is unknown")
+	// ErrTooLarge means a write was refused because its value is larger
+	// than etcd accepts in one request; nothing was written.
+	ErrTooLarge = errors.New("value too large for etcd")
 	// ErrPartial means a write of several keys stopped after writing some
 	// of them: the error says which were written (with their backups) and
 	// which were not.

@@ -201,14 +201,20 @@ func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, 
 	for _, w := range rb.Warnings {
 		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
 	}
-	written, err := applyPlans(e, s, rb.Plans(), o)
+	steps, err := writePlans(e, s, rb.Plans(), o)
 	if err != nil {
-		if len(written) > 0 {
-			return rebindPartial(e, rb, written, err)
+		if errors.Is(err, surgery.ErrPartial) {
+			return rebindPartial(e, rb, steps, err)
 		}
 		return err
 	}
-	if o.DryRun || len(written) == 0 {
+	written := 0
+	for _, st := range steps {
+		if st.Written() {
+			written++
+		}
+	}
+	if o.DryRun || written == 0 {
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "\n%s the volume's claimRef and the claim's volumeName name each other: the\n"+
@@ -219,87 +225,26 @@ func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, 
 }
 
 // rebindPartial reports a rebind whose volume was written and whose claim
-// was not.
-func rebindPartial(e *env, rb *surgery.Rebind, written []writtenPlan, err error) error {
-	w := written[0]
-	fmt.Fprintf(e.stderr, "etcdpvc: the rebind is half done: %s was written (revision %d), %s was NOT written.\n", w.plan.Key, w.res.Revision, rb.Claim.Key)
-	fmt.Fprintf(e.stderr, "etcdpvc: the volume's claimRef now names the claim, but the claim's spec.volumeName does not name the volume;\n"+
+// was not (or may not have been).
+func rebindPartial(e *env, rb *surgery.Rebind, steps []surgery.Step, err error) error {
+	var backup string
+	for _, st := range steps {
+		if st.Written() && st.Plan == rb.Volume {
+			backup = st.Result.BackupPath
+		}
+	}
+	if backup == "" {
+		return err
+	}
+	claim := "was NOT written"
+	if errors.Is(err, surgery.ErrUncertain) {
+		claim = "may or may not have been written"
+	}
+	fmt.Fprintf(e.stderr, "etcdpvc: the rebind is half done: %s was written, %s %s.\n", rb.Volume.ObjectName(), rb.Claim.ObjectName(), claim)
+	fmt.Fprintf(e.stderr, "etcdpvc: the volume's claimRef now names the claim, but the claim's spec.volumeName may not name the volume;\n"+
 		"etcdpvc: the binder may still bind a Pending claim to a volume reserved for it, or leave the volume Available.\n")
-	return withHint(fmt.Errorf("rebind: the volume was written; the claim's write failed, so the claim is unchanged: %w", err),
-		fmt.Sprintf("finish by running the same rebind again (it plans only what is left), or undo the volume's write with: etcdpvc restore %s", w.res.BackupPath))
-}
-
-// writtenPlan is a plan applyPlans wrote.
-type writtenPlan struct {
-	plan *surgery.Plan
-	res  *surgery.Result
-}
-
-// applyPlans writes plans that belong together, in order: it prints every
-// diff and warning, asks once, then applies each plan with its own backup
-// and compare-and-swap, as applyPlan does for one. It stops at the first
-// failure and returns what it wrote before it.
-func applyPlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]writtenPlan, error) {
-	var todo []*surgery.Plan
-	for _, p := range plans {
-		if p.NoOp {
-			fmt.Fprintf(e.stdout, "%s: no change (%s); nothing written\n", p.Key, p.Description)
-			continue
-		}
-		fmt.Fprint(e.stdout, colorize(e, p.Diff))
-		if !strings.HasSuffix(p.Diff, "\n") {
-			fmt.Fprintln(e.stdout)
-		}
-		for _, w := range p.Warnings {
-			fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
-		}
-		todo = append(todo, p)
-	}
-	if len(todo) == 0 {
-		return nil, nil
-	}
-	if o.DryRun {
-		for _, p := range todo {
-			fmt.Fprintf(e.stdout, "dry run: %s; nothing written\n", p.Description)
-		}
-		return nil, nil
-	}
-	w, err := store.AsWriter(s.reader)
-	if err != nil {
-		return nil, withHint(fmt.Errorf("%s: %w", s.description, err), "a db file is read-only: write through --endpoints, or edit a copy with --db IN --out OUT")
-	}
-	keys := make([]string, len(todo))
-	for i, p := range todo {
-		keys[i] = p.Key
-	}
-	if err := confirm(e, o, strings.Join(keys, " and ")); err != nil {
-		return nil, err
-	}
-	ao := applyOptions(s, o)
-	var done []writtenPlan
-	for _, p := range todo {
-		res, err := surgery.Apply(e.ctx, w, p, ao)
-		if err != nil {
-			if sc := snapshotCopyOf(s); sc != nil && len(done) > 0 {
-				err = withHint(err, fmt.Sprintf("%s holds only part of the change: delete it and run the command again (the input db is unchanged)", o.Out))
-			}
-			return done, err
-		}
-		for _, w := range res.Warnings {
-			fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
-		}
-		fmt.Fprintf(e.stdout, "written: %s revision %d → %d\nbackup: %s\n", p.Key, p.Expect, res.Revision, res.BackupPath)
-		done = append(done, writtenPlan{plan: p, res: res})
-	}
-	if finished, err := finishSnapshotWrite(e, s); finished {
-		return done, err
-	}
-	var undo []string
-	for i := len(done) - 1; i >= 0; i-- {
-		undo = append(undo, "etcdpvc restore "+done[i].res.BackupPath)
-	}
-	fmt.Fprintf(e.stdout, "undo with: %s\n", strings.Join(undo, " && "))
-	return done, nil
+	return withHint(fmt.Errorf("rebind: %w", err),
+		fmt.Sprintf("finish by running the same rebind again (it plans only what is left), or undo the volume's write with: etcdpvc restore %s", backup))
 }
 
 // recipeError turns a recipe's refusal into the CLI's refused error (exit

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,8 +18,9 @@ import (
 
 // TestRebindSecondWriteFails makes the claim's write lose its
 // compare-and-swap after the volume's went through: the command must say
-// what is written, exit with the conflict status, and print a restore
-// command that puts the volume back.
+// what is written and what is not, exit with the partly-written status
+// (never "nothing written" alone), and print a restore command that puts
+// the volume back.
 func TestRebindSecondWriteFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -76,19 +78,19 @@ func TestRebindSecondWriteFails(t *testing.T) {
 	}
 	stdout.Reset()
 	stderr.Reset()
-	written, err := applyPlans(e, s, rb.Plans(), writeOptions{Yes: true, BackupDir: t.TempDir()})
-	if len(written) != 1 || err == nil {
-		t.Fatalf("applyPlans wrote %d plans, err %v; want the volume written and a conflict", len(written), err)
+	steps, err := writePlans(e, s, rb.Plans(), writeOptions{Yes: true, BackupDir: t.TempDir()})
+	if len(steps) != 2 || !steps[0].Written() || steps[1].Written() || !errors.Is(err, surgery.ErrPartial) {
+		t.Fatalf("writePlans = %v, %v; want the volume written and the claim in conflict", steps, err)
 	}
-	err = rebindPartial(e, rb, written, err)
-	if code := report(&stderr, err); code != exitConflict {
-		t.Errorf("exit status %d, want %d (conflict)", code, exitConflict)
+	err = rebindPartial(e, rb, steps, err)
+	if code := report(&stderr, err); code != exitPartial {
+		t.Errorf("exit status %d, want %d (partly written)", code, exitPartial)
 	}
 	out := stderr.String()
 	for _, want := range []string{
-		"etcdpvc: the rebind is half done: " + pvKey + " was written",
-		pvcKey + " was NOT written",
-		"etcdpvc: error: rebind: the volume was written; the claim's write failed, so the claim is unchanged: object changed since it was read",
+		"etcdpvc: the rebind is half done: persistentvolume pv-www-web-1 was written, persistentvolumeclaim www-web-1 in namespace demo was NOT written",
+		"etcdpvc: error: rebind: partly written: persistentvolume pv-www-web-1 was written (revision ",
+		"; persistentvolumeclaim www-web-1 in namespace demo was not written: object changed since it was read",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, out)

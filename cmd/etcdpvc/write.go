@@ -86,53 +86,102 @@ func confirm(e *env, o writeOptions, key string) error {
 	return nil
 }
 
-// applyPlan is the one write path of every write command: it prints the
-// diff and warnings, asks, backs up and commits with a compare-and-swap.
+// applyPlan is the write path of every command that writes one object.
 func applyPlan(e *env, s *session, plan *surgery.Plan, o writeOptions) error {
-	if plan.NoOp {
-		fmt.Fprintf(e.stdout, "%s: no change (%s); nothing written\n", plan.Key, plan.Description)
-		return nil
+	_, err := writePlans(e, s, []*surgery.Plan{plan}, o)
+	return err
+}
+
+// writePlans is the one write path, for one plan or several that belong
+// together: it prints every diff and warning, stops at --dry-run, asks
+// once, and lets surgery.Execute write the plans in order, printing each
+// write as it is made and how to undo them.
+func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]surgery.Step, error) {
+	var todo, noop []string
+	for _, p := range plans {
+		if p.NoOp {
+			noop = append(noop, p.ObjectName())
+		} else {
+			todo = append(todo, p.ObjectName())
+		}
 	}
-	fmt.Fprint(e.stdout, colorize(e, plan.Diff))
-	if !strings.HasSuffix(plan.Diff, "\n") {
-		fmt.Fprintln(e.stdout)
+	for _, p := range plans {
+		if p.NoOp {
+			if len(todo) == 0 {
+				fmt.Fprintf(e.stdout, "%s: no change (%s); nothing written\n", p.Key, p.Description)
+			} else {
+				fmt.Fprintf(e.stdout, "%s: already as asked (%s), no change; only %s changes\n", p.ObjectName(), p.Description, strings.Join(todo, " and "))
+			}
+			continue
+		}
+		fmt.Fprint(e.stdout, colorize(e, p.Diff))
+		if !strings.HasSuffix(p.Diff, "\n") {
+			fmt.Fprintln(e.stdout)
+		}
+		for _, w := range p.Warnings {
+			fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+		}
 	}
-	for _, w := range plan.Warnings {
-		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+	if len(todo) == 0 {
+		return nil, nil
 	}
 	if o.DryRun {
-		fmt.Fprintf(e.stdout, "dry run: %s; nothing written\n", plan.Description)
-		return nil
+		for _, p := range plans {
+			if !p.NoOp {
+				fmt.Fprintf(e.stdout, "dry run: %s; nothing written\n", p.Description)
+			}
+		}
+		return nil, nil
 	}
 	w, err := store.AsWriter(s.reader)
 	if err != nil {
-		return withHint(fmt.Errorf("%s: %w", s.description, err), "a db file is read-only: write through --endpoints, or edit a copy with --db IN --out OUT")
+		return nil, withHint(fmt.Errorf("%s: %w", s.description, err), "a db file is read-only: write through --endpoints, or edit a copy with --db IN --out OUT")
 	}
-	if err := confirm(e, o, plan.Key); err != nil {
-		return err
+	var keys []string
+	for _, p := range plans {
+		if !p.NoOp {
+			keys = append(keys, p.Key)
+		}
 	}
-	res, err := surgery.Apply(e.ctx, w, plan, applyOptions(s, o))
+	if err := confirm(e, o, strings.Join(keys, " and ")); err != nil {
+		return nil, err
+	}
+	steps, err := surgery.Execute(e.ctx, w, plans, surgery.ExecuteOptions{
+		ApplyOptions: applyOptions(s, o),
+		OnWritten: func(st surgery.Step) {
+			for _, w := range st.Result.Warnings {
+				fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+			}
+			from := "absent"
+			if st.Plan.Expect != 0 {
+				from = fmt.Sprint(st.Plan.Expect)
+			}
+			fmt.Fprintf(e.stdout, "written: %s revision %s → %d\nbackup: %s\n", st.Plan.Key, from, st.Result.Revision, st.Result.BackupPath)
+		},
+	})
 	if err != nil {
-		return err
+		if errors.Is(err, surgery.ErrPartial) && snapshotCopyOf(s) != nil {
+			err = withHint(err, fmt.Sprintf("%s holds only part of the change: delete it and run the command again (the input db is unchanged)", o.Out))
+		}
+		return steps, err
 	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
-	}
-	from := "absent"
-	if plan.Expect != 0 {
-		from = fmt.Sprint(plan.Expect)
-	}
-	fmt.Fprintf(e.stdout, "written: %s revision %s → %d\nbackup: %s\n", plan.Key, from, res.Revision, res.BackupPath)
 	if done, err := finishSnapshotWrite(e, s); done {
-		return err
+		return steps, err
 	}
-	if plan.Expect == 0 {
-		// A create (recover): restore cannot undo it; deleting the object can.
-		fmt.Fprintf(e.stdout, "undo with: kubectl delete the object, or etcdctl del %s\n", plan.Key)
-		return nil
+	var undo []string
+	for i := len(steps) - 1; i >= 0; i-- {
+		st := steps[i]
+		switch {
+		case !st.Written():
+		case st.Plan.Expect == 0:
+			// A create (recover): restore cannot undo it; deleting the object can.
+			undo = append(undo, "kubectl delete the object, or etcdctl del "+st.Plan.Key)
+		default:
+			undo = append(undo, "etcdpvc restore "+st.Result.BackupPath)
+		}
 	}
-	fmt.Fprintf(e.stdout, "undo with: etcdpvc restore %s\n", res.BackupPath)
-	return nil
+	fmt.Fprintf(e.stdout, "undo with: %s\n", strings.Join(undo, " && "))
+	return steps, nil
 }
 
 // editCommand builds a write command that names one object and applies
