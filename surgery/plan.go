@@ -154,8 +154,8 @@ func (c Codec) renderDiff(oldName string, before *codec.Object, oldRev int64, ne
 	if after != nil {
 		b = after.Content
 	}
-	if !c.ShowSecrets && (isSecret(before) || isSecret(after)) {
-		a, b = redactSecret(a, b)
+	if !c.ShowSecrets {
+		a, b = codec.RedactSecretPair(a, b)
 	}
 	ya, err := view(a, oldRev)
 	if err != nil {
@@ -171,46 +171,6 @@ func (c Codec) renderDiff(oldName string, before *codec.Object, oldRev int64, ne
 		d = d[i+1:]
 	}
 	return string(d), nil
-}
-
-func isSecret(o *codec.Object) bool {
-	return o != nil && o.GVK.Group == "" && o.GVK.Kind == "Secret"
-}
-
-// redactSecret returns copies of a Secret's before and after views with the
-// values of data and stringData replaced by markers that only say whether
-// a value changed.
-func redactSecret(before, after map[string]any) (map[string]any, map[string]any) {
-	if before != nil {
-		before = copyJSON(before)
-	}
-	if after != nil {
-		after = copyJSON(after)
-	}
-	for _, f := range []string{"data", "stringData"} {
-		var bm, am map[string]any
-		if before != nil {
-			bm, _ = before[f].(map[string]any)
-		}
-		if after != nil {
-			am, _ = after[f].(map[string]any)
-		}
-		for k, v := range am {
-			old, had := bm[k]
-			switch {
-			case !had:
-				am[k] = "<redacted: added>"
-			case jsonEqual(old, v):
-				am[k] = "<redacted>"
-			default:
-				am[k] = "<redacted: changed>"
-			}
-		}
-		for k := range bm {
-			bm[k] = "<redacted>"
-		}
-	}
-	return before, after
 }
 
 // warnings looks, through r, for what could undo a write of after or what
