@@ -72,9 +72,13 @@ func (e *NoHistoryError) Error() string {
 	case e.CompactRevision == 0:
 		return fmt.Sprintf("history of %s: no revision in revisions 1 to %d, all of which the store holds: it never existed there", e.What, e.Revision)
 	case e.CompactRevision >= e.Revision:
-		return fmt.Sprintf("history of %s: no revision held; the store was compacted at revision %d, its current revision, so any earlier history is gone", e.What, e.CompactRevision)
+		return fmt.Sprintf("history of %s: no revision held: the store was compacted at revision %d, its current revision, so it may have existed before", e.What, e.CompactRevision)
 	}
-	return fmt.Sprintf("history of %s: no revision in revisions %d to %d, the range the store holds; it was compacted at revision %d, so it may have existed before", e.What, e.CompactRevision+1, e.Revision, e.CompactRevision)
+	held := fmt.Sprintf("revisions %d to %d", e.CompactRevision+1, e.Revision)
+	if e.CompactRevision+1 == e.Revision {
+		held = fmt.Sprintf("revision %d", e.Revision)
+	}
+	return fmt.Sprintf("history of %s: no revision in %s, the range the store holds; it was compacted at revision %d, so it may have existed before", e.What, held, e.CompactRevision)
 }
 
 // Hint says where an older history may still be found.
