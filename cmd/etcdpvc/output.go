@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -52,11 +53,15 @@ func printObject(w io.Writer, content map[string]any, o printOptions) error {
 	}
 	switch o.Output {
 	case "json":
-		b, err := json.MarshalIndent(content, "", "    ")
-		if err != nil {
+		// No HTML escaping: redaction markers print as <redacted: N bytes>.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "    ")
+		if err := enc.Encode(content); err != nil {
 			return fmt.Errorf("print: %w", err)
 		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
+		_, err := w.Write(buf.Bytes())
 		return err
 	default:
 		b, err := yaml.Marshal(content)
