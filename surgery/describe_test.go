@@ -35,3 +35,21 @@ func TestDescribeSecretEdits(t *testing.T) {
 		})
 	}
 }
+
+func TestSecretOperation(t *testing.T) {
+	for _, tc := range []struct {
+		op     string
+		secret bool
+		want   string
+	}{
+		{`merge patch {"data":{"password":"bmV3"}}`, true, "a patch, values not shown: Secret"},
+		{`json patch [{"op":"add","path":"/data/a","value":"bmV3"}]`, true, "a patch, values not shown: Secret"},
+		{"merge patch of data.password (values not shown: Secret)", true, "merge patch of data.password (values not shown: Secret)"},
+		{"metadata: set labels team=ops", true, "metadata: set labels team=ops"},
+		{`merge patch {"spec":{"storageClassName":"fast"}}`, false, `merge patch {"spec":{"storageClassName":"fast"}}`},
+	} {
+		if got := secretOperation(tc.op, tc.secret); got != tc.want {
+			t.Errorf("secretOperation(%q, %v) = %q, want %q", tc.op, tc.secret, got, tc.want)
+		}
+	}
+}

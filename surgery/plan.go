@@ -175,6 +175,9 @@ func (c Codec) renderDiff(oldName string, before *codec.Object, oldRev int64, ne
 	return string(d), nil
 }
 
+// secretPatchNote ends the description of a Secret's patch.
+const secretPatchNote = "(values not shown: Secret)"
+
 // secretsGR is the resource of Secrets.
 var secretsGR = schema.GroupResource{Resource: "secrets"}
 
@@ -189,9 +192,20 @@ func describe(e Edit, secret bool) string {
 	}
 	switch e := e.(type) {
 	case Patch:
-		return fmt.Sprintf("%s patch of %s (values not shown: Secret)", e.Type, strings.Join(patchedPaths(e), ", "))
+		return fmt.Sprintf("%s patch of %s %s", e.Type, strings.Join(patchedPaths(e), ", "), secretPatchNote)
 	}
 	return e.Describe()
+}
+
+// secretOperation returns a backup's recorded operation for a restore's
+// description, leaving out a Secret's patch recorded with its values (as
+// backups made before patches of Secrets were described by their paths
+// hold them).
+func secretOperation(op string, secret bool) string {
+	if secret && (strings.HasPrefix(op, PatchMerge+" patch ") || strings.HasPrefix(op, PatchJSON+" patch ")) && !strings.HasSuffix(op, secretPatchNote) {
+		return "a patch, values not shown: Secret"
+	}
+	return op
 }
 
 // patchedPaths lists the fields a patch sets or removes, without their
