@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,7 +61,8 @@ type Plan struct {
 func (c Codec) MakePlan(ctx context.Context, r store.Reader, key string, e Edit) (*Plan, error) {
 	cur, err := c.Load(ctx, r, key, 0)
 	if err != nil {
-		return nil, fmt.Errorf("plan %s: %w", e.Describe(), err)
+		gr, _ := c.groupResource(key)
+		return nil, fmt.Errorf("plan %s: %w", describe(e, gr == secretsGR), err)
 	}
 	p := &Plan{
 		Key:         key,
@@ -68,7 +70,7 @@ func (c Codec) MakePlan(ctx context.Context, r store.Reader, key string, e Edit)
 		Before:      cur,
 		Expect:      cur.KV.ModRevision,
 		Lease:       cur.KV.Lease,
-		Description: e.Describe(),
+		Description: describe(e, codec.IsSecret(cur.Obj.Content) || cur.GR == secretsGR),
 	}
 	newPlain, err := e.Apply(cur)
 	if err != nil {
@@ -154,8 +156,8 @@ func (c Codec) renderDiff(oldName string, before *codec.Object, oldRev int64, ne
 	if after != nil {
 		b = after.Content
 	}
-	if !c.ShowSecrets && (isSecret(before) || isSecret(after)) {
-		a, b = redactSecret(a, b)
+	if !c.ShowSecrets {
+		a, b = codec.RedactSecretPair(a, b)
 	}
 	ya, err := view(a, oldRev)
 	if err != nil {
@@ -173,44 +175,96 @@ func (c Codec) renderDiff(oldName string, before *codec.Object, oldRev int64, ne
 	return string(d), nil
 }
 
-func isSecret(o *codec.Object) bool {
-	return o != nil && o.GVK.Group == "" && o.GVK.Kind == "Secret"
+// secretPatchNote ends the description of a Secret's patch.
+const secretPatchNote = "(values not shown: Secret)"
+
+// secretsGR is the resource of Secrets.
+var secretsGR = schema.GroupResource{Resource: "secrets"}
+
+// describe returns e's description for plans, backups, the audit log and
+// dry runs. For a Secret (secret) the values an edit sets are left out,
+// since these land on screen and on disk: a patch is described by the
+// paths it patches. (Other edits name no values beyond labels: annotate
+// names the annotations it sets, not their values.)
+func describe(e Edit, secret bool) string {
+	if !secret {
+		return e.Describe()
+	}
+	switch e := e.(type) {
+	case Patch:
+		return fmt.Sprintf("%s patch of %s %s", e.Type, strings.Join(patchedPaths(e), ", "), secretPatchNote)
+	}
+	return e.Describe()
 }
 
-// redactSecret returns copies of a Secret's before and after views with the
-// values of data and stringData replaced by markers that only say whether
-// a value changed.
-func redactSecret(before, after map[string]any) (map[string]any, map[string]any) {
-	if before != nil {
-		before = copyJSON(before)
+// secretOperation returns a backup's recorded operation for a restore's
+// description, leaving out a Secret's patch recorded with its values (as
+// backups made before patches of Secrets were described by their paths
+// hold them).
+func secretOperation(op string, secret bool) string {
+	if secret && (strings.HasPrefix(op, PatchMerge+" patch ") || strings.HasPrefix(op, PatchJSON+" patch ")) && !strings.HasSuffix(op, secretPatchNote) {
+		return "a patch, values not shown: Secret"
 	}
-	if after != nil {
-		after = copyJSON(after)
-	}
-	for _, f := range []string{"data", "stringData"} {
-		var bm, am map[string]any
-		if before != nil {
-			bm, _ = before[f].(map[string]any)
+	return op
+}
+
+// patchedPaths lists the fields a patch sets or removes, without their
+// values: JSON pointer paths with their operation for a JSON patch
+// ("replace /data/password"), dotted paths for a merge patch
+// ("data.password", "-data.old" for a removal). A patch that does not
+// parse is described as such.
+func patchedPaths(p Patch) []string {
+	var out []string
+	switch p.Type {
+	case PatchJSON:
+		var ops []struct {
+			Op   string `json:"op"`
+			Path string `json:"path"`
+			From string `json:"from"`
 		}
-		if after != nil {
-			am, _ = after[f].(map[string]any)
+		if err := yaml.Unmarshal(p.Patch, &ops); err != nil {
+			return []string{"a JSON patch that does not parse"}
 		}
-		for k, v := range am {
-			old, had := bm[k]
-			switch {
-			case !had:
-				am[k] = "<redacted: added>"
-			case jsonEqual(old, v):
-				am[k] = "<redacted>"
-			default:
-				am[k] = "<redacted: changed>"
+		for _, op := range ops {
+			s := op.Op + " " + op.Path
+			if op.From != "" {
+				s += " from " + op.From
+			}
+			out = append(out, s)
+		}
+	default:
+		var doc any
+		if err := yaml.Unmarshal(p.Patch, &doc); err != nil {
+			return []string{"a merge patch that does not parse"}
+		}
+		var walk func(prefix string, v any)
+		walk = func(prefix string, v any) {
+			m, ok := v.(map[string]any)
+			if !ok || len(m) == 0 {
+				switch {
+				case prefix == "":
+					out = append(out, "the whole object")
+				case v == nil:
+					out = append(out, "-"+prefix)
+				default:
+					out = append(out, prefix)
+				}
+				return
+			}
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				p := k
+				if prefix != "" {
+					p = prefix + "." + k
+				}
+				walk(p, m[k])
 			}
 		}
-		for k := range bm {
-			bm[k] = "<redacted>"
-		}
+		walk("", doc)
 	}
-	return before, after
+	if len(out) == 0 {
+		return []string{"nothing"}
+	}
+	return out
 }
 
 // warnings looks, through r, for what could undo a write of after or what

@@ -41,7 +41,7 @@ func (c Codec) PlanRestore(ctx context.Context, r store.Reader, b *Backup, force
 		GR:          gr,
 		NewPlain:    plain,
 		NewStored:   b.Value,
-		Description: fmt.Sprintf("restore %s from backup %s of revision %d (%s)", b.Key, filepath.Base(b.Path), b.ModRevision, b.Operation),
+		Description: fmt.Sprintf("restore %s from backup %s of revision %d (%s)", b.Key, filepath.Base(b.Path), b.ModRevision, secretOperation(b.Operation, gr == secretsGR)),
 	}
 	newName := fmt.Sprintf("%s (backup of revision %d)", b.Key, b.ModRevision)
 

@@ -224,7 +224,7 @@ func TestSecretRedacted(t *testing.T) {
 		want    []string
 		notWant []string
 	}{
-		{Codec{}, []string{"-  password: <redacted>", "+  password: '<redacted: changed>'", "  username: <redacted>"}, []string{"czNjcjN0", "bmV3"}},
+		{Codec{}, []string{"-  password: '<redacted: 12 bytes>'", "+  password: '<redacted: 3 bytes, changed>'", "   username: '<redacted: 5 bytes>'"}, []string{"czNjcjN0", "bmV3"}},
 		{Codec{ShowSecrets: true}, []string{"-  password: czNjcjN0LXBsYWlu", "+  password: bmV3"}, nil},
 	} {
 		p, err := tc.codec.MakePlan(ctx, s, secKey, patch)
@@ -240,6 +240,10 @@ func TestSecretRedacted(t *testing.T) {
 			if strings.Contains(p.Diff, w) {
 				t.Errorf("ShowSecrets %v: diff shows %q:\n%s", tc.codec.ShowSecrets, w, p.Diff)
 			}
+		}
+		// The description lands in the backup and the audit log: never a value.
+		if want := "merge patch of data.password (values not shown: Secret)"; p.Description != want {
+			t.Errorf("ShowSecrets %v: description %q, want %q", tc.codec.ShowSecrets, p.Description, want)
 		}
 	}
 }

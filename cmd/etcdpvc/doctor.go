@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -28,8 +29,9 @@ func doctorCommand() command {
 			"ETCDCTL_* variables that override it; the certificate files (readable, parsed, not expired,\n" +
 			"key matching); the connection; etcd's members and each endpoint's health (version, leader,\n" +
 			"revision, db size, alarms); that the prefix holds the apiserver's keys; the encryption\n" +
-			"providers for secrets, configmaps, persistentvolumeclaims and *.*, and whether the first\n" +
-			"stored Secret can be read with them; and the compaction state, which bounds what history and\n" +
+			"providers for secrets, configmaps, persistentvolumeclaims and *.*, whether the first stored\n" +
+			"Secret can be read with them, and (when the first provider for secrets encrypts) how many\n" +
+			"Secrets are still stored in the clear; and the compaction state, which bounds what history and\n" +
 			"recover can still find. It writes nothing. The exit status is 1 when a check fails.",
 		examples: `etcdpvc doctor --kubeadm
 etcdpvc doctor --kubeadm --manifests-dir /etc/kubernetes/manifests
@@ -356,9 +358,34 @@ func (d *doctor) encryption(s *session) {
 	}
 	if _, err := s.codec.Open(e.ctx, *sample); err != nil {
 		d.report(checkFail, "encryption", "%s does not decrypt with this config: %v", sample.Key, err)
+	} else {
+		d.report(checkOK, "encryption", "%s decrypts and decodes with this config", sample.Key)
+	}
+	d.secretsInClear(s)
+}
+
+// secretsInClear warns about Secrets stored in the clear when the first
+// provider for secrets encrypts: they are not protected until rewritten.
+func (d *doctor) secretsInClear(s *session) {
+	first := s.enc.Providers(schema.GroupResource{Resource: "secrets"})[0]
+	if first == "identity" {
 		return
 	}
-	d.report(checkOK, "encryption", "%s decrypts and decodes with this config", sample.Key)
+	const shown = 5
+	c, err := inspect.SecretsInClear(d.e.ctx, s.reader, s.g.Prefix, shown)
+	switch {
+	case err != nil:
+		d.report(checkFail, "encryption", "%v", err)
+	case c.Clear == 0:
+		d.report(checkOK, "encryption", "all %d Secrets are stored encrypted", c.Total)
+	default:
+		names := strings.Join(c.Names, ", ")
+		if c.Clear > len(c.Names) {
+			names += fmt.Sprintf(" and %d more", c.Clear-len(c.Names))
+		}
+		d.report(checkWarn, "encryption", "%d of %d Secrets are stored in the clear although the first provider for secrets is %s: %s", c.Clear, c.Total, first, names)
+		d.note("encryption", "hint: rewrite them through the apiserver so it encrypts them: kubectl get secrets -A -o json | kubectl replace -f -")
+	}
 }
 
 // byteSize renders a size in bytes for people.

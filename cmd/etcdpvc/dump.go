@@ -265,7 +265,7 @@ func (d *dumper) decode(kv *store.KeyValue, rec *dumpRecord) {
 	}
 	content := cur.Obj.Content
 	if !d.o.ShowSecrets {
-		content = redactSecret(content)
+		content = codec.RedactSecret(content)
 	}
 	rec.Object = content
 }

@@ -2,14 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
 	"sigs.k8s.io/yaml"
 
-	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/inspect"
 )
 
 // historyOptions are the flags of `etcdpvc history`.
@@ -18,6 +18,8 @@ type historyOptions struct {
 	Namespace string
 	Key       string
 	Output    string
+	// ShowSecrets shows a Secret's values in the change labels.
+	ShowSecrets bool
 }
 
 func historyCommand() command {
@@ -28,14 +30,18 @@ func historyCommand() command {
 		desc: "history shows every revision of one key still held by etcd (or by --db), deletions and\n" +
 			"re-creations included: revision, version, create revision, lease and a one-line summary of\n" +
 			"what changed. A history whose start was compacted away says so. Revisions are indexed by\n" +
-			"mod revision: a re-created object starts again at version 1.",
+			"mod revision: a re-created object starts again at version 1. A Secret's changed values (data,\n" +
+			"stringData, the last-applied-configuration annotation) are reported by size unless\n" +
+			"--show-secrets is given. A key of which no revision is held exits with status 3, saying over\n" +
+			"which revisions that is known; an undecodable revision is listed and the status is 10.",
 		examples: `etcdpvc history pvc www-web-0 -n demo
 etcdpvc --db snapshot.db history cm web-config -n demo -o json`,
 		flags: append(objectFlags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table, json or yaml"},
+			&cli.BoolFlag{Name: "show-secrets", Usage: "show the values of a Secret that changed instead of their sizes"},
 		),
 		action: func(c *cli.Context, e *env) error {
-			o := historyOptions{Args: c.Args().Slice(), Namespace: c.String("namespace"), Key: c.String("etcd-key"), Output: c.String("output")}
+			o := historyOptions{Args: c.Args().Slice(), Namespace: c.String("namespace"), Key: c.String("etcd-key"), Output: c.String("output"), ShowSecrets: c.Bool("show-secrets")}
 			if err := checkOutput(o.Output, "table", "json", "yaml"); err != nil {
 				return err
 			}
@@ -48,16 +54,6 @@ etcdpvc --db snapshot.db history cm web-config -n demo -o json`,
 	}
 }
 
-// historyRow is one revision of a key.
-type historyRow struct {
-	Revision       int64  `json:"revision"`
-	Version        int64  `json:"version"`
-	CreateRevision int64  `json:"createRevision"`
-	Lease          int64  `json:"lease,omitempty"`
-	Deleted        bool   `json:"deleted,omitempty"`
-	Change         string `json:"change"`
-}
-
 func runHistory(e *env, g *globalOptions, o historyOptions) error {
 	s, err := openSession(e, g)
 	if err != nil {
@@ -68,67 +64,34 @@ func runHistory(e *env, g *globalOptions, o historyOptions) error {
 	if err != nil {
 		return err
 	}
-	var rows []historyRow
-	var prev map[string]any
-	var prevEnc string
-	info, err := s.reader.History(e.ctx, ref.Key, func(ev store.Event) error {
-		row := historyRow{Revision: ev.KV.ModRevision, Version: ev.KV.Version, CreateRevision: ev.KV.CreateRevision, Lease: ev.KV.Lease, Deleted: ev.Deleted}
-		switch {
-		case ev.Deleted:
-			row.Change = "deleted"
-			prev = nil
-		default:
-			cur, err := s.codec.Open(e.ctx, ev.KV)
-			if err != nil {
-				row.Change = "undecodable: " + err.Error()
-				prev = nil
-				break
-			}
-			enc := "in the clear"
-			if cur.Encrypted != nil {
-				enc = "encrypted with " + cur.Encrypted.String()
-			}
-			changes := codec.Changes(prev, cur.Obj.Content)
-			switch {
-			case ev.KV.Version == 1:
-				row.Change = "created"
-			case prev == nil:
-				row.Change = "first revision held"
-			case len(changes) == 0 && enc != prevEnc:
-				row.Change = "content unchanged, now stored " + enc
-			case len(changes) == 0:
-				row.Change = "rewritten, content unchanged"
-			default:
-				row.Change = codec.SummarizeChanges(changes, 4)
-			}
-			prev, prevEnc = cur.Obj.Content, enc
-		}
-		rows = append(rows, row)
-		return nil
-	})
+	rep, err := inspect.History(e.ctx, s.reader, ref, inspect.HistoryOptions{Codec: s.codec, ShowSecrets: o.ShowSecrets})
 	if err != nil {
+		var none *inspect.NoHistoryError
+		if errors.As(err, &none) && none.Hint() != "" {
+			return withHint(err, none.Hint())
+		}
 		return err
 	}
-	if len(rows) == 0 {
-		return fmt.Errorf("history of %s: %w", ref.Key, store.ErrNotFound)
+	if err := printHistory(e, rep, o.Output); err != nil {
+		return err
 	}
-	compacted := ""
-	if first := rows[0]; !first.Deleted && first.Version > 1 {
-		compacted = fmt.Sprintf("history before revision %d was compacted (compaction revision %d); the first revision held is version %d of the object created at revision %d",
-			first.Revision, info.CompactRevision, first.Version, first.CreateRevision)
+	if rep.Undecodable > 0 {
+		return fmt.Errorf("history of %s: %d of %d revisions could not be read (listed above as undecodable): %w", inspect.ObjectName(ref), rep.Undecodable, len(rep.Rows), ErrIncomplete)
 	}
-	switch o.Output {
+	return nil
+}
+
+// printHistory prints a history report as a table, JSON or YAML.
+func printHistory(e *env, rep *inspect.HistoryReport, output string) error {
+	switch output {
 	case "json", "yaml":
-		doc := map[string]any{"key": ref.Key, "revision": info.Revision, "compactRevision": info.CompactRevision, "events": rows}
-		if compacted != "" {
-			doc["compactedStart"] = compacted
-		}
 		var b []byte
-		if o.Output == "json" {
-			b, err = json.MarshalIndent(doc, "", "  ")
+		var err error
+		if output == "json" {
+			b, err = json.MarshalIndent(rep, "", "  ")
 			b = append(b, '\n')
 		} else {
-			b, err = yaml.Marshal(doc)
+			b, err = yaml.Marshal(rep)
 		}
 		if err != nil {
 			return err
@@ -136,11 +99,11 @@ func runHistory(e *env, g *globalOptions, o historyOptions) error {
 		_, err = e.stdout.Write(b)
 		return err
 	}
-	if compacted != "" {
-		fmt.Fprintf(e.stdout, "# %s\n", compacted)
+	if rep.CompactedStart != "" {
+		fmt.Fprintf(e.stdout, "# %s\n", rep.CompactedStart)
 	}
 	t := newTable(e.stdout, "REVISION", "VERSION", "CREATED", "LEASE", "CHANGE")
-	for _, r := range rows {
+	for _, r := range rep.Rows {
 		lease := "-"
 		if r.Lease != 0 {
 			lease = strconv.FormatInt(r.Lease, 16)

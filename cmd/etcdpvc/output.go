@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 
 	"github.com/urfave/cli/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcdpvc/etcdpvc/codec"
 )
 
 // openInput opens a named input; "-" or "" is stdin.
@@ -45,18 +46,22 @@ func checkOutput(o string, allowed ...string) error {
 // printObject writes an object's content as YAML or JSON.
 func printObject(w io.Writer, content map[string]any, o printOptions) error {
 	if !o.ShowSecrets {
-		content = redactSecret(content)
+		content = codec.RedactSecret(content)
 	}
 	if o.HideManagedFields {
 		content = withoutManagedFields(content)
 	}
 	switch o.Output {
 	case "json":
-		b, err := json.MarshalIndent(content, "", "    ")
-		if err != nil {
+		// No HTML escaping: redaction markers print as <redacted: N bytes>.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "    ")
+		if err := enc.Encode(content); err != nil {
 			return fmt.Errorf("print: %w", err)
 		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
+		_, err := w.Write(buf.Bytes())
 		return err
 	default:
 		b, err := yaml.Marshal(content)
@@ -66,46 +71,6 @@ func printObject(w io.Writer, content map[string]any, o printOptions) error {
 		_, err = w.Write(b)
 		return err
 	}
-}
-
-// redactSecret replaces the values of a Secret's data and stringData with
-// their sizes, so that output can be shared. It returns content unchanged
-// for other kinds, and a copy for Secrets.
-func redactSecret(content map[string]any) map[string]any {
-	if content["kind"] != "Secret" || content["apiVersion"] != "v1" {
-		return content
-	}
-	out := make(map[string]any, len(content))
-	for k, v := range content {
-		out[k] = v
-	}
-	for _, field := range []string{"data", "stringData"} {
-		m, ok := content[field].(map[string]any)
-		if !ok {
-			continue
-		}
-		red := make(map[string]any, len(m))
-		for k, v := range m {
-			s, _ := v.(string)
-			n := len(s)
-			if field == "data" {
-				n = base64DecodedLen(s)
-			}
-			red[k] = "<redacted: " + strconv.Itoa(n) + " bytes>"
-		}
-		out[field] = red
-	}
-	return out
-}
-
-func base64DecodedLen(s string) int {
-	n := len(s) / 4 * 3
-	if bytes.HasSuffix([]byte(s), []byte("==")) {
-		n -= 2
-	} else if bytes.HasSuffix([]byte(s), []byte("=")) {
-		n--
-	}
-	return n
 }
 
 // withoutManagedFields returns content without metadata.managedFields (a

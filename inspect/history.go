@@ -1,0 +1,192 @@
+// Package inspect answers read-only questions about stored objects, the
+// way the CLI reports them: what a key's history holds and what changed
+// at each revision (History). It decides what is said; the CLI only
+// prints it.
+package inspect
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+)
+
+// HistoryOptions tune History.
+type HistoryOptions struct {
+	// Codec decrypts and decodes each revision.
+	Codec surgery.Codec
+	// ShowSecrets puts a Secret's values in the change labels; by default
+	// a changed value is reported by its size only (see codec.Changes).
+	ShowSecrets bool
+}
+
+// HistoryRow is one revision of a key.
+type HistoryRow struct {
+	Revision       int64 `json:"revision"`
+	Version        int64 `json:"version"`
+	CreateRevision int64 `json:"createRevision"`
+	Lease          int64 `json:"lease,omitempty"`
+	Deleted        bool  `json:"deleted,omitempty"`
+	// Change says what this revision changed: "created", "deleted",
+	// "first revision held", a summary of the changed fields, or why the
+	// value could not be read ("undecodable: ...").
+	Change string `json:"change"`
+	// Undecodable is true when the value could not be decrypted or
+	// decoded (Change says why).
+	Undecodable bool `json:"undecodable,omitempty"`
+}
+
+// HistoryReport is what History found: every revision of the key the
+// store still holds, oldest first.
+type HistoryReport struct {
+	Key string `json:"key"`
+	// Revision is the store's revision when the history was read.
+	Revision int64 `json:"revision"`
+	// CompactRevision is the revision up to which the store's history was
+	// compacted (0: never).
+	CompactRevision int64 `json:"compactRevision"`
+	// CompactedStart, when not empty, says that the first revisions of the
+	// object are no longer held and where what is left starts.
+	CompactedStart string       `json:"compactedStart,omitempty"`
+	Rows           []HistoryRow `json:"events"`
+	// Undecodable counts the rows whose value could not be read.
+	Undecodable int `json:"-"`
+}
+
+// NoHistoryError says that the store holds no revision of a key, and
+// over which range of revisions that is known. It matches
+// store.ErrNotFound.
+type NoHistoryError struct {
+	// What names the object as kubectl would, or is its key.
+	What string
+	// Revision is the store's revision; CompactRevision the revision up to
+	// which history was compacted (0: never, so the key never existed).
+	Revision, CompactRevision int64
+}
+
+func (e *NoHistoryError) Error() string {
+	switch {
+	case e.CompactRevision == 0:
+		return fmt.Sprintf("history of %s: no revision in revisions 1 to %d, all of which the store holds: it never existed there", e.What, e.Revision)
+	case e.CompactRevision >= e.Revision:
+		return fmt.Sprintf("history of %s: no revision held: the store was compacted at revision %d, its current revision, so it may have existed before", e.What, e.CompactRevision)
+	}
+	held := fmt.Sprintf("revisions %d to %d", e.CompactRevision+1, e.Revision)
+	if e.CompactRevision+1 == e.Revision {
+		held = fmt.Sprintf("revision %d", e.Revision)
+	}
+	return fmt.Sprintf("history of %s: no revision in %s, the range the store holds; it was compacted at revision %d, so it may have existed before", e.What, held, e.CompactRevision)
+}
+
+// Hint says where an older history may still be found.
+func (e *NoHistoryError) Hint() string {
+	if e.CompactRevision == 0 {
+		return ""
+	}
+	return fmt.Sprintf("an etcd snapshot or member db taken before revision %d may still hold it: etcdpvc --db FILE history ...", e.CompactRevision)
+}
+
+// Is reports whether target is store.ErrNotFound.
+func (e *NoHistoryError) Is(target error) bool { return target == store.ErrNotFound }
+
+// History reads every revision of ref's key that r still holds, oldest
+// first, deletions and re-creations included, and says for each what
+// changed since the one before. A history whose start was compacted away
+// says so in CompactedStart. A key of which r holds no revision gives a
+// *NoHistoryError.
+func History(ctx context.Context, r store.Reader, ref resource.Ref, o HistoryOptions) (*HistoryReport, error) {
+	rep := &HistoryReport{Key: ref.Key}
+	var prev map[string]any
+	var prevEnc string
+	info, err := r.History(ctx, ref.Key, func(ev store.Event) error {
+		row := HistoryRow{Revision: ev.KV.ModRevision, Version: ev.KV.Version, CreateRevision: ev.KV.CreateRevision, Lease: ev.KV.Lease, Deleted: ev.Deleted}
+		switch {
+		case ev.Deleted:
+			row.Change = "deleted"
+			prev = nil
+		default:
+			cur, err := o.Codec.Open(ctx, ev.KV)
+			if err != nil {
+				row.Change = "undecodable: " + err.Error()
+				row.Undecodable = true
+				rep.Undecodable++
+				prev = nil
+				break
+			}
+			enc := "in the clear"
+			if cur.Encrypted != nil {
+				enc = "encrypted with " + cur.Encrypted.String()
+			}
+			row.Change = changeLabel(ev.KV.Version, prev, cur.Obj.Content, prevEnc, enc, o.ShowSecrets)
+			prev, prevEnc = cur.Obj.Content, enc
+		}
+		rep.Rows = append(rep.Rows, row)
+		return nil
+	})
+	rep.Revision, rep.CompactRevision = info.Revision, info.CompactRevision
+	if err != nil {
+		return nil, err
+	}
+	if len(rep.Rows) == 0 {
+		return nil, &NoHistoryError{What: ObjectName(ref), Revision: info.Revision, CompactRevision: info.CompactRevision}
+	}
+	rep.CompactedStart = compactedStart(rep.Rows[0], info.CompactRevision)
+	return rep, nil
+}
+
+// changeLabel says what a revision of version version changed, from the
+// previous content prev (nil: none read, or deleted) stored as prevEnc to
+// cur stored as enc.
+func changeLabel(version int64, prev, cur map[string]any, prevEnc, enc string, showSecrets bool) string {
+	if version == 1 {
+		return "created"
+	}
+	if prev == nil {
+		return "first revision held"
+	}
+	changes := codec.Changes(prev, cur, showSecrets)
+	switch {
+	case len(changes) == 0 && enc != prevEnc:
+		return "content unchanged, now stored " + enc
+	case len(changes) == 0:
+		return "rewritten, content unchanged"
+	}
+	return codec.SummarizeChanges(changes, 4)
+}
+
+// compactedStart says where a history starts when its beginning is no
+// longer held: "" when the first row held is the object's creation.
+func compactedStart(first HistoryRow, compactRev int64) string {
+	switch {
+	case first.Deleted && compactRev > 0:
+		return fmt.Sprintf("history before revision %d was compacted (compaction revision %d); the first event held is the deletion at revision %d: the revisions before it are gone",
+			compactRev+1, compactRev, first.Revision)
+	case first.Deleted:
+		return fmt.Sprintf("the first event held is the deletion at revision %d: the revisions before it are not held", first.Revision)
+	case first.Version > 1 && compactRev > 0:
+		return fmt.Sprintf("history before revision %d was compacted (compaction revision %d); the first revision held is version %d of the object created at revision %d",
+			first.Revision, compactRev, first.Version, first.CreateRevision)
+	case first.Version > 1:
+		return fmt.Sprintf("the first revision held is version %d of the object created at revision %d: the versions before it are not held", first.Version, first.CreateRevision)
+	}
+	return ""
+}
+
+// ObjectName names ref's object the way kubectl does ("secret web-secret
+// in namespace demo"), or by its key when its resource is unknown.
+func ObjectName(ref resource.Ref) string {
+	kind := ref.Resource.Singular
+	if kind == "" {
+		kind = ref.Resource.String()
+	}
+	if kind == "" || ref.Name == "" {
+		return ref.Key
+	}
+	if ref.Namespace != "" {
+		return fmt.Sprintf("%s %s in namespace %s", kind, ref.Name, ref.Namespace)
+	}
+	return kind + " " + ref.Name
+}
