@@ -36,14 +36,33 @@ var gcFinalizers = []string{metav1.FinalizerDeleteDependents, metav1.FinalizerOr
 // garbage collector's foregroundDeletion and orphan finalizers. Every other
 // finalizer (kubernetes.io/pvc-protection, …) stays. It edits metadata at
 // the wire level, so it works on every kind and keeps every other byte. On
-// an object that is not being deleted it changes nothing.
+// an object that is not being deleted it changes nothing, or refuses with
+// ErrNotApplicable when RequireTerminating is set.
 type Undelete struct {
 	KeepGCFinalizers bool
+	// RequireTerminating refuses an object that is not being deleted
+	// (ErrNotApplicable), as the undelete command does: naming such an
+	// object is a typo or the wrong object. Without it (recover), such an
+	// object is left as it is.
+	RequireTerminating bool
 }
 
 // Apply implements Edit.
 func (u Undelete) Apply(cur *Current) ([]byte, error) {
 	if !terminating(cur.Obj.Meta) {
+		if isNamespace(cur.Obj) && namespacePhase(cur.Obj) == "Terminating" {
+			// A Namespace whose deletion fields are gone but whose
+			// phase still says Terminating (an earlier edit that
+			// stopped half way): make it Active.
+			out, err := namespaceActive(cur, cur.Plain)
+			if err != nil {
+				return nil, fmt.Errorf("undelete Namespace %s: %w", cur.Obj.Name(), err)
+			}
+			return out, nil
+		}
+		if u.RequireTerminating {
+			return nil, &notApplicableError{msg: objectName(cur.Obj) + " is not Terminating; nothing to do"}
+		}
 		return cur.Plain, nil
 	}
 	e := codec.MetaEdit{ClearDeletion: true}
@@ -81,12 +100,23 @@ func terminating(m *metav1.ObjectMeta) bool {
 // wire level (see codec.EditMeta): `finalizers --remove/--remove-all`,
 // `label` and `annotate`. It works on every kind and keeps every byte
 // outside the edited metadata.
+//
+// As kubectl does, it refuses (ErrNotApplicable) to remove a finalizer,
+// label or annotation the object does not have, and to change the value of
+// an existing label or annotation unless Overwrite is set; setting the
+// value a key already has changes nothing.
 type Meta struct {
 	codec.MetaEdit
+	// Overwrite allows SetLabels and SetAnnotations to change existing
+	// values (kubectl's --overwrite).
+	Overwrite bool
 }
 
 // Apply implements Edit.
 func (m Meta) Apply(cur *Current) ([]byte, error) {
+	if problems := m.check(cur.Obj); len(problems) > 0 {
+		return nil, notApplicable(cur.Obj, problems)
+	}
 	out, err := codec.EditMeta(cur.Plain, m.MetaEdit)
 	if err != nil {
 		return nil, fmt.Errorf("edit metadata of %s %s: %w", cur.Obj.GVK.Kind, cur.Obj.Name(), err)
@@ -100,6 +130,71 @@ func (m Meta) Apply(cur *Current) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// check lists what m names that obj does not allow, with kubectl's
+// messages where kubectl has one.
+func (m Meta) check(obj *codec.Object) []string {
+	var problems []string
+	if !m.RemoveAllFinalizers && len(m.RemoveFinalizers) > 0 {
+		have := slices.Clone(obj.Meta.Finalizers)
+		if isNamespace(obj) {
+			for _, f := range namespaceSpecFinalizerList(obj) {
+				if !slices.Contains(have, f) {
+					have = append(have, f)
+				}
+			}
+		}
+		var missing []string
+		for _, f := range m.RemoveFinalizers {
+			if !slices.Contains(have, f) && !slices.Contains(missing, f) {
+				missing = append(missing, f)
+			}
+		}
+		if len(missing) > 0 {
+			present := "it has none"
+			if len(have) > 0 {
+				present = "it has " + strings.Join(have, ", ")
+			}
+			problems = append(problems, fmt.Sprintf("finalizer %s not found (%s)", quoteAll(missing), present))
+		}
+	}
+	for _, f := range []struct {
+		what   string
+		have   map[string]string
+		set    map[string]string
+		remove []string
+	}{
+		{"label", obj.Meta.Labels, m.SetLabels, m.RemoveLabels},
+		{"annotation", obj.Meta.Annotations, m.SetAnnotations, m.RemoveAnnotations},
+	} {
+		if !m.Overwrite {
+			for _, k := range sortedKeys(f.set) {
+				if v, ok := f.have[k]; ok && v != f.set[k] {
+					if f.what == "annotation" && isSecret(obj) {
+						// A Secret's annotations can hold its data
+						// (last-applied-configuration).
+						v = "<redacted>"
+					}
+					problems = append(problems, fmt.Sprintf("'%s' already has a value (%s), and --overwrite is false", k, v))
+				}
+			}
+		}
+		for _, k := range f.remove {
+			if _, ok := f.have[k]; !ok {
+				problems = append(problems, fmt.Sprintf("%s %q not found", f.what, k))
+			}
+		}
+	}
+	return problems
+}
+
+func quoteAll(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, ", ")
 }
 
 // Describe implements Edit.
