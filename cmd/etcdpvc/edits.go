@@ -274,7 +274,8 @@ func editCommand() command {
 	}
 }
 
-// runEditor lets the user edit doc in their editor.
+// runEditor lets the user edit doc in their editor. While the editor runs,
+// SIGINT is the editor's, as with kubectl edit (see holdInterrupts).
 func runEditor(e *env, doc []byte) ([]byte, error) {
 	editor := e.getenv("KUBE_EDITOR")
 	if editor == "" {
@@ -297,7 +298,15 @@ func runEditor(e *env, doc []byte) ([]byte, error) {
 	if f, ok := e.stdin.(*os.File); ok {
 		cmd.Stdin = f
 	}
-	if err := cmd.Run(); err != nil {
+	// Ctrl-C in the editor reaches the whole foreground process group:
+	// it is the editor's to handle (vi's own use of it included), so it
+	// must not cancel etcdpvc's context, which would kill the editor and
+	// lose the edit. SIGINT stays caught, not ignored, so the editor starts
+	// with its default handling; SIGTERM still stops both.
+	release := holdInterrupts(e.ctx)
+	err = cmd.Run()
+	release()
+	if err != nil {
 		return nil, fmt.Errorf("edit: editor %q: %w", editor, err)
 	}
 	return os.ReadFile(path)
