@@ -344,8 +344,14 @@ type Patch struct {
 // Apply implements Edit.
 func (p Patch) Apply(cur *Current) ([]byte, error) {
 	what := fmt.Sprintf("%s patch of %s %s", p.Type, cur.Obj.GVK.Kind, cur.Obj.Name())
-	doc, err := encjson.Marshal(cur.Obj.Content)
-	if err != nil {
+	var doc, text []byte
+	var err error
+	if cur.Obj.Format == codec.FormatJSON {
+		// The patch is applied to the stored text, which keeps the
+		// literal text of the numbers it does not touch (1.0, 1e3,
+		// integers beyond 2^53), and of those it sets.
+		doc = bytes.TrimRight(cur.Plain, "\r\n")
+	} else if doc, err = encjson.Marshal(cur.Obj.Content); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	var out []byte
@@ -368,7 +374,10 @@ func (p Patch) Apply(cur *Current) ([]byte, error) {
 	if err := utiljson.Unmarshal(out, &want); err != nil {
 		return nil, fmt.Errorf("%s: patched document is not an object: %w", what, err)
 	}
-	return applyContent(cur, want, what)
+	if cur.Obj.Format == codec.FormatJSON {
+		text = out
+	}
+	return applyContentText(cur, want, what, text)
 }
 
 // Describe implements Edit.
@@ -423,6 +432,14 @@ var wireMetaFields = []string{"labels", "annotations", "finalizers", "ownerRefer
 // applyContent turns the object's wanted JSON view into its new stored
 // value; see the package comment.
 func applyContent(cur *Current, want map[string]any, what string) ([]byte, error) {
+	return applyContentText(cur, want, what, nil)
+}
+
+// applyContentText is applyContent with text, the wanted object as JSON
+// text (a patch applied to the stored text), from which a JSON-stored
+// object's numbers take their literal text (see codec.MergeJSONText); nil
+// when there is none.
+func applyContentText(cur *Current, want map[string]any, what string, text []byte) ([]byte, error) {
 	obj := cur.Obj
 	old := normalize(obj.Content)
 	want = normalize(want)
@@ -430,6 +447,19 @@ func applyContent(cur *Current, want map[string]any, what string) ([]byte, error
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if jsonEqual(old, want) {
+		if text == nil || obj.Format != codec.FormatJSON {
+			return cur.Plain, nil
+		}
+		// Equal once decoded, but the text may still change a number
+		// beyond float64's precision: a change the diff of the decoded
+		// objects could not show.
+		out, err := codec.MergeJSONText(cur.Plain, want, text)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if !codec.SameJSONText(out, cur.Plain) {
+			return nil, fmt.Errorf("%s: the patch only changes numbers beyond the precision of a decoded object (float64), which the diff cannot show; nothing written", what)
+		}
 		return cur.Plain, nil
 	}
 	if onlyWireMeta(old, want) {
@@ -455,7 +485,7 @@ func applyContent(cur *Current, want map[string]any, what string) ([]byte, error
 				}
 			}
 		}
-		out, err := codec.MergeJSON(cur.Plain, want)
+		out, err := codec.MergeJSONText(cur.Plain, want, text)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
