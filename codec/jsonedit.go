@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math/big"
 	"reflect"
-	"strconv"
 	"sort"
+	"strconv"
 	"strings"
 )
 
