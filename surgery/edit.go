@@ -156,7 +156,11 @@ func (m Meta) check(obj *codec.Object) []string {
 			if len(have) > 0 {
 				present = "it has " + strings.Join(have, ", ")
 			}
-			problems = append(problems, fmt.Sprintf("finalizer %s not found (%s)", quoteAll(missing), present))
+			what := "finalizer"
+			if len(missing) > 1 {
+				what = "finalizers"
+			}
+			problems = append(problems, fmt.Sprintf("%s %s not found (%s)", what, quoteAll(missing), present))
 		}
 	}
 	for _, f := range []struct {

@@ -152,6 +152,9 @@ func TestTypoRules(t *testing.T) {
 		// notInErr must not appear in the error.
 		notInErr string
 	}{
+		{name: "remove two absent finalizers", key: pvcKey, value: pvc,
+			edit:    Meta{MetaEdit: codec.MetaEdit{RemoveFinalizers: []string{"a", "b", "a"}}},
+			errText: `persistentvolumeclaim www-web-1 in namespace demo: finalizers "a", "b" not found (it has kubernetes.io/pvc-protection); nothing written`},
 		{name: "remove absent finalizer", key: pvcKey, value: pvc,
 			edit:    Meta{MetaEdit: codec.MetaEdit{RemoveFinalizers: []string{"kubernetes.io/pvc-protectoin"}}},
 			errText: `persistentvolumeclaim www-web-1 in namespace demo: finalizer "kubernetes.io/pvc-protectoin" not found (it has kubernetes.io/pvc-protection); nothing written`},
