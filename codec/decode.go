@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	encjson "encoding/json"
+	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,7 +89,12 @@ func decodeProtobuf(value []byte) (*Object, error) {
 		}
 		obj.Typed = typed
 		if err := obj.fillFromTyped(); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", gvk.Kind, err)
+			if errors.Is(err, ErrNotObject) {
+				return nil, fmt.Errorf("decode %s: %w", gvk.Kind, err)
+			}
+			// Bytes the protobuf carries unchecked (managedFields'
+			// fieldsV1 is raw JSON) that do not convert.
+			return nil, malformed("decode %s: %v", gvk.Kind, err)
 		}
 		return obj, nil
 	}
@@ -102,7 +108,7 @@ func decodeProtobuf(value []byte) (*Object, error) {
 	obj.Undecoded = rest
 	metaMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(meta)
 	if err != nil {
-		return nil, fmt.Errorf("decode %s metadata: %w", gvk.Kind, err)
+		return nil, malformed("decode %s metadata: %v", gvk.Kind, err)
 	}
 	obj.Content = map[string]any{
 		"apiVersion": env.APIVersion,

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	encjson "encoding/json"
 	"fmt"
+	"math/big"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -408,21 +410,166 @@ func nodeBytes(n *jnode) []byte {
 // the smallest change: members whose value did not change keep their stored
 // text and position, removed members go, and new members are placed where
 // the document's order says. resourceVersion and selfLink are never stored.
+//
+// content is the decoded view of the object (numbers are int64 or float64,
+// as k8s.io/apimachinery/pkg/util/json decodes them), which cannot tell 1.0
+// from 1 nor hold integers beyond 2^63 exactly: a stored number whose
+// decoded value content still holds keeps its stored literal (1.0, 1e3,
+// 12345678901234567890), in arrays too, so that an edit never rewrites the
+// numbers it did not change.
 func MergeJSON(stored []byte, content map[string]any) ([]byte, error) {
+	return MergeJSONText(stored, content, nil)
+}
+
+// MergeJSONText is MergeJSON with text, the new document as JSON text
+// (for example the stored document with a patch applied to its text), from
+// which numbers take their literal text: a number content holds that
+// text holds at the same place with the same decoded value is written as
+// text has it, and compared with the stored literal exactly (so that a
+// change of 12345678901234567890 to 12345678901234567891, equal once
+// decoded, is still made). text may be nil.
+func MergeJSONText(stored []byte, content map[string]any, text []byte) ([]byte, error) {
 	doc, trailer, err := parseStoredJSON(stored)
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
+	}
+	var hint *jnode
+	if text != nil {
+		if hint, err = parseJNode(bytes.TrimSpace(text)); err != nil {
+			return nil, fmt.Errorf("merge: new document: %w", err)
+		}
 	}
 	content = copyJSON(content)
 	if md, ok := content["metadata"].(map[string]any); ok {
 		delete(md, "resourceVersion")
 		delete(md, "selfLink")
 	}
-	merged, err := mergeNode(doc, content, nil)
+	merged, err := mergeNode(doc, content, nil, hint)
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
 	return emitStoredJSON(merged, trailer), nil
+}
+
+// SameJSONText reports whether two JSON texts hold the same value, numbers
+// compared exactly (1.0 and 1e0 equal 1; 12345678901234567890 does not
+// equal 12345678901234567891, although both decode to the same float64),
+// object members in any order, whitespace ignored. Invalid JSON is equal
+// to nothing.
+func SameJSONText(a, b []byte) bool {
+	if !encjson.Valid(a) || !encjson.Valid(b) {
+		return false
+	}
+	x, errX := parseJNode(bytes.TrimSpace(a))
+	y, errY := parseJNode(bytes.TrimSpace(b))
+	return errX == nil && errY == nil && sameJSON(x, y)
+}
+
+// isNumber reports whether n is a number literal.
+func isNumber(n *jnode) bool {
+	return n != nil && n.kind == 0 && len(n.lit) > 0 && (n.lit[0] == '-' || (n.lit[0] >= '0' && n.lit[0] <= '9'))
+}
+
+// sameDecoded reports whether two number literals decode to the same value
+// the way k8s.io/apimachinery/pkg/util/json decodes numbers: integers that
+// fit int64 exactly, other numbers as float64.
+func sameDecoded(a, b []byte) bool {
+	x, errX := strconv.ParseInt(string(a), 10, 64)
+	y, errY := strconv.ParseInt(string(b), 10, 64)
+	if errX == nil && errY == nil {
+		return x == y
+	}
+	f, errF := strconv.ParseFloat(string(a), 64)
+	g, errG := strconv.ParseFloat(string(b), 64)
+	return errF == nil && errG == nil && f == g
+}
+
+// sameNumber reports whether two number literals are the same number,
+// exactly (1.0, 1 and 1e0 are; 12345678901234567890 and
+// 12345678901234567891 are not).
+func sameNumber(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	// 2048 bits hold about 600 significant digits.
+	x, _, errX := big.ParseFloat(string(a), 10, 2048, big.ToNearestEven)
+	y, _, errY := big.ParseFloat(string(b), 10, 2048, big.ToNearestEven)
+	return errX == nil && errY == nil && x.Cmp(y) == 0
+}
+
+// fillLiterals gives the number literals of n, a node built from the
+// decoded view, their literal text: text's at the same place when it
+// decodes to the same value, else old's at the same place when it does.
+func fillLiterals(n, text, old *jnode) {
+	switch n.kind {
+	case '{':
+		for i, k := range n.keys {
+			var t, o *jnode
+			if text != nil && text.kind == '{' {
+				t = text.get(k)
+			}
+			if old != nil && old.kind == '{' {
+				o = old.get(k)
+			}
+			fillLiterals(n.vals[i], t, o)
+		}
+	case '[':
+		for i, v := range n.vals {
+			var t, o *jnode
+			if text != nil && text.kind == '[' && i < len(text.vals) {
+				t = text.vals[i]
+			}
+			if old != nil && old.kind == '[' && i < len(old.vals) {
+				o = old.vals[i]
+			}
+			fillLiterals(v, t, o)
+		}
+	default:
+		if !isNumber(n) {
+			return
+		}
+		switch {
+		case isNumber(text) && sameDecoded(n.lit, text.lit):
+			n.lit = text.lit
+		case text == nil && isNumber(old) && sameDecoded(n.lit, old.lit):
+			n.lit = old.lit
+		}
+	}
+}
+
+// sameJSON reports whether two nodes hold the same JSON value, numbers
+// compared exactly (sameNumber), object members in any order.
+func sameJSON(a, b *jnode) bool {
+	if a.kind != b.kind {
+		return false
+	}
+	switch a.kind {
+	case '{':
+		if len(a.keys) != len(b.keys) {
+			return false
+		}
+		for i, k := range a.keys {
+			w := b.get(k)
+			if w == nil || !sameJSON(a.vals[i], w) {
+				return false
+			}
+		}
+		return true
+	case '[':
+		if len(a.vals) != len(b.vals) {
+			return false
+		}
+		for i := range a.vals {
+			if !sameJSON(a.vals[i], b.vals[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if isNumber(a) && isNumber(b) {
+		return sameNumber(a.lit, b.lit)
+	}
+	return jsonEqual(a.lit, b.lit)
 }
 
 func copyJSON(m map[string]any) map[string]any {
@@ -434,13 +581,15 @@ func copyJSON(m map[string]any) map[string]any {
 	return out
 }
 
-// mergeNode rewrites old to hold v, keeping what did not change.
-func mergeNode(old *jnode, v any, order []string) (*jnode, error) {
+// mergeNode rewrites old to hold v, keeping what did not change; text, when
+// not nil, is the new value as text (see MergeJSONText).
+func mergeNode(old *jnode, v any, order []string, text *jnode) (*jnode, error) {
 	nv, err := newJNode(v)
 	if err != nil {
 		return nil, err
 	}
-	if old != nil && jsonEqual(nodeBytes(old), nodeBytes(nv)) {
+	fillLiterals(nv, text, old)
+	if old != nil && sameJSON(old, nv) {
 		return old, nil
 	}
 	m, isMap := v.(map[string]any)
@@ -457,7 +606,11 @@ func mergeNode(old *jnode, v any, order []string) (*jnode, error) {
 		if k == "metadata" {
 			o = objectMetaOrder
 		}
-		merged, err := mergeNode(old.vals[i], sub, o)
+		var t *jnode
+		if text != nil && text.kind == '{' {
+			t = text.get(k)
+		}
+		merged, err := mergeNode(old.vals[i], sub, o, t)
 		if err != nil {
 			return nil, err
 		}
@@ -474,6 +627,9 @@ func mergeNode(old *jnode, v any, order []string) (*jnode, error) {
 		n, err := newJNode(m[k])
 		if err != nil {
 			return nil, err
+		}
+		if text != nil && text.kind == '{' {
+			fillLiterals(n, text.get(k), nil)
 		}
 		out.set(k, n, order)
 	}

@@ -309,7 +309,7 @@ func TestConflict(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			p, err := Codec{}.MakePlan(ctx, s, pvcKey, Meta{codec.MetaEdit{SetLabels: map[string]string{"x": "y"}}})
+			p, err := Codec{}.MakePlan(ctx, s, pvcKey, Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"x": "y"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -377,7 +377,7 @@ func TestLeaseKept(t *testing.T) {
 	if _, err := cli.Put(ctx, evKey, string(corpus(t, evFile)), clientv3.WithLease(lease.ID)); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Codec{}.MakePlan(ctx, s, evKey, Meta{codec.MetaEdit{SetLabels: map[string]string{"etcdpvc.io/checked": "yes"}}})
+	p, err := Codec{}.MakePlan(ctx, s, evKey, Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"etcdpvc.io/checked": "yes"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

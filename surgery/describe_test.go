@@ -20,9 +20,9 @@ func TestDescribeSecretEdits(t *testing.T) {
 			"json patch of replace /data/password, move /data/b from /data/a (values not shown: Secret)"},
 		{"bad patch", Patch{PatchMerge, []byte(`{"data":`)}, true, "merge patch of a merge patch that does not parse (values not shown: Secret)"},
 		{"not a Secret", Patch{PatchMerge, []byte(`{"data":{"password":"bmV3"}}`)}, false, `merge patch {"data":{"password":"bmV3"}}`},
-		{"last-applied annotation", Meta{codec.MetaEdit{SetAnnotations: map[string]string{codec.LastAppliedAnnotation: `{"data":{"password":"bmV3"}}`, "team": "ops"}}}, true,
+		{"last-applied annotation", Meta{MetaEdit: codec.MetaEdit{SetAnnotations: map[string]string{codec.LastAppliedAnnotation: `{"data":{"password":"bmV3"}}`, "team": "ops"}}}, true,
 			"metadata: set annotations kubectl.kubernetes.io/last-applied-configuration, team"},
-		{"label", Meta{codec.MetaEdit{SetLabels: map[string]string{"team": "ops"}}}, true, "metadata: set labels team=ops"},
+		{"label", Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"team": "ops"}}}, true, "metadata: set labels team=ops"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := describe(tc.edit, tc.secret)

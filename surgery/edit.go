@@ -36,14 +36,33 @@ var gcFinalizers = []string{metav1.FinalizerDeleteDependents, metav1.FinalizerOr
 // garbage collector's foregroundDeletion and orphan finalizers. Every other
 // finalizer (kubernetes.io/pvc-protection, …) stays. It edits metadata at
 // the wire level, so it works on every kind and keeps every other byte. On
-// an object that is not being deleted it changes nothing.
+// an object that is not being deleted it changes nothing, or refuses with
+// ErrNotApplicable when RequireTerminating is set.
 type Undelete struct {
 	KeepGCFinalizers bool
+	// RequireTerminating refuses an object that is not being deleted
+	// (ErrNotApplicable), as the undelete command does: naming such an
+	// object is a typo or the wrong object. Without it (recover), such an
+	// object is left as it is.
+	RequireTerminating bool
 }
 
 // Apply implements Edit.
 func (u Undelete) Apply(cur *Current) ([]byte, error) {
 	if !terminating(cur.Obj.Meta) {
+		if isNamespace(cur.Obj) && namespacePhase(cur.Obj) == "Terminating" {
+			// A Namespace whose deletion fields are gone but whose
+			// phase still says Terminating (an earlier edit that
+			// stopped half way): make it Active.
+			out, err := namespaceActive(cur, cur.Plain)
+			if err != nil {
+				return nil, fmt.Errorf("undelete Namespace %s: %w", cur.Obj.Name(), err)
+			}
+			return out, nil
+		}
+		if u.RequireTerminating {
+			return nil, &notApplicableError{msg: objectName(cur.Obj) + " is not Terminating; nothing to do"}
+		}
 		return cur.Plain, nil
 	}
 	e := codec.MetaEdit{ClearDeletion: true}
@@ -81,12 +100,23 @@ func terminating(m *metav1.ObjectMeta) bool {
 // wire level (see codec.EditMeta): `finalizers --remove/--remove-all`,
 // `label` and `annotate`. It works on every kind and keeps every byte
 // outside the edited metadata.
+//
+// As kubectl does, it refuses (ErrNotApplicable) to remove a finalizer,
+// label or annotation the object does not have, and to change the value of
+// an existing label or annotation unless Overwrite is set; setting the
+// value a key already has changes nothing.
 type Meta struct {
 	codec.MetaEdit
+	// Overwrite allows SetLabels and SetAnnotations to change existing
+	// values (kubectl's --overwrite).
+	Overwrite bool
 }
 
 // Apply implements Edit.
 func (m Meta) Apply(cur *Current) ([]byte, error) {
+	if problems := m.check(cur.Obj); len(problems) > 0 {
+		return nil, notApplicable(cur.Obj, problems)
+	}
 	out, err := codec.EditMeta(cur.Plain, m.MetaEdit)
 	if err != nil {
 		return nil, fmt.Errorf("edit metadata of %s %s: %w", cur.Obj.GVK.Kind, cur.Obj.Name(), err)
@@ -100,6 +130,75 @@ func (m Meta) Apply(cur *Current) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// check lists what m names that obj does not allow, with kubectl's
+// messages where kubectl has one.
+func (m Meta) check(obj *codec.Object) []string {
+	var problems []string
+	if !m.RemoveAllFinalizers && len(m.RemoveFinalizers) > 0 {
+		have := slices.Clone(obj.Meta.Finalizers)
+		if isNamespace(obj) {
+			for _, f := range namespaceSpecFinalizerList(obj) {
+				if !slices.Contains(have, f) {
+					have = append(have, f)
+				}
+			}
+		}
+		var missing []string
+		for _, f := range m.RemoveFinalizers {
+			if !slices.Contains(have, f) && !slices.Contains(missing, f) {
+				missing = append(missing, f)
+			}
+		}
+		if len(missing) > 0 {
+			present := "it has none"
+			if len(have) > 0 {
+				present = "it has " + strings.Join(have, ", ")
+			}
+			what := "finalizer"
+			if len(missing) > 1 {
+				what = "finalizers"
+			}
+			problems = append(problems, fmt.Sprintf("%s %s not found (%s)", what, quoteAll(missing), present))
+		}
+	}
+	for _, f := range []struct {
+		what   string
+		have   map[string]string
+		set    map[string]string
+		remove []string
+	}{
+		{"label", obj.Meta.Labels, m.SetLabels, m.RemoveLabels},
+		{"annotation", obj.Meta.Annotations, m.SetAnnotations, m.RemoveAnnotations},
+	} {
+		if !m.Overwrite {
+			for _, k := range sortedKeys(f.set) {
+				if v, ok := f.have[k]; ok && v != f.set[k] {
+					if f.what == "annotation" && codec.IsSecret(obj.Content) {
+						// A Secret's annotations can hold its data
+						// (last-applied-configuration).
+						v = "<redacted>"
+					}
+					problems = append(problems, fmt.Sprintf("'%s' already has a value (%s), and --overwrite is false", k, v))
+				}
+			}
+		}
+		for _, k := range f.remove {
+			if _, ok := f.have[k]; !ok {
+				problems = append(problems, fmt.Sprintf("%s %q not found", f.what, k))
+			}
+		}
+	}
+	return problems
+}
+
+func quoteAll(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, ", ")
 }
 
 // Describe implements Edit.
@@ -249,8 +348,14 @@ type Patch struct {
 // Apply implements Edit.
 func (p Patch) Apply(cur *Current) ([]byte, error) {
 	what := fmt.Sprintf("%s patch of %s %s", p.Type, cur.Obj.GVK.Kind, cur.Obj.Name())
-	doc, err := encjson.Marshal(cur.Obj.Content)
-	if err != nil {
+	var doc, text []byte
+	var err error
+	if cur.Obj.Format == codec.FormatJSON {
+		// The patch is applied to the stored text, which keeps the
+		// literal text of the numbers it does not touch (1.0, 1e3,
+		// integers beyond 2^53), and of those it sets.
+		doc = bytes.TrimRight(cur.Plain, "\r\n")
+	} else if doc, err = encjson.Marshal(cur.Obj.Content); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	var out []byte
@@ -273,7 +378,10 @@ func (p Patch) Apply(cur *Current) ([]byte, error) {
 	if err := utiljson.Unmarshal(out, &want); err != nil {
 		return nil, fmt.Errorf("%s: patched document is not an object: %w", what, err)
 	}
-	return applyContent(cur, want, what)
+	if cur.Obj.Format == codec.FormatJSON {
+		text = out
+	}
+	return applyContentText(cur, want, what, text)
 }
 
 // Describe implements Edit.
@@ -328,6 +436,14 @@ var wireMetaFields = []string{"labels", "annotations", "finalizers", "ownerRefer
 // applyContent turns the object's wanted JSON view into its new stored
 // value; see the package comment.
 func applyContent(cur *Current, want map[string]any, what string) ([]byte, error) {
+	return applyContentText(cur, want, what, nil)
+}
+
+// applyContentText is applyContent with text, the wanted object as JSON
+// text (a patch applied to the stored text), from which a JSON-stored
+// object's numbers take their literal text (see codec.MergeJSONText); nil
+// when there is none.
+func applyContentText(cur *Current, want map[string]any, what string, text []byte) ([]byte, error) {
 	obj := cur.Obj
 	old := normalize(obj.Content)
 	want = normalize(want)
@@ -335,6 +451,19 @@ func applyContent(cur *Current, want map[string]any, what string) ([]byte, error
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if jsonEqual(old, want) {
+		if text == nil || obj.Format != codec.FormatJSON {
+			return cur.Plain, nil
+		}
+		// Equal once decoded, but the text may still change a number
+		// beyond float64's precision: a change the diff of the decoded
+		// objects could not show.
+		out, err := codec.MergeJSONText(cur.Plain, want, text)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if !codec.SameJSONText(out, cur.Plain) {
+			return nil, fmt.Errorf("%s: the patch only changes numbers beyond the precision of a decoded object (float64), which the diff cannot show; nothing written", what)
+		}
 		return cur.Plain, nil
 	}
 	if onlyWireMeta(old, want) {
@@ -360,7 +489,7 @@ func applyContent(cur *Current, want map[string]any, what string) ([]byte, error
 				}
 			}
 		}
-		out, err := codec.MergeJSON(cur.Plain, want)
+		out, err := codec.MergeJSONText(cur.Plain, want, text)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}

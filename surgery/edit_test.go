@@ -417,8 +417,8 @@ func TestDescribe(t *testing.T) {
 		want string
 	}{
 		{Undelete{}, "undelete: clear deletionTimestamp and deletionGracePeriodSeconds, remove finalizers foregroundDeletion and orphan"},
-		{Meta{codec.MetaEdit{RemoveFinalizers: []string{"kubernetes.io/pvc-protection"}}}, "metadata: remove finalizers kubernetes.io/pvc-protection"},
-		{Meta{codec.MetaEdit{SetLabels: map[string]string{"b": "2", "a": "1"}, RemoveLabels: []string{"c"}}}, "metadata: set labels a=1, b=2; remove labels c"},
+		{Meta{MetaEdit: codec.MetaEdit{RemoveFinalizers: []string{"kubernetes.io/pvc-protection"}}}, "metadata: remove finalizers kubernetes.io/pvc-protection"},
+		{Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"b": "2", "a": "1"}, RemoveLabels: []string{"c"}}}, "metadata: set labels a=1, b=2; remove labels c"},
 		{Patch{PatchMerge, []byte("{\n  \"spec\": {}\n}")}, `merge patch {"spec":{}}`},
 	} {
 		if got := tc.edit.Describe(); got != tc.want {

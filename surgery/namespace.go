@@ -45,6 +45,26 @@ func reopen(cur *Current, plain []byte) (*Current, error) {
 	return &next, nil
 }
 
+// namespacePhase returns a Namespace's status.phase.
+func namespacePhase(o *codec.Object) string {
+	status, _ := o.Content["status"].(map[string]any)
+	phase, _ := status["phase"].(string)
+	return phase
+}
+
+// namespaceSpecFinalizerList returns a Namespace's spec.finalizers.
+func namespaceSpecFinalizerList(o *codec.Object) []string {
+	spec, _ := o.Content["spec"].(map[string]any)
+	fins, _ := spec["finalizers"].([]any)
+	var out []string
+	for _, f := range fins {
+		if s, ok := f.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // namespaceActive returns plain (a Namespace taken out of deletion) with
 // status.phase Active and the deletion conditions gone.
 func namespaceActive(cur *Current, plain []byte) ([]byte, error) {

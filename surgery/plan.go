@@ -13,11 +13,8 @@ import (
 	"github.com/rogpeppe/go-internal/diff"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/codec"
@@ -55,9 +52,10 @@ type Plan struct {
 }
 
 // MakePlan reads key at the latest revision with a linearizable read,
-// applies e, proves the result decodes to the same object, seals it, diffs
-// it and collects warnings. An edit that changes nothing yields a plan with
-// NoOp set.
+// applies e, proves the result decodes to the same object, refuses
+// metadata the edit made invalid (ErrInvalid, with the apiserver's own
+// validation message), seals it, diffs it and collects warnings. An edit
+// that changes nothing yields a plan with NoOp set.
 func (c Codec) MakePlan(ctx context.Context, r store.Reader, key string, e Edit) (*Plan, error) {
 	cur, err := c.Load(ctx, r, key, 0)
 	if err != nil {
@@ -85,6 +83,10 @@ func (c Codec) MakePlan(ctx context.Context, r store.Reader, key string, e Edit)
 	if err != nil {
 		return nil, err
 	}
+	metaWarning, err := checkMeta(cur.Obj, after)
+	if err != nil {
+		return nil, err
+	}
 	p.NewPlain = newPlain
 	if p.NewStored, err = c.Seal(ctx, cur.GR, key, newPlain); err != nil {
 		return nil, err
@@ -94,12 +96,16 @@ func (c Codec) MakePlan(ctx context.Context, r store.Reader, key string, e Edit)
 		return nil, err
 	}
 	p.Warnings = c.warnings(ctx, r, cur, after, terminating(cur.Obj.Meta) && !terminating(after.Meta))
+	if metaWarning != "" {
+		p.Warnings = append(p.Warnings, metaWarning)
+	}
 	return p, nil
 }
 
 // verifyNew decodes a new plaintext value and checks that it is the same
 // object as before: same storage format, apiVersion, kind, name, namespace
-// and uid; labels and annotations, when changed, must be valid.
+// and uid. MakePlan also validates the metadata the edit changed
+// (checkMeta); a restore puts back bytes that were stored and is not.
 func verifyNew(key string, before *codec.Object, newPlain []byte) (*codec.Object, error) {
 	after, err := codec.Decode(newPlain)
 	if err != nil {
@@ -116,16 +122,6 @@ func verifyNew(key string, before *codec.Object, newPlain []byte) (*codec.Object
 		if f.a != f.b {
 			return nil, fmt.Errorf("check new value of %s: %s would change from %q to %q: %w", key, f.what, f.a, f.b, ErrImmutableField)
 		}
-	}
-	var errs field.ErrorList
-	if !maps.Equal(before.Meta.Labels, after.Meta.Labels) {
-		errs = append(errs, metav1validation.ValidateLabels(after.Meta.Labels, field.NewPath("metadata", "labels"))...)
-	}
-	if !maps.Equal(before.Meta.Annotations, after.Meta.Annotations) {
-		errs = append(errs, apivalidation.ValidateAnnotations(after.Meta.Annotations, field.NewPath("metadata", "annotations"))...)
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("check new value of %s: %w", key, errs.ToAggregate())
 	}
 	return after, nil
 }

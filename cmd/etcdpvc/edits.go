@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,7 +46,8 @@ func undeleteCommand() command {
 			"byte. On a Namespace it also sets status.phase back to Active (the apiserver refuses new\n" +
 			"content in a Terminating namespace) and drops the namespace controller's deletion conditions.\n" +
 			"It warns when the object is likely to be deleted again (its owner is gone, its namespace\n" +
-			"is Terminating, its StatefulSet's retention policy says Delete).\n\n" + writeHelp,
+			"is Terminating, its StatefulSet's retention policy says Delete). An object that is not\n" +
+			"Terminating is refused (exit status 5): it is a typo or the wrong object.\n\n" + writeHelp,
 		examples: `etcdpvc undelete pvc www-web-0 -n demo --dry-run
 etcdpvc undelete pvc www-web-0 -n demo --yes
 etcdpvc --kubeadm undelete pv pv-www-web-0`,
@@ -62,9 +64,13 @@ etcdpvc --kubeadm undelete pv pv-www-web-0`,
 			if err != nil {
 				return err
 			}
-			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers")}
-			return planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
+			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers"), RequireTerminating: true}
+			err = planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
 				func(*session) (surgery.Edit, error) { return ed, nil })
+			if errors.Is(err, surgery.ErrNotApplicable) {
+				return withHint(err, "etcdpvc ls -A --terminating lists the objects being deleted")
+			}
+			return err
 		},
 	}
 }
@@ -76,7 +82,9 @@ func finalizersCommand() command {
 		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
 		desc: "finalizers removes the named finalizers (--remove, repeatable) or all of them (--remove-all),\n" +
 			"or adds some (--add), at the wire level. On a Namespace, removing also applies to\n" +
-			"spec.finalizers (\"kubernetes\"), which is what keeps a Terminating namespace.\n\n" + writeHelp,
+			"spec.finalizers (\"kubernetes\"), which is what keeps a Terminating namespace. Removing a\n" +
+			"finalizer the object does not have is refused (exit status 5), listing those it has; an added\n" +
+			"finalizer must be valid as the apiserver validates it.\n\n" + writeHelp,
 		examples: `etcdpvc finalizers pvc www-web-0 -n demo --remove kubernetes.io/pvc-protection --yes
 etcdpvc finalizers ns stuck --remove-all --dry-run`,
 		flags: withWrite(
@@ -115,10 +123,14 @@ func labelCommand(annotate bool) command {
 		name:      name,
 		usage:     "set or remove " + what + " (kubectl syntax: k=v, k-)",
 		argsUsage: "RESOURCE NAME KEY=VALUE... KEY-...",
-		desc:      name + " sets KEY=VALUE and removes KEY- " + what + " at the wire level, with kubectl's syntax and validation.\n\n" + writeHelp,
+		desc: name + " sets KEY=VALUE and removes KEY- " + what + " at the wire level, with kubectl's syntax,\n" +
+			"validation and rules: changing an existing value needs --overwrite (setting the value a key\n" +
+			"already has changes nothing), and removing a key the object does not have is refused\n" +
+			"(exit status 5).\n\n" + writeHelp,
 		examples: fmt.Sprintf(`etcdpvc %[1]s pvc www-web-0 -n demo team=storage old- --yes
+etcdpvc %[1]s pvc www-web-0 -n demo team=databases --overwrite --yes
 etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
-		flags: withWrite(),
+		flags: withWrite(&cli.BoolFlag{Name: "overwrite", Usage: "allow changing the value of an existing " + strings.TrimSuffix(what, "s")}),
 		action: func(c *cli.Context, e *env) error {
 			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
 			if err != nil {
@@ -139,8 +151,14 @@ etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
 			if err != nil {
 				return err
 			}
-			return planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
-				func(*session) (surgery.Edit, error) { return surgery.Meta{MetaEdit: me}, nil })
+			err = planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
+				func(*session) (surgery.Edit, error) {
+					return surgery.Meta{MetaEdit: me, Overwrite: c.Bool("overwrite")}, nil
+				})
+			if errors.Is(err, surgery.ErrNotApplicable) {
+				return withHint(err, "etcdpvc get shows the object's current "+what+"; --overwrite changes an existing value")
+			}
+			return err
 		},
 	}
 }
@@ -256,7 +274,8 @@ func editCommand() command {
 	}
 }
 
-// runEditor lets the user edit doc in their editor.
+// runEditor lets the user edit doc in their editor. While the editor runs,
+// SIGINT is the editor's, as with kubectl edit (see holdInterrupts).
 func runEditor(e *env, doc []byte) ([]byte, error) {
 	editor := e.getenv("KUBE_EDITOR")
 	if editor == "" {
@@ -279,7 +298,15 @@ func runEditor(e *env, doc []byte) ([]byte, error) {
 	if f, ok := e.stdin.(*os.File); ok {
 		cmd.Stdin = f
 	}
-	if err := cmd.Run(); err != nil {
+	// Ctrl-C in the editor reaches the whole foreground process group:
+	// it is the editor's to handle (vi's own use of it included), so it
+	// must not cancel etcdpvc's context, which would kill the editor and
+	// lose the edit. SIGINT stays caught, not ignored, so the editor starts
+	// with its default handling; SIGTERM still stops both.
+	release := holdInterrupts(e.ctx)
+	err = cmd.Run()
+	release()
+	if err != nil {
 		return nil, fmt.Errorf("edit: editor %q: %w", editor, err)
 	}
 	return os.ReadFile(path)

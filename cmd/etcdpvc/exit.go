@@ -110,7 +110,8 @@ func exitCode(err error) int {
 	case errors.Is(err, store.ErrUnavailable):
 		return exitConnection
 	case errors.Is(err, codec.ErrLossy), errors.Is(err, surgery.ErrImmutableField), errors.Is(err, surgery.ErrExists),
-		errors.Is(err, surgery.ErrChangedSinceBackup), errors.Is(err, surgery.ErrBadBackup), errors.Is(err, surgery.ErrTooLarge):
+		errors.Is(err, surgery.ErrChangedSinceBackup), errors.Is(err, surgery.ErrBadBackup), errors.Is(err, surgery.ErrTooLarge),
+		errors.Is(err, surgery.ErrInvalid), errors.Is(err, surgery.ErrNotApplicable):
 		return exitRefused
 	case errors.Is(err, encryption.ErrKeyNotFound), errors.Is(err, encryption.ErrNoConfig):
 		return exitDecode
