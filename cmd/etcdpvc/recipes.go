@@ -272,7 +272,7 @@ func applyPlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]wr
 	for i, p := range todo {
 		keys[i] = p.Key
 	}
-	if err := confirm(e, o, strings.Join(keys, " and ")); err != nil {
+	if err := confirm(e, s, o, keys...); err != nil {
 		return nil, err
 	}
 	ao := applyOptions(s, o)

@@ -66,8 +66,11 @@ func colorize(e *env, diff string) string {
 	return b.String()
 }
 
-// confirm asks the user on a terminal; off a terminal it needs --yes.
-func confirm(e *env, o writeOptions, key string) error {
+// confirm asks the user on a terminal; off a terminal it needs --yes. The
+// question names each object and where it is written (session.target).
+// Ctrl-C at the question (e.ctx cancelled) ends it at once, refused, with
+// nothing written.
+func confirm(e *env, s *session, o writeOptions, keys ...string) error {
 	if o.Yes {
 		return nil
 	}
@@ -75,12 +78,33 @@ func confirm(e *env, o writeOptions, key string) error {
 		return &refusedError{msg: "not confirmed: stdin is not a terminal and --yes was not given; nothing written",
 			hint: "re-run with --yes to write this change, or --dry-run to only see the diff"}
 	}
-	fmt.Fprintf(e.stderr, "Write this change to %s? [y/N] ", key)
-	line, err := bufio.NewReader(e.stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read confirmation: %w", err)
+	what := "this change"
+	if len(keys) > 1 {
+		what = "these changes"
 	}
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+	fmt.Fprintf(e.stderr, "Write %s to %s? [y/N] ", what, s.describeWrite(keys))
+	type answer struct {
+		line string
+		err  error
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		// This read cannot be interrupted; on Ctrl-C it is abandoned and
+		// the process exits.
+		line, err := bufio.NewReader(e.stdin).ReadString('\n')
+		answers <- answer{line, err}
+	}()
+	var a answer
+	select {
+	case <-e.ctx.Done():
+		fmt.Fprintln(e.stderr)
+		return &refusedError{msg: "interrupted at the confirmation prompt; nothing written"}
+	case a = <-answers:
+	}
+	if a.err != nil && !errors.Is(a.err, io.EOF) {
+		return fmt.Errorf("read confirmation: %w", a.err)
+	}
+	if r := strings.ToLower(strings.TrimSpace(a.line)); r != "y" && r != "yes" {
 		return &refusedError{msg: "not confirmed; nothing written"}
 	}
 	return nil
@@ -108,7 +132,7 @@ func applyPlan(e *env, s *session, plan *surgery.Plan, o writeOptions) error {
 	if err != nil {
 		return withHint(fmt.Errorf("%s: %w", s.description, err), "a db file is read-only: write through --endpoints, or edit a copy with --db IN --out OUT")
 	}
-	if err := confirm(e, o, plan.Key); err != nil {
+	if err := confirm(e, s, o, plan.Key); err != nil {
 		return err
 	}
 	res, err := surgery.Apply(e.ctx, w, plan, applyOptions(s, o))
@@ -122,7 +146,7 @@ func applyPlan(e *env, s *session, plan *surgery.Plan, o writeOptions) error {
 	if plan.Expect != 0 {
 		from = fmt.Sprint(plan.Expect)
 	}
-	fmt.Fprintf(e.stdout, "written: %s revision %s → %d\nbackup: %s\n", plan.Key, from, res.Revision, res.BackupPath)
+	fmt.Fprintf(e.stdout, "written: %s revision %s → %d (%s)\nbackup: %s\n", plan.Key, from, res.Revision, s.target(plan.Key), res.BackupPath)
 	if done, err := finishSnapshotWrite(e, s); done {
 		return err
 	}
