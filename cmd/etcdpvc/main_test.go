@@ -29,6 +29,8 @@ func TestMain(m *testing.M) {
 			stop()
 			os.Exit(code)
 		},
+		// etcdpvc-main is the real main, with its signal handling.
+		"etcdpvc-main": main,
 	})
 }
 
