@@ -245,7 +245,9 @@ func (o *globalOptions) set(name, s string, list []string) error {
 	case "encryption-config":
 		o.EncryptionConfig = s
 	case "etcd-servers-overrides":
-		o.ServersOverrides, err = kubeadm.ParseServersOverrides(s)
+		if o.ServersOverrides, err = kubeadm.ParseServersOverrides(s); err != nil {
+			return usagef("--etcd-servers-overrides: %v", err)
+		}
 	}
 	if err != nil {
 		return usagef("--%s %q: %v", name, s, err)
