@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -314,6 +315,9 @@ func newApp(e *env) *cli.App {
 		ErrWriter:       e.stderr,
 		HideHelpCommand: false,
 		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return flagUsageError(err, c.App.Flags)
+		},
 		Description: "etcdpvc reads, and edits with a diff, a durable backup and a compare-and-swap,\n" +
 			"the objects kube-apiserver stores in etcd, and reads etcd db and snapshot files offline.\n\n" + exitStatusHelp,
 	}
@@ -332,6 +336,10 @@ func newApp(e *env) *cli.App {
 			Flags:       append(append([]cli.Flag{}, cmd.flags...), globalCLIFlags()...),
 			Hidden:      cmd.hidden,
 			Action:      func(c *cli.Context) error { return cmd.action(c, e) },
+			OnUsageError: func(c *cli.Context, err error, _ bool) error {
+				return flagUsageError(err, c.Command.Flags)
+			},
+			Before: checkRevision,
 		})
 	}
 	return app
@@ -353,8 +361,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	quietKlog()
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	app := newApp(e)
-	argv := append([]string{"etcdpvc"}, reorderArgs(app, args)...)
+	reordered, err := reorderArgs(app, args)
+	if err != nil {
+		return report(stderr, err)
+	}
+	argv := append([]string{"etcdpvc"}, reordered...)
 	if err := app.RunContext(ctx, argv); err != nil {
+		if m := noHelpTopic.FindStringSubmatch(err.Error()); m != nil {
+			err = unknownCommand(app, m[1])
+		}
 		if isFlagError(err) {
 			err = &usageError{msg: err.Error()}
 		}
@@ -362,6 +377,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	return exitOK
 }
+
+// checkRevision rejects a negative --rev, for every command that has one.
+func checkRevision(c *cli.Context) error {
+	for _, f := range c.Command.Flags {
+		if _, ok := f.(*cli.Int64Flag); ok && f.Names()[0] == "rev" && c.IsSet("rev") && c.Int64("rev") < 0 {
+			return usagef("--rev %d: a revision is a positive number (0 or no --rev: the latest)", c.Int64("rev"))
+		}
+	}
+	return nil
+}
+
+// noHelpTopic matches urfave/cli's error for an unknown command name.
+var noHelpTopic = regexp.MustCompile(`^No help topic for '(.*)'$`)
 
 // quietKlog stops the apiserver libraries' klog output (failed decryption
 // attempts, KMS probes) from mixing with the tool's own messages; errors
