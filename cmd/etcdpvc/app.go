@@ -58,7 +58,11 @@ var globalFlags = []globalFlag{
 	{name: "encryption-config", kind: 's', usage: "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources"},
 }
 
-func (g globalFlag) flag() cli.Flag {
+func (g globalFlag) flag() cli.Flag { return g.cliFlag(false) }
+
+// cliFlag builds the flag; hidden ones parse but are not listed (each
+// command's help points at `etcdpvc --help` for them instead).
+func (g globalFlag) cliFlag(hidden bool) cli.Flag {
 	var aliases []string
 	if g.alias != "" {
 		aliases = []string{g.alias}
@@ -69,11 +73,11 @@ func (g globalFlag) flag() cli.Flag {
 	}
 	switch g.kind {
 	case 'b':
-		return &cli.BoolFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global"}
+		return &cli.BoolFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", Hidden: hidden}
 	case 'l':
-		return &cli.StringSliceFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def}
+		return &cli.StringSliceFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden}
 	default:
-		return &cli.StringFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def}
+		return &cli.StringFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden}
 	}
 }
 
@@ -84,6 +88,20 @@ func globalCLIFlags() []cli.Flag {
 	}
 	return out
 }
+
+// hiddenGlobalFlags are the global flags as each command parses them,
+// without listing them in its help.
+func hiddenGlobalFlags() []cli.Flag {
+	out := make([]cli.Flag, 0, len(globalFlags))
+	for _, g := range globalFlags {
+		out = append(out, g.cliFlag(true))
+	}
+	return out
+}
+
+// globalPointer ends every command's help: the global flags and the exit
+// statuses are listed once, in `etcdpvc --help` and docs/cli.md.
+const globalPointer = "Global flags (--endpoints, --cacert/--cert/--key, --kubeadm, --db, ...) and the exit statuses: etcdpvc --help."
 
 // globalOptions holds the resolved global flags.
 type globalOptions struct {
@@ -327,13 +345,13 @@ func newApp(e *env) *cli.App {
 		if cmd.examples != "" {
 			desc += "\n\nEXAMPLES:\n" + indent(strings.TrimSpace(cmd.examples), "   ")
 		}
-		desc += "\n\n" + exitStatusHelp
+		desc += "\n\n" + globalPointer
 		app.Commands = append(app.Commands, &cli.Command{
 			Name:        cmd.name,
 			Usage:       cmd.usage,
 			ArgsUsage:   cmd.argsUsage,
 			Description: strings.TrimSpace(desc),
-			Flags:       append(append([]cli.Flag{}, cmd.flags...), globalCLIFlags()...),
+			Flags:       append(append([]cli.Flag{}, cmd.flags...), hiddenGlobalFlags()...),
 			Hidden:      cmd.hidden,
 			Action:      func(c *cli.Context) error { return cmd.action(c, e) },
 			OnUsageError: func(c *cli.Context, err error, _ bool) error {
