@@ -49,6 +49,8 @@ type ptyRun struct {
 	mu     sync.Mutex
 	out    bytes.Buffer
 	done   chan error
+	// drained is closed once everything the command wrote has been read.
+	drained chan struct{}
 }
 
 // hangGuard bounds each wait so that a hang fails the test instead of
@@ -70,8 +72,9 @@ func startOnPTY(t *testing.T, args ...string) *ptyRun {
 		t.Fatal(err)
 	}
 	slave.Close()
-	r := &ptyRun{t: t, cmd: cmd, master: master, done: make(chan error, 1)}
+	r := &ptyRun{t: t, cmd: cmd, master: master, done: make(chan error, 1), drained: make(chan struct{})}
 	go func() {
+		defer close(r.drained)
 		buf := make([]byte, 4096)
 		for {
 			n, err := master.Read(buf)
@@ -106,11 +109,16 @@ func (r *ptyRun) waitFor(re *regexp.Regexp) {
 	}
 }
 
-// exitCode waits for the command to end.
+// exitCode waits for the command to end and for its output to be read.
 func (r *ptyRun) exitCode() int {
 	r.t.Helper()
 	select {
 	case err := <-r.done:
+		select {
+		case <-r.drained: // EIO: the terminal has no writer left
+		case <-time.After(hangGuard):
+			r.t.Fatalf("the terminal's output never ended:\n%s", r.output())
+		}
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			return ee.ExitCode()

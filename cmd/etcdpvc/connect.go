@@ -113,7 +113,11 @@ func applyKubeadm(g *globalOptions) error {
 		if g.explicit[name] && !g.fromEnvOnly(name) {
 			return
 		}
-		if v, ok := g.fromEnv[name]; ok && v != value {
+		v, ok := g.fromEnv[name]
+		if name == "endpoints" {
+			v = strings.Join(splitList([]string{v}), ",") // "a, b" is "a,b"
+		}
+		if ok && v != value {
 			env := ""
 			for _, gf := range globalFlags {
 				if gf.name == name {
