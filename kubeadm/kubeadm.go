@@ -44,6 +44,65 @@ type APIServer struct {
 	// debug node` pod); the file paths above are then already below it.
 	// "" when the manifest was read from the host's own /etc.
 	HostRoot string
+	// ServersOverrides are --etcd-servers-overrides: resources stored in
+	// another etcd than Endpoints.
+	ServersOverrides []Override
+}
+
+// Override is one entry of the kube-apiserver's --etcd-servers-overrides:
+// the objects of Group/Resource live in the etcd at Servers (with the same
+// client certificate and prefix as the rest).
+type Override struct {
+	// Group is the API group ("" for the core group) and Resource the
+	// plural, as the apiserver's flag names them ("/events",
+	// "coordination.k8s.io/leases").
+	Group, Resource string
+	// Servers are the etcd client URLs.
+	Servers []string
+}
+
+// String renders o in the flag's syntax.
+func (o Override) String() string {
+	return o.Group + "/" + o.Resource + "#" + strings.Join(o.Servers, ";")
+}
+
+// ParseServersOverrides parses the kube-apiserver's
+// --etcd-servers-overrides value: comma-separated group/resource#servers
+// entries, servers separated by semicolons, the core group empty
+// ("/events#https://10.0.0.5:2379"). "" yields none. A resource named
+// twice is an error, as it would be ambiguous.
+func ParseServersOverrides(value string) ([]Override, error) {
+	var out []Override
+	seen := map[string]bool{}
+	for _, entry := range strings.Split(value, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		gr, servers, ok := strings.Cut(entry, "#")
+		if !ok || strings.Contains(servers, "#") {
+			return nil, fmt.Errorf("etcd servers override %q: want group/resource#servers", entry)
+		}
+		group, res, ok := strings.Cut(gr, "/")
+		if !ok || strings.Contains(res, "/") || res == "" {
+			return nil, fmt.Errorf("etcd servers override %q: want group/resource before '#' (the core group is empty: /events)", entry)
+		}
+		o := Override{Group: strings.ToLower(group), Resource: strings.ToLower(res)}
+		for _, s := range strings.Split(servers, ";") {
+			if s = strings.TrimSpace(s); s != "" {
+				o.Servers = append(o.Servers, s)
+			}
+		}
+		if len(o.Servers) == 0 {
+			return nil, fmt.Errorf("etcd servers override %q: no servers after '#'", entry)
+		}
+		if seen[gr] {
+			return nil, fmt.Errorf("etcd servers override %q: %s is overridden twice", entry, gr)
+		}
+		seen[gr] = true
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // Read reads the kube-apiserver manifest in dir.
@@ -141,6 +200,12 @@ func Parse(path string, manifest []byte) (*APIServer, error) {
 			a.Prefix = "/" + strings.Trim(val, "/")
 		case "encryption-provider-config":
 			a.EncryptionConfig = val
+		case "etcd-servers-overrides":
+			o, err := ParseServersOverrides(val)
+			if err != nil {
+				return nil, fmt.Errorf("parse %s: --etcd-servers-overrides: %w", path, err)
+			}
+			a.ServersOverrides = o
 		}
 	}
 	if len(a.Endpoints) == 0 {

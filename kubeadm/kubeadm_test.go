@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,6 +27,7 @@ spec:
     - --etcd-keyfile=/etc/kubernetes/pki/apiserver-etcd-client.key
     - --etcd-servers=https://127.0.0.1:2379,https://127.0.0.2:2379
     - --etcd-prefix=/custom/
+    - --etcd-servers-overrides=/events#https://10.0.0.5:2379;https://10.0.0.6:2379,coordination.k8s.io/leases#https://10.0.0.7:2379
     - --encryption-provider-config
     - /etc/kubernetes/enc/config.yaml
 `
@@ -47,6 +49,10 @@ func TestRead(t *testing.T) {
 		KeyFile:          "/etc/kubernetes/pki/apiserver-etcd-client.key",
 		Prefix:           "/custom",
 		EncryptionConfig: "/etc/kubernetes/enc/config.yaml",
+		ServersOverrides: []Override{
+			{Resource: "events", Servers: []string{"https://10.0.0.5:2379", "https://10.0.0.6:2379"}},
+			{Group: "coordination.k8s.io", Resource: "leases", Servers: []string{"https://10.0.0.7:2379"}},
+		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
@@ -77,5 +83,40 @@ func TestReadErrors(t *testing.T) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestParseServersOverrides(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []Override
+		wantErr string
+	}{
+		{in: ""},
+		{in: "/events#https://10.0.0.5:2379", want: []Override{{Resource: "events", Servers: []string{"https://10.0.0.5:2379"}}}},
+		{in: "apps/deployments#http://a:2379;http://b:2379, /events#http://c:2379", want: []Override{
+			{Group: "apps", Resource: "deployments", Servers: []string{"http://a:2379", "http://b:2379"}},
+			{Resource: "events", Servers: []string{"http://c:2379"}},
+		}},
+		{in: "events#http://a:2379", wantErr: "want group/resource before '#'"},
+		{in: "/events", wantErr: "want group/resource#servers"},
+		{in: "/events#", wantErr: "no servers"},
+		{in: "/#http://a:2379", wantErr: "want group/resource"},
+		{in: "/events#http://a:2379,/events#http://b:2379", wantErr: "overridden twice"},
+	} {
+		got, err := ParseServersOverrides(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("ParseServersOverrides(%q) error = %v, want %q", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseServersOverrides(%q): %v", tc.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("ParseServersOverrides(%q) (-want +got):\n%s", tc.in, diff)
+		}
 	}
 }

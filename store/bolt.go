@@ -69,9 +69,9 @@ type Bolt struct {
 
 // BoltOptions tunes OpenBolt.
 type BoltOptions struct {
-	// LockTimeout bounds the wait for the file lock (default 2s). A running
-	// etcd holds an exclusive lock on its db for as long as it runs, so
-	// waiting longer never helps.
+	// LockTimeout bounds the wait for the file lock (default 2s; negative:
+	// try once, do not wait). A running etcd holds an exclusive lock on
+	// its db for as long as it runs, so waiting longer never helps.
 	LockTimeout time.Duration
 	// SkipHashCheck skips the verification of a snapshot file's sha256
 	// trailer (a warning is issued instead), to read a damaged snapshot.
@@ -188,8 +188,13 @@ func hasSnapshotTrailer(n int64) bool { return n%512 == snapshotTrailerSize }
 // "key" bucket anyway, and reading the file in once, sequentially, is far
 // faster on a cold cache than the random page faults of a B+tree walk.
 func OpenBolt(path string, opts BoltOptions) (b *Bolt, err error) {
-	if opts.LockTimeout <= 0 {
+	switch {
+	case opts.LockTimeout == 0:
 		opts.LockTimeout = defaultBoltLockTimeout
+	case opts.LockTimeout < 0:
+		// bbolt tries once, then gives up when the timeout has passed
+		// (a zero timeout would make it wait forever).
+		opts.LockTimeout = time.Nanosecond
 	}
 	warn := func(format string, args ...any) {
 		if opts.Warn != nil {

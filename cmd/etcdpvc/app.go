@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
+
+	"github.com/etcdpvc/etcdpvc/kubeadm"
 )
 
 // env is what a command runs with: its streams and context.
@@ -46,15 +49,20 @@ var globalFlags = []globalFlag{
 	{name: "command-timeout", env: "ETCDCTL_COMMAND_TIMEOUT", kind: 'd', def: "5s", usage: "timeout for each etcd request"},
 	{name: "consistency", kind: 's', def: "l", usage: "read consistency: l (linearizable) or s (serializable)"},
 	{name: "prefix", kind: 's', def: "/registry", usage: "the kube-apiserver's --etcd-prefix"},
-	{name: "kubeadm", kind: 'b', usage: "take endpoints, certificates, prefix and encryption config from the kube-apiserver static pod manifest"},
+	{name: "etcd-servers-overrides", kind: 's', usage: "per-resource etcd servers, as the kube-apiserver's flag: group/resource#servers;servers, comma-separated (core group: /events#https://10.0.0.5:2379)"},
+	{name: "kubeadm", kind: 'b', usage: "take endpoints, certificates, overrides, prefix and encryption config from the kube-apiserver static pod manifest (they win over ETCDCTL_* variables, not over flags)"},
 	{name: "manifests-dir", kind: 's', def: "/etc/kubernetes/manifests", usage: "where --kubeadm finds kube-apiserver.yaml"},
 	{name: "db", kind: 's', usage: "read an etcd db or snapshot file instead of a live etcd"},
-	{name: "lock-timeout", kind: 'd', def: "2s", usage: "with --db: how long to wait for the file lock"},
+	{name: "lock-timeout", kind: 'd', def: "2s", usage: "with --db: how long to wait for the file lock (0: do not wait)"},
 	{name: "skip-hash-check", kind: 'b', usage: "with --db: go on when a snapshot's sha256 trailer does not match"},
 	{name: "encryption-config", kind: 's', usage: "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources"},
 }
 
-func (g globalFlag) flag() cli.Flag {
+func (g globalFlag) flag() cli.Flag { return g.cliFlag(false) }
+
+// cliFlag builds the flag; hidden ones parse but are not listed (each
+// command's help points at `etcdpvc --help` for them instead).
+func (g globalFlag) cliFlag(hidden bool) cli.Flag {
 	var aliases []string
 	if g.alias != "" {
 		aliases = []string{g.alias}
@@ -65,11 +73,11 @@ func (g globalFlag) flag() cli.Flag {
 	}
 	switch g.kind {
 	case 'b':
-		return &cli.BoolFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global"}
+		return &cli.BoolFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", Hidden: hidden}
 	case 'l':
-		return &cli.StringSliceFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def}
+		return &cli.StringSliceFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden}
 	default:
-		return &cli.StringFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def}
+		return &cli.StringFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden}
 	}
 }
 
@@ -80,6 +88,20 @@ func globalCLIFlags() []cli.Flag {
 	}
 	return out
 }
+
+// hiddenGlobalFlags are the global flags as each command parses them,
+// without listing them in its help.
+func hiddenGlobalFlags() []cli.Flag {
+	out := make([]cli.Flag, 0, len(globalFlags))
+	for _, g := range globalFlags {
+		out = append(out, g.cliFlag(true))
+	}
+	return out
+}
+
+// globalPointer ends every command's help: the global flags and the exit
+// statuses are listed once, in `etcdpvc --help` and docs/cli.md.
+const globalPointer = "Global flags (--endpoints, --cacert/--cert/--key, --kubeadm, --db, ...) and the exit statuses: etcdpvc --help."
 
 // globalOptions holds the resolved global flags.
 type globalOptions struct {
@@ -97,11 +119,18 @@ type globalOptions struct {
 	LockTimeout           time.Duration
 	SkipHashCheck         bool
 	EncryptionConfig      string
-	// explicit records which flags the user set (flag or environment), so
-	// --kubeadm fills in only the others.
+	// ServersOverrides are --etcd-servers-overrides, parsed.
+	ServersOverrides []kubeadm.Override
+	// explicit records which flags the user set (flag or environment).
 	explicit map[string]bool
+	// fromEnv records, for the flags set only by their ETCDCTL_* variable,
+	// the variable's value: --kubeadm wins over those, not over flags.
+	fromEnv map[string]string
 	// kubeadmApplied is set once the manifest has been read.
 	kubeadmApplied bool
+	// kubeadmWarnings name each ETCDCTL_* variable the manifest overrode
+	// with another value.
+	kubeadmWarnings []string
 }
 
 // lookupGlobal finds a global flag's value: set on the command, else set
@@ -121,12 +150,31 @@ func lookupGlobal(c *cli.Context, e *env, g globalFlag) (string, []string, bool)
 			}
 		}
 	}
-	if g.env != "" {
-		if v := e.getenv(g.env); v != "" {
-			return v, splitList([]string{v}), true
-		}
+	if v := envValue(e, g); v != "" {
+		return v, splitList([]string{v}), true
 	}
 	return g.def, splitList([]string{g.def}), false
+}
+
+// envValue is g's ETCDCTL_* variable, or "".
+func envValue(e *env, g globalFlag) string {
+	if g.env == "" {
+		return ""
+	}
+	return e.getenv(g.env)
+}
+
+// flagGiven reports whether the flag name is on the command line (before
+// or after the command name).
+func flagGiven(c *cli.Context, name string) bool {
+	for _, cc := range c.Lineage() {
+		for _, n := range cc.LocalFlagNames() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func splitList(vs []string) []string {
@@ -142,17 +190,36 @@ func splitList(vs []string) []string {
 }
 
 func resolveGlobals(c *cli.Context, e *env) (*globalOptions, error) {
-	o := &globalOptions{explicit: map[string]bool{}}
+	o := &globalOptions{explicit: map[string]bool{}, fromEnv: map[string]string{}}
 	for _, g := range globalFlags {
 		s, list, set := lookupGlobal(c, e, g)
 		if set {
 			o.explicit[g.name] = true
+			if !flagGiven(c, g.name) {
+				o.fromEnv[g.name] = envValue(e, g)
+			}
+		}
+		if g.name == "endpoints" && set && len(list) == 0 {
+			return nil, usagef("--endpoints is empty: give etcd's client URLs (https://10.0.0.2:2379), or leave it out for 127.0.0.1:2379")
 		}
 		if err := o.set(g.name, s, list); err != nil {
 			return nil, err
 		}
 	}
+	o.splitUser()
 	return o, nil
+}
+
+// splitUser splits --user user:password on the first colon, as etcdctl
+// does, unless --password (or $ETCDCTL_PASSWORD) is given: then --user is
+// the whole user name.
+func (o *globalOptions) splitUser() {
+	if o.explicit["password"] {
+		return
+	}
+	if u, p, ok := strings.Cut(o.User, ":"); ok {
+		o.User, o.Password = u, p
+	}
 }
 
 // set stores one global flag's value (s, or list for --endpoints).
@@ -174,9 +241,9 @@ func (o *globalOptions) set(name, s string, list []string) error {
 	case "insecure-skip-tls-verify":
 		o.InsecureSkipTLSVerify = s == "true"
 	case "dial-timeout":
-		o.DialTimeout, err = time.ParseDuration(s)
+		o.DialTimeout, err = parseDuration(s)
 	case "command-timeout":
-		o.CommandTimeout, err = time.ParseDuration(s)
+		o.CommandTimeout, err = parseDuration(s)
 	case "consistency":
 		o.Consistency = s
 		if s != "l" && s != "s" {
@@ -191,16 +258,29 @@ func (o *globalOptions) set(name, s string, list []string) error {
 	case "db":
 		o.DB = s
 	case "lock-timeout":
-		o.LockTimeout, err = time.ParseDuration(s)
+		o.LockTimeout, err = parseDuration(s)
 	case "skip-hash-check":
 		o.SkipHashCheck = s == "true"
 	case "encryption-config":
 		o.EncryptionConfig = s
+	case "etcd-servers-overrides":
+		if o.ServersOverrides, err = kubeadm.ParseServersOverrides(s); err != nil {
+			return usagef("--etcd-servers-overrides: %v", err)
+		}
 	}
 	if err != nil {
 		return usagef("--%s %q: %v", name, s, err)
 	}
 	return nil
+}
+
+// parseDuration parses a duration that must not be negative.
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err == nil && d < 0 {
+		err = fmt.Errorf("must not be negative")
+	}
+	return d, err
 }
 
 // command is one etcdpvc command: its urfave definition and its action.
@@ -253,6 +333,9 @@ func newApp(e *env) *cli.App {
 		ErrWriter:       e.stderr,
 		HideHelpCommand: false,
 		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return flagUsageError(err, c.App.Flags)
+		},
 		Description: "etcdpvc reads, and edits with a diff, a durable backup and a compare-and-swap,\n" +
 			"the objects kube-apiserver stores in etcd, and reads etcd db and snapshot files offline.\n\n" + exitStatusHelp,
 	}
@@ -262,15 +345,19 @@ func newApp(e *env) *cli.App {
 		if cmd.examples != "" {
 			desc += "\n\nEXAMPLES:\n" + indent(strings.TrimSpace(cmd.examples), "   ")
 		}
-		desc += "\n\n" + exitStatusHelp
+		desc += "\n\n" + globalPointer
 		app.Commands = append(app.Commands, &cli.Command{
 			Name:        cmd.name,
 			Usage:       cmd.usage,
 			ArgsUsage:   cmd.argsUsage,
 			Description: strings.TrimSpace(desc),
-			Flags:       append(append([]cli.Flag{}, cmd.flags...), globalCLIFlags()...),
+			Flags:       append(append([]cli.Flag{}, cmd.flags...), hiddenGlobalFlags()...),
 			Hidden:      cmd.hidden,
 			Action:      func(c *cli.Context) error { return cmd.action(c, e) },
+			OnUsageError: func(c *cli.Context, err error, _ bool) error {
+				return flagUsageError(err, c.Command.Flags)
+			},
+			Before: checkRevision,
 		})
 	}
 	return app
@@ -292,8 +379,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	quietKlog()
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	app := newApp(e)
-	argv := append([]string{"etcdpvc"}, reorderArgs(app, args)...)
+	reordered, err := reorderArgs(app, args)
+	if err != nil {
+		return report(stderr, err)
+	}
+	argv := append([]string{"etcdpvc"}, reordered...)
 	if err := app.RunContext(ctx, argv); err != nil {
+		if m := noHelpTopic.FindStringSubmatch(err.Error()); m != nil {
+			err = unknownCommand(app, m[1])
+		}
 		if isFlagError(err) {
 			err = &usageError{msg: err.Error()}
 		}
@@ -301,6 +395,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	return exitOK
 }
+
+// checkRevision rejects a negative --rev, for every command that has one.
+func checkRevision(c *cli.Context) error {
+	for _, f := range c.Command.Flags {
+		if _, ok := f.(*cli.Int64Flag); ok && f.Names()[0] == "rev" && c.IsSet("rev") && c.Int64("rev") < 0 {
+			return usagef("--rev %d: a revision is a positive number (0 or no --rev: the latest)", c.Int64("rev"))
+		}
+	}
+	return nil
+}
+
+// noHelpTopic matches urfave/cli's error for an unknown command name.
+var noHelpTopic = regexp.MustCompile(`^No help topic for '(.*)'$`)
 
 // quietKlog stops the apiserver libraries' klog output (failed decryption
 // attempts, KMS probes) from mixing with the tool's own messages; errors

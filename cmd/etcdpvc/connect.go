@@ -24,6 +24,65 @@ type session struct {
 	resolver resource.Resolver
 	// description names the store for messages and backups.
 	description string
+	// routes are the --etcd-servers-overrides in use (live etcd only).
+	routes []sessionRoute
+}
+
+// sessionRoute is one resource kept in another etcd.
+type sessionRoute struct {
+	override kubeadm.Override
+	// prefix is the resource's key prefix.
+	prefix string
+	etcd   *store.Etcd
+}
+
+// target names where a write of key goes: "etcd URL,..." (the etcd of
+// its --etcd-servers-overrides entry, if any) or "file OUT". It is the one
+// description of a session's target, for prompts and reports.
+func (s *session) target(key string) string {
+	if s.bolt != nil {
+		return "file " + s.description
+	}
+	for _, r := range s.routes {
+		if strings.HasPrefix(key, r.prefix) {
+			return "etcd " + strings.Join(r.etcd.Endpoints(), ",")
+		}
+	}
+	return "etcd " + s.description
+}
+
+// describeWrite names the objects at keys and their targets, for the
+// confirmation question: "persistentvolumeclaim data-0 in namespace demo,
+// etcd https://10.0.0.2:2379".
+func (s *session) describeWrite(keys []string) string {
+	var parts []string
+	for i, k := range keys {
+		p := objectName(s.g.Prefix, k)
+		if i == len(keys)-1 || s.target(k) != s.target(keys[i+1]) {
+			p += ", " + s.target(k)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " and ")
+}
+
+// objectName names the object at key as kubectl would: "persistentvolumeclaim
+// data-0 in namespace demo"; the key itself when it is not an object key.
+func objectName(prefix, key string) string {
+	r, ns, name, ok := resource.ParseKey(prefix, key)
+	if !ok {
+		return key
+	}
+	kind := r.Singular
+	if kind == "" {
+		kind = r.String()
+	} else if r.Group != "" {
+		kind += "." + r.Group
+	}
+	if ns == "" {
+		return kind + " " + name
+	}
+	return kind + " " + name + " in namespace " + ns
 }
 
 func (s *session) Close() {
@@ -36,7 +95,10 @@ func (s *session) Close() {
 }
 
 // applyKubeadm fills in, from the kube-apiserver manifest, every
-// connection setting the user did not give.
+// connection setting not given as a flag: the manifest wins over the
+// ETCDCTL_* variables, and flags win over both. It records in
+// g.kubeadmWarnings one warning for each variable the manifest disagrees
+// with, naming both values.
 func applyKubeadm(g *globalOptions) error {
 	if !g.Kubeadm || g.kubeadmApplied {
 		return nil
@@ -46,25 +108,54 @@ func applyKubeadm(g *globalOptions) error {
 	if err != nil {
 		return withHint(fmt.Errorf("--kubeadm: %w", err), "run on a control-plane node, point --manifests-dir at the static pod manifests, or give --endpoints and certificates")
 	}
-	if !g.explicit["endpoints"] {
-		g.Endpoints = a.Endpoints
+	var warnings []string
+	take := func(name, manifestFlag, value string, dst *string) {
+		if g.explicit[name] && !g.fromEnvOnly(name) {
+			return
+		}
+		v, ok := g.fromEnv[name]
+		if name == "endpoints" {
+			v = strings.Join(splitList([]string{v}), ",") // "a, b" is "a,b"
+		}
+		if ok && v != value {
+			env := ""
+			for _, gf := range globalFlags {
+				if gf.name == name {
+					env = gf.env
+				}
+			}
+			shown := value
+			if shown == "" {
+				shown = `""`
+			}
+			warnings = append(warnings, fmt.Sprintf("--kubeadm: using the manifest's %s=%s, not $%s=%s (the flag --%s wins over both)", manifestFlag, shown, env, v, name))
+		}
+		*dst = value
 	}
-	if !g.explicit["cacert"] {
-		g.CACert = a.CAFile
-	}
-	if !g.explicit["cert"] {
-		g.Cert = a.CertFile
-	}
-	if !g.explicit["key"] {
-		g.Key = a.KeyFile
-	}
+	endpoints := strings.Join(g.Endpoints, ",")
+	take("endpoints", "--etcd-servers", strings.Join(a.Endpoints, ","), &endpoints)
+	g.Endpoints = splitList([]string{endpoints})
+	take("cacert", "--etcd-cafile", a.CAFile, &g.CACert)
+	take("cert", "--etcd-certfile", a.CertFile, &g.Cert)
+	take("key", "--etcd-keyfile", a.KeyFile, &g.Key)
 	if !g.explicit["prefix"] {
 		g.Prefix = a.Prefix
 	}
 	if !g.explicit["encryption-config"] {
 		g.EncryptionConfig = a.EncryptionConfig
 	}
+	if !g.explicit["etcd-servers-overrides"] {
+		g.ServersOverrides = a.ServersOverrides
+	}
+	g.kubeadmWarnings = warnings
 	return nil
+}
+
+// fromEnvOnly reports whether flag name was set by its ETCDCTL_* variable
+// and not on the command line.
+func (g *globalOptions) fromEnvOnly(name string) bool {
+	_, ok := g.fromEnv[name]
+	return ok
 }
 
 // newSession applies --kubeadm and loads the encryption config: the part
@@ -72,6 +163,9 @@ func applyKubeadm(g *globalOptions) error {
 func newSession(e *env, g *globalOptions) (*session, error) {
 	if err := applyKubeadm(g); err != nil {
 		return nil, err
+	}
+	for _, w := range g.kubeadmWarnings {
+		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
 	}
 	enc, err := loadEncryption(e, g)
 	if err != nil {
@@ -82,8 +176,12 @@ func newSession(e *env, g *globalOptions) (*session, error) {
 
 // boltOptions are the options a --db file is opened with.
 func boltOptions(e *env, g *globalOptions) store.BoltOptions {
+	lockTimeout := g.LockTimeout
+	if lockTimeout == 0 {
+		lockTimeout = -1 // --lock-timeout 0: do not wait
+	}
 	return store.BoltOptions{
-		LockTimeout:   g.LockTimeout,
+		LockTimeout:   lockTimeout,
 		SkipHashCheck: g.SkipHashCheck,
 		Warn:          func(msg string) { fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", msg) },
 		HashCacheDir:  e.hashCacheDir(),
@@ -104,6 +202,9 @@ func openSession(e *env, g *globalOptions) (*session, error) {
 			return nil, boltError(err)
 		}
 		s.reader, s.bolt, s.description = b, b, g.DB
+		if len(g.ServersOverrides) > 0 {
+			fmt.Fprintf(e.stderr, "etcdpvc: warning: --db: the resources of --etcd-servers-overrides %s live in other etcds; %s holds at most stale copies of them\n", overridesString(g.ServersOverrides), g.DB)
+		}
 	} else {
 		cfg := store.EtcdConfig{
 			Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key,
@@ -116,9 +217,65 @@ func openSession(e *env, g *globalOptions) (*session, error) {
 			return nil, connectHint(err, g)
 		}
 		s.reader, s.etcd, s.description = et, et, strings.Join(g.Endpoints, ",")
+		if err := s.openRoutes(e, cfg); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	s.resolver = resource.Resolver{Scope: s.crdScope(e)}
 	return s, nil
+}
+
+// openRoutes opens the etcd of each --etcd-servers-overrides entry, with
+// the main etcd's certificates (as the kube-apiserver does), and routes
+// the session's reads and writes of those resources to them.
+func (s *session) openRoutes(e *env, cfg store.EtcdConfig) error {
+	if len(s.g.ServersOverrides) == 0 {
+		return nil
+	}
+	var routes []store.Route
+	fail := func(err error) error {
+		for _, r := range s.routes {
+			r.etcd.Close()
+		}
+		s.routes = nil
+		return err
+	}
+	for _, o := range s.g.ServersOverrides {
+		name := o.Resource
+		if o.Group != "" {
+			name += "." + o.Group
+		}
+		r, err := resource.Lookup(name)
+		if err != nil {
+			return fail(usagef("--etcd-servers-overrides %s: %v", o, err))
+		}
+		c := cfg
+		c.Endpoints = o.Servers
+		et, err := store.OpenEtcd(e.ctx, c)
+		if err != nil {
+			return fail(connectHint(fmt.Errorf("--etcd-servers-overrides %s: %w", o, err), s.g))
+		}
+		// Closed by the routed store, or here if it cannot be built.
+		sr := sessionRoute{override: o, prefix: r.ListPrefix(s.g.Prefix, ""), etcd: et}
+		s.routes = append(s.routes, sr)
+		routes = append(routes, store.Route{Prefix: sr.prefix, Store: et})
+	}
+	rs, err := store.NewRouted(s.etcd, routes)
+	if err != nil {
+		return fail(usagef("--etcd-servers-overrides: %v", err))
+	}
+	s.reader = rs
+	return nil
+}
+
+// overridesString renders overrides in the flag's syntax.
+func overridesString(os []kubeadm.Override) string {
+	var parts []string
+	for _, o := range os {
+		parts = append(parts, o.String())
+	}
+	return strings.Join(parts, ",")
 }
 
 // crdScope finds a custom resource's scope from its stored CRD.

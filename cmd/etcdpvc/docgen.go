@@ -49,7 +49,8 @@ func writeCLIDocs(w io.Writer) error {
 		"     `go test ./cmd/etcdpvc -run TestCLIDocs -update` rewrites it; the test fails when it is stale. -->\n\n")
 	b.WriteString("etcdpvc reads, and edits with a diff, a durable backup and a compare-and-swap, the objects\n" +
 		"kube-apiserver stores in etcd, and reads etcd db and snapshot files offline. `etcdpvc COMMAND --help`\n" +
-		"prints each section below, with its examples and the exit statuses. New here? Run\n" +
+		"prints each section below, with its examples; `etcdpvc --help` lists the global flags and the exit\n" +
+		"statuses. New here? Run\n" +
 		"`go run ./cmd/etcdpvc demo`.\n\n")
 
 	cmds := visibleCommands()

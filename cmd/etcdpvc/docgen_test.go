@@ -41,9 +41,22 @@ func TestCLIDocs(t *testing.T) {
 var lacksExamples = map[string]bool{}
 
 // TestHelpSections: every command's --help has a runnable EXAMPLES section
-// (each example starts with etcdpvc, or feeds or runs it) and the EXIT
-// STATUS section.
+// (each example starts with etcdpvc, or feeds or runs it) and a one-line
+// pointer to `etcdpvc --help`, which alone lists the global flags and the
+// EXIT STATUS section.
 func TestHelpSections(t *testing.T) {
+	var top, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--help"}, strings.NewReader(""), &top, &stderr); code != exitOK {
+		t.Fatalf("--help: exit %d: %s", code, stderr.String())
+	}
+	if _, exit, ok := strings.Cut(top.String(), "EXIT STATUS:\n"); !ok || !strings.HasPrefix(strings.TrimSpace(exit), "0  success") {
+		t.Errorf("etcdpvc --help has no EXIT STATUS section:\n%s", top.String())
+	}
+	for _, g := range globalFlags {
+		if !strings.Contains(top.String(), "--"+g.name+" ") {
+			t.Errorf("etcdpvc --help does not list --%s", g.name)
+		}
+	}
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -51,8 +64,17 @@ func TestHelpSections(t *testing.T) {
 				t.Fatalf("--help: exit %d: %s", code, stderr.String())
 			}
 			help := stdout.String()
-			if _, exit, ok := strings.Cut(help, "EXIT STATUS:\n"); !ok || !strings.HasPrefix(strings.TrimSpace(exit), "0  success") {
-				t.Errorf("--help has no EXIT STATUS section:\n%s", help)
+			if !strings.Contains(help, globalPointer) {
+				t.Errorf("--help does not point at etcdpvc --help:\n%s", help)
+			}
+			if strings.Contains(help, "EXIT STATUS") {
+				t.Errorf("--help repeats the exit statuses:\n%s", help)
+			}
+			_, options, _ := strings.Cut(help, "OPTIONS:\n")
+			for _, g := range globalFlags {
+				if strings.Contains(options, "   --"+g.name+" ") {
+					t.Errorf("--help lists the global flag --%s:\n%s", g.name, options)
+				}
 			}
 			_, examples, ok := strings.Cut(help, "EXAMPLES:\n")
 			if !ok {

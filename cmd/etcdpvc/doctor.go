@@ -119,19 +119,22 @@ func (d *doctor) manifest(g *globalOptions) {
 		{"key", "ETCDCTL_KEY", "--etcd-keyfile"},
 		{"prefix", "", "--etcd-prefix"},
 		{"encryption-config", "", "--encryption-provider-config"},
+		{"etcd-servers-overrides", "", "--etcd-servers-overrides"},
 	} {
-		if !g.explicit[f.flag] {
+		// A flag overrides the manifest; an ETCDCTL_* variable does not
+		// (the warnings below name those that disagree with it).
+		if !g.explicit[f.flag] || g.fromEnvOnly(f.flag) {
 			continue
 		}
-		by := "--" + f.flag
-		if f.env != "" && d.e.getenv(f.env) != "" {
-			by += " or $" + f.env
-		}
-		d.report(checkWarn, "manifest", "%s overrides the manifest's %s", by, f.manifest)
+		d.report(checkWarn, "manifest", "--%s overrides the manifest's %s", f.flag, f.manifest)
 	}
 	if err := applyKubeadm(g); err != nil {
 		d.report(checkFail, "manifest", "%v", err)
 	}
+	for _, w := range g.kubeadmWarnings {
+		d.report(checkWarn, "manifest", "%s", w)
+	}
+	g.kubeadmWarnings = nil // reported here, not again on stderr
 }
 
 // certificates checks the TLS files the connection will use.
@@ -295,6 +298,8 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 		}
 	}
 
+	d.overrides(s)
+
 	prefix := s.g.Prefix + "/"
 	var firstKey string
 	_, err = s.reader.List(e.ctx, prefix, store.ListOptions{PageSize: 1, KeysOnly: true}, func(kv *store.KeyValue) error {
@@ -322,6 +327,29 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 		d.report(checkOK, "compaction", "revision %d, compacted at %d: history and recover see revisions %d to %d only", info.Revision, info.CompactRevision, info.CompactRevision, info.Revision)
 	}
 	return nil
+}
+
+// overrides lists the --etcd-servers-overrides and checks each one's etcd.
+func (d *doctor) overrides(s *session) {
+	if s.bolt != nil && len(s.g.ServersOverrides) > 0 {
+		d.report(checkWarn, "overrides", "%s: those resources live in other etcds; the --db file holds at most stale copies", overridesString(s.g.ServersOverrides))
+		return
+	}
+	for _, r := range s.routes {
+		d.report(checkOK, "overrides", "%s: keys under %s are read and written in etcd %s", r.override, r.prefix, strings.Join(r.etcd.Endpoints(), ","))
+		for _, st := range r.etcd.Status(d.e.ctx) {
+			switch {
+			case st.Err != nil:
+				d.report(checkFail, "overrides", "%s: %v", st.Endpoint, st.Err)
+			case st.Leader == 0:
+				d.report(checkFail, "overrides", "%s: etcd %s, no leader", st.Endpoint, st.Version)
+			case len(st.Errors) > 0:
+				d.report(checkFail, "overrides", "%s: etcd %s, alarms/errors: %s", st.Endpoint, st.Version, strings.Join(st.Errors, "; "))
+			default:
+				d.report(checkOK, "overrides", "%s: etcd %s, revision %d, db %s", st.Endpoint, st.Version, st.Revision, byteSize(st.DBSize))
+			}
+		}
+	}
 }
 
 // encryption reports the providers in use and tries them on the first

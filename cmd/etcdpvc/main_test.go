@@ -29,6 +29,8 @@ func TestMain(m *testing.M) {
 			stop()
 			os.Exit(code)
 		},
+		// etcdpvc-main is the real main, with its signal handling.
+		"etcdpvc-main": main,
 	})
 }
 
@@ -71,6 +73,8 @@ type scriptCluster struct {
 	t   testing.TB
 	c   *etcdtest.Cluster
 	cli *clientv3.Client
+	// named are the further clusters of `etcd -c NAME ...`.
+	named map[string]*scriptCluster
 }
 
 // cmdEtcd drives a real etcd for a script:
@@ -83,16 +87,29 @@ type scriptCluster struct {
 //	etcd compact                   compact at the current revision
 //	etcd db VAR                    set VAR to member 0's bbolt db (member/snap/db)
 //	etcd stop                      stop the cluster
+//
+// `etcd -c NAME SUBCOMMAND ...` drives a second cluster NAME instead; its
+// start sets NAME_ENDPOINTS (and NAME_CACERT/CERT/KEY), not ETCDCTL_*.
 func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) == 0 {
-		ts.Fatalf("usage: etcd start|put|get|meta|del|compact|db|stop ...")
-	}
 	if neg {
 		ts.Fatalf("etcd does not support !")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	sc := scripts.get(ts)
+	envPrefix := "ETCDCTL_"
+	if len(args) > 2 && args[0] == "-c" {
+		if sc.named == nil {
+			sc.named = map[string]*scriptCluster{}
+		}
+		if sc.named[args[1]] == nil {
+			sc.named[args[1]] = &scriptCluster{t: sc.t}
+		}
+		sc, envPrefix, args = sc.named[args[1]], args[1]+"_", args[2:]
+	}
+	if len(args) == 0 {
+		ts.Fatalf("usage: etcd [-c NAME] start|put|get|meta|del|compact|db|stop ...")
+	}
 	if args[0] != "start" && sc.c == nil {
 		ts.Fatalf("etcd %s: no cluster; run etcd start first", args[0])
 	}
@@ -111,12 +128,12 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		c := etcdtest.Start(sc.t, opts)
 		sc.c, sc.cli = c, c.Client(sc.t)
-		ts.Setenv("ETCDCTL_ENDPOINTS", strings.Join(c.Endpoints(), ","))
+		ts.Setenv(envPrefix+"ENDPOINTS", strings.Join(c.Endpoints(), ","))
 		if opts.TLS {
 			ca, cert, key := c.TLSFiles()
-			ts.Setenv("ETCDCTL_CACERT", ca)
-			ts.Setenv("ETCDCTL_CERT", cert)
-			ts.Setenv("ETCDCTL_KEY", key)
+			ts.Setenv(envPrefix+"CACERT", ca)
+			ts.Setenv(envPrefix+"CERT", cert)
+			ts.Setenv(envPrefix+"KEY", key)
 		}
 	case "put":
 		if len(args) < 3 {

@@ -66,8 +66,11 @@ func colorize(e *env, diff string) string {
 	return b.String()
 }
 
-// confirm asks the user on a terminal; off a terminal it needs --yes.
-func confirm(e *env, o writeOptions, key string) error {
+// confirm asks the user on a terminal; off a terminal it needs --yes. The
+// question names each object and where it is written (session.target).
+// Ctrl-C at the question (e.ctx cancelled) ends it at once, refused, with
+// nothing written.
+func confirm(e *env, s *session, o writeOptions, keys ...string) error {
 	if o.Yes {
 		return nil
 	}
@@ -75,12 +78,33 @@ func confirm(e *env, o writeOptions, key string) error {
 		return &refusedError{msg: "not confirmed: stdin is not a terminal and --yes was not given; nothing written",
 			hint: "re-run with --yes to write this change, or --dry-run to only see the diff"}
 	}
-	fmt.Fprintf(e.stderr, "Write this change to %s? [y/N] ", key)
-	line, err := bufio.NewReader(e.stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read confirmation: %w", err)
+	what := "this change"
+	if len(keys) > 1 {
+		what = "these changes"
 	}
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+	fmt.Fprintf(e.stderr, "Write %s to %s? [y/N] ", what, s.describeWrite(keys))
+	type answer struct {
+		line string
+		err  error
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		// This read cannot be interrupted; on Ctrl-C it is abandoned and
+		// the process exits.
+		line, err := bufio.NewReader(e.stdin).ReadString('\n')
+		answers <- answer{line, err}
+	}()
+	var a answer
+	select {
+	case <-e.ctx.Done():
+		fmt.Fprintln(e.stderr)
+		return &refusedError{msg: "interrupted at the confirmation prompt; nothing written"}
+	case a = <-answers:
+	}
+	if a.err != nil && !errors.Is(a.err, io.EOF) {
+		return fmt.Errorf("read confirmation: %w", a.err)
+	}
+	if r := strings.ToLower(strings.TrimSpace(a.line)); r != "y" && r != "yes" {
 		return &refusedError{msg: "not confirmed; nothing written"}
 	}
 	return nil
@@ -143,7 +167,7 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 			keys = append(keys, p.Key)
 		}
 	}
-	if err := confirm(e, o, strings.Join(keys, " and ")); err != nil {
+	if err := confirm(e, s, o, keys...); err != nil {
 		return nil, err
 	}
 	steps, err := surgery.Execute(e.ctx, w, plans, surgery.ExecuteOptions{
@@ -156,7 +180,7 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 			if st.Plan.Expect != 0 {
 				from = fmt.Sprint(st.Plan.Expect)
 			}
-			fmt.Fprintf(e.stdout, "written: %s revision %s → %d\nbackup: %s\n", st.Plan.Key, from, st.Result.Revision, st.Result.BackupPath)
+			fmt.Fprintf(e.stdout, "written: %s revision %s → %d (%s)\nbackup: %s\n", st.Plan.Key, from, st.Result.Revision, s.target(st.Plan.Key), st.Result.BackupPath)
 		},
 	})
 	if err != nil {
