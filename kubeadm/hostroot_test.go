@@ -49,6 +49,10 @@ func TestReadBelowHostRoot(t *testing.T) {
 		Prefix:           "/custom",
 		EncryptionConfig: filepath.Join(root, "etc/kubernetes/enc/config.yaml"),
 		HostRoot:         root,
+		ServersOverrides: []Override{
+			{Group: "", Resource: "events", Servers: []string{"https://10.0.0.5:2379", "https://10.0.0.6:2379"}},
+			{Group: "coordination.k8s.io", Resource: "leases", Servers: []string{"https://10.0.0.7:2379"}},
+		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Read below a host root (-want +got):\n%s", diff)
