@@ -51,6 +51,9 @@ type Plan struct {
 	Warnings []string
 	// Description says what the write does.
 	Description string
+	// Delete makes the write a compare-and-delete of Key at Expect instead
+	// of a put (restore of a backup that recorded a create).
+	Delete bool
 }
 
 // MakePlan reads key at the latest revision with a linearizable read,
@@ -69,6 +72,10 @@ func (c Codec) MakePlan(ctx context.Context, r store.Reader, key string, e Edit)
 		Expect:      cur.KV.ModRevision,
 		Lease:       cur.KV.Lease,
 		Description: e.Describe(),
+	}
+	keyErr := c.checkKey(key, cur.Obj)
+	if keyErr != nil && !c.AllowKeyMismatch {
+		return nil, fmt.Errorf("plan %s: %w; nothing written", e.Describe(), keyErr)
 	}
 	newPlain, err := e.Apply(cur)
 	if err != nil {
@@ -92,6 +99,9 @@ func (c Codec) MakePlan(ctx context.Context, r store.Reader, key string, e Edit)
 		return nil, err
 	}
 	p.Warnings = c.warnings(ctx, r, cur, after, terminating(cur.Obj.Meta) && !terminating(after.Meta))
+	if keyErr != nil {
+		p.Warnings = append([]string{keyErr.Error() + "; writing it anyway, as forced"}, p.Warnings...)
+	}
 	return p, nil
 }
 

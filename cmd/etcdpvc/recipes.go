@@ -275,7 +275,7 @@ func applyPlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]wr
 	if err := confirm(e, o, strings.Join(keys, " and ")); err != nil {
 		return nil, err
 	}
-	ao := applyOptions(s, o)
+	ao := applyOptions(e, s, o)
 	var done []writtenPlan
 	for _, p := range todo {
 		res, err := surgery.Apply(e.ctx, w, p, ao)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -111,7 +112,7 @@ func applyPlan(e *env, s *session, plan *surgery.Plan, o writeOptions) error {
 	if err := confirm(e, o, plan.Key); err != nil {
 		return err
 	}
-	res, err := surgery.Apply(e.ctx, w, plan, applyOptions(s, o))
+	res, err := surgery.Apply(e.ctx, w, plan, applyOptions(e, s, o))
 	if err != nil {
 		return err
 	}
@@ -122,14 +123,13 @@ func applyPlan(e *env, s *session, plan *surgery.Plan, o writeOptions) error {
 	if plan.Expect != 0 {
 		from = fmt.Sprint(plan.Expect)
 	}
-	fmt.Fprintf(e.stdout, "written: %s revision %s → %d\nbackup: %s\n", plan.Key, from, res.Revision, res.BackupPath)
+	if plan.Delete {
+		fmt.Fprintf(e.stdout, "deleted: %s at revision %s (delete revision %d)\nbackup: %s\n", plan.Key, from, res.Revision, res.BackupPath)
+	} else {
+		fmt.Fprintf(e.stdout, "written: %s revision %s → %d\nbackup: %s\n", plan.Key, from, res.Revision, res.BackupPath)
+	}
 	if done, err := finishSnapshotWrite(e, s); done {
 		return err
-	}
-	if plan.Expect == 0 {
-		// A create (recover): restore cannot undo it; deleting the object can.
-		fmt.Fprintf(e.stdout, "undo with: kubectl delete the object, or etcdctl del %s\n", plan.Key)
-		return nil
 	}
 	fmt.Fprintf(e.stdout, "undo with: etcdpvc restore %s\n", res.BackupPath)
 	return nil
@@ -159,8 +159,51 @@ func planAndApply(e *env, g *globalOptions, args []string, namespace, key string
 	return applyPlan(e, s, plan, o)
 }
 
-// applyOptions are the options of every write: where backups go and what
-// they record.
-func applyOptions(s *session, o writeOptions) surgery.ApplyOptions {
-	return surgery.ApplyOptions{BackupDir: o.BackupDir, Endpoints: s.g.Endpoints, ToolVersion: toolVersion()}
+// applyOptions are the options of every write: where backups go (an
+// absolute path) and what they record, the cluster and how to reach it
+// again included. It warns on stderr, once per command, about a backup
+// directory others could tamper with.
+func applyOptions(e *env, s *session, o writeOptions) surgery.ApplyOptions {
+	dir := o.BackupDir
+	if dir == "" {
+		dir = surgery.DefaultBackupDir()
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	for _, w := range surgery.CheckBackupDir(dir) {
+		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+	}
+	src := &surgery.Source{
+		Endpoints:        s.g.Endpoints,
+		CACert:           absPath(s.g.CACert),
+		Cert:             absPath(s.g.Cert),
+		Key:              absPath(s.g.Key),
+		Prefix:           s.g.Prefix,
+		Kubeadm:          s.g.Kubeadm,
+		EncryptionConfig: absPath(s.g.EncryptionConfig),
+	}
+	if s.g.Kubeadm {
+		src.ManifestsDir = absPath(s.g.ManifestsDir)
+	}
+	if s.etcd != nil {
+		id, err := s.etcd.ClusterID(e.ctx)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "etcdpvc: warning: the backup cannot record the cluster's ID (%v); restore will not be able to check it\n", err)
+		}
+		src.ClusterID = surgery.FormatClusterID(id)
+	}
+	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.g.Endpoints, ToolVersion: toolVersion(), Source: src}
+}
+
+// absPath makes a path absolute, so that a backup's record of it works
+// from any directory; "" stays "".
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
