@@ -331,6 +331,17 @@ func (c Codec) rawDiff(key, res string, old []byte, oldRev int64, newValue []byt
 		return s
 	}
 	fmt.Fprintf(&sb, "-%s\n+%s\n", window(old), window(newValue))
+	if at+after < max(len(old), len(newValue)) {
+		// The ends too: a trailing newline or a truncation shows there.
+		const tail = 24
+		end := func(v []byte) string {
+			if len(v) <= tail {
+				return strconv.Quote(string(v))
+			}
+			return "…" + strconv.Quote(string(v[len(v)-tail:]))
+		}
+		fmt.Fprintf(&sb, "@@ last bytes @@\n-%s\n+%s\n", end(old), end(newValue))
+	}
 	return sb.String()
 }
 
