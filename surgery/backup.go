@@ -179,15 +179,19 @@ func CheckBackupDir(dir string) []string {
 	return out
 }
 
+// ErrUnsafeBackupDir means the backup directory holds a symbolic link
+// where etcdpvc writes (audit.log): writing would follow it elsewhere.
+var ErrUnsafeBackupDir = errors.New("unsafe backup directory")
+
 // checkAuditLog refuses an audit log that is a symbolic link, planted to
 // make the next append write elsewhere.
 func checkAuditLog(path string) error {
 	fi, err := os.Lstat(path)
 	switch {
 	case err == nil && fi.Mode()&os.ModeSymlink != 0:
-		return fmt.Errorf("%s is a symbolic link; etcdpvc never writes through one (remove it, or use another --backup-dir)", path)
+		return fmt.Errorf("%w: %s is a symbolic link; etcdpvc never writes through one (remove it, or use another --backup-dir)", ErrUnsafeBackupDir, path)
 	case err == nil && !fi.Mode().IsRegular():
-		return fmt.Errorf("%s is not a regular file", path)
+		return fmt.Errorf("%w: %s is not a regular file", ErrUnsafeBackupDir, path)
 	}
 	return nil
 }
@@ -312,7 +316,7 @@ func appendAudit(path string, rec AuditRecord) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|oNoFollow, 0o600)
 	if err != nil {
 		if isSymlinkErr(path, err) {
-			return fmt.Errorf("%s is a symbolic link; etcdpvc never writes through one", path)
+			return fmt.Errorf("%w: %s is a symbolic link; etcdpvc never writes through one", ErrUnsafeBackupDir, path)
 		}
 		return err
 	}

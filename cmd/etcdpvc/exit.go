@@ -111,7 +111,8 @@ func exitCode(err error) int {
 		return exitConnection
 	case errors.Is(err, codec.ErrLossy), errors.Is(err, surgery.ErrImmutableField), errors.Is(err, surgery.ErrExists),
 		errors.Is(err, surgery.ErrChangedSinceBackup), errors.Is(err, surgery.ErrBadBackup),
-		errors.Is(err, surgery.ErrKeyMismatch), errors.Is(err, surgery.ErrOtherCluster), errors.Is(err, surgery.ErrPlaintextIntoEncrypted):
+		errors.Is(err, surgery.ErrKeyMismatch), errors.Is(err, surgery.ErrOtherCluster), errors.Is(err, surgery.ErrPlaintextIntoEncrypted),
+		errors.Is(err, surgery.ErrUnsafeBackupDir):
 		return exitRefused
 	case errors.Is(err, encryption.ErrKeyNotFound), errors.Is(err, encryption.ErrNoConfig):
 		return exitDecode
