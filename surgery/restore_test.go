@@ -750,3 +750,25 @@ func TestBackupDirNotAnAttackSurface(t *testing.T) {
 		t.Errorf("CheckBackupDir(0700) = %q", w)
 	}
 }
+
+// TestRawDiff shows where two undecodable values differ, and never a
+// Secret's bytes unless asked.
+func TestRawDiff(t *testing.T) {
+	old := []byte("k8s\x00value-with-a-password\n")
+	newValue := []byte("k8s\x00value-with-a-password")
+	why := errors.New("does not decode")
+	d := Codec{}.rawDiff(pvcKey, "persistentvolumeclaims", old, 7, newValue, "backup", why)
+	for _, want := range []string{"raw bytes: does not decode", "26 bytes", "25 bytes", "differ from byte 25", `-"k8s\x00value-with-a-password\n"`, `+"k8s\x00value-with-a-password"`} {
+		if !strings.Contains(d, want) {
+			t.Errorf("diff lacks %q:\n%s", want, d)
+		}
+	}
+	d = Codec{}.rawDiff(secKey, "secrets", old, 7, newValue, "backup", why)
+	if strings.Contains(d, "password") || !strings.Contains(d, "--show-secrets") {
+		t.Errorf("a Secret's raw diff shows its bytes:\n%s", d)
+	}
+	d = Codec{ShowSecrets: true}.rawDiff(secKey, "secrets", old, 7, newValue, "backup", why)
+	if !strings.Contains(d, "password") {
+		t.Errorf("--show-secrets hides the bytes:\n%s", d)
+	}
+}
