@@ -138,6 +138,8 @@ type Etcd struct {
 	cli      *clientv3.Client
 	cfg      EtcdConfig
 	read     []clientv3.OpOption // consistency options of every read
+	// clusterID is the cluster ID in the header of the connection probe.
+	clusterID atomic.Uint64
 }
 
 var (
@@ -196,13 +198,16 @@ func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 
 	pctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
-	_, err = cli.Get(pctx, "/", append([]clientv3.OpOption{clientv3.WithCountOnly()}, read...)...)
+	probe, err := cli.Get(pctx, "/", append([]clientv3.OpOption{clientv3.WithCountOnly()}, read...)...)
 	if err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) { // a user may not read "/": still connected
 		cli.Close()
 		if unavailable(err) {
 			return nil, cfg.connectError(ctx, err)
 		}
 		return nil, fmt.Errorf("open etcd at %s: %w", strings.Join(cfg.Endpoints, ","), err)
+	}
+	if probe != nil && probe.Header != nil {
+		e.clusterID.Store(probe.Header.ClusterId)
 	}
 	return e, nil
 }
@@ -421,6 +426,29 @@ func (e *Etcd) Endpoints() []string { return append([]string(nil), e.cfg.Endpoin
 
 // Config returns the configuration in effect, defaults filled in.
 func (e *Etcd) Config() EtcdConfig { return e.cfg }
+
+// ClusterID returns the ID of the cluster connected to, as the header of
+// the first response reported it, or asks for it with a member list when
+// that response had none (a user not allowed to read "/").
+func (e *Etcd) ClusterID(ctx context.Context) (uint64, error) {
+	if id := e.clusterID.Load(); id != 0 {
+		return id, nil
+	}
+	var resp *clientv3.MemberListResponse
+	err := e.rpc(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = e.cli.MemberList(ctx)
+		return err
+	})
+	if err != nil {
+		return 0, rpcError("member list", err)
+	}
+	if resp.Header == nil || resp.Header.ClusterId == 0 {
+		return 0, errors.New("member list: the response names no cluster ID")
+	}
+	e.clusterID.Store(resp.Header.ClusterId)
+	return resp.Header.ClusterId, nil
+}
 
 // Close closes the connection.
 func (e *Etcd) Close() error { return e.cli.Close() }
@@ -936,4 +964,51 @@ func (e *Etcd) Status(ctx context.Context) []EndpointStatus {
 		out[i].Errors = resp.Errors
 	}
 	return out
+}
+
+// Deleter deletes keys with compare-and-delete. The live backend
+// implements it.
+type Deleter interface {
+	// CompareAndDelete deletes key if and only if its mod revision is
+	// still expect. On success it returns the revision of the delete;
+	// otherwise it returns a *ConflictError and deletes nothing.
+	CompareAndDelete(ctx context.Context, key string, expect int64) (int64, error)
+}
+
+var _ Deleter = (*Etcd)(nil)
+
+// CompareAndDelete deletes key in one transaction if its mod revision is
+// still expect, and returns the revision of the delete. When the key has
+// moved on (or is gone) it deletes nothing and returns a *ConflictError
+// holding the key's current state. An error wrapping ErrUnavailable or a
+// context error leaves the outcome unknown, as for CompareAndSwap.
+func (e *Etcd) CompareAndDelete(ctx context.Context, key string, expect int64) (int64, error) {
+	op := fmt.Sprintf("compare-and-delete %s at revision %d", key, expect)
+	if expect <= 0 {
+		return 0, fmt.Errorf("%s: a delete needs the revision the key was read at", op)
+	}
+	var resp *clientv3.TxnResponse
+	err := e.rpc(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = e.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", expect)).
+			Then(clientv3.OpDelete(key)).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		return err
+	})
+	if err != nil {
+		return 0, rpcError(op, err)
+	}
+	if resp.Succeeded {
+		return resp.Header.Revision, nil
+	}
+	ce := &ConflictError{Key: key, Expected: expect}
+	if len(resp.Responses) == 1 {
+		if r := resp.Responses[0].GetResponseRange(); r != nil && len(r.Kvs) > 0 {
+			ce.CurrentValue = keyValue(r.Kvs[0], true)
+			ce.Current = ce.CurrentValue.ModRevision
+		}
+	}
+	return 0, ce
 }

@@ -22,6 +22,9 @@ type ApplyOptions struct {
 	Endpoints []string
 	// ToolVersion is recorded in the backup and the audit log.
 	ToolVersion string
+	// Source is the cluster written to and how to reach it again, recorded
+	// in the backup so that restore can find it and refuse another.
+	Source *Source
 	// Now returns the time recorded (default time.Now).
 	Now func() time.Time
 	// AfterBackup, when set, is called after the backup is durable and
@@ -68,6 +71,12 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	if o.BackupDir == "" {
 		o.BackupDir = DefaultBackupDir()
 	}
+	if abs, err := filepath.Abs(o.BackupDir); err == nil {
+		o.BackupDir = abs
+	}
+	if p.Delete {
+		return applyDelete(ctx, w, p, o)
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -82,6 +91,7 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 		Timestamp:   now.Format(time.RFC3339Nano),
 		ToolVersion: o.ToolVersion,
 		Operation:   p.Description,
+		Source:      o.Source,
 	}
 	if p.Expect != 0 {
 		kv := p.Before.KV

@@ -131,7 +131,7 @@ func TestUndeleteKeepsEveryOtherByte(t *testing.T) {
 		{"unknown-kind", asUnknownKind(t, orig)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			key := fmt.Sprintf("/registry/persistentvolumeclaims/demo/case-%d", i)
+			key := fmt.Sprintf("/registry/persistentvolumeclaims/demo/www-web-%d", i)
 			if tc.name == "unknown-kind" {
 				key = "/registry/route.openshift.io/routes/demo/www-web-0"
 			}

@@ -7,17 +7,41 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 )
 
-// BackupKind and BackupVersion identify the backup file format.
+// BackupKind and BackupVersion identify the backup file format. Version 2
+// added Source and Digest; version 1 backups are still read.
 const (
 	BackupKind    = "etcdpvc-backup"
-	BackupVersion = 1
+	BackupVersion = 2
 )
+
+// Source says which etcd cluster a backup was taken from and how to reach
+// it again: the connection settings that are not secret (never a
+// password). Paths are absolute.
+type Source struct {
+	// ClusterID is etcd's cluster ID in hex, as etcdctl prints it; empty
+	// when the store has none (a db file).
+	ClusterID string `json:"clusterID,omitempty"`
+	// Endpoints, CACert, Cert and Key are the connection used.
+	Endpoints []string `json:"endpoints,omitempty"`
+	CACert    string   `json:"cacert,omitempty"`
+	Cert      string   `json:"cert,omitempty"`
+	Key       string   `json:"key,omitempty"`
+	// Prefix is the apiserver's --etcd-prefix in use.
+	Prefix string `json:"prefix,omitempty"`
+	// Kubeadm and ManifestsDir say the settings came from the
+	// kube-apiserver manifest (--kubeadm, --manifests-dir).
+	Kubeadm      bool   `json:"kubeadm,omitempty"`
+	ManifestsDir string `json:"manifestsDir,omitempty"`
+	// EncryptionConfig is the EncryptionConfiguration file in use.
+	EncryptionConfig string `json:"encryptionConfig,omitempty"`
+}
 
 // Backup is a backup file: the key as it was before a write, and digests of
 // the value before and after.
@@ -48,9 +72,53 @@ type Backup struct {
 	ToolVersion string `json:"toolVersion,omitempty"`
 	// Operation describes the write.
 	Operation string `json:"operation"`
+	// Source is the cluster the backup was taken from (version 2).
+	Source *Source `json:"source,omitempty"`
+	// Digest is the hex sha256 over the key, Absent, the revisions, the
+	// lease, both value digests and the cluster ID (version 2): a backup
+	// whose key or lease was edited is refused.
+	Digest string `json:"digest,omitempty"`
 
-	// Path is the file the backup was read from (not stored).
+	// Path is the file the backup was read from, absolute (not stored).
 	Path string `json:"-"`
+	// Warnings are what a reader should know about the backup itself (an
+	// old format), found by ReadBackup (not stored).
+	Warnings []string `json:"-"`
+}
+
+// ClusterID returns the cluster ID the backup records, or "".
+func (b *Backup) ClusterID() string {
+	if b.Source == nil {
+		return ""
+	}
+	return b.Source.ClusterID
+}
+
+// FormatClusterID formats an etcd cluster ID as etcdctl prints it.
+func FormatClusterID(id uint64) string {
+	if id == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%x", id)
+}
+
+// backupDigest returns the digest a version-2 backup records: the sha256 of
+// a fixed JSON encoding of what says which key, which revision and which
+// cluster the backup is of.
+func backupDigest(b *Backup) string {
+	covered := struct {
+		Key            string `json:"key"`
+		Absent         bool   `json:"absent"`
+		ModRevision    int64  `json:"modRevision"`
+		CreateRevision int64  `json:"createRevision"`
+		KeyVersion     int64  `json:"keyVersion"`
+		Lease          int64  `json:"lease"`
+		SHA256         string `json:"sha256"`
+		NewSHA256      string `json:"newSha256"`
+		ClusterID      string `json:"clusterID"`
+	}{b.Key, b.Absent, b.ModRevision, b.CreateRevision, b.KeyVersion, b.Lease, b.SHA256, b.NewSHA256, b.ClusterID()}
+	data, _ := json.Marshal(covered) // strings, bools and integers: cannot fail
+	return digest(append([]byte(BackupKind+"/v2\n"), data...))
 }
 
 // AuditRecord is one line of audit.log: a write that succeeded, or one
@@ -80,6 +148,10 @@ const OutcomeUncertain = "uncertain"
 // AuditLogName is the audit log's file name in the backup directory.
 const AuditLogName = "audit.log"
 
+// maxBackupSize bounds a backup file read: etcd's largest value (1.5 MiB
+// by default, configurable) base64-encoded, with room to spare.
+const maxBackupSize = 64 << 20
+
 // DefaultBackupDir returns $XDG_STATE_HOME/etcdpvc/backups, or
 // ~/.local/state/etcdpvc/backups when XDG_STATE_HOME is unset or not an
 // absolute path, or ./etcdpvc-backups when there is no home directory.
@@ -90,7 +162,46 @@ func DefaultBackupDir() string {
 	if home, err := os.UserHomeDir(); err == nil && home != "" {
 		return filepath.Join(home, ".local", "state", "etcdpvc", "backups")
 	}
+	if abs, err := filepath.Abs("etcdpvc-backups"); err == nil {
+		return abs
+	}
 	return "etcdpvc-backups"
+}
+
+// CheckBackupDir returns warnings about a backup directory that others
+// could tamper with: one writable by its group or by everyone, or not
+// owned by the current user. A directory that does not exist yet gives
+// none (it is created with mode 0700).
+func CheckBackupDir(dir string) []string {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if fi.Mode().Perm()&0o022 != 0 {
+		out = append(out, fmt.Sprintf("the backup directory %s is writable by its group or by everyone (mode %04o): others could replace backups or audit.log; chmod 700 it", dir, fi.Mode().Perm()))
+	}
+	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
+		out = append(out, fmt.Sprintf("the backup directory %s is owned by uid %d, not by you (uid %d): its owner could replace backups or audit.log", dir, uid, os.Getuid()))
+	}
+	return out
+}
+
+// ErrUnsafeBackupDir means the backup directory holds a symbolic link
+// where etcdpvc writes (audit.log): writing would follow it elsewhere.
+var ErrUnsafeBackupDir = errors.New("unsafe backup directory")
+
+// checkAuditLog refuses an audit log that is a symbolic link, planted to
+// make the next append write elsewhere.
+func checkAuditLog(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case err == nil && fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("%w: %s is a symbolic link; etcdpvc never writes through one (remove it, or use another --backup-dir)", ErrUnsafeBackupDir, path)
+	case err == nil && !fi.Mode().IsRegular():
+		return fmt.Errorf("%w: %s is not a regular file", ErrUnsafeBackupDir, path)
+	}
+	return nil
 }
 
 // digest returns the hex sha256 of b.
@@ -124,9 +235,23 @@ func sanitizeKey(key string) string {
 // writeBackup writes b durably into dir and returns its path: a temporary
 // file is written and fsynced, linked to its final name (never replacing
 // a file) and removed, and the directory is fsynced.
+//
+// The directory is made absolute first, so the path returned is absolute.
+// A version-2 backup gets its Digest. An audit.log in dir that is a
+// symbolic link is refused before anything is written.
 func writeBackup(dir string, b *Backup, now time.Time) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("backup directory: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("backup directory: %w", err)
+	}
+	if err := checkAuditLog(filepath.Join(dir, AuditLogName)); err != nil {
+		return "", fmt.Errorf("backup directory: %w", err)
+	}
+	if b.Version >= 2 {
+		b.Digest = backupDigest(b)
 	}
 	data, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {
@@ -195,9 +320,12 @@ func appendAudit(path string, rec AuditRecord) error {
 		return err
 	}
 	line = append(line, '\n')
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	_, statErr := os.Lstat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|oNoFollow, 0o600)
 	if err != nil {
+		if isSymlinkErr(path, err) {
+			return fmt.Errorf("%w: %s is a symbolic link; etcdpvc never writes through one", ErrUnsafeBackupDir, path)
+		}
 		return err
 	}
 	if _, err := f.Write(line); err != nil {
@@ -217,12 +345,32 @@ func appendAudit(path string, rec AuditRecord) error {
 	return nil
 }
 
-// ReadBackup reads a backup file and checks it: its kind and version, and
-// the sha256 of the value it holds. Errors wrap ErrBadBackup.
+// ReadBackup reads a backup file and checks it: its kind and version, the
+// sha256 of the value it holds and, from version 2, the digest over its
+// key, revisions, lease and cluster. A version-1 backup is read with a
+// warning (in Warnings) that its key is not covered. A symbolic link is
+// not followed. Errors wrap ErrBadBackup.
 func ReadBackup(path string) (*Backup, error) {
-	data, err := os.ReadFile(path)
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		if isSymlinkErr(path, err) {
+			return nil, fmt.Errorf("read backup %s: it is a symbolic link; give the file it points to", path)
+		}
+		return nil, fmt.Errorf("read backup: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read backup %s: %w: not a regular file", path, ErrBadBackup)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxBackupSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read backup: %w", err)
+	}
+	if len(data) > maxBackupSize {
+		return nil, fmt.Errorf("read backup %s: %w: larger than %d bytes", path, ErrBadBackup, maxBackupSize)
 	}
 	b := &Backup{}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -230,8 +378,8 @@ func ReadBackup(path string) (*Backup, error) {
 	if err := dec.Decode(b); err != nil {
 		return nil, fmt.Errorf("read backup %s: %w: %v", path, ErrBadBackup, err)
 	}
-	if b.Kind != BackupKind || b.Version != BackupVersion {
-		return nil, fmt.Errorf("read backup %s: %w: kind %q version %d, want %q version %d", path, ErrBadBackup, b.Kind, b.Version, BackupKind, BackupVersion)
+	if b.Kind != BackupKind || b.Version < 1 || b.Version > BackupVersion {
+		return nil, fmt.Errorf("read backup %s: %w: kind %q version %d, want %q version 1 to %d", path, ErrBadBackup, b.Kind, b.Version, BackupKind, BackupVersion)
 	}
 	if b.Key == "" {
 		return nil, fmt.Errorf("read backup %s: %w: no key", path, ErrBadBackup)
@@ -241,6 +389,17 @@ func ReadBackup(path string) (*Backup, error) {
 	}
 	if b.Absent && len(b.Value) != 0 {
 		return nil, fmt.Errorf("read backup %s: %w: records an absent key with a value", path, ErrBadBackup)
+	}
+	switch {
+	case b.Version == 1:
+		if b.Source != nil || b.Digest != "" {
+			return nil, fmt.Errorf("read backup %s: %w: version 1 with version-2 fields", path, ErrBadBackup)
+		}
+		b.Warnings = append(b.Warnings, fmt.Sprintf("%s is a version-1 backup: its key, revisions and lease are not covered by a digest and it does not record its cluster; check that key %s and the cluster are the ones you mean", filepath.Base(path), b.Key))
+	case b.Digest == "":
+		return nil, fmt.Errorf("read backup %s: %w: no digest", path, ErrBadBackup)
+	case backupDigest(b) != b.Digest:
+		return nil, fmt.Errorf("read backup %s: %w: its key, revisions, lease or cluster ID were changed after it was written (the digest does not match)", path, ErrBadBackup)
 	}
 	b.Path = path
 	return b, nil

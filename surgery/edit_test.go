@@ -237,7 +237,8 @@ func mustEditMeta(t testing.TB, value []byte, e codec.MetaEdit) []byte {
 func TestPatchThroughEtcd(t *testing.T) {
 	ctx := testCtx(t)
 	_, s := startEtcd(t)
-	create(t, s, pvcKey, corpus(t, pvcBound))
+	boundKey := "/registry/persistentvolumeclaims/demo/www-web-1"
+	create(t, s, boundKey, corpus(t, pvcBound))
 	create(t, s, stsKey, corpus(t, stsFile))
 	for _, tc := range []struct {
 		name  string
@@ -245,7 +246,7 @@ func TestPatchThroughEtcd(t *testing.T) {
 		patch Patch
 		check func(t *testing.T, obj *codec.Object)
 	}{
-		{"pvc storageClassName", pvcKey, Patch{PatchMerge, []byte(`{"spec":{"storageClassName":"fast-ssd"}}`)}, func(t *testing.T, obj *codec.Object) {
+		{"pvc storageClassName", boundKey, Patch{PatchMerge, []byte(`{"spec":{"storageClassName":"fast-ssd"}}`)}, func(t *testing.T, obj *codec.Object) {
 			if got := obj.Typed.(*corev1.PersistentVolumeClaim).Spec.StorageClassName; got == nil || *got != "fast-ssd" {
 				t.Errorf("storageClassName = %v", got)
 			}

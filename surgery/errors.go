@@ -78,8 +78,11 @@ type ChangedError struct {
 	Backup string
 	// Revision is the key's current mod revision.
 	Revision int64
-	// Diff is a unified diff from the current object to the backup's.
+	// Diff is a unified diff from the current object to the backup's (a
+	// raw one when the current value cannot be decoded).
 	Diff string
+	// Undecodable is why the current value could not be read, if so.
+	Undecodable error
 }
 
 func (e *ChangedError) Error() string {

@@ -31,6 +31,11 @@ type Codec struct {
 	// ShowSecrets shows the values of a Secret's data and stringData in
 	// diffs; by default they are redacted.
 	ShowSecrets bool
+	// AllowKeyMismatch lets MakePlan edit a value whose kind, namespace or
+	// name are not those its key names (undelete --force); by default such
+	// a plan is refused with ErrKeyMismatch. Restore and recover always
+	// refuse.
+	AllowKeyMismatch bool
 }
 
 // Current is a key as read: its revision, its plaintext and the object

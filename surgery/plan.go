@@ -49,6 +49,9 @@ type Plan struct {
 	Warnings []string
 	// Description says what the write does.
 	Description string
+	// Delete makes the write a compare-and-delete of Key at Expect instead
+	// of a put (restore of a backup that recorded a create).
+	Delete bool
 }
 
 // MakePlan reads key at the latest revision with a linearizable read,
@@ -69,6 +72,10 @@ func (c Codec) MakePlan(ctx context.Context, r store.Reader, key string, e Edit)
 		Expect:      cur.KV.ModRevision,
 		Lease:       cur.KV.Lease,
 		Description: describe(e, codec.IsSecret(cur.Obj.Content) || cur.GR == secretsGR),
+	}
+	keyErr := c.checkKey(key, cur.Obj)
+	if keyErr != nil && !c.AllowKeyMismatch {
+		return nil, fmt.Errorf("plan %s: %w; nothing written", p.Description, keyErr)
 	}
 	newPlain, err := e.Apply(cur)
 	if err != nil {
@@ -98,6 +105,9 @@ func (c Codec) MakePlan(ctx context.Context, r store.Reader, key string, e Edit)
 	p.Warnings = c.warnings(ctx, r, cur, after, terminating(cur.Obj.Meta) && !terminating(after.Meta))
 	if metaWarning != "" {
 		p.Warnings = append(p.Warnings, metaWarning)
+	}
+	if keyErr != nil {
+		p.Warnings = append([]string{keyErr.Error() + "; writing it anyway, as forced"}, p.Warnings...)
 	}
 	return p, nil
 }

@@ -39,6 +39,9 @@ func (c Codec) PlanRecover(ctx context.Context, live store.Reader, kv store.KeyV
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
+	if err := c.checkKey(kv.Key, after); err != nil {
+		return nil, fmt.Errorf("%s: %w; nothing written", what, err)
+	}
 	p := &Plan{
 		Key:         kv.Key,
 		GR:          src.GR,

@@ -2,33 +2,147 @@ package surgery
 
 import (
 	"bufio"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
-// PlanRestore plans putting a backup's original stored bytes back, byte for
-// byte (ciphertext included). It does so only while the key still holds
-// the value etcdpvc's backed-up write produced (its sha256 is the backup's
-// NewSHA256), as a compare-and-swap on the key's current revision, or when
-// the key was deleted since, as a create. If someone changed the key after
-// that write, it refuses with a *ChangedError (ErrChangedSinceBackup)
-// carrying the diff, unless force is set. The restored object must be the
-// same object (kind, name, namespace, uid) as the one at the key. A key
-// that already holds the original bytes gives a NoOp plan.
+// Sentinels of restore's refusals.
+var (
+	// ErrOtherCluster means the backup was taken from another etcd cluster
+	// than the one reached (their cluster IDs differ). The error is an
+	// *OtherClusterError.
+	ErrOtherCluster = errors.New("the backup was taken from another etcd cluster")
+	// ErrPlaintextIntoEncrypted means a restore would store a plaintext
+	// value where the resource is encrypted at rest, and no encryption
+	// config was given to seal it.
+	ErrPlaintextIntoEncrypted = errors.New("restore would store plaintext in a resource encrypted at rest")
+)
+
+// OtherClusterError reports a backup taken from another cluster than the
+// one reached. It matches ErrOtherCluster.
+type OtherClusterError struct {
+	Backup string
+	// Recorded is the backup's cluster ID and RecordedEndpoints its
+	// endpoints; Live is the reached cluster's ID ("" when it could not be
+	// read) and LiveEndpoints how it was reached.
+	Recorded, Live                   string
+	RecordedEndpoints, LiveEndpoints []string
+}
+
+func (e *OtherClusterError) Error() string {
+	live := "an unknown cluster ID"
+	if e.Live != "" {
+		live = "cluster ID " + e.Live
+	}
+	return fmt.Sprintf("backup %s was taken from etcd cluster ID %s (endpoints %s), but the etcd reached at %s has %s",
+		e.Backup, e.Recorded, strings.Join(e.RecordedEndpoints, ","), strings.Join(e.LiveEndpoints, ","), live)
+}
+
+// Is reports whether target is ErrOtherCluster.
+func (e *OtherClusterError) Is(target error) bool { return target == ErrOtherCluster }
+
+// clusterReader is a store that knows its etcd cluster ID (the live one).
+type clusterReader interface {
+	ClusterID(ctx context.Context) (uint64, error)
+	Endpoints() []string
+}
+
+// checkCluster compares the cluster a backup records with the one r
+// reaches. A mismatch (or a live cluster ID that cannot be read) is an
+// *OtherClusterError unless force, then a warning.
+func checkCluster(ctx context.Context, r store.Reader, b *Backup, force bool) ([]string, error) {
+	recorded := b.ClusterID()
+	cr, live := r.(clusterReader)
+	switch {
+	case recorded == "" && b.Version >= 2:
+		return []string{fmt.Sprintf("backup %s records no etcd cluster ID; restore cannot check that this is the cluster it was taken from", filepath.Base(b.Path))}, nil
+	case recorded == "":
+		return nil, nil // version 1: ReadBackup's warning says it
+	case !live:
+		return []string{fmt.Sprintf("backup %s was taken from etcd cluster ID %s; a db file has no cluster ID to compare it with", filepath.Base(b.Path), recorded)}, nil
+	}
+	var recEndpoints []string
+	if b.Source != nil {
+		recEndpoints = b.Source.Endpoints
+	}
+	id, err := cr.ClusterID(ctx)
+	e := &OtherClusterError{Backup: b.Path, Recorded: recorded, RecordedEndpoints: recEndpoints, LiveEndpoints: cr.Endpoints()}
+	if err == nil {
+		e.Live = FormatClusterID(id)
+		if e.Live == recorded {
+			return nil, nil
+		}
+	}
+	if !force {
+		if err != nil {
+			return nil, fmt.Errorf("%w (%v)", e, err)
+		}
+		return nil, e
+	}
+	return []string{e.Error() + "; restoring anyway, as forced"}, nil
+}
+
+// PlanRestore plans undoing the write a backup was taken for.
+//
+// For an edit, it puts the backup's stored bytes back, byte for byte
+// (ciphertext included), only while the key still holds the value
+// etcdpvc's write produced (its sha256 is the backup's NewSHA256), as a
+// compare-and-swap on the key's current revision, or when the key was
+// deleted since, as a create. With an encryption config, a backup value
+// not stored the way the resource's first provider stores it (plaintext
+// where the resource is now encrypted) is sealed with that provider
+// instead; without one, a plaintext backup value is refused where the key
+// now holds an encrypted one (ErrPlaintextIntoEncrypted).
+//
+// For a create (the backup records the key as absent), it deletes the key
+// with a compare-and-delete, only while the key still holds exactly the
+// bytes etcdpvc created, unchanged since (version 1, at the revision the
+// audit log records).
+//
+// If someone changed the key after that write, it refuses with a
+// *ChangedError (ErrChangedSinceBackup) carrying the diff, unless force is
+// set; a current value that cannot be decoded is then shown as a raw diff.
+// A backup taken from another cluster (r is a live etcd with another
+// cluster ID) is refused with an *OtherClusterError unless force. The
+// restored value must be the object its key names (ErrKeyMismatch) and the
+// same object as the one at the key (kind, name, namespace, uid), forced
+// or not. A key that already holds the original gives a NoOp plan.
 func (c Codec) PlanRestore(ctx context.Context, r store.Reader, b *Backup, force bool) (*Plan, error) {
 	what := fmt.Sprintf("restore %s from %s", b.Key, b.Path)
-	if b.Absent {
-		return nil, fmt.Errorf("%s: the backup records that the key did not exist before etcdpvc's write; undoing that write means deleting the key, which restore does not do", what)
+	warnings := append([]string(nil), b.Warnings...)
+	cw, err := checkCluster(ctx, r, b, force)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w; nothing written", what, err)
 	}
+	warnings = append(warnings, cw...)
+	var p *Plan
+	if b.Absent {
+		p, err = c.planUncreate(ctx, r, b, force, what)
+	} else {
+		p, err = c.planPutBack(ctx, r, b, force, what)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.Warnings = append(warnings, p.Warnings...)
+	return p, nil
+}
+
+// planPutBack plans writing a backup's value back.
+func (c Codec) planPutBack(ctx context.Context, r store.Reader, b *Backup, force bool, what string) (*Plan, error) {
 	gr, known := c.groupResource(b.Key)
-	plain, _, _, err := c.decrypt(ctx, gr, known, b.Key, b.Value)
+	plain, _, stale, err := c.decrypt(ctx, gr, known, b.Key, b.Value)
 	if err != nil {
 		return nil, fmt.Errorf("%s: backup value: %w", what, err)
 	}
@@ -36,12 +150,28 @@ func (c Codec) PlanRestore(ctx context.Context, r store.Reader, b *Backup, force
 	if err != nil {
 		return nil, fmt.Errorf("%s: backup value: %w", what, err)
 	}
+	if err := c.checkKey(b.Key, bobj); err != nil {
+		return nil, fmt.Errorf("%s: %w; nothing written", what, err)
+	}
 	p := &Plan{
 		Key:         b.Key,
 		GR:          gr,
 		NewPlain:    plain,
 		NewStored:   b.Value,
 		Description: fmt.Sprintf("restore %s from backup %s of revision %d (%s)", b.Key, filepath.Base(b.Path), b.ModRevision, secretOperation(b.Operation, gr == secretsGR)),
+	}
+	backupPlain := codec.Detect(b.Value) != codec.FormatEncrypted
+	if c.Enc != nil && stale {
+		// The backup holds the value as another provider (or none) stored
+		// it: seal it the way the apiserver would write it now.
+		if p.NewStored, err = c.Seal(ctx, gr, b.Key, plain); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		how := "in the clear"
+		if !backupPlain {
+			how = "with another provider or key"
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("the backup holds %s stored %s; the encryption config's first provider for %s is %s, so restore writes the same object sealed with it, not the backup's bytes", b.Key, how, gr, c.Enc.Providers(gr)[0]))
 	}
 	newName := fmt.Sprintf("%s (backup of revision %d)", b.Key, b.ModRevision)
 
@@ -62,16 +192,30 @@ func (c Codec) PlanRestore(ctx context.Context, r store.Reader, b *Backup, force
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	cur, err := c.open(ctx, *kv)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	p.Before, p.Expect, p.Lease = cur, kv.ModRevision, kv.Lease
+	p.Expect, p.Lease = kv.ModRevision, kv.Lease
 	sum := digest(kv.Value)
 	if sum == b.SHA256 {
-		p.NoOp = true
+		p.Before, p.NoOp = &Current{KV: *kv, GR: gr}, true
 		return p, nil
 	}
+	if c.Enc == nil && backupPlain && codec.Detect(kv.Value) == codec.FormatEncrypted {
+		return nil, fmt.Errorf("%s: %w: the key now holds a value encrypted at rest (%s) and the backup's value is plaintext; give the cluster's --encryption-config so that restore seals it; nothing written",
+			what, ErrPlaintextIntoEncrypted, envelopeName(kv.Value))
+	}
+	cur, openErr := c.open(ctx, *kv)
+	if openErr != nil {
+		// The current value cannot be read: only a forced restore replaces
+		// it, shown as a raw diff.
+		p.Before = &Current{KV: *kv, GR: gr}
+		p.Diff = c.rawDiff(b.Key, gr.Resource, kv.Value, kv.ModRevision, p.NewStored, newName, openErr)
+		if !force {
+			return nil, &ChangedError{Key: b.Key, Backup: b.Path, Revision: kv.ModRevision, Diff: p.Diff, Undecodable: openErr}
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("the current value of %s (revision %d) cannot be read (%v); the forced restore replaces it", b.Key, kv.ModRevision, openErr))
+		p.Warnings = append(p.Warnings, c.warnings(ctx, r, nil, bobj, false)...)
+		return p, nil
+	}
+	p.Before = cur
 	if p.Diff, err = c.renderDiff(fmt.Sprintf("%s (revision %d)", b.Key, kv.ModRevision), cur.Obj, kv.ModRevision, newName, bobj, kv.ModRevision); err != nil {
 		return nil, err
 	}
@@ -90,13 +234,196 @@ func (c Codec) PlanRestore(ctx context.Context, r store.Reader, b *Backup, force
 	return p, nil
 }
 
+// planUncreate plans undoing a create: deleting the key while it still
+// holds exactly what etcdpvc created.
+func (c Codec) planUncreate(ctx context.Context, r store.Reader, b *Backup, force bool, what string) (*Plan, error) {
+	gr, _ := c.groupResource(b.Key)
+	p := &Plan{
+		Key:         b.Key,
+		GR:          gr,
+		Delete:      true,
+		Description: fmt.Sprintf("restore %s from backup %s: delete the key that %q created", b.Key, filepath.Base(b.Path), b.Operation),
+	}
+	kv, err := r.Get(ctx, b.Key, 0)
+	if errors.Is(err, store.ErrNotFound) {
+		p.NoOp = true
+		p.Description = fmt.Sprintf("%s is already absent, as before %q", b.Key, b.Operation)
+		return p, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	p.Expect, p.Lease = kv.ModRevision, kv.Lease
+	var changed []string
+	if digest(kv.Value) != b.NewSHA256 {
+		changed = append(changed, "it holds other bytes than etcdpvc created")
+	}
+	if kv.Version != 1 {
+		changed = append(changed, fmt.Sprintf("it was written %d times since it was created", kv.Version-1))
+	}
+	if rev, ok := auditRevision(b); ok && (kv.CreateRevision != rev || kv.ModRevision != rev) {
+		changed = append(changed, fmt.Sprintf("it was created at revision %d and is at revision %d, not at revision %d as the audit log records", kv.CreateRevision, kv.ModRevision, rev))
+	}
+	cur, openErr := c.open(ctx, *kv)
+	if openErr != nil {
+		p.Before = &Current{KV: *kv, GR: gr}
+		p.Diff = c.rawDiff(b.Key, gr.Resource, kv.Value, kv.ModRevision, nil, b.Key+" (deleted)", openErr)
+	} else {
+		p.Before = cur
+		if p.Diff, err = c.renderDiff(fmt.Sprintf("%s (revision %d)", b.Key, kv.ModRevision), cur.Obj, kv.ModRevision, b.Key+" (deleted)", nil, 0); err != nil {
+			return nil, err
+		}
+	}
+	if len(changed) > 0 {
+		if !force {
+			return nil, &ChangedError{Key: b.Key, Backup: b.Path, Revision: kv.ModRevision, Diff: p.Diff, Undecodable: openErr}
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s was changed after etcdpvc created it (%s); the forced restore deletes it anyway", b.Key, strings.Join(changed, "; ")))
+	}
+	if kv.Lease != 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s is attached to lease %x; restoring the delete's backup would create it without that lease", b.Key, kv.Lease))
+	}
+	if cur != nil {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("restore deletes %s from etcd directly: no finalizers run and nothing it owns is garbage-collected until the garbage collector notices", kubectlName(strings.ToLower(cur.Obj.GVK.Kind), cur.Obj.Meta.Namespace, cur.Obj.Meta.Name)))
+	}
+	return p, nil
+}
+
+// envelopeName names the provider header of an encrypted value.
+func envelopeName(v []byte) string {
+	if e, ok := codec.ParseEncryptionEnvelope(v); ok {
+		return fmt.Sprintf("k8s:enc:%s:%s:%s", e.Provider, e.Version, e.KeyName)
+	}
+	return "k8s:enc:"
+}
+
+// rawDiff shows two stored values that cannot both be decoded: their sizes,
+// digests and, around the first byte where they differ, the bytes
+// themselves, quoted. A Secret's bytes are shown only with ShowSecrets.
+// newValue nil means the key is deleted.
+func (c Codec) rawDiff(key, res string, old []byte, oldRev int64, newValue []byte, newName string, why error) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "--- %s (revision %d, raw bytes: %v)\n+++ %s\n", key, oldRev, why, newName)
+	if newValue == nil {
+		fmt.Fprintf(&sb, "-%d bytes, sha256 %s\n+(no value)\n", len(old), digest(old))
+		return sb.String()
+	}
+	at := 0
+	for at < len(old) && at < len(newValue) && old[at] == newValue[at] {
+		at++
+	}
+	fmt.Fprintf(&sb, "@@ %d bytes (sha256 %s) → %d bytes (sha256 %s); they differ from byte %d @@\n", len(old), digest(old), len(newValue), digest(newValue), at)
+	if res == "secrets" && !c.ShowSecrets {
+		sb.WriteString(" (a Secret's bytes are not shown; --show-secrets shows them)\n")
+		return sb.String()
+	}
+	const before, after = 32, 96
+	window := func(v []byte) string {
+		start := max(0, at-before)
+		end := min(len(v), at+after)
+		s := strconv.Quote(string(v[start:end]))
+		if start > 0 {
+			s = "…" + s
+		}
+		if end < len(v) {
+			s += "…"
+		}
+		return s
+	}
+	fmt.Fprintf(&sb, "-%s\n+%s\n", window(old), window(newValue))
+	if at+after < max(len(old), len(newValue)) {
+		// The ends too: a trailing newline or a truncation shows there.
+		const tail = 24
+		end := func(v []byte) string {
+			if len(v) <= tail {
+				return strconv.Quote(string(v))
+			}
+			return "…" + strconv.Quote(string(v[len(v)-tail:]))
+		}
+		fmt.Fprintf(&sb, "@@ last bytes @@\n-%s\n+%s\n", end(old), end(newValue))
+	}
+	return sb.String()
+}
+
+// applyDelete makes a delete plan: it backs up the key's value (durably,
+// before anything else), deletes it with a compare-and-delete on p.Expect,
+// and appends to the audit log. Restoring the backup creates the key again.
+func applyDelete(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Result, error) {
+	d, ok := w.(store.Deleter)
+	if !ok {
+		return nil, fmt.Errorf("delete %s: %T cannot delete keys; nothing written", p.Key, w)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	now := o.Now().UTC()
+	kv := p.Before.KV
+	b := &Backup{
+		Kind: BackupKind, Version: BackupVersion, Key: p.Key, Endpoints: o.Endpoints,
+		ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision, KeyVersion: kv.Version, Lease: kv.Lease,
+		Value: kv.Value, SHA256: digest(kv.Value),
+		Timestamp: now.Format(time.RFC3339Nano), ToolVersion: o.ToolVersion, Operation: p.Description, Source: o.Source,
+	}
+	path, err := writeBackup(o.BackupDir, b, now)
+	if err != nil {
+		return nil, fmt.Errorf("delete %s: back up before deleting: %w; nothing written", p.Key, err)
+	}
+	if o.AfterBackup != nil {
+		o.AfterBackup()
+	}
+	res := &Result{BackupPath: path}
+	rev, err := d.CompareAndDelete(ctx, p.Key, p.Expect)
+	if err != nil {
+		var ce *store.ConflictError
+		if errors.As(err, &ce) {
+			return nil, &ConflictError{Key: p.Key, Read: p.Expect, Current: ce.Current, Cause: ce}
+		}
+		return nil, resolveDelete(ctx, w, p, err)
+	}
+	res.Revision = rev
+	rec := AuditRecord{
+		Time: now.Format(time.RFC3339Nano), Key: p.Key, Op: p.Description,
+		FromRevision: p.Expect, ToRevision: rev, Backup: path, SHA256: b.SHA256,
+		Endpoints: o.Endpoints, ToolVersion: o.ToolVersion,
+	}
+	logPath := filepath.Join(o.BackupDir, AuditLogName)
+	if err := appendAudit(logPath, rec); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the delete succeeded but the audit log could not be appended to: %v", err))
+	} else {
+		res.AuditLog = logPath
+	}
+	return res, nil
+}
+
+// resolveDelete reports a compare-and-delete that failed without an
+// answer: a re-read tells whether the key is untouched (nothing deleted);
+// a key gone or changed leaves the outcome unknown.
+func resolveDelete(ctx context.Context, w store.Writer, p *Plan, txnErr error) error {
+	rd, ok := w.(store.Reader)
+	if !ok {
+		return fmt.Errorf("delete %s: %w: %w", p.Key, ErrUncertain, txnErr)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
+	defer cancel()
+	kv, err := rd.Get(rctx, p.Key, 0)
+	switch {
+	case err == nil && kv.ModRevision == p.Expect:
+		return fmt.Errorf("delete %s: %w; a re-read shows the key still at revision %d, unchanged: nothing deleted", p.Key, txnErr, p.Expect)
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("delete %s: %w: %w; a re-read shows the key gone, deleted by this delete or by another client", p.Key, ErrUncertain, txnErr)
+	case err == nil:
+		return fmt.Errorf("delete %s: %w: %w; a re-read shows the key at revision %d: another client wrote it", p.Key, ErrUncertain, txnErr, kv.ModRevision)
+	}
+	return fmt.Errorf("delete %s: %w: %w; checking the key failed too (%v): check whether it is still at revision %d", p.Key, ErrUncertain, txnErr, err, p.Expect)
+}
+
 // auditRevision looks in the audit log beside a backup for the write that
 // backup was taken for, and returns the revision that write produced.
 func auditRevision(b *Backup) (int64, bool) {
 	if b.Path == "" {
 		return 0, false
 	}
-	f, err := os.Open(filepath.Join(filepath.Dir(b.Path), AuditLogName))
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(b.Path), AuditLogName), os.O_RDONLY|oNoFollow, 0)
 	if err != nil {
 		return 0, false
 	}

@@ -2,6 +2,7 @@ package surgery
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -96,7 +97,7 @@ func TestRestore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(p.Warnings) == 0 || !strings.Contains(p.Warnings[0], "discards that change") {
+		if !strings.Contains(strings.Join(p.Warnings, "\n"), "discards that change") {
 			t.Errorf("warnings: %q", p.Warnings)
 		}
 		if _, err := Apply(ctx, s, p, ApplyOptions{BackupDir: dir}); err != nil {
@@ -136,8 +137,13 @@ func TestRestore(t *testing.T) {
 		if err != nil || !nb.Absent {
 			t.Fatalf("backup of a create: %v %+v", err, nb)
 		}
-		if _, err := (Codec{}).PlanRestore(ctx, s, nb, true); err == nil {
-			t.Error("restoring the backup of a create (a delete) was planned")
+		// Restoring the backup of that create deletes the key again.
+		dp, err := (Codec{}).PlanRestore(ctx, s, nb, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !dp.Delete || dp.Expect != kv.ModRevision {
+			t.Fatalf("restore of a create: Delete %v Expect %d, want a delete at %d", dp.Delete, dp.Expect, kv.ModRevision)
 		}
 	})
 }
@@ -295,5 +301,478 @@ func TestRecover(t *testing.T) {
 	create(t, s, pvcKey, orig)
 	if _, err := Apply(ctx, s, p, ApplyOptions{BackupDir: dir}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("create over a key that appeared: %v, want ErrConflict", err)
+	}
+}
+
+// liveSource is the Source a write through s records.
+func liveSource(t *testing.T, s *store.Etcd) *Source {
+	t.Helper()
+	id, err := s.ClusterID(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Source{ClusterID: FormatClusterID(id), Endpoints: s.Endpoints()}
+}
+
+// TestRestoreOtherCluster refuses a backup taken from another etcd cluster,
+// naming both cluster IDs and the recorded endpoints, unless forced.
+func TestRestoreOtherCluster(t *testing.T) {
+	ctx := testCtx(t)
+	_, a := startEtcd(t)
+	_, b := startEtcd(t)
+	orig := corpus(t, pvcFile)
+	create(t, a, pvcKey, orig)
+	create(t, b, pvcKey, orig)
+	dir := t.TempDir()
+	p, err := Codec{}.MakePlan(ctx, a, pvcKey, Undelete{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := liveSource(t, a)
+	res, err := Apply(ctx, a, p, ApplyOptions{BackupDir: dir, Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bk, err := ReadBackup(res.BackupPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bk.ClusterID() != src.ClusterID || bk.ClusterID() == "" {
+		t.Fatalf("backup records cluster %q, want %q", bk.ClusterID(), src.ClusterID)
+	}
+	other := liveSource(t, b).ClusterID
+	if other == src.ClusterID {
+		t.Fatal("the two test clusters have the same ID")
+	}
+	// Cluster b holds the same bytes etcdpvc's write produced on a.
+	kv := get(t, b, pvcKey)
+	if _, err := b.CompareAndSwap(ctx, pvcKey, kv.ModRevision, get(t, a, pvcKey).Value, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Codec{}.PlanRestore(ctx, b, bk, false)
+	var oc *OtherClusterError
+	if !errors.Is(err, ErrOtherCluster) || !errors.As(err, &oc) {
+		t.Fatalf("restore into another cluster: %v, want ErrOtherCluster", err)
+	}
+	for _, want := range []string{src.ClusterID, other, a.Endpoints()[0], b.Endpoints()[0]} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	fp, err := Codec{}.PlanRestore(ctx, b, bk, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(fp.Warnings, "\n"), "restoring anyway, as forced") {
+		t.Errorf("forced restore into another cluster does not warn: %q", fp.Warnings)
+	}
+	// Into its own cluster: no cluster warning.
+	own, err := Codec{}.PlanRestore(ctx, a, bk, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(own.Warnings, "\n"); strings.Contains(w, "cluster") {
+		t.Errorf("restore into its own cluster warns: %q", own.Warnings)
+	}
+}
+
+// rewriteBackup rewrites a backup file's JSON with edit, and, when redigest
+// is set, recomputes its digest as a careful forger would.
+func rewriteBackup(t *testing.T, path string, edit func(b *Backup), redigest bool) string {
+	t.Helper()
+	b, err := ReadBackup(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(b)
+	if redigest {
+		b.Digest = backupDigest(b)
+	}
+	data, err := json.MarshalIndent(b, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "forged.json")
+	if err := os.WriteFile(out, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestForgedBackup refuses backups whose key or lease were edited, reads a
+// version-1 backup with a warning, and refuses a value that is not the
+// object its key names, even with a digest recomputed.
+func TestForgedBackup(t *testing.T) {
+	ctx := testCtx(t)
+	_, s := startEtcd(t)
+	create(t, s, pvcKey, corpus(t, pvcFile))
+	b := undeleteOnce(t, Codec{}, s, t.TempDir())
+	if b.Version != 2 || b.Digest == "" {
+		t.Fatalf("new backup: version %d digest %q", b.Version, b.Digest)
+	}
+	for name, edit := range map[string]func(*Backup){
+		"key":      func(b *Backup) { b.Key = "/registry/secrets/demo/ghost" },
+		"lease":    func(b *Backup) { b.Lease = 7587888 },
+		"revision": func(b *Backup) { b.ModRevision++ },
+		"absent":   func(b *Backup) { b.Absent, b.Value, b.SHA256 = true, nil, digest(nil) },
+		"cluster":  func(b *Backup) { b.Source = &Source{ClusterID: "1234"} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := rewriteBackup(t, b.Path, edit, false)
+			if _, err := ReadBackup(path); !errors.Is(err, ErrBadBackup) || !strings.Contains(err.Error(), "digest does not match") {
+				t.Fatalf("ReadBackup(edited %s) = %v, want ErrBadBackup", name, err)
+			}
+		})
+	}
+	t.Run("version 1", func(t *testing.T) {
+		path := rewriteBackup(t, b.Path, func(b *Backup) { b.Version, b.Source, b.Digest = 1, nil, "" }, false)
+		v1, err := ReadBackup(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v1.Warnings) != 1 || !strings.Contains(v1.Warnings[0], "not covered by a digest") {
+			t.Fatalf("warnings: %q", v1.Warnings)
+		}
+		p, err := Codec{}.PlanRestore(ctx, s, v1, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(p.Warnings, "\n"), "version-1 backup") {
+			t.Errorf("plan warnings: %q", p.Warnings)
+		}
+	})
+	t.Run("key names another object", func(t *testing.T) {
+		ghost := "/registry/secrets/demo/ghost"
+		path := rewriteBackup(t, b.Path, func(b *Backup) { b.Key = ghost }, true)
+		fb, err := ReadBackup(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, force := range []bool{false, true} {
+			_, err := Codec{}.PlanRestore(ctx, s, fb, force)
+			if !errors.Is(err, ErrKeyMismatch) {
+				t.Fatalf("force %v: %v, want ErrKeyMismatch", force, err)
+			}
+			for _, want := range []string{"persistentvolumeclaim www-web-0 in namespace demo", "secret ghost in namespace demo"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %s", err, want)
+				}
+			}
+		}
+		if _, err := s.Get(ctx, ghost, 0); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("ghost key: %v", err)
+		}
+	})
+}
+
+// TestKeyMismatchEdit refuses to edit a value stored under another
+// object's key unless AllowKeyMismatch, which warns.
+func TestKeyMismatchEdit(t *testing.T) {
+	ctx := testCtx(t)
+	_, s := startEtcd(t)
+	ghost := "/registry/secrets/demo/ghost"
+	create(t, s, ghost, corpus(t, pvcFile))
+	_, err := Codec{}.MakePlan(ctx, s, ghost, Undelete{})
+	if !errors.Is(err, ErrKeyMismatch) || !strings.Contains(err.Error(), "holds persistentvolumeclaim www-web-0 in namespace demo, but the key names secret ghost in namespace demo") {
+		t.Fatalf("undelete of a mismatched key: %v", err)
+	}
+	p, err := Codec{AllowKeyMismatch: true}.MakePlan(ctx, s, ghost, Undelete{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Warnings) == 0 || !strings.Contains(p.Warnings[0], "writing it anyway, as forced") {
+		t.Errorf("warnings: %q", p.Warnings)
+	}
+	// A recover of that revision is refused too.
+	kv := get(t, s, ghost)
+	if _, err := (Codec{}).PlanRecover(ctx, s, store.KeyValue{Key: "/registry/secrets/demo/ghost2", Value: kv.Value, ModRevision: kv.ModRevision}); !errors.Is(err, ErrKeyMismatch) {
+		t.Fatalf("recover: %v, want ErrKeyMismatch", err)
+	}
+}
+
+// TestRestoreReseals restores a backup taken on a cluster without
+// encryption into one that encrypts Secrets: with the config the value is
+// sealed with the first provider; without it, refused.
+func TestRestoreReseals(t *testing.T) {
+	ctx := testCtx(t)
+	enc, err := encryption.Load(ctx, filepath.Join("..", "fixtures", "corpus", "encryption", "encryption-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(enc.Close)
+	_, s := startEtcd(t)
+	plain := corpus(t, secFile)
+	create(t, s, secKey, plain)
+	dir := t.TempDir()
+	p, err := Codec{}.MakePlan(ctx, s, secKey, Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"x": "y"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(ctx, s, p, ApplyOptions{BackupDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadBackup(res.BackupPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cluster turns encryption on: the Secret is rewritten encrypted.
+	sealed, err := os.ReadFile(filepath.Join("..", "fixtures", "corpus", "encrypted", "secrets__demo__web-secret__aescbc.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := get(t, s, secKey)
+	if _, err := s.CompareAndSwap(ctx, secKey, kv.ModRevision, sealed, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, force := range []bool{false, true} {
+		if _, err := (Codec{}).PlanRestore(ctx, s, b, force); !errors.Is(err, ErrPlaintextIntoEncrypted) {
+			t.Fatalf("force %v, no config: %v, want ErrPlaintextIntoEncrypted", force, err)
+		}
+	}
+	c := Codec{Enc: enc}
+	rp, err := c.PlanRestore(ctx, s, b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(rp.NewStored, []byte("k8s:enc:aescbc:v1:key1:")) {
+		t.Fatalf("restore writes %q…, want aescbc", rp.NewStored[:24])
+	}
+	if !strings.Contains(strings.Join(rp.Warnings, "\n"), "sealed with it") {
+		t.Errorf("warnings: %q", rp.Warnings)
+	}
+	if _, err := Apply(ctx, s, rp, ApplyOptions{BackupDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := c.Load(ctx, s, secKey, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Encrypted == nil || !bytes.Equal(cur.Plain, plain) {
+		t.Fatalf("restored: encrypted %v, plaintext equal %v", cur.Encrypted != nil, bytes.Equal(cur.Plain, plain))
+	}
+}
+
+// TestRestoreOverUndecodable replaces, only when forced, a value damaged
+// the classic way (etcdctl get --print-value-only | etcdctl put adds a
+// newline), showing a raw diff.
+func TestRestoreOverUndecodable(t *testing.T) {
+	ctx := testCtx(t)
+	_, s := startEtcd(t)
+	orig := corpus(t, pvcFile)
+	create(t, s, pvcKey, orig)
+	dir := t.TempDir()
+	b := undeleteOnce(t, Codec{}, s, dir)
+	kv := get(t, s, pvcKey)
+	damaged := append(append([]byte(nil), kv.Value...), '\n')
+	if _, err := s.CompareAndSwap(ctx, pvcKey, kv.ModRevision, damaged, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Codec{}.PlanRestore(ctx, s, b, false)
+	var ce *ChangedError
+	if !errors.As(err, &ce) || ce.Undecodable == nil {
+		t.Fatalf("restore over a damaged value: %v, want a ChangedError with the decode error", err)
+	}
+	if !strings.Contains(ce.Diff, "raw bytes") || !strings.Contains(ce.Diff, `\n"`) {
+		t.Errorf("raw diff:\n%s", ce.Diff)
+	}
+	p, err := Codec{}.PlanRestore(ctx, s, b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, s, p, ApplyOptions{BackupDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, s, pvcKey).Value; !bytes.Equal(got, orig) {
+		t.Fatal("forced restore: bytes differ from the original")
+	}
+}
+
+// TestRestoreOfCreate undoes a recover with a compare-and-delete, refuses
+// when the created key changed since, and restores the delete's backup.
+func TestRestoreOfCreate(t *testing.T) {
+	ctx := testCtx(t)
+	cl, s := startEtcd(t)
+	orig := corpus(t, pvcFile)
+	rev := create(t, s, pvcKey, orig)
+	if _, err := cl.Client(t).Delete(ctx, pvcKey); err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.Get(ctx, pvcKey, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	recoverOnce := func() *Backup {
+		p, err := Codec{}.PlanRecover(ctx, s, *old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Apply(ctx, s, p, ApplyOptions{BackupDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ReadBackup(res.BackupPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	b := recoverOnce()
+	created := get(t, s, pvcKey)
+	p, err := Codec{}.PlanRestore(ctx, s, b, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Delete || p.Expect != created.ModRevision || !strings.Contains(p.Diff, "-  name: www-web-0") {
+		t.Fatalf("plan: delete %v expect %d diff:\n%s", p.Delete, p.Expect, p.Diff)
+	}
+	res, err := Apply(ctx, s, p, ApplyOptions{BackupDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, pvcKey, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("after the restore the key is %v, want deleted", err)
+	}
+	again, err := Codec{}.PlanRestore(ctx, s, b, false)
+	if err != nil || !again.NoOp {
+		t.Fatalf("second restore: %v, NoOp %v", err, again != nil && again.NoOp)
+	}
+	// The delete made a backup; restoring it creates the key again.
+	db, err := ReadBackup(res.BackupPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(db.Value, created.Value) || db.Absent {
+		t.Fatal("the delete's backup does not hold the deleted value")
+	}
+	rp, err := Codec{}.PlanRestore(ctx, s, db, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, s, rp, ApplyOptions{BackupDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, s, pvcKey).Value; !bytes.Equal(got, created.Value) {
+		t.Fatal("restoring the delete's backup did not bring the value back")
+	}
+	if _, err := cl.Client(t).Delete(ctx, pvcKey); err != nil {
+		t.Fatal(err)
+	}
+
+	// Changed after the create: refused with the diff, unless forced.
+	b = recoverOnce()
+	kv := get(t, s, pvcKey)
+	changed := mustEditMeta(t, kv.Value, codec.MetaEdit{SetLabels: map[string]string{"touched": "yes"}})
+	if _, err := s.CompareAndSwap(ctx, pvcKey, kv.ModRevision, changed, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Codec{}.PlanRestore(ctx, s, b, false)
+	var ce *ChangedError
+	if !errors.As(err, &ce) || !strings.Contains(ce.Diff, "touched") {
+		t.Fatalf("restore of a changed create: %v", err)
+	}
+	if got := get(t, s, pvcKey).Value; !bytes.Equal(got, changed) {
+		t.Fatal("refused restore wrote")
+	}
+	fp, err := Codec{}.PlanRestore(ctx, s, b, true)
+	if err != nil || !fp.Delete {
+		t.Fatalf("forced: %v", err)
+	}
+}
+
+// TestBackupDirNotAnAttackSurface refuses an audit.log planted as a
+// symbolic link (nothing written, the link's target untouched), refuses
+// to read a backup through a link, makes paths absolute and warns about a
+// world-writable directory.
+func TestBackupDirNotAnAttackSurface(t *testing.T) {
+	ctx := testCtx(t)
+	_, s := startEtcd(t)
+	orig := corpus(t, pvcFile)
+	create(t, s, pvcKey, orig)
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(target, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, AuditLogName)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(ctx, s, p, ApplyOptions{BackupDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "is a symbolic link") || !strings.Contains(err.Error(), "nothing written") {
+		t.Fatalf("Apply with a symlinked audit.log: %v", err)
+	}
+	if got := get(t, s, pvcKey).Value; !bytes.Equal(got, orig) {
+		t.Fatal("the key was written")
+	}
+	if data, _ := os.ReadFile(target); string(data) != "precious\n" {
+		t.Fatalf("the link's target was written: %q", data)
+	}
+	if err := appendAudit(filepath.Join(dir, AuditLogName), AuditRecord{Key: "x"}); err == nil {
+		t.Fatal("appendAudit wrote through a symbolic link")
+	}
+
+	// A relative directory gives absolute paths.
+	rel := t.TempDir()
+	t.Chdir(rel)
+	res, err := Apply(ctx, s, p, ApplyOptions{BackupDir: "backups"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(res.BackupPath) || !filepath.IsAbs(res.AuditLog) {
+		t.Fatalf("paths: %s %s", res.BackupPath, res.AuditLog)
+	}
+	link := filepath.Join(rel, "link.json")
+	if err := os.Symlink(res.BackupPath, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadBackup(link); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("ReadBackup through a link: %v", err)
+	}
+	b, err := ReadBackup("backups/" + filepath.Base(res.BackupPath))
+	if err != nil || !filepath.IsAbs(b.Path) {
+		t.Fatalf("ReadBackup(relative): %v %q", err, b.Path)
+	}
+
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if w := CheckBackupDir(open); len(w) != 1 || !strings.Contains(w[0], "writable by its group or by everyone") {
+		t.Errorf("CheckBackupDir(0777) = %q", w)
+	}
+	if w := CheckBackupDir(dir); len(w) != 0 {
+		t.Errorf("CheckBackupDir(0700) = %q", w)
+	}
+}
+
+// TestRawDiff shows where two undecodable values differ, and never a
+// Secret's bytes unless asked.
+func TestRawDiff(t *testing.T) {
+	old := []byte("k8s\x00value-with-a-password\n")
+	newValue := []byte("k8s\x00value-with-a-password")
+	why := errors.New("does not decode")
+	d := Codec{}.rawDiff(pvcKey, "persistentvolumeclaims", old, 7, newValue, "backup", why)
+	for _, want := range []string{"raw bytes: does not decode", "26 bytes", "25 bytes", "differ from byte 25", `-"k8s\x00value-with-a-password\n"`, `+"k8s\x00value-with-a-password"`} {
+		if !strings.Contains(d, want) {
+			t.Errorf("diff lacks %q:\n%s", want, d)
+		}
+	}
+	d = Codec{}.rawDiff(secKey, "secrets", old, 7, newValue, "backup", why)
+	if strings.Contains(d, "password") || !strings.Contains(d, "--show-secrets") {
+		t.Errorf("a Secret's raw diff shows its bytes:\n%s", d)
+	}
+	d = Codec{ShowSecrets: true}.rawDiff(secKey, "secrets", old, 7, newValue, "backup", why)
+	if !strings.Contains(d, "password") {
+		t.Errorf("--show-secrets hides the bytes:\n%s", d)
 	}
 }

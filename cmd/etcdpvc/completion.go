@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // Shell completion: `etcdpvc completion SHELL` prints a small script that
@@ -266,6 +269,11 @@ func completeArgs(c *cli.Context, e *env, l completionLine, cur string) []string
 			return resourceNames()
 		}
 		return nil
+	case "restore":
+		if n == 0 {
+			return completeBackups(l, cur)
+		}
+		return nil
 	case "resize-recover":
 		resources = []string{"pvc", "persistentvolumeclaim", "persistentvolumeclaims"}
 	case "rebind":
@@ -449,6 +457,44 @@ func completeClaims(c *cli.Context, e *env, l completionLine, cur string) []stri
 	})
 	if err != nil && !errors.Is(err, errEnoughNames) {
 		return nil
+	}
+	return out
+}
+
+// completeBackups lists backup files, newest first: those of the directory
+// being typed when cur holds a "/", else those of --backup-dir or the
+// default backup directory, as absolute paths.
+func completeBackups(l completionLine, cur string) []string {
+	var dir, prefix string
+	if i := strings.LastIndex(cur, "/"); i >= 0 {
+		prefix = cur[:i+1]
+		dir = prefix
+	} else {
+		dir = l.flags["backup-dir"]
+		if dir == "" {
+			dir = surgery.DefaultBackupDir()
+		}
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		prefix = dir + string(filepath.Separator)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, en := range entries {
+		if n := en.Name(); en.Type().IsRegular() && strings.HasSuffix(n, ".json") && !strings.HasPrefix(n, ".") {
+			names = append(names, n)
+		}
+	}
+	// Backup names start with their UTC timestamp: newest first.
+	slices.Sort(names)
+	slices.Reverse(names)
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
 	}
 	return out
 }

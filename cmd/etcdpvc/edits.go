@@ -51,7 +51,8 @@ func undeleteCommand() command {
 		examples: `etcdpvc undelete pvc www-web-0 -n demo --dry-run
 etcdpvc undelete pvc www-web-0 -n demo --yes
 etcdpvc --kubeadm undelete pv pv-www-web-0`,
-		flags: withWrite(&cli.BoolFlag{Name: "keep-gc-finalizers", Usage: "keep foregroundDeletion and orphan"}),
+		flags: withWrite(&cli.BoolFlag{Name: "keep-gc-finalizers", Usage: "keep foregroundDeletion and orphan"},
+			&cli.BoolFlag{Name: "force", Usage: "undelete even when the stored value is another object than its key names"}),
 		action: func(c *cli.Context, e *env) error {
 			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
 			if err != nil {
@@ -66,7 +67,10 @@ etcdpvc --kubeadm undelete pv pv-www-web-0`,
 			}
 			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers"), RequireTerminating: true}
 			err = planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
-				func(*session) (surgery.Edit, error) { return ed, nil })
+				func(s *session) (surgery.Edit, error) {
+					s.codec.AllowKeyMismatch = c.Bool("force")
+					return ed, nil
+				})
 			if errors.Is(err, surgery.ErrNotApplicable) {
 				return withHint(err, "etcdpvc ls -A --terminating lists the objects being deleted")
 			}
@@ -315,15 +319,24 @@ func runEditor(e *env, doc []byte) ([]byte, error) {
 func restoreCommand() command {
 	return command{
 		name:      "restore",
-		usage:     "put a backup's original bytes back",
+		usage:     "undo a write from its backup",
 		argsUsage: "BACKUP_FILE",
-		desc: "restore writes a backup's original stored bytes back, byte for byte (ciphertext included),\n" +
-			"only while the key still holds what etcdpvc's write produced, or when the key was deleted since\n" +
-			"(then it is created). If someone changed the object after that write, restore refuses and shows\n" +
-			"the diff; --force restores anyway with a compare-and-swap against the current revision.\n" +
+		desc: "restore undoes the write a backup was taken for. For an edit it writes the backup's original\n" +
+			"stored bytes back, byte for byte (ciphertext included), only while the key still holds what\n" +
+			"etcdpvc's write produced, or when the key was deleted since (then it is created). For a create\n" +
+			"(recover) it deletes the key with a compare-and-delete, only while the key still holds exactly\n" +
+			"what etcdpvc created. If someone changed the object after that write, restore refuses and shows\n" +
+			"the diff (raw bytes when the current value cannot be decoded); --force restores anyway.\n\n" +
+			"Without connection flags (--endpoints, --cacert, --cert, --key, --kubeadm, --db, or their\n" +
+			"ETCDCTL_* variables), restore connects to the etcd the backup records, with the --prefix and\n" +
+			"--encryption-config it records; flags win, and stderr says which etcd is used. A backup taken\n" +
+			"from another cluster (another etcd cluster ID) is refused unless --force. A backup value stored\n" +
+			"otherwise than the encryption config's first provider stores it is sealed with that provider;\n" +
+			"without a config, a plaintext value is refused where the key holds an encrypted one.\n" +
 			"Restore makes a backup of its own first.",
-		examples: `etcdpvc restore ~/.local/state/etcdpvc/backups/20261130T023000Z-registry-persistentvolumeclaims-demo-www-web-0-r214.json --yes`,
-		flags:    append(writeFlags(), &cli.BoolFlag{Name: "force", Usage: "restore even though the object changed after etcdpvc's write"}),
+		examples: `etcdpvc restore ~/.local/state/etcdpvc/backups/20261130T023000Z-registry-persistentvolumeclaims-demo-www-web-0-r214.json --yes
+etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client.crt --key client.key BACKUP --dry-run`,
+		flags: append(writeFlags(), &cli.BoolFlag{Name: "force", Usage: "restore even though the object changed after etcdpvc's write, its value cannot be decoded, or the cluster is another"}),
 		action: func(c *cli.Context, e *env) error {
 			if c.NArg() != 1 {
 				return usagef("restore takes one BACKUP_FILE")
@@ -337,6 +350,7 @@ func restoreCommand() command {
 			if err != nil {
 				return err
 			}
+			connectAsRecorded(e, g, b)
 			s, err := openWriteSession(e, g, o)
 			if err != nil {
 				return err
@@ -348,12 +362,85 @@ func restoreCommand() command {
 				var ch *surgery.ChangedError
 				if errorsAs(err, &ch) {
 					fmt.Fprint(e.stdout, colorize(e, ch.Diff))
+					if !strings.HasSuffix(ch.Diff, "\n") {
+						fmt.Fprintln(e.stdout)
+					}
+					if ch.Undecodable != nil {
+						return &refusedError{msg: fmt.Sprintf("restore %s: the key's current value (revision %d) cannot be decoded: %v; nothing written", ch.Key, ch.Revision, ch.Undecodable),
+							hint: "the raw diff above goes from the current bytes to the backup's; re-run with --force to replace them"}
+					}
 					return &refusedError{msg: fmt.Sprintf("restore %s: the object changed after etcdpvc's write (it is now at revision %d); nothing written", ch.Key, ch.Revision),
 						hint: "the diff above goes from the current object to the backup; re-run with --force to restore anyway"}
+				}
+				var oc *surgery.OtherClusterError
+				if errorsAs(err, &oc) {
+					return withHint(err, "give the connection flags of the cluster the backup was taken from; --force restores into this cluster anyway")
 				}
 				return err
 			}
 			return applyPlan(e, s, plan, o)
 		},
 	}
+}
+
+// connectAsRecorded makes a restore without connection flags reach the
+// etcd its backup records, and says on stderr which etcd it uses.
+func connectAsRecorded(e *env, g *globalOptions, b *surgery.Backup) {
+	src := b.Source
+	if src != nil {
+		if !g.explicit["prefix"] && src.Prefix != "" {
+			g.Prefix = src.Prefix
+		}
+		if !g.explicit["encryption-config"] && !g.explicit["kubeadm"] && src.EncryptionConfig != "" {
+			g.EncryptionConfig = src.EncryptionConfig
+		}
+	}
+	for _, f := range []string{"endpoints", "cacert", "cert", "key", "kubeadm", "manifests-dir", "db", "user", "password", "insecure-skip-tls-verify"} {
+		if g.explicit[f] {
+			if !g.explicit["db"] {
+				fmt.Fprintf(e.stderr, "etcdpvc: restore: using the etcd the flags or ETCDCTL_* variables name (%s), not the one the backup records\n", connectionSummary(g))
+			}
+			return
+		}
+	}
+	recorded := src != nil && (src.Kubeadm || len(src.Endpoints) > 0)
+	if recorded && !src.Kubeadm && strings.HasPrefix(src.Endpoints[0], "file:") {
+		recorded = false // written into a db copy: there is no etcd to reach
+	}
+	if !recorded {
+		fmt.Fprintf(e.stderr, "etcdpvc: restore: the backup records no etcd to reach; using %s\n", connectionSummary(g))
+		return
+	}
+	if src.Kubeadm {
+		g.Kubeadm, g.ManifestsDir = true, src.ManifestsDir
+		if g.ManifestsDir == "" {
+			g.ManifestsDir = "/etc/kubernetes/manifests"
+		}
+	} else {
+		g.Endpoints, g.CACert, g.Cert, g.Key = src.Endpoints, src.CACert, src.Cert, src.Key
+	}
+	id := ""
+	if src.ClusterID != "" {
+		id = " (cluster ID " + src.ClusterID + ")"
+	}
+	fmt.Fprintf(e.stderr, "etcdpvc: restore: using the etcd the backup records: %s%s\n", connectionSummary(g), id)
+}
+
+// connectionSummary names the etcd the global options reach.
+func connectionSummary(g *globalOptions) string {
+	if g.Kubeadm && !g.kubeadmApplied {
+		return "--kubeadm --manifests-dir " + g.ManifestsDir
+	}
+	eps := g.Endpoints
+	if len(eps) == 0 {
+		eps = []string{"127.0.0.1:2379"}
+	}
+	out := "--endpoints " + strings.Join(eps, ",")
+	if g.CACert != "" {
+		out += " --cacert " + g.CACert
+	}
+	if g.Cert != "" {
+		out += " --cert " + g.Cert
+	}
+	return out
 }

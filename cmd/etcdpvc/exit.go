@@ -111,7 +111,9 @@ func exitCode(err error) int {
 		return exitConnection
 	case errors.Is(err, codec.ErrLossy), errors.Is(err, surgery.ErrImmutableField), errors.Is(err, surgery.ErrExists),
 		errors.Is(err, surgery.ErrChangedSinceBackup), errors.Is(err, surgery.ErrBadBackup), errors.Is(err, surgery.ErrTooLarge),
-		errors.Is(err, surgery.ErrInvalid), errors.Is(err, surgery.ErrNotApplicable):
+		errors.Is(err, surgery.ErrInvalid), errors.Is(err, surgery.ErrNotApplicable),
+		errors.Is(err, surgery.ErrKeyMismatch), errors.Is(err, surgery.ErrOtherCluster), errors.Is(err, surgery.ErrPlaintextIntoEncrypted),
+		errors.Is(err, surgery.ErrUnsafeBackupDir):
 		return exitRefused
 	case errors.Is(err, encryption.ErrKeyNotFound), errors.Is(err, encryption.ErrNoConfig):
 		return exitDecode
@@ -149,6 +151,8 @@ func hintFor(err error) string {
 		return "re-run the command: it reads the object again and shows a new diff"
 	case errors.Is(err, surgery.ErrUncertain):
 		return "the write may or may not have been applied: read the object again (etcdpvc get) and compare it with the backup before doing anything else"
+	case errors.Is(err, surgery.ErrKeyMismatch):
+		return "the stored value is another object than its key names: look at it with `etcdpvc get --etcd-key KEY -o yaml`; undelete --force edits it anyway"
 	case errors.Is(err, codec.ErrLossy):
 		return "edit metadata with undelete, finalizers, label or annotate: they work at the wire level and keep unknown fields"
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -171,7 +172,7 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 		return nil, err
 	}
 	steps, err := surgery.Execute(e.ctx, w, plans, surgery.ExecuteOptions{
-		ApplyOptions: applyOptions(s, o),
+		ApplyOptions: applyOptions(e, s, o),
 		OnWritten: func(st surgery.Step) {
 			for _, w := range st.Result.Warnings {
 				fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
@@ -179,6 +180,10 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 			from := "absent"
 			if st.Plan.Expect != 0 {
 				from = fmt.Sprint(st.Plan.Expect)
+			}
+			if st.Plan.Delete {
+				fmt.Fprintf(e.stdout, "deleted: %s at revision %s (delete revision %d, %s)\nbackup: %s\n", st.Plan.Key, from, st.Result.Revision, s.target(st.Plan.Key), st.Result.BackupPath)
+				return
 			}
 			fmt.Fprintf(e.stdout, "written: %s revision %s → %d (%s)\nbackup: %s\n", st.Plan.Key, from, st.Result.Revision, s.target(st.Plan.Key), st.Result.BackupPath)
 		},
@@ -195,12 +200,8 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 	var undo []string
 	for i := len(steps) - 1; i >= 0; i-- {
 		st := steps[i]
-		switch {
-		case !st.Written():
-		case st.Plan.Expect == 0:
-			// A create (recover): restore cannot undo it; deleting the object can.
-			undo = append(undo, "kubectl delete the object, or etcdctl del "+st.Plan.Key)
-		default:
+		if st.Written() {
+			// restore undoes a create too: it deletes what was created.
 			undo = append(undo, "etcdpvc restore "+st.Result.BackupPath)
 		}
 	}
@@ -232,8 +233,51 @@ func planAndApply(e *env, g *globalOptions, args []string, namespace, key string
 	return applyPlan(e, s, plan, o)
 }
 
-// applyOptions are the options of every write: where backups go and what
-// they record.
-func applyOptions(s *session, o writeOptions) surgery.ApplyOptions {
-	return surgery.ApplyOptions{BackupDir: o.BackupDir, Endpoints: s.g.Endpoints, ToolVersion: toolVersion()}
+// applyOptions are the options of every write: where backups go (an
+// absolute path) and what they record, the cluster and how to reach it
+// again included. It warns on stderr, once per command, about a backup
+// directory others could tamper with.
+func applyOptions(e *env, s *session, o writeOptions) surgery.ApplyOptions {
+	dir := o.BackupDir
+	if dir == "" {
+		dir = surgery.DefaultBackupDir()
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	for _, w := range surgery.CheckBackupDir(dir) {
+		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+	}
+	src := &surgery.Source{
+		Endpoints:        s.g.Endpoints,
+		CACert:           absPath(s.g.CACert),
+		Cert:             absPath(s.g.Cert),
+		Key:              absPath(s.g.Key),
+		Prefix:           s.g.Prefix,
+		Kubeadm:          s.g.Kubeadm,
+		EncryptionConfig: absPath(s.g.EncryptionConfig),
+	}
+	if s.g.Kubeadm {
+		src.ManifestsDir = absPath(s.g.ManifestsDir)
+	}
+	if s.etcd != nil {
+		id, err := s.etcd.ClusterID(e.ctx)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "etcdpvc: warning: the backup cannot record the cluster's ID (%v); restore will not be able to check it\n", err)
+		}
+		src.ClusterID = surgery.FormatClusterID(id)
+	}
+	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.g.Endpoints, ToolVersion: toolVersion(), Source: src}
+}
+
+// absPath makes a path absolute, so that a backup's record of it works
+// from any directory; "" stays "".
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
