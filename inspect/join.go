@@ -140,7 +140,7 @@ func LoadVolumes(ctx context.Context, r store.Reader, enc Decrypter, prefix stri
 // Claim holds the columns of one claim, as kubectl shows them, and the
 // reclaim policy of its volume.
 type Claim struct {
-	// Phase is status.phase (Bound, Pending, Lost).
+	// Phase is status.phase (Bound, Pending, Lost; empty is Pending).
 	Phase string
 	// Volume is spec.volumeName; for a claim without one, the volume
 	// whose claimRef names it (pre-bound); "-" none, "?" unknown (some
@@ -158,7 +158,7 @@ type Claim struct {
 
 // ClaimOf returns pvc's columns, joined with vols.
 func ClaimOf(pvc *corev1.PersistentVolumeClaim, vols *Volumes) Claim {
-	c := Claim{Phase: dash(string(pvc.Status.Phase)), Volume: "-", Capacity: "-", AccessModes: AccessModes(pvc.Status.AccessModes),
+	c := Claim{Phase: phase(string(pvc.Status.Phase)), Volume: "-", Capacity: "-", AccessModes: AccessModes(pvc.Status.AccessModes),
 		StorageClass: "-", ReclaimPolicy: "-", VolumeMode: "-"}
 	if pvc.Spec.VolumeMode != nil {
 		c.VolumeMode = string(*pvc.Spec.VolumeMode)
@@ -224,7 +224,7 @@ type VolumeColumns struct {
 func VolumeColumnsOf(pv *corev1.PersistentVolume) VolumeColumns {
 	v := VolumeOf(pv)
 	c := VolumeColumns{Capacity: dash(v.Capacity), AccessModes: AccessModes(pv.Spec.AccessModes), ReclaimPolicy: dash(v.ReclaimPolicy),
-		Status: dash(v.Phase), Claim: "-", StorageClass: dash(pv.Spec.StorageClassName), VolumeMode: "-"}
+		Status: phase(v.Phase), Claim: "-", StorageClass: dash(pv.Spec.StorageClassName), VolumeMode: "-"}
 	if pv.Spec.VolumeMode != nil {
 		c.VolumeMode = string(*pv.Spec.VolumeMode)
 	}
@@ -322,6 +322,15 @@ func (m *Mounts) By(claim string) string {
 	default:
 		return strings.Join(pods, ",")
 	}
+}
+
+// phase is a claim's or a volume's phase; the apiserver defaults an
+// empty one to Pending when it reads the object.
+func phase(p string) string {
+	if p == "" {
+		return string(corev1.ClaimPending)
+	}
+	return p
 }
 
 func dash(s string) string {

@@ -197,7 +197,7 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		if cerr := out.flush(); cerr != nil {
 			return cerr
 		}
-		return withHint(&incompleteError{msg: fmt.Sprintf("%s listed; then %v", inspect.Count(out.n, "object", "objects"), err)},
+		return withHint(&incompleteError{msg: fmt.Sprintf("listing stopped after %s: %v", inspect.Count(out.n, "object", "objects"), err)},
 			"the db file is damaged: read another snapshot, or a copy from another member")
 	}
 	if err != nil {
