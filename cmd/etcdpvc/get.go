@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // objectFlags name one object: -n and --key.
@@ -69,6 +73,9 @@ func runGet(e *env, g *globalOptions, o getOptions) error {
 	}
 	if o.Print.Output == "raw" {
 		kv, err := s.reader.Get(e.ctx, ref.Key, o.Rev)
+		if errors.Is(err, store.ErrNotFound) {
+			return surgery.NotFound(e.ctx, s.reader, s.g.Prefix, ref.Key, o.Rev, err)
+		}
 		if err != nil {
 			return fmt.Errorf("get %s: %w", ref.Key, err)
 		}

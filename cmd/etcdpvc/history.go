@@ -10,6 +10,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // historyOptions are the flags of `etcdpvc history`.
@@ -110,7 +111,7 @@ func runHistory(e *env, g *globalOptions, o historyOptions) error {
 		return err
 	}
 	if len(rows) == 0 {
-		return fmt.Errorf("history of %s: %w", ref.Key, store.ErrNotFound)
+		return surgery.NotFound(e.ctx, s.reader, s.g.Prefix, ref.Key, 0, fmt.Errorf("history of %s: %w", ref.Key, store.ErrNotFound))
 	}
 	compacted := ""
 	if first := rows[0]; !first.Deleted && first.Version > 1 {
