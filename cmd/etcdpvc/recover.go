@@ -188,8 +188,9 @@ func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, 
 	return last, nil
 }
 
-// printRecovered prints what recover would create: the object (Secret
-// values redacted unless --show-secrets), or -o raw the bytes it would
+// printRecovered prints what recover would create: the object as get
+// prints it (Secret values redacted unless --show-secrets, managedFields
+// hidden), or -o raw the bytes it would
 // store (sealed with --encryption-config).
 func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) error {
 	cur, err := s.codec.Open(e.ctx, kv)
@@ -212,5 +213,5 @@ func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) err
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", kv.Key, err)
 	}
-	return printObject(e.stdout, obj.Content, printOptions{Output: o.Output, ShowSecrets: o.Write.ShowSecrets})
+	return printObject(e.stdout, obj.Content, printOptions{Output: o.Output, ShowSecrets: o.Write.ShowSecrets, HideManagedFields: true})
 }
