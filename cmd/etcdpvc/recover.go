@@ -202,6 +202,10 @@ func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) err
 		return fmt.Errorf("recover %s: %w", kv.Key, err)
 	}
 	if o.Output == "raw" {
+		if isTerminal(e.stdout) {
+			return &refusedError{msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed",
+				hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less)"}
+		}
 		stored, err := s.codec.Seal(e.ctx, cur.GR, kv.Key, plain)
 		if err != nil {
 			return err
