@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -278,7 +279,7 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 				role = "no leader"
 			}
 			status := checkOK
-			detail := fmt.Sprintf("%s: etcd %s, %s, revision %d, raft term %d, db %s (%s in use)", st.Endpoint, st.Version, role, st.Revision, st.RaftTerm, byteSize(st.DBSize), byteSize(st.DBSizeInUse))
+			detail := fmt.Sprintf("%s: etcd %s, %s, revision %d, raft term %d, db %s (%s in use)", st.Endpoint, st.Version, role, st.Revision, st.RaftTerm, inspect.HumanBytes(st.DBSize), inspect.HumanBytes(st.DBSizeInUse))
 			if len(st.Errors) > 0 {
 				status = checkFail
 				detail += ", alarms/errors: " + strings.Join(st.Errors, "; ")
@@ -359,20 +360,6 @@ func (d *doctor) encryption(s *session) {
 		return
 	}
 	d.report(checkOK, "encryption", "%s decrypts and decodes with this config", sample.Key)
-}
-
-// byteSize renders a size in bytes for people.
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func fileExists(path string) bool {
