@@ -136,27 +136,26 @@ func (u *Unread) Add(it ListItem) {
 func (u Unread) Total() int { return u.Encrypted + u.Undecodable }
 
 // Message says how many values were not read, and why, for example
-// "2 values were not read: encrypted at rest without a key". It is "" when
-// every value was read.
+// "2 values were not read: encrypted at rest, no usable key". It is ""
+// when every value was read.
 func (u Unread) Message() string {
-	const enc, undec = "encrypted at rest without a key", "undecodable"
 	head := Count(u.Total(), "value was", "values were") + " not read: "
 	switch {
 	case u.Total() == 0:
 		return ""
 	case u.Undecodable == 0:
-		return head + enc
+		return head + "encrypted at rest, no usable key"
 	case u.Encrypted == 0:
-		return head + undec
+		return head + "undecodable"
 	default:
-		return fmt.Sprintf("%s%d %s, %d %s", head, u.Encrypted, enc, u.Undecodable, undec)
+		return fmt.Sprintf("%s%d encrypted (no usable key), %d undecodable", head, u.Encrypted, u.Undecodable)
 	}
 }
 
 // Hint says how to read the values not read.
 func (u Unread) Hint() string {
 	if u.Encrypted > 0 {
-		return "pass --encryption-config with the kube-apiserver's EncryptionConfiguration (or --kubeadm)"
+		return "pass --encryption-config with the apiserver's EncryptionConfiguration, or --kubeadm"
 	}
 	return "see one value's bytes with `etcdpvc get --etcd-key KEY -o raw | xxd | head`"
 }

@@ -94,10 +94,10 @@ func TestUnreadMessage(t *testing.T) {
 		want string
 	}{
 		{Unread{}, ""},
-		{Unread{Encrypted: 1}, "1 value was not read: encrypted at rest without a key"},
-		{Unread{Encrypted: 2}, "2 values were not read: encrypted at rest without a key"},
+		{Unread{Encrypted: 1}, "1 value was not read: encrypted at rest, no usable key"},
+		{Unread{Encrypted: 2}, "2 values were not read: encrypted at rest, no usable key"},
 		{Unread{Undecodable: 1}, "1 value was not read: undecodable"},
-		{Unread{Encrypted: 2, Undecodable: 1}, "3 values were not read: 2 encrypted at rest without a key, 1 undecodable"},
+		{Unread{Encrypted: 2, Undecodable: 1}, "3 values were not read: 2 encrypted (no usable key), 1 undecodable"},
 	} {
 		if got := tc.u.Message(); got != tc.want {
 			t.Errorf("%+v: got %q, want %q", tc.u, got, tc.want)

@@ -195,7 +195,7 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	}
 	unread := inspect.Unread{Encrypted: d.encrypted, Undecodable: d.undecodable}
 	if unread.Total() > 0 {
-		return withHint(&incompleteError{msg: unread.Message() + "; their records say why (\"error\")"}, unread.Hint())
+		return withHint(&incompleteError{msg: unread.Message() + "; their records say why"}, unread.Hint())
 	}
 	return nil
 }

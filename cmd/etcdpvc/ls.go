@@ -214,7 +214,7 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		return err
 	}
 	if unread.Total() > 0 {
-		return withHint(&incompleteError{msg: unread.Message() + "; listed with the reason"}, unread.Hint())
+		return withHint(&incompleteError{msg: unread.Message()}, unread.Hint())
 	}
 	return nil
 }
@@ -312,7 +312,11 @@ func newLsPrinter(e *env, o lsOptions, scope keyScope, kind lsKind) *lsPrinter {
 		if p.showKind {
 			h = append(h, "KIND")
 		}
-		h = append(h, "STATUS", "FINALIZERS", "AGE")
+		h = append(h, "STATUS")
+		if p.fins() {
+			h = append(h, "FINALIZERS")
+		}
+		h = append(h, "AGE")
 		if wide {
 			h = append(h, "REVISION", "CREATED", "VERSION", "LEASE")
 		}
@@ -323,6 +327,10 @@ func newLsPrinter(e *env, o lsOptions, scope keyScope, kind lsKind) *lsPrinter {
 	p.t = newTable(e.stdout, h...)
 	return p
 }
+
+// fins reports whether the generic table shows FINALIZERS: in -o wide,
+// and with --terminating, where they are what holds the objects.
+func (p *lsPrinter) fins() bool { return p.o.Output == "wide" || p.o.Terminating }
 
 // status is the STATUS of a listed object: why it was not read, its
 // deletion, Terminating with the deletionTimestamp's age, or phase.
@@ -390,7 +398,11 @@ func (p *lsPrinter) row(it lsItem) error {
 			}
 			cells = append(cells, kind)
 		}
-		cells = append(cells, p.status(it, "-"), fins, age)
+		cells = append(cells, p.status(it, "-"))
+		if p.fins() {
+			cells = append(cells, fins)
+		}
+		cells = append(cells, age)
 		if wide {
 			lease := "-"
 			if it.Lease != 0 {
