@@ -36,6 +36,7 @@ etcdpvc decode value.bin --etcd-key /registry/secrets/demo/s --encryption-config
 			&cli.StringFlag{Name: "etcd-key", Usage: "the etcd key the value was stored under (needed to decrypt)"},
 			&cli.BoolFlag{Name: "show-secrets", Usage: "print Secret values instead of their sizes"},
 			&cli.BoolFlag{Name: "hide-managed-fields", Usage: "leave out metadata.managedFields (kept by default, so that decode | encode gives the stored bytes back)"},
+			&cli.BoolFlag{Name: "show-managed-fields", Usage: "print metadata.managedFields: decode's default, accepted as get accepts it"},
 		},
 		action: func(c *cli.Context, e *env) error {
 			if c.NArg() > 1 {
@@ -45,6 +46,9 @@ etcdpvc decode value.bin --etcd-key /registry/secrets/demo/s --encryption-config
 				Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: c.Bool("hide-managed-fields")}}
 			if err := checkOutput(o.Print.Output, "yaml", "json"); err != nil {
 				return err
+			}
+			if c.Bool("hide-managed-fields") && c.Bool("show-managed-fields") {
+				return usagef("give --hide-managed-fields or --show-managed-fields, not both")
 			}
 			g, err := resolveGlobals(c, e)
 			if err != nil {
