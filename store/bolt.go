@@ -187,7 +187,32 @@ func hasSnapshotTrailer(n int64) bool { return n%512 == snapshotTrailerSize }
 // On Linux the file is mapped with MAP_POPULATE: every read walks the whole
 // "key" bucket anyway, and reading the file in once, sequentially, is far
 // faster on a cold cache than the random page faults of a B+tree walk.
-func OpenBolt(path string, opts BoltOptions) (b *Bolt, err error) {
+//
+// Every failure but a hash mismatch is an *OpenError, which matches
+// ErrUnavailable: the file cannot be read, as etcd could not be reached.
+func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
+	b, err := openBoltFile(path, opts)
+	if err != nil && !errors.Is(err, ErrHashMismatch) {
+		return nil, &OpenError{Path: path, Err: err}
+	}
+	return b, err
+}
+
+// OpenError is a db file that cannot be opened: missing, unreadable, not
+// a regular file, locked by a running etcd, or not an etcd backend. It
+// matches ErrUnavailable and its cause (fs.ErrNotExist, fs.ErrPermission,
+// ErrLocked, ErrCorrupt, ...).
+type OpenError struct {
+	Path string
+	Err  error
+}
+
+func (e *OpenError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause and ErrUnavailable.
+func (e *OpenError) Unwrap() []error { return []error{e.Err, ErrUnavailable} }
+
+func openBoltFile(path string, opts BoltOptions) (b *Bolt, err error) {
 	switch {
 	case opts.LockTimeout == 0:
 		opts.LockTimeout = defaultBoltLockTimeout

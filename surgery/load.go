@@ -2,6 +2,7 @@ package surgery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -79,6 +80,9 @@ func (c Codec) groupResource(key string) (schema.GroupResource, bool) {
 // decrypts it when it is encrypted at rest, and decodes it.
 func (c Codec) Load(ctx context.Context, r store.Reader, key string, rev int64) (*Current, error) {
 	kv, err := r.Get(ctx, key, rev)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, NotFound(ctx, r, c.prefix(), key, rev, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", key, err)
 	}

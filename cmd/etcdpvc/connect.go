@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -323,6 +324,12 @@ func boltError(err error) error {
 		return withHint(fmt.Errorf("%w: %w", store.ErrUnavailable, err), "run `etcdctl snapshot save copy.db` against the running member, or read it live with --endpoints")
 	case errors.Is(err, store.ErrHashMismatch):
 		return withHint(err, "the snapshot is damaged or was edited; --skip-hash-check reads it anyway")
+	case errors.Is(err, fs.ErrNotExist):
+		return withHint(err, "check the path: --db takes a member's db (member/snap/db under etcd's --data-dir) or an `etcdctl snapshot save` file")
+	case errors.Is(err, fs.ErrPermission):
+		return withHint(err, "this user cannot read the file: run as root, or read a copy")
+	case errors.Is(err, store.ErrCorrupt):
+		return withHint(err, "--db takes a member's db (member/snap/db) or an `etcdctl snapshot save` file; a damaged one cannot be read")
 	}
 	return err
 }

@@ -25,8 +25,9 @@ func decodeCommand() command {
 		desc: "decode reads one value as kube-apiserver stores it in etcd (protobuf envelope, JSON,\n" +
 			"or encrypted with --encryption-config) and prints the object. It accepts the raw bytes,\n" +
 			"`etcdctl get KEY --print-value-only` output (its trailing newline is tolerated) and\n" +
-			"`etcdctl get KEY -w json` output (base64 value and key). Secret values are redacted\n" +
-			"unless --show-secrets is given.",
+			"`etcdctl get KEY -w json` output (base64 value and key). It is plumbing: it prints every\n" +
+			"field stored, metadata.managedFields included, so that `decode | encode` gives the stored\n" +
+			"bytes back. Secret values are redacted unless --show-secrets is given.",
 		examples: `etcdctl get /registry/persistentvolumeclaims/demo/www-web-0 --print-value-only | etcdpvc decode
 etcdctl get /registry/pods/demo/web-0 -w json | etcdpvc decode -o json
 etcdpvc decode value.bin --etcd-key /registry/secrets/demo/s --encryption-config enc.yaml`,
@@ -34,16 +35,20 @@ etcdpvc decode value.bin --etcd-key /registry/secrets/demo/s --encryption-config
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml or json"},
 			&cli.StringFlag{Name: "etcd-key", Usage: "the etcd key the value was stored under (needed to decrypt)"},
 			&cli.BoolFlag{Name: "show-secrets", Usage: "print Secret values instead of their sizes"},
-			managedFieldsFlag(),
+			&cli.BoolFlag{Name: "hide-managed-fields", Usage: "leave out metadata.managedFields (kept by default, so that decode | encode gives the stored bytes back)"},
+			&cli.BoolFlag{Name: "show-managed-fields", Usage: "print metadata.managedFields: decode's default, accepted as get accepts it"},
 		},
 		action: func(c *cli.Context, e *env) error {
 			if c.NArg() > 1 {
 				return usagef("decode takes at most one input file")
 			}
 			o := decodeOptions{Input: c.Args().First(), Key: c.String("etcd-key"),
-				Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: !c.Bool("show-managed-fields")}}
+				Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: c.Bool("hide-managed-fields")}}
 			if err := checkOutput(o.Print.Output, "yaml", "json"); err != nil {
 				return err
+			}
+			if c.Bool("hide-managed-fields") && c.Bool("show-managed-fields") {
+				return usagef("give --hide-managed-fields or --show-managed-fields, not both")
 			}
 			g, err := resolveGlobals(c, e)
 			if err != nil {

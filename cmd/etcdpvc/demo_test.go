@@ -25,7 +25,7 @@ func TestDemo(t *testing.T) {
 	out := stdout.String()
 	for _, re := range []string{
 		`(?m)^\$ etcdpvc ls -A --terminating\nNAMESPACE .*\ndemo +www-web-0 +PersistentVolumeClaim .* Terminating `,
-		`(?m)^demo +www-web-1 +PersistentVolumeClaim .* pv-www-web-1 +5Gi +Retain +local-disks +-$`,
+		`(?m)^demo +www-web-1 +Bound +pv-www-web-1 +5Gi +RWO +local-disks +\S+ +Retain +- `,
 		`(?m)^\$ etcdpvc get pvc www-web-0 -n demo\napiVersion: v1\n`,
 		`(?m)^  deletionTimestamp: "2026-11-30T00:35:10Z"$`,
 		`(?m)^\$ etcdpvc get secret web-secret -n demo\napiVersion: v1\ndata:\n  password: '<redacted: 12 bytes>'$`,

@@ -283,7 +283,7 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 				role = "no leader"
 			}
 			status := checkOK
-			detail := fmt.Sprintf("%s: etcd %s, %s, revision %d, raft term %d, db %s (%s in use)", st.Endpoint, st.Version, role, st.Revision, st.RaftTerm, byteSize(st.DBSize), byteSize(st.DBSizeInUse))
+			detail := fmt.Sprintf("%s: etcd %s, %s, revision %d, raft term %d, db %s (%s in use)", st.Endpoint, st.Version, role, st.Revision, st.RaftTerm, inspect.HumanBytes(st.DBSize), inspect.HumanBytes(st.DBSizeInUse))
 			if len(st.Errors) > 0 {
 				status = checkFail
 				detail += ", alarms/errors: " + strings.Join(st.Errors, "; ")
@@ -346,7 +346,7 @@ func (d *doctor) overrides(s *session) {
 			case len(st.Errors) > 0:
 				d.report(checkFail, "overrides", "%s: etcd %s, alarms/errors: %s", st.Endpoint, st.Version, strings.Join(st.Errors, "; "))
 			default:
-				d.report(checkOK, "overrides", "%s: etcd %s, revision %d, db %s", st.Endpoint, st.Version, st.Revision, byteSize(st.DBSize))
+				d.report(checkOK, "overrides", "%s: etcd %s, revision %d, db %s", st.Endpoint, st.Version, st.Revision, inspect.HumanBytes(st.DBSize))
 			}
 		}
 	}
@@ -414,20 +414,6 @@ func (d *doctor) secretsInClear(s *session) {
 		d.report(checkWarn, "encryption", "%d of %d Secrets are stored in the clear although the first provider for secrets is %s: %s", c.Clear, c.Total, first, names)
 		d.note("encryption", "hint: rewrite them through the apiserver so it encrypts them: kubectl get secrets -A -o json | kubectl replace -f -")
 	}
-}
-
-// byteSize renders a size in bytes for people.
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func fileExists(path string) bool {

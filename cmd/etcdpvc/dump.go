@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -35,7 +38,8 @@ func dumpCommand() command {
 		argsUsage: "[RESOURCE]",
 		desc: "dump writes one record per object to stdout: its key, modRevision, createRevision, version,\n" +
 			"lease and the decoded object (decrypted with --encryption-config). A value that cannot be\n" +
-			"decoded or decrypted is reported in its record (\"error\", \"encrypted\") and the dump goes on.\n" +
+			"decoded or decrypted is reported in its record (\"error\", \"encrypted\"), the dump goes on,\n" +
+			"and it then exits with status 10.\n" +
 			"--all-revisions (with --db) writes every revision the file holds, in revision order, deletions\n" +
 			"as records with \"deleted\": true. Secret values are redacted unless --show-secrets. Records\n" +
 			"stream: nothing is held in memory. Without RESOURCE every key under --prefix is dumped.",
@@ -181,14 +185,17 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}
+	if err != nil && errors.Is(err, store.ErrCorrupt) {
+		// The records written stand; the rest of the file is not readable.
+		return withHint(&incompleteError{msg: fmt.Sprintf("dump stopped after %s: %v", inspect.Count(int(d.n), "record", "records"), err)},
+			"the db file is damaged: read another snapshot, or a copy from another member")
+	}
 	if err != nil {
 		return err
 	}
-	if d.encrypted > 0 {
-		fmt.Fprintf(e.stderr, "etcdpvc: warning: %d values are encrypted at rest and were not decrypted; pass --encryption-config (or --kubeadm)\n", d.encrypted)
-	}
-	if d.undecodable > 0 {
-		fmt.Fprintf(e.stderr, "etcdpvc: warning: %d values could not be decoded; their records carry the error\n", d.undecodable)
+	unread := inspect.Unread{Encrypted: d.encrypted, Undecodable: d.undecodable}
+	if unread.Total() > 0 {
+		return withHint(&incompleteError{msg: unread.Message() + "; their records say why"}, unread.Hint())
 	}
 	return nil
 }
@@ -256,7 +263,7 @@ func (d *dumper) decode(kv *store.KeyValue, rec *dumpRecord) {
 	cur, err := d.s.codec.Open(d.e.ctx, *kv)
 	if err != nil {
 		rec.Error = err.Error()
-		if rec.Encrypted != "" && d.s.enc == nil {
+		if errors.Is(err, codec.ErrEncrypted) || errors.Is(err, encryption.ErrKeyNotFound) || errors.Is(err, encryption.ErrNoConfig) {
 			d.encrypted++
 		} else {
 			d.undecodable++

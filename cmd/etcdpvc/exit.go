@@ -134,6 +134,10 @@ func hintFor(err error) string {
 	if errors.As(err, &r) && r.hint != "" {
 		return r.hint
 	}
+	var nf *surgery.NotFoundError
+	if errors.As(err, &nf) {
+		return nf.Hint()
+	}
 	var enc *codec.EncryptedError
 	if errors.As(err, &enc) {
 		return enc.Hint()
@@ -162,6 +166,12 @@ func hintFor(err error) string {
 // report prints err in the project's format and returns the exit status.
 func report(stderr io.Writer, err error) int {
 	msg := strings.TrimSpace(err.Error())
+	// A named object that does not exist: its own message names it and
+	// where else it exists, without the chain of what was being done.
+	var nf *surgery.NotFoundError
+	if errors.As(err, &nf) {
+		msg = nf.Error()
+	}
 	fmt.Fprintf(stderr, "etcdpvc: error: %s\n", msg)
 	if h := hintFor(err); h != "" {
 		fmt.Fprintf(stderr, "etcdpvc: hint: %s\n", h)

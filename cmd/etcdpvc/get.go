@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // objectFlags name one object: -n and --key.
@@ -21,6 +25,8 @@ type getOptions struct {
 	Key       string
 	Rev       int64
 	Print     printOptions
+	// Force writes -o raw to a terminal.
+	Force bool
 }
 
 func getCommand() command {
@@ -30,8 +36,9 @@ func getCommand() command {
 		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
 		desc: "get reads one object from etcd (or from --db) and prints it as YAML or JSON, with\n" +
 			"metadata.resourceVersion set to the key's mod revision as the apiserver would show it.\n" +
-			"-o raw writes the stored bytes unchanged (ciphertext included). --rev reads a past\n" +
-			"revision that etcd has not compacted yet.",
+			"-o raw writes the stored bytes unchanged (ciphertext included); it refuses to write them\n" +
+			"to a terminal (binary output garbles it) unless --force. --rev reads a past revision that\n" +
+			"etcd has not compacted yet.",
 		examples: `etcdpvc get pvc www-web-0 -n demo
 etcdpvc get pv/pv-www-web-0 -o json
 etcdpvc get --etcd-key /registry/services/specs/default/kubernetes -o raw > svc.bin
@@ -41,12 +48,18 @@ etcdpvc --db snapshot.db get sts web -n demo --rev 1200`,
 			&cli.Int64Flag{Name: "rev", Usage: "read at this revision (0: the latest)"},
 			&cli.BoolFlag{Name: "show-secrets", Usage: "print Secret values instead of their sizes"},
 			managedFieldsFlag(),
+			&cli.BoolFlag{Name: "force", Usage: "write -o raw to a terminal anyway"},
 		),
 		action: func(c *cli.Context, e *env) error {
 			o := getOptions{Args: c.Args().Slice(), Namespace: c.String("namespace"), Key: c.String("etcd-key"),
-				Rev: c.Int64("rev"), Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: !c.Bool("show-managed-fields")}}
+				Rev: c.Int64("rev"), Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: !c.Bool("show-managed-fields")}, Force: c.Bool("force")}
 			if err := checkOutput(o.Print.Output, "yaml", "json", "raw"); err != nil {
 				return err
+			}
+			if o.Print.Output == "raw" && !o.Force {
+				if err := refuseRawToTerminal(e); err != nil {
+					return err
+				}
 			}
 			g, err := resolveGlobals(c, e)
 			if err != nil {
@@ -69,6 +82,9 @@ func runGet(e *env, g *globalOptions, o getOptions) error {
 	}
 	if o.Print.Output == "raw" {
 		kv, err := s.reader.Get(e.ctx, ref.Key, o.Rev)
+		if errors.Is(err, store.ErrNotFound) {
+			return surgery.NotFound(e.ctx, s.reader, s.g.Prefix, ref.Key, o.Rev, err)
+		}
 		if err != nil {
 			return fmt.Errorf("get %s: %w", ref.Key, err)
 		}
@@ -83,4 +99,14 @@ func runGet(e *env, g *globalOptions, o getOptions) error {
 		fmt.Fprintf(e.stderr, "etcdpvc: note: %s is not in this build's scheme; %d bytes beyond metadata were left undecoded (see -o raw)\n", cur.Obj.GVK, len(cur.Obj.Undecoded))
 	}
 	return printObject(e.stdout, withResourceVersion(cur.Obj.Content, cur.KV.ModRevision), o.Print)
+}
+
+// refuseRawToTerminal refuses -o raw when stdout is a terminal: binary
+// bytes garble the session (and can send it control sequences).
+func refuseRawToTerminal(e *env) error {
+	if !isTerminal(e.stdout) {
+		return nil
+	}
+	return &refusedError{msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed",
+		hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less), or pass --force"}
 }

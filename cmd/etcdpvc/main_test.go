@@ -65,6 +65,8 @@ func TestScripts(t *testing.T) {
 			"sha256": cmdSHA256,
 			"mode":   cmdMode,
 			"glob":   cmdGlob,
+			"status": cmdStatus,
+			"damage": cmdDamage,
 		},
 	})
 }

@@ -9,15 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/resource"
-	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // Recipes: guided compositions of the surgery write path for the seed
 // scenarios (docs/runbooks/resize-recover.md and
-// docs/runbooks/storage-class-migration.md), and the `ls pvc -o wide` join.
+// docs/runbooks/storage-class-migration.md).
 
 func resizeRecoverCommand() command {
 	return command{
@@ -254,139 +251,4 @@ func recipeError(err error) error {
 		return &refusedError{msg: strings.TrimSuffix(err.Error(), ": "+surgery.ErrRefused.Error()) + "; nothing written"}
 	}
 	return err
-}
-
-// lsJoin is `ls pvc -o wide`'s join of each claim with its volume and the
-// pods that use it. It reads each claim's volume as the row is printed, and
-// the pods of one namespace at a time (claims are listed namespace by
-// namespace), keeping only the set of claim names they use: memory stays
-// bounded by one namespace's claims.
-type lsJoin struct {
-	e   *env
-	s   *session
-	rev int64
-	// ns is the namespace mounted describes.
-	ns      string
-	mounted map[string][]string
-	// podErr is why the pods of ns could not be read.
-	podErr error
-}
-
-// lsJoinHeaders are the columns lsJoin adds.
-// CAPACITY is the claim's status.capacity, followed by the volume's when
-// they differ.
-var lsJoinHeaders = []string{"VOLUME", "CAPACITY", "RECLAIM", "STORAGECLASS", "MOUNTED-BY"}
-
-// newLsJoin returns the join for `ls pvc -o wide`, with its columns added
-// to out's table, or nil for any other listing.
-func newLsJoin(e *env, s *session, res *resource.Resource, o lsOptions, out *lsPrinter) *lsJoin {
-	if o.Output != "wide" || res == nil || res.Group != "" || res.Plural != "persistentvolumeclaims" || out.t == nil {
-		return nil
-	}
-	out.t.headers = append(out.t.headers, lsJoinHeaders...)
-	out.t.widths = append(out.t.widths, make([]int, len(lsJoinHeaders))...)
-	out.t.fit(out.t.headers)
-	return &lsJoin{e: e, s: s, rev: o.Rev}
-}
-
-// cells returns the join's columns for a claim stored as plain (nil on a
-// nil join).
-func (j *lsJoin) cells(kv *store.KeyValue, plain []byte) []string {
-	if j == nil {
-		return nil
-	}
-	out := []string{"-", "-", "-", "-", "-"}
-	obj, err := codec.Decode(plain)
-	if err != nil {
-		return out
-	}
-	pvc, ok := obj.Typed.(*corev1.PersistentVolumeClaim)
-	if !ok {
-		return out
-	}
-	if c, ok := pvc.Status.Capacity[corev1.ResourceStorage]; ok {
-		out[1] = c.String()
-	}
-	if c, ok := pvc.Annotations["volume.beta.kubernetes.io/storage-class"]; ok {
-		out[3] = c
-	} else if pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName != "" {
-		out[3] = *pvc.Spec.StorageClassName
-	}
-	if v := pvc.Spec.VolumeName; v != "" {
-		out[0] = v
-		cur, err := j.s.codec.Load(j.e.ctx, j.s.reader, j.s.g.Prefix+"/persistentvolumes/"+v, j.rev)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			out[0] = v + "(missing)"
-		case err != nil:
-			out[0] = v + "(unreadable)"
-		default:
-			if pv, ok := cur.Obj.Typed.(*corev1.PersistentVolume); ok {
-				// The claim's capacity, as kubectl shows it, and the
-				// volume's when they differ (an expansion under way).
-				if c, ok := pv.Spec.Capacity[corev1.ResourceStorage]; ok {
-					switch claimCap, has := pvc.Status.Capacity[corev1.ResourceStorage]; {
-					case !has:
-						out[1] = c.String()
-					case claimCap.Cmp(c) != 0:
-						out[1] = claimCap.String() + "(pv:" + c.String() + ")"
-					}
-				}
-				out[2] = string(pv.Spec.PersistentVolumeReclaimPolicy)
-			}
-		}
-	}
-	out[4] = j.usedBy(pvc.Namespace, pvc.Name)
-	return out
-}
-
-// usedBy names the pods of namespace that use claim.
-func (j *lsJoin) usedBy(namespace, claim string) string {
-	if namespace != j.ns || j.mounted == nil {
-		j.loadPods(namespace)
-	}
-	if j.podErr != nil {
-		return "?"
-	}
-	pods := j.mounted[claim]
-	switch {
-	case len(pods) == 0:
-		return "-"
-	case len(pods) > 3:
-		return fmt.Sprintf("%s,+%d", strings.Join(pods[:3], ","), len(pods)-3)
-	default:
-		return strings.Join(pods, ",")
-	}
-}
-
-// loadPods reads the pods of namespace once and records, for each claim
-// they use, their names. Finished pods (Succeeded, Failed) use nothing.
-func (j *lsJoin) loadPods(namespace string) {
-	j.ns, j.mounted, j.podErr = namespace, map[string][]string{}, nil
-	prefix := j.s.g.Prefix + "/pods/" + namespace + "/"
-	_, err := j.s.reader.List(j.e.ctx, prefix, store.ListOptions{Revision: j.rev}, func(kv *store.KeyValue) error {
-		cur, err := j.s.codec.Open(j.e.ctx, *kv)
-		if err != nil {
-			return nil // an undecodable pod is reported by `ls pods`
-		}
-		pod, ok := cur.Obj.Typed.(*corev1.Pod)
-		if !ok || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			return nil
-		}
-		for _, v := range pod.Spec.Volumes {
-			switch {
-			case v.PersistentVolumeClaim != nil:
-				j.mounted[v.PersistentVolumeClaim.ClaimName] = append(j.mounted[v.PersistentVolumeClaim.ClaimName], pod.Name)
-			case v.Ephemeral != nil:
-				// A generic ephemeral volume's claim is named <pod>-<volume>.
-				name := pod.Name + "-" + v.Name
-				j.mounted[name] = append(j.mounted[name], pod.Name)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		j.podErr = err
-		fmt.Fprintf(j.e.stderr, "etcdpvc: warning: cannot read the pods of namespace %s: %v\n", namespace, err)
-	}
 }

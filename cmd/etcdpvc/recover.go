@@ -188,8 +188,9 @@ func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, 
 	return last, nil
 }
 
-// printRecovered prints what recover would create: the object (Secret
-// values redacted unless --show-secrets), or -o raw the bytes it would
+// printRecovered prints what recover would create: the object as get
+// prints it (Secret values redacted unless --show-secrets, managedFields
+// hidden), or -o raw the bytes it would
 // store (sealed with --encryption-config).
 func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) error {
 	cur, err := s.codec.Open(e.ctx, kv)
@@ -201,6 +202,10 @@ func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) err
 		return fmt.Errorf("recover %s: %w", kv.Key, err)
 	}
 	if o.Output == "raw" {
+		if isTerminal(e.stdout) {
+			return &refusedError{msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed",
+				hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less)"}
+		}
 		stored, err := s.codec.Seal(e.ctx, cur.GR, kv.Key, plain)
 		if err != nil {
 			return err
@@ -212,5 +217,5 @@ func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) err
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", kv.Key, err)
 	}
-	return printObject(e.stdout, obj.Content, printOptions{Output: o.Output, ShowSecrets: o.Write.ShowSecrets})
+	return printObject(e.stdout, obj.Content, printOptions{Output: o.Output, ShowSecrets: o.Write.ShowSecrets, HideManagedFields: true})
 }

@@ -1,0 +1,170 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// Decrypter decrypts values encrypted at rest; *encryption.Config is one.
+type Decrypter interface {
+	Decrypt(ctx context.Context, gr schema.GroupResource, etcdKey string, stored []byte) ([]byte, error)
+}
+
+// ListItem is one listed key: its place and revisions, and either the
+// summary of its metadata or why its value was not read.
+type ListItem struct {
+	Resource       resource.Resource
+	Namespace      string
+	Name           string
+	Key            string
+	ModRevision    int64
+	CreateRevision int64
+	Version        int64
+	Lease          int64
+	// DeleteRevision is the revision of the deletion that ended the key
+	// (listings of deleted keys), else 0.
+	DeleteRevision int64
+	// Summary is the value's metadata; nil when the value was not read.
+	Summary *codec.Summary
+	// Unread says why the value was not read ("" when it was), as a
+	// listing's STATUS shows it: "Encrypted (secretbox/key1): no key",
+	// "Undecodable: <reason>".
+	Unread string
+	// UnreadEncrypted is true when the value was not read because it is
+	// encrypted and could not be decrypted.
+	UnreadEncrypted bool
+}
+
+// Read fills a ListItem from kv, a key of resource r. It decrypts with enc
+// (nil: no encryption config) and summarizes the metadata. It returns the
+// plaintext (nil when unread), which is valid as long as kv.Value. A value
+// that cannot be decrypted or decoded is not an error: the item says why.
+// Read keeps nothing of kv and touches nothing shared, so that keys can be
+// read on several cores.
+func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name string, kv *store.KeyValue, deleteRev int64) (ListItem, []byte) {
+	it := ListItem{Resource: r, Namespace: ns, Name: name, Key: kv.Key, ModRevision: kv.ModRevision,
+		CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, DeleteRevision: deleteRev}
+	plain := kv.Value
+	if codec.Detect(plain) == codec.FormatEncrypted {
+		env, _ := codec.ParseEncryptionEnvelope(plain)
+		if enc == nil {
+			it.Unread, it.UnreadEncrypted = EncryptedStatus(env, nil), true
+			return it, nil
+		}
+		p, err := enc.Decrypt(ctx, r.GroupResource(), kv.Key, plain)
+		if err != nil {
+			it.Unread, it.UnreadEncrypted = EncryptedStatus(env, err), true
+			return it, nil
+		}
+		plain = p
+	}
+	sum, err := codec.Summarize(plain)
+	if err != nil {
+		it.Unread = UndecodableStatus(err)
+		return it, nil
+	}
+	it.Summary = sum
+	return it, plain
+}
+
+// EncryptedStatus is the STATUS of a value encrypted with env that could
+// not be decrypted: err is the decryption error, nil when no encryption
+// config was given.
+func EncryptedStatus(env codec.EncryptionEnvelope, err error) string {
+	what := "Encrypted"
+	switch {
+	case env.Provider == "kms":
+		what += fmt.Sprintf(" (kms %s/%s)", env.Version, env.KeyName)
+	case env.Provider != "":
+		what += fmt.Sprintf(" (%s/%s)", env.Provider, env.KeyName)
+	}
+	switch {
+	case err == nil, errors.Is(err, encryption.ErrNoConfig):
+		return what + ": no key"
+	case errors.Is(err, encryption.ErrKeyNotFound):
+		return what + ": key not in the encryption config"
+	default:
+		return what + ": cannot decrypt: " + shorten(err.Error(), 60)
+	}
+}
+
+// UndecodableStatus is the STATUS of a value that could not be decoded.
+func UndecodableStatus(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "summarize: ")
+	return "Undecodable: " + shorten(msg, 60)
+}
+
+// shorten cuts s to at most n runes, marking the cut.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// Unread counts the values a read could not read.
+type Unread struct {
+	// Encrypted are values encrypted at rest that could not be decrypted.
+	Encrypted int
+	// Undecodable are values that could not be decoded.
+	Undecodable int
+}
+
+// Add counts it when it was not read.
+func (u *Unread) Add(it ListItem) {
+	switch {
+	case it.Unread == "":
+	case it.UnreadEncrypted:
+		u.Encrypted++
+	default:
+		u.Undecodable++
+	}
+}
+
+// Total is the number of values not read.
+func (u Unread) Total() int { return u.Encrypted + u.Undecodable }
+
+// Message says how many values were not read, and why, for example
+// "2 values were not read: encrypted at rest, no usable key". It is ""
+// when every value was read.
+func (u Unread) Message() string {
+	head := Count(u.Total(), "value was", "values were") + " not read: "
+	switch {
+	case u.Total() == 0:
+		return ""
+	case u.Undecodable == 0:
+		return head + "encrypted at rest, no usable key"
+	case u.Encrypted == 0:
+		return head + "undecodable"
+	default:
+		return fmt.Sprintf("%s%d encrypted (no usable key), %d undecodable", head, u.Encrypted, u.Undecodable)
+	}
+}
+
+// Hint says how to read the values not read.
+func (u Unread) Hint() string {
+	if u.Encrypted > 0 {
+		return "pass --encryption-config with the apiserver's EncryptionConfiguration, or --kubeadm"
+	}
+	return "see one value's bytes with `etcdpvc get --etcd-key KEY -o raw | xxd | head`"
+}
+
+// Count renders n with the singular or plural phrase: "1 value is",
+// "2 values are".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,0 +1,95 @@
+package inspect
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+func loadEncryption(t *testing.T, path string) *encryption.Config {
+	t.Helper()
+	c, err := encryption.Load(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestRead(t *testing.T) {
+	pvcs, err := resource.Lookup("pvc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := loadEncryption(t, filepath.Join(corpusDir, "encryption", "encryption-config.yaml"))
+	wrongPath := filepath.Join(t.TempDir(), "wrong.yaml")
+	if err := os.WriteFile(wrongPath, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: [persistentvolumeclaims]
+  providers:
+  - secretbox:
+      keys:
+      - {name: key2, secret: rbB6LjrZub5gRV01ELWZ6mI0N+OtcBXH6utF7xqgmk4=}
+  - identity: {}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrong := loadEncryption(t, wrongPath)
+	plain := corpus(t, "plain/persistentvolumeclaims__demo__www-web-0__terminating.bin")
+	sealed := corpus(t, "encrypted/persistentvolumeclaims__demo__www-web-0__terminating__secretbox.bin")
+	for _, tc := range []struct {
+		name      string
+		enc       Decrypter
+		value     []byte
+		unread    string
+		encrypted bool
+	}{
+		{"plain", nil, plain, "", false},
+		{"plain with a config", right, plain, "", false},
+		{"encrypted, no config", nil, sealed, "Encrypted (secretbox/key1): no key", true},
+		{"encrypted, the key", right, sealed, "", false},
+		{"encrypted, another key", wrong, sealed, "Encrypted (secretbox/key1): key not in the encryption config", true},
+		{"garbage", nil, []byte("k8s\x00\x0a\x02garbage"), "Undecodable: ", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kv := &store.KeyValue{Key: "/registry/persistentvolumeclaims/demo/www-web-0", Value: tc.value, ModRevision: 7}
+			it, p := Read(context.Background(), tc.enc, pvcs, "demo", "www-web-0", kv, 0)
+			switch {
+			case tc.unread == "Undecodable: ":
+				if len(it.Unread) <= len(tc.unread) || it.Unread[:len(tc.unread)] != tc.unread || it.Summary != nil || p != nil {
+					t.Fatalf("Unread %q, want an Undecodable reason", it.Unread)
+				}
+			case it.Unread != tc.unread || it.UnreadEncrypted != tc.encrypted:
+				t.Fatalf("Unread %q (encrypted %v), want %q (%v)", it.Unread, it.UnreadEncrypted, tc.unread, tc.encrypted)
+			case tc.unread == "" && (it.Summary == nil || !it.Summary.Terminating() || p == nil):
+				t.Fatalf("summary %+v: want the Terminating claim's metadata", it.Summary)
+			}
+			if it.Key != kv.Key || it.ModRevision != 7 || it.Namespace != "demo" || it.Name != "www-web-0" {
+				t.Errorf("item %+v does not carry the key's place", it)
+			}
+		})
+	}
+}
+
+func TestUnreadMessage(t *testing.T) {
+	for _, tc := range []struct {
+		u    Unread
+		want string
+	}{
+		{Unread{}, ""},
+		{Unread{Encrypted: 1}, "1 value was not read: encrypted at rest, no usable key"},
+		{Unread{Encrypted: 2}, "2 values were not read: encrypted at rest, no usable key"},
+		{Unread{Undecodable: 1}, "1 value was not read: undecodable"},
+		{Unread{Encrypted: 2, Undecodable: 1}, "3 values were not read: 2 encrypted (no usable key), 1 undecodable"},
+	} {
+		if got := tc.u.Message(); got != tc.want {
+			t.Errorf("%+v: got %q, want %q", tc.u, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,327 @@
+package inspect
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// ResourceStats counts one resource's keys. The history columns are nil
+// when unknown (live etcd).
+type ResourceStats struct {
+	Resource   string `json:"resource"`
+	Objects    int64  `json:"objects"`
+	Bytes      int64  `json:"bytes"`
+	Leased     int64  `json:"leased"`
+	Revisions  *int64 `json:"revisions,omitempty"`
+	Tombstones *int64 `json:"tombstones,omitempty"`
+	Deleted    *int64 `json:"deletedKeys,omitempty"`
+	// HistoryBytes is the size of every value held, all revisions.
+	HistoryBytes *int64 `json:"historyBytes,omitempty"`
+}
+
+// LargeObject is one of the largest current values.
+type LargeObject struct {
+	Key         string `json:"key"`
+	Bytes       int64  `json:"bytes"`
+	ModRevision int64  `json:"modRevision"`
+}
+
+// StatsReport is what `etcdpvc stats` reports: per-resource counts, the
+// largest objects, the revision range and the compaction state.
+type StatsReport struct {
+	Source                   string           `json:"source"`
+	Revision                 int64            `json:"revision"`
+	OldestRevision           int64            `json:"oldestRevisionHeld,omitempty"`
+	CompactRevision          int64            `json:"compactRevision"`
+	ScheduledCompactRevision *int64           `json:"scheduledCompactRevision,omitempty"`
+	Objects                  int64            `json:"objects"`
+	Bytes                    int64            `json:"bytes"`
+	Leased                   int64            `json:"leasedKeys"`
+	Revisions                *int64           `json:"revisions,omitempty"`
+	Tombstones               *int64           `json:"tombstones,omitempty"`
+	Deleted                  *int64           `json:"deletedKeys,omitempty"`
+	Snapshot                 string           `json:"snapshot"`
+	DB                       *DBStats         `json:"db,omitempty"`
+	Resources                []*ResourceStats `json:"resources"`
+	Largest                  []LargeObject    `json:"largest"`
+	Notes                    []string         `json:"notes,omitempty"`
+	// Incomplete says why the counts cover only part of the store ("" when
+	// everything was read).
+	Incomplete string `json:"incomplete,omitempty"`
+}
+
+// DBStats describes a db file.
+type DBStats struct {
+	FileSize        int64  `json:"fileSize"`
+	DataSize        int64  `json:"dataSize"`
+	PageSize        int    `json:"pageSize"`
+	ConsistentIndex uint64 `json:"consistentIndex"`
+	Term            uint64 `json:"term"`
+	StorageVersion  string `json:"storageVersion,omitempty"`
+	SHA256          string `json:"sha256,omitempty"`
+}
+
+// GroupOf names the group a key is counted in: its resource, or for keys
+// that name no object, "(first path segment)". prefix ends in "/".
+func GroupOf(prefix, key string) string {
+	if r, _, _, ok := resource.ParseKey(prefix, key); ok {
+		return r.String()
+	}
+	rest := strings.TrimPrefix(key, strings.TrimSuffix(prefix, "/")+"/")
+	if rest == key {
+		return "(outside " + prefix + ")"
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		rest = rest[:i]
+	}
+	return "(" + rest + ")"
+}
+
+// Progress is told of each record read: how many so far, the record's
+// bytes and revision.
+type Progress func(n, bytes, rev int64)
+
+// stats accumulates a StatsReport.
+type stats struct {
+	prefix  string
+	history bool
+	rep     *StatsReport
+	groups  map[string]*ResourceStats
+	top     topN
+}
+
+func newStats(prefix string, top int, history bool) *stats {
+	return &stats{prefix: prefix, history: history, rep: &StatsReport{}, groups: map[string]*ResourceStats{}, top: topN{n: top}}
+}
+
+func (s *stats) group(key string) *ResourceStats {
+	name := GroupOf(s.prefix, key)
+	gs := s.groups[name]
+	if gs == nil {
+		gs = &ResourceStats{Resource: name}
+		if s.history {
+			gs.Revisions, gs.Tombstones, gs.Deleted, gs.HistoryBytes = new(int64), new(int64), new(int64), new(int64)
+		}
+		s.groups[name] = gs
+	}
+	return gs
+}
+
+// object counts a current object.
+func (s *stats) object(gs *ResourceStats, key string, size, modRev int64, leased bool) {
+	gs.Objects++
+	gs.Bytes += size
+	if leased {
+		gs.Leased++
+	}
+	s.top.add(LargeObject{Key: key, Bytes: size, ModRevision: modRev})
+}
+
+// finish totals the groups and sorts them by bytes.
+func (s *stats) finish() *StatsReport {
+	rep := s.rep
+	for _, gs := range s.groups {
+		rep.Objects += gs.Objects
+		rep.Bytes += gs.Bytes
+		rep.Leased += gs.Leased
+		rep.Resources = append(rep.Resources, gs)
+	}
+	sort.Slice(rep.Resources, func(i, j int) bool {
+		a, b := rep.Resources[i], rep.Resources[j]
+		if a.Bytes != b.Bytes {
+			return a.Bytes > b.Bytes
+		}
+		return a.Resource < b.Resource
+	})
+	rep.Largest = s.top.sorted()
+	if rep.Resources == nil {
+		rep.Resources = []*ResourceStats{}
+	}
+	return rep
+}
+
+// keyState is a key's newest state during a db scan.
+type keyState struct {
+	group   *ResourceStats
+	size    int64
+	modRev  int64
+	leased  bool
+	deleted bool
+}
+
+// BoltStats reads every revision a db file holds under prefix (ending in
+// "/") and reports the counts, the top largest current objects, the
+// revision range, the compaction state and the file's sizes. When a page
+// of the file cannot be read, it returns the report of what was read, with
+// Incomplete set, and the error (wrapping store.ErrCorrupt).
+func BoltStats(ctx context.Context, b *store.Bolt, prefix string, top int, progress Progress) (*StatsReport, error) {
+	s := newStats(prefix, top, true)
+	rep := s.rep
+	m := b.Meta()
+	snap := b.Snapshot()
+	rep.Revision, rep.CompactRevision = m.Revision, m.CompactRevision
+	sched := m.ScheduledCompactRevision
+	rep.ScheduledCompactRevision = &sched
+	rep.DB = &DBStats{FileSize: snap.Size, DataSize: m.DataSize, PageSize: m.PageSize, ConsistentIndex: m.ConsistentIndex, Term: m.Term, StorageVersion: m.StorageVersion, SHA256: snap.SHA256}
+	switch {
+	case !snap.IsSnapshot:
+		rep.Snapshot = "no sha256 trailer (a member db, or a copy of one)"
+	case snap.VerifiedEarlier:
+		rep.Snapshot = "sha256 trailer verified (by an earlier run; the file has not changed since)"
+	case snap.Verified:
+		rep.Snapshot = "sha256 trailer verified"
+	default:
+		rep.Snapshot = "sha256 trailer NOT verified (--skip-hash-check)"
+	}
+	if sched > m.CompactRevision {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("compaction to revision %d was interrupted (finished: %d): etcd resumes it at start", sched, m.CompactRevision))
+	}
+	revs, tombs, deleted := new(int64), new(int64), new(int64)
+	rep.Revisions, rep.Tombstones, rep.Deleted = revs, tombs, deleted
+	keys := map[string]*keyState{}
+	var n int64
+	err := b.ScanRevisions(ctx, prefix, func(ev store.Event) error {
+		n++
+		if rep.OldestRevision == 0 || ev.KV.ModRevision < rep.OldestRevision {
+			rep.OldestRevision = ev.KV.ModRevision
+		}
+		ks := keys[ev.KV.Key]
+		if ks == nil {
+			ks = &keyState{group: s.group(ev.KV.Key)}
+			keys[ev.KV.Key] = ks
+		}
+		gs := ks.group
+		*gs.Revisions++
+		*revs++
+		if ev.Deleted {
+			*gs.Tombstones++
+			*tombs++
+			ks.deleted, ks.size, ks.leased, ks.modRev = true, 0, false, ev.KV.ModRevision
+		} else {
+			sz := int64(len(ev.KV.Value))
+			*gs.HistoryBytes += sz
+			ks.deleted, ks.size, ks.leased, ks.modRev = false, sz, ev.KV.Lease != 0, ev.KV.ModRevision
+		}
+		if progress != nil {
+			progress(n, int64(len(ev.KV.Value)), ev.KV.ModRevision)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, store.ErrCorrupt) {
+		return nil, err
+	}
+	for key, ks := range keys {
+		if ks.deleted {
+			*ks.group.Deleted++
+			*deleted++
+			continue
+		}
+		s.object(ks.group, key, ks.size, ks.modRev, ks.leased)
+	}
+	rep = s.finish()
+	if err != nil {
+		rep.Incomplete = fmt.Sprintf("the scan stopped after %s: %v", Count(int(n), "revision", "revisions"), err)
+		return rep, err
+	}
+	return rep, nil
+}
+
+// LiveStats reads every key under prefix (ending in "/") from live etcd,
+// page by page, and reports the counts and the top largest objects.
+// Deleted keys, tombstones and the revisions held are unknown there.
+func LiveStats(ctx context.Context, r store.Reader, prefix string, top int, pageSize int64, progress Progress) (*StatsReport, error) {
+	s := newStats(prefix, top, false)
+	rep := s.rep
+	info, err := r.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.Revision, rep.CompactRevision = info.Revision, info.CompactRevision
+	rep.Snapshot = "not a file (live etcd)"
+	rep.Notes = append(rep.Notes, "live etcd: deleted keys, tombstones and the revisions held are unknown (read a snapshot with --db for them)")
+	var n int64
+	rev, err := r.List(ctx, prefix, store.ListOptions{PageSize: pageSize}, func(kv *store.KeyValue) error {
+		n++
+		sz := int64(len(kv.Value))
+		s.object(s.group(kv.Key), kv.Key, sz, kv.ModRevision, kv.Lease != 0)
+		if progress != nil {
+			progress(n, sz, kv.ModRevision)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.Revision = max(rep.Revision, rev)
+	return s.finish(), nil
+}
+
+// topN keeps the n largest objects (a min-heap).
+type topN struct {
+	n int
+	h largeHeap
+}
+
+type largeHeap []LargeObject
+
+func (h largeHeap) Len() int { return len(h) }
+func (h largeHeap) Less(i, j int) bool {
+	if h[i].Bytes != h[j].Bytes {
+		return h[i].Bytes < h[j].Bytes
+	}
+	return h[i].Key > h[j].Key
+}
+func (h largeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *largeHeap) Push(x any)   { *h = append(*h, x.(LargeObject)) }
+func (h *largeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (t *topN) add(o LargeObject) {
+	if t.n == 0 {
+		return
+	}
+	if len(t.h) < t.n {
+		heap.Push(&t.h, o)
+		return
+	}
+	if (largeHeap{t.h[0], o}).Less(0, 1) {
+		t.h[0] = o
+		heap.Fix(&t.h, 0)
+	}
+}
+
+func (t *topN) sorted() []LargeObject {
+	out := append([]LargeObject{}, t.h...)
+	sort.Slice(out, func(i, j int) bool { return largeHeap(out).Less(j, i) })
+	return out
+}
+
+// HumanBytes renders a byte count for people, the same everywhere
+// (stats, doctor, ls): exactly below 10 KiB ("2090"), else with one
+// decimal and Kubernetes' binary suffixes ("12.3Ki", "4.5Mi", "1.2Gi",
+// "1.0Ti").
+func HumanBytes(n int64) string {
+	if n < 10<<10 {
+		return strconv.FormatInt(n, 10)
+	}
+	f := float64(n)
+	for _, unit := range []string{"Ki", "Mi", "Gi", "Ti", "Pi"} {
+		f /= 1 << 10
+		if f < 10<<10 || unit == "Pi" {
+			return fmt.Sprintf("%.1f%s", f, unit)
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
