@@ -131,6 +131,15 @@ func History(ctx context.Context, r store.Reader, ref resource.Ref, o HistoryOpt
 		return nil, err
 	}
 	if len(rep.Rows) == 0 {
+		if info.CompactRevision == 0 {
+			// The store holds every revision: the key never existed. Say
+			// so as a not-found naming the namespaces that hold the name.
+			prefix := o.Codec.Prefix
+			if prefix == "" {
+				prefix = surgery.DefaultPrefix
+			}
+			return nil, surgery.NotFound(ctx, r, prefix, ref.Key, 0, store.ErrNotFound)
+		}
 		return nil, &NoHistoryError{What: ObjectName(ref), Revision: info.Revision, CompactRevision: info.CompactRevision}
 	}
 	rep.CompactedStart = compactedStart(rep.Rows[0], info.CompactRevision)

@@ -127,7 +127,16 @@ func TestHistory(t *testing.T) {
 			}
 		})
 	}
-	noHistory("never existed", never, "history of secret never in namespace demo: no revision in revisions 1 to 8, all of which the store holds: it never existed there", "")
+	t.Run("never existed", func(t *testing.T) {
+		_, err := History(ctx, s, never, HistoryOptions{Codec: cdc})
+		var nf *surgery.NotFoundError
+		if !errors.As(err, &nf) || !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("err = %v, want a *surgery.NotFoundError matching store.ErrNotFound", err)
+		}
+		if want := "secret never not found in namespace demo"; !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	})
 
 	resp, err := cli.Get(ctx, "compact-probe")
 	if err != nil {
