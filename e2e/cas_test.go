@@ -95,7 +95,7 @@ func TestCompareAndSwapUnderTheAPIServer(t *testing.T) {
 	lastLabel := ""
 	for i := range runs {
 		label := fmt.Sprintf("round=%d", i)
-		r := c.etcdpvc(t, "label", "cm", name, "-n", ns, label, "--yes", "--backup-dir", backups)
+		r := c.etcdpvc(t, "label", "cm", name, "-n", ns, label, "--overwrite", "--yes", "--backup-dir", backups)
 		switch {
 		case r.code == 0:
 			written++
