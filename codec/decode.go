@@ -42,11 +42,11 @@ func Decode(value []byte) (*Object, error) {
 	}
 	switch Detect(value) {
 	case FormatEncrypted:
-		env, ok := ParseEncryptionEnvelope(value)
+		env, ok := ParseEncryptionHeader(value)
 		if !ok {
 			return nil, malformed("decode: value starts with %q but has no provider:version:key prefix", EncryptedMagic)
 		}
-		return nil, &EncryptedError{Envelope: env}
+		return nil, &EncryptedError{Header: env}
 	case FormatProtobuf:
 		return decodeProtobuf(value)
 	case FormatJSON:
@@ -72,7 +72,7 @@ func sniff(b []byte) string {
 }
 
 func decodeProtobuf(value []byte) (*Object, error) {
-	env, err := ParseEnvelope(value)
+	env, err := ParseUnknown(value)
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}

@@ -59,9 +59,9 @@ func Detect(value []byte) Format {
 	return FormatUnknown
 }
 
-// EncryptionEnvelope is the clear-text header of a value encrypted at
+// EncryptionHeader is the clear-text header of a value encrypted at
 // rest: "k8s:enc:<provider>:<version>:<key name>:".
-type EncryptionEnvelope struct {
+type EncryptionHeader struct {
 	// Provider is aescbc, aesgcm, secretbox or kms.
 	Provider string
 	// Version is "v1" (aescbc, aesgcm, secretbox, kms v1) or "v2" (kms v2).
@@ -76,9 +76,9 @@ type EncryptionEnvelope struct {
 	HeaderLen int
 }
 
-// String names the envelope the way error messages do: `aescbc key "key1"`
+// String names the header the way error messages do: `aescbc key "key1"`
 // or `kms v2 provider "testkms"`.
-func (e EncryptionEnvelope) String() string {
+func (e EncryptionHeader) String() string {
 	if e.Provider == "kms" {
 		return fmt.Sprintf("kms %s provider %q", e.Version, e.KeyName)
 	}
@@ -89,13 +89,13 @@ func (e EncryptionEnvelope) String() string {
 // "k8s:enc:" is not mistaken for a huge key name.
 const maxHeaderField = 512
 
-// ParseEncryptionEnvelope parses the header of an encrypted value without
+// ParseEncryptionHeader parses the header of an encrypted value without
 // decrypting it. It returns false when value does not start with
 // "k8s:enc:" followed by three non-empty, ':'-terminated fields of at most
 // 512 bytes each.
-func ParseEncryptionEnvelope(value []byte) (EncryptionEnvelope, bool) {
+func ParseEncryptionHeader(value []byte) (EncryptionHeader, bool) {
 	if !bytes.HasPrefix(value, EncryptedMagic) {
-		return EncryptionEnvelope{}, false
+		return EncryptionHeader{}, false
 	}
 	pos := len(EncryptedMagic)
 	var fields [3]string
@@ -106,10 +106,10 @@ func ParseEncryptionEnvelope(value []byte) (EncryptionEnvelope, bool) {
 		}
 		n := bytes.IndexByte(field, ':')
 		if n <= 0 {
-			return EncryptionEnvelope{}, false
+			return EncryptionHeader{}, false
 		}
 		fields[i] = string(value[pos : pos+n])
 		pos += n + 1
 	}
-	return EncryptionEnvelope{Provider: fields[0], Version: fields[1], KeyName: fields[2], HeaderLen: pos}, true
+	return EncryptionHeader{Provider: fields[0], Version: fields[1], KeyName: fields[2], HeaderLen: pos}, true
 }

@@ -28,11 +28,11 @@ var (
 
 // EncryptedError reports an encrypted value. It matches ErrEncrypted.
 type EncryptedError struct {
-	Envelope EncryptionEnvelope
+	Header EncryptionHeader
 }
 
 func (e *EncryptedError) Error() string {
-	return fmt.Sprintf("value is encrypted at rest with %s", e.Envelope)
+	return fmt.Sprintf("value is encrypted at rest with %s", e.Header)
 }
 
 // Is reports whether target is ErrEncrypted.
@@ -40,7 +40,7 @@ func (e *EncryptedError) Is(target error) bool { return target == ErrEncrypted }
 
 // Hint tells the user how to read the value.
 func (e *EncryptedError) Hint() string {
-	return fmt.Sprintf("pass --encryption-config with the EncryptionConfiguration that holds %s (or --kubeadm on a control-plane node)", e.Envelope)
+	return fmt.Sprintf("pass --encryption-config with the EncryptionConfiguration that holds %s (or --kubeadm on a control-plane node)", e.Header)
 }
 
 // malformedError is a message that matches ErrMalformed.

@@ -57,8 +57,8 @@ func trimEtcdctlNewline(b []byte) []byte {
 		// A valid envelope never ends in a lone field tag 0x0a: if the
 		// whole input does not parse but the input without the newline
 		// does, the newline is etcdctl's.
-		if _, err := ParseEnvelope(b); err != nil {
-			if _, err2 := ParseEnvelope(b[:len(b)-1]); err2 == nil {
+		if _, err := ParseUnknown(b); err != nil {
+			if _, err2 := ParseUnknown(b[:len(b)-1]); err2 == nil {
 				return b[:len(b)-1]
 			}
 		}

@@ -55,8 +55,8 @@ func EditMeta(value []byte, edit MetaEdit) ([]byte, error) {
 	case FormatJSON:
 		return editMetaJSON(value, edit)
 	case FormatEncrypted:
-		env, _ := ParseEncryptionEnvelope(value)
-		return nil, &EncryptedError{Envelope: env}
+		env, _ := ParseEncryptionHeader(value)
+		return nil, &EncryptedError{Header: env}
 	default:
 		_, err := Decode(value)
 		if err == nil {
@@ -67,7 +67,7 @@ func EditMeta(value []byte, edit MetaEdit) ([]byte, error) {
 }
 
 func editMetaProtobuf(value []byte, edit MetaEdit) ([]byte, error) {
-	env, err := ParseEnvelope(value)
+	env, err := ParseUnknown(value)
 	if err != nil {
 		return nil, fmt.Errorf("edit metadata: %w", err)
 	}

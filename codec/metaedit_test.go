@@ -145,7 +145,7 @@ func TestEditMetaMatchesTypedEncode(t *testing.T) {
 // knows, as a newer apiserver would write it.
 func withUnknownSpecField(t testing.TB, stored []byte) []byte {
 	t.Helper()
-	env, err := ParseEnvelope(stored)
+	env, err := ParseUnknown(stored)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func withUnknownSpecField(t testing.TB, stored []byte) []byte {
 // outsideMetadata returns the object message without its metadata field.
 func outsideMetadata(t testing.TB, value []byte) []byte {
 	t.Helper()
-	env, err := ParseEnvelope(value)
+	env, err := ParseUnknown(value)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestEditMetaKeepsUnknownFields(t *testing.T) {
 func TestEditMetaUnknownKind(t *testing.T) {
 	stored := readFile(t, "../fixtures/corpus/plain/persistentvolumeclaims__demo__www-web-0__terminating.bin")
 	// Rename the kind in the envelope: route.openshift.io/v1 Route.
-	env, err := ParseEnvelope(stored)
+	env, err := ParseUnknown(stored)
 	if err != nil {
 		t.Fatal(err)
 	}

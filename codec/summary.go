@@ -36,7 +36,7 @@ func Summarize(value []byte) (*Summary, error) {
 		apiVersion, kind, raw, err := scanEnvelope(value)
 		if err != nil {
 			// The full parser gives the precise error.
-			if _, perr := ParseEnvelope(value); perr != nil {
+			if _, perr := ParseUnknown(value); perr != nil {
 				return nil, fmt.Errorf("summarize: %w", perr)
 			}
 			return nil, fmt.Errorf("summarize: %w", err)
@@ -186,7 +186,7 @@ func summarizeJSON(value []byte) (*Summary, error) {
 
 // scanEnvelope reads a protobuf envelope's apiVersion, kind and object
 // bytes without allocating (listing reads millions of them). Anything it
-// does not accept, ParseEnvelope explains.
+// does not accept, ParseUnknown explains.
 func scanEnvelope(value []byte) (apiVersion, kind string, raw []byte, err error) {
 	b := value[len(ProtobufMagic):]
 	var typeMeta, encoding []byte
@@ -216,7 +216,7 @@ func scanEnvelope(value []byte) (apiVersion, kind string, raw []byte, err error)
 		case 2:
 			raw, sawRaw = v, true
 		case 3:
-			encoding = v // the last one counts, as in ParseEnvelope
+			encoding = v // the last one counts, as in ParseUnknown
 		}
 	}
 	if len(encoding) > 0 {

@@ -17,7 +17,7 @@ import (
 // HistoryOptions tune History.
 type HistoryOptions struct {
 	// Codec decrypts and decodes each revision.
-	Codec surgery.Codec
+	Planner surgery.Planner
 	// ShowSecrets puts a Secret's values in the change labels; by default
 	// a changed value is reported by its size only (see codec.Changes).
 	ShowSecrets bool
@@ -108,7 +108,7 @@ func History(ctx context.Context, r store.Reader, ref resource.Ref, o HistoryOpt
 			row.Change = "deleted"
 			prev = nil
 		default:
-			cur, err := o.Codec.Open(ctx, ev.KV)
+			cur, err := o.Planner.Open(ctx, ev.KV)
 			if err != nil {
 				row.Change = "undecodable: " + err.Error()
 				row.Undecodable = true
@@ -134,7 +134,7 @@ func History(ctx context.Context, r store.Reader, ref resource.Ref, o HistoryOpt
 		if info.CompactRevision == 0 {
 			// The store holds every revision: the key never existed. Say
 			// so as a not-found naming the namespaces that hold the name.
-			prefix := o.Codec.Prefix
+			prefix := o.Planner.Prefix
 			if prefix == "" {
 				prefix = surgery.DefaultPrefix
 			}

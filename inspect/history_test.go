@@ -56,7 +56,7 @@ func TestHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer enc.Close()
-	cdc := surgery.Codec{Enc: enc}
+	cdc := surgery.Planner{Enc: enc}
 	put := func(key string, value []byte) {
 		t.Helper()
 		if _, err := cli.Put(ctx, key, string(value)); err != nil {
@@ -71,7 +71,7 @@ func TestHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed, err := surgery.Patch{Type: surgery.PatchMerge, Patch: []byte(`{"data":{"password":"bmV3"}}`)}.Apply(cur)
+	changed, err := surgery.Patch{Type: surgery.PatchMerge, Patch: []byte(`{"data":{"password":"bmV3"}}`)}.Transform(cur)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestHistory(t *testing.T) {
 	}
 	check := func(name string, r resource.Ref, show bool, want []string, wantStart string) {
 		t.Run(name, func(t *testing.T) {
-			rep, err := History(ctx, s, r, HistoryOptions{Codec: cdc, ShowSecrets: show})
+			rep, err := History(ctx, s, r, HistoryOptions{Planner: cdc, ShowSecrets: show})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func TestHistory(t *testing.T) {
 
 	noHistory := func(name string, r resource.Ref, want, wantHint string) {
 		t.Run(name, func(t *testing.T) {
-			_, err := History(ctx, s, r, HistoryOptions{Codec: cdc})
+			_, err := History(ctx, s, r, HistoryOptions{Planner: cdc})
 			var nh *NoHistoryError
 			if !errors.As(err, &nh) || !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("err = %v, want a *NoHistoryError matching store.ErrNotFound", err)
@@ -128,7 +128,7 @@ func TestHistory(t *testing.T) {
 		})
 	}
 	t.Run("never existed", func(t *testing.T) {
-		_, err := History(ctx, s, never, HistoryOptions{Codec: cdc})
+		_, err := History(ctx, s, never, HistoryOptions{Planner: cdc})
 		var nf *surgery.NotFoundError
 		if !errors.As(err, &nf) || !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("err = %v, want a *surgery.NotFoundError matching store.ErrNotFound", err)

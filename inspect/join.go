@@ -20,9 +20,9 @@ import (
 func decodeValue(ctx context.Context, enc Decrypter, prefix string, kv *store.KeyValue) (*codec.Object, error) {
 	plain := kv.Value
 	if codec.Detect(plain) == codec.FormatEncrypted {
-		env, _ := codec.ParseEncryptionEnvelope(plain)
+		env, _ := codec.ParseEncryptionHeader(plain)
 		if enc == nil {
-			return nil, &codec.EncryptedError{Envelope: env}
+			return nil, &codec.EncryptedError{Header: env}
 		}
 		r, _, _, _ := resource.ParseKey(prefix, kv.Key)
 		p, err := enc.Decrypt(ctx, r.GroupResource(), kv.Key, plain)

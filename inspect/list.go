@@ -56,7 +56,7 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 		CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, DeleteRevision: deleteRev}
 	plain := kv.Value
 	if codec.Detect(plain) == codec.FormatEncrypted {
-		env, _ := codec.ParseEncryptionEnvelope(plain)
+		env, _ := codec.ParseEncryptionHeader(plain)
 		if enc == nil {
 			it.Unread, it.UnreadEncrypted = EncryptedStatus(env, nil), true
 			return it, nil
@@ -80,7 +80,7 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 // EncryptedStatus is the STATUS of a value encrypted with env that could
 // not be decrypted: err is the decryption error, nil when no encryption
 // config was given.
-func EncryptedStatus(env codec.EncryptionEnvelope, err error) string {
+func EncryptedStatus(env codec.EncryptionHeader, err error) string {
 	what := "Encrypted"
 	switch {
 	case env.Provider == "kms":

@@ -27,9 +27,9 @@ type ApplyOptions struct {
 	Source *Source
 	// Now returns the time recorded (default time.Now).
 	Now func() time.Time
-	// AfterBackup, when set, is called after the backup is durable and
+	// afterBackup, when set, is called after the backup is durable and
 	// before the transaction. It is a test hook.
-	AfterBackup func()
+	afterBackup func()
 	// MaxRequestBytes is the largest request etcd accepts (default
 	// store.MaxRequestBytes, etcd's default --max-request-bytes): a larger
 	// write is refused with ErrTooLarge before anything is written.
@@ -103,8 +103,8 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	if err != nil {
 		return nil, fmt.Errorf("apply %s: back up before writing: %w; nothing written", p.Key, err)
 	}
-	if o.AfterBackup != nil {
-		o.AfterBackup()
+	if o.afterBackup != nil {
+		o.afterBackup()
 	}
 	rec := AuditRecord{
 		Time:         now.Format(time.RFC3339Nano),

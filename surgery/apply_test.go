@@ -27,7 +27,7 @@ func TestUndeleteTerminatingPVC(t *testing.T) {
 	rev := create(t, s, pvcKey, orig)
 	dir := filepath.Join(t.TempDir(), "state", "backups")
 
-	p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+	p, err := Planner{}.MakePlan(ctx, s, pvcKey, Undelete{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestUndeleteTerminatingPVC(t *testing.T) {
 	}
 
 	// Undeleting again changes nothing, and Apply refuses a no-op plan.
-	again, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+	again, err := Planner{}.MakePlan(ctx, s, pvcKey, Undelete{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestUndeleteKeepsEveryOtherByte(t *testing.T) {
 				key = "/registry/route.openshift.io/routes/demo/www-web-0"
 			}
 			create(t, s, key, tc.value)
-			p, err := Codec{}.MakePlan(ctx, s, key, Undelete{})
+			p, err := Planner{}.MakePlan(ctx, s, key, Undelete{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func TestUndeleteKeepsEveryOtherByte(t *testing.T) {
 // incr is an edit that increments the "counter" label: a read-modify-write.
 type incr struct{}
 
-func (incr) Apply(cur *Current) ([]byte, error) {
+func (incr) Transform(cur *Current) ([]byte, error) {
 	n, _ := strconv.Atoi(cur.Obj.Meta.Labels["counter"])
 	return codec.EditMeta(cur.Plain, codec.MetaEdit{SetLabels: map[string]string{"counter": strconv.Itoa(n + 1)}})
 }
@@ -203,7 +203,7 @@ func TestCASRace(t *testing.T) {
 	// Lockstep rounds: both read the same revision, then both write at
 	// once; exactly one may win.
 	for round := range lockstep {
-		p, err := Codec{}.MakePlan(ctx, s, pvcKey, incr{})
+		p, err := Planner{}.MakePlan(ctx, s, pvcKey, incr{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +254,7 @@ func TestCASRace(t *testing.T) {
 		done <- nil
 	}()
 	for range free {
-		p, err := Codec{}.MakePlan(ctx, s, pvcKey, incr{})
+		p, err := Planner{}.MakePlan(ctx, s, pvcKey, incr{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +309,7 @@ func TestConflict(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			p, err := Codec{}.MakePlan(ctx, s, pvcKey, Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"x": "y"}}})
+			p, err := Planner{}.MakePlan(ctx, s, pvcKey, Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"x": "y"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -346,7 +346,7 @@ func TestBackupFailureWritesNothing(t *testing.T) {
 	ctx := testCtx(t)
 	_, s := startEtcd(t)
 	rev := create(t, s, pvcKey, corpus(t, pvcFile))
-	p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+	p, err := Planner{}.MakePlan(ctx, s, pvcKey, Undelete{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestBackupFailureWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	called := false
-	_, err = Apply(ctx, s, p, ApplyOptions{BackupDir: filepath.Join(file, "backups"), AfterBackup: func() { called = true }})
+	_, err = Apply(ctx, s, p, ApplyOptions{BackupDir: filepath.Join(file, "backups"), afterBackup: func() { called = true }})
 	if err == nil || !strings.Contains(err.Error(), "nothing written") {
 		t.Fatalf("Apply = %v, want a backup error", err)
 	}
@@ -377,7 +377,7 @@ func TestLeaseKept(t *testing.T) {
 	if _, err := cli.Put(ctx, evKey, string(corpus(t, evFile)), clientv3.WithLease(lease.ID)); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Codec{}.MakePlan(ctx, s, evKey, Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"etcdpvc.io/checked": "yes"}}})
+	p, err := Planner{}.MakePlan(ctx, s, evKey, Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"etcdpvc.io/checked": "yes"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func TestApplyTooLarge(t *testing.T) {
 	_, s := startEtcd(t)
 	orig := corpus(t, pvcFile)
 	create(t, s, pvcKey, orig)
-	p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+	p, err := Planner{}.MakePlan(ctx, s, pvcKey, Undelete{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +447,7 @@ func TestExecuteStopsPartWay(t *testing.T) {
 	nsRev := create(t, s, nsKey, corpus(t, nsFile))
 	plan := func(key string, e Edit) *Plan {
 		t.Helper()
-		p, err := Codec{}.MakePlan(ctx, s, key, e)
+		p, err := Planner{}.MakePlan(ctx, s, key, e)
 		if err != nil {
 			t.Fatal(err)
 		}

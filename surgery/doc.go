@@ -30,12 +30,12 @@
 //
 // Every write goes plan → diff → backup → compare-and-swap → report:
 //
-//  1. Codec.MakePlan reads the key with a linearizable read, keeping its mod
+//  1. Planner.MakePlan reads the key with a linearizable read, keeping its mod
 //     revision R and lease; decrypts it when it is encrypted at rest; applies
 //     the edit; decodes the result again to prove it is a valid object with
 //     the same identity; encrypts it with the resource's first provider, as
 //     the apiserver would; renders a unified diff of the YAML views (Secret
-//     values redacted unless Codec.ShowSecrets); and collects warnings about
+//     values redacted unless Planner.ShowSecrets); and collects warnings about
 //     what could undo the edit (an owner that is gone, a terminating
 //     namespace, a StatefulSet or PersistentVolume whose policy deletes the
 //     claim). An edit that changes nothing yields a NoOp plan.
@@ -55,10 +55,10 @@
 //
 // # Restore and recover
 //
-// Codec.PlanRestore puts a backup's original bytes back, byte for byte,
+// Planner.PlanRestore puts a backup's original bytes back, byte for byte,
 // only while the key still holds the bytes etcdpvc's write produced (or the
 // key was deleted since); otherwise it refuses with ErrChangedSinceBackup,
-// unless forced. Codec.PlanRecover recreates a deleted object from a past
+// unless forced. Planner.PlanRecover recreates a deleted object from a past
 // revision found in etcd's history, with its deletion cleared and its uid
 // kept, as a create that fails if the key exists. Both plans are written by
 // Apply, so they are backed up and compare-and-swapped like any edit.

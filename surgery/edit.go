@@ -20,8 +20,9 @@ import (
 // to its new plaintext value. An edit that changes nothing returns
 // cur.Plain (or bytes equal to it).
 type Edit interface {
-	// Apply returns the new plaintext stored value.
-	Apply(cur *Current) ([]byte, error)
+	// Transform returns the new plaintext stored value: a pure function of
+	// the current object; nothing is written.
+	Transform(cur *Current) ([]byte, error)
 	// Describe says what the edit does, for plans, backups and the audit
 	// log.
 	Describe() string
@@ -47,8 +48,8 @@ type Undelete struct {
 	RequireTerminating bool
 }
 
-// Apply implements Edit.
-func (u Undelete) Apply(cur *Current) ([]byte, error) {
+// Transform implements Edit.
+func (u Undelete) Transform(cur *Current) ([]byte, error) {
 	if !terminating(cur.Obj.Meta) {
 		if isNamespace(cur.Obj) && namespacePhase(cur.Obj) == "Terminating" {
 			// A Namespace whose deletion fields are gone but whose
@@ -112,8 +113,8 @@ type Meta struct {
 	Overwrite bool
 }
 
-// Apply implements Edit.
-func (m Meta) Apply(cur *Current) ([]byte, error) {
+// Transform implements Edit.
+func (m Meta) Transform(cur *Current) ([]byte, error) {
 	if problems := m.check(cur.Obj); len(problems) > 0 {
 		return nil, notApplicable(cur.Obj, problems)
 	}
@@ -345,8 +346,8 @@ type Patch struct {
 	Patch []byte
 }
 
-// Apply implements Edit.
-func (p Patch) Apply(cur *Current) ([]byte, error) {
+// Transform implements Edit.
+func (p Patch) Transform(cur *Current) ([]byte, error) {
 	what := fmt.Sprintf("%s patch of %s %s", p.Type, cur.Obj.GVK.Kind, cur.Obj.Name())
 	var doc, text []byte
 	var err error
@@ -408,8 +409,8 @@ type Replace struct {
 	Content map[string]any
 }
 
-// Apply implements Edit.
-func (r Replace) Apply(cur *Current) ([]byte, error) {
+// Transform implements Edit.
+func (r Replace) Transform(cur *Current) ([]byte, error) {
 	want := copyJSON(r.Content)
 	if md, ok := want["metadata"].(map[string]any); ok {
 		if _, has := md["managedFields"]; !has {

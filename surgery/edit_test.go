@@ -189,7 +189,7 @@ func TestPatch(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cur := current(t, tc.key, tc.value)
-			got, err := tc.edit.Apply(cur)
+			got, err := tc.edit.Transform(cur)
 			if tc.wantErr != nil || tc.errText != "" {
 				if err == nil {
 					t.Fatalf("no error; result decodes to %v", decode(t, got).Content)
@@ -259,7 +259,7 @@ func TestPatchThroughEtcd(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := Codec{}.MakePlan(ctx, s, tc.key, tc.patch)
+			p, err := Planner{}.MakePlan(ctx, s, tc.key, tc.patch)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -397,7 +397,7 @@ func TestEditor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Replace{content}.Apply(cur)
+			got, err := Replace{content}.Transform(cur)
 			if err != nil {
 				t.Fatal(err)
 			}

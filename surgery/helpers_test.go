@@ -107,7 +107,7 @@ func decode(t testing.TB, value []byte) *codec.Object {
 // of the pure edits.
 func current(t testing.TB, key string, value []byte) *Current {
 	t.Helper()
-	cur, err := Codec{}.open(context.Background(), store.KeyValue{Key: key, Value: value, ModRevision: 42, CreateRevision: 40, Version: 2})
+	cur, err := Planner{}.open(context.Background(), store.KeyValue{Key: key, Value: value, ModRevision: 42, CreateRevision: 40, Version: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func withUnknownSpecField(t testing.TB, stored []byte) []byte {
 // message: 2 is spec, 3 is status) carries an extra string field num.
 func withExtraField(t testing.TB, stored []byte, objField, num protowire.Number, value string) []byte {
 	t.Helper()
-	env, err := codec.ParseEnvelope(stored)
+	env, err := codec.ParseUnknown(stored)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func withExtraField(t testing.TB, stored []byte, objField, num protowire.Number,
 // scheme knows (route.openshift.io/v1 Route); the object bytes stay.
 func asUnknownKind(t testing.TB, stored []byte) []byte {
 	t.Helper()
-	env, err := codec.ParseEnvelope(stored)
+	env, err := codec.ParseUnknown(stored)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func asUnknownKind(t testing.TB, stored []byte) []byte {
 // other fields, as stored.
 func outsideMetadata(t testing.TB, value []byte) []byte {
 	t.Helper()
-	env, err := codec.ParseEnvelope(value)
+	env, err := codec.ParseUnknown(value)
 	if err != nil {
 		t.Fatal(err)
 	}

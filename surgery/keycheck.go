@@ -35,7 +35,7 @@ func (e *KeyMismatchError) Is(target error) bool { return target == ErrKeyMismat
 // checkKey checks that obj is the object key names: the same kind (when
 // the key's resource has a known kind), namespace and name. A key that
 // names no resource under the prefix cannot be checked and passes.
-func (c Codec) checkKey(key string, obj *codec.Object) error {
+func (c Planner) checkKey(key string, obj *codec.Object) error {
 	r, ns, name, ok := resource.ParseKey(c.prefix(), key)
 	if !ok || obj == nil || obj.Meta == nil {
 		return nil

@@ -20,11 +20,11 @@ func TestCheckKeyCorpus(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	checked := 0
 	_, err = db.List(ctx, "/registry/", store.ListOptions{}, func(kv *store.KeyValue) error {
-		cur, err := Codec{}.open(ctx, *kv)
+		cur, err := Planner{}.open(ctx, *kv)
 		if err != nil {
 			return nil // encrypted or not an object: nothing to compare
 		}
-		if err := (Codec{}).checkKey(kv.Key, cur.Obj); err != nil {
+		if err := (Planner{}).checkKey(kv.Key, cur.Obj); err != nil {
 			t.Errorf("%v", err)
 		}
 		checked++
@@ -65,7 +65,7 @@ func TestCheckKey(t *testing.T) {
 		if tc.obj != nil {
 			obj = cr
 		}
-		err := Codec{Prefix: tc.prefix}.checkKey(tc.key, obj)
+		err := Planner{Prefix: tc.prefix}.checkKey(tc.key, obj)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.key, err)

@@ -49,7 +49,7 @@ func TestJSONNumberLiterals(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cur := current(t, crKey, cr)
-			got, err := tc.edit.Apply(cur)
+			got, err := tc.edit.Transform(cur)
 			if tc.errText != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errText) {
 					t.Fatalf("err = %v, want %q", err, tc.errText)

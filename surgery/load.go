@@ -16,11 +16,11 @@ import (
 // DefaultPrefix is kube-apiserver's default --etcd-prefix.
 const DefaultPrefix = "/registry"
 
-// Codec reads and seals stored values: it decrypts values encrypted at rest
+// Planner reads and seals stored values: it decrypts values encrypted at rest
 // and encrypts new values with the resource's first provider, as the
-// apiserver does. The zero Codec reads a cluster without encryption at
+// apiserver does. The zero Planner reads a cluster without encryption at
 // rest under the default prefix, and redacts Secret values in diffs.
-type Codec struct {
+type Planner struct {
 	// Enc is the cluster's EncryptionConfiguration; nil means none: values
 	// are read and written in the clear and an encrypted value is an error
 	// wrapping codec.ErrEncrypted.
@@ -54,13 +54,13 @@ type Current struct {
 	Obj *codec.Object
 	// Encrypted is the envelope of an encrypted value; nil when the value
 	// is stored in the clear.
-	Encrypted *codec.EncryptionEnvelope
+	Encrypted *codec.EncryptionHeader
 	// Stale is true when the value is not stored the way the resource's
 	// first provider would store it, so a write re-encrypts it differently.
 	Stale bool
 }
 
-func (c Codec) prefix() string {
+func (c Planner) prefix() string {
 	if c.Prefix == "" {
 		return DefaultPrefix
 	}
@@ -68,7 +68,7 @@ func (c Codec) prefix() string {
 }
 
 // groupResource returns the resource of key, and whether the key names one.
-func (c Codec) groupResource(key string) (schema.GroupResource, bool) {
+func (c Planner) groupResource(key string) (schema.GroupResource, bool) {
 	r, _, _, ok := resource.ParseKey(c.prefix(), key)
 	if !ok {
 		return schema.GroupResource{}, false
@@ -78,7 +78,7 @@ func (c Codec) groupResource(key string) (schema.GroupResource, bool) {
 
 // Load reads key at revision rev (0: the latest, with a linearizable read),
 // decrypts it when it is encrypted at rest, and decodes it.
-func (c Codec) Load(ctx context.Context, r store.Reader, key string, rev int64) (*Current, error) {
+func (c Planner) Load(ctx context.Context, r store.Reader, key string, rev int64) (*Current, error) {
 	kv, err := r.Get(ctx, key, rev)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, NotFound(ctx, r, c.prefix(), key, rev, err)
@@ -91,12 +91,12 @@ func (c Codec) Load(ctx context.Context, r store.Reader, key string, rev int64) 
 
 // Open decrypts and decodes a key-value already read, for example one
 // revision of a key's history.
-func (c Codec) Open(ctx context.Context, kv store.KeyValue) (*Current, error) {
+func (c Planner) Open(ctx context.Context, kv store.KeyValue) (*Current, error) {
 	return c.open(ctx, kv)
 }
 
 // open decrypts and decodes a stored key-value.
-func (c Codec) open(ctx context.Context, kv store.KeyValue) (*Current, error) {
+func (c Planner) open(ctx context.Context, kv store.KeyValue) (*Current, error) {
 	cur := &Current{KV: kv}
 	gr, known := c.groupResource(kv.Key)
 	cur.GR = gr
@@ -114,7 +114,7 @@ func (c Codec) open(ctx context.Context, kv store.KeyValue) (*Current, error) {
 }
 
 // decrypt returns the plaintext of a value stored at key.
-func (c Codec) decrypt(ctx context.Context, gr schema.GroupResource, known bool, key string, stored []byte) (plain []byte, env *codec.EncryptionEnvelope, stale bool, err error) {
+func (c Planner) decrypt(ctx context.Context, gr schema.GroupResource, known bool, key string, stored []byte) (plain []byte, env *codec.EncryptionHeader, stale bool, err error) {
 	if codec.Detect(stored) != codec.FormatEncrypted {
 		if c.Enc == nil {
 			return stored, nil, false, nil
@@ -125,7 +125,7 @@ func (c Codec) decrypt(ctx context.Context, gr schema.GroupResource, known bool,
 		}
 		return plain, nil, stale, nil
 	}
-	e, ok := codec.ParseEncryptionEnvelope(stored)
+	e, ok := codec.ParseEncryptionHeader(stored)
 	if ok {
 		env = &e
 	}
@@ -134,7 +134,7 @@ func (c Codec) decrypt(ctx context.Context, gr schema.GroupResource, known bool,
 			_, err := codec.Decode(stored)
 			return nil, nil, false, fmt.Errorf("read %s: %w", key, err)
 		}
-		return nil, env, false, fmt.Errorf("read %s: %w", key, &codec.EncryptedError{Envelope: e})
+		return nil, env, false, fmt.Errorf("read %s: %w", key, &codec.EncryptedError{Header: e})
 	}
 	if !known {
 		return nil, env, false, fmt.Errorf("read %s: the value is encrypted at rest but the key names no resource under prefix %q, so its encryption provider is unknown", key, c.prefix())
@@ -150,7 +150,7 @@ func (c Codec) decrypt(ctx context.Context, gr schema.GroupResource, known bool,
 // encrypted with the first provider and key the encryption config lists for
 // gr, with the etcd key as authenticated data, or plain itself when that
 // provider is identity or there is no encryption config.
-func (c Codec) Seal(ctx context.Context, gr schema.GroupResource, key string, plain []byte) ([]byte, error) {
+func (c Planner) Seal(ctx context.Context, gr schema.GroupResource, key string, plain []byte) ([]byte, error) {
 	out, err := c.Enc.Encrypt(ctx, gr, key, plain)
 	if err != nil {
 		return nil, fmt.Errorf("seal %s: %w", key, err)

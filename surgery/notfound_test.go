@@ -39,7 +39,7 @@ func TestNotFound(t *testing.T) {
 			"`etcdpvc ls persistentvolumes` lists the names"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
-			_, err := Codec{}.Load(ctx, s, tc.key, tc.rev)
+			_, err := Planner{}.Load(ctx, s, tc.key, tc.rev)
 			var nf *NotFoundError
 			if !errors.As(err, &nf) || !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("Load: %v, want a *NotFoundError matching store.ErrNotFound", err)

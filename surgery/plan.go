@@ -59,7 +59,7 @@ type Plan struct {
 // metadata the edit made invalid (ErrInvalid, with the apiserver's own
 // validation message), seals it, diffs it and collects warnings. An edit
 // that changes nothing yields a plan with NoOp set.
-func (c Codec) MakePlan(ctx context.Context, r store.Reader, key string, e Edit) (*Plan, error) {
+func (c Planner) MakePlan(ctx context.Context, r store.Reader, key string, e Edit) (*Plan, error) {
 	cur, err := c.Load(ctx, r, key, 0)
 	if err != nil {
 		gr, _ := c.groupResource(key)
@@ -77,7 +77,7 @@ func (c Codec) MakePlan(ctx context.Context, r store.Reader, key string, e Edit)
 	if keyErr != nil && !c.AllowKeyMismatch {
 		return nil, fmt.Errorf("plan %s: %w; nothing written", p.Description, keyErr)
 	}
-	newPlain, err := e.Apply(cur)
+	newPlain, err := e.Transform(cur)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func view(content map[string]any, rev int64) ([]byte, error) {
 
 // renderDiff returns a unified diff of the YAML views of two objects
 // (either may be nil), with the given header names.
-func (c Codec) renderDiff(oldName string, before *codec.Object, oldRev int64, newName string, after *codec.Object, newRev int64) (string, error) {
+func (c Planner) renderDiff(oldName string, before *codec.Object, oldRev int64, newName string, after *codec.Object, newRev int64) (string, error) {
 	var a, b map[string]any
 	if before != nil {
 		a = before.Content
@@ -276,7 +276,7 @@ func patchedPaths(p Patch) []string {
 // warnings looks, through r, for what could undo a write of after or what
 // the operator should know first. before is the key as read (nil for a
 // create); revived says the write takes the object out of deletion.
-func (c Codec) warnings(ctx context.Context, r store.Reader, before *Current, after *codec.Object, revived bool) []string {
+func (c Planner) warnings(ctx context.Context, r store.Reader, before *Current, after *codec.Object, revived bool) []string {
 	var out []string
 	warn := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	deleting := revived || terminating(after.Meta) || (before != nil && terminating(before.Obj.Meta))
@@ -330,7 +330,7 @@ func (c Codec) warnings(ctx context.Context, r store.Reader, before *Current, af
 
 // lookup loads the object kind/namespace/name, where kind is a kind,
 // optionally qualified by its group ("StatefulSet.apps").
-func (c Codec) lookup(ctx context.Context, r store.Reader, kind, namespace, name string) (*Current, error) {
+func (c Planner) lookup(ctx context.Context, r store.Reader, kind, namespace, name string) (*Current, error) {
 	res, err := resource.Lookup(kind)
 	if err != nil {
 		return nil, err
@@ -347,7 +347,7 @@ func (c Codec) lookup(ctx context.Context, r store.Reader, kind, namespace, name
 
 // checkOwner warns when an ownerReference's owner is gone, has another uid
 // or is being deleted: the garbage collector would delete the object again.
-func (c Codec) checkOwner(ctx context.Context, r store.Reader, ns, what string, ref metav1.OwnerReference) string {
+func (c Planner) checkOwner(ctx context.Context, r store.Reader, ns, what string, ref metav1.OwnerReference) string {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return fmt.Sprintf("%s has an ownerReference with an invalid apiVersion %q; the garbage collector may delete it again", what, ref.APIVersion)
@@ -376,7 +376,7 @@ func (c Codec) checkOwner(ctx context.Context, r store.Reader, ns, what string, 
 }
 
 // checkNamespace warns when the object's namespace is gone or Terminating.
-func (c Codec) checkNamespace(ctx context.Context, r store.Reader, ns, what string) string {
+func (c Planner) checkNamespace(ctx context.Context, r store.Reader, ns, what string) string {
 	cur, err := c.lookup(ctx, r, "namespaces", "", ns)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -397,7 +397,7 @@ func (c Codec) checkNamespace(ctx context.Context, r store.Reader, ns, what stri
 
 // checkRetention warns when the StatefulSet owning a claim deletes its
 // claims.
-func (c Codec) checkRetention(ctx context.Context, r store.Reader, ns, what string, ref metav1.OwnerReference) []string {
+func (c Planner) checkRetention(ctx context.Context, r store.Reader, ns, what string, ref metav1.OwnerReference) []string {
 	cur, err := c.lookup(ctx, r, "statefulsets.apps", ns, ref.Name)
 	if err != nil || cur.Obj.Meta.UID != ref.UID {
 		return nil // reported by checkOwner when it matters
@@ -423,7 +423,7 @@ func (c Codec) checkRetention(ctx context.Context, r store.Reader, ns, what stri
 // PersistentVolume whose claimRef names the claim (a pre-bound volume, or
 // one whose binding the claim never recorded) and whose reclaim policy is
 // Delete. It reads every PersistentVolume once, page by page.
-func (c Codec) checkPreboundVolume(ctx context.Context, r store.Reader, pvc *corev1.PersistentVolumeClaim) string {
+func (c Planner) checkPreboundVolume(ctx context.Context, r store.Reader, pvc *corev1.PersistentVolumeClaim) string {
 	res, err := resource.Lookup("persistentvolumes")
 	if err != nil {
 		return ""
@@ -458,7 +458,7 @@ func (c Codec) checkPreboundVolume(ctx context.Context, r store.Reader, pvc *cor
 // errStopList ends a List early.
 var errStopList = errors.New("stop listing")
 
-func (c Codec) checkVolume(ctx context.Context, r store.Reader, pvc *corev1.PersistentVolumeClaim) string {
+func (c Planner) checkVolume(ctx context.Context, r store.Reader, pvc *corev1.PersistentVolumeClaim) string {
 	name := pvc.Spec.VolumeName
 	what := fmt.Sprintf("PersistentVolumeClaim %s/%s", pvc.Namespace, pvc.Name)
 	cur, err := c.lookup(ctx, r, "persistentvolumes", "", name)
@@ -483,7 +483,7 @@ func (c Codec) checkVolume(ctx context.Context, r store.Reader, pvc *corev1.Pers
 
 // checkClaim warns when the claim a volume's claimRef names is gone or has
 // another uid.
-func (c Codec) checkClaim(ctx context.Context, r store.Reader, pv *corev1.PersistentVolume) string {
+func (c Planner) checkClaim(ctx context.Context, r store.Reader, pv *corev1.PersistentVolume) string {
 	ref := pv.Spec.ClaimRef
 	what := "PersistentVolume " + pv.Name
 	cur, err := c.lookup(ctx, r, "persistentvolumeclaims", ref.Namespace, ref.Name)

@@ -29,11 +29,11 @@ func TestHelperApplyBlocks(t *testing.T) {
 	}
 	ctx := context.Background()
 	s := openStore(t, strings.Split(os.Getenv("ETCDPVC_ENDPOINTS"), ","))
-	p, err := Codec{}.MakePlan(ctx, s, os.Getenv("ETCDPVC_KEY"), Undelete{})
+	p, err := Planner{}.MakePlan(ctx, s, os.Getenv("ETCDPVC_KEY"), Undelete{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Apply(ctx, s, p, ApplyOptions{BackupDir: os.Getenv("ETCDPVC_BACKUP_DIR"), AfterBackup: func() {
+	_, err = Apply(ctx, s, p, ApplyOptions{BackupDir: os.Getenv("ETCDPVC_BACKUP_DIR"), afterBackup: func() {
 		fmt.Println("BACKUP-DURABLE")
 		time.Sleep(2 * hangGuard) // killed long before
 	}})
@@ -108,7 +108,7 @@ func TestKilledBetweenBackupAndWrite(t *testing.T) {
 		t.Errorf("audit log of a write that never happened: %v", err)
 	}
 	// The interrupted write can simply be made again.
-	p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+	p, err := Planner{}.MakePlan(ctx, s, pvcKey, Undelete{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,13 +127,13 @@ func TestLeaderStoppedDuringWrite(t *testing.T) {
 	orig := corpus(t, pvcFile)
 	rev := create(t, s, pvcKey, orig)
 
-	p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+	p, err := Planner{}.MakePlan(ctx, s, pvcKey, Undelete{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	leader := c.LeaderIndex(t)
 	stopped := make(chan struct{})
-	res, err := Apply(ctx, s, p, ApplyOptions{BackupDir: t.TempDir(), AfterBackup: func() {
+	res, err := Apply(ctx, s, p, ApplyOptions{BackupDir: t.TempDir(), afterBackup: func() {
 		go func() {
 			defer close(stopped)
 			c.StopMember(leader)

@@ -27,8 +27,8 @@ type SetClaimRef struct {
 	VolumeUID types.UID
 }
 
-// Apply implements Edit.
-func (s SetClaimRef) Apply(cur *Current) ([]byte, error) {
+// Transform implements Edit.
+func (s SetClaimRef) Transform(cur *Current) ([]byte, error) {
 	what := fmt.Sprintf("claimRef of %s %s", cur.Obj.GVK.Kind, cur.Obj.Name())
 	pv, err := volumeOf(cur, what)
 	if err != nil {
@@ -66,8 +66,8 @@ type SetVolumeName struct {
 	ClaimUID types.UID
 }
 
-// Apply implements Edit.
-func (s SetVolumeName) Apply(cur *Current) ([]byte, error) {
+// Transform implements Edit.
+func (s SetVolumeName) Transform(cur *Current) ([]byte, error) {
 	what := fmt.Sprintf("volumeName of %s %s", cur.Obj.GVK.Kind, cur.Obj.Name())
 	pvc, err := claimOf(cur, what)
 	if err != nil {
@@ -117,7 +117,7 @@ func (rb *Rebind) Plans() []*Plan { return []*Plan{rb.Volume, rb.Claim} }
 // another volume that names it, and when either is being deleted. It warns
 // when the binder would refuse the pair (storage class, size, access
 // modes, volume mode) and when the volume's reclaim policy is Delete.
-func (c Codec) PlanRebind(ctx context.Context, r store.Reader, volume, namespace, claim string, force bool) (*Rebind, error) {
+func (c Planner) PlanRebind(ctx context.Context, r store.Reader, volume, namespace, claim string, force bool) (*Rebind, error) {
 	what := fmt.Sprintf("rebind PersistentVolume %s to PersistentVolumeClaim %s/%s", volume, namespace, claim)
 	pvcCur, err := c.lookup(ctx, r, "persistentvolumeclaims", namespace, claim)
 	if err != nil {

@@ -138,7 +138,7 @@ func TestPlanRebind(t *testing.T) {
 			for k, v := range tc.objects {
 				create(t, s, k, v)
 			}
-			rb, err := Codec{}.PlanRebind(ctx, s, "pv-www-web-1", "demo", tc.claim, tc.force)
+			rb, err := Planner{}.PlanRebind(ctx, s, "pv-www-web-1", "demo", tc.claim, tc.force)
 			if tc.err != nil || tc.msg != "" {
 				if err == nil || (tc.err != nil && !errors.Is(err, tc.err)) || !strings.Contains(err.Error(), tc.msg) {
 					t.Fatalf("PlanRebind = %v, want an error matching %v containing %q", err, tc.err, tc.msg)
@@ -185,15 +185,15 @@ func TestPlanRebind(t *testing.T) {
 // TestRebindEditsCheckUIDs: the edits refuse an object re-created between
 // the checks and the plan.
 func TestRebindEditsCheckUIDs(t *testing.T) {
-	_, err := SetVolumeName{Volume: "pv-www-web-1", ClaimUID: newUID}.Apply(current(t, boundKey, corpus(t, pvcBound)))
+	_, err := SetVolumeName{Volume: "pv-www-web-1", ClaimUID: newUID}.Transform(current(t, boundKey, corpus(t, pvcBound)))
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "re-created since") {
 		t.Errorf("SetVolumeName = %v, want a refusal", err)
 	}
-	_, err = SetClaimRef{Namespace: "demo", Name: "www-web-1", UID: newUID, VolumeUID: newUID}.Apply(current(t, boundPVKey, corpus(t, boundPVFile)))
+	_, err = SetClaimRef{Namespace: "demo", Name: "www-web-1", UID: newUID, VolumeUID: newUID}.Transform(current(t, boundPVKey, corpus(t, boundPVFile)))
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "re-created since") {
 		t.Errorf("SetClaimRef = %v, want a refusal", err)
 	}
-	_, err = SetClaimRef{Namespace: "demo", Name: "www-web-1", UID: newUID}.Apply(current(t, boundKey, corpus(t, pvcBound)))
+	_, err = SetClaimRef{Namespace: "demo", Name: "www-web-1", UID: newUID}.Transform(current(t, boundKey, corpus(t, pvcBound)))
 	if err == nil || !strings.Contains(err.Error(), "is not a v1 PersistentVolume") {
 		t.Errorf("SetClaimRef on a claim = %v", err)
 	}

@@ -48,8 +48,8 @@ type ResizeRecover struct {
 	To apiresource.Quantity
 }
 
-// Apply implements Edit.
-func (r ResizeRecover) Apply(cur *Current) ([]byte, error) {
+// Transform implements Edit.
+func (r ResizeRecover) Transform(cur *Current) ([]byte, error) {
 	what := fmt.Sprintf("resize-recover of %s %s", cur.Obj.GVK.Kind, cur.Obj.Name())
 	pvc, err := claimOf(cur, what)
 	if err != nil {
@@ -144,7 +144,7 @@ func withoutLegacyResizeStatus(cur *Current) (*Current, error) {
 	if cur.Obj.Format != codec.FormatProtobuf {
 		return cur, nil
 	}
-	env, err := codec.ParseEnvelope(cur.Plain)
+	env, err := codec.ParseUnknown(cur.Plain)
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func TestResizeRecover(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cur := current(t, boundKey, tc.value)
-			got, err := ResizeRecover{To: apiresource.MustParse(tc.to)}.Apply(cur)
+			got, err := ResizeRecover{To: apiresource.MustParse(tc.to)}.Transform(cur)
 			if tc.want == nil {
 				if err == nil || (tc.err != nil && !errors.Is(err, tc.err)) || !strings.Contains(err.Error(), tc.msg) {
 					t.Fatalf("Apply = %v, want an error matching %v containing %q", err, tc.err, tc.msg)
@@ -123,7 +123,7 @@ func TestResizeRecover(t *testing.T) {
 // text, the legacy resizeStatus included, and nothing else changes.
 func TestResizeRecoverJSON(t *testing.T) {
 	stored := asJSON(t, failedExpansion(t), map[string]any{"resizeStatus": "ControllerExpansionFailed"})
-	got, err := ResizeRecover{To: apiresource.MustParse("20Gi")}.Apply(current(t, boundKey, stored))
+	got, err := ResizeRecover{To: apiresource.MustParse("20Gi")}.Transform(current(t, boundKey, stored))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestResizeRecoverPlan(t *testing.T) {
 	create(t, s, "/registry/persistentvolumes/pv-www-web-1", typedEdit(t, corpus(t, "persistentvolumes__-__pv-www-web-1__bound"), func(pv *corev1.PersistentVolume) {
 		pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
 	}))
-	p, err := Codec{}.MakePlan(ctx, s, boundKey, ResizeRecover{To: apiresource.MustParse("20Gi")})
+	p, err := Planner{}.MakePlan(ctx, s, boundKey, ResizeRecover{To: apiresource.MustParse("20Gi")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestResizeRecoverPlan(t *testing.T) {
 // ResizeRecover's deliberate removal gets past the round-trip guard.
 func TestLegacyResizeStatusIsUnknown(t *testing.T) {
 	cur := current(t, boundKey, withLegacyResizeStatus(t, failedExpansion(t)))
-	_, err := Patch{Type: PatchMerge, Patch: []byte(`{"spec":{"resources":{"requests":{"storage":"20Gi"}}}}`)}.Apply(cur)
+	_, err := Patch{Type: PatchMerge, Patch: []byte(`{"spec":{"resources":{"requests":{"storage":"20Gi"}}}}`)}.Transform(cur)
 	if !errors.Is(err, codec.ErrLossy) {
 		t.Fatalf("Patch = %v, want an error wrapping codec.ErrLossy", err)
 	}

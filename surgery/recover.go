@@ -15,7 +15,7 @@ import (
 // fails (ErrExists here, a conflict in Apply) if the key exists. live is
 // the store the object is recreated in; it is read to check that the key
 // is absent and to collect warnings.
-func (c Codec) PlanRecover(ctx context.Context, live store.Reader, kv store.KeyValue) (*Plan, error) {
+func (c Planner) PlanRecover(ctx context.Context, live store.Reader, kv store.KeyValue) (*Plan, error) {
 	what := fmt.Sprintf("recover %s from revision %d", kv.Key, kv.ModRevision)
 	if len(kv.Value) == 0 {
 		return nil, fmt.Errorf("%s: that revision holds no value (a deletion)", what)
@@ -31,7 +31,7 @@ func (c Codec) PlanRecover(ctx context.Context, live store.Reader, kv store.KeyV
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	newPlain, err := Undelete{}.Apply(src)
+	newPlain, err := Undelete{}.Transform(src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

@@ -95,7 +95,7 @@ func TestAmbiguousWrite(t *testing.T) {
 			} else {
 				create(t, s, pvcKey, orig)
 			}
-			p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+			p, err := Planner{}.MakePlan(ctx, s, pvcKey, Undelete{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,11 +134,11 @@ func TestCancelledWriteNotRetried(t *testing.T) {
 	_, s := startEtcd(t)
 	rev := create(t, s, pvcKey, corpus(t, pvcFile))
 	ctx, cancel := context.WithCancel(testCtx(t))
-	p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+	p, err := Planner{}.MakePlan(ctx, s, pvcKey, Undelete{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Apply(ctx, s, p, ApplyOptions{BackupDir: t.TempDir(), AfterBackup: cancel})
+	_, err = Apply(ctx, s, p, ApplyOptions{BackupDir: t.TempDir(), afterBackup: cancel})
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing written") {
 		t.Fatalf("Apply = %v, want a cancelled write with nothing written", err)
 	}
@@ -200,7 +200,7 @@ func TestLostTransactionReleased(t *testing.T) {
 
 	t.Run("released before the fence: written", func(t *testing.T) {
 		rev := resetPVC(t, direct, orig)
-		p, err := Codec{}.MakePlan(ctx, through, pvcKey, Undelete{})
+		p, err := Planner{}.MakePlan(ctx, through, pvcKey, Undelete{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +225,7 @@ func TestLostTransactionReleased(t *testing.T) {
 
 	t.Run("released after the fence: its comparison fails, written again", func(t *testing.T) {
 		rev := resetPVC(t, direct, orig)
-		p, err := Codec{}.MakePlan(ctx, through, pvcKey, Undelete{})
+		p, err := Planner{}.MakePlan(ctx, through, pvcKey, Undelete{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +255,7 @@ func TestLostTransactionReleased(t *testing.T) {
 
 	t.Run("interrupted, released after the fence: nothing written", func(t *testing.T) {
 		rev := resetPVC(t, direct, orig)
-		p, err := Codec{}.MakePlan(ctx, through, pvcKey, Undelete{})
+		p, err := Planner{}.MakePlan(ctx, through, pvcKey, Undelete{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,7 +343,7 @@ func TestLostTransactionSoak(t *testing.T) {
 		} else {
 			resetPVC(t, direct, orig)
 			var err error
-			if p, err = (Codec{}).MakePlan(ctx, through, pvcKey, Undelete{}); err != nil {
+			if p, err = (Planner{}).MakePlan(ctx, through, pvcKey, Undelete{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -397,11 +397,11 @@ func TestExecuteUncertainAfterWrite(t *testing.T) {
 	direct, proxy, through := proxied(t)
 	create(t, direct, pvcKey, corpus(t, pvcFile))
 	create(t, direct, nsKey, corpus(t, nsFile))
-	first, err := Codec{}.MakePlan(ctx, through, pvcKey, Undelete{})
+	first, err := Planner{}.MakePlan(ctx, through, pvcKey, Undelete{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := Codec{}.MakePlan(ctx, through, nsKey, Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"a": "b"}}})
+	second, err := Planner{}.MakePlan(ctx, through, nsKey, Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"a": "b"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func checkCluster(ctx context.Context, r store.Reader, b *Backup, force bool) ([
 // restored value must be the object its key names (ErrKeyMismatch) and the
 // same object as the one at the key (kind, name, namespace, uid), forced
 // or not. A key that already holds the original gives a NoOp plan.
-func (c Codec) PlanRestore(ctx context.Context, r store.Reader, b *Backup, force bool) (*Plan, error) {
+func (c Planner) PlanRestore(ctx context.Context, r store.Reader, b *Backup, force bool) (*Plan, error) {
 	what := fmt.Sprintf("restore %s from %s", b.Key, b.Path)
 	warnings := append([]string(nil), b.Warnings...)
 	cw, err := checkCluster(ctx, r, b, force)
@@ -140,7 +140,7 @@ func (c Codec) PlanRestore(ctx context.Context, r store.Reader, b *Backup, force
 }
 
 // planPutBack plans writing a backup's value back.
-func (c Codec) planPutBack(ctx context.Context, r store.Reader, b *Backup, force bool, what string) (*Plan, error) {
+func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, force bool, what string) (*Plan, error) {
 	gr, known := c.groupResource(b.Key)
 	plain, _, stale, err := c.decrypt(ctx, gr, known, b.Key, b.Value)
 	if err != nil {
@@ -236,7 +236,7 @@ func (c Codec) planPutBack(ctx context.Context, r store.Reader, b *Backup, force
 
 // planUncreate plans undoing a create: deleting the key while it still
 // holds exactly what etcdpvc created.
-func (c Codec) planUncreate(ctx context.Context, r store.Reader, b *Backup, force bool, what string) (*Plan, error) {
+func (c Planner) planUncreate(ctx context.Context, r store.Reader, b *Backup, force bool, what string) (*Plan, error) {
 	gr, _ := c.groupResource(b.Key)
 	p := &Plan{
 		Key:         b.Key,
@@ -291,7 +291,7 @@ func (c Codec) planUncreate(ctx context.Context, r store.Reader, b *Backup, forc
 
 // envelopeName names the provider header of an encrypted value.
 func envelopeName(v []byte) string {
-	if e, ok := codec.ParseEncryptionEnvelope(v); ok {
+	if e, ok := codec.ParseEncryptionHeader(v); ok {
 		return fmt.Sprintf("k8s:enc:%s:%s:%s", e.Provider, e.Version, e.KeyName)
 	}
 	return "k8s:enc:"
@@ -301,7 +301,7 @@ func envelopeName(v []byte) string {
 // digests and, around the first byte where they differ, the bytes
 // themselves, quoted. A Secret's bytes are shown only with ShowSecrets.
 // newValue nil means the key is deleted.
-func (c Codec) rawDiff(key, res string, old []byte, oldRev int64, newValue []byte, newName string, why error) string {
+func (c Planner) rawDiff(key, res string, old []byte, oldRev int64, newValue []byte, newName string, why error) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "--- %s (revision %d, raw bytes: %v)\n+++ %s\n", key, oldRev, why, newName)
 	if newValue == nil {
@@ -368,8 +368,8 @@ func applyDelete(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (
 	if err != nil {
 		return nil, fmt.Errorf("delete %s: back up before deleting: %w; nothing written", p.Key, err)
 	}
-	if o.AfterBackup != nil {
-		o.AfterBackup()
+	if o.afterBackup != nil {
+		o.afterBackup()
 	}
 	res := &Result{BackupPath: path}
 	rev, err := d.CompareAndDelete(ctx, p.Key, p.Expect)

@@ -16,7 +16,7 @@ import (
 
 // undeleteOnce undeletes the PVC at pvcKey through the write path and
 // returns the backup.
-func undeleteOnce(t *testing.T, c Codec, s *store.Etcd, dir string) *Backup {
+func undeleteOnce(t *testing.T, c Planner, s *store.Etcd, dir string) *Backup {
 	t.Helper()
 	ctx := testCtx(t)
 	p, err := c.MakePlan(ctx, s, pvcKey, Undelete{})
@@ -45,8 +45,8 @@ func TestRestore(t *testing.T) {
 	t.Run("after our write", func(t *testing.T) {
 		dir := t.TempDir()
 		create(t, s, pvcKey, orig)
-		b := undeleteOnce(t, Codec{}, s, dir)
-		p, err := Codec{}.PlanRestore(ctx, s, b, false)
+		b := undeleteOnce(t, Planner{}, s, dir)
+		p, err := Planner{}.PlanRestore(ctx, s, b, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestRestore(t *testing.T) {
 		if n := len(backups(t, dir)); n != 2 {
 			t.Errorf("%d backups, want 2", n)
 		}
-		again, err := Codec{}.PlanRestore(ctx, s, b, false)
+		again, err := Planner{}.PlanRestore(ctx, s, b, false)
 		if err != nil || !again.NoOp {
 			t.Fatalf("second restore: %v, NoOp %v", err, again != nil && again.NoOp)
 		}
@@ -75,14 +75,14 @@ func TestRestore(t *testing.T) {
 	t.Run("after a third-party change", func(t *testing.T) {
 		dir := t.TempDir()
 		create(t, s, pvcKey, orig)
-		b := undeleteOnce(t, Codec{}, s, dir)
+		b := undeleteOnce(t, Planner{}, s, dir)
 		// Someone (a controller) labels the object after our write.
 		kv := get(t, s, pvcKey)
 		changed := mustEditMeta(t, kv.Value, codec.MetaEdit{SetLabels: map[string]string{"touched": "yes"}})
 		if _, err := s.CompareAndSwap(ctx, pvcKey, kv.ModRevision, changed, 0); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Codec{}.PlanRestore(ctx, s, b, false)
+		_, err := Planner{}.PlanRestore(ctx, s, b, false)
 		var ce *ChangedError
 		if !errors.Is(err, ErrChangedSinceBackup) || !errors.As(err, &ce) {
 			t.Fatalf("PlanRestore = %v, want ErrChangedSinceBackup", err)
@@ -93,7 +93,7 @@ func TestRestore(t *testing.T) {
 		if got := get(t, s, pvcKey).Value; !bytes.Equal(got, changed) {
 			t.Fatal("refused restore wrote")
 		}
-		p, err := Codec{}.PlanRestore(ctx, s, b, true)
+		p, err := Planner{}.PlanRestore(ctx, s, b, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,11 +114,11 @@ func TestRestore(t *testing.T) {
 	t.Run("after a delete", func(t *testing.T) {
 		dir := t.TempDir()
 		create(t, s, pvcKey, orig)
-		b := undeleteOnce(t, Codec{}, s, dir)
+		b := undeleteOnce(t, Planner{}, s, dir)
 		if _, err := cli.Delete(ctx, pvcKey); err != nil {
 			t.Fatal(err)
 		}
-		p, err := Codec{}.PlanRestore(ctx, s, b, false)
+		p, err := Planner{}.PlanRestore(ctx, s, b, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestRestore(t *testing.T) {
 			t.Fatalf("backup of a create: %v %+v", err, nb)
 		}
 		// Restoring the backup of that create deletes the key again.
-		dp, err := (Codec{}).PlanRestore(ctx, s, nb, false)
+		dp, err := (Planner{}).PlanRestore(ctx, s, nb, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestReadBackupChecks(t *testing.T) {
 	_, s := startEtcd(t)
 	create(t, s, pvcKey, corpus(t, pvcFile))
 	dir := t.TempDir()
-	b := undeleteOnce(t, Codec{}, s, dir)
+	b := undeleteOnce(t, Planner{}, s, dir)
 	data, err := os.ReadFile(b.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestEncrypted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(enc.Close)
-	c := Codec{Enc: enc}
+	c := Planner{Enc: enc}
 	_, s := startEtcd(t)
 	orig, err := os.ReadFile(filepath.Join("..", "fixtures", "corpus", "encrypted", "persistentvolumeclaims__demo__www-web-0__terminating__secretbox.bin"))
 	if err != nil {
@@ -187,7 +187,7 @@ func TestEncrypted(t *testing.T) {
 	}
 	create(t, s, pvcKey, orig)
 
-	if _, err := (Codec{}).MakePlan(ctx, s, pvcKey, Undelete{}); !errors.Is(err, codec.ErrEncrypted) {
+	if _, err := (Planner{}).MakePlan(ctx, s, pvcKey, Undelete{}); !errors.Is(err, codec.ErrEncrypted) {
 		t.Fatalf("without an encryption config: %v, want ErrEncrypted", err)
 	}
 	dir := t.TempDir()
@@ -226,12 +226,12 @@ func TestSecretRedacted(t *testing.T) {
 	create(t, s, secKey, corpus(t, secFile))
 	patch := Patch{PatchMerge, []byte(`{"data":{"password":"bmV3"}}`)}
 	for _, tc := range []struct {
-		codec   Codec
+		codec   Planner
 		want    []string
 		notWant []string
 	}{
-		{Codec{}, []string{"-  password: '<redacted: 12 bytes>'", "+  password: '<redacted: 3 bytes, changed>'", "   username: '<redacted: 5 bytes>'"}, []string{"czNjcjN0", "bmV3"}},
-		{Codec{ShowSecrets: true}, []string{"-  password: czNjcjN0LXBsYWlu", "+  password: bmV3"}, nil},
+		{Planner{}, []string{"-  password: '<redacted: 12 bytes>'", "+  password: '<redacted: 3 bytes, changed>'", "   username: '<redacted: 5 bytes>'"}, []string{"czNjcjN0", "bmV3"}},
+		{Planner{ShowSecrets: true}, []string{"-  password: czNjcjN0LXBsYWlu", "+  password: bmV3"}, nil},
 	} {
 		p, err := tc.codec.MakePlan(ctx, s, secKey, patch)
 		if err != nil {
@@ -268,7 +268,7 @@ func TestRecover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Codec{}.PlanRecover(ctx, s, *old)
+	p, err := Planner{}.PlanRecover(ctx, s, *old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,14 +287,14 @@ func TestRecover(t *testing.T) {
 	if obj.Meta.UID != want.Meta.UID || obj.Meta.DeletionTimestamp != nil || len(obj.Meta.Finalizers) != 1 {
 		t.Fatalf("recovered metadata: %+v", obj.Meta)
 	}
-	if _, err := (Codec{}).PlanRecover(ctx, s, *old); !errors.Is(err, ErrExists) {
+	if _, err := (Planner{}).PlanRecover(ctx, s, *old); !errors.Is(err, ErrExists) {
 		t.Fatalf("recover over an existing key: %v, want ErrExists", err)
 	}
 	// A create planned while the key was absent conflicts if it appears.
 	if _, err := cl.Client(t).Delete(ctx, pvcKey); err != nil {
 		t.Fatal(err)
 	}
-	p, err = Codec{}.PlanRecover(ctx, s, *old)
+	p, err = Planner{}.PlanRecover(ctx, s, *old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestRestoreOtherCluster(t *testing.T) {
 	create(t, a, pvcKey, orig)
 	create(t, b, pvcKey, orig)
 	dir := t.TempDir()
-	p, err := Codec{}.MakePlan(ctx, a, pvcKey, Undelete{})
+	p, err := Planner{}.MakePlan(ctx, a, pvcKey, Undelete{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestRestoreOtherCluster(t *testing.T) {
 	if _, err := b.CompareAndSwap(ctx, pvcKey, kv.ModRevision, get(t, a, pvcKey).Value, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Codec{}.PlanRestore(ctx, b, bk, false)
+	_, err = Planner{}.PlanRestore(ctx, b, bk, false)
 	var oc *OtherClusterError
 	if !errors.Is(err, ErrOtherCluster) || !errors.As(err, &oc) {
 		t.Fatalf("restore into another cluster: %v, want ErrOtherCluster", err)
@@ -359,7 +359,7 @@ func TestRestoreOtherCluster(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
 	}
-	fp, err := Codec{}.PlanRestore(ctx, b, bk, true)
+	fp, err := Planner{}.PlanRestore(ctx, b, bk, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestRestoreOtherCluster(t *testing.T) {
 		t.Errorf("forced restore into another cluster does not warn: %q", fp.Warnings)
 	}
 	// Into its own cluster: no cluster warning.
-	own, err := Codec{}.PlanRestore(ctx, a, bk, false)
+	own, err := Planner{}.PlanRestore(ctx, a, bk, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ func TestForgedBackup(t *testing.T) {
 	ctx := testCtx(t)
 	_, s := startEtcd(t)
 	create(t, s, pvcKey, corpus(t, pvcFile))
-	b := undeleteOnce(t, Codec{}, s, t.TempDir())
+	b := undeleteOnce(t, Planner{}, s, t.TempDir())
 	if b.Version != 2 || b.Digest == "" {
 		t.Fatalf("new backup: version %d digest %q", b.Version, b.Digest)
 	}
@@ -433,7 +433,7 @@ func TestForgedBackup(t *testing.T) {
 		if len(v1.Warnings) != 1 || !strings.Contains(v1.Warnings[0], "not covered by a digest") {
 			t.Fatalf("warnings: %q", v1.Warnings)
 		}
-		p, err := Codec{}.PlanRestore(ctx, s, v1, false)
+		p, err := Planner{}.PlanRestore(ctx, s, v1, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -449,7 +449,7 @@ func TestForgedBackup(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, force := range []bool{false, true} {
-			_, err := Codec{}.PlanRestore(ctx, s, fb, force)
+			_, err := Planner{}.PlanRestore(ctx, s, fb, force)
 			if !errors.Is(err, ErrKeyMismatch) {
 				t.Fatalf("force %v: %v, want ErrKeyMismatch", force, err)
 			}
@@ -472,11 +472,11 @@ func TestKeyMismatchEdit(t *testing.T) {
 	_, s := startEtcd(t)
 	ghost := "/registry/secrets/demo/ghost"
 	create(t, s, ghost, corpus(t, pvcFile))
-	_, err := Codec{}.MakePlan(ctx, s, ghost, Undelete{})
+	_, err := Planner{}.MakePlan(ctx, s, ghost, Undelete{})
 	if !errors.Is(err, ErrKeyMismatch) || !strings.Contains(err.Error(), "holds persistentvolumeclaim www-web-0 in namespace demo, but the key names secret ghost in namespace demo") {
 		t.Fatalf("undelete of a mismatched key: %v", err)
 	}
-	p, err := Codec{AllowKeyMismatch: true}.MakePlan(ctx, s, ghost, Undelete{})
+	p, err := Planner{AllowKeyMismatch: true}.MakePlan(ctx, s, ghost, Undelete{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +485,7 @@ func TestKeyMismatchEdit(t *testing.T) {
 	}
 	// A recover of that revision is refused too.
 	kv := get(t, s, ghost)
-	if _, err := (Codec{}).PlanRecover(ctx, s, store.KeyValue{Key: "/registry/secrets/demo/ghost2", Value: kv.Value, ModRevision: kv.ModRevision}); !errors.Is(err, ErrKeyMismatch) {
+	if _, err := (Planner{}).PlanRecover(ctx, s, store.KeyValue{Key: "/registry/secrets/demo/ghost2", Value: kv.Value, ModRevision: kv.ModRevision}); !errors.Is(err, ErrKeyMismatch) {
 		t.Fatalf("recover: %v, want ErrKeyMismatch", err)
 	}
 }
@@ -504,7 +504,7 @@ func TestRestoreReseals(t *testing.T) {
 	plain := corpus(t, secFile)
 	create(t, s, secKey, plain)
 	dir := t.TempDir()
-	p, err := Codec{}.MakePlan(ctx, s, secKey, Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"x": "y"}}})
+	p, err := Planner{}.MakePlan(ctx, s, secKey, Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"x": "y"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,11 +527,11 @@ func TestRestoreReseals(t *testing.T) {
 	}
 
 	for _, force := range []bool{false, true} {
-		if _, err := (Codec{}).PlanRestore(ctx, s, b, force); !errors.Is(err, ErrPlaintextIntoEncrypted) {
+		if _, err := (Planner{}).PlanRestore(ctx, s, b, force); !errors.Is(err, ErrPlaintextIntoEncrypted) {
 			t.Fatalf("force %v, no config: %v, want ErrPlaintextIntoEncrypted", force, err)
 		}
 	}
-	c := Codec{Enc: enc}
+	c := Planner{Enc: enc}
 	rp, err := c.PlanRestore(ctx, s, b, true)
 	if err != nil {
 		t.Fatal(err)
@@ -563,13 +563,13 @@ func TestRestoreOverUndecodable(t *testing.T) {
 	orig := corpus(t, pvcFile)
 	create(t, s, pvcKey, orig)
 	dir := t.TempDir()
-	b := undeleteOnce(t, Codec{}, s, dir)
+	b := undeleteOnce(t, Planner{}, s, dir)
 	kv := get(t, s, pvcKey)
 	damaged := append(append([]byte(nil), kv.Value...), '\n')
 	if _, err := s.CompareAndSwap(ctx, pvcKey, kv.ModRevision, damaged, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Codec{}.PlanRestore(ctx, s, b, false)
+	_, err := Planner{}.PlanRestore(ctx, s, b, false)
 	var ce *ChangedError
 	if !errors.As(err, &ce) || ce.Undecodable == nil {
 		t.Fatalf("restore over a damaged value: %v, want a ChangedError with the decode error", err)
@@ -577,7 +577,7 @@ func TestRestoreOverUndecodable(t *testing.T) {
 	if !strings.Contains(ce.Diff, "raw bytes") || !strings.Contains(ce.Diff, `\n"`) {
 		t.Errorf("raw diff:\n%s", ce.Diff)
 	}
-	p, err := Codec{}.PlanRestore(ctx, s, b, true)
+	p, err := Planner{}.PlanRestore(ctx, s, b, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +605,7 @@ func TestRestoreOfCreate(t *testing.T) {
 	}
 	dir := t.TempDir()
 	recoverOnce := func() *Backup {
-		p, err := Codec{}.PlanRecover(ctx, s, *old)
+		p, err := Planner{}.PlanRecover(ctx, s, *old)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -622,7 +622,7 @@ func TestRestoreOfCreate(t *testing.T) {
 
 	b := recoverOnce()
 	created := get(t, s, pvcKey)
-	p, err := Codec{}.PlanRestore(ctx, s, b, false)
+	p, err := Planner{}.PlanRestore(ctx, s, b, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,7 +636,7 @@ func TestRestoreOfCreate(t *testing.T) {
 	if _, err := s.Get(ctx, pvcKey, 0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("after the restore the key is %v, want deleted", err)
 	}
-	again, err := Codec{}.PlanRestore(ctx, s, b, false)
+	again, err := Planner{}.PlanRestore(ctx, s, b, false)
 	if err != nil || !again.NoOp {
 		t.Fatalf("second restore: %v, NoOp %v", err, again != nil && again.NoOp)
 	}
@@ -648,7 +648,7 @@ func TestRestoreOfCreate(t *testing.T) {
 	if !bytes.Equal(db.Value, created.Value) || db.Absent {
 		t.Fatal("the delete's backup does not hold the deleted value")
 	}
-	rp, err := Codec{}.PlanRestore(ctx, s, db, false)
+	rp, err := Planner{}.PlanRestore(ctx, s, db, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -669,7 +669,7 @@ func TestRestoreOfCreate(t *testing.T) {
 	if _, err := s.CompareAndSwap(ctx, pvcKey, kv.ModRevision, changed, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Codec{}.PlanRestore(ctx, s, b, false)
+	_, err = Planner{}.PlanRestore(ctx, s, b, false)
 	var ce *ChangedError
 	if !errors.As(err, &ce) || !strings.Contains(ce.Diff, "touched") {
 		t.Fatalf("restore of a changed create: %v", err)
@@ -677,7 +677,7 @@ func TestRestoreOfCreate(t *testing.T) {
 	if got := get(t, s, pvcKey).Value; !bytes.Equal(got, changed) {
 		t.Fatal("refused restore wrote")
 	}
-	fp, err := Codec{}.PlanRestore(ctx, s, b, true)
+	fp, err := Planner{}.PlanRestore(ctx, s, b, true)
 	if err != nil || !fp.Delete {
 		t.Fatalf("forced: %v", err)
 	}
@@ -700,7 +700,7 @@ func TestBackupDirNotAnAttackSurface(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(dir, AuditLogName)); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+	p, err := Planner{}.MakePlan(ctx, s, pvcKey, Undelete{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -761,17 +761,17 @@ func TestRawDiff(t *testing.T) {
 	old := []byte("k8s\x00value-with-a-password\n")
 	newValue := []byte("k8s\x00value-with-a-password")
 	why := errors.New("does not decode")
-	d := Codec{}.rawDiff(pvcKey, "persistentvolumeclaims", old, 7, newValue, "backup", why)
+	d := Planner{}.rawDiff(pvcKey, "persistentvolumeclaims", old, 7, newValue, "backup", why)
 	for _, want := range []string{"raw bytes: does not decode", "26 bytes", "25 bytes", "differ from byte 25", `-"k8s\x00value-with-a-password\n"`, `+"k8s\x00value-with-a-password"`} {
 		if !strings.Contains(d, want) {
 			t.Errorf("diff lacks %q:\n%s", want, d)
 		}
 	}
-	d = Codec{}.rawDiff(secKey, "secrets", old, 7, newValue, "backup", why)
+	d = Planner{}.rawDiff(secKey, "secrets", old, 7, newValue, "backup", why)
 	if strings.Contains(d, "password") || !strings.Contains(d, "--show-secrets") {
 		t.Errorf("a Secret's raw diff shows its bytes:\n%s", d)
 	}
-	d = Codec{ShowSecrets: true}.rawDiff(secKey, "secrets", old, 7, newValue, "backup", why)
+	d = Planner{ShowSecrets: true}.rawDiff(secKey, "secrets", old, 7, newValue, "backup", why)
 	if !strings.Contains(d, "password") {
 		t.Errorf("--show-secrets hides the bytes:\n%s", d)
 	}

@@ -18,7 +18,7 @@ import (
 func planPure(t *testing.T, key string, value []byte, e Edit) (changed bool, warning string, err error) {
 	t.Helper()
 	cur := current(t, key, value)
-	out, err := e.Apply(cur)
+	out, err := e.Transform(cur)
 	if err != nil {
 		return false, "", err
 	}

@@ -88,7 +88,7 @@ func TestWarnings(t *testing.T) {
 		for k, v := range map[string][]byte{pvcKey: withOwners(), nsKey: ns, pvKey: deletePV} {
 			create(t, s, k, v)
 		}
-		p, err := Codec{}.MakePlan(ctx, s, pvcKey, Meta{MetaEdit: codec.MetaEdit{RemoveFinalizers: []string{"kubernetes.io/pvc-protection"}}})
+		p, err := Planner{}.MakePlan(ctx, s, pvcKey, Meta{MetaEdit: codec.MetaEdit{RemoveFinalizers: []string{"kubernetes.io/pvc-protection"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestWarnings(t *testing.T) {
 			for k, v := range tc.objects {
 				create(t, s, k, v)
 			}
-			p, err := Codec{}.MakePlan(ctx, s, pvcKey, Undelete{})
+			p, err := Planner{}.MakePlan(ctx, s, pvcKey, Undelete{})
 			if err != nil {
 				t.Fatal(err)
 			}

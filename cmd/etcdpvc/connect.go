@@ -21,7 +21,7 @@ type session struct {
 	etcd     *store.Etcd // nil with --db
 	bolt     *store.Bolt // nil without --db
 	enc      *encryption.Config
-	codec    surgery.Codec
+	planner  surgery.Planner
 	resolver resource.Resolver
 	// description names the store for messages and backups.
 	description string
@@ -172,7 +172,7 @@ func newSession(e *env, g *globalOptions) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{g: g, enc: enc, codec: surgery.Codec{Enc: enc, Prefix: g.Prefix}}, nil
+	return &session{g: g, enc: enc, planner: surgery.Planner{Enc: enc, Prefix: g.Prefix}}, nil
 }
 
 // boltOptions are the options a --db file is opened with.
@@ -290,7 +290,7 @@ func (s *session) crdScope(e *env) resource.ScopeFunc {
 			}
 			return false, err
 		}
-		cur, err := s.codec.Load(e.ctx, s.reader, key, kv.ModRevision)
+		cur, err := s.planner.Load(e.ctx, s.reader, key, kv.ModRevision)
 		if err != nil {
 			return false, err
 		}

@@ -368,7 +368,7 @@ func (d *doctor) encryption(s *session) {
 	if s.enc == nil {
 		switch {
 		case sample != nil && codec.Detect(sample.Value) == codec.FormatEncrypted:
-			env, _ := codec.ParseEncryptionEnvelope(sample.Value)
+			env, _ := codec.ParseEncryptionHeader(sample.Value)
 			d.report(checkFail, "encryption", "%s is encrypted at rest (%s) but no --encryption-config was given: encrypted objects can be neither read nor written (--kubeadm finds the config)", sample.Key, env.String())
 		default:
 			d.report(checkOK, "encryption", "no --encryption-config: values are read as stored; an encrypted one would fail to decode")
@@ -384,7 +384,7 @@ func (d *doctor) encryption(s *session) {
 	if sample == nil {
 		return
 	}
-	if _, err := s.codec.Open(e.ctx, *sample); err != nil {
+	if _, err := s.planner.Open(e.ctx, *sample); err != nil {
 		d.report(checkFail, "encryption", "%s does not decrypt with this config: %v", sample.Key, err)
 	} else {
 		d.report(checkOK, "encryption", "%s decrypts and decodes with this config", sample.Key)

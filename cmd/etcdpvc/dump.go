@@ -256,11 +256,11 @@ func (d *dumper) record(kv *store.KeyValue, deleted bool) error {
 // decode fills rec's object, or says in rec why it cannot.
 func (d *dumper) decode(kv *store.KeyValue, rec *dumpRecord) {
 	if codec.Detect(kv.Value) == codec.FormatEncrypted {
-		if env, ok := codec.ParseEncryptionEnvelope(kv.Value); ok {
+		if env, ok := codec.ParseEncryptionHeader(kv.Value); ok {
 			rec.Encrypted = env.String()
 		}
 	}
-	cur, err := d.s.codec.Open(d.e.ctx, *kv)
+	cur, err := d.s.planner.Open(d.e.ctx, *kv)
 	if err != nil {
 		rec.Error = err.Error()
 		if errors.Is(err, codec.ErrEncrypted) || errors.Is(err, encryption.ErrKeyNotFound) || errors.Is(err, encryption.ErrNoConfig) {

@@ -68,7 +68,7 @@ etcdpvc --kubeadm undelete pv pv-www-web-0`,
 			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers"), RequireTerminating: true}
 			err = planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
 				func(s *session) (surgery.Edit, error) {
-					s.codec.AllowKeyMismatch = c.Bool("force")
+					s.planner.AllowKeyMismatch = c.Bool("force")
 					return ed, nil
 				})
 			if errors.Is(err, surgery.ErrNotApplicable) {
@@ -256,7 +256,7 @@ func editCommand() command {
 				if err != nil {
 					return nil, err
 				}
-				cur, err := s.codec.Load(e.ctx, s.reader, ref.Key, 0)
+				cur, err := s.planner.Load(e.ctx, s.reader, ref.Key, 0)
 				if err != nil {
 					return nil, err
 				}
@@ -356,8 +356,8 @@ etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client
 				return err
 			}
 			defer s.Close()
-			s.codec.ShowSecrets = o.ShowSecrets
-			plan, err := s.codec.PlanRestore(e.ctx, s.reader, b, c.Bool("force"))
+			s.planner.ShowSecrets = o.ShowSecrets
+			plan, err := s.planner.PlanRestore(e.ctx, s.reader, b, c.Bool("force"))
 			if err != nil {
 				var ch *surgery.ChangedError
 				if errorsAs(err, &ch) {

@@ -91,7 +91,7 @@ func runGet(e *env, g *globalOptions, o getOptions) error {
 		_, err = e.stdout.Write(kv.Value)
 		return err
 	}
-	cur, err := s.codec.Load(e.ctx, s.reader, ref.Key, o.Rev)
+	cur, err := s.planner.Load(e.ctx, s.reader, ref.Key, o.Rev)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func runHistory(e *env, g *globalOptions, o historyOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := inspect.History(e.ctx, s.reader, ref, inspect.HistoryOptions{Codec: s.codec, ShowSecrets: o.ShowSecrets})
+	rep, err := inspect.History(e.ctx, s.reader, ref, inspect.HistoryOptions{Planner: s.planner, ShowSecrets: o.ShowSecrets})
 	if err != nil {
 		var none *inspect.NoHistoryError
 		if errors.As(err, &none) && none.Hint() != "" {

@@ -45,7 +45,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 	}
 	defer st.Close()
 	g := &globalOptions{Endpoints: c.Endpoints(), Prefix: "/registry"}
-	s := &session{g: g, reader: st, etcd: st, codec: surgery.Codec{Prefix: "/registry"}, description: "test"}
+	s := &session{g: g, reader: st, etcd: st, planner: surgery.Planner{Prefix: "/registry"}, description: "test"}
 	var stdout, stderr bytes.Buffer
 	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
 
@@ -65,7 +65,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	pvBefore := string(resp.Kvs[0].Value)
-	rb, err := s.codec.PlanRebind(ctx, st, "pv-www-web-1", "demo", "www-web-1", false)
+	rb, err := s.planner.PlanRebind(ctx, st, "pv-www-web-1", "demo", "www-web-1", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 		return err
 	}
 	defer src.Close()
-	src.codec.ShowSecrets = o.Write.ShowSecrets
+	src.planner.ShowSecrets = o.Write.ShowSecrets
 	ref, err := src.ref(o.Args, o.Namespace, o.Key)
 	if err != nil {
 		return err
@@ -127,10 +127,10 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 			return err
 		}
 		defer dst.Close()
-		dst.codec.ShowSecrets = o.Write.ShowSecrets
+		dst.planner.ShowSecrets = o.Write.ShowSecrets
 		fmt.Fprintf(e.stderr, "etcdpvc: recovering %s from %s (revision %d) into %s\n", ref.Key, g.DB, kv.ModRevision, dst.description)
 	}
-	plan, err := dst.codec.PlanRecover(e.ctx, dst.reader, *kv)
+	plan, err := dst.planner.PlanRecover(e.ctx, dst.reader, *kv)
 	if err != nil {
 		if errors.Is(err, surgery.ErrExists) {
 			return &refusedError{msg: err.Error() + "; nothing written",
@@ -193,11 +193,11 @@ func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, 
 // hidden), or -o raw the bytes it would
 // store (sealed with --encryption-config).
 func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) error {
-	cur, err := s.codec.Open(e.ctx, kv)
+	cur, err := s.planner.Open(e.ctx, kv)
 	if err != nil {
 		return fmt.Errorf("recover %s from revision %d: %w", kv.Key, kv.ModRevision, err)
 	}
-	plain, err := surgery.Undelete{}.Apply(cur)
+	plain, err := surgery.Undelete{}.Transform(cur)
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", kv.Key, err)
 	}
@@ -206,7 +206,7 @@ func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) err
 			return &refusedError{msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed",
 				hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less)"}
 		}
-		stored, err := s.codec.Seal(e.ctx, cur.GR, kv.Key, plain)
+		stored, err := s.planner.Seal(e.ctx, cur.GR, kv.Key, plain)
 		if err != nil {
 			return err
 		}

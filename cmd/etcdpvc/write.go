@@ -217,7 +217,7 @@ func planAndApply(e *env, g *globalOptions, args []string, namespace, key string
 		return err
 	}
 	defer s.Close()
-	s.codec.ShowSecrets = o.ShowSecrets
+	s.planner.ShowSecrets = o.ShowSecrets
 	ref, err := s.ref(args, namespace, key)
 	if err != nil {
 		return err
@@ -226,7 +226,7 @@ func planAndApply(e *env, g *globalOptions, args []string, namespace, key string
 	if err != nil {
 		return err
 	}
-	plan, err := s.codec.MakePlan(e.ctx, s.reader, ref.Key, ed)
+	plan, err := s.planner.MakePlan(e.ctx, s.reader, ref.Key, ed)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/etcdpvc/etcdpvc/codec"
 )
 
 // TestDecryptCorpus decrypts every value a real kube-apiserver v1.37.2
@@ -15,12 +17,12 @@ func TestDecryptCorpus(t *testing.T) {
 	ctx := context.Background()
 	for _, v := range loadCorpus(t) {
 		t.Run(v.file, func(t *testing.T) {
-			env, encrypted := ParsePrefix(v.stored)
+			env, encrypted := codec.ParseEncryptionHeader(v.stored)
 			if want := v.provider != "identity"; encrypted != want {
 				t.Fatalf("ParsePrefix encrypted = %v, want %v", encrypted, want)
 			}
 			if encrypted {
-				want := Envelope{Provider: v.provider, Version: "v1", KeyName: "key1", HeaderLen: len("k8s:enc::v1:key1:") + len(v.provider)}
+				want := codec.EncryptionHeader{Provider: v.provider, Version: "v1", KeyName: "key1", HeaderLen: len("k8s:enc::v1:key1:") + len(v.provider)}
 				if env != want {
 					t.Errorf("ParsePrefix = %+v, want %+v", env, want)
 				}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -261,9 +262,9 @@ func (c *Config) DecryptStale(ctx context.Context, gr schema.GroupResource, etcd
 		return out, stale, nil
 	}
 
-	env, parsed := ParsePrefix(stored)
+	env, parsed := codec.ParseEncryptionHeader(stored)
 	if c == nil {
-		keyErr := &KeyError{Envelope: env, Resource: gr, Err: ErrNoConfig}
+		keyErr := &KeyError{Encryption: env, Resource: gr, Err: ErrNoConfig}
 		if !parsed {
 			keyErr.Header = headerExcerpt(stored)
 		}
@@ -274,7 +275,7 @@ func (c *Config) DecryptStale(ctx context.Context, gr schema.GroupResource, etcd
 		if !parsed {
 			return nil, false, fmt.Errorf("decrypt value at %q: value starts with %q but has no valid header: %q", etcdKey, encPrefix, headerExcerpt(stored))
 		}
-		return nil, false, &KeyError{Envelope: env, Resource: gr, Err: ErrKeyNotFound}
+		return nil, false, &KeyError{Encryption: env, Resource: gr, Err: ErrKeyNotFound}
 	}
 	if p.kind == "aescbc" && len(stored)-len(p.prefix) == aes.BlockSize {
 		// k8s.io/apiserver v0.37's aescbc transformer panics on a value

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -23,10 +24,10 @@ var (
 // KeyError reports an encrypted value whose provider or key is not
 // available. It matches ErrKeyNotFound or ErrNoConfig with errors.Is.
 type KeyError struct {
-	// Envelope is the value's parsed header. It is the zero Envelope when
+	// Encryption is the value's parsed header. It is the zero value when
 	// the header did not parse (only with ErrNoConfig: with a config, such
 	// a value is a plain decryption error).
-	Envelope Envelope
+	Encryption codec.EncryptionHeader
 	// Header holds the first bytes of the value when its header did not
 	// parse.
 	Header string
@@ -39,8 +40,8 @@ type KeyError struct {
 // Error returns, for example, `value encrypted with aescbc key "key2",
 // which the encryption config does not hold for secrets`.
 func (e *KeyError) Error() string {
-	what := "value encrypted with " + e.Envelope.String()
-	if e.Envelope.Provider == "" {
+	what := "value encrypted with " + e.Encryption.String()
+	if e.Encryption.Provider == "" {
 		what = "encrypted value with unparsable header " + strconv.Quote(e.Header)
 	}
 	if errors.Is(e.Err, ErrNoConfig) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/storage/value"
@@ -14,26 +15,26 @@ import (
 func TestParsePrefix(t *testing.T) {
 	tests := []struct {
 		in     string
-		want   Envelope
+		want   codec.EncryptionHeader
 		wantOK bool
 	}{
-		{"k8s:enc:aescbc:v1:key1:\x01\x02", Envelope{Provider: "aescbc", Version: "v1", KeyName: "key1", HeaderLen: 23}, true},
-		{"k8s:enc:secretbox:v1:key1:", Envelope{Provider: "secretbox", Version: "v1", KeyName: "key1", HeaderLen: 26}, true},
-		{"k8s:enc:kms:v2:my-kms:\n\x0a", Envelope{Provider: "kms", Version: "v2", KeyName: "my-kms", HeaderLen: 22}, true},
-		{"k8s:enc:aesgcm:v1:a:b:c", Envelope{Provider: "aesgcm", Version: "v1", KeyName: "a", HeaderLen: 20}, true},
-		{"k8s\x00\n\x09\n\x02v1", Envelope{}, false},
-		{`{"kind":"Widget"}`, Envelope{}, false},
-		{"", Envelope{}, false},
-		{"k8s:enc:", Envelope{}, false},
-		{"k8s:enc:aescbc:v1:key1", Envelope{}, false},
-		{"k8s:enc:aescbc::key1:", Envelope{}, false},
-		{"k8s:enc::v1:key1:", Envelope{}, false},
-		{"k8s:enc:aescbc:v1:" + strings.Repeat("k", 513) + ":", Envelope{}, false},
-		{"k8s:enc:aescbc:v1:" + strings.Repeat("k", 512) + ":", Envelope{Provider: "aescbc", Version: "v1", KeyName: strings.Repeat("k", 512), HeaderLen: 531}, true},
+		{"k8s:enc:aescbc:v1:key1:\x01\x02", codec.EncryptionHeader{Provider: "aescbc", Version: "v1", KeyName: "key1", HeaderLen: 23}, true},
+		{"k8s:enc:secretbox:v1:key1:", codec.EncryptionHeader{Provider: "secretbox", Version: "v1", KeyName: "key1", HeaderLen: 26}, true},
+		{"k8s:enc:kms:v2:my-kms:\n\x0a", codec.EncryptionHeader{Provider: "kms", Version: "v2", KeyName: "my-kms", HeaderLen: 22}, true},
+		{"k8s:enc:aesgcm:v1:a:b:c", codec.EncryptionHeader{Provider: "aesgcm", Version: "v1", KeyName: "a", HeaderLen: 20}, true},
+		{"k8s\x00\n\x09\n\x02v1", codec.EncryptionHeader{}, false},
+		{`{"kind":"Widget"}`, codec.EncryptionHeader{}, false},
+		{"", codec.EncryptionHeader{}, false},
+		{"k8s:enc:", codec.EncryptionHeader{}, false},
+		{"k8s:enc:aescbc:v1:key1", codec.EncryptionHeader{}, false},
+		{"k8s:enc:aescbc::key1:", codec.EncryptionHeader{}, false},
+		{"k8s:enc::v1:key1:", codec.EncryptionHeader{}, false},
+		{"k8s:enc:aescbc:v1:" + strings.Repeat("k", 513) + ":", codec.EncryptionHeader{}, false},
+		{"k8s:enc:aescbc:v1:" + strings.Repeat("k", 512) + ":", codec.EncryptionHeader{Provider: "aescbc", Version: "v1", KeyName: strings.Repeat("k", 512), HeaderLen: 531}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in[:min(len(tt.in), 30)], func(t *testing.T) {
-			got, ok := ParsePrefix([]byte(tt.in))
+			got, ok := codec.ParseEncryptionHeader([]byte(tt.in))
 			if ok != tt.wantOK {
 				t.Fatalf("ok = %v, want %v", ok, tt.wantOK)
 			}
@@ -65,7 +66,7 @@ func TestDecryptErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range [][]byte{key2Value, wrongSecretValue} {
-		if _, ok := ParsePrefix(v); !ok {
+		if _, ok := codec.ParseEncryptionHeader(v); !ok {
 			t.Fatalf("test value %q is not encrypted", v)
 		}
 	}

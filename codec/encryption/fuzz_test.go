@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -16,7 +17,7 @@ func FuzzDecrypt(f *testing.F) {
 	for _, v := range loadCorpus(f) {
 		f.Add(v.gr.Resource, v.etcdKey, v.stored)
 		f.Add(v.gr.Resource, v.etcdKey, v.stored[:len(v.stored)/2])
-		if env, ok := ParsePrefix(v.stored); ok {
+		if env, ok := codec.ParseEncryptionHeader(v.stored); ok {
 			f.Add(v.gr.Resource, v.etcdKey, v.stored[:env.HeaderLen])
 			f.Add(v.gr.Resource, v.etcdKey, v.stored[:env.HeaderLen+1])
 		}
@@ -30,7 +31,7 @@ func FuzzDecrypt(f *testing.F) {
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, resource, etcdKey string, stored []byte) {
 		gr := schema.ParseGroupResource(resource)
-		ParsePrefix(stored)
+		codec.ParseEncryptionHeader(stored)
 		for _, c := range []*Config{c, nil} {
 			plain, err := c.Decrypt(ctx, gr, etcdKey, stored)
 			if errors.Is(err, errTransformerPanic) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/value"
 	kmstypes "k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2/v2"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption/internal/kmstest"
 )
 
@@ -153,8 +154,8 @@ func TestKMSv2(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env, ok := ParsePrefix(stored)
-		want := Envelope{Provider: "kms", Version: "v2", KeyName: "testkms", HeaderLen: len("k8s:enc:kms:v2:testkms:")}
+		env, ok := codec.ParseEncryptionHeader(stored)
+		want := codec.EncryptionHeader{Provider: "kms", Version: "v2", KeyName: "testkms", HeaderLen: len("k8s:enc:kms:v2:testkms:")}
 		if !ok || env != want {
 			t.Fatalf("ParsePrefix = %+v, %v; want %+v, true", env, ok, want)
 		}
@@ -260,7 +261,7 @@ func TestStale(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, ok := ParsePrefix(rewritten); !ok {
+				if _, ok := codec.ParseEncryptionHeader(rewritten); !ok {
 					t.Errorf("rewrite under a non-identity first provider is not encrypted: %q", rewritten)
 				}
 			}

@@ -7,9 +7,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// Envelope is a parsed protobuf envelope (runtime.Unknown) that keeps the
+// Unknown is a parsed protobuf envelope (runtime.Unknown) that keeps the
 // original bytes, so that a rewrite of Raw leaves every other byte as it was.
-type Envelope struct {
+type Unknown struct {
 	APIVersion      string
 	Kind            string
 	Raw             []byte
@@ -58,9 +58,9 @@ func parseFields(b []byte) ([]wireField, error) {
 	return out, nil
 }
 
-// ParseEnvelope parses a protobuf-encoded stored value ("k8s\x00" +
-// runtime.Unknown). The returned Envelope aliases value.
-func ParseEnvelope(value []byte) (*Envelope, error) {
+// ParseUnknown parses a protobuf-encoded stored value ("k8s\x00" +
+// runtime.Unknown). The returned Unknown aliases value.
+func ParseUnknown(value []byte) (*Unknown, error) {
 	if !bytes.HasPrefix(value, ProtobufMagic) {
 		return nil, fmt.Errorf("protobuf envelope: %w", ErrNotObject)
 	}
@@ -72,7 +72,7 @@ func ParseEnvelope(value []byte) (*Envelope, error) {
 	if err != nil {
 		return nil, malformed("protobuf envelope: %v", err)
 	}
-	e := &Envelope{fields: fields}
+	e := &Unknown{fields: fields}
 	var sawType, sawRaw bool
 	for _, f := range fields {
 		switch f.num {
@@ -127,7 +127,7 @@ func ParseEnvelope(value []byte) (*Envelope, error) {
 
 // WithRaw returns the stored value with the object bytes replaced by raw.
 // Every other byte of the envelope is kept as stored.
-func (e *Envelope) WithRaw(raw []byte) []byte {
+func (e *Unknown) WithRaw(raw []byte) []byte {
 	out := make([]byte, 0, len(ProtobufMagic)+len(raw)+64)
 	out = append(out, ProtobufMagic...)
 	for _, f := range e.fields {
