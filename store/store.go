@@ -155,3 +155,25 @@ func AsWriter(s Reader) (Writer, error) {
 	}
 	return w, nil
 }
+
+// Archive is what a source that keeps every revision it holds can do
+// beyond Reader: an etcd db or snapshot file (Bolt), and a member's
+// write-ahead log. A live etcd is not one: it keeps no listable record of
+// deleted keys. Callers test for it with a type assertion and say what
+// they cannot do when the source is not an Archive.
+type Archive interface {
+	Reader
+	// ScanRevisions calls fn for every revision held of every key under
+	// prefix (ending in "/", or ""), in revision order, deletions as
+	// Deleted events. It streams.
+	ScanRevisions(ctx context.Context, prefix string, fn func(Event) error) error
+	// ScanLatest calls fn once per key under prefix (ending in "/", or
+	// ""), in key order, with the key's newest state: for a live key its
+	// newest revision (deleted false, deleteRev 0); with includeDeleted,
+	// for a key whose newest revision is a deletion, the last live revision
+	// before it (or a KeyValue with only Key set when that is not held),
+	// deleted true and deleteRev the deletion's revision.
+	ScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error
+}
+
+var _ Archive = (*Bolt)(nil)
