@@ -88,8 +88,9 @@ func runDemo(e *env) error {
 It holds the bytes a real kube-apiserver v1.37 stored in etcd for a StatefulSet "web" in
 namespace "demo": claim www-web-1, Bound to volume pv-www-web-1; claim www-web-0, deleted
 but stuck Terminating (its kubernetes.io/pvc-protection finalizer holds it), with volume
-pv-www-web-0; pod web-0; Secret web-secret. Claims and Secrets are encrypted at rest; the demo's test
-keys are written to %s (removed with the throwaway etcd).
+pv-www-web-0; pod web-0; Secret web-secret. Claims and Secrets are encrypted at rest, with
+the demo's test keys in %s
+(removed with the throwaway etcd).
 
 Each command below is the real one, run by the same code as against a cluster, with
   %s
