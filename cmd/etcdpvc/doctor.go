@@ -248,8 +248,8 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 	defer s.Close()
 	d.report(checkOK, "connect", "%s", s.description)
 
-	if s.etcd != nil {
-		members, err := s.etcd.MemberList(e.ctx)
+	if cl, ok := store.AsCluster(s.reader); ok {
+		members, err := cl.MemberList(e.ctx)
 		if err != nil {
 			d.report(checkFail, "members", "%v", err)
 		} else {
@@ -270,7 +270,7 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 			d.report(status, "members", "%d: %s", len(members), strings.Join(names, "; "))
 		}
 		leader := false
-		for _, st := range s.etcd.Status(e.ctx) {
+		for _, st := range cl.Status(e.ctx) {
 			if st.Err != nil {
 				d.report(checkFail, "health", "%s: %v", st.Endpoint, st.Err)
 				continue
@@ -331,7 +331,7 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 
 // overrides lists the --etcd-servers-overrides and checks each one's etcd.
 func (d *doctor) overrides(s *session) {
-	if s.bolt != nil && len(s.g.ServersOverrides) > 0 {
+	if s.isFile() && len(s.g.ServersOverrides) > 0 {
 		d.report(checkWarn, "overrides", "%s: those resources live in other etcds; the --db file holds at most stale copies", overridesString(s.g.ServersOverrides))
 		return
 	}
