@@ -16,12 +16,12 @@ import (
 
 // session is an open store with the codec and names that go with it.
 type session struct {
-	g        *globalOptions
-	reader   store.Reader
+	g      *globalOptions
+	reader store.Reader
 	// bolt is the --db file (nil without --db), for dump alone: every
 	// other command reaches the store through reader and the optional
 	// interfaces (store.Archive, store.Cluster).
-	bolt *store.Bolt
+	bolt     *store.Bolt
 	enc      *encryption.Config
 	planner  surgery.Planner
 	resolver resource.Resolver

@@ -337,7 +337,7 @@ func (p *lsPrinter) status(it lsItem, phase string) string {
 	case it.DeleteRevision != 0:
 		return "Deleted@" + strconv.FormatInt(it.DeleteRevision, 10)
 	case it.Summary.Terminating():
-		return "Terminating " + humanAge(p.now.Sub(it.Summary.DeletionTimestamp))
+		return "Terminating " + inspect.HumanAge(p.now.Sub(it.Summary.DeletionTimestamp))
 	default:
 		return phase
 	}
@@ -351,7 +351,7 @@ func (p *lsPrinter) row(it lsItem) error {
 	age, fins := "-", "-"
 	if sum := it.Summary; sum != nil {
 		if !sum.CreationTimestamp.IsZero() {
-			age = humanAge(p.now.Sub(sum.CreationTimestamp))
+			age = inspect.HumanAge(p.now.Sub(sum.CreationTimestamp))
 		}
 		if len(sum.Finalizers) > 0 {
 			fins = strings.Join(sum.Finalizers, ",")
