@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -502,60 +503,64 @@ func (b *Bolt) Get(ctx context.Context, key string, rev int64) (*KeyValue, error
 // over the key bucket builds a small index of each key's newest revision;
 // the index is sorted by key and each value is then fetched by revision.
 func (b *Bolt) List(ctx context.Context, prefix string, opts ListOptions, fn func(*KeyValue) error) (int64, error) {
-	return b.list(ctx, prefix, opts, false, fn)
-}
-
-// list is List, and ListBorrowed when borrow is set.
-func (b *Bolt) list(ctx context.Context, prefix string, opts ListOptions, borrow bool, fn func(*KeyValue) error) (int64, error) {
-	m, err := prefixMatch(prefix)
+	q, at, err := b.listQuery(prefix, opts)
 	if err != nil {
-		return 0, fmt.Errorf("list: %w", err)
+		return 0, err
 	}
-	at, err := b.readRevision(opts.Revision)
-	if err != nil {
-		return 0, fmt.Errorf("list %s: %w", prefix, err)
-	}
-	err = b.scanLatest(ctx, latestQuery{
-		match:      m,
-		atRev:      at,
-		withValues: !opts.KeysOnly,
-		borrow:     borrow,
-	}, func(kv *KeyValue, _ int64) error { return fn(kv) })
-	if err != nil {
+	if err := b.scanLatest(ctx, q, func(kv *KeyValue, _ int64) error { return fn(kv) }); err != nil {
 		return 0, fmt.Errorf("list %s: %w", prefix, err)
 	}
 	return at, nil
 }
 
-// ListBorrowed is List without the copies: kv, and kv.Value, which is a
-// slice of the mapped file, are valid only during the call to fn, which
-// must neither keep nor modify them (copy what it keeps). A listing that
-// reads each value once and keeps only what it derives from it saves a
-// copy of every value.
-func (b *Bolt) ListBorrowed(ctx context.Context, prefix string, opts ListOptions, fn func(kv *KeyValue) error) (int64, error) {
-	return b.list(ctx, prefix, opts, true, fn)
-}
-
-// ListParallel is ListBorrowed on several cores: mapFn is called for every
-// live key under prefix as of opts.Revision, from up to workers goroutines
-// at once, and emit with each result, from the calling goroutine, in key
-// order. As for ListBorrowed, kv and kv.Value are valid only during the
-// call to mapFn. If mapFn fails for a key, emit gets the results of the
-// keys before it and ListParallel returns that error; if emit fails,
-// ListParallel returns its error. A panic in mapFn or emit is re-raised in
-// the calling goroutine. Results wait for their turn in batches: memory
-// holds at most a few hundred per worker.
-func ListParallel[T any](ctx context.Context, b *Bolt, prefix string, opts ListOptions, workers int, mapFn func(kv *KeyValue) (T, error), emit func(T) error) (int64, error) {
+// listQuery is the scanLatest query of List(prefix, opts), and the
+// revision it reads at.
+func (b *Bolt) listQuery(prefix string, opts ListOptions) (latestQuery, int64, error) {
 	m, err := prefixMatch(prefix)
 	if err != nil {
-		return 0, fmt.Errorf("list: %w", err)
+		return latestQuery{}, 0, fmt.Errorf("list: %w", err)
 	}
 	at, err := b.readRevision(opts.Revision)
 	if err != nil {
-		return 0, fmt.Errorf("list %s: %w", prefix, err)
+		return latestQuery{}, 0, fmt.Errorf("list %s: %w", prefix, err)
 	}
-	err = listParallel(ctx, b, latestQuery{match: m, atRev: at, withValues: !opts.KeysOnly}, workers, mapFn, emit)
+	return latestQuery{match: m, atRev: at, withValues: !opts.KeysOnly}, at, nil
+}
+
+// ListMap is the listing call of a reader that makes something of each
+// key: it calls mapFn for every key r.List would hand its callback, and
+// emit with each result, in key order, from the calling goroutine, and
+// returns the revision read at. mapFn may run on up to workers goroutines
+// at once (0: one per core), so it must touch nothing shared; kv and
+// kv.Value are valid only during the call to mapFn, which must neither
+// keep nor modify them (copy what it keeps).
+//
+// On a db file (*Bolt) values are read in place, not copied, and mapped on
+// several cores, in one read transaction; other readers map each key in
+// List's callback. If mapFn fails for a key, emit gets the results of the
+// keys before it and ListMap returns that error; if emit fails, ListMap
+// returns its error. A panic in mapFn or emit is re-raised in the calling
+// goroutine. Results wait for their turn in batches: memory holds at most
+// a few hundred per worker.
+func ListMap[T any](ctx context.Context, r Reader, prefix string, opts ListOptions, workers int, mapFn func(kv *KeyValue) (T, error), emit func(T) error) (int64, error) {
+	b, ok := r.(*Bolt)
+	if !ok {
+		return r.List(ctx, prefix, opts, func(kv *KeyValue) error {
+			t, err := mapFn(kv)
+			if err != nil {
+				return err
+			}
+			return emit(t)
+		})
+	}
+	q, at, err := b.listQuery(prefix, opts)
 	if err != nil {
+		return 0, err
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if err := listParallel(ctx, b, q, workers, mapFn, emit); err != nil {
 		return 0, fmt.Errorf("list %s: %w", prefix, err)
 	}
 	return at, nil

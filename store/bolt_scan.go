@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -261,16 +260,12 @@ type latestQuery struct {
 	atRev          int64 // ignore revisions above (0: none)
 	includeDeleted bool  // report keys whose newest revision is a tombstone
 	withValues     bool  // hand out values (else KeyValue.Value is nil)
-	// borrow hands out one KeyValue, reused, whose Value aliases the
-	// mapped file: valid only during the call (see Bolt.ListBorrowed).
-	borrow bool
 }
 
 // latestEntry is scanLatest's per-key state: the key, the encoded value
-// of its newest put and a tombstone revision. It lives outside the Go heap
-// (see latestIndex): key is in the index's key chunks, value in the mapped
-// file (valid only inside the read transaction, which scanLatest holds
-// throughout); nothing handed out may alias key.
+// of its newest put and a tombstone revision. value aliases the mapped
+// file: valid only inside the read transaction, which scanLatest holds
+// throughout.
 type latestEntry struct {
 	key string
 	// value: the encoded mvccpb.KeyValue of the key's newest put (nil:
@@ -287,28 +282,18 @@ type latestEntry struct {
 // hash and the entry's number plus one (0: empty). The hash's upper bits
 // also pick the slot, so growing the table needs no key. This does a third
 // fewer cache misses per lookup than a map[string]int, and the table never
-// rehashes a key.
-//
-// Entries, and the bytes of their keys, live in fixed-size chunks of
-// offHeap memory that never move: the index is most of what a scan holds,
-// and, outside the Go heap, it neither counts toward the garbage
-// collector's next goal (which would let garbage grow as large again) nor
-// is scanned by it. Entries thus hold no pointer into the Go heap: key
-// points into a key chunk, value into the mapped file.
+// rehashes a key. Entries live in fixed-size chunks that never move.
 type latestIndex struct {
 	seed   maphash.Seed
 	slots  []uint64
 	bits   uint // len(slots) == 1<<bits
 	n      int
 	chunks [][]latestEntry
-	keys   []byte // the current key chunk; keys are appended
-	mem    offHeap
 }
 
 const (
 	latestChunkBits = 12
 	latestChunk     = 1 << latestChunkBits
-	keyChunk        = 1 << 20
 )
 
 func newLatestIndex(seed maphash.Seed) *latestIndex {
@@ -347,54 +332,17 @@ func (x *latestIndex) getHashed(h uint64, key []byte) *latestEntry {
 	i := uint32(x.n)
 	x.n++
 	if i&(latestChunk-1) == 0 {
-		b := x.mem.alloc(latestChunk * int(unsafe.Sizeof(latestEntry{})))
-		x.chunks = append(x.chunks, unsafe.Slice((*latestEntry)(unsafe.Pointer(unsafe.SliceData(b))), latestChunk))
+		x.chunks = append(x.chunks, make([]latestEntry, latestChunk))
 	}
 	x.insert(tag<<32 | uint64(i+1))
 	e := x.entry(i)
-	e.key = x.keyString(key)
+	e.key = string(key)
 	return e
 }
 
-// keyString copies key into the key chunks and returns it as a string.
-func (x *latestIndex) keyString(key []byte) string {
-	if len(key) == 0 {
-		return ""
-	}
-	if len(x.keys)+len(key) > cap(x.keys) {
-		x.keys = x.mem.alloc(max(keyChunk, len(key)))[:0]
-	}
-	n := len(x.keys)
-	x.keys = append(x.keys, key...)
-	return unsafe.String(&x.keys[n], len(key))
-}
-
-// free releases the entries and their keys: nothing may use them after.
+// free drops the entries, whose values alias the mapped file.
 func (x *latestIndex) free() {
-	x.slots, x.chunks, x.keys = nil, nil, nil
-	x.mem.free()
-}
-
-// offHeap hands out zeroed memory outside the Go heap (anonymous
-// mappings; Go memory where there are none) until free. It must never
-// hold a pointer into the Go heap: the garbage collector does not see it.
-type offHeap struct{ mapped, heap [][]byte }
-
-func (o *offHeap) alloc(n int) []byte {
-	if b := mapAnon(n); b != nil {
-		o.mapped = append(o.mapped, b)
-		return b
-	}
-	b := make([]byte, n)
-	o.heap = append(o.heap, b) // kept alive while in use
-	return b
-}
-
-func (o *offHeap) free() {
-	for _, b := range o.mapped {
-		unmapAnon(b)
-	}
-	o.mapped, o.heap = nil, nil
+	x.slots, x.chunks = nil, nil
 }
 
 // insert puts slot s (hash tag and entry number) into the table.
@@ -498,8 +446,8 @@ var scanWorkersForTest int
 //     the mapped file, not copied: bbolt's mapping of a read-only file
 //     stays in place for the whole read transaction, and a read-only
 //     transaction never materializes pages into the heap. Memory is thus
-//     about 130 bytes plus the key length per key, most of it outside the
-//     Go heap, whatever the history depth.
+//     about 100 bytes plus the key length per key, whatever the history
+//     depth.
 //  2. Drop the hash table; sort the entries by key (each pass its own,
 //     then merge).
 //  3. For each entry in key order, decode its value, copy what is handed
@@ -511,7 +459,6 @@ var scanWorkersForTest int
 // order.
 func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyValue, deleteRev int64) error) error {
 	return b.latestIndexed(ctx, q, func(g *viewGuard, order []*latestEntry) error {
-		var reused KeyValue
 		for n, e := range order {
 			if n%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
@@ -524,12 +471,7 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 			var kv *KeyValue
 			switch {
 			case e.value == nil:
-				kv = &KeyValue{Key: strings.Clone(e.key)}
-			case q.borrow:
-				if err := e.borrow(&reused, q.withValues); err != nil {
-					return err
-				}
-				kv = &reused
+				kv = &KeyValue{Key: e.key}
 			default:
 				raw, err := decodeKV(e.value)
 				if err != nil {
@@ -629,7 +571,7 @@ func (e *latestEntry) borrow(kv *KeyValue, withValues bool) error {
 	if err != nil {
 		return fmt.Errorf("%v: %w", bucketKey{main: e.liveMain, sub: e.liveSub}, err)
 	}
-	*kv = KeyValue{Key: strings.Clone(e.key), CreateRevision: raw.create, ModRevision: raw.mod, Version: raw.version, Lease: raw.lease}
+	*kv = KeyValue{Key: e.key, CreateRevision: raw.create, ModRevision: raw.mod, Version: raw.version, Lease: raw.lease}
 	if withValues && len(raw.value) > 0 {
 		kv.Value = raw.value
 	}
@@ -657,7 +599,7 @@ var parallelBatchLen = 256
 
 const parallelInflight = 4
 
-// listParallel is ListParallel's body, on the query q (live keys only).
+// listParallel is ListMap's body on a db file, on the query q (live keys only).
 func listParallel[T any](ctx context.Context, b *Bolt, q latestQuery, workers int, mapFn func(kv *KeyValue) (T, error), emit func(T) error) error {
 	workers = max(workers, 1)
 	return b.latestIndexed(ctx, q, func(g *viewGuard, order []*latestEntry) error {
@@ -748,7 +690,7 @@ func mapBatch[T any](bt *parallelBatch[T], order []*latestEntry, withValues bool
 	var kv KeyValue
 	for _, e := range order[bt.lo:bt.hi] {
 		if e.value == nil {
-			kv = KeyValue{Key: strings.Clone(e.key)}
+			kv = KeyValue{Key: e.key}
 		} else if err := e.borrow(&kv, withValues); err != nil {
 			bt.err = err
 			return

@@ -112,7 +112,7 @@ func listAllOnce(t *testing.T, r Reader, prefix string, opts ListOptions) ([]*Ke
 func listAll(t *testing.T, r Reader, prefix string, opts ListOptions) ([]*KeyValue, int64) {
 	t.Helper()
 	kvs, rev := listAllOnce(t, r, prefix, opts)
-	if b, ok := r.(*Bolt); ok {
+	if _, ok := r.(*Bolt); ok {
 		// So must step 1 of the scan split over 3 goroutines.
 		scanWorkersForTest = 3
 		split, srev := listAllOnce(t, r, prefix, opts)
@@ -120,39 +120,26 @@ func listAll(t *testing.T, r Reader, prefix string, opts ListOptions) ([]*KeyVal
 		if diff := cmp.Diff(kvs, split); diff != "" || srev != rev {
 			t.Errorf("List(%q, %+v) on 3 goroutines differs (revision %d, not %d) (-1 +3):\n%s", prefix, opts, srev, rev, diff)
 		}
-		// ListBorrowed must hand out the same, valid during each call.
-		var borrowed []*KeyValue
-		brev, err := b.ListBorrowed(context.Background(), prefix, opts, func(kv *KeyValue) error {
+	}
+	// ListMap must hand out the same, kv valid during each mapFn call.
+	for _, workers := range []int{1, 3} {
+		var mapped []*KeyValue
+		batchLen := parallelBatchLen
+		parallelBatchLen = 5 // many batches even on small files
+		prev, err := ListMap(context.Background(), r, prefix, opts, workers, func(kv *KeyValue) (*KeyValue, error) {
 			c := *kv
 			c.Value = bytes.Clone(kv.Value)
-			borrowed = append(borrowed, &c)
+			return &c, nil
+		}, func(kv *KeyValue) error {
+			mapped = append(mapped, kv)
 			return nil
 		})
+		parallelBatchLen = batchLen
 		if err != nil {
-			t.Fatalf("ListBorrowed(%q, %+v): %v", prefix, opts, err)
+			t.Fatalf("ListMap(%q, %+v, %d workers): %v", prefix, opts, workers, err)
 		}
-		if diff := cmp.Diff(kvs, borrowed); diff != "" || brev != rev {
-			t.Errorf("ListBorrowed(%q, %+v) differs from List (revision %d, List's %d) (-List +ListBorrowed):\n%s", prefix, opts, brev, rev, diff)
-		}
-		for _, workers := range []int{1, 3} {
-			var mapped []*KeyValue
-			batchLen := parallelBatchLen
-			parallelBatchLen = 5 // many batches even on small files
-			prev, err := ListParallel(context.Background(), b, prefix, opts, workers, func(kv *KeyValue) (*KeyValue, error) {
-				c := *kv
-				c.Value = bytes.Clone(kv.Value)
-				return &c, nil
-			}, func(kv *KeyValue) error {
-				mapped = append(mapped, kv)
-				return nil
-			})
-			parallelBatchLen = batchLen
-			if err != nil {
-				t.Fatalf("ListParallel(%q, %+v, %d workers): %v", prefix, opts, workers, err)
-			}
-			if diff := cmp.Diff(kvs, mapped); diff != "" || prev != rev {
-				t.Errorf("ListParallel(%q, %+v, %d workers) differs from List (revision %d, List's %d) (-List +ListParallel):\n%s", prefix, opts, workers, prev, rev, diff)
-			}
+		if diff := cmp.Diff(kvs, mapped); diff != "" || prev != rev {
+			t.Errorf("ListMap(%q, %+v, %d workers) differs from List (revision %d, List's %d) (-List +ListMap):\n%s", prefix, opts, workers, prev, rev, diff)
 		}
 	}
 	return kvs, rev
@@ -1106,8 +1093,8 @@ func exercise(t *testing.T, b *Bolt) {
 	check("History", err)
 	check("ScanRevisions", b.ScanRevisions(ctx, "", func(Event) error { return nil }))
 	check("ScanLatest", b.ScanLatest(ctx, "", true, func(*KeyValue, bool, int64) error { return nil }))
-	_, err = ListParallel(ctx, b, "", ListOptions{}, 2, func(kv *KeyValue) (int, error) { return len(kv.Value), nil }, func(int) error { return nil })
-	check("ListParallel", err)
+	_, err = ListMap(ctx, b, "", ListOptions{}, 2, func(kv *KeyValue) (int, error) { return len(kv.Value), nil }, func(int) error { return nil })
+	check("ListMap", err)
 	scanWorkersForTest = 3
 	_, err = b.List(ctx, "", ListOptions{}, func(*KeyValue) error { return nil })
 	scanWorkersForTest = 0
@@ -1125,9 +1112,9 @@ func TestBoltCallbackPanicPropagates(t *testing.T) {
 	t.Error("no panic")
 }
 
-// TestBoltListParallel checks ListParallel's order and its handling of
+// TestBoltListMap checks ListMap's order and its handling of
 // errors and panics, with batches smaller than the file.
-func TestBoltListParallel(t *testing.T) {
+func TestBoltListMap(t *testing.T) {
 	b := openBolt(t, corpusSnapshot, BoltOptions{})
 	ctx := context.Background()
 	batchLen := parallelBatchLen
@@ -1146,7 +1133,7 @@ func TestBoltListParallel(t *testing.T) {
 				// emitted, in order, and its error returned.
 				boom := errors.New("boom")
 				var got []string
-				_, err := ListParallel(ctx, b, "", ListOptions{}, workers, func(kv *KeyValue) (string, error) {
+				_, err := ListMap(ctx, b, "", ListOptions{}, workers, func(kv *KeyValue) (string, error) {
 					if kv.Key == keys[failAt] {
 						return "", boom
 					}
@@ -1160,7 +1147,7 @@ func TestBoltListParallel(t *testing.T) {
 				}
 				// emit fails at keys[failAt]: nothing after it is emitted.
 				got = nil
-				_, err = ListParallel(ctx, b, "", ListOptions{}, workers, mapKey, func(k string) error {
+				_, err = ListMap(ctx, b, "", ListOptions{}, workers, mapKey, func(k string) error {
 					got = append(got, k)
 					if k == keys[failAt] {
 						return boom
@@ -1178,7 +1165,7 @@ func TestBoltListParallel(t *testing.T) {
 							t.Errorf("panic in %s: recovered %v, want the callback's panic", where, r)
 						}
 					}()
-					_, _ = ListParallel(ctx, b, "", ListOptions{}, workers, func(kv *KeyValue) (string, error) {
+					_, _ = ListMap(ctx, b, "", ListOptions{}, workers, func(kv *KeyValue) (string, error) {
 						if where == "mapFn" && kv.Key == keys[7] {
 							panic("boom")
 						}
@@ -1194,7 +1181,7 @@ func TestBoltListParallel(t *testing.T) {
 			}
 			cctx, cancel := context.WithCancel(ctx)
 			n := 0
-			_, err := ListParallel(cctx, b, "", ListOptions{}, workers, mapKey, func(string) error {
+			_, err := ListMap(cctx, b, "", ListOptions{}, workers, mapKey, func(string) error {
 				if n++; n == 5 {
 					cancel()
 				}

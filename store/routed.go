@@ -56,14 +56,8 @@ func NewRouted(main Reader, routes []Route) (*Routed, error) {
 	return &Routed{main: main, routes: rs}, nil
 }
 
-// Main returns the main store.
-func (r *Routed) Main() Reader { return r.main }
-
-// Routes returns the routes, sorted by prefix.
-func (r *Routed) Routes() []Route { return append([]Route(nil), r.routes...) }
-
-// StoreFor returns the store that holds key.
-func (r *Routed) StoreFor(key string) Reader {
+// storeFor returns the store that holds key.
+func (r *Routed) storeFor(key string) Reader {
 	for _, rt := range r.routes {
 		if strings.HasPrefix(key, rt.Prefix) {
 			return rt.Store
@@ -74,17 +68,17 @@ func (r *Routed) StoreFor(key string) Reader {
 
 // Get reads key from its store.
 func (r *Routed) Get(ctx context.Context, key string, rev int64) (*KeyValue, error) {
-	return r.StoreFor(key).Get(ctx, key, rev)
+	return r.storeFor(key).Get(ctx, key, rev)
 }
 
 // History reads key's history from its store.
 func (r *Routed) History(ctx context.Context, key string, fn func(Event) error) (HistoryInfo, error) {
-	return r.StoreFor(key).History(ctx, key, fn)
+	return r.storeFor(key).History(ctx, key, fn)
 }
 
 // CompareAndSwap writes key in its store.
 func (r *Routed) CompareAndSwap(ctx context.Context, key string, expect int64, value []byte, lease int64) (int64, error) {
-	w, err := AsWriter(r.StoreFor(key))
+	w, err := AsWriter(r.storeFor(key))
 	if err != nil {
 		return 0, err
 	}

@@ -177,3 +177,29 @@ type Archive interface {
 }
 
 var _ Archive = (*Bolt)(nil)
+
+// Cluster is what only a live etcd can tell beyond Reader: its cluster ID,
+// members and each endpoint's status. Callers get it with AsCluster and
+// say what they cannot check when the source is not a Cluster.
+type Cluster interface {
+	Reader
+	// ClusterID is the ID of the cluster the endpoints serve.
+	ClusterID(ctx context.Context) (uint64, error)
+	// MemberList lists the cluster's members.
+	MemberList(ctx context.Context) ([]Member, error)
+	// Status asks each endpoint for its status; a failure is recorded in
+	// that endpoint's EndpointStatus.
+	Status(ctx context.Context) []EndpointStatus
+}
+
+var _ Cluster = (*Etcd)(nil)
+
+// AsCluster returns r as a Cluster: r itself, or, for a Routed store, its
+// main etcd (the one the cluster ID, members and status describe).
+func AsCluster(r Reader) (Cluster, bool) {
+	if rt, ok := r.(*Routed); ok {
+		r = rt.main
+	}
+	c, ok := r.(Cluster)
+	return c, ok
+}

@@ -16,10 +16,12 @@ import (
 
 // session is an open store with the codec and names that go with it.
 type session struct {
-	g        *globalOptions
-	reader   store.Reader
-	etcd     *store.Etcd // nil with --db
-	bolt     *store.Bolt // nil without --db
+	g      *globalOptions
+	reader store.Reader
+	// bolt is the --db file (nil without --db), for dump alone: every
+	// other command reaches the store through reader and the optional
+	// interfaces (store.Archive, store.Cluster).
+	bolt     *store.Bolt
 	enc      *encryption.Config
 	planner  surgery.Planner
 	resolver resource.Resolver
@@ -41,7 +43,7 @@ type sessionRoute struct {
 // its --etcd-servers-overrides entry, if any) or "file OUT". It is the one
 // description of a session's target, for prompts and reports.
 func (s *session) target(key string) string {
-	if s.bolt != nil {
+	if s.isFile() {
 		return "file " + s.description
 	}
 	for _, r := range s.routes {
@@ -84,6 +86,13 @@ func objectName(prefix, key string) string {
 		return kind + " " + name
 	}
 	return kind + " " + name + " in namespace " + ns
+}
+
+// isFile reports whether the session reads a db or snapshot file (an
+// archive of revisions) rather than a live etcd.
+func (s *session) isFile() bool {
+	_, ok := s.reader.(store.Archive)
+	return ok
 }
 
 func (s *session) Close() {
@@ -217,7 +226,7 @@ func openSession(e *env, g *globalOptions) (*session, error) {
 			s.Close()
 			return nil, connectHint(err, g)
 		}
-		s.reader, s.etcd, s.description = et, et, strings.Join(g.Endpoints, ",")
+		s.reader, s.description = et, strings.Join(g.Endpoints, ",")
 		if err := s.openRoutes(e, cfg); err != nil {
 			s.Close()
 			return nil, err
@@ -262,7 +271,7 @@ func (s *session) openRoutes(e *env, cfg store.EtcdConfig) error {
 		s.routes = append(s.routes, sr)
 		routes = append(routes, store.Route{Prefix: sr.prefix, Store: et})
 	}
-	rs, err := store.NewRouted(s.etcd, routes)
+	rs, err := store.NewRouted(s.reader, routes)
 	if err != nil {
 		return fail(usagef("--etcd-servers-overrides: %v", err))
 	}

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,12 +8,9 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
-	"github.com/etcdpvc/etcdpvc/store"
 )
 
 func doctorCommand() command {
@@ -32,7 +25,10 @@ func doctorCommand() command {
 			"providers for secrets, configmaps, persistentvolumeclaims and *.*, whether the first stored\n" +
 			"Secret can be read with them, and (when the first provider for secrets encrypts) how many\n" +
 			"Secrets are still stored in the clear; and the compaction state, which bounds what history and\n" +
-			"recover can still find. It writes nothing. The exit status is 1 when a check fails.",
+			"recover can still find. It writes nothing.\n\n" +
+			"Exit status: 0 when no check fails (warnings included); 1 when a check fails; when the store\n" +
+			"cannot be opened, that error's status (7: cannot reach etcd or open the db), the checks after\n" +
+			"connect skipped; 2 on a usage error.",
 		examples: `etcdpvc doctor --kubeadm
 etcdpvc doctor --kubeadm --manifests-dir /etc/kubernetes/manifests
 etcdpvc doctor --endpoints https://10.0.0.1:2379 --cacert ca.crt --cert client.crt --key client.key`,
@@ -52,43 +48,35 @@ etcdpvc doctor --endpoints https://10.0.0.1:2379 --cacert ca.crt --cert client.c
 	}
 }
 
-// Check results.
-const (
-	checkOK   = "OK"
-	checkWarn = "WARN"
-	checkFail = "FAIL"
-)
-
 // doctor prints check results as they come.
 type doctor struct {
-	e      *env
-	failed int
+	e   *env
+	rep inspect.DoctorReport
 }
 
-func (d *doctor) report(status, check, format string, args ...any) {
-	if status == checkFail {
-		d.failed++
+func newDoctor(e *env) *doctor {
+	d := &doctor{e: e}
+	d.rep.OnCheck = func(c inspect.Check) {
+		fmt.Fprintf(e.stdout, "%-4s  %-12s  %s\n", c.Status, c.Name, c.Detail)
 	}
-	fmt.Fprintf(d.e.stdout, "%-4s  %-12s  %s\n", status, check, fmt.Sprintf(format, args...))
+	return d
 }
 
-// note prints a line that explains the check before it.
-func (d *doctor) note(check, text string) {
-	fmt.Fprintf(d.e.stdout, "%-4s  %-12s  %s\n", "", check, text)
+func (d *doctor) report(status inspect.CheckStatus, check, format string, args ...any) {
+	d.rep.Add(status, check, format, args...)
 }
-
-// errStopList ends a List after the keys a check needs.
-var errStopList = errors.New("enough keys")
 
 func runDoctor(e *env, g *globalOptions, expiryWarning time.Duration) error {
-	d := &doctor{e: e}
+	d := newDoctor(e)
 	d.manifest(g)
-	d.certificates(g, time.Now(), expiryWarning)
+	if g.DB == "" {
+		inspect.CheckCertificates(&d.rep, inspect.CertInputs{Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key, Now: time.Now(), ExpiryWarning: expiryWarning})
+	}
 	if err := d.connectAndInspect(g); err != nil {
 		return err
 	}
-	if d.failed > 0 {
-		return fmt.Errorf("doctor: %d check(s) failed", d.failed)
+	if n := d.rep.Failed(); n > 0 {
+		return fmt.Errorf("doctor: %d check(s) failed", n)
 	}
 	return nil
 }
@@ -98,20 +86,20 @@ func runDoctor(e *env, g *globalOptions, expiryWarning time.Duration) error {
 func (d *doctor) manifest(g *globalOptions) {
 	if !g.Kubeadm {
 		if path := filepath.Join(g.ManifestsDir, kubeadm.ManifestName); fileExists(path) {
-			d.report(checkWarn, "manifest", "%s exists but --kubeadm was not given: the connection settings come from flags and ETCDCTL_* only", path)
+			d.report(inspect.CheckWarn, "manifest", "%s exists but --kubeadm was not given: the connection settings come from flags and ETCDCTL_* only", path)
 		}
 		return
 	}
 	a, err := kubeadm.Read(g.ManifestsDir)
 	if err != nil {
-		d.report(checkFail, "manifest", "%v", err)
+		d.report(inspect.CheckFail, "manifest", "%v", err)
 		return
 	}
 	enc := a.EncryptionConfig
 	if enc == "" {
 		enc = "none"
 	}
-	d.report(checkOK, "manifest", "%s: etcd %s, prefix %s, encryption config %s", a.Manifest, strings.Join(a.Endpoints, ","), a.Prefix, enc)
+	d.report(inspect.CheckOK, "manifest", "%s: etcd %s, prefix %s, encryption config %s", a.Manifest, strings.Join(a.Endpoints, ","), a.Prefix, enc)
 	for _, f := range []struct{ flag, env, manifest string }{
 		{"endpoints", "ETCDCTL_ENDPOINTS", "--etcd-servers"},
 		{"cacert", "ETCDCTL_CACERT", "--etcd-cafile"},
@@ -126,111 +114,15 @@ func (d *doctor) manifest(g *globalOptions) {
 		if !g.explicit[f.flag] || g.fromEnvOnly(f.flag) {
 			continue
 		}
-		d.report(checkWarn, "manifest", "--%s overrides the manifest's %s", f.flag, f.manifest)
+		d.report(inspect.CheckWarn, "manifest", "--%s overrides the manifest's %s", f.flag, f.manifest)
 	}
 	if err := applyKubeadm(g); err != nil {
-		d.report(checkFail, "manifest", "%v", err)
+		d.report(inspect.CheckFail, "manifest", "%v", err)
 	}
 	for _, w := range g.kubeadmWarnings {
-		d.report(checkWarn, "manifest", "%s", w)
+		d.report(inspect.CheckWarn, "manifest", "%s", w)
 	}
 	g.kubeadmWarnings = nil // reported here, not again on stderr
-}
-
-// certificates checks the TLS files the connection will use.
-func (d *doctor) certificates(g *globalOptions, now time.Time, expiryWarning time.Duration) {
-	if g.DB != "" {
-		return
-	}
-	if g.CACert == "" && g.Cert == "" && g.Key == "" {
-		https := false
-		for _, ep := range g.Endpoints {
-			https = https || strings.HasPrefix(ep, "https://")
-		}
-		if https {
-			d.report(checkWarn, "certificates", "https endpoints but no --cacert, --cert or --key: etcd's certificate is checked against the system's roots and no client certificate is sent (kubeadm's etcd requires one; try --kubeadm)")
-		} else {
-			d.report(checkOK, "certificates", "none configured: the endpoints are plain http")
-		}
-		return
-	}
-	for _, f := range []struct{ name, path string }{{"cacert", g.CACert}, {"cert", g.Cert}} {
-		if f.path == "" {
-			continue
-		}
-		status, detail := checkCertFile(f.path, now, expiryWarning)
-		d.report(status, f.name, "%s", detail)
-	}
-	if g.Cert != "" || g.Key != "" {
-		status, detail := checkKeyPair(g.Cert, g.Key)
-		d.report(status, "key", "%s", detail)
-	}
-}
-
-// checkCertFile reads a PEM certificate file (one certificate or a bundle)
-// and reports its earliest expiry.
-func checkCertFile(path string, now time.Time, expiryWarning time.Duration) (status, detail string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return checkFail, fmt.Sprintf("cannot read %s: %v", path, err)
-	}
-	var certs []*x509.Certificate
-	for rest := data; ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return checkFail, fmt.Sprintf("%s: a CERTIFICATE block does not parse: %v", path, err)
-		}
-		certs = append(certs, c)
-	}
-	if len(certs) == 0 {
-		return checkFail, fmt.Sprintf("%s holds no PEM certificate", path)
-	}
-	first := certs[0]
-	for _, c := range certs[1:] {
-		if c.NotAfter.Before(first.NotAfter) {
-			first = c
-		}
-	}
-	what := fmt.Sprintf("%s: %q", path, first.Subject.CommonName)
-	if len(certs) > 1 {
-		what = fmt.Sprintf("%s: %d certificates, the first to expire %q", path, len(certs), first.Subject.CommonName)
-	}
-	notAfter := first.NotAfter.UTC().Format(time.RFC3339)
-	switch {
-	case now.After(first.NotAfter):
-		return checkFail, fmt.Sprintf("%s expired at %s (%s ago)", what, notAfter, humanAge(now.Sub(first.NotAfter)))
-	case now.Before(first.NotBefore):
-		return checkFail, fmt.Sprintf("%s is not valid before %s: check the clock", what, first.NotBefore.UTC().Format(time.RFC3339))
-	case first.NotAfter.Sub(now) < expiryWarning:
-		return checkWarn, fmt.Sprintf("%s expires at %s, in %s: renew it (kubeadm certs renew)", what, notAfter, humanAge(first.NotAfter.Sub(now)))
-	}
-	return checkOK, fmt.Sprintf("%s valid until %s (%s)", what, notAfter, humanAge(first.NotAfter.Sub(now)))
-}
-
-// checkKeyPair checks that the client key is readable and matches the
-// client certificate.
-func checkKeyPair(certFile, keyFile string) (status, detail string) {
-	switch {
-	case certFile == "":
-		return checkFail, fmt.Sprintf("--key %s without --cert: a client key needs its certificate", keyFile)
-	case keyFile == "":
-		return checkFail, fmt.Sprintf("--cert %s without --key: a client certificate needs its key", certFile)
-	}
-	if _, err := os.ReadFile(keyFile); err != nil {
-		return checkFail, fmt.Sprintf("cannot read %s: %v", keyFile, err)
-	}
-	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
-		return checkFail, fmt.Sprintf("%s does not go with %s: %v", keyFile, certFile, err)
-	}
-	return checkOK, fmt.Sprintf("%s is readable and matches the certificate", keyFile)
 }
 
 // connectAndInspect connects and checks the cluster. It returns an error
@@ -239,181 +131,23 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 	e := d.e
 	s, err := openSession(e, g)
 	if err != nil {
-		d.report(checkFail, "connect", "%v", err)
+		d.report(inspect.CheckFail, "connect", "%v", err)
 		if h := hintFor(err); h != "" {
-			d.note("connect", "hint: "+h)
+			d.report(inspect.CheckNote, "connect", "hint: %s", h)
 		}
-		return fmt.Errorf("doctor: %d check(s) failed; the store cannot be opened, so the remaining checks were skipped: %w", d.failed, err)
+		return fmt.Errorf("doctor: %d check(s) failed; the store cannot be opened, so the remaining checks were skipped: %w", d.rep.Failed(), err)
 	}
 	defer s.Close()
-	d.report(checkOK, "connect", "%s", s.description)
-
-	if s.etcd != nil {
-		members, err := s.etcd.MemberList(e.ctx)
-		if err != nil {
-			d.report(checkFail, "members", "%v", err)
-		} else {
-			var names []string
-			learners := 0
-			for _, m := range members {
-				n := fmt.Sprintf("%s %s", m.Name, strings.Join(m.ClientURLs, ","))
-				if m.IsLearner {
-					n += " (learner)"
-					learners++
-				}
-				names = append(names, n)
-			}
-			status := checkOK
-			if learners > 0 {
-				status = checkWarn
-			}
-			d.report(status, "members", "%d: %s", len(members), strings.Join(names, "; "))
-		}
-		leader := false
-		for _, st := range s.etcd.Status(e.ctx) {
-			if st.Err != nil {
-				d.report(checkFail, "health", "%s: %v", st.Endpoint, st.Err)
-				continue
-			}
-			role := "follower"
-			if st.IsLeader() {
-				role, leader = "leader", true
-			}
-			if st.Leader == 0 {
-				role = "no leader"
-			}
-			status := checkOK
-			detail := fmt.Sprintf("%s: etcd %s, %s, revision %d, raft term %d, db %s (%s in use)", st.Endpoint, st.Version, role, st.Revision, st.RaftTerm, inspect.HumanBytes(st.DBSize), inspect.HumanBytes(st.DBSizeInUse))
-			if len(st.Errors) > 0 {
-				status = checkFail
-				detail += ", alarms/errors: " + strings.Join(st.Errors, "; ")
-			}
-			if st.Leader == 0 {
-				status = checkFail
-			}
-			d.report(status, "health", "%s", detail)
-		}
-		if !leader {
-			d.report(checkWarn, "health", "no endpoint given is the leader: writes are forwarded to it")
-		}
-	}
-
-	d.overrides(s)
-
-	prefix := s.g.Prefix + "/"
-	var firstKey string
-	_, err = s.reader.List(e.ctx, prefix, store.ListOptions{PageSize: 1, KeysOnly: true}, func(kv *store.KeyValue) error {
-		firstKey = kv.Key
-		return errStopList
-	})
-	switch {
-	case err != nil && !errors.Is(err, errStopList):
-		d.report(checkFail, "prefix", "list %s: %v", prefix, err)
-	case firstKey == "":
-		d.report(checkWarn, "prefix", "no key under %s: is it the kube-apiserver's --etcd-prefix? (--prefix, or --kubeadm reads it)", prefix)
-	default:
-		d.report(checkOK, "prefix", "%s holds keys (first: %s)", s.g.Prefix, firstKey)
-	}
-
-	d.encryption(s)
-
-	info, err := s.reader.Info(e.ctx)
-	switch {
-	case err != nil:
-		d.report(checkFail, "compaction", "%v", err)
-	case info.CompactRevision == 0:
-		d.report(checkOK, "compaction", "revision %d, never compacted: history and recover can see every revision", info.Revision)
-	default:
-		d.report(checkOK, "compaction", "revision %d, compacted at %d: history and recover see revisions %d to %d only", info.Revision, info.CompactRevision, info.CompactRevision, info.Revision)
-	}
-	return nil
-}
-
-// overrides lists the --etcd-servers-overrides and checks each one's etcd.
-func (d *doctor) overrides(s *session) {
-	if s.bolt != nil && len(s.g.ServersOverrides) > 0 {
-		d.report(checkWarn, "overrides", "%s: those resources live in other etcds; the --db file holds at most stale copies", overridesString(s.g.ServersOverrides))
-		return
+	d.report(inspect.CheckOK, "connect", "%s", s.description)
+	in := inspect.DoctorInputs{Store: s.reader, Planner: s.planner, EncryptionConfig: s.g.EncryptionConfig}
+	if s.isFile() && len(s.g.ServersOverrides) > 0 {
+		in.FileOverrides = overridesString(s.g.ServersOverrides)
 	}
 	for _, r := range s.routes {
-		d.report(checkOK, "overrides", "%s: keys under %s are read and written in etcd %s", r.override, r.prefix, strings.Join(r.etcd.Endpoints(), ","))
-		for _, st := range r.etcd.Status(d.e.ctx) {
-			switch {
-			case st.Err != nil:
-				d.report(checkFail, "overrides", "%s: %v", st.Endpoint, st.Err)
-			case st.Leader == 0:
-				d.report(checkFail, "overrides", "%s: etcd %s, no leader", st.Endpoint, st.Version)
-			case len(st.Errors) > 0:
-				d.report(checkFail, "overrides", "%s: etcd %s, alarms/errors: %s", st.Endpoint, st.Version, strings.Join(st.Errors, "; "))
-			default:
-				d.report(checkOK, "overrides", "%s: etcd %s, revision %d, db %s", st.Endpoint, st.Version, st.Revision, inspect.HumanBytes(st.DBSize))
-			}
-		}
+		in.Routes = append(in.Routes, inspect.DoctorRoute{Override: r.override.String(), Prefix: r.prefix, Etcd: r.etcd, Endpoints: r.etcd.Endpoints()})
 	}
-}
-
-// encryption reports the providers in use and tries them on the first
-// stored Secret.
-func (d *doctor) encryption(s *session) {
-	e := d.e
-	var sample *store.KeyValue
-	_, err := s.reader.List(e.ctx, s.g.Prefix+"/secrets/", store.ListOptions{PageSize: 1}, func(kv *store.KeyValue) error {
-		sample = kv
-		return errStopList
-	})
-	if err != nil && !errors.Is(err, errStopList) {
-		d.report(checkFail, "encryption", "read a Secret: %v", err)
-		return
-	}
-	if s.enc == nil {
-		switch {
-		case sample != nil && codec.Detect(sample.Value) == codec.FormatEncrypted:
-			env, _ := codec.ParseEncryptionHeader(sample.Value)
-			d.report(checkFail, "encryption", "%s is encrypted at rest (%s) but no --encryption-config was given: encrypted objects can be neither read nor written (--kubeadm finds the config)", sample.Key, env.String())
-		default:
-			d.report(checkOK, "encryption", "no --encryption-config: values are read as stored; an encrypted one would fail to decode")
-		}
-		return
-	}
-	d.report(checkOK, "encryption", "config %s", s.g.EncryptionConfig)
-	for _, gr := range []schema.GroupResource{
-		{Resource: "secrets"}, {Resource: "configmaps"}, {Resource: "persistentvolumeclaims"}, {Group: "*", Resource: "*"},
-	} {
-		d.report(checkOK, "encryption", "%s: %s (writes use the first)", gr.String(), strings.Join(s.enc.Providers(gr), ", "))
-	}
-	if sample == nil {
-		return
-	}
-	if _, err := s.planner.Open(e.ctx, *sample); err != nil {
-		d.report(checkFail, "encryption", "%s does not decrypt with this config: %v", sample.Key, err)
-	} else {
-		d.report(checkOK, "encryption", "%s decrypts and decodes with this config", sample.Key)
-	}
-	d.secretsInClear(s)
-}
-
-// secretsInClear warns about Secrets stored in the clear when the first
-// provider for secrets encrypts: they are not protected until rewritten.
-func (d *doctor) secretsInClear(s *session) {
-	first := s.enc.Providers(schema.GroupResource{Resource: "secrets"})[0]
-	if first == "identity" {
-		return
-	}
-	const shown = 5
-	c, err := inspect.SecretsInClear(d.e.ctx, s.reader, s.g.Prefix, shown)
-	switch {
-	case err != nil:
-		d.report(checkFail, "encryption", "%v", err)
-	case c.Clear == 0:
-		d.report(checkOK, "encryption", "all %d Secrets are stored encrypted", c.Total)
-	default:
-		names := strings.Join(c.Names, ", ")
-		if c.Clear > len(c.Names) {
-			names += fmt.Sprintf(" and %d more", c.Clear-len(c.Names))
-		}
-		d.report(checkWarn, "encryption", "%d of %d Secrets are stored in the clear although the first provider for secrets is %s: %s", c.Clear, c.Total, first, names)
-		d.note("encryption", "hint: rewrite them through the apiserver so it encrypts them: kubectl get secrets -A -o json | kubectl replace -f -")
-	}
+	inspect.Doctor(e.ctx, &d.rep, in)
+	return nil
 }
 
 func fileExists(path string) bool {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -110,7 +109,8 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Deleted && s.bolt == nil {
+	archive, isArchive := s.reader.(store.Archive)
+	if o.Deleted && !isArchive {
 		return usagef("--deleted needs --db: live etcd keeps no index of deleted keys (use `etcdpvc history` on one key)")
 	}
 	var enc inspect.Decrypter
@@ -177,20 +177,16 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 	}
 	switch {
 	case o.Deleted:
-		err = s.bolt.ScanLatest(e.ctx, scope.prefix, true, func(kv *store.KeyValue, deleted bool, deleteRev int64) error {
+		err = archive.ScanLatest(e.ctx, scope.prefix, true, func(kv *store.KeyValue, deleted bool, deleteRev int64) error {
 			if !deleted {
 				return nil
 			}
 			return emit(prepare(kv, deleteRev))
 		})
-	case s.bolt != nil:
-		// Values are read in place (not copied), and prepared on every core.
-		_, err = store.ListParallel(e.ctx, s.bolt, scope.prefix, store.ListOptions{Revision: o.Rev}, runtime.GOMAXPROCS(0),
-			func(kv *store.KeyValue) (lsItem, error) { return prepare(kv, 0), nil }, emit)
 	default:
-		_, err = s.reader.List(e.ctx, scope.prefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Rev}, func(kv *store.KeyValue) error {
-			return emit(prepare(kv, 0))
-		})
+		// On a db file, values are read in place and prepared on every core.
+		_, err = store.ListMap(e.ctx, s.reader, scope.prefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Rev}, 0,
+			func(kv *store.KeyValue) (lsItem, error) { return prepare(kv, 0), nil }, emit)
 	}
 	if err != nil && errors.Is(err, store.ErrCorrupt) {
 		// What was read is printed; the rest of the file is not readable.
@@ -341,7 +337,7 @@ func (p *lsPrinter) status(it lsItem, phase string) string {
 	case it.DeleteRevision != 0:
 		return "Deleted@" + strconv.FormatInt(it.DeleteRevision, 10)
 	case it.Summary.Terminating():
-		return "Terminating " + humanAge(p.now.Sub(it.Summary.DeletionTimestamp))
+		return "Terminating " + inspect.HumanAge(p.now.Sub(it.Summary.DeletionTimestamp))
 	default:
 		return phase
 	}
@@ -355,7 +351,7 @@ func (p *lsPrinter) row(it lsItem) error {
 	age, fins := "-", "-"
 	if sum := it.Summary; sum != nil {
 		if !sum.CreationTimestamp.IsZero() {
-			age = humanAge(p.now.Sub(sum.CreationTimestamp))
+			age = inspect.HumanAge(p.now.Sub(sum.CreationTimestamp))
 		}
 		if len(sum.Finalizers) > 0 {
 			fins = strings.Join(sum.Finalizers, ",")

@@ -45,7 +45,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 	}
 	defer st.Close()
 	g := &globalOptions{Endpoints: c.Endpoints(), Prefix: "/registry"}
-	s := &session{g: g, reader: st, etcd: st, planner: surgery.Planner{Prefix: "/registry"}, description: "test"}
+	s := &session{g: g, reader: st, planner: surgery.Planner{Prefix: "/registry"}, description: "test"}
 	var stdout, stderr bytes.Buffer
 	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
 

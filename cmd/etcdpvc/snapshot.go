@@ -39,7 +39,7 @@ func openWriteSession(e *env, g *globalOptions, o writeOptions) (*session, error
 	g2 := *g
 	g2.Endpoints = []string{"file:" + abs}
 	s.g = &g2
-	s.reader, s.bolt, s.description = sc, sc.Bolt, o.Out
+	s.reader, s.description = sc, o.Out
 	s.resolver = resource.Resolver{Scope: s.crdScope(e)}
 	return s, nil
 }

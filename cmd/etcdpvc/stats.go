@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // statsOptions are the flags of `etcdpvc stats`.
@@ -70,11 +71,11 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		update = prog.update
 	}
 	var rep *inspect.StatsReport
-	if s.bolt != nil {
+	if b, ok := s.reader.(*store.Bolt); ok {
 		if prog != nil {
-			prog.total = s.bolt.Meta().Revision
+			prog.total = b.Meta().Revision
 		}
-		rep, err = inspect.BoltStats(e.ctx, s.bolt, prefix, o.Top, update)
+		rep, err = inspect.BoltStats(e.ctx, b, prefix, o.Top, update)
 	} else {
 		rep, err = inspect.LiveStats(e.ctx, s.reader, prefix, o.Top, o.PageSize, update)
 	}

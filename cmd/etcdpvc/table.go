@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -70,25 +69,6 @@ func (t *tableWriter) line(b *strings.Builder, cells []string) {
 		b.WriteString(strings.Repeat(" ", t.widths[i]-utf8.RuneCountInString(c)+3))
 	}
 	b.WriteByte('\n')
-}
-
-// humanAge renders a duration the way kubectl does: 45s, 12m, 5h, 3d, 2y.
-func humanAge(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	switch {
-	case d < 2*time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < 2*time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	case d < 2*365*24*time.Hour:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	default:
-		return fmt.Sprintf("%dy", int(d.Hours()/24/365))
-	}
 }
 
 // now is the time ages are measured from: ETCDPVC_NOW (RFC 3339) when set,

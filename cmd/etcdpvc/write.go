@@ -260,8 +260,8 @@ func applyOptions(e *env, s *session, o writeOptions) surgery.ApplyOptions {
 	if s.g.Kubeadm {
 		src.ManifestsDir = absPath(s.g.ManifestsDir)
 	}
-	if s.etcd != nil {
-		id, err := s.etcd.ClusterID(e.ctx)
+	if cl, ok := store.AsCluster(s.reader); ok {
+		id, err := cl.ClusterID(e.ctx)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "etcdpvc: warning: the backup cannot record the cluster's ID (%v); restore will not be able to check it\n", err)
 		}
