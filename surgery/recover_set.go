@@ -151,14 +151,16 @@ func (p *SetPlan) SkipReasons() map[string]int {
 
 // skipCategory shortens a skip reason to its category for totals.
 func skipCategory(reason string) string {
-	if i := strings.Index(reason, " ("); i > 0 {
-		return reason[:i]
-	}
-	if strings.HasPrefix(reason, "owned by ") {
-		return "owner is recovered"
-	}
-	if strings.HasPrefix(reason, "bound to node ") {
+	switch {
+	case strings.HasPrefix(reason, "owned by "):
+		return "owner recovered"
+	case strings.HasPrefix(reason, "bound to node "):
 		return "pod bound to a node"
+	case strings.HasPrefix(reason, "excluded by "):
+		return "--exclude"
+	}
+	if kind, _, ok := strings.Cut(reason, " are "); ok {
+		return kind
 	}
 	return reason
 }

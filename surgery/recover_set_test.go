@@ -292,4 +292,3 @@ func TestRecoverSetSelection(t *testing.T) {
 		t.Fatalf("selector matching nothing: %v %v", p, err)
 	}
 }
-
