@@ -28,7 +28,7 @@ func recoverCommand() command {
 	return command{
 		name:      "recover",
 		usage:     "recreate a deleted object from an older revision",
-		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
+		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY | namespace NAME | RESOURCE --all|-l SELECTOR",
 		desc: "recover recreates a deleted object from the last revision before its deletion that etcd (or\n" +
 			"--db) still holds, or from --rev N. deletionTimestamp and deletionGracePeriodSeconds are cleared\n" +
 			"(as undelete does), the uid is kept, and the value is encrypted with --encryption-config as the\n" +
@@ -38,16 +38,44 @@ func recoverCommand() command {
 			"  --db FILE -o yaml|raw        prints the recovered object (or the bytes it would store); no write\n" +
 			"  --db FILE --endpoints E      reads the file (an older snapshot), writes into the live cluster\n" +
 			"  --db IN --out OUT            reads IN, writes into a copy OUT to restore with etcdutl\n\n" +
+			"recover namespace NAME (with --db SNAPSHOT, or --rev N: the live state at revision N) recreates\n" +
+			"the namespace and every namespaced object it held, custom resources included (and their\n" +
+			"CustomResourceDefinitions when they are gone too); recover RESOURCE --all|-l SELECTOR [-n NS|-A]\n" +
+			"does the same for a selection. It prints a plan, one line per object: create, exists-identical,\n" +
+			"exists-different (never overwritten unless --replace-different) or skipped with the reason.\n" +
+			"Skipped unless --include: events, endpoints, endpointslices, leases, pods and replicasets whose\n" +
+			"owner is recovered (their controllers recreate them) and pods bound to a node. uids and\n" +
+			"finalizers are kept, deletions cleared, a namespace made Active. Creates are written in\n" +
+			"transactions of --max-txn-ops keys, each all or nothing, their backups first; after a failure\n" +
+			"(exit status 9) the same command resumes: what was created is reported exists-identical.\n\n" +
 			writeHelp,
 		examples: `etcdpvc recover pvc www-web-0 -n demo --dry-run
 etcdpvc --db /backup/etcd-snapshot.db recover pvc www-web-0 -n demo -o yaml
 etcdpvc --db /backup/etcd-snapshot.db --endpoints https://10.0.0.1:2379 --cacert ca.crt --cert c.crt --key c.key recover pvc www-web-0 -n demo --yes
 etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm web-config -n demo --rev 1200 --yes
-etcdpvc --db snapshot.db --out recovered.db recover pvc www-web-0 -n demo --yes`,
+etcdpvc --db snapshot.db --out recovered.db recover pvc www-web-0 -n demo --yes
+etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover namespace demo --dry-run
+etcdpvc --kubeadm recover namespace demo --rev 48210 --yes
+etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm -l app=web -n demo --yes`,
 		flags: append(withWrite(
 			&cli.Int64Flag{Name: "rev", Usage: "recover from this revision (default: the last one before the deletion)"},
-		), &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "yaml, json or raw: print the recovered object (raw: the bytes that would be stored) and write nothing"}),
+		), append([]cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "yaml, json or raw: print the recovered object (raw: the bytes that would be stored) and write nothing"}}, recoverSetFlags()...)...),
 		action: func(c *cli.Context, e *env) error {
+			if so, ok, err := recoverSetMode(c); err != nil {
+				return err
+			} else if ok {
+				if so.Rev < 0 {
+					return usagef("--rev must not be negative")
+				}
+				g, err := resolveGlobals(c, e)
+				if err != nil {
+					return err
+				}
+				if so.Write.Out != "" && so.LiveTarget {
+					return usagef("give --out OUT (write into a copy of --db) or --endpoints/--kubeadm (write live), not both")
+				}
+				return runRecoverSet(e, g, so)
+			}
 			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
 			if err != nil {
 				return err

@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// MaxTxnOps is etcd's default --max-txn-ops: the most operations one
+// transaction may hold in each of its branches.
+const MaxTxnOps = 128
+
+// BatchCreator is what a store that can create many keys in one
+// transaction can do beyond Writer: the live etcd. Callers test for it with
+// a type assertion and fall back to one CompareAndSwap per key.
+type BatchCreator interface {
+	// CreateBatch puts every kv (Key and Value; no lease) in one
+	// transaction if and only if none of the keys exists: all or nothing.
+	// On success it returns the transaction's revision. When a key exists
+	// it writes nothing and returns a *BatchConflictError (matching
+	// ErrConflict). A request larger than etcd accepts, or with more
+	// operations than its --max-txn-ops, wraps ErrTooLarge and was not
+	// applied. An error wrapping ErrUnavailable or a context error leaves
+	// the outcome unknown, as for CompareAndSwap.
+	CreateBatch(ctx context.Context, kvs []KeyValue) (int64, error)
+}
+
+// BatchConflictError reports a CreateBatch that found keys already
+// present; nothing was written. It matches ErrConflict.
+type BatchConflictError struct {
+	// Existing are the keys that exist, with their current state.
+	Existing []KeyValue
+}
+
+func (e *BatchConflictError) Error() string {
+	keys := make([]string, len(e.Existing))
+	for i, kv := range e.Existing {
+		keys[i] = fmt.Sprintf("%s (revision %d)", kv.Key, kv.ModRevision)
+	}
+	if len(keys) == 0 {
+		return "create batch: a key exists (it was deleted again before it could be read)"
+	}
+	return "create batch: the keys exist: " + strings.Join(keys, ", ")
+}
+
+// Is reports whether target is ErrConflict.
+func (e *BatchConflictError) Is(target error) bool { return target == ErrConflict }
+
+// CreateBatchSize returns an upper bound of the size etcd counts against
+// --max-request-bytes for a CreateBatch of kvs.
+func CreateBatchSize(kvs []KeyValue) int {
+	n := 512
+	for _, kv := range kvs {
+		n += len(kv.Value) + 3*len(kv.Key) + 32
+	}
+	return n
+}
+
+// CreateBatch implements BatchCreator with one transaction: If
+// CreateRevision(k) == 0 for every key, Then Put every key, Else Get every
+// key (keys only) to report which exist.
+func (e *Etcd) CreateBatch(ctx context.Context, kvs []KeyValue) (int64, error) {
+	if len(kvs) == 0 {
+		return 0, errors.New("create batch: no keys")
+	}
+	op := fmt.Sprintf("create %d keys in one transaction (%s … %s)", len(kvs), kvs[0].Key, kvs[len(kvs)-1].Key)
+	cmps := make([]clientv3.Cmp, len(kvs))
+	puts := make([]clientv3.Op, len(kvs))
+	gets := make([]clientv3.Op, len(kvs))
+	for i, kv := range kvs {
+		cmps[i] = clientv3.Compare(clientv3.CreateRevision(kv.Key), "=", 0)
+		puts[i] = clientv3.OpPut(kv.Key, string(kv.Value))
+		gets[i] = clientv3.OpGet(kv.Key, clientv3.WithKeysOnly())
+	}
+	var resp *clientv3.TxnResponse
+	err := e.rpc(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = e.cli.Txn(ctx).If(cmps...).Then(puts...).Else(gets...).Commit()
+		return err
+	})
+	if err != nil {
+		if tooLarge(err) || strings.Contains(err.Error(), "too many operations in txn request") {
+			return 0, fmt.Errorf("%s: %w (%d bytes): %w", op, ErrTooLarge, CreateBatchSize(kvs), cleanRPCError(err))
+		}
+		return 0, rpcError(op, err)
+	}
+	if resp.Succeeded {
+		return resp.Header.Revision, nil
+	}
+	ce := &BatchConflictError{}
+	for _, r := range resp.Responses {
+		if rr := r.GetResponseRange(); rr != nil {
+			for _, kv := range rr.Kvs {
+				ce.Existing = append(ce.Existing, *keyValue(kv, false))
+			}
+		}
+	}
+	return 0, ce
+}
+
+// CreateBatch creates kvs in their store when they all live in one;
+// otherwise it fails without writing, and the caller writes them one by
+// one.
+func (r *Routed) CreateBatch(ctx context.Context, kvs []KeyValue) (int64, error) {
+	if len(kvs) == 0 {
+		return 0, errors.New("create batch: no keys")
+	}
+	s := r.StoreFor(kvs[0].Key)
+	for _, kv := range kvs[1:] {
+		if r.StoreFor(kv.Key) != s {
+			return 0, fmt.Errorf("create batch: %s and %s are kept in different etcd clusters: %w", kvs[0].Key, kv.Key, ErrCrossStore)
+		}
+	}
+	bc, ok := s.(BatchCreator)
+	if !ok {
+		return 0, fmt.Errorf("create batch: %T: %w", s, ErrCrossStore)
+	}
+	return bc.CreateBatch(ctx, kvs)
+}
+
+// ErrCrossStore means a CreateBatch's keys are not all in one store that
+// can create them together; nothing was written.
+var ErrCrossStore = errors.New("keys cannot be created in one transaction")
+
+var (
+	_ BatchCreator = (*Etcd)(nil)
+	_ BatchCreator = (*Routed)(nil)
+)
