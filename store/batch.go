@@ -108,9 +108,9 @@ func (r *Routed) CreateBatch(ctx context.Context, kvs []KeyValue) (int64, error)
 	if len(kvs) == 0 {
 		return 0, errors.New("create batch: no keys")
 	}
-	s := r.StoreFor(kvs[0].Key)
+	s := r.storeFor(kvs[0].Key)
 	for _, kv := range kvs[1:] {
-		if r.StoreFor(kv.Key) != s {
+		if r.storeFor(kv.Key) != s {
 			return 0, fmt.Errorf("create batch: %s and %s are kept in different etcd clusters: %w", kvs[0].Key, kv.Key, ErrCrossStore)
 		}
 	}
