@@ -27,7 +27,8 @@ func statsCommand() command {
 			"current values; under ENCRYPTION AT REST, how many are stored under each provider and key\n" +
 			"(as their k8s:enc: header names it; plain values as identity), and with --encryption-config\n" +
 			"those not under the resource's write provider (the config's first) marked STALE: what a key\n" +
-			"rotation still has to rewrite (docs/runbooks/encryption-rotation.md); the largest objects; the revision range and the compaction revision; and\n" +
+			"rotation still has to rewrite (docs/runbooks/encryption-rotation.md); the largest objects;\n" +
+			"the revision range and the compaction revision; and\n" +
 			"the keys attached to a lease. With --db it also counts every revision the file holds (the\n" +
 			"history weight), the deletion records (tombstones) and the keys whose newest revision is a\n" +
 			"deletion, and reports the scheduled and finished compaction, the snapshot's sha256 trailer\n" +
