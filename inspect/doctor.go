@@ -198,8 +198,6 @@ type DoctorInputs struct {
 	FileOverrides string
 }
 
-// errStopList ends a List after the keys a check needs.
-var errStopList = errors.New("enough keys")
 
 // Doctor runs the checks of an open store: members and each endpoint's
 // health (a live etcd), the --etcd-servers-overrides etcds, that the

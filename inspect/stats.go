@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -25,7 +28,48 @@ type ResourceStats struct {
 	Deleted    *int64 `json:"deletedKeys,omitempty"`
 	// HistoryBytes is the size of every value held, all revisions.
 	HistoryBytes *int64 `json:"historyBytes,omitempty"`
+	// Storage counts the objects stored under each provider and key
+	// ("aescbc/key1", "kms/mykms", "identity" for plain values), as their
+	// k8s:enc: header names it, most objects first.
+	Storage []*StorageCount `json:"storage"`
+	// WriteProvider is the provider and key the resource's writes use
+	// (the encryption config's first; "identity" when no rule matches);
+	// "" when no encryption config was given, so staleness is unknown.
+	WriteProvider string `json:"writeProvider,omitempty"`
+	// Stale counts the objects not stored under WriteProvider: what a key
+	// rotation or a newly enabled provider still has to rewrite (nil when
+	// WriteProvider is unknown).
+	Stale *int64 `json:"stale,omitempty"`
+
+	storage map[string]int64
 }
+
+// StorageCount is how many of a resource's objects are stored under one
+// provider and key.
+type StorageCount struct {
+	Provider string `json:"provider"`
+	Objects  int64  `json:"objects"`
+	// Stale is true when Provider is not the resource's write provider.
+	Stale bool `json:"stale,omitempty"`
+}
+
+// StoredUnder names the provider and key a stored value is under, as an
+// encryption config names them: "aescbc/key1", "kms/mykms", or
+// "identity" for a value stored in the clear.
+func StoredUnder(value []byte) string {
+	h, ok := codec.ParseEncryptionHeader(value)
+	if !ok {
+		if codec.Detect(value) == codec.FormatEncrypted {
+			return "k8s:enc: (malformed header)"
+		}
+		return "identity"
+	}
+	return h.Provider + "/" + h.KeyName
+}
+
+// WriteProviderFunc names the provider and key new values of a resource
+// are written with (encryption.Config.Providers' first).
+type WriteProviderFunc func(gr schema.GroupResource) string
 
 // LargeObject is one of the largest current values.
 type LargeObject struct {
@@ -91,6 +135,7 @@ type Progress func(n, bytes, rev int64)
 
 // stats accumulates a StatsReport.
 type stats struct {
+	write   WriteProviderFunc
 	prefix  string
 	history bool
 	rep     *StatsReport
@@ -106,7 +151,10 @@ func (s *stats) group(key string) *ResourceStats {
 	name := GroupOf(s.prefix, key)
 	gs := s.groups[name]
 	if gs == nil {
-		gs = &ResourceStats{Resource: name}
+		gs = &ResourceStats{Resource: name, storage: map[string]int64{}}
+		if r, _, _, ok := resource.ParseKey(s.prefix, key); ok && s.write != nil {
+			gs.WriteProvider = s.write(r.GroupResource())
+		}
 		if s.history {
 			gs.Revisions, gs.Tombstones, gs.Deleted, gs.HistoryBytes = new(int64), new(int64), new(int64), new(int64)
 		}
@@ -116,8 +164,9 @@ func (s *stats) group(key string) *ResourceStats {
 }
 
 // object counts a current object.
-func (s *stats) object(gs *ResourceStats, key string, size, modRev int64, leased bool) {
+func (s *stats) object(gs *ResourceStats, key string, size, modRev int64, leased bool, under string) {
 	gs.Objects++
+	gs.storage[under]++
 	gs.Bytes += size
 	if leased {
 		gs.Leased++
@@ -132,6 +181,7 @@ func (s *stats) finish() *StatsReport {
 		rep.Objects += gs.Objects
 		rep.Bytes += gs.Bytes
 		rep.Leased += gs.Leased
+		gs.finishStorage()
 		rep.Resources = append(rep.Resources, gs)
 	}
 	sort.Slice(rep.Resources, func(i, j int) bool {
@@ -148,6 +198,29 @@ func (s *stats) finish() *StatsReport {
 	return rep
 }
 
+// finishStorage turns the storage counts into Storage and Stale.
+func (gs *ResourceStats) finishStorage() {
+	gs.Storage = []*StorageCount{}
+	if gs.WriteProvider != "" {
+		gs.Stale = new(int64)
+	}
+	for p, n := range gs.storage {
+		c := &StorageCount{Provider: p, Objects: n}
+		if gs.WriteProvider != "" && p != gs.WriteProvider {
+			c.Stale = true
+			*gs.Stale += n
+		}
+		gs.Storage = append(gs.Storage, c)
+	}
+	sort.Slice(gs.Storage, func(i, j int) bool {
+		a, b := gs.Storage[i], gs.Storage[j]
+		if a.Objects != b.Objects {
+			return a.Objects > b.Objects
+		}
+		return a.Provider < b.Provider
+	})
+}
+
 // keyState is a key's newest state during a db scan.
 type keyState struct {
 	group   *ResourceStats
@@ -155,6 +228,7 @@ type keyState struct {
 	modRev  int64
 	leased  bool
 	deleted bool
+	under   string
 }
 
 // BoltStats reads every revision a db file holds under prefix (ending in
@@ -162,8 +236,13 @@ type keyState struct {
 // revision range, the compaction state and the file's sizes. When a page
 // of the file cannot be read, it returns the report of what was read, with
 // Incomplete set, and the error (wrapping store.ErrCorrupt).
-func BoltStats(ctx context.Context, b *store.Bolt, prefix string, top int, progress Progress) (*StatsReport, error) {
+//
+// Each resource's objects are counted by the provider and key they are
+// stored under; with write (nil: unknown), those not under the resource's
+// write provider are counted as stale.
+func BoltStats(ctx context.Context, b *store.Bolt, prefix string, top int, progress Progress, write WriteProviderFunc) (*StatsReport, error) {
 	s := newStats(prefix, top, true)
+	s.write = write
 	rep := s.rep
 	m := b.Meta()
 	snap := b.Snapshot()
@@ -209,6 +288,7 @@ func BoltStats(ctx context.Context, b *store.Bolt, prefix string, top int, progr
 			sz := int64(len(ev.KV.Value))
 			*gs.HistoryBytes += sz
 			ks.deleted, ks.size, ks.leased, ks.modRev = false, sz, ev.KV.Lease != 0, ev.KV.ModRevision
+			ks.under = StoredUnder(ev.KV.Value)
 		}
 		if progress != nil {
 			progress(n, int64(len(ev.KV.Value)), ev.KV.ModRevision)
@@ -224,7 +304,7 @@ func BoltStats(ctx context.Context, b *store.Bolt, prefix string, top int, progr
 			*deleted++
 			continue
 		}
-		s.object(ks.group, key, ks.size, ks.modRev, ks.leased)
+		s.object(ks.group, key, ks.size, ks.modRev, ks.leased, ks.under)
 	}
 	rep = s.finish()
 	if err != nil {
@@ -237,8 +317,10 @@ func BoltStats(ctx context.Context, b *store.Bolt, prefix string, top int, progr
 // LiveStats reads every key under prefix (ending in "/") from live etcd,
 // page by page, and reports the counts and the top largest objects.
 // Deleted keys, tombstones and the revisions held are unknown there.
-func LiveStats(ctx context.Context, r store.Reader, prefix string, top int, pageSize int64, progress Progress) (*StatsReport, error) {
+// Objects are counted by provider and key as in BoltStats.
+func LiveStats(ctx context.Context, r store.Reader, prefix string, top int, pageSize int64, progress Progress, write WriteProviderFunc) (*StatsReport, error) {
 	s := newStats(prefix, top, false)
+	s.write = write
 	rep := s.rep
 	info, err := r.Info(ctx)
 	if err != nil {
@@ -251,7 +333,7 @@ func LiveStats(ctx context.Context, r store.Reader, prefix string, top int, page
 	rev, err := r.List(ctx, prefix, store.ListOptions{PageSize: pageSize}, func(kv *store.KeyValue) error {
 		n++
 		sz := int64(len(kv.Value))
-		s.object(s.group(kv.Key), kv.Key, sz, kv.ModRevision, kv.Lease != 0)
+		s.object(s.group(kv.Key), kv.Key, sz, kv.ModRevision, kv.Lease != 0, StoredUnder(kv.Value))
 		if progress != nil {
 			progress(n, sz, kv.ModRevision)
 		}

@@ -6,8 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -59,7 +63,7 @@ func openCorpusSnapshot(t *testing.T, path string) *store.Bolt {
 
 func TestBoltStats(t *testing.T) {
 	b := openCorpusSnapshot(t, filepath.Join(corpusDir, "etcd-snapshot.db"))
-	rep, err := BoltStats(context.Background(), b, "/registry/", 1, nil)
+	rep, err := BoltStats(context.Background(), b, "/registry/", 1, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +95,78 @@ func TestBoltStatsDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := openCorpusSnapshot(t, path)
-	rep, err := BoltStats(context.Background(), b, "/registry/", 5, nil)
+	rep, err := BoltStats(context.Background(), b, "/registry/", 5, nil, nil)
 	if !errors.Is(err, store.ErrCorrupt) || rep == nil || rep.Incomplete == "" {
 		t.Fatalf("BoltStats: report %v, error %v; want an incomplete report and ErrCorrupt", rep, err)
+	}
+}
+
+// TestStatsEncryptionAudit counts the corpus snapshot's objects by the
+// provider and key they are stored under (aescbc, aesgcm and secretbox
+// key1, and plain values), and marks as stale those not under their
+// resource's write provider; without a config staleness is unknown.
+func TestStatsEncryptionAudit(t *testing.T) {
+	ctx := context.Background()
+	b := openCorpusSnapshot(t, filepath.Join(corpusDir, "etcd-snapshot.db"))
+	enc, err := encryption.Load(ctx, filepath.Join(corpusDir, "encryption", "encryption-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	write := func(gr schema.GroupResource) string { return enc.Providers(gr)[0] }
+	type row struct {
+		provider string
+		objects  int64
+		stale    bool
+	}
+	tests := []struct {
+		resource, write string
+		stale           int64
+		storage         []row
+	}{
+		{"secrets", "aescbc/key1", 0, []row{{"aescbc/key1", 2, false}}},
+		{"configmaps", "aesgcm/key1", 2, []row{{"aesgcm/key1", 2, false}, {"identity", 2, true}}},
+		{"persistentvolumeclaims", "secretbox/key1", 0, []row{{"secretbox/key1", 3, false}}},
+		{"pods", "identity", 0, []row{{"identity", 1, false}}},
+	}
+	for _, live := range []bool{false, true} {
+		var rep *StatsReport
+		if live {
+			rep, err = LiveStats(ctx, b, "/registry/", 0, 500, nil, write)
+		} else {
+			rep, err = BoltStats(ctx, b, "/registry/", 0, nil, write)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]*ResourceStats{}
+		for _, r := range rep.Resources {
+			byName[r.Resource] = r
+		}
+		for _, tc := range tests {
+			r := byName[tc.resource]
+			if r == nil {
+				t.Fatalf("no %s in %v", tc.resource, rep.Resources)
+			}
+			var got []row
+			for _, c := range r.Storage {
+				got = append(got, row{c.Provider, c.Objects, c.Stale})
+			}
+			if r.WriteProvider != tc.write || r.Stale == nil || *r.Stale != tc.stale || !reflect.DeepEqual(got, tc.storage) {
+				t.Errorf("live %v: %s: write %q stale %v storage %v, want %q %d %v", live, tc.resource, r.WriteProvider, r.Stale, got, tc.write, tc.stale, tc.storage)
+			}
+		}
+	}
+	rep, err := BoltStats(ctx, b, "/registry/", 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Resources {
+		if r.Stale != nil || r.WriteProvider != "" {
+			t.Errorf("no config: %s: write %q stale %v", r.Resource, r.WriteProvider, r.Stale)
+		}
+		if r.Resource == "configmaps" && len(r.Storage) != 2 {
+			t.Errorf("no config: configmaps storage %v", r.Storage)
+		}
 	}
 }

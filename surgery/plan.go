@@ -181,6 +181,14 @@ func (c Planner) renderDiff(oldName string, before *codec.Object, oldRev int64, 
 	return string(d), nil
 }
 
+// RenderDiff returns a unified diff of the YAML views of two objects
+// (either may be nil: a creation or a deletion) under the given header
+// names, each with resourceVersion set to its revision, and a Secret's
+// values redacted unless c.ShowSecrets: the diff writes show.
+func (c Planner) RenderDiff(oldName string, before *codec.Object, oldRev int64, newName string, after *codec.Object, newRev int64) (string, error) {
+	return c.renderDiff(oldName, before, oldRev, newName, after, newRev)
+}
+
 // secretPatchNote ends the description of a Secret's patch.
 const secretPatchNote = "(values not shown: Secret)"
 

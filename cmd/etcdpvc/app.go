@@ -301,6 +301,7 @@ func commands() []command {
 		getCommand(),
 		lsCommand(),
 		historyCommand(),
+		diffCommand(),
 		doctorCommand(),
 		undeleteCommand(),
 		finalizersCommand(),

@@ -33,6 +33,9 @@ const (
 	// not decrypt or decode, unreadable pages); what was read is printed
 	// and what was skipped is listed.
 	exitIncomplete = 10
+	// exitDiffer: diff compared two states and found them different (as
+	// diff(1) exits 1); nothing went wrong.
+	exitDiffer = 11
 )
 
 // exitStatusHelp is the EXIT STATUS section shared by every command's help.
@@ -47,7 +50,8 @@ const exitStatusHelp = `EXIT STATUS:
    7  cannot reach etcd or open the db file
    8  outcome unknown: a write was sent and may or may not have been applied; see the backup named
    9  partly written: a write of several keys stopped after writing some of them (listed)
-  10  incomplete: some values could not be read (listed); the output holds the rest`
+  10  incomplete: some values could not be read (listed); the output holds the rest
+  11  diff: the two states differ (0: they are the same)`
 
 // ErrIncomplete marks a read that skipped values it could not read; the
 // command has printed what it read and listed what it skipped.
@@ -103,6 +107,8 @@ func exitCode(err error) int {
 		return exitPartial
 	case errors.Is(err, ErrIncomplete):
 		return exitIncomplete
+	case errors.Is(err, ErrDiffer):
+		return exitDiffer
 	case errors.Is(err, store.ErrConflict):
 		return exitConflict
 	case errors.Is(err, store.ErrNotFound):
@@ -165,6 +171,10 @@ func hintFor(err error) string {
 
 // report prints err in the project's format and returns the exit status.
 func report(stderr io.Writer, err error) int {
+	if errors.Is(err, ErrDiffer) && !errors.Is(err, ErrIncomplete) {
+		// An outcome, not an error: diff has printed its verdict.
+		return exitDiffer
+	}
 	msg := strings.TrimSpace(err.Error())
 	// A named object that does not exist: its own message names it and
 	// where else it exists, without the chain of what was being done.

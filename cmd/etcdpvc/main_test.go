@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,7 +112,7 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 		sc, envPrefix, args = sc.named[args[1]], args[1]+"_", args[2:]
 	}
 	if len(args) == 0 {
-		ts.Fatalf("usage: etcd [-c NAME] start|put|get|meta|del|compact|db|stop ...")
+		ts.Fatalf("usage: etcd [-c NAME] start|put|get|meta|del|compact|db|snapshot|stop ...")
 	}
 	if args[0] != "start" && sc.c == nil {
 		ts.Fatalf("etcd %s: no cluster; run etcd start first", args[0])
@@ -183,6 +185,15 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("usage: etcd db VAR")
 		}
 		ts.Setenv(args[1], filepath.Join(sc.c.DataDir(0), "member", "snap", "db"))
+	case "snapshot":
+		if len(args) != 2 {
+			ts.Fatalf("usage: etcd snapshot FILE")
+		}
+		rc, err := sc.cli.Snapshot(ctx)
+		ts.Check(err)
+		b, err := io.ReadAll(rc)
+		ts.Check(errors.Join(err, rc.Close()))
+		ts.Check(os.WriteFile(ts.MkAbs(args[1]), b, 0o600))
 	case "stop":
 		sc.c.Stop()
 	default:

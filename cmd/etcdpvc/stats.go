@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/store"
@@ -23,7 +25,11 @@ func statsCommand() command {
 		name:  "stats",
 		usage: "count objects and bytes per resource, the largest objects, revisions and compaction",
 		desc: "stats reads every key once and reports, per resource, the objects and the bytes of their\n" +
-			"current values; the largest objects; the revision range and the compaction revision; and\n" +
+			"current values; under ENCRYPTION AT REST, how many are stored under each provider and key\n" +
+			"(as their k8s:enc: header names it; plain values as identity), and with --encryption-config\n" +
+			"those not under the resource's write provider (the config's first) marked STALE: what a key\n" +
+			"rotation still has to rewrite (docs/runbooks/encryption-rotation.md); the largest objects;\n" +
+			"the revision range and the compaction revision; and\n" +
 			"the keys attached to a lease. With --db it also counts every revision the file holds (the\n" +
 			"history weight), the deletion records (tombstones) and the keys whose newest revision is a\n" +
 			"deletion, and reports the scheduled and finished compaction, the snapshot's sha256 trailer\n" +
@@ -70,14 +76,18 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		prog = newProgress(e.stderr, "stats")
 		update = prog.update
 	}
+	var write inspect.WriteProviderFunc
+	if s.enc != nil {
+		write = func(gr schema.GroupResource) string { return s.enc.Providers(gr)[0] }
+	}
 	var rep *inspect.StatsReport
 	if b, ok := s.reader.(*store.Bolt); ok {
 		if prog != nil {
 			prog.total = b.Meta().Revision
 		}
-		rep, err = inspect.BoltStats(e.ctx, b, prefix, o.Top, update)
+		rep, err = inspect.BoltStats(e.ctx, b, prefix, o.Top, update, write)
 	} else {
-		rep, err = inspect.LiveStats(e.ctx, s.reader, prefix, o.Top, o.PageSize, update)
+		rep, err = inspect.LiveStats(e.ctx, s.reader, prefix, o.Top, o.PageSize, update, write)
 	}
 	if prog != nil {
 		prog.done()
@@ -155,6 +165,9 @@ func printStats(e *env, rep *inspect.StatsReport) error {
 	if err := t.Flush(); err != nil {
 		return err
 	}
+	if err := printStorage(w, rep); err != nil {
+		return err
+	}
 	if len(rep.Largest) == 0 {
 		return nil
 	}
@@ -163,6 +176,47 @@ func printStats(e *env, rep *inspect.StatsReport) error {
 	for _, l := range rep.Largest {
 		if err := t.Row(inspect.HumanBytes(l.Bytes), strconv.FormatInt(l.ModRevision, 10), l.Key); err != nil {
 			return err
+		}
+	}
+	return t.Flush()
+}
+
+// printStorage prints the encryption audit: per resource, the objects
+// stored under each provider and key, those not under the write provider
+// marked stale.
+func printStorage(w io.Writer, rep *inspect.StatsReport) error {
+	known := false
+	var stale int64
+	for _, r := range rep.Resources {
+		if r.Stale != nil {
+			known = true
+			stale += *r.Stale
+		}
+	}
+	fmt.Fprintf(w, "\nENCRYPTION AT REST\n")
+	switch {
+	case !known:
+		fmt.Fprintf(w, "no --encryption-config: providers are read from each value's k8s:enc: header; which are stale (not under a resource's write provider) is unknown\n")
+	case stale == 0:
+		fmt.Fprintf(w, "every object is stored under its resource's write provider (the config's first)\n")
+	default:
+		fmt.Fprintf(w, "%s not under the resource's write provider (STALE): rewrite them through the API (see docs/runbooks/encryption-rotation.md)\n",
+			inspect.Count(int(stale), "object is", "objects are"))
+	}
+	t := newTable(w, "RESOURCE", "STORED UNDER", "OBJECTS", "STATUS")
+	for _, r := range rep.Resources {
+		for _, c := range r.Storage {
+			status := "-"
+			switch {
+			case r.WriteProvider == "":
+			case c.Stale:
+				status = "STALE: writes use " + r.WriteProvider
+			default:
+				status = "current"
+			}
+			if err := t.Row(r.Resource, c.Provider, strconv.FormatInt(c.Objects, 10), status); err != nil {
+				return err
+			}
 		}
 	}
 	return t.Flush()

@@ -1,0 +1,331 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/etcdpvc/etcdpvc/inspect"
+)
+
+// ErrDiffer is the outcome of a diff that found the two states different
+// (exit status 11, as diff(1) says 1).
+var ErrDiffer = errors.New("the states differ")
+
+// diffOptions are the flags of `etcdpvc diff`.
+type diffOptions struct {
+	A, B               string
+	Resource           string
+	Namespace          string
+	AllNamespaces      bool
+	Output             string
+	ShowSecrets        bool
+	IgnoreMetadataOnly bool
+	PageSize           int64
+}
+
+func diffCommand() command {
+	return command{
+		name:      "diff",
+		usage:     "compare two states of the keyspace: files, the live etcd, revisions",
+		argsUsage: "A B [RESOURCE]",
+		desc: "diff compares two states object by object and prints one line per object that differs:\n" +
+			"ADDED (only in B), DELETED (only in A) or MODIFIED, its resource, namespace, name, its mod\n" +
+			"revision in A and in B, and for MODIFIED what changed (as history says it). A and B are each\n" +
+			"a db or snapshot file, `live` (the etcd of the connection flags) or `rev:N`: revision N of\n" +
+			"the other side's source (of --db, or of the live etcd, when both are rev:N).\n" +
+			"Stored bytes are compared first; only values that differ are decrypted (--encryption-config)\n" +
+			"and decoded. A value rewritten with another key or provider, same plaintext, is reported as\n" +
+			"re-encrypted, content unchanged; an object of which only resourceVersion or the times of\n" +
+			"managedFields changed as metadata only (--ignore-metadata-only leaves those out). A Secret's\n" +
+			"values are shown by size unless --show-secrets. Totals per resource end the output.\n" +
+			"-o diff adds a unified YAML diff per object; -o json writes one JSON object a line (\"type\":\n" +
+			"\"object\" per object, then \"type\": \"total\" per resource and one \"type\": \"summary\").\n" +
+			"Exit status: 0 when the states are the same, 11 when they differ, 10 when a value could not\n" +
+			"be read on a side (listed: its line says why), never reported as equal.",
+		examples: `etcdpvc diff before.db after.db
+etcdpvc --db snapshot.db diff rev:1200 rev:1500 pvc -A
+etcdpvc --kubeadm diff snapshot.db live -A --ignore-metadata-only
+etcdpvc diff before.db after.db secrets -n demo -o diff`,
+		flags: []cli.Flag{
+			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "compare this namespace only"},
+			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "compare every namespace"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table, diff (with a unified YAML diff per object) or json (one object a line)"},
+			&cli.BoolFlag{Name: "show-secrets", Usage: "show the values of a Secret that changed instead of their sizes"},
+			&cli.BoolFlag{Name: "ignore-metadata-only", Usage: "leave out objects of which only resourceVersion or managedFields times changed"},
+			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request (live etcd)"},
+		},
+		action: func(c *cli.Context, e *env) error {
+			if c.NArg() < 2 || c.NArg() > 3 {
+				return usagef("diff takes two states A and B (a file, live or rev:N) and at most one RESOURCE")
+			}
+			o := diffOptions{A: c.Args().Get(0), B: c.Args().Get(1), Resource: c.Args().Get(2),
+				Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"), Output: c.String("output"),
+				ShowSecrets: c.Bool("show-secrets"), IgnoreMetadataOnly: c.Bool("ignore-metadata-only"), PageSize: c.Int64("page-size")}
+			if err := checkOutput(o.Output, "table", "diff", "json"); err != nil {
+				return err
+			}
+			if o.PageSize <= 0 {
+				return usagef("--page-size must be positive")
+			}
+			if o.Namespace != "" && o.AllNamespaces {
+				return usagef("give -n NAMESPACE or -A, not both")
+			}
+			g, err := resolveGlobals(c, e)
+			if err != nil {
+				return err
+			}
+			return runDiff(e, g, o)
+		},
+	}
+}
+
+// diffSource is one side of a diff: a file or the live etcd, at a
+// revision (0: the latest).
+type diffSource struct {
+	file  string // "" for the live etcd
+	rev   int64
+	isRev bool
+}
+
+func (s diffSource) String() string {
+	what := "live etcd"
+	if s.file != "" {
+		what = s.file
+	}
+	if s.rev != 0 {
+		what += " at revision " + strconv.FormatInt(s.rev, 10)
+	}
+	return what
+}
+
+// at names the source and the revision it was read at.
+func (s diffSource) at(rev int64) string {
+	s.rev = 0
+	return s.String() + " at revision " + strconv.FormatInt(rev, 10)
+}
+
+// parseDiffSource reads A or B: `live`, `rev:N` or a file path.
+func parseDiffSource(arg string) (diffSource, error) {
+	switch {
+	case arg == "":
+		return diffSource{}, usagef("diff: an empty state: give a file, live or rev:N")
+	case arg == "live":
+		return diffSource{}, nil
+	case strings.HasPrefix(arg, "rev:"):
+		n, err := strconv.ParseInt(strings.TrimPrefix(arg, "rev:"), 10, 64)
+		if err != nil || n <= 0 {
+			return diffSource{}, usagef("diff: %q: rev:N needs a positive revision number", arg)
+		}
+		return diffSource{rev: n, isRev: true}, nil
+	}
+	return diffSource{file: arg}, nil
+}
+
+// diffSources resolves A and B: a rev:N reads the other side's source,
+// or, when both are rev:N, --db (or the live etcd without it).
+func diffSources(g *globalOptions, a, b string) (diffSource, diffSource, error) {
+	sa, err := parseDiffSource(a)
+	if err != nil {
+		return sa, sa, err
+	}
+	sb, err := parseDiffSource(b)
+	if err != nil {
+		return sa, sb, err
+	}
+	switch {
+	case sa.isRev && sb.isRev:
+		sa.file, sb.file = g.DB, g.DB
+	case sa.isRev:
+		sa.file = sb.file
+	case sb.isRev:
+		sb.file = sa.file
+	}
+	return sa, sb, nil
+}
+
+func runDiff(e *env, g *globalOptions, o diffOptions) error {
+	sa, sb, err := diffSources(g, o.A, o.B)
+	if err != nil {
+		return err
+	}
+	// --kubeadm is read once; each side's session starts from its result.
+	if err := applyKubeadm(g); err != nil {
+		return err
+	}
+	open := func(src diffSource, first bool) (*session, error) {
+		gs := *g
+		gs.DB = src.file
+		if !first {
+			gs.kubeadmWarnings = nil
+		}
+		return openSession(e, &gs)
+	}
+	a, err := open(sa, true)
+	if err != nil {
+		return fmt.Errorf("diff: A (%s): %w", sa, err)
+	}
+	defer a.Close()
+	b := a
+	if sb.file != sa.file {
+		if b, err = open(sb, false); err != nil {
+			return fmt.Errorf("diff: B (%s): %w", sb, err)
+		}
+		defer b.Close()
+	}
+	scope, err := scopeFor(a, o.Resource, o.Namespace, o.AllNamespaces)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(e.stdout, 64<<10)
+	p := &diffPrinter{w: w, o: o}
+	sum, err := inspect.Diff(e.ctx,
+		inspect.DiffSide{Reader: a.reader, Rev: sa.rev, Planner: a.planner},
+		inspect.DiffSide{Reader: b.reader, Rev: sb.rev, Planner: b.planner},
+		inspect.DiffOptions{
+			StorePrefix: g.Prefix, ListPrefix: scope.prefix,
+			Match: func(key string) bool {
+				_, _, _, _, ok := scope.match(g.Prefix, key)
+				return ok
+			},
+			ShowSecrets: o.ShowSecrets, IgnoreMetadataOnly: o.IgnoreMetadataOnly,
+			WithDiff: o.Output == "diff", PageSize: o.PageSize,
+		}, p.record)
+	if err != nil {
+		if ferr := w.Flush(); ferr != nil {
+			return ferr
+		}
+		return fmt.Errorf("diff %s with %s: %w", sa, sb, err)
+	}
+	if err := p.totals(sa, sb, sum); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	switch {
+	case sum.Unreadable > 0:
+		return withHint(&incompleteError{msg: fmt.Sprintf("diff incomplete: %s could not be compared (listed, with why)",
+			inspect.Count(sum.Unreadable, "object", "objects"))},
+			"a value encrypted at rest needs the kube-apiserver's EncryptionConfiguration: --encryption-config FILE (or --kubeadm)")
+	case sum.Differ > 0:
+		return fmt.Errorf("%s: %w", inspect.Count(sum.Differ, "object differs", "objects differ"), ErrDiffer)
+	}
+	return nil
+}
+
+// diffPrinter writes diff records as lines, unified diffs or JSON.
+type diffPrinter struct {
+	w io.Writer
+	o diffOptions
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func revOrDash(r int64) string {
+	if r == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(r, 10)
+}
+
+func (p *diffPrinter) json(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = p.w.Write(b)
+	return err
+}
+
+func (p *diffPrinter) record(r inspect.DiffRecord) error {
+	if p.o.Output == "json" {
+		return p.json(struct {
+			Type string `json:"type"`
+			inspect.DiffRecord
+		}{"object", r})
+	}
+	line := fmt.Sprintf("%-8s %s %s %s %s %s", r.Change, r.Resource, dash(r.Namespace), r.Name, revOrDash(r.RevA), revOrDash(r.RevB))
+	switch {
+	case r.Summary != "":
+		line += "  " + r.Summary
+	case r.Unreadable != "":
+		line += "  cannot read: " + r.Unreadable
+	}
+	if _, err := fmt.Fprintln(p.w, line); err != nil {
+		return err
+	}
+	if r.Diff != "" {
+		_, err := io.WriteString(p.w, r.Diff)
+		return err
+	}
+	return nil
+}
+
+func (p *diffPrinter) totals(a, b diffSource, sum *inspect.DiffSummary) error {
+	if p.o.Output == "json" {
+		for _, t := range sum.Totals {
+			if err := p.json(struct {
+				Type string `json:"type"`
+				*inspect.DiffTotals
+			}{"total", t}); err != nil {
+				return err
+			}
+		}
+		return p.json(struct {
+			Type string `json:"type"`
+			A    string `json:"a"`
+			B    string `json:"b"`
+			*inspect.DiffSummary
+		}{"summary", a.at(sum.RevA), b.at(sum.RevB), sum})
+	}
+	if sum.Differ > 0 || sum.Unreadable > 0 || len(sum.Totals) > 0 {
+		fmt.Fprintln(p.w)
+	}
+	for _, t := range sum.Totals {
+		line := fmt.Sprintf("total %s: %d added, %d deleted, %d modified", t.Resource, t.Added, t.Deleted, t.Modified)
+		var extra []string
+		if t.MetadataOnly > 0 {
+			extra = append(extra, fmt.Sprintf("%d metadata only", t.MetadataOnly))
+		}
+		if t.ReEncrypted > 0 {
+			extra = append(extra, fmt.Sprintf("%d re-encrypted, content unchanged", t.ReEncrypted))
+		}
+		if len(extra) > 0 {
+			line += " (" + strings.Join(extra, ", ") + ")"
+		}
+		if t.Hidden > 0 {
+			line += fmt.Sprintf(", %d metadata only not shown", t.Hidden)
+		}
+		if t.Unreadable > 0 {
+			line += fmt.Sprintf(", %d could not be read", t.Unreadable)
+		}
+		if _, err := fmt.Fprintln(p.w, line); err != nil {
+			return err
+		}
+	}
+	verdict := "the states are the same"
+	switch {
+	case sum.Unreadable > 0:
+		verdict = "incomplete: " + inspect.Count(sum.Unreadable, "object", "objects") + " could not be compared"
+	case sum.Differ > 0:
+		verdict = inspect.Count(sum.Differ, "object differs", "objects differ")
+	case sum.Hidden > 0:
+		verdict = "the same apart from " + inspect.Count(sum.Hidden, "metadata-only change", "metadata-only changes") + " (not shown: --ignore-metadata-only)"
+	}
+	_, err := fmt.Fprintf(p.w, "compared %s: A %s, B %s: %s\n",
+		inspect.Count(sum.Compared, "key", "keys"), a.at(sum.RevA), b.at(sum.RevB), verdict)
+	return err
+}
