@@ -301,7 +301,7 @@ func (v *Verifier) dryRun(ctx context.Context, p *surgery.Plan) (Verdict, string
 		return Accepted, how
 	}
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-		return Rejected, apiMessage(err, u.GetName(), u.GetGenerateName())
+		return Rejected, apiMessage(err, obj.Meta.Name)
 	}
 	return Unknown, fmt.Sprintf("%s failed: %v", how, shortErr(err))
 }
@@ -337,16 +337,16 @@ func prepare(u *unstructured.Unstructured, rename bool) {
 	}
 }
 
-// apiMessage is the apiserver's message, with the generated name put
-// back as the object's own.
-func apiMessage(err error, name, generateName string) string {
+// apiMessage is the apiserver's message, with the name generated for a
+// dry run put back as the object's own name.
+func apiMessage(err error, name string) string {
 	msg := err.Error()
 	var se apierrors.APIStatus
 	if errors.As(err, &se) && se.Status().Message != "" {
 		msg = se.Status().Message
-	}
-	if generateName != "" {
-		msg = strings.ReplaceAll(msg, fmt.Sprintf("%q", generateName), "(generated name)")
+		if d := se.Status().Details; d != nil && d.Name != "" && name != "" && d.Name != name {
+			msg = strings.ReplaceAll(msg, fmt.Sprintf("%q", d.Name), fmt.Sprintf("%q", name))
+		}
 	}
 	return msg
 }
@@ -421,7 +421,7 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 func (v *Verifier) dryRunUpdate(ctx context.Context, ri dynamic.ResourceInterface, got *unstructured.Unstructured, name, rev string) error {
 	_, err := ri.Update(ctx, got, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
 	if err != nil {
-		return fmt.Errorf("the apiserver serves revision %s but refuses an update of it (server-side dry run): %s", rev, apiMessage(err, "", ""))
+		return fmt.Errorf("the apiserver serves revision %s but refuses an update of it (server-side dry run): %s", rev, apiMessage(err, ""))
 	}
 	v.o.Note(fmt.Sprintf("verified: the apiserver serves %s at revision %s and accepts updates", name, rev))
 	return nil
