@@ -65,6 +65,13 @@ func TestVerifyWithTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	kc := c.writeKubeconfig(t)
 
+	t.Run("doctor reports the apiserver usable", func(t *testing.T) {
+		r := c.etcdpvc(t, "--kubeconfig", kc, "doctor")
+		if !regexp.MustCompile(`OK +apiserver +https://127\.0\.0\.1:\d+ answers for this cluster; writes will be verified`).MatchString(r.stdout) {
+			t.Errorf("doctor does not report the apiserver usable:\n%s", r)
+		}
+	})
+
 	t.Run("undelete terminating pvc verified", func(t *testing.T) {
 		terminatingPVC(t, c, ns, "verify-stuck")
 		key := "/registry/persistentvolumeclaims/demo/verify-stuck"

@@ -459,3 +459,32 @@ func shortErr(err error) string {
 }
 
 var _ surgery.Verifier = (*Verifier)(nil)
+
+// Permitted asks the apiserver (SelfSubjectAccessReview) whether the
+// kubeconfig's user may create and update persistentvolumeclaims in
+// namespace default, the requests verification makes (as dry runs). It
+// returns the verbs refused, or an error when it cannot ask.
+func (v *Verifier) Permitted(ctx context.Context) ([]string, error) {
+	if v.reach != Reachable {
+		return nil, fmt.Errorf("%s", v.why)
+	}
+	ssar := v.dyn.Resource(schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"})
+	var refused []string
+	for _, verb := range []string{"create", "update"} {
+		req := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "authorization.k8s.io/v1",
+			"kind":       "SelfSubjectAccessReview",
+			"spec": map[string]any{"resourceAttributes": map[string]any{
+				"verb": verb, "resource": "persistentvolumeclaims", "namespace": "default",
+			}},
+		}}
+		got, err := ssar.Create(ctx, req, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("self subject access review: %v", shortErr(err))
+		}
+		if ok, _, _ := unstructured.NestedBool(got.Object, "status", "allowed"); !ok {
+			refused = append(refused, verb)
+		}
+	}
+	return refused, nil
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/verify"
 )
 
 func doctorCommand() command {
@@ -247,6 +249,7 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 	}
 	defer s.Close()
 	d.report(checkOK, "connect", "%s", s.description)
+	d.apiserver(s)
 
 	if s.etcd != nil {
 		members, err := s.etcd.MemberList(e.ctx)
@@ -419,4 +422,32 @@ func (d *doctor) secretsInClear(s *session) {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// apiserver says whether writes can be verified with the apiserver: the
+// kubeconfig found, whether it answers for this cluster, and whether its
+// user may make the dry runs (RBAC).
+func (d *doctor) apiserver(s *session) {
+	if s.g.Verify == verify.Never || s.bolt != nil {
+		d.report(checkOK, "apiserver", "not used (--verify=never or --db): writes are not verified")
+		return
+	}
+	v, err := newVerifier(&env{ctx: d.e.ctx, stdout: io.Discard, stderr: d.e.stderr, getenv: d.e.getenv}, s)
+	if err != nil {
+		d.report(checkFail, "apiserver", "%v", err)
+		return
+	}
+	if reach, why := v.Reach(); reach != verify.Reachable {
+		d.report(checkWarn, "apiserver", "writes will not be verified: %s", why)
+		return
+	}
+	refused, err := v.Permitted(d.e.ctx)
+	switch {
+	case err != nil:
+		d.report(checkWarn, "apiserver", "%s answers, but the user's permissions cannot be checked: %v", v.Host(), err)
+	case len(refused) > 0:
+		d.report(checkWarn, "apiserver", "%s answers, but the kubeconfig's user may not %s persistentvolumeclaims: writes cannot be verified", v.Host(), strings.Join(refused, " or "))
+	default:
+		d.report(checkOK, "apiserver", "%s answers for this cluster; writes will be verified", v.Host())
+	}
 }
