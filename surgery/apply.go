@@ -168,6 +168,21 @@ type Step struct {
 	// (ErrUncertain); nil for a no-op plan and for plans after a failure,
 	// which were not attempted.
 	Err error
+	// VerifyErr is why the Verifier does not accept the plan as written
+	// (the write was made); nil when it does, or when there is none.
+	VerifyErr error
+}
+
+// Verifier checks plans with an authority outside etcd (the apiserver),
+// so that this package needs no client of it. Execute calls Before for
+// every plan before writing any, and After for each plan written.
+type Verifier interface {
+	// Before is called before anything is written; an error refuses the
+	// write, and nothing is written.
+	Before(ctx context.Context, p *Plan) error
+	// After is called once the plan is written; an error says the write
+	// was made but is not accepted.
+	After(ctx context.Context, s Step) error
 }
 
 // Written reports whether the step's plan was written.
@@ -178,6 +193,9 @@ type ExecuteOptions struct {
 	ApplyOptions
 	// OnWritten, when set, is called after each plan written, in order.
 	OnWritten func(Step)
+	// Verifier, when set, checks every plan before the first write and
+	// each written plan after its write.
+	Verifier Verifier
 }
 
 // Execute makes the writes of plans that belong together (one plan, or a
@@ -191,6 +209,11 @@ type ExecuteOptions struct {
 // otherwise a *PartialError (ErrPartial, and the failure's own sentinel,
 // ErrUncertain included) saying what was written, with each backup, and
 // what was not.
+//
+// With a Verifier, a plan its Before refuses is a refusal: nothing is
+// written. After runs on each plan written; the writes go on (plans that
+// belong together are better written together), and when After failed
+// for any, the error is a *NotAcceptedError (ErrNotAccepted).
 func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOptions) ([]Step, error) {
 	steps := make([]Step, len(plans))
 	for i, p := range plans {
@@ -200,6 +223,16 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 		}
 		if err := checkPlan(p, o.ApplyOptions); err != nil {
 			return steps, err
+		}
+	}
+	if o.Verifier != nil {
+		for _, p := range plans {
+			if p == nil || p.NoOp {
+				continue
+			}
+			if err := o.Verifier.Before(ctx, p); err != nil {
+				return steps, err
+			}
 		}
 	}
 	written := 0
@@ -220,8 +253,44 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 		if o.OnWritten != nil {
 			o.OnWritten(steps[i])
 		}
+		if o.Verifier != nil {
+			steps[i].VerifyErr = o.Verifier.After(ctx, steps[i])
+		}
+	}
+	for _, st := range steps {
+		if st.VerifyErr != nil {
+			return steps, &NotAcceptedError{Steps: steps}
+		}
 	}
 	return steps, nil
+}
+
+// NotAcceptedError reports an Execute whose writes were all made and
+// whose Verifier does not accept some of them. It matches ErrNotAccepted
+// and each refusal.
+type NotAcceptedError struct {
+	Steps []Step
+}
+
+func (e *NotAcceptedError) Error() string {
+	var parts []string
+	for _, s := range e.Steps {
+		if s.VerifyErr != nil {
+			parts = append(parts, fmt.Sprintf("%s was written (revision %s → %d; backup %s), but %v", s.Plan.ObjectName(), revString(s.Plan.Expect), s.Result.Revision, s.Result.BackupPath, s.VerifyErr))
+		}
+	}
+	return fmt.Sprintf("%v: %s", ErrNotAccepted, strings.Join(parts, "; "))
+}
+
+// Unwrap returns ErrNotAccepted and each step's VerifyErr.
+func (e *NotAcceptedError) Unwrap() []error {
+	errs := []error{ErrNotAccepted}
+	for _, s := range e.Steps {
+		if s.VerifyErr != nil {
+			errs = append(errs, s.VerifyErr)
+		}
+	}
+	return errs
 }
 
 // PartialError reports an Execute that stopped after writing some of its

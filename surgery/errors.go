@@ -33,6 +33,11 @@ var (
 	// established whether it was applied or could still apply. The error
 	// is an *UncertainError.
 	ErrUncertain = errors.New("outcome of the write is unknown")
+	// ErrNotAccepted means a write was made but the apiserver does not
+	// accept its result (it does not serve it at the new revision, or
+	// refuses an update of it): the error is a *NotAcceptedError naming
+	// each backup.
+	ErrNotAccepted = errors.New("written, but the apiserver rejects it")
 	// ErrTooLarge means a write was refused because its value is larger
 	// than etcd accepts in one request; nothing was written.
 	ErrTooLarge = errors.New("value too large for etcd")

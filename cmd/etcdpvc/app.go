@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/etcdpvc/etcdpvc/kubeadm"
+	"github.com/etcdpvc/etcdpvc/verify"
 )
 
 // env is what a command runs with: its streams and context.
@@ -56,6 +57,8 @@ var globalFlags = []globalFlag{
 	{name: "lock-timeout", kind: 'd', def: "2s", usage: "with --db: how long to wait for the file lock (0: do not wait)"},
 	{name: "skip-hash-check", kind: 'b', usage: "with --db: go on when a snapshot's sha256 trailer does not match"},
 	{name: "encryption-config", kind: 's', usage: "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources"},
+	{name: "kubeconfig", env: "KUBECONFIG", kind: 's', usage: "kubeconfig of the cluster's apiserver, to verify writes with (--kubeadm: the node's admin.conf, which wins over $KUBECONFIG)"},
+	{name: "verify", kind: 's', def: "auto", usage: "check writes with the apiserver: auto (when it answers), always (refuse to write unverified) or never"},
 }
 
 func (g globalFlag) flag() cli.Flag { return g.cliFlag(false) }
@@ -119,6 +122,8 @@ type globalOptions struct {
 	LockTimeout           time.Duration
 	SkipHashCheck         bool
 	EncryptionConfig      string
+	Kubeconfig            string
+	Verify                verify.Mode
 	// ServersOverrides are --etcd-servers-overrides, parsed.
 	ServersOverrides []kubeadm.Override
 	// explicit records which flags the user set (flag or environment).
@@ -263,6 +268,12 @@ func (o *globalOptions) set(name, s string, list []string) error {
 		o.SkipHashCheck = s == "true"
 	case "encryption-config":
 		o.EncryptionConfig = s
+	case "kubeconfig":
+		o.Kubeconfig = s
+	case "verify":
+		if o.Verify, err = verify.ParseMode(s); err != nil {
+			return usagef("%v", err)
+		}
 	case "etcd-servers-overrides":
 		if o.ServersOverrides, err = kubeadm.ParseServersOverrides(s); err != nil {
 			return usagef("--etcd-servers-overrides: %v", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
+	"github.com/etcdpvc/etcdpvc/verify"
 )
 
 func doctorCommand() command {
@@ -139,6 +141,7 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 	}
 	defer s.Close()
 	d.report(inspect.CheckOK, "connect", "%s", s.description)
+	d.apiserver(s)
 	in := inspect.DoctorInputs{Store: s.reader, Planner: s.planner, EncryptionConfig: s.g.EncryptionConfig}
 	if s.isFile() && len(s.g.ServersOverrides) > 0 {
 		in.FileOverrides = overridesString(s.g.ServersOverrides)
@@ -153,4 +156,32 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// apiserver says whether writes can be verified with the apiserver: the
+// kubeconfig found, whether it answers for this cluster, and whether its
+// user may make the dry runs (RBAC).
+func (d *doctor) apiserver(s *session) {
+	if s.g.Verify == verify.Never || s.bolt != nil {
+		d.report(inspect.CheckOK, "apiserver", "not used (--verify=never or --db): writes are not verified")
+		return
+	}
+	v, err := newVerifier(&env{ctx: d.e.ctx, stdout: io.Discard, stderr: d.e.stderr, getenv: d.e.getenv}, s)
+	if err != nil {
+		d.report(inspect.CheckFail, "apiserver", "%v", err)
+		return
+	}
+	if reach, why := v.Reach(); reach != verify.Reachable {
+		d.report(inspect.CheckWarn, "apiserver", "writes will not be verified: %s", why)
+		return
+	}
+	refused, err := v.Permitted(d.e.ctx)
+	switch {
+	case err != nil:
+		d.report(inspect.CheckWarn, "apiserver", "%s answers, but the user's permissions cannot be checked: %v", v.Host(), err)
+	case len(refused) > 0:
+		d.report(inspect.CheckWarn, "apiserver", "%s answers, but the kubeconfig's user may not %s persistentvolumeclaims: writes cannot be verified", v.Host(), strings.Join(refused, " or "))
+	default:
+		d.report(inspect.CheckOK, "apiserver", "%s answers for this cluster; writes will be verified", v.Host())
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/verify"
 )
 
 // Exit statuses. They are listed in docs/cli.md and in every command's help.
@@ -36,6 +37,10 @@ const (
 	// exitDiffer: diff compared two states and found them different (as
 	// diff(1) exits 1); nothing went wrong.
 	exitDiffer = 11
+	// exitNotAccepted: written, but the apiserver rejects it: it does not
+	// serve the object at the new revision or refuses an update of it.
+	// The message names each backup to restore.
+	exitNotAccepted = 12
 )
 
 // exitStatusHelp is the EXIT STATUS section shared by every command's help.
@@ -51,7 +56,9 @@ const exitStatusHelp = `EXIT STATUS:
    8  outcome unknown: a write was sent and may or may not have been applied; see the backup named
    9  partly written: a write of several keys stopped after writing some of them (listed)
   10  incomplete: some values could not be read (listed); the output holds the rest
-  11  diff: the two states differ (0: they are the same)`
+  11  diff: the two states differ (0: they are the same)
+
+  12  written, but the apiserver rejects it (does not serve it at the new revision, or refuses to update it); restore the backup named`
 
 // ErrIncomplete marks a read that skipped values it could not read; the
 // command has printed what it read and listed what it skipped.
@@ -105,6 +112,8 @@ func exitCode(err error) int {
 		return exitUncertain
 	case errors.Is(err, surgery.ErrPartial):
 		return exitPartial
+	case errors.Is(err, surgery.ErrNotAccepted):
+		return exitNotAccepted
 	case errors.Is(err, ErrIncomplete):
 		return exitIncomplete
 	case errors.Is(err, ErrDiffer):
@@ -119,7 +128,7 @@ func exitCode(err error) int {
 		errors.Is(err, surgery.ErrChangedSinceBackup), errors.Is(err, surgery.ErrBadBackup), errors.Is(err, surgery.ErrTooLarge),
 		errors.Is(err, surgery.ErrInvalid), errors.Is(err, surgery.ErrNotApplicable),
 		errors.Is(err, surgery.ErrKeyMismatch), errors.Is(err, surgery.ErrOtherCluster), errors.Is(err, surgery.ErrPlaintextIntoEncrypted),
-		errors.Is(err, surgery.ErrUnsafeBackupDir):
+		errors.Is(err, surgery.ErrUnsafeBackupDir), errors.Is(err, verify.ErrRejected), errors.Is(err, verify.ErrCannotVerify):
 		return exitRefused
 	case errors.Is(err, encryption.ErrKeyNotFound), errors.Is(err, encryption.ErrNoConfig):
 		return exitDecode
@@ -157,6 +166,10 @@ func hintFor(err error) string {
 		return "the value was encrypted with a key this EncryptionConfiguration does not hold: use the file the kube-apiserver runs with (--kubeadm finds it)"
 	case errors.Is(err, encryption.ErrNoConfig):
 		return "pass --encryption-config with the kube-apiserver's EncryptionConfiguration (or --kubeadm on a control-plane node)"
+	case errors.Is(err, verify.ErrRejected):
+		return "fix the edit so that the apiserver accepts it; --verify=never writes it anyway, and the apiserver will then likely refuse to update the object"
+	case errors.Is(err, verify.ErrCannotVerify):
+		return "make the apiserver reachable (--kubeconfig, $KUBECONFIG, --kubeadm), or use --verify=auto to write unverified"
 	case errors.Is(err, store.ErrConflict):
 		return "re-run the command: it reads the object again and shows a new diff"
 	case errors.Is(err, surgery.ErrUncertain):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/verify"
 )
 
 // writeOptions are the flags every write command shares.
@@ -150,6 +151,17 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 	if len(todo) == 0 {
 		return nil, nil
 	}
+	v, err := newVerifier(e, s)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range plans {
+		if !p.NoOp {
+			if err := v.Before(e.ctx, p); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if o.DryRun {
 		for _, p := range plans {
 			if !p.NoOp {
@@ -173,6 +185,7 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 	}
 	steps, err := surgery.Execute(e.ctx, w, plans, surgery.ExecuteOptions{
 		ApplyOptions: applyOptions(e, s, o),
+		Verifier:     v,
 		OnWritten: func(st surgery.Step) {
 			for _, w := range st.Result.Warnings {
 				fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
@@ -192,11 +205,20 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 		if errors.Is(err, surgery.ErrPartial) && snapshotCopyOf(s) != nil {
 			err = withHint(err, fmt.Sprintf("%s holds only part of the change: delete it and run the command again (the input db is unchanged)", o.Out))
 		}
+		if errors.Is(err, surgery.ErrNotAccepted) {
+			err = withHint(err, "the write is made, but the apiserver does not accept it: undo it with "+undoCommands(steps)+" and see the runbook's section on verification")
+		}
 		return steps, err
 	}
 	if done, err := finishSnapshotWrite(e, s); done {
 		return steps, err
 	}
+	fmt.Fprintf(e.stdout, "undo with: %s\n", undoCommands(steps))
+	return steps, nil
+}
+
+// undoCommands are the restores that undo the steps written, last first.
+func undoCommands(steps []surgery.Step) string {
 	var undo []string
 	for i := len(steps) - 1; i >= 0; i-- {
 		st := steps[i]
@@ -205,8 +227,33 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 			undo = append(undo, "etcdpvc restore "+st.Result.BackupPath)
 		}
 	}
-	fmt.Fprintf(e.stdout, "undo with: %s\n", strings.Join(undo, " && "))
-	return steps, nil
+	return strings.Join(undo, " && ")
+}
+
+// newVerifier connects to the apiserver of the cluster written (the
+// kubeconfig of --kubeconfig, --kubeadm or $KUBECONFIG), unless
+// --verify=never or the target is a db file.
+func newVerifier(e *env, s *session) (*verify.Verifier, error) {
+	g := s.g
+	o := verify.Options{Mode: g.Verify, Reader: s.reader, Planner: &s.planner,
+		Note: func(msg string) { fmt.Fprintln(e.stdout, msg) }}
+	if s.bolt != nil {
+		o.Offline = "the target is a db file (--db), which no apiserver serves"
+	} else {
+		env := ""
+		if g.fromEnvOnly("kubeconfig") {
+			env = g.Kubeconfig
+		}
+		flag := g.Kubeconfig
+		if env != "" {
+			flag = ""
+		}
+		o.Kubeconfig, o.KubeconfigErr = verify.Find(verify.FindOptions{Flag: flag, Env: env, Kubeadm: g.Kubeadm, ManifestsDir: g.ManifestsDir})
+		if flag != "" && o.KubeconfigErr != nil {
+			return nil, usagef("%v", o.KubeconfigErr)
+		}
+	}
+	return verify.New(e.ctx, o), nil
 }
 
 // editCommand builds a write command that names one object and applies

@@ -1,0 +1,490 @@
+// Package verify asks the kube-apiserver whether it accepts what etcdpvc
+// writes to etcd behind its back. Writing etcd skips admission and
+// validation: before a write, a server-side dry-run create of the edited
+// object (under a generated name, so that the immutability rules the
+// surgery bypasses do not apply) shows the apiserver's own validation
+// errors; after it, the apiserver must serve the object at the key's new
+// mod revision and accept a dry-run update of it as it stands. When no
+// apiserver answers, nothing is verified and the Verifier says so.
+//
+// Verifier implements surgery.Verifier; package surgery does not import
+// client-go.
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+)
+
+// Sentinels callers branch on.
+var (
+	// ErrRejected means the apiserver's validation or admission refuses
+	// the edited object (a server-side dry run); nothing was written.
+	ErrRejected = errors.New("the apiserver rejects the edited object")
+	// ErrCannotVerify means --verify=always and the edit could not be
+	// verified; nothing was written.
+	ErrCannotVerify = errors.New("cannot verify the write with the apiserver")
+)
+
+// Defaults of Options.
+const (
+	DefaultProbeTimeout = 3 * time.Second
+	DefaultTimeout      = 15 * time.Second
+	// DefaultServeWait bounds the wait for the apiserver to serve a
+	// written revision (its watch cache follows etcd).
+	DefaultServeWait = 10 * time.Second
+	fieldManager     = "etcdpvc-verify"
+)
+
+// Options configure New.
+type Options struct {
+	Mode Mode
+	// Kubeconfig is where the apiserver is; its error (ErrNoKubeconfig,
+	// a --kubeconfig that does not exist) when Find failed.
+	Kubeconfig    Kubeconfig
+	KubeconfigErr error
+	// Offline, when set, says why no apiserver serves the target (a db
+	// file): nothing is asked.
+	Offline string
+	// ProbeTimeout bounds the first request (default
+	// DefaultProbeTimeout); Timeout each later one (DefaultTimeout).
+	ProbeTimeout, Timeout time.Duration
+	// ServeWait bounds the wait for the written revision (default
+	// DefaultServeWait).
+	ServeWait time.Duration
+	// Reader and Planner read the etcd written, to check that the
+	// apiserver is the one of that cluster (kube-system's uid).
+	Reader  store.Reader
+	Planner *surgery.Planner
+	// Note prints one line for the operator ("verified: ...").
+	Note func(string)
+}
+
+// Verifier checks writes with the apiserver. It implements
+// surgery.Verifier. Its zero value is not usable: use New.
+type Verifier struct {
+	o      Options
+	reach  Reach
+	why    string // why nothing can be verified (reach != Reachable)
+	host   string
+	dyn    dynamic.Interface
+	mapper meta.RESTMapper
+
+	mu       sync.Mutex
+	said     bool
+	verdicts map[*surgery.Plan]error
+}
+
+// New connects to the apiserver unless mode is Never or the target is
+// offline. An apiserver that does not answer within ProbeTimeout, or
+// serves another cluster, is recorded as unreachable, not an error.
+func New(ctx context.Context, o Options) *Verifier {
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = DefaultProbeTimeout
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.ServeWait <= 0 {
+		o.ServeWait = DefaultServeWait
+	}
+	if o.Note == nil {
+		o.Note = func(string) {}
+	}
+	v := &Verifier{o: o, verdicts: map[*surgery.Plan]error{}}
+	switch {
+	case o.Mode == Never:
+		v.reach, v.why = Unreachable, "--verify=never"
+	case o.Offline != "":
+		v.reach, v.why = Offline, o.Offline
+	default:
+		v.connect(ctx)
+	}
+	return v
+}
+
+// Reach says whether the apiserver can be asked, and why not.
+func (v *Verifier) Reach() (Reach, string) { return v.reach, v.why }
+
+// Host is the apiserver's URL, when one was found.
+func (v *Verifier) Host() string { return v.host }
+
+func (v *Verifier) connect(ctx context.Context) {
+	v.reach = Unreachable
+	if v.o.KubeconfigErr != nil {
+		v.why = v.o.KubeconfigErr.Error()
+		return
+	}
+	rc, err := v.o.Kubeconfig.RESTConfig()
+	if err != nil {
+		v.why = err.Error()
+		return
+	}
+	v.host = rc.Host
+	rc = rest.CopyConfig(rc)
+	rc.Timeout = v.o.Timeout
+	rc.WarningHandler = rest.NoWarnings{}
+	probe := rest.CopyConfig(rc)
+	probe.Timeout = v.o.ProbeTimeout
+	pdc, err := discovery.NewDiscoveryClientForConfig(probe)
+	if err != nil {
+		v.why = err.Error()
+		return
+	}
+	if _, err := pdc.ServerVersion(); err != nil {
+		v.why = fmt.Sprintf("apiserver unreachable: %s did not answer within %s (%v)", rc.Host, v.o.ProbeTimeout, shortErr(err))
+		return
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		v.why = err.Error()
+		return
+	}
+	if v.dyn, err = dynamic.NewForConfig(rc); err != nil {
+		v.why = err.Error()
+		return
+	}
+	v.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	if why := v.sameCluster(ctx); why != "" {
+		v.why = why
+		return
+	}
+	v.reach = Reachable
+}
+
+// sameCluster checks that the apiserver serves the etcd written: the
+// namespace kube-system has the same uid in both. It returns why not, or
+// "" (also when etcd holds no kube-system to compare with).
+func (v *Verifier) sameCluster(ctx context.Context) string {
+	if v.o.Reader == nil || v.o.Planner == nil {
+		return ""
+	}
+	prefix := v.o.Planner.Prefix
+	if prefix == "" {
+		prefix = "/registry"
+	}
+	cur, err := v.o.Planner.Load(ctx, v.o.Reader, prefix+"/namespaces/kube-system", 0)
+	if err != nil || cur.Obj == nil || cur.Obj.Meta == nil {
+		return ""
+	}
+	ns, err := v.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, "kube-system", metav1.GetOptions{})
+	if err != nil {
+		return fmt.Sprintf("apiserver %s cannot be compared with etcd (get namespace kube-system: %v)", v.host, shortErr(err))
+	}
+	if ns.GetUID() != cur.Obj.Meta.UID {
+		return fmt.Sprintf("apiserver %s serves another cluster than the etcd written (namespace kube-system has uid %s there, %s in etcd)", v.host, ns.GetUID(), cur.Obj.Meta.UID)
+	}
+	return ""
+}
+
+// note prints the "not verified" line once.
+func (v *Verifier) notVerified() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.said {
+		v.said = true
+		v.o.Note("not verified: " + v.why)
+	}
+}
+
+// Before asks the apiserver, with a server-side dry run, whether it
+// accepts the plan's new object, and decides (Decide) whether to write.
+// It prints what it found. The answer for a plan is kept: a second call
+// neither asks nor prints again.
+func (v *Verifier) Before(ctx context.Context, p *surgery.Plan) error {
+	v.mu.Lock()
+	if err, ok := v.verdicts[p]; ok {
+		v.mu.Unlock()
+		return err
+	}
+	v.mu.Unlock()
+	err := v.before(ctx, p)
+	v.mu.Lock()
+	v.verdicts[p] = err
+	v.mu.Unlock()
+	return err
+}
+
+func (v *Verifier) before(ctx context.Context, p *surgery.Plan) error {
+	name := p.ObjectName()
+	verdict, msg := Unknown, v.why
+	if v.reach == Reachable {
+		verdict, msg = v.dryRun(ctx, p)
+	}
+	switch Decide(v.o.Mode, v.reach, verdict) {
+	case WriteVerified:
+		v.o.Note(fmt.Sprintf("validated: the apiserver accepts %s (%s)", name, msg))
+		return nil
+	case WriteUnverified:
+		if v.reach == Reachable {
+			v.o.Note(fmt.Sprintf("not verified: %s: %s", name, msg))
+		} else {
+			v.notVerified()
+		}
+		return nil
+	case RefuseRejected:
+		return &RejectedError{Object: name, Message: msg}
+	default:
+		return fmt.Errorf("%s: %w: %s (--verify=always); nothing written", name, ErrCannotVerify, msg)
+	}
+}
+
+// RejectedError is the apiserver's refusal of an edited object before
+// the write. It matches ErrRejected.
+type RejectedError struct {
+	Object  string
+	Message string
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("%s: %v (server-side dry run): %s; nothing written", e.Object, ErrRejected, e.Message)
+}
+
+// Unwrap returns ErrRejected.
+func (e *RejectedError) Unwrap() error { return ErrRejected }
+
+// dryRun asks the apiserver to create the plan's new object with
+// dryRun=All: under a generated name in its namespace for an edit of an
+// existing object, under its own name for a create. A deletion needs no
+// validation.
+func (v *Verifier) dryRun(ctx context.Context, p *surgery.Plan) (Verdict, string) {
+	if p.Delete {
+		return Accepted, "a deletion: nothing to validate"
+	}
+	obj, err := codec.Decode(p.NewPlain)
+	if err != nil {
+		return Unknown, fmt.Sprintf("cannot decode the new object: %v", err)
+	}
+	if obj.Undecoded != nil {
+		return Unknown, fmt.Sprintf("%s is a kind this tool cannot turn into JSON for the apiserver", obj.GVK.Kind)
+	}
+	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj.Content)}
+	ri, err := v.resourceFor(obj.GVK, u.GetNamespace())
+	if err != nil {
+		return Unknown, err.Error()
+	}
+	how := "server-side dry-run create"
+	create := p.Expect == 0
+	if !create {
+		switch obj.GVK.GroupKind() {
+		case schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, schema.GroupKind{Group: "apiregistration.k8s.io", Kind: "APIService"}:
+			return Unknown, fmt.Sprintf("a %s's name is part of its validation: it cannot be validated under another name", obj.GVK.Kind)
+		}
+	}
+	prepare(u, !create)
+	if !create {
+		how += " under a generated name"
+	}
+	_, err = ri.Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
+	if err == nil {
+		return Accepted, how
+	}
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return Rejected, apiMessage(err, obj.Meta.Name)
+	}
+	return Unknown, fmt.Sprintf("%s failed: %v", how, shortErr(err))
+}
+
+// prepare strips what a create may not carry (server-set metadata, the
+// status the apiserver resets) and, when rename, puts a generateName in
+// place of the name. A Service's allocated IPs and ports are dropped: the
+// original holds them.
+func prepare(u *unstructured.Unstructured, rename bool) {
+	for _, f := range []string{"resourceVersion", "uid", "creationTimestamp", "managedFields", "generation", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
+		unstructured.RemoveNestedField(u.Object, "metadata", f)
+	}
+	if rename {
+		base := u.GetName()
+		if len(base) > 40 {
+			base = base[:40]
+		}
+		u.SetName("")
+		u.SetGenerateName(strings.TrimRight(base, "-.") + "-etcdpvc-")
+	}
+	if u.GetAPIVersion() == "v1" && u.GetKind() == "Service" {
+		unstructured.RemoveNestedField(u.Object, "spec", "clusterIP")
+		unstructured.RemoveNestedField(u.Object, "spec", "clusterIPs")
+		unstructured.RemoveNestedField(u.Object, "spec", "healthCheckNodePort")
+		if ports, ok, _ := unstructured.NestedSlice(u.Object, "spec", "ports"); ok {
+			for _, p := range ports {
+				if m, ok := p.(map[string]any); ok {
+					delete(m, "nodePort")
+				}
+			}
+			_ = unstructured.SetNestedSlice(u.Object, ports, "spec", "ports")
+		}
+	}
+}
+
+// apiMessage is the apiserver's message, with the name generated for a
+// dry run put back as the object's own name.
+func apiMessage(err error, name string) string {
+	msg := err.Error()
+	var se apierrors.APIStatus
+	if errors.As(err, &se) && se.Status().Message != "" {
+		msg = se.Status().Message
+		if d := se.Status().Details; d != nil && d.Name != "" && name != "" && d.Name != name {
+			msg = strings.ReplaceAll(msg, fmt.Sprintf("%q", d.Name), fmt.Sprintf("%q", name))
+		}
+	}
+	return msg
+}
+
+// resourceFor maps gvk to its resource client in namespace ns.
+func (v *Verifier) resourceFor(gvk schema.GroupVersionKind, ns string) (dynamic.ResourceInterface, error) {
+	m, err := v.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("the apiserver does not serve %s: %v", gvk, shortErr(err))
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return v.dyn.Resource(m.Resource).Namespace(ns), nil
+	}
+	return v.dyn.Resource(m.Resource), nil
+}
+
+// After checks a written plan: the apiserver serves the object at the
+// key's new mod revision (polling while its watch cache catches up), and
+// a server-side dry-run update of the object as served passes; for a
+// deletion, that it no longer serves it. It prints the outcome; the error
+// says what failed. Without a reachable apiserver it does nothing (Before
+// said so).
+func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
+	if v.reach != Reachable || st.Result == nil {
+		return nil
+	}
+	v.mu.Lock()
+	before := v.verdicts[st.Plan]
+	v.mu.Unlock()
+	if before != nil {
+		return nil
+	}
+	p := st.Plan
+	name := p.ObjectName()
+	ident, err := identify(p)
+	if err != nil {
+		v.o.Note(fmt.Sprintf("not verified: %s: %v", name, err))
+		return nil
+	}
+	ri, err := v.resourceFor(ident.gvk, ident.namespace)
+	if err != nil {
+		return fmt.Errorf("the apiserver cannot be asked about it: %w", err)
+	}
+	want := strconv.FormatInt(st.Result.Revision, 10)
+	deadline := time.Now().Add(v.o.ServeWait)
+	var last string
+	for {
+		got, err := ri.Get(ctx, ident.name, metav1.GetOptions{})
+		switch {
+		case p.Delete && apierrors.IsNotFound(err):
+			v.o.Note(fmt.Sprintf("verified: the apiserver no longer serves %s", name))
+			return nil
+		case p.Delete && err == nil:
+			last = fmt.Sprintf("the apiserver still serves it (resourceVersion %s)", got.GetResourceVersion())
+		case err != nil:
+			last = fmt.Sprintf("the apiserver does not serve it: %v", shortErr(err))
+		case got.GetResourceVersion() == want:
+			return v.dryRunUpdate(ctx, ri, got, name, want)
+		default:
+			last = fmt.Sprintf("the apiserver serves resourceVersion %s, not the written revision %s", got.GetResourceVersion(), want)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s (waited %s)", last, v.o.ServeWait)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (v *Verifier) dryRunUpdate(ctx context.Context, ri dynamic.ResourceInterface, got *unstructured.Unstructured, name, rev string) error {
+	_, err := ri.Update(ctx, got, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
+	if err != nil {
+		return fmt.Errorf("the apiserver serves revision %s but refuses an update of it (server-side dry run): %s", rev, apiMessage(err, ""))
+	}
+	v.o.Note(fmt.Sprintf("verified: the apiserver serves %s at revision %s and accepts updates", name, rev))
+	return nil
+}
+
+// ident is what names a plan's object to the apiserver.
+type ident struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
+}
+
+func identify(p *surgery.Plan) (ident, error) {
+	var obj *codec.Object
+	if p.Before != nil && p.Before.Obj != nil {
+		obj = p.Before.Obj
+	}
+	if !p.Delete && len(p.NewPlain) > 0 {
+		if o, err := codec.Decode(p.NewPlain); err == nil {
+			obj = o
+		}
+	}
+	if obj == nil || obj.Meta == nil || obj.GVK.Kind == "" || obj.Meta.Name == "" {
+		return ident{}, fmt.Errorf("the object's kind and name cannot be read")
+	}
+	return ident{gvk: obj.GVK, namespace: obj.Meta.Namespace, name: obj.Meta.Name}, nil
+}
+
+// shortErr is err's message without client-go's repetition of the URL.
+func shortErr(err error) string {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) && se.Status().Message != "" {
+		return se.Status().Message
+	}
+	return err.Error()
+}
+
+var _ surgery.Verifier = (*Verifier)(nil)
+
+// Permitted asks the apiserver (SelfSubjectAccessReview) whether the
+// kubeconfig's user may create and update persistentvolumeclaims in
+// namespace default, the requests verification makes (as dry runs). It
+// returns the verbs refused, or an error when it cannot ask.
+func (v *Verifier) Permitted(ctx context.Context) ([]string, error) {
+	if v.reach != Reachable {
+		return nil, fmt.Errorf("%s", v.why)
+	}
+	ssar := v.dyn.Resource(schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"})
+	var refused []string
+	for _, verb := range []string{"create", "update"} {
+		req := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "authorization.k8s.io/v1",
+			"kind":       "SelfSubjectAccessReview",
+			"spec": map[string]any{"resourceAttributes": map[string]any{
+				"verb": verb, "resource": "persistentvolumeclaims", "namespace": "default",
+			}},
+		}}
+		got, err := ssar.Create(ctx, req, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("self subject access review: %v", shortErr(err))
+		}
+		if ok, _, _ := unstructured.NestedBool(got.Object, "status", "allowed"); !ok {
+			refused = append(refused, verb)
+		}
+	}
+	return refused, nil
+}
