@@ -1,0 +1,528 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// ErrUndetermined means the source holds the request but cannot establish
+// its outcome or revision (a write-ahead log that starts after a raft
+// snapshot, an entry past the last commit index it records).
+var ErrUndetermined = errors.New("not established by the write-ahead log")
+
+// WALCoverage summarises what a write-ahead log holds.
+type WALCoverage struct {
+	// Dir is the wal directory read; Segments the segment files read.
+	Dir      string
+	Segments []string
+	// First and last entry index and term.
+	FirstIndex, FirstTerm, LastIndex, LastTerm uint64
+	// Commit is the last commit index the log records.
+	Commit uint64
+	// Tail says where a torn log stopped (nil: it ended cleanly).
+	Tail *walread.Tail
+	// Counts counts entries by kind ("put", "txn", "conf-change", "other"...).
+	Counts map[string]int
+	// FirstRevision and LastRevision bound the revisions derived (0, 0:
+	// none). Revisions are derived from an empty keyspace when the log
+	// starts at raft index 1.
+	FirstRevision, LastRevision int64
+	// RevisionsStop, when not empty, says from which entry on revisions
+	// are no longer derived, and why.
+	RevisionsStop string
+}
+
+// WAL is a member's write-ahead log read as a store: every write the log
+// holds, replayed in order; the applied ones with their revisions serve
+// Reader and Archive. Its latest revision is the last one derived. It is
+// read-only and holds no value in memory: values are read again from the
+// log when asked for.
+type WAL struct {
+	log      *walread.Log
+	cov      WALCoverage
+	entries  []WALEntry
+	writes   map[string][]*WALWrite
+	applied  []*WALWrite
+	keys     []string // keys with an applied write, sorted
+	firstRev int64
+	lastRev  int64
+}
+
+var _ Archive = (*WAL)(nil)
+
+// OpenWAL reads the write-ahead log in dir (a wal directory, or a member's
+// data directory holding member/wal) and replays it. It never writes, locks
+// or repairs the log.
+func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
+	l, err := walread.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	w := &WAL{log: l}
+	r := newReplay(w.value)
+	w.cov = WALCoverage{Dir: l.Dir, Counts: r.counts}
+	for _, s := range l.Segments {
+		w.cov.Segments = append(w.cov.Segments, s.Name)
+	}
+
+	type pending struct {
+		e   walread.Entry
+		pos walread.Pos
+	}
+	var queue []pending
+	var commit, last uint64
+	started := false
+	flush := func() {
+		n := 0
+		for n < len(queue) && queue[n].e.Index <= commit {
+			r.apply(queue[n].e, queue[n].pos)
+			n++
+		}
+		queue = append(queue[:0], queue[n:]...)
+	}
+	nrec := 0
+	tail, err := l.Scan(func(rec *walpb.Record, pos walread.Pos) error {
+		if nrec++; nrec%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		switch rec.GetType() {
+		case walread.StateType:
+			hs, err := walread.DecodeState(rec.GetData())
+			if err != nil {
+				return fmt.Errorf("%s: %w", l.Segments[pos.Segment].Name, err)
+			}
+			if hs.GetCommit() > commit {
+				commit = hs.GetCommit()
+				flush()
+			}
+		case walread.EntryType:
+			e, err := walread.DecodeEntry(rec.GetData())
+			if err != nil {
+				return fmt.Errorf("%s at offset %d: %w", l.Segments[pos.Segment].Name, pos.Offset, err)
+			}
+			switch {
+			case !started:
+				started = true
+				w.cov.FirstIndex, w.cov.FirstTerm = e.Index, e.Term
+				if e.Index != 1 {
+					r.lose(e.Index, fmt.Sprintf("the log starts at raft index %d, after a raft snapshot: the keys' state before it is not in the log", e.Index))
+				}
+			case e.Index <= last:
+				// A new leader replaced uncommitted entries from e.Index on.
+				if e.Index <= commit {
+					r.lose(e.Index, fmt.Sprintf("entry %d rewritten after the log recorded it committed", e.Index))
+				}
+				n := 0
+				for n < len(queue) && queue[n].e.Index < e.Index {
+					n++
+				}
+				queue = queue[:n]
+			case e.Index > last+1:
+				flush()
+				r.lose(e.Index, fmt.Sprintf("entries %d to %d are missing (a raft snapshot received from the leader)", last+1, e.Index-1))
+			}
+			last = e.Index
+			w.cov.LastIndex, w.cov.LastTerm = e.Index, e.Term
+			queue = append(queue, pending{e, pos})
+			if e.Index <= commit {
+				flush()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read write-ahead log: %w", err)
+	}
+	w.cov.Tail = tail
+	w.cov.Commit = commit
+	// Entries past the last commit index the log records may or may not
+	// have been committed and applied.
+	for _, p := range queue {
+		we := WALEntry{Index: p.e.Index, Term: p.e.Term, Kind: p.e.Kind, Other: p.e.Other, pos: p.pos,
+			Outcome: OutcomeUnknown, Reason: fmt.Sprintf("past the last commit index the log records (%d)", commit)}
+		r.counts[p.e.Kind.String()]++
+		if p.e.Request != nil {
+			var ops []op
+			switch {
+			case p.e.Request.Put != nil:
+				ops = []op{{put: p.e.Request.Put}}
+			case p.e.Request.DeleteRange != nil:
+				ops = []op{{del: p.e.Request.DeleteRange}}
+			case p.e.Request.Txn != nil:
+				ops = r.branchOps(p.e.Request.Txn.Success, nil, true)
+				ops = append(ops, r.branchOps(p.e.Request.Txn.Failure, nil, false)...)
+			}
+			for _, o := range ops {
+				r.attempt(int32(len(r.entries)), o)
+			}
+		}
+		r.entries = append(r.entries, we)
+	}
+	w.entries, w.writes, w.applied = r.entries, r.writes, r.applied
+	if len(r.applied) > 0 {
+		w.firstRev = r.applied[0].ModRevision
+		w.lastRev = r.applied[len(r.applied)-1].ModRevision
+	}
+	w.cov.FirstRevision, w.cov.LastRevision = w.firstRev, w.lastRev
+	if !r.known {
+		w.cov.RevisionsStop = r.stopWhy
+	}
+	for k, ws := range w.writes {
+		for _, x := range ws {
+			if x.ModRevision != 0 {
+				w.keys = append(w.keys, k)
+				break
+			}
+		}
+	}
+	sort.Strings(w.keys)
+	return w, nil
+}
+
+// Coverage summarises the log.
+func (w *WAL) Coverage() WALCoverage { return w.cov }
+
+// Entries calls fn for every entry of the log in order.
+func (w *WAL) Entries(fn func(WALEntry) error) error {
+	for _, e := range w.entries {
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KeyWrite is one write of a key the log holds, with its entry: applied
+// (with its revision), not applied, or unknown.
+type KeyWrite struct {
+	Entry WALEntry
+	// Event is the key's state after the write when Entry.Outcome is
+	// OutcomeApplied and the revision is established (Event.KV.ModRevision
+	// != 0); otherwise Event.KV holds only Key and Event.Deleted says
+	// whether the write was a delete. Values are read only when withValues.
+	Event Event
+}
+
+// KeyWrites calls fn for every write of key the log holds, in log order,
+// whatever its outcome. With values, the value each put carried is read
+// (for a write not applied too: Event.KV.Value is what it would have
+// written).
+func (w *WAL) KeyWrites(ctx context.Context, key string, withValues bool, fn func(KeyWrite) error) error {
+	for _, x := range w.writes[key] {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		kw := KeyWrite{Entry: w.entries[x.entry], Event: Event{Deleted: x.Deleted, KV: KeyValue{Key: key,
+			ModRevision: x.ModRevision, CreateRevision: x.CreateRevision, Version: x.Version, Lease: x.Lease}}}
+		if withValues && !x.Deleted {
+			v, err := w.value(x)
+			if err != nil {
+				return err
+			}
+			kw.Event.KV.Value = v
+		}
+		if err := fn(kw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetAtIndex returns key as it was after the log's entries up to raft index
+// index were applied, with the entry of its last write. It wraps
+// ErrNotFound when the key did not exist then, ErrUndetermined when the
+// log does not establish it.
+func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyValue, WALEntry, error) {
+	var found *WALWrite
+	for _, x := range w.writes[key] {
+		e := w.entries[x.entry]
+		if e.Index > index {
+			break
+		}
+		if e.Outcome == OutcomeApplied && x.ModRevision != 0 {
+			found = x
+			continue
+		}
+		if e.Outcome == OutcomeUnknown || e.Outcome == OutcomeApplied {
+			return nil, e, fmt.Errorf("%s at raft index %d: entry %d wrote it with an outcome or revision the log does not establish: %w", key, index, e.Index, ErrUndetermined)
+		}
+	}
+	if found == nil {
+		if err := w.startKnown(); err != nil {
+			return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, err)
+		}
+		return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, ErrNotFound)
+	}
+	e := w.entries[found.entry]
+	if found.Deleted {
+		return nil, e, fmt.Errorf("%s at raft index %d (deleted at entry %d): %w", key, index, e.Index, ErrNotFound)
+	}
+	kv, err := w.kv(found, true)
+	return kv, e, err
+}
+
+// startKnown returns nil when the log starts from an empty keyspace (so a
+// key it never wrote did not exist), ErrUndetermined otherwise.
+func (w *WAL) startKnown() error {
+	if w.cov.FirstIndex == 1 {
+		return nil
+	}
+	return fmt.Errorf("the log starts at raft index %d, after a raft snapshot: %w", w.cov.FirstIndex, ErrUndetermined)
+}
+
+// value reads the value a put wrote, from the log.
+func (w *WAL) value(x *WALWrite) ([]byte, error) {
+	if x == nil {
+		return nil, nil
+	}
+	if x.valueFrom != nil {
+		x = x.valueFrom
+	}
+	e := w.entries[x.entry]
+	rec, err := w.log.ReadRecord(e.pos)
+	if err != nil {
+		return nil, fmt.Errorf("read value of %s (entry %d): %w", x.Key, e.Index, err)
+	}
+	ent, err := walread.DecodeEntry(rec.GetData())
+	if err != nil {
+		return nil, fmt.Errorf("read value of %s: %w", x.Key, err)
+	}
+	if ent.Index != e.Index || ent.Request == nil {
+		return nil, fmt.Errorf("read value of %s: entry %d moved in the log", x.Key, e.Index)
+	}
+	put := ent.Request.Put
+	if ent.Request.Txn != nil {
+		put = findPut(ent.Request.Txn, x.path)
+	}
+	if put == nil || string(put.Key) != x.Key {
+		return nil, fmt.Errorf("read value of %s: entry %d holds no put of it", x.Key, e.Index)
+	}
+	return put.Value, nil
+}
+
+func findPut(t *pb.TxnRequest, path []int32) *pb.PutRequest {
+	for len(path) > 0 {
+		branch, i := t.Success, int(path[0])
+		if i < 0 {
+			branch, i = t.Failure, -i-1
+		}
+		if i >= len(branch) {
+			return nil
+		}
+		u := branch[i]
+		if len(path) == 1 {
+			return u.GetRequestPut()
+		}
+		if t = u.GetRequestTxn(); t == nil {
+			return nil
+		}
+		path = path[1:]
+	}
+	return nil
+}
+
+func (w *WAL) kv(x *WALWrite, withValue bool) (*KeyValue, error) {
+	kv := &KeyValue{Key: x.Key, CreateRevision: x.CreateRevision, ModRevision: x.ModRevision, Version: x.Version, Lease: x.Lease}
+	if withValue && !x.Deleted {
+		v, err := w.value(x)
+		if err != nil {
+			return nil, err
+		}
+		kv.Value = v
+	}
+	return kv, nil
+}
+
+// readRevision resolves rev (0: the last revision derived).
+func (w *WAL) readRevision(rev int64) (int64, error) {
+	if w.lastRev == 0 {
+		if err := w.startKnown(); err != nil {
+			return 0, fmt.Errorf("no revision derived: %w", err)
+		}
+		if w.cov.RevisionsStop != "" {
+			return 0, fmt.Errorf("no revision derived (%s): %w", w.cov.RevisionsStop, ErrUndetermined)
+		}
+		return 1, nil // an empty keyspace: nothing was written
+	}
+	switch {
+	case rev == 0:
+		return w.lastRev, nil
+	case rev < 0:
+		return 0, fmt.Errorf("revision %d: must not be negative", rev)
+	case rev > w.lastRev:
+		return 0, fmt.Errorf("revision %d is past the last revision the log establishes (%d): %w", rev, w.lastRev, ErrUndetermined)
+	}
+	return rev, nil
+}
+
+// at returns key's last applied write at or below rev, or nil.
+func (w *WAL) at(key string, rev int64) *WALWrite {
+	var found *WALWrite
+	for _, x := range w.writes[key] {
+		if x.ModRevision == 0 {
+			continue
+		}
+		if x.ModRevision > rev {
+			break
+		}
+		found = x
+	}
+	return found
+}
+
+// Get returns key at revision rev (0: the last revision derived).
+func (w *WAL) Get(ctx context.Context, key string, rev int64) (*KeyValue, error) {
+	at, err := w.readRevision(rev)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	x := w.at(key, at)
+	if x == nil || x.Deleted {
+		return nil, fmt.Errorf("get %s at revision %d: %w", key, at, ErrNotFound)
+	}
+	return w.kv(x, true)
+}
+
+// List calls fn for every key under prefix that exists at the revision, in
+// key order.
+func (w *WAL) List(ctx context.Context, prefix string, opts ListOptions, fn func(*KeyValue) error) (int64, error) {
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		return 0, fmt.Errorf("list: prefix %q must end in \"/\" (use get for a single key)", prefix)
+	}
+	at, err := w.readRevision(opts.Revision)
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	for _, k := range w.keysUnder(prefix) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		x := w.at(k, at)
+		if x == nil || x.Deleted {
+			continue
+		}
+		kv, err := w.kv(x, !opts.KeysOnly)
+		if err != nil {
+			return 0, err
+		}
+		if err := fn(kv); err != nil {
+			return 0, err
+		}
+	}
+	return at, nil
+}
+
+func (w *WAL) keysUnder(prefix string) []string {
+	i := sort.SearchStrings(w.keys, prefix)
+	j := i
+	for j < len(w.keys) && strings.HasPrefix(w.keys[j], prefix) {
+		j++
+	}
+	return w.keys[i:j]
+}
+
+// History calls fn for every applied revision of key the log establishes,
+// oldest first. KeyWrites gives the entries too, with writes not applied.
+func (w *WAL) History(ctx context.Context, key string, fn func(Event) error) (HistoryInfo, error) {
+	// Revisions are derived only from a log that starts with the
+	// keyspace: nothing before it is missing.
+	info := HistoryInfo{Revision: w.lastRev}
+	for _, x := range w.writes[key] {
+		if x.ModRevision == 0 {
+			continue
+		}
+		kv, err := w.kv(x, true)
+		if err != nil {
+			return info, fmt.Errorf("history %s: %w", key, err)
+		}
+		if err := fn(Event{KV: *kv, Deleted: x.Deleted}); err != nil {
+			return info, err
+		}
+	}
+	return info, nil
+}
+
+// Info describes the log as a store.
+func (w *WAL) Info(ctx context.Context) (Info, error) {
+	return Info{Description: "write-ahead log " + w.cov.Dir, Revision: w.lastRev}, nil
+}
+
+// Close releases nothing: every read opens and closes its segment.
+func (w *WAL) Close() error { return nil }
+
+// ScanRevisions calls fn for every applied revision under prefix, in
+// revision order.
+func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(Event) error) error {
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("scan revisions: prefix %q must end in \"/\"", prefix)
+	}
+	for i, x := range w.applied {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if !strings.HasPrefix(x.Key, prefix) {
+			continue
+		}
+		kv, err := w.kv(x, true)
+		if err != nil {
+			return fmt.Errorf("scan revisions %s: %w", prefix, err)
+		}
+		if err := fn(Event{KV: *kv, Deleted: x.Deleted}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ScanLatest calls fn once per key under prefix, in key order, with its
+// newest state the log establishes (see Archive).
+func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error {
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("scan latest: prefix %q must end in \"/\"", prefix)
+	}
+	for _, k := range w.keysUnder(prefix) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		x := w.at(k, w.lastRev)
+		if x == nil {
+			continue
+		}
+		if !x.Deleted {
+			kv, err := w.kv(x, true)
+			if err != nil {
+				return err
+			}
+			if err := fn(kv, false, 0); err != nil {
+				return err
+			}
+			continue
+		}
+		if !includeDeleted {
+			continue
+		}
+		kv := &KeyValue{Key: k}
+		if prev := w.at(k, x.ModRevision-1); prev != nil && !prev.Deleted {
+			var err error
+			if kv, err = w.kv(prev, true); err != nil {
+				return err
+			}
+		}
+		if err := fn(kv, true, x.ModRevision); err != nil {
+			return err
+		}
+	}
+	return nil
+}
