@@ -160,11 +160,12 @@ type sizedInfo struct {
 func (s sizedInfo) Size() int64 { return s.size }
 
 // Scan calls fn for every valid record in log order, with its position.
-// rec is reused between calls: fn must copy what it keeps. A torn tail in
-// the last segment ends the scan without error; the returned Tail says
-// where (nil when the log ends cleanly). A CRC mismatch or an undecodable
-// record anywhere else is an error wrapping ErrCorrupt that names the
-// segment and offset.
+// rec is reused between calls: fn must copy what it keeps. A torn or
+// incomplete record (normally at the end of the last segment; in an
+// earlier one when the copy raced a segment switch) ends the scan without
+// error; the returned Tail says where, and how many segments were not read
+// (nil when the log ends cleanly). A CRC mismatch or an undecodable record
+// is an error wrapping ErrCorrupt that names the segment and offset.
 func (l *Log) Scan(fn func(rec *walpb.Record, pos Pos) error) (*Tail, error) {
 	var prevCRC uint32
 	var rec walpb.Record
@@ -191,8 +192,14 @@ func (l *Log) Scan(fn func(rec *walpb.Record, pos Pos) error) (*Tail, error) {
 			}
 			if err != nil {
 				f.Close()
-				if last && errors.Is(err, io.ErrUnexpectedEOF) {
-					return &Tail{Segment: seg.Name, Offset: off, Reason: "torn or incomplete record"}, nil
+				if errors.Is(err, io.ErrUnexpectedEOF) {
+					// A write cut short, or a copy taken while it was
+					// being written: the log ends here.
+					t := &Tail{Segment: seg.Name, Offset: off, Reason: "torn or incomplete record"}
+					if !last {
+						t.Reason += fmt.Sprintf("; %d later segment(s) not read", len(l.Segments)-1-i)
+					}
+					return t, nil
 				}
 				return nil, fmt.Errorf("%s at offset %d: %w: %w", path, off, ErrCorrupt, err)
 			}
