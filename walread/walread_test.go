@@ -276,4 +276,3 @@ func FuzzDecodeEntry(f *testing.F) {
 		}
 	})
 }
-
