@@ -24,6 +24,10 @@ const (
 	// OutcomeNotApplied: the write was rejected or its transaction took the
 	// other branch; WALEntry.Reason says why.
 	OutcomeNotApplied
+	// OutcomeSkipped: the entry does not write keys, leases or compaction
+	// (membership, cluster version, auth, alarms, empty entries): it is
+	// counted, not modelled.
+	OutcomeSkipped
 )
 
 func (o Outcome) String() string {
@@ -32,6 +36,8 @@ func (o Outcome) String() string {
 		return "applied"
 	case OutcomeNotApplied:
 		return "not applied"
+	case OutcomeSkipped:
+		return "skipped"
 	}
 	return "unknown"
 }
@@ -186,7 +192,17 @@ func (r *replay) apply(e walread.Entry, pos walread.Pos) {
 			r.compact = c
 		}
 	default:
-		we.Outcome = OutcomeApplied
+		we.Outcome = OutcomeSkipped
+		if req := e.Request; req != nil {
+			// Apply rules these change are not modelled: stop deriving
+			// revisions rather than guess.
+			switch {
+			case req.AuthEnable != nil:
+				r.lose(e.Index, fmt.Sprintf("entry %d enables authentication: permission checks are not modelled", e.Index))
+			case req.Alarm != nil && req.Alarm.Action == pb.AlarmRequest_ACTIVATE:
+				r.lose(e.Index, fmt.Sprintf("entry %d raises the %v alarm: writes refused under it are not modelled", e.Index, req.Alarm.Alarm))
+			}
+		}
 	}
 	r.entries = append(r.entries, we)
 }

@@ -420,3 +420,24 @@ func TestWALReplay(t *testing.T) {
 		})
 	}
 }
+
+// TestWALReplayStopsOnUnmodelledRules: an alarm or authentication changes
+// which writes etcd refuses; the replay stops deriving revisions there
+// instead of guessing, and the writes after it are unknown.
+func TestWALReplayStopsOnUnmodelledRules(t *testing.T) {
+	for _, req := range []*pb.InternalRaftRequest{
+		{Alarm: &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, Alarm: pb.AlarmType_NOSPACE}},
+		{AuthEnable: &pb.AuthEnableRequest{}},
+	} {
+		r := newReplay(func(*WALWrite) ([]byte, error) { return nil, nil })
+		r.apply(mustEntry(t, 1, putReq("/a", "1")), walread.Pos{})
+		r.apply(mustEntry(t, 2, req), walread.Pos{})
+		r.apply(mustEntry(t, 3, txnReq("/a", 2, "2")), walread.Pos{})
+		if r.known || r.stopAt != 2 || r.entries[1].Outcome != OutcomeSkipped {
+			t.Errorf("%v: known %v, stop at %d (%s)", req, r.known, r.stopAt, r.stopWhy)
+		}
+		if e := r.entries[2]; e.Outcome != OutcomeUnknown || e.Revision != 0 || len(r.applied) != 1 {
+			t.Errorf("%v: write after it: %+v", req, e)
+		}
+	}
+}
