@@ -48,9 +48,7 @@ type WALCoverage struct {
 type WAL struct {
 	log      *walread.Log
 	cov      WALCoverage
-	entries  []WALEntry
-	writes   map[string][]*WALWrite
-	applied  []*WALWrite
+	r        *replay
 	keys     []string // keys with an applied write, sorted
 	firstRev int64
 	lastRev  int64
@@ -166,20 +164,20 @@ func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
 				r.attempt(int32(len(r.entries)), o)
 			}
 		}
-		r.entries = append(r.entries, we)
+		r.push(we)
 	}
-	w.entries, w.writes, w.applied = r.entries, r.writes, r.applied
+	w.r = r
 	if len(r.applied) > 0 {
-		w.firstRev = r.applied[0].ModRevision
-		w.lastRev = r.applied[len(r.applied)-1].ModRevision
+		w.firstRev = r.all[r.applied[0]].mod
+		w.lastRev = r.all[r.applied[len(r.applied)-1]].mod
 	}
 	w.cov.FirstRevision, w.cov.LastRevision = w.firstRev, w.lastRev
 	if !r.known {
 		w.cov.RevisionsStop = r.stopWhy
 	}
-	for k, ws := range w.writes {
-		for _, x := range ws {
-			if x.ModRevision != 0 {
+	for k, ks := range r.keys {
+		for _, x := range ks.writes {
+			if r.all[x].mod != 0 {
 				w.keys = append(w.keys, k)
 				break
 			}
@@ -194,8 +192,8 @@ func (w *WAL) Coverage() WALCoverage { return w.cov }
 
 // Entries calls fn for every entry of the log in order.
 func (w *WAL) Entries(fn func(WALEntry) error) error {
-	for _, e := range w.entries {
-		if err := fn(e); err != nil {
+	for i := range w.r.entries {
+		if err := fn(w.r.entry(int32(i))); err != nil {
 			return err
 		}
 	}
@@ -218,14 +216,15 @@ type KeyWrite struct {
 // (for a write not applied too: Event.KV.Value is what it would have
 // written).
 func (w *WAL) KeyWrites(ctx context.Context, key string, withValues bool, fn func(KeyWrite) error) error {
-	for _, x := range w.writes[key] {
+	for _, id := range w.writesOf(key) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		kw := KeyWrite{Entry: w.entries[x.entry], Event: Event{Deleted: x.Deleted, KV: KeyValue{Key: key,
-			ModRevision: x.ModRevision, CreateRevision: x.CreateRevision, Version: x.Version, Lease: x.Lease}}}
-		if withValues && !x.Deleted {
-			v, err := w.value(x)
+		x := &w.r.all[id]
+		kw := KeyWrite{Entry: w.r.entry(x.entry), Event: Event{Deleted: x.deleted, KV: KeyValue{Key: key,
+			ModRevision: x.mod, CreateRevision: x.create, Version: x.version, Lease: x.lease}}}
+		if withValues && !x.deleted {
+			v, err := w.value(id)
 			if err != nil {
 				return err
 			}
@@ -243,28 +242,29 @@ func (w *WAL) KeyWrites(ctx context.Context, key string, withValues bool, fn fun
 // ErrNotFound when the key did not exist then, ErrUndetermined when the
 // log does not establish it.
 func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyValue, WALEntry, error) {
-	var found *WALWrite
-	for _, x := range w.writes[key] {
-		e := w.entries[x.entry]
+	found := int32(-1)
+	for _, id := range w.writesOf(key) {
+		x := &w.r.all[id]
+		e := w.r.entry(x.entry)
 		if e.Index > index {
 			break
 		}
-		if e.Outcome == OutcomeApplied && x.ModRevision != 0 {
-			found = x
+		if e.Outcome == OutcomeApplied && x.mod != 0 {
+			found = id
 			continue
 		}
 		if e.Outcome == OutcomeUnknown || e.Outcome == OutcomeApplied {
 			return nil, e, fmt.Errorf("%s at raft index %d: entry %d wrote it with an outcome or revision the log does not establish: %w", key, index, e.Index, ErrUndetermined)
 		}
 	}
-	if found == nil {
+	if found < 0 {
 		if err := w.startKnown(); err != nil {
 			return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, err)
 		}
 		return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, ErrNotFound)
 	}
-	e := w.entries[found.entry]
-	if found.Deleted {
+	e := w.r.entry(w.r.all[found].entry)
+	if w.r.all[found].deleted {
 		return nil, e, fmt.Errorf("%s at raft index %d (deleted at entry %d): %w", key, index, e.Index, ErrNotFound)
 	}
 	kv, err := w.kv(found, true)
@@ -280,32 +280,39 @@ func (w *WAL) startKnown() error {
 	return fmt.Errorf("the log starts at raft index %d, after a raft snapshot: %w", w.cov.FirstIndex, ErrUndetermined)
 }
 
-// value reads the value a put wrote, from the log.
-func (w *WAL) value(x *WALWrite) ([]byte, error) {
-	if x == nil {
-		return nil, nil
+// writesOf returns the writes of key, in log order.
+func (w *WAL) writesOf(key string) []int32 {
+	if ks := w.r.keys[key]; ks != nil {
+		return ks.writes
 	}
-	if x.valueFrom != nil {
-		x = x.valueFrom
+	return nil
+}
+
+// value reads the value write id put, from the log.
+func (w *WAL) value(id int32) ([]byte, error) {
+	if from := w.r.all[id].valueFrom; from >= 0 {
+		id = from
 	}
-	e := w.entries[x.entry]
+	x := &w.r.all[id]
+	key := w.r.keyNames[x.key]
+	e := w.r.entries[x.entry]
 	rec, err := w.log.ReadRecord(e.pos)
 	if err != nil {
-		return nil, fmt.Errorf("read value of %s (entry %d): %w", x.Key, e.Index, err)
+		return nil, fmt.Errorf("read value of %s (entry %d): %w", key, e.index, err)
 	}
 	ent, err := walread.DecodeEntry(rec.GetData())
 	if err != nil {
-		return nil, fmt.Errorf("read value of %s: %w", x.Key, err)
+		return nil, fmt.Errorf("read value of %s: %w", key, err)
 	}
-	if ent.Index != e.Index || ent.Request == nil {
-		return nil, fmt.Errorf("read value of %s: entry %d moved in the log", x.Key, e.Index)
+	if ent.Index != e.index || ent.Request == nil {
+		return nil, fmt.Errorf("read value of %s: entry %d moved in the log", key, e.index)
 	}
 	put := ent.Request.Put
 	if ent.Request.Txn != nil {
-		put = findPut(ent.Request.Txn, x.path)
+		put = findPut(ent.Request.Txn, w.r.pathOf(id))
 	}
-	if put == nil || string(put.Key) != x.Key {
-		return nil, fmt.Errorf("read value of %s: entry %d holds no put of it", x.Key, e.Index)
+	if put == nil || string(put.Key) != key {
+		return nil, fmt.Errorf("read value of %s: entry %d holds no put of it", key, e.index)
 	}
 	return put.Value, nil
 }
@@ -331,10 +338,11 @@ func findPut(t *pb.TxnRequest, path []int32) *pb.PutRequest {
 	return nil
 }
 
-func (w *WAL) kv(x *WALWrite, withValue bool) (*KeyValue, error) {
-	kv := &KeyValue{Key: x.Key, CreateRevision: x.CreateRevision, ModRevision: x.ModRevision, Version: x.Version, Lease: x.Lease}
-	if withValue && !x.Deleted {
-		v, err := w.value(x)
+func (w *WAL) kv(id int32, withValue bool) (*KeyValue, error) {
+	x := &w.r.all[id]
+	kv := &KeyValue{Key: w.r.keyNames[x.key], CreateRevision: x.create, ModRevision: x.mod, Version: x.version, Lease: x.lease}
+	if withValue && !x.deleted {
+		v, err := w.value(id)
 		if err != nil {
 			return nil, err
 		}
@@ -365,20 +373,24 @@ func (w *WAL) readRevision(rev int64) (int64, error) {
 	return rev, nil
 }
 
-// at returns key's last applied write at or below rev, or nil.
-func (w *WAL) at(key string, rev int64) *WALWrite {
-	var found *WALWrite
-	for _, x := range w.writes[key] {
-		if x.ModRevision == 0 {
+// at returns key's last applied write at or below rev (-1: none).
+func (w *WAL) at(key string, rev int64) int32 {
+	found := int32(-1)
+	for _, id := range w.writesOf(key) {
+		m := w.r.all[id].mod
+		if m == 0 {
 			continue
 		}
-		if x.ModRevision > rev {
+		if m > rev {
 			break
 		}
-		found = x
+		found = id
 	}
 	return found
 }
+
+// deleted reports whether write id is a deletion.
+func (w *WAL) deleted(id int32) bool { return w.r.all[id].deleted }
 
 // Get returns key at revision rev (0: the last revision derived).
 func (w *WAL) Get(ctx context.Context, key string, rev int64) (*KeyValue, error) {
@@ -387,7 +399,7 @@ func (w *WAL) Get(ctx context.Context, key string, rev int64) (*KeyValue, error)
 		return nil, fmt.Errorf("get %s: %w", key, err)
 	}
 	x := w.at(key, at)
-	if x == nil || x.Deleted {
+	if x < 0 || w.deleted(x) {
 		return nil, fmt.Errorf("get %s at revision %d: %w", key, at, ErrNotFound)
 	}
 	return w.kv(x, true)
@@ -408,7 +420,7 @@ func (w *WAL) List(ctx context.Context, prefix string, opts ListOptions, fn func
 			return 0, err
 		}
 		x := w.at(k, at)
-		if x == nil || x.Deleted {
+		if x < 0 || w.deleted(x) {
 			continue
 		}
 		kv, err := w.kv(x, !opts.KeysOnly)
@@ -437,15 +449,15 @@ func (w *WAL) History(ctx context.Context, key string, fn func(Event) error) (Hi
 	// Revisions are derived only from a log that starts with the
 	// keyspace: nothing before it is missing.
 	info := HistoryInfo{Revision: w.lastRev}
-	for _, x := range w.writes[key] {
-		if x.ModRevision == 0 {
+	for _, x := range w.writesOf(key) {
+		if w.r.all[x].mod == 0 {
 			continue
 		}
 		kv, err := w.kv(x, true)
 		if err != nil {
 			return info, fmt.Errorf("history %s: %w", key, err)
 		}
-		if err := fn(Event{KV: *kv, Deleted: x.Deleted}); err != nil {
+		if err := fn(Event{KV: *kv, Deleted: w.deleted(x)}); err != nil {
 			return info, err
 		}
 	}
@@ -466,20 +478,20 @@ func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(Event) e
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		return fmt.Errorf("scan revisions: prefix %q must end in \"/\"", prefix)
 	}
-	for i, x := range w.applied {
+	for i, x := range w.r.applied {
 		if i%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if !strings.HasPrefix(x.Key, prefix) {
+		if !strings.HasPrefix(w.r.keyNames[w.r.all[x].key], prefix) {
 			continue
 		}
 		kv, err := w.kv(x, true)
 		if err != nil {
 			return fmt.Errorf("scan revisions %s: %w", prefix, err)
 		}
-		if err := fn(Event{KV: *kv, Deleted: x.Deleted}); err != nil {
+		if err := fn(Event{KV: *kv, Deleted: w.deleted(x)}); err != nil {
 			return err
 		}
 	}
@@ -497,10 +509,10 @@ func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool
 			return err
 		}
 		x := w.at(k, w.lastRev)
-		if x == nil {
+		if x < 0 {
 			continue
 		}
-		if !x.Deleted {
+		if !w.deleted(x) {
 			kv, err := w.kv(x, true)
 			if err != nil {
 				return err
@@ -514,13 +526,14 @@ func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool
 			continue
 		}
 		kv := &KeyValue{Key: k}
-		if prev := w.at(k, x.ModRevision-1); prev != nil && !prev.Deleted {
+		delRev := w.r.all[x].mod
+		if prev := w.at(k, delRev-1); prev >= 0 && !w.deleted(prev) {
 			var err error
 			if kv, err = w.kv(prev, true); err != nil {
 				return err
 			}
 		}
-		if err := fn(kv, true, x.ModRevision); err != nil {
+		if err := fn(kv, true, delRev); err != nil {
 			return err
 		}
 	}

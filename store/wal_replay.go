@@ -57,28 +57,42 @@ type WALEntry struct {
 	pos      walread.Pos
 }
 
-// WALWrite is one write of one key by one entry: what the entry asked, and
-// its outcome.
-type WALWrite struct {
-	Key     string
-	Deleted bool
-	// Entry is the index of the entry in the log's entry list.
-	entry int32
-	// The key's state after the write; set when applied with a known
-	// revision.
-	ModRevision, CreateRevision, Version, Lease int64
-	// path locates the PutRequest inside the entry's request (txn op
-	// indices, success branch i as i, failure branch i as -i-1); valueFrom
-	// points to another write when the put kept the old value.
-	path      []int32
-	valueFrom *WALWrite
+// walWrite is one write of one key by one entry: what the entry asked, and,
+// when applied with a known revision, the key's state after it. It holds no
+// pointer, so that the index of a long log costs the garbage collector
+// nothing to scan.
+type walWrite struct {
+	mod, create, version, lease int64
+	key                         int32 // index into replay.keyNames
+	entry                       int32 // index into replay.entries
+	valueFrom                   int32 // for a put that kept the value: the write that carried it (-1: none)
+	deleted                     bool
+	// path locates the PutRequest inside the entry's request: transaction
+	// op indices, success branch op i as i, failure branch op i as -i-1.
+	// depth -1: the path is in replay.deepPaths.
+	depth int8
+	path  [4]int32
 }
 
-// keyState is the replay model of one key.
+// walEntry is WALEntry without pointers; note indexes replay.notes.
+type walEntry struct {
+	index, term uint64
+	revision    int64
+	pos         walread.Pos
+	note        int32
+	kind        walread.Kind
+	outcome     Outcome
+}
+
+type walNote struct{ other, reason string }
+
+// keyState is the replay model of one key, with the writes of it.
 type keyState struct {
 	exists                      bool
 	create, mod, version, lease int64
-	last                        *WALWrite // the applied write that made this state
+	id                          int32
+	last                        int32 // the applied write that made this state (-1: none)
+	writes                      []int32
 }
 
 // replay applies the log's committed entries in order over a key-state
@@ -87,31 +101,90 @@ type keyState struct {
 // revision; from the first entry whose outcome cannot be determined on,
 // revisions are no longer derived (known turns false).
 type replay struct {
-	known   bool
-	stopAt  uint64 // the entry at which revisions stopped being derived
-	stopWhy string
-	rev     int64
-	compact int64
-	keys    map[string]*keyState
-	leases  map[int64]bool // granted and not revoked
-	valueOf func(*WALWrite) ([]byte, error)
+	known    bool
+	stopAt   uint64 // the entry at which revisions stopped being derived
+	stopWhy  string
+	rev      int64
+	compact  int64
+	keys     map[string]*keyState
+	keyNames []string
+	leases   map[int64]bool // granted and not revoked
+	valueOf  func(int32) ([]byte, error)
 
-	entries []WALEntry
-	writes  map[string][]*WALWrite
-	applied []*WALWrite // applied writes with revisions, in revision order
-	counts  map[string]int
+	entries   []walEntry
+	notes     []walNote
+	all       []walWrite
+	deepPaths map[int32][]int32
+	applied   []int32 // applied writes with revisions, in revision order
+	counts    map[string]int
 }
 
-func newReplay(valueOf func(*WALWrite) ([]byte, error)) *replay {
+func newReplay(valueOf func(int32) ([]byte, error)) *replay {
 	return &replay{
-		rev:     1, // a new etcd's keyspace starts at revision 1
-		keys:    map[string]*keyState{},
-		leases:  map[int64]bool{},
-		writes:  map[string][]*WALWrite{},
-		counts:  map[string]int{},
-		valueOf: valueOf,
-		known:   true,
+		rev:       1, // a new etcd's keyspace starts at revision 1
+		keys:      map[string]*keyState{},
+		leases:    map[int64]bool{},
+		deepPaths: map[int32][]int32{},
+		counts:    map[string]int{},
+		valueOf:   valueOf,
+		known:     true,
 	}
+}
+
+// key returns key's state, made on first use.
+func (r *replay) key(key []byte) *keyState {
+	if s := r.keys[string(key)]; s != nil {
+		return s
+	}
+	k := string(key)
+	s := &keyState{id: int32(len(r.keyNames)), last: -1}
+	r.keys[k] = s
+	r.keyNames = append(r.keyNames, k)
+	return s
+}
+
+// push records an entry.
+func (r *replay) push(we WALEntry) {
+	e := walEntry{index: we.Index, term: we.Term, revision: we.Revision, pos: we.pos, note: -1, kind: we.Kind, outcome: we.Outcome}
+	if we.Other != "" || we.Reason != "" {
+		e.note = int32(len(r.notes))
+		r.notes = append(r.notes, walNote{other: we.Other, reason: we.Reason})
+	}
+	r.entries = append(r.entries, e)
+}
+
+// entry returns entry i as a WALEntry.
+func (r *replay) entry(i int32) WALEntry {
+	e := r.entries[i]
+	we := WALEntry{Index: e.index, Term: e.term, Kind: e.kind, Outcome: e.outcome, Revision: e.revision, pos: e.pos}
+	if e.note >= 0 {
+		we.Other, we.Reason = r.notes[e.note].other, r.notes[e.note].reason
+	}
+	return we
+}
+
+// newWrite appends a write of key by entry idx and returns its index.
+func (r *replay) newWrite(s *keyState, idx int32, o op, del bool) int32 {
+	w := walWrite{key: s.id, entry: idx, valueFrom: -1, deleted: del}
+	id := int32(len(r.all))
+	if len(o.path) <= len(w.path) {
+		w.depth = int8(copy(w.path[:], o.path))
+	} else {
+		w.depth = -1
+		r.deepPaths[id] = o.path
+	}
+	r.all = append(r.all, w)
+	s.writes = append(s.writes, id)
+	return id
+}
+
+// pathOf returns write i's op path.
+func (r *replay) pathOf(i int32) []int32 {
+	w := &r.all[i]
+	if w.depth < 0 {
+		return r.deepPaths[i]
+	}
+	return w.path[:w.depth]
 }
 
 // lose stops deriving revisions from entry index on.
@@ -204,7 +277,7 @@ func (r *replay) apply(e walread.Entry, pos walread.Pos) {
 			}
 		}
 	}
-	r.entries = append(r.entries, we)
+	r.push(we)
 }
 
 // applyWrite applies a Put, DeleteRange or Txn.
@@ -250,7 +323,7 @@ func (r *replay) applyWrite(we *WALEntry, idx int32, req *pb.InternalRaftRequest
 		for _, o := range ops {
 			r.attempt(idx, o)
 			if o.put != nil {
-				r.keys[string(o.put.Key)] = &keyState{exists: true}
+				r.key(o.put.Key).exists = true
 			}
 		}
 		return
@@ -402,7 +475,7 @@ func (r *replay) compare(c *pb.Compare) (result, known bool) {
 	for _, k := range keys {
 		s := r.keys[k]
 		var v []byte
-		if c.Target == pb.Compare_VALUE {
+		if c.Target == pb.Compare_VALUE && s.last >= 0 {
 			var err error
 			if v, err = r.valueOf(s.last); err != nil {
 				return false, false
@@ -475,15 +548,12 @@ func (r *replay) rangeKeys(key, end []byte) []string {
 // r.rev afterwards) and appends it to the key's writes.
 func (r *replay) record(idx int32, key string, o op, del bool) {
 	rev := r.rev + 1
-	s := r.keys[key]
-	if s == nil {
-		s = &keyState{}
-		r.keys[key] = s
-	}
-	w := &WALWrite{Key: key, entry: idx, Deleted: del, path: o.path}
+	s := r.key([]byte(key))
+	id := r.newWrite(s, idx, o, del)
+	w := &r.all[id]
 	if del {
-		*s = keyState{mod: rev}
-		w.ModRevision = rev
+		s.exists, s.create, s.mod, s.version, s.lease = false, 0, rev, 0, 0
+		w.mod = rev
 	} else {
 		p := o.put
 		if !s.exists {
@@ -495,30 +565,26 @@ func (r *replay) record(idx int32, key string, o op, del bool) {
 		if !p.IgnoreLease {
 			s.lease = p.Lease
 		}
-		if p.IgnoreValue {
+		if p.IgnoreValue && s.last >= 0 {
 			w.valueFrom = s.last
-			for w.valueFrom != nil && w.valueFrom.valueFrom != nil {
-				w.valueFrom = w.valueFrom.valueFrom
+			if from := r.all[s.last].valueFrom; from >= 0 {
+				w.valueFrom = from
 			}
 		}
-		w.ModRevision, w.CreateRevision, w.Version, w.Lease = s.mod, s.create, s.version, s.lease
+		w.mod, w.create, w.version, w.lease = s.mod, s.create, s.version, s.lease
 	}
-	s.last = w
-	r.writes[key] = append(r.writes[key], w)
-	r.applied = append(r.applied, w)
+	s.last = id
+	r.applied = append(r.applied, id)
 }
 
 // attempt records a write that was not applied, or whose outcome or
 // revision is unknown, in the key's story (no revision).
 func (r *replay) attempt(idx int32, o op) {
-	var key string
 	switch {
 	case o.put != nil:
-		key = string(o.put.Key)
+		r.newWrite(r.key(o.put.Key), idx, o, false)
 	case len(o.del.RangeEnd) == 0:
-		key = string(o.del.Key)
-	default:
-		return // a range delete whose keys are not known
+		r.newWrite(r.key(o.del.Key), idx, o, true)
 	}
-	r.writes[key] = append(r.writes[key], &WALWrite{Key: key, entry: idx, Deleted: o.del != nil, path: o.path})
+	// A range delete whose keys are not known is in the entry only.
 }

@@ -297,15 +297,15 @@ func TestWALRecoversDeletedObjects(t *testing.T) {
 func TestWALStartsAfterSnapshot(t *testing.T) {
 	// Tested through the replay: entries from index 5 on, a plain put and
 	// a kube-apiserver transaction.
-	r := newReplay(func(*WALWrite) ([]byte, error) { return nil, nil })
+	r := newReplay(func(int32) ([]byte, error) { return nil, nil })
 	r.lose(5, "the log starts at raft index 5")
 	r.apply(mustEntry(t, 5, putReq("/a", "1")), walread.Pos{})
 	r.apply(mustEntry(t, 6, txnReq("/a", 3, "2")), walread.Pos{})
-	if r.entries[0].Outcome != OutcomeApplied || r.entries[0].Revision != 0 {
-		t.Errorf("plain put: %+v", r.entries[0])
+	if r.entry(0).Outcome != OutcomeApplied || r.entry(0).Revision != 0 {
+		t.Errorf("plain put: %+v", r.entry(0))
 	}
-	if r.entries[1].Outcome != OutcomeUnknown || len(r.applied) != 0 {
-		t.Errorf("txn: %+v, %d applied", r.entries[1], len(r.applied))
+	if r.entry(1).Outcome != OutcomeUnknown || len(r.applied) != 0 {
+		t.Errorf("txn: %+v, %d applied", r.entry(1), len(r.applied))
 	}
 }
 
@@ -406,10 +406,10 @@ func TestWALReplay(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newReplay(func(*WALWrite) ([]byte, error) { return nil, nil })
+			r := newReplay(func(int32) ([]byte, error) { return nil, nil })
 			for i, s := range tc.steps {
 				r.apply(mustEntry(t, uint64(i+1), s.req), walread.Pos{})
-				got := r.entries[len(r.entries)-1]
+				got := r.entry(int32(len(r.entries) - 1))
 				if got.Outcome != s.outcome || got.Revision != s.rev {
 					t.Errorf("step %d: %v revision %d (%s), want %v revision %d", i, got.Outcome, got.Revision, got.Reason, s.outcome, s.rev)
 				}
@@ -429,14 +429,14 @@ func TestWALReplayStopsOnUnmodelledRules(t *testing.T) {
 		{Alarm: &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, Alarm: pb.AlarmType_NOSPACE}},
 		{AuthEnable: &pb.AuthEnableRequest{}},
 	} {
-		r := newReplay(func(*WALWrite) ([]byte, error) { return nil, nil })
+		r := newReplay(func(int32) ([]byte, error) { return nil, nil })
 		r.apply(mustEntry(t, 1, putReq("/a", "1")), walread.Pos{})
 		r.apply(mustEntry(t, 2, req), walread.Pos{})
 		r.apply(mustEntry(t, 3, txnReq("/a", 2, "2")), walread.Pos{})
-		if r.known || r.stopAt != 2 || r.entries[1].Outcome != OutcomeSkipped {
+		if r.known || r.stopAt != 2 || r.entry(1).Outcome != OutcomeSkipped {
 			t.Errorf("%v: known %v, stop at %d (%s)", req, r.known, r.stopAt, r.stopWhy)
 		}
-		if e := r.entries[2]; e.Outcome != OutcomeUnknown || e.Revision != 0 || len(r.applied) != 1 {
+		if e := r.entry(2); e.Outcome != OutcomeUnknown || e.Revision != 0 || len(r.applied) != 1 {
 			t.Errorf("%v: write after it: %+v", req, e)
 		}
 	}
