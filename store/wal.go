@@ -87,15 +87,15 @@ func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
 		queue = append(queue[:0], queue[n:]...)
 	}
 	nrec := 0
-	tail, err := l.Scan(func(rec *walpb.Record, pos walread.Pos) error {
+	tail, err := scanPipelined(l, func(typ int64, data []byte, pos walread.Pos) error {
 		if nrec++; nrec%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		switch rec.GetType() {
+		switch typ {
 		case walread.StateType:
-			hs, err := walread.DecodeState(rec.GetData())
+			hs, err := walread.DecodeState(data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", l.Segments[pos.Segment].Name, err)
 			}
@@ -104,7 +104,7 @@ func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
 				flush()
 			}
 		case walread.EntryType:
-			e, err := walread.DecodeEntry(rec.GetData())
+			e, err := walread.DecodeEntry(data)
 			if err != nil {
 				return fmt.Errorf("%s at offset %d: %w", l.Segments[pos.Segment].Name, pos.Offset, err)
 			}
@@ -185,6 +185,66 @@ func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
 	}
 	sort.Strings(w.keys)
 	return w, nil
+}
+
+// errStopped stops a scan whose consumer failed.
+var errStopped = errors.New("stopped")
+
+// scanPipelined runs l.Scan (reading records and checking their CRCs) in a
+// goroutine of its own and fn (decoding and replaying them) in the
+// caller's, so that the two use two cores. Records go in batches; fn gets
+// them in log order.
+func scanPipelined(l *walread.Log, fn func(typ int64, data []byte, pos walread.Pos) error) (*walread.Tail, error) {
+	type rawRecord struct {
+		typ  int64
+		data []byte
+		pos  walread.Pos
+	}
+	const batch = 256
+	ch := make(chan []rawRecord, 8)
+	stop := make(chan struct{})
+	var tail *walread.Tail
+	var scanErr error
+	go func() {
+		defer close(ch)
+		buf := make([]rawRecord, 0, batch)
+		tail, scanErr = l.Scan(func(rec *walpb.Record, pos walread.Pos) error {
+			// The decoder gives every record a new Data slice: no copy.
+			buf = append(buf, rawRecord{typ: rec.GetType(), data: rec.GetData(), pos: pos})
+			if len(buf) < batch {
+				return nil
+			}
+			select {
+			case ch <- buf:
+			case <-stop:
+				return errStopped
+			}
+			buf = make([]rawRecord, 0, batch)
+			return nil
+		})
+		if scanErr == nil && len(buf) > 0 {
+			select {
+			case ch <- buf:
+			case <-stop:
+			}
+		}
+	}()
+	var err error
+	for b := range ch {
+		if err != nil {
+			continue
+		}
+		for _, x := range b {
+			if err = fn(x.typ, x.data, x.pos); err != nil {
+				close(stop)
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return tail, scanErr
 }
 
 // Coverage summarises the log.
