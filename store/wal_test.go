@@ -13,6 +13,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	etcdwal "go.etcd.io/etcd/server/v3/storage/wal"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -438,6 +439,64 @@ func TestWALReplayStopsOnUnmodelledRules(t *testing.T) {
 		}
 		if e := r.entry(2); e.Outcome != OutcomeUnknown || e.Revision != 0 || len(r.applied) != 1 {
 			t.Errorf("%v: write after it: %+v", req, e)
+		}
+	}
+}
+
+// TestWALWithoutItsStart: a log whose first segments are gone (purged
+// after a raft snapshot) establishes no revision; the writes it holds are
+// still listed, with their values, index and term, as unknown.
+func TestWALWithoutItsStart(t *testing.T) {
+	old := etcdwal.SegmentSizeBytes
+	etcdwal.SegmentSizeBytes = 64 << 10
+	t.Cleanup(func() { etcdwal.SegmentSizeBytes = old })
+	ctx := context.Background()
+	c := etcdtest.Start(t, etcdtest.Options{})
+	cli := c.Client(t)
+	key := "/registry/persistentvolumeclaims/demo/www-web-0"
+	filler := bytes.Repeat([]byte("f"), 2048)
+	var rev int64
+	for range 100 {
+		rev, _ = kubeWrite(t, cli, "/registry/configmaps/demo/filler", rev, filler, false)
+	}
+	terminating := readCorpus(t, "plain/persistentvolumeclaims__demo__www-web-0__terminating.bin")
+	r, _ := kubeWrite(t, cli, key, 0, terminating, false)
+	kubeWrite(t, cli, key, r, nil, true)
+	c.Put(t, "/registry/configmaps/demo/later", []byte("x"))
+	c.StopMember(0)
+
+	dir := copyDir(t, filepath.Join(c.DataDir(0), "member", "wal"))
+	names, _ := filepath.Glob(filepath.Join(dir, "*.wal"))
+	if len(names) < 3 {
+		t.Fatalf("%d segments", len(names))
+	}
+	if err := os.Remove(names[0]); err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenWAL(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cov := w.Coverage()
+	if cov.FirstIndex <= 1 || cov.RevisionsStop == "" || cov.LastRevision != 0 {
+		t.Fatalf("coverage %+v", cov)
+	}
+	if _, err := w.Get(ctx, key, 0); !errors.Is(err, ErrUndetermined) {
+		t.Errorf("get: %v, want undetermined", err)
+	}
+	if _, _, err := w.GetAtIndex(ctx, key, cov.LastIndex); !errors.Is(err, ErrUndetermined) {
+		t.Errorf("get at index: %v, want undetermined", err)
+	}
+	var got []KeyWrite
+	if err := w.KeyWrites(ctx, key, true, func(kw KeyWrite) error { got = append(got, kw); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !bytes.Equal(got[0].Event.KV.Value, terminating) || !got[1].Event.Deleted {
+		t.Fatalf("writes %+v", got)
+	}
+	for _, kw := range got {
+		if kw.Entry.Outcome != OutcomeUnknown || kw.Event.KV.ModRevision != 0 || kw.Entry.Index == 0 || kw.Entry.Reason == "" {
+			t.Errorf("write %+v", kw.Entry)
 		}
 	}
 }
