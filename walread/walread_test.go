@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -253,22 +255,130 @@ func TestScanWhileWriting(t *testing.T) {
 	}
 }
 
-// FuzzDecodeEntry feeds the entry decoder real entries, mutated: it must
-// return an entry or an error, never panic.
-func FuzzDecodeEntry(f *testing.F) {
-	dir := makeLog(f, 20)
-	l, err := Open(dir)
-	if err != nil {
-		f.Fatal(err)
+var updateSeeds = flag.Bool("update", false, "rewrite the fuzz seeds in testdata/fuzz/FuzzDecodeEntry from a real etcd's log")
+
+const seedDir = "testdata/fuzz/FuzzDecodeEntry"
+
+// TestFuzzSeeds checks the fuzz seeds, real entries of every kind the
+// decoder models; with -update it writes them again from a real etcd.
+func TestFuzzSeeds(t *testing.T) {
+	if *updateSeeds {
+		writeSeeds(t)
 	}
-	if _, err := l.Scan(func(rec *walpb.Record, _ Pos) error {
-		if rec.GetType() == EntryType {
-			f.Add(append([]byte(nil), rec.GetData()...))
+	files, err := filepath.Glob(filepath.Join(seedDir, "*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no seeds in %s: %v", seedDir, err)
+	}
+	kinds := map[Kind]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	}); err != nil {
-		f.Fatal(err)
+		data, err := parseSeed(b)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		e, err := DecodeEntry(data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		kinds[e.Kind] = true
 	}
+	for _, k := range []Kind{KindPut, KindDeleteRange, KindTxn, KindLeaseGrant, KindLeaseRevoke, KindCompaction, KindConfChange, KindEmpty, KindOther} {
+		if !kinds[k] {
+			t.Errorf("no seed of kind %v", k)
+		}
+	}
+}
+
+// parseSeed reads a one-value go test fuzz v1 file.
+func parseSeed(b []byte) ([]byte, error) {
+	s := strings.TrimSpace(string(b))
+	head, body, ok := strings.Cut(s, "\n")
+	if !ok || head != "go test fuzz v1" || !strings.HasPrefix(body, "[]byte(") || !strings.HasSuffix(body, ")") {
+		return nil, fmt.Errorf("not a go test fuzz v1 []byte seed")
+	}
+	v, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(body, "[]byte("), ")"))
+	return []byte(v), err
+}
+
+func writeSeeds(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{})
+	cli := c.Client(t)
+	ctx := context.Background()
+	key := "/registry/persistentvolumeclaims/demo/www-web-0"
+	pvc, err := os.ReadFile(filepath.Join("..", "fixtures", "corpus", "plain", "persistentvolumeclaims__demo__www-web-0__terminating.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(pvc))).Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", resp.Header.Revision)).
+		Then(clientv3.OpDelete(key)).Else(clientv3.OpGet(key)).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := cli.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "/registry/events/demo/e1", "event", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Revoke(ctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Delete(ctx, "/registry/configmaps/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	put, err := cli.Put(ctx, "/registry/configmaps/demo/c", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, put.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	c.StopMember(0)
+	l, err := Open(c.DataDir(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(seedDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(seedDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	if _, err := l.Scan(func(rec *walpb.Record, _ Pos) error {
+		if rec.GetType() != EntryType {
+			return nil
+		}
+		e, err := DecodeEntry(rec.GetData())
+		if err != nil {
+			return err
+		}
+		name := e.Kind.String()
+		if e.Other != "" {
+			name += "-" + e.Other
+		}
+		if seen[name]++; seen[name] > 2 {
+			return nil
+		}
+		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", rec.GetData())
+		return os.WriteFile(filepath.Join(seedDir, fmt.Sprintf("%s-%d", name, seen[name])), []byte(body), 0o644)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzDecodeEntry feeds the entry decoder real entries (the seeds in
+// testdata/fuzz/FuzzDecodeEntry), mutated: it must return an entry or an
+// error, never panic.
+func FuzzDecodeEntry(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := DecodeEntry(data)
 		if err == nil && e.Request == nil && (e.Kind == KindPut || e.Kind == KindTxn || e.Kind == KindDeleteRange) {
