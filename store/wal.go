@@ -20,7 +20,8 @@ var ErrUndetermined = errors.New("not established by the write-ahead log")
 
 // WALCoverage summarises what a write-ahead log holds.
 type WALCoverage struct {
-	// Dir is the wal directory read; Segments the segment files read.
+	// Dir is the wal directory read; Segments the segment files read (up
+	// to the one a torn record ended).
 	Dir      string
 	Segments []string
 	// First and last entry index and term.
@@ -142,6 +143,15 @@ func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
 		return nil, fmt.Errorf("read write-ahead log: %w", err)
 	}
 	w.cov.Tail = tail
+	if tail != nil {
+		// Segments after the torn one were not read.
+		for i, name := range w.cov.Segments {
+			if name == tail.Segment {
+				w.cov.Segments = w.cov.Segments[:i+1]
+				break
+			}
+		}
+	}
 	w.cov.Commit = commit
 	// Entries past the last commit index the log records may or may not
 	// have been committed and applied.
