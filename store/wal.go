@@ -60,6 +60,16 @@ var _ Archive = (*WAL)(nil)
 // OpenWAL reads the write-ahead log in dir (a wal directory, or a member's
 // data directory holding member/wal) and replays it. It never writes, locks
 // or repairs the log.
+//
+// Only committed entries (up to the last commit index a state record
+// holds) are replayed; later ones are unknown. A log that starts at raft
+// index 1 starts from an empty keyspace at revision 1: every outcome is
+// determined and every applied write gets its revision, up to the first
+// entry the model cannot decide (see WALCoverage.RevisionsStop). A log
+// that starts after a raft snapshot establishes no revision: its writes
+// are still listed (Entries, KeyWrites), with their values, as unknown.
+// A torn tail ends the log (WALCoverage.Tail); a damaged record is an
+// error wrapping walread.ErrCorrupt.
 func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
 	l, err := walread.Open(dir)
 	if err != nil {
