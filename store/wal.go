@@ -1,0 +1,621 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// ErrUndetermined means the source holds the request but cannot establish
+// its outcome or revision (a write-ahead log that starts after a raft
+// snapshot, an entry past the last commit index it records).
+var ErrUndetermined = errors.New("not established by the write-ahead log")
+
+// WALCoverage summarises what a write-ahead log holds.
+type WALCoverage struct {
+	// Dir is the wal directory read; Segments the segment files read (up
+	// to the one a torn record ended).
+	Dir      string
+	Segments []string
+	// First and last entry index and term.
+	FirstIndex, FirstTerm, LastIndex, LastTerm uint64
+	// Commit is the last commit index the log records.
+	Commit uint64
+	// Tail says where a torn log stopped (nil: it ended cleanly).
+	Tail *walread.Tail
+	// Counts counts entries by kind ("put", "txn", "conf-change", "other"...).
+	Counts map[string]int
+	// FirstRevision and LastRevision bound the revisions derived (0, 0:
+	// none). Revisions are derived from an empty keyspace when the log
+	// starts at raft index 1.
+	FirstRevision, LastRevision int64
+	// RevisionsStop, when not empty, says from which entry on revisions
+	// are no longer derived, and why.
+	RevisionsStop string
+}
+
+// WAL is a member's write-ahead log read as a store: every write the log
+// holds, replayed in order; the applied ones with their revisions serve
+// Reader and Archive. Its latest revision is the last one derived. It is
+// read-only and holds no value in memory: values are read again from the
+// log when asked for.
+type WAL struct {
+	log      *walread.Log
+	cov      WALCoverage
+	r        *replay
+	keys     []string // keys with an applied write, sorted
+	firstRev int64
+	lastRev  int64
+}
+
+var _ Archive = (*WAL)(nil)
+
+// OpenWAL reads the write-ahead log in dir (a wal directory, or a member's
+// data directory holding member/wal) and replays it. It never writes, locks
+// or repairs the log.
+//
+// Only committed entries (up to the last commit index a state record
+// holds) are replayed; later ones are unknown. A log that starts at raft
+// index 1 starts from an empty keyspace at revision 1: every outcome is
+// determined and every applied write gets its revision, up to the first
+// entry the model cannot decide (see WALCoverage.RevisionsStop). A log
+// that starts after a raft snapshot establishes no revision: its writes
+// are still listed (Entries, KeyWrites), with their values, as unknown.
+// A torn tail ends the log (WALCoverage.Tail); a damaged record is an
+// error wrapping walread.ErrCorrupt.
+func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
+	l, err := walread.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	w := &WAL{log: l}
+	r := newReplay(w.value)
+	w.cov = WALCoverage{Dir: l.Dir, Counts: r.counts}
+	for _, s := range l.Segments {
+		w.cov.Segments = append(w.cov.Segments, s.Name)
+	}
+
+	type pending struct {
+		e   walread.Entry
+		pos walread.Pos
+	}
+	var queue []pending
+	var commit, last uint64
+	started := false
+	flush := func() {
+		n := 0
+		for n < len(queue) && queue[n].e.Index <= commit {
+			r.apply(queue[n].e, queue[n].pos)
+			n++
+		}
+		queue = append(queue[:0], queue[n:]...)
+	}
+	nrec := 0
+	tail, err := scanPipelined(l, func(typ int64, data []byte, pos walread.Pos) error {
+		if nrec++; nrec%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		switch typ {
+		case walread.StateType:
+			hs, err := walread.DecodeState(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", l.Segments[pos.Segment].Name, err)
+			}
+			if hs.GetCommit() > commit {
+				commit = hs.GetCommit()
+				flush()
+			}
+		case walread.EntryType:
+			e, err := walread.DecodeEntry(data)
+			if err != nil {
+				return fmt.Errorf("%s at offset %d: %w", l.Segments[pos.Segment].Name, pos.Offset, err)
+			}
+			switch {
+			case !started:
+				started = true
+				w.cov.FirstIndex, w.cov.FirstTerm = e.Index, e.Term
+				if e.Index != 1 {
+					r.lose(e.Index, fmt.Sprintf("the log starts at raft index %d, after a raft snapshot: the keys' state before it is not in the log", e.Index))
+				}
+			case e.Index <= last:
+				// A new leader replaced uncommitted entries from e.Index on.
+				if e.Index <= commit {
+					r.lose(e.Index, fmt.Sprintf("entry %d rewritten after the log recorded it committed", e.Index))
+				}
+				n := 0
+				for n < len(queue) && queue[n].e.Index < e.Index {
+					n++
+				}
+				queue = queue[:n]
+			case e.Index > last+1:
+				flush()
+				r.lose(e.Index, fmt.Sprintf("entries %d to %d are missing (a raft snapshot received from the leader)", last+1, e.Index-1))
+			}
+			last = e.Index
+			w.cov.LastIndex, w.cov.LastTerm = e.Index, e.Term
+			queue = append(queue, pending{e, pos})
+			if e.Index <= commit {
+				flush()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read write-ahead log: %w", err)
+	}
+	w.cov.Tail = tail
+	if tail != nil {
+		// Segments after the torn one were not read.
+		for i, name := range w.cov.Segments {
+			if name == tail.Segment {
+				w.cov.Segments = w.cov.Segments[:i+1]
+				break
+			}
+		}
+	}
+	w.cov.Commit = commit
+	// Entries past the last commit index the log records may or may not
+	// have been committed and applied.
+	for _, p := range queue {
+		we := WALEntry{Index: p.e.Index, Term: p.e.Term, Kind: p.e.Kind, Other: p.e.Other, pos: p.pos,
+			Outcome: OutcomeUnknown, Reason: fmt.Sprintf("past the last commit index the log records (%d)", commit)}
+		r.counts[p.e.Kind.String()]++
+		if p.e.Request != nil {
+			var ops []op
+			switch {
+			case p.e.Request.Put != nil:
+				ops = []op{{put: p.e.Request.Put}}
+			case p.e.Request.DeleteRange != nil:
+				ops = []op{{del: p.e.Request.DeleteRange}}
+			case p.e.Request.Txn != nil:
+				ops = r.branchOps(p.e.Request.Txn.Success, nil, true)
+				ops = append(ops, r.branchOps(p.e.Request.Txn.Failure, nil, false)...)
+			}
+			for _, o := range ops {
+				r.attempt(int32(len(r.entries)), o)
+			}
+		}
+		r.push(we)
+	}
+	w.r = r
+	if len(r.applied) > 0 {
+		w.firstRev = r.all[r.applied[0]].mod
+		w.lastRev = r.all[r.applied[len(r.applied)-1]].mod
+	}
+	w.cov.FirstRevision, w.cov.LastRevision = w.firstRev, w.lastRev
+	if !r.known {
+		w.cov.RevisionsStop = r.stopWhy
+	}
+	for k, ks := range r.keys {
+		for _, x := range ks.writes {
+			if r.all[x].mod != 0 {
+				w.keys = append(w.keys, k)
+				break
+			}
+		}
+	}
+	sort.Strings(w.keys)
+	return w, nil
+}
+
+// errStopped stops a scan whose consumer failed.
+var errStopped = errors.New("stopped")
+
+// scanPipelined runs l.Scan (reading records and checking their CRCs) in a
+// goroutine of its own and fn (decoding and replaying them) in the
+// caller's, so that the two use two cores. Records go in batches; fn gets
+// them in log order.
+func scanPipelined(l *walread.Log, fn func(typ int64, data []byte, pos walread.Pos) error) (*walread.Tail, error) {
+	type rawRecord struct {
+		typ  int64
+		data []byte
+		pos  walread.Pos
+	}
+	const batch = 256
+	ch := make(chan []rawRecord, 8)
+	stop := make(chan struct{})
+	var tail *walread.Tail
+	var scanErr error
+	go func() {
+		defer close(ch)
+		buf := make([]rawRecord, 0, batch)
+		tail, scanErr = l.Scan(func(rec *walpb.Record, pos walread.Pos) error {
+			// The decoder gives every record a new Data slice: no copy.
+			buf = append(buf, rawRecord{typ: rec.GetType(), data: rec.GetData(), pos: pos})
+			if len(buf) < batch {
+				return nil
+			}
+			select {
+			case ch <- buf:
+			case <-stop:
+				return errStopped
+			}
+			buf = make([]rawRecord, 0, batch)
+			return nil
+		})
+		if scanErr == nil && len(buf) > 0 {
+			select {
+			case ch <- buf:
+			case <-stop:
+			}
+		}
+	}()
+	var err error
+	for b := range ch {
+		if err != nil {
+			continue
+		}
+		for _, x := range b {
+			if err = fn(x.typ, x.data, x.pos); err != nil {
+				close(stop)
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return tail, scanErr
+}
+
+// Coverage summarises the log.
+func (w *WAL) Coverage() WALCoverage { return w.cov }
+
+// Entries calls fn for every entry of the log in order.
+func (w *WAL) Entries(fn func(WALEntry) error) error {
+	for i := range w.r.entries {
+		if err := fn(w.r.entry(int32(i))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KeyWrite is one write of a key the log holds, with its entry: applied
+// (with its revision), not applied, or unknown.
+type KeyWrite struct {
+	Entry WALEntry
+	// Event is the key's state after the write when Entry.Outcome is
+	// OutcomeApplied and the revision is established (Event.KV.ModRevision
+	// != 0); otherwise Event.KV holds only Key and Event.Deleted says
+	// whether the write was a delete. Values are read only when withValues.
+	Event Event
+}
+
+// KeyWrites calls fn for every write of key the log holds, in log order,
+// whatever its outcome. With values, the value each put carried is read
+// (for a write not applied too: Event.KV.Value is what it would have
+// written).
+func (w *WAL) KeyWrites(ctx context.Context, key string, withValues bool, fn func(KeyWrite) error) error {
+	for _, id := range w.writesOf(key) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		x := &w.r.all[id]
+		kw := KeyWrite{Entry: w.r.entry(x.entry), Event: Event{Deleted: x.deleted, KV: KeyValue{Key: key,
+			ModRevision: x.mod, CreateRevision: x.create, Version: x.version, Lease: x.lease}}}
+		if withValues && !x.deleted {
+			v, err := w.value(id)
+			if err != nil {
+				return err
+			}
+			kw.Event.KV.Value = v
+		}
+		if err := fn(kw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetAtIndex returns key as it was after the log's entries up to raft index
+// index were applied, with the entry of its last write. It wraps
+// ErrNotFound when the key did not exist then, ErrUndetermined when the
+// log does not establish it.
+func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyValue, WALEntry, error) {
+	found := int32(-1)
+	for _, id := range w.writesOf(key) {
+		x := &w.r.all[id]
+		e := w.r.entry(x.entry)
+		if e.Index > index {
+			break
+		}
+		if e.Outcome == OutcomeApplied && x.mod != 0 {
+			found = id
+			continue
+		}
+		if e.Outcome == OutcomeUnknown || e.Outcome == OutcomeApplied {
+			return nil, e, fmt.Errorf("%s at raft index %d: entry %d wrote it with an outcome or revision the log does not establish: %w", key, index, e.Index, ErrUndetermined)
+		}
+	}
+	if found < 0 {
+		if err := w.startKnown(); err != nil {
+			return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, err)
+		}
+		return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, ErrNotFound)
+	}
+	e := w.r.entry(w.r.all[found].entry)
+	if w.r.all[found].deleted {
+		return nil, e, fmt.Errorf("%s at raft index %d (deleted at entry %d): %w", key, index, e.Index, ErrNotFound)
+	}
+	kv, err := w.kv(found, true)
+	return kv, e, err
+}
+
+// startKnown returns nil when the log starts from an empty keyspace (so a
+// key it never wrote did not exist), ErrUndetermined otherwise.
+func (w *WAL) startKnown() error {
+	if w.cov.FirstIndex == 1 {
+		return nil
+	}
+	return fmt.Errorf("the log starts at raft index %d, after a raft snapshot: %w", w.cov.FirstIndex, ErrUndetermined)
+}
+
+// writesOf returns the writes of key, in log order.
+func (w *WAL) writesOf(key string) []int32 {
+	if ks := w.r.keys[key]; ks != nil {
+		return ks.writes
+	}
+	return nil
+}
+
+// value reads the value write id put, from the log.
+func (w *WAL) value(id int32) ([]byte, error) {
+	if from := w.r.all[id].valueFrom; from >= 0 {
+		id = from
+	}
+	x := &w.r.all[id]
+	key := w.r.keyNames[x.key]
+	e := w.r.entries[x.entry]
+	rec, err := w.log.ReadRecord(e.pos)
+	if err != nil {
+		return nil, fmt.Errorf("read value of %s (entry %d): %w", key, e.index, err)
+	}
+	ent, err := walread.DecodeEntry(rec.GetData())
+	if err != nil {
+		return nil, fmt.Errorf("read value of %s: %w", key, err)
+	}
+	if ent.Index != e.index || ent.Request == nil {
+		return nil, fmt.Errorf("read value of %s: entry %d moved in the log", key, e.index)
+	}
+	put := ent.Request.Put
+	if ent.Request.Txn != nil {
+		put = findPut(ent.Request.Txn, w.r.pathOf(id))
+	}
+	if put == nil || string(put.Key) != key {
+		return nil, fmt.Errorf("read value of %s: entry %d holds no put of it", key, e.index)
+	}
+	return put.Value, nil
+}
+
+func findPut(t *pb.TxnRequest, path []int32) *pb.PutRequest {
+	for len(path) > 0 {
+		branch, i := t.Success, int(path[0])
+		if i < 0 {
+			branch, i = t.Failure, -i-1
+		}
+		if i >= len(branch) {
+			return nil
+		}
+		u := branch[i]
+		if len(path) == 1 {
+			return u.GetRequestPut()
+		}
+		if t = u.GetRequestTxn(); t == nil {
+			return nil
+		}
+		path = path[1:]
+	}
+	return nil
+}
+
+func (w *WAL) kv(id int32, withValue bool) (*KeyValue, error) {
+	x := &w.r.all[id]
+	kv := &KeyValue{Key: w.r.keyNames[x.key], CreateRevision: x.create, ModRevision: x.mod, Version: x.version, Lease: x.lease}
+	if withValue && !x.deleted {
+		v, err := w.value(id)
+		if err != nil {
+			return nil, err
+		}
+		kv.Value = v
+	}
+	return kv, nil
+}
+
+// readRevision resolves rev (0: the last revision derived).
+func (w *WAL) readRevision(rev int64) (int64, error) {
+	if w.lastRev == 0 {
+		if err := w.startKnown(); err != nil {
+			return 0, fmt.Errorf("no revision derived: %w", err)
+		}
+		if w.cov.RevisionsStop != "" {
+			return 0, fmt.Errorf("no revision derived (%s): %w", w.cov.RevisionsStop, ErrUndetermined)
+		}
+		return 1, nil // an empty keyspace: nothing was written
+	}
+	switch {
+	case rev == 0:
+		return w.lastRev, nil
+	case rev < 0:
+		return 0, fmt.Errorf("revision %d: must not be negative", rev)
+	case rev > w.lastRev:
+		return 0, fmt.Errorf("revision %d is past the last revision the log establishes (%d): %w", rev, w.lastRev, ErrUndetermined)
+	}
+	return rev, nil
+}
+
+// at returns key's last applied write at or below rev (-1: none).
+func (w *WAL) at(key string, rev int64) int32 {
+	found := int32(-1)
+	for _, id := range w.writesOf(key) {
+		m := w.r.all[id].mod
+		if m == 0 {
+			continue
+		}
+		if m > rev {
+			break
+		}
+		found = id
+	}
+	return found
+}
+
+// deleted reports whether write id is a deletion.
+func (w *WAL) deleted(id int32) bool { return w.r.all[id].deleted }
+
+// Get returns key at revision rev (0: the last revision derived).
+func (w *WAL) Get(ctx context.Context, key string, rev int64) (*KeyValue, error) {
+	at, err := w.readRevision(rev)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	x := w.at(key, at)
+	if x < 0 || w.deleted(x) {
+		return nil, fmt.Errorf("get %s at revision %d: %w", key, at, ErrNotFound)
+	}
+	return w.kv(x, true)
+}
+
+// List calls fn for every key under prefix that exists at the revision, in
+// key order.
+func (w *WAL) List(ctx context.Context, prefix string, opts ListOptions, fn func(*KeyValue) error) (int64, error) {
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		return 0, fmt.Errorf("list: prefix %q must end in \"/\" (use get for a single key)", prefix)
+	}
+	at, err := w.readRevision(opts.Revision)
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	for _, k := range w.keysUnder(prefix) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		x := w.at(k, at)
+		if x < 0 || w.deleted(x) {
+			continue
+		}
+		kv, err := w.kv(x, !opts.KeysOnly)
+		if err != nil {
+			return 0, err
+		}
+		if err := fn(kv); err != nil {
+			return 0, err
+		}
+	}
+	return at, nil
+}
+
+func (w *WAL) keysUnder(prefix string) []string {
+	i := sort.SearchStrings(w.keys, prefix)
+	j := i
+	for j < len(w.keys) && strings.HasPrefix(w.keys[j], prefix) {
+		j++
+	}
+	return w.keys[i:j]
+}
+
+// History calls fn for every applied revision of key the log establishes,
+// oldest first. KeyWrites gives the entries too, with writes not applied.
+func (w *WAL) History(ctx context.Context, key string, fn func(Event) error) (HistoryInfo, error) {
+	// Revisions are derived only from a log that starts with the
+	// keyspace: nothing before it is missing.
+	info := HistoryInfo{Revision: w.lastRev}
+	for _, x := range w.writesOf(key) {
+		if w.r.all[x].mod == 0 {
+			continue
+		}
+		kv, err := w.kv(x, true)
+		if err != nil {
+			return info, fmt.Errorf("history %s: %w", key, err)
+		}
+		if err := fn(Event{KV: *kv, Deleted: w.deleted(x)}); err != nil {
+			return info, err
+		}
+	}
+	return info, nil
+}
+
+// Info describes the log as a store.
+func (w *WAL) Info(ctx context.Context) (Info, error) {
+	return Info{Description: "write-ahead log " + w.cov.Dir, Revision: w.lastRev}, nil
+}
+
+// Close releases nothing: every read opens and closes its segment.
+func (w *WAL) Close() error { return nil }
+
+// ScanRevisions calls fn for every applied revision under prefix, in
+// revision order.
+func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(Event) error) error {
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("scan revisions: prefix %q must end in \"/\"", prefix)
+	}
+	for i, x := range w.r.applied {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if !strings.HasPrefix(w.r.keyNames[w.r.all[x].key], prefix) {
+			continue
+		}
+		kv, err := w.kv(x, true)
+		if err != nil {
+			return fmt.Errorf("scan revisions %s: %w", prefix, err)
+		}
+		if err := fn(Event{KV: *kv, Deleted: w.deleted(x)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ScanLatest calls fn once per key under prefix, in key order, with its
+// newest state the log establishes (see Archive).
+func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error {
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("scan latest: prefix %q must end in \"/\"", prefix)
+	}
+	for _, k := range w.keysUnder(prefix) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		x := w.at(k, w.lastRev)
+		if x < 0 {
+			continue
+		}
+		if !w.deleted(x) {
+			kv, err := w.kv(x, true)
+			if err != nil {
+				return err
+			}
+			if err := fn(kv, false, 0); err != nil {
+				return err
+			}
+			continue
+		}
+		if !includeDeleted {
+			continue
+		}
+		kv := &KeyValue{Key: k}
+		delRev := w.r.all[x].mod
+		if prev := w.at(k, delRev-1); prev >= 0 && !w.deleted(prev) {
+			var err error
+			if kv, err = w.kv(prev, true); err != nil {
+				return err
+			}
+		}
+		if err := fn(kv, true, delRev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
