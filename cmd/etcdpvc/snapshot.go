@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 
-	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -19,29 +17,10 @@ import (
 // usual one (live etcd; a read-only --db file), or with --out a snapshot
 // copy of the --db file.
 func openWriteSession(e *env, g *globalOptions, o writeOptions) (*session, error) {
-	if o.Out == "" {
-		return openSession(e, g)
-	}
-	if g.DB == "" {
+	if o.Out != "" && g.DB == "" {
 		return nil, usagef("--out OUT edits a copy of the --db file: give --db IN (to edit a live cluster, leave out --out)")
 	}
-	s, err := newSession(e, g)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := store.OpenSnapshotCopy(g.DB, o.Out, boltOptions(e, g))
-	if err != nil {
-		s.Close()
-		return nil, snapshotCopyError(err, g.DB)
-	}
-	abs, _ := filepath.Abs(o.Out)
-	// Backups and the audit log record where the write went.
-	g2 := *g
-	g2.Endpoints = []string{"file:" + abs}
-	s.g = &g2
-	s.reader, s.description = sc, o.Out
-	s.resolver = resource.Resolver{Scope: s.crdScope(e)}
-	return s, nil
+	return openStore(e, g, o.Out)
 }
 
 func snapshotCopyError(err error, in string) error {
@@ -58,10 +37,7 @@ func snapshotCopyError(err error, in string) error {
 }
 
 // snapshotCopyOf returns the session's snapshot copy, or nil.
-func snapshotCopyOf(s *session) *store.SnapshotCopy {
-	sc, _ := s.reader.(*store.SnapshotCopy)
-	return sc
-}
+func snapshotCopyOf(s *session) *store.SnapshotCopy { return s.cs.SnapshotCopy() }
 
 // finishSnapshotWrite, after a successful write, finishes a snapshot copy
 // (sha256 trailer) and prints what to do with it. It returns false for a
