@@ -8,155 +8,84 @@ import (
 	"strings"
 
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
-// session is an open store with the codec and names that go with it.
+// session is an open store with the codec and names that go with it: a
+// connect.Session and the global options it was opened with.
 type session struct {
-	g      *globalOptions
-	reader store.Reader
-	// bolt is the --db file (nil without --db), for dump alone: every
-	// other command reaches the store through reader and the optional
-	// interfaces (store.Archive, store.Cluster).
-	bolt     *store.Bolt
-	enc      *encryption.Config
-	planner  surgery.Planner
-	resolver resource.Resolver
-	// description names the store for messages and backups.
+	cs *connect.Session
+	g  *globalOptions
+	// reader, bolt, enc, planner, resolver and description are cs's (see
+	// connect.Session); bolt is the --db file, for dump alone.
+	reader      store.Reader
+	bolt        *store.Bolt
+	enc         *encryption.Config
+	planner     surgery.Planner
+	resolver    resource.Resolver
 	description string
-	// routes are the --etcd-servers-overrides in use (live etcd only).
-	routes []sessionRoute
 }
 
-// sessionRoute is one resource kept in another etcd.
-type sessionRoute struct {
-	override kubeadm.Override
-	// prefix is the resource's key prefix.
-	prefix string
-	etcd   *store.Etcd
-}
-
-// target names where a write of key goes: "etcd URL,..." (the etcd of
-// its --etcd-servers-overrides entry, if any) or "file OUT". It is the one
-// description of a session's target, for prompts and reports.
-func (s *session) target(key string) string {
-	if s.isFile() {
-		return "file " + s.description
-	}
-	for _, r := range s.routes {
-		if strings.HasPrefix(key, r.prefix) {
-			return "etcd " + strings.Join(r.etcd.Endpoints(), ",")
-		}
-	}
-	return "etcd " + s.description
-}
+// target names where a write of key goes (connect.Session.Target).
+func (s *session) target(key string) string { return s.cs.Target(key) }
 
 // describeWrite names the objects at keys and their targets, for the
-// confirmation question: "persistentvolumeclaim data-0 in namespace demo,
-// etcd https://10.0.0.2:2379".
-func (s *session) describeWrite(keys []string) string {
-	var parts []string
-	for i, k := range keys {
-		p := objectName(s.g.Prefix, k)
-		if i == len(keys)-1 || s.target(k) != s.target(keys[i+1]) {
-			p += ", " + s.target(k)
+// confirmation question (connect.Session.DescribeWrite).
+func (s *session) describeWrite(keys []string) string { return s.cs.DescribeWrite(keys) }
+
+// objectName names the object at key as kubectl would (connect.ObjectName).
+func objectName(prefix, key string) string { return connect.ObjectName(prefix, key) }
+
+// isFile reports whether the session reads a db or snapshot file.
+func (s *session) isFile() bool { return s.cs.IsFile() }
+
+func (s *session) Close() { s.cs.Close() }
+
+// connectOptions maps the global options onto the library's.
+func (g *globalOptions) connectOptions(e *env) connect.Options {
+	o := connect.Options{
+		Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key,
+		User: g.User, Password: g.Password, InsecureSkipTLSVerify: g.InsecureSkipTLSVerify,
+		DialTimeout: g.DialTimeout, CommandTimeout: g.CommandTimeout, Consistency: g.Consistency,
+		Prefix: g.Prefix, ServersOverrides: g.ServersOverrides,
+		Kubeadm: g.Kubeadm, ManifestsDir: g.ManifestsDir, KubeadmApplied: g.kubeadmApplied,
+		DB: g.DB, LockTimeout: g.LockTimeout, SkipHashCheck: g.SkipHashCheck,
+		EncryptionConfig: g.EncryptionConfig,
+		Given:            g.explicit,
+		FromEnv:          map[string]connect.EnvValue{},
+	}
+	for _, gf := range globalFlags {
+		if v, ok := g.fromEnv[gf.name]; ok {
+			o.FromEnv[gf.name] = connect.EnvValue{Var: gf.env, Value: v}
 		}
-		parts = append(parts, p)
 	}
-	return strings.Join(parts, " and ")
-}
-
-// objectName names the object at key as kubectl would: "persistentvolumeclaim
-// data-0 in namespace demo"; the key itself when it is not an object key.
-func objectName(prefix, key string) string {
-	r, ns, name, ok := resource.ParseKey(prefix, key)
-	if !ok {
-		return key
+	if e != nil {
+		o.HashCacheDir = e.hashCacheDir()
+		o.Warn = func(msg string) { fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", msg) }
 	}
-	kind := r.Singular
-	if kind == "" {
-		kind = r.String()
-	} else if r.Group != "" {
-		kind += "." + r.Group
-	}
-	if ns == "" {
-		return kind + " " + name
-	}
-	return kind + " " + name + " in namespace " + ns
-}
-
-// isFile reports whether the session reads a db or snapshot file (an
-// archive of revisions) rather than a live etcd.
-func (s *session) isFile() bool {
-	_, ok := s.reader.(store.Archive)
-	return ok
-}
-
-func (s *session) Close() {
-	if s.reader != nil {
-		s.reader.Close()
-	}
-	if s.enc != nil {
-		s.enc.Close()
-	}
+	return o
 }
 
 // applyKubeadm fills in, from the kube-apiserver manifest, every
-// connection setting not given as a flag: the manifest wins over the
-// ETCDCTL_* variables, and flags win over both. It records in
-// g.kubeadmWarnings one warning for each variable the manifest disagrees
-// with, naming both values.
+// connection setting not given as a flag (connect.Kubeadm), and records
+// its warnings in g.kubeadmWarnings.
 func applyKubeadm(g *globalOptions) error {
 	if !g.Kubeadm || g.kubeadmApplied {
 		return nil
 	}
-	g.kubeadmApplied = true
-	a, err := kubeadm.Read(g.ManifestsDir)
+	o := g.connectOptions(nil)
+	g.kubeadmApplied = true // once, even when the manifest cannot be read
+	warnings, err := connect.Kubeadm(&o)
 	if err != nil {
-		return withHint(fmt.Errorf("--kubeadm: %w", err), "run on a control-plane node, point --manifests-dir at the static pod manifests, or give --endpoints and certificates")
+		return withHint(err, "run on a control-plane node, point --manifests-dir at the static pod manifests, or give --endpoints and certificates")
 	}
-	var warnings []string
-	take := func(name, manifestFlag, value string, dst *string) {
-		if g.explicit[name] && !g.fromEnvOnly(name) {
-			return
-		}
-		v, ok := g.fromEnv[name]
-		if name == "endpoints" {
-			v = strings.Join(splitList([]string{v}), ",") // "a, b" is "a,b"
-		}
-		if ok && v != value {
-			env := ""
-			for _, gf := range globalFlags {
-				if gf.name == name {
-					env = gf.env
-				}
-			}
-			shown := value
-			if shown == "" {
-				shown = `""`
-			}
-			warnings = append(warnings, fmt.Sprintf("--kubeadm: using the manifest's %s=%s, not $%s=%s (the flag --%s wins over both)", manifestFlag, shown, env, v, name))
-		}
-		*dst = value
-	}
-	endpoints := strings.Join(g.Endpoints, ",")
-	take("endpoints", "--etcd-servers", strings.Join(a.Endpoints, ","), &endpoints)
-	g.Endpoints = splitList([]string{endpoints})
-	take("cacert", "--etcd-cafile", a.CAFile, &g.CACert)
-	take("cert", "--etcd-certfile", a.CertFile, &g.Cert)
-	take("key", "--etcd-keyfile", a.KeyFile, &g.Key)
-	if !g.explicit["prefix"] {
-		g.Prefix = a.Prefix
-	}
-	if !g.explicit["encryption-config"] {
-		g.EncryptionConfig = a.EncryptionConfig
-	}
-	if !g.explicit["etcd-servers-overrides"] {
-		g.ServersOverrides = a.ServersOverrides
-	}
+	g.Endpoints, g.CACert, g.Cert, g.Key = o.Endpoints, o.CACert, o.Cert, o.Key
+	g.User, g.Password, g.InsecureSkipTLSVerify = o.User, o.Password, o.InsecureSkipTLSVerify
+	g.Prefix, g.EncryptionConfig, g.ServersOverrides = o.Prefix, o.EncryptionConfig, o.ServersOverrides
 	g.kubeadmWarnings = warnings
 	return nil
 }
@@ -168,144 +97,51 @@ func (g *globalOptions) fromEnvOnly(name string) bool {
 	return ok
 }
 
-// newSession applies --kubeadm and loads the encryption config: the part
-// of a session that does not depend on the store.
-func newSession(e *env, g *globalOptions) (*session, error) {
+// openSession opens the store the global flags name: a db or snapshot file
+// with --db, else the live etcd.
+func openSession(e *env, g *globalOptions) (*session, error) {
+	return openStore(e, g, "")
+}
+
+// openStore applies --kubeadm (printing its warnings) and opens the store
+// the global flags name; with out, a snapshot copy of the --db file.
+func openStore(e *env, g *globalOptions, out string) (*session, error) {
 	if err := applyKubeadm(g); err != nil {
 		return nil, err
 	}
 	for _, w := range g.kubeadmWarnings {
 		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
 	}
-	enc, err := loadEncryption(e, g)
+	o := g.connectOptions(e)
+	o.Out = out
+	cs, err := connect.Open(e.ctx, o)
 	if err != nil {
+		var oe *connect.OptionError
+		var se *connect.OpenError
+		switch {
+		case errors.As(err, &oe):
+			return nil, &usageError{msg: err.Error()}
+		case errors.As(err, &se) && se.Kind == connect.StoreDB:
+			return nil, boltError(se.Err)
+		case errors.As(err, &se) && se.Kind == connect.StoreSnapshotCopy:
+			return nil, snapshotCopyError(se.Err, g.DB)
+		case errors.As(err, &se):
+			return nil, connectHint(se.Err, g)
+		}
 		return nil, err
 	}
-	return &session{g: g, enc: enc, planner: surgery.Planner{Enc: enc, Prefix: g.Prefix}}, nil
-}
-
-// boltOptions are the options a --db file is opened with.
-func boltOptions(e *env, g *globalOptions) store.BoltOptions {
-	lockTimeout := g.LockTimeout
-	if lockTimeout == 0 {
-		lockTimeout = -1 // --lock-timeout 0: do not wait
+	s := &session{cs: cs, g: g, reader: cs.Reader, bolt: cs.Bolt, enc: cs.Enc, planner: cs.Planner, resolver: cs.Resolver, description: cs.Description}
+	if out != "" {
+		// Backups and the audit log record where the write went.
+		g2 := *g
+		g2.Endpoints = cs.Options.Endpoints
+		s.g = &g2
 	}
-	return store.BoltOptions{
-		LockTimeout:   lockTimeout,
-		SkipHashCheck: g.SkipHashCheck,
-		Warn:          func(msg string) { fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", msg) },
-		HashCacheDir:  e.hashCacheDir(),
-	}
-}
-
-// openSession opens the store the global flags name: a db or snapshot file
-// with --db, else the live etcd.
-func openSession(e *env, g *globalOptions) (*session, error) {
-	s, err := newSession(e, g)
-	if err != nil {
-		return nil, err
-	}
-	if g.DB != "" {
-		b, err := store.OpenBolt(g.DB, boltOptions(e, g))
-		if err != nil {
-			s.Close()
-			return nil, boltError(err)
-		}
-		s.reader, s.bolt, s.description = b, b, g.DB
-		if len(g.ServersOverrides) > 0 {
-			fmt.Fprintf(e.stderr, "etcdpvc: warning: --db: the resources of --etcd-servers-overrides %s live in other etcds; %s holds at most stale copies of them\n", overridesString(g.ServersOverrides), g.DB)
-		}
-	} else {
-		cfg := store.EtcdConfig{
-			Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key,
-			User: g.User, Password: g.Password, InsecureSkipTLSVerify: g.InsecureSkipTLSVerify,
-			DialTimeout: g.DialTimeout, CommandTimeout: g.CommandTimeout, Consistency: g.Consistency,
-		}
-		et, err := store.OpenEtcd(e.ctx, cfg)
-		if err != nil {
-			s.Close()
-			return nil, connectHint(err, g)
-		}
-		s.reader, s.description = et, strings.Join(g.Endpoints, ",")
-		if err := s.openRoutes(e, cfg); err != nil {
-			s.Close()
-			return nil, err
-		}
-	}
-	s.resolver = resource.Resolver{Scope: s.crdScope(e)}
 	return s, nil
 }
 
-// openRoutes opens the etcd of each --etcd-servers-overrides entry, with
-// the main etcd's certificates (as the kube-apiserver does), and routes
-// the session's reads and writes of those resources to them.
-func (s *session) openRoutes(e *env, cfg store.EtcdConfig) error {
-	if len(s.g.ServersOverrides) == 0 {
-		return nil
-	}
-	var routes []store.Route
-	fail := func(err error) error {
-		for _, r := range s.routes {
-			r.etcd.Close()
-		}
-		s.routes = nil
-		return err
-	}
-	for _, o := range s.g.ServersOverrides {
-		name := o.Resource
-		if o.Group != "" {
-			name += "." + o.Group
-		}
-		r, err := resource.Lookup(name)
-		if err != nil {
-			return fail(usagef("--etcd-servers-overrides %s: %v", o, err))
-		}
-		c := cfg
-		c.Endpoints = o.Servers
-		et, err := store.OpenEtcd(e.ctx, c)
-		if err != nil {
-			return fail(connectHint(fmt.Errorf("--etcd-servers-overrides %s: %w", o, err), s.g))
-		}
-		// Closed by the routed store, or here if it cannot be built.
-		sr := sessionRoute{override: o, prefix: r.ListPrefix(s.g.Prefix, ""), etcd: et}
-		s.routes = append(s.routes, sr)
-		routes = append(routes, store.Route{Prefix: sr.prefix, Store: et})
-	}
-	rs, err := store.NewRouted(s.reader, routes)
-	if err != nil {
-		return fail(usagef("--etcd-servers-overrides: %v", err))
-	}
-	s.reader = rs
-	return nil
-}
-
 // overridesString renders overrides in the flag's syntax.
-func overridesString(os []kubeadm.Override) string {
-	var parts []string
-	for _, o := range os {
-		parts = append(parts, o.String())
-	}
-	return strings.Join(parts, ",")
-}
-
-// crdScope finds a custom resource's scope from its stored CRD.
-func (s *session) crdScope(e *env) resource.ScopeFunc {
-	return func(plural, group string) (bool, error) {
-		key := s.g.Prefix + "/apiextensions.k8s.io/customresourcedefinitions/" + plural + "." + group
-		kv, err := s.reader.Get(e.ctx, key, 0)
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return false, fmt.Errorf("no CustomResourceDefinition %s.%s in etcd (%w)", plural, group, store.ErrNotFound)
-			}
-			return false, err
-		}
-		cur, err := s.planner.Load(e.ctx, s.reader, key, kv.ModRevision)
-		if err != nil {
-			return false, err
-		}
-		return resource.ScopeFromCRD(cur.Plain)
-	}
-}
+func overridesString(os []kubeadm.Override) string { return connect.OverridesString(os) }
 
 func connectHint(err error, g *globalOptions) error {
 	var ce *store.ConnectError

@@ -5,6 +5,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/resource"
 )
 
@@ -14,14 +15,7 @@ func loadEncryption(e *env, g *globalOptions) (*encryption.Config, error) {
 	if err := applyKubeadm(g); err != nil {
 		return nil, err
 	}
-	if g.EncryptionConfig == "" {
-		return nil, nil
-	}
-	enc, err := encryption.Load(e.ctx, g.EncryptionConfig)
-	if err != nil {
-		return nil, fmt.Errorf("load encryption config: %w", err)
-	}
-	return enc, nil
+	return connect.LoadEncryption(e.ctx, g.connectOptions(nil))
 }
 
 // keyResource returns the resource a key belongs to, which selects the

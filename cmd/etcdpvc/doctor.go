@@ -146,8 +146,8 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 	if s.isFile() && len(s.g.ServersOverrides) > 0 {
 		in.FileOverrides = overridesString(s.g.ServersOverrides)
 	}
-	for _, r := range s.routes {
-		in.Routes = append(in.Routes, inspect.DoctorRoute{Override: r.override.String(), Prefix: r.prefix, Etcd: r.etcd, Endpoints: r.etcd.Endpoints()})
+	for _, r := range s.cs.Routes {
+		in.Routes = append(in.Routes, inspect.DoctorRoute{Override: r.Override.String(), Prefix: r.Prefix, Etcd: r.Etcd, Endpoints: r.Etcd.Endpoints()})
 	}
 	inspect.Doctor(e.ctx, &d.rep, in)
 	return nil

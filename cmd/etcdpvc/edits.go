@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -384,63 +385,14 @@ etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client
 }
 
 // connectAsRecorded makes a restore without connection flags reach the
-// etcd its backup records, and says on stderr which etcd it uses.
+// etcd its backup records (connect.AsRecorded), and says on stderr which
+// etcd it uses.
 func connectAsRecorded(e *env, g *globalOptions, b *surgery.Backup) {
-	src := b.Source
-	if src != nil {
-		if !g.explicit["prefix"] && src.Prefix != "" {
-			g.Prefix = src.Prefix
-		}
-		if !g.explicit["encryption-config"] && !g.explicit["kubeadm"] && src.EncryptionConfig != "" {
-			g.EncryptionConfig = src.EncryptionConfig
-		}
+	o := g.connectOptions(nil)
+	msg := connect.AsRecorded(&o, b.Source)
+	g.Prefix, g.EncryptionConfig, g.Kubeadm, g.ManifestsDir = o.Prefix, o.EncryptionConfig, o.Kubeadm, o.ManifestsDir
+	g.Endpoints, g.CACert, g.Cert, g.Key = o.Endpoints, o.CACert, o.Cert, o.Key
+	if msg != "" {
+		fmt.Fprintf(e.stderr, "etcdpvc: restore: %s\n", msg)
 	}
-	for _, f := range []string{"endpoints", "cacert", "cert", "key", "kubeadm", "manifests-dir", "db", "user", "password", "insecure-skip-tls-verify"} {
-		if g.explicit[f] {
-			if !g.explicit["db"] {
-				fmt.Fprintf(e.stderr, "etcdpvc: restore: using the etcd the flags or ETCDCTL_* variables name (%s), not the one the backup records\n", connectionSummary(g))
-			}
-			return
-		}
-	}
-	recorded := src != nil && (src.Kubeadm || len(src.Endpoints) > 0)
-	if recorded && !src.Kubeadm && strings.HasPrefix(src.Endpoints[0], "file:") {
-		recorded = false // written into a db copy: there is no etcd to reach
-	}
-	if !recorded {
-		fmt.Fprintf(e.stderr, "etcdpvc: restore: the backup records no etcd to reach; using %s\n", connectionSummary(g))
-		return
-	}
-	if src.Kubeadm {
-		g.Kubeadm, g.ManifestsDir = true, src.ManifestsDir
-		if g.ManifestsDir == "" {
-			g.ManifestsDir = "/etc/kubernetes/manifests"
-		}
-	} else {
-		g.Endpoints, g.CACert, g.Cert, g.Key = src.Endpoints, src.CACert, src.Cert, src.Key
-	}
-	id := ""
-	if src.ClusterID != "" {
-		id = " (cluster ID " + src.ClusterID + ")"
-	}
-	fmt.Fprintf(e.stderr, "etcdpvc: restore: using the etcd the backup records: %s%s\n", connectionSummary(g), id)
-}
-
-// connectionSummary names the etcd the global options reach.
-func connectionSummary(g *globalOptions) string {
-	if g.Kubeadm && !g.kubeadmApplied {
-		return "--kubeadm --manifests-dir " + g.ManifestsDir
-	}
-	eps := g.Endpoints
-	if len(eps) == 0 {
-		eps = []string{"127.0.0.1:2379"}
-	}
-	out := "--endpoints " + strings.Join(eps, ",")
-	if g.CACert != "" {
-		out += " --cacert " + g.CACert
-	}
-	if g.Cert != "" {
-		out += " --cert " + g.Cert
-	}
-	return out
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
@@ -45,7 +46,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 	}
 	defer st.Close()
 	g := &globalOptions{Endpoints: c.Endpoints(), Prefix: "/registry"}
-	s := &session{g: g, reader: st, planner: surgery.Planner{Prefix: "/registry"}, description: "test"}
+	s := &session{cs: &connect.Session{Reader: st, Description: "test", Options: connect.Options{Prefix: "/registry"}}, g: g, reader: st, planner: surgery.Planner{Prefix: "/registry"}, description: "test"}
 	var stdout, stderr bytes.Buffer
 	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
 

@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 
-	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -19,29 +17,10 @@ import (
 // usual one (live etcd; a read-only --db file), or with --out a snapshot
 // copy of the --db file.
 func openWriteSession(e *env, g *globalOptions, o writeOptions) (*session, error) {
-	if o.Out == "" {
-		return openSession(e, g)
-	}
-	if g.DB == "" {
+	if o.Out != "" && g.DB == "" {
 		return nil, usagef("--out OUT edits a copy of the --db file: give --db IN (to edit a live cluster, leave out --out)")
 	}
-	s, err := newSession(e, g)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := store.OpenSnapshotCopy(g.DB, o.Out, boltOptions(e, g))
-	if err != nil {
-		s.Close()
-		return nil, snapshotCopyError(err, g.DB)
-	}
-	abs, _ := filepath.Abs(o.Out)
-	// Backups and the audit log record where the write went.
-	g2 := *g
-	g2.Endpoints = []string{"file:" + abs}
-	s.g = &g2
-	s.reader, s.description = sc, o.Out
-	s.resolver = resource.Resolver{Scope: s.crdScope(e)}
-	return s, nil
+	return openStore(e, g, o.Out)
 }
 
 func snapshotCopyError(err error, in string) error {
@@ -58,46 +37,20 @@ func snapshotCopyError(err error, in string) error {
 }
 
 // snapshotCopyOf returns the session's snapshot copy, or nil.
-func snapshotCopyOf(s *session) *store.SnapshotCopy {
-	sc, _ := s.reader.(*store.SnapshotCopy)
-	return sc
-}
+func snapshotCopyOf(s *session) *store.SnapshotCopy { return s.cs.SnapshotCopy() }
 
 // finishSnapshotWrite, after a successful write, finishes a snapshot copy
-// (sha256 trailer) and prints what to do with it. It returns false for a
-// session that is not a snapshot copy.
+// (connect.Session.FinishSnapshot) and prints what to do with it. It
+// returns false for a session that is not a snapshot copy.
 func finishSnapshotWrite(e *env, s *session) (bool, error) {
-	sc := snapshotCopyOf(s)
-	if sc == nil {
+	if s.cs.SnapshotCopy() == nil {
 		return false, nil
 	}
-	rev := sc.Meta().Revision
-	if err := sc.Close(); err != nil {
+	r, err := s.cs.FinishSnapshot()
+	if err != nil {
 		return true, err
 	}
-	fmt.Fprintf(e.stdout, "snapshot: %s (revision %d, sha256 %s); %s is unchanged\n", sc.Path(), rev, sc.SHA256(), sc.Input())
-	fmt.Fprint(e.stdout, snapshotRunbook(sc.Path()))
+	fmt.Fprintf(e.stdout, "snapshot: %s (revision %d, sha256 %s); %s is unchanged\n", r.Path, r.Revision, r.SHA256, r.Input)
+	fmt.Fprint(e.stdout, r.Runbook)
 	return true, nil
-}
-
-// snapshotRunbook is printed after a snapshot-surgery write.
-func snapshotRunbook(out string) string {
-	return fmt.Sprintf(`
-Nothing in the cluster has changed yet. To make %[1]s the cluster's state
-(see docs/runbooks/forensics.md, "Snapshot surgery"):
-  1. check it:  etcdpvc --db %[1]s get ...   and   etcdutl snapshot status %[1]s
-  2. stop kube-apiserver on every control-plane node, then stop etcd on EVERY member
-     (kubeadm: move kube-apiserver.yaml and etcd.yaml out of /etc/kubernetes/manifests)
-  3. on EVERY member, from the SAME file, into a new data dir (keep the old one to roll back):
-       etcdutl snapshot restore %[1]s --data-dir /var/lib/etcd-restored \
-         --name MEMBER --initial-cluster NAME1=https://IP1:2380,... \
-         --initial-advertise-peer-urls https://MEMBER_IP:2380 \
-         --bump-revision 1000000000 --mark-compacted
-     (--bump-revision/--mark-compacted: clients such as kube-apiserver's watch cache
-     have seen revisions up to the cluster's last one; the bump keeps revisions
-     moving forward and makes watchers re-list)
-  4. point each member at the new data dir, start every member, then kube-apiserver
-Never copy %[1]s into a member's data dir or restore it onto some members only:
-members would diverge. Roll back: stop every member and start them on the old data dirs.
-`, out)
 }
