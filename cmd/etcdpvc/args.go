@@ -17,7 +17,7 @@ const (
 	// argObject: one object, RESOURCE NAME | RESOURCE/NAME | --etcd-key
 	// KEY, named with the object flags -n/--namespace and --etcd-key.
 	argObject
-	// argCount: between min and max values (max < 0: any number).
+	// argCount: between min and max values.
 	argCount
 )
 
@@ -51,8 +51,9 @@ type argSpec struct {
 	// NAME, RESOURCE --all); it checks the object form with in.object().
 	otherForms bool
 
-	// argCount: how many, what the error calls them ("RESOURCE"), or the
-	// whole usage error.
+	// argCount: how many, and what the error calls them ("RESOURCE");
+	// other bounds than none, at most one and exactly one need usage,
+	// the whole usage error.
 	min, max int
 	what     string
 	usage    string
@@ -71,7 +72,7 @@ func optional(what string, first completer) argSpec {
 
 // checkCount checks the number of arguments of an argCount command.
 func (a argSpec) checkCount(name string, n int) error {
-	if n >= a.min && (a.max < 0 || n <= a.max) {
+	if n >= a.min && n <= a.max {
 		return nil
 	}
 	switch {

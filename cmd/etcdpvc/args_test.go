@@ -134,6 +134,9 @@ func TestDeclarations(t *testing.T) {
 				t.Errorf("%s takes no arguments but its synopsis shows %q", c.name, c.argsUsage)
 			}
 		}
+		if c.args.kind == argCount && c.args.usage == "" && !(c.args.min == 0 && c.args.max <= 1) && !(c.args.min == 1 && c.args.max == 1) {
+			t.Errorf("%s takes %d to %d arguments: its declaration needs a usage error", c.name, c.args.min, c.args.max)
+		}
 		if c.args.kind != argFree && c.args.max != 0 && c.argsUsage == "" {
 			t.Errorf("%s takes arguments but its synopsis shows none", c.name)
 		}
