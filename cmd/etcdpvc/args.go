@@ -180,13 +180,13 @@ type commandLine struct {
 	// declaration (nil when unknown or none).
 	name string
 	cmd  *command
-	// flags are the flags after the command name, with their values.
-	flags []string
+	// after are the flags after the command name, with their values.
+	after []string
 	// positional are the arguments ("--" ends the flags).
 	positional []string
-	// values holds every flag given, by name as typed, with its value
+	// flags holds every flag given, by name as typed, with its value
 	// ("true" for one without).
-	values map[string]string
+	flags map[string]string
 	// pending is the flag that ends the line still waiting for its value
 	// (a partial line only).
 	pending string
@@ -200,7 +200,7 @@ type commandLine struct {
 // takes a value and ends the line is pending; otherwise it is a usage
 // error. After an unknown command name, words are read as positional.
 func parseLine(cmds []command, args []string, partial bool) (commandLine, error) {
-	l := commandLine{values: map[string]string{}}
+	l := commandLine{flags: map[string]string{}}
 	anyFlags := takesValue(cmds, nil)
 	args, err := splitJoinedShort(args, anyFlags, partial)
 	if err != nil {
@@ -229,10 +229,10 @@ func parseLine(cmds []command, args []string, partial bool) (commandLine, error)
 			default:
 				value = "true"
 			}
-			l.values[name] = value
+			l.flags[name] = value
 			switch {
 			case l.name != "":
-				l.flags = append(l.flags, group...)
+				l.after = append(l.after, group...)
 			case isGlobal(name):
 				l.global = append(l.global, group...)
 			default:
@@ -281,7 +281,7 @@ func reorderArgs(cmds []command, args []string) ([]string, error) {
 		return l.words, nil
 	}
 	out := append(append([]string{}, l.global...), l.name)
-	out = append(append(out, l.moved...), l.flags...)
+	out = append(append(out, l.moved...), l.after...)
 	if len(l.positional) > 0 {
 		out = append(out, "--")
 		out = append(out, l.positional...)

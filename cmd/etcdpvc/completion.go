@@ -136,25 +136,14 @@ const (
 	maxCandidates   = 500
 )
 
-// completionLine is a command line as far as completion understands it.
-type completionLine struct {
-	cmd        *command
-	positional []string
-	// flags holds the flags given, by name, with their values ("true" for
-	// a bool).
-	flags map[string]string
-	// pending is the flag whose value is being completed ("" if none).
-	pending string
-}
-
 // helpCommand declares urfave/cli's help command for completion.
 var helpCommand = command{name: "help", args: argSpec{kind: argCount, max: 1, first: offerCommands}}
 
 // parseCompletionLine reads the words before the one being completed, as
 // the command line parser does.
-func parseCompletionLine(words []string) completionLine {
+func parseCompletionLine(words []string) commandLine {
 	l, _ := parseLine(append(commands(), helpCommand), words, true)
-	return completionLine{cmd: l.cmd, positional: l.positional, flags: l.values, pending: l.pending}
+	return l
 }
 
 // flagValues complete the values of the flags every command names alike.
@@ -194,7 +183,7 @@ func complete(c *cli.Context, e *env, words []string) []string {
 }
 
 // completeWith lists the candidates one completer offers.
-func completeWith(c *cli.Context, e *env, l completionLine, what completer, cur string) []string {
+func completeWith(c *cli.Context, e *env, l commandLine, what completer, cur string) []string {
 	switch what {
 	case offerResources:
 		return resourceNames()
@@ -214,7 +203,7 @@ func completeWith(c *cli.Context, e *env, l completionLine, what completer, cur 
 
 // completeArgs completes a command's positional arguments, as its
 // declaration says.
-func completeArgs(c *cli.Context, e *env, l completionLine, cur string) []string {
+func completeArgs(c *cli.Context, e *env, l commandLine, cur string) []string {
 	n := len(l.positional)
 	a := l.cmd.args
 	if a.kind != argObject {
@@ -304,7 +293,7 @@ func flagCandidates(cmd *command) []string {
 
 // completionSession opens the store the command line names, with short
 // timeouts and no output. It returns nil when that fails.
-func completionSession(c *cli.Context, e *env, l completionLine) (*session, *env, func()) {
+func completionSession(c *cli.Context, e *env, l commandLine) (*session, *env, func()) {
 	g, err := resolveGlobals(c, e)
 	if err != nil {
 		return nil, nil, func() {}
@@ -339,7 +328,7 @@ var errEnoughNames = errors.New("enough names")
 // namespace the command line gives (default "default"), or all of them
 // with -A or for a cluster-scoped resource. namespace overrides the
 // command line's when not empty.
-func completeNames(c *cli.Context, e *env, l completionLine, res, namespace, cur string) []string {
+func completeNames(c *cli.Context, e *env, l commandLine, res, namespace, cur string) []string {
 	s, qe, done := completionSession(c, e, l)
 	if s == nil {
 		return nil
@@ -377,7 +366,7 @@ func completeNames(c *cli.Context, e *env, l completionLine, res, namespace, cur
 }
 
 // completeClaims lists claims as NAMESPACE/NAME, for rebind --to-claim.
-func completeClaims(c *cli.Context, e *env, l completionLine, cur string) []string {
+func completeClaims(c *cli.Context, e *env, l commandLine, cur string) []string {
 	s, qe, done := completionSession(c, e, l)
 	if s == nil {
 		return nil
@@ -408,7 +397,7 @@ func completeClaims(c *cli.Context, e *env, l completionLine, cur string) []stri
 // completeBackups lists backup files, newest first: those of the directory
 // being typed when cur holds a "/", else those of --backup-dir or the
 // default backup directory, as absolute paths.
-func completeBackups(l completionLine, cur string) []string {
+func completeBackups(l commandLine, cur string) []string {
 	var dir, prefix string
 	if i := strings.LastIndex(cur, "/"); i >= 0 {
 		prefix = cur[:i+1]
