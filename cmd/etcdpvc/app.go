@@ -294,7 +294,8 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, err
 }
 
-// command is one etcdpvc command: its urfave definition and its action.
+// command is one etcdpvc command, declared once: its help, its flags, what
+// arguments it takes and how they complete, and its action.
 type command struct {
 	name      string
 	usage     string
@@ -302,13 +303,37 @@ type command struct {
 	desc      string
 	examples  string
 	flags     []cli.Flag
-	action    func(c *cli.Context, e *env) error
-	hidden    bool
+	// args declares the positional arguments; an object command gets the
+	// object flags (-n/--namespace, --etcd-key) from it.
+	args argSpec
+	// noGlobals: the action does not use the global flags, which are
+	// then not resolved (a bad $ETCDCTL_* variable does not stop it).
+	noGlobals bool
+	// values names what completes the values of some flags.
+	values map[string]completer
+	action func(c *cli.Context, e *env, in *input) error
+	hidden bool
 }
 
-// commands lists every command, in help order.
+// input is what an action receives: the resolved global flags and, for an
+// object command, the object its arguments name.
+type input struct {
+	// g holds the resolved global flags (nil with noGlobals).
+	g *globalOptions
+	// obj is RESOURCE NAME or RESOURCE/NAME (nil with --etcd-key).
+	obj []string
+	// rest are the arguments after the object.
+	rest []string
+	// namespace and key are -n and --etcd-key.
+	namespace, key string
+
+	cmd *command
+	c   *cli.Context
+}
+
+// commands lists every command, in help order, as declared.
 func commands() []command {
-	return []command{
+	cmds := []command{
 		getCommand(),
 		lsCommand(),
 		historyCommand(),
@@ -334,6 +359,50 @@ func commands() []command {
 		completeCommand(),
 		genDocsCommand(),
 	}
+	for i := range cmds {
+		cmds[i] = cmds[i].declared()
+	}
+	return cmds
+}
+
+// declared completes a command from its argument declaration: an object
+// command's flags start with the object flags, and its synopsis defaults
+// to the object forms.
+func (cmd command) declared() command {
+	if cmd.args.kind != argObject {
+		return cmd
+	}
+	if cmd.argsUsage == "" {
+		cmd.argsUsage = "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY"
+	}
+	if !cmd.args.bare {
+		cmd.flags = append(objectFlags(), cmd.flags...)
+	}
+	return cmd
+}
+
+// run checks the arguments against the declaration, resolves the global
+// flags and runs the action.
+func (cmd *command) run(c *cli.Context, e *env) error {
+	in := &input{cmd: cmd, c: c}
+	switch {
+	case cmd.args.kind == argObject && !cmd.args.otherForms:
+		if err := in.object(); err != nil {
+			return err
+		}
+	case cmd.args.kind == argCount:
+		if err := cmd.args.checkCount(cmd.name, c.NArg()); err != nil {
+			return err
+		}
+	}
+	if !cmd.noGlobals {
+		g, err := resolveGlobals(c, e)
+		if err != nil {
+			return err
+		}
+		in.g = g
+	}
+	return cmd.action(c, e, in)
 }
 
 func newApp(e *env) *cli.App {
@@ -352,7 +421,6 @@ func newApp(e *env) *cli.App {
 			"the objects kube-apiserver stores in etcd, and reads etcd db and snapshot files offline.\n\n" + exitStatusHelp,
 	}
 	for _, cmd := range commands() {
-		cmd := cmd
 		desc := cmd.desc
 		if cmd.examples != "" {
 			desc += "\n\nEXAMPLES:\n" + indent(strings.TrimSpace(cmd.examples), "   ")
@@ -365,7 +433,7 @@ func newApp(e *env) *cli.App {
 			Description: strings.TrimSpace(desc),
 			Flags:       append(append([]cli.Flag{}, cmd.flags...), hiddenGlobalFlags()...),
 			Hidden:      cmd.hidden,
-			Action:      func(c *cli.Context) error { return cmd.action(c, e) },
+			Action:      func(c *cli.Context) error { return cmd.run(c, e) },
 			OnUsageError: func(c *cli.Context, err error, _ bool) error {
 				return flagUsageError(err, c.Command.Flags)
 			},
@@ -391,7 +459,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	quietKlog()
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	app := newApp(e)
-	reordered, err := reorderArgs(app, args)
+	reordered, err := reorderArgs(commands(), args)
 	if err != nil {
 		return report(stderr, err)
 	}

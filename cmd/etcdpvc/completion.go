@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,10 +39,9 @@ func completionCommand() command {
 etcdpvc completion bash | sudo tee /etc/bash_completion.d/etcdpvc
 etcdpvc completion zsh > "${fpath[1]}/_etcdpvc"
 etcdpvc completion fish > ~/.config/fish/completions/etcdpvc.fish`,
-		action: func(c *cli.Context, e *env) error {
-			if c.NArg() != 1 {
-				return usagef("completion takes one shell: bash, zsh or fish")
-			}
+		args:      argSpec{kind: argCount, min: 1, max: 1, what: "shell: bash, zsh or fish", first: offerShells},
+		noGlobals: true,
+		action: func(c *cli.Context, e *env, in *input) error {
 			script, ok := completionScripts[c.Args().First()]
 			if !ok {
 				return usagef("completion: unknown shell %q: want bash, zsh or fish", c.Args().First())
@@ -112,7 +112,8 @@ func completeCommand() command {
 		desc:      "__complete prints, one per line, the candidates for the last of WORDS, the command line after PROGRAM (etcdpvc's name as typed). It prints nothing when it has none or on any error.",
 		examples:  `etcdpvc __complete -- etcdpvc get pvc -n demo ''`,
 		hidden:    true,
-		action: func(c *cli.Context, e *env) error {
+		noGlobals: true,
+		action: func(c *cli.Context, e *env, in *input) error {
 			words := c.Args().Slice()
 			if len(words) > 0 {
 				words = words[1:] // the program's name
@@ -135,85 +136,18 @@ const (
 	maxCandidates   = 500
 )
 
-// completionLine is a command line as far as completion understands it.
-type completionLine struct {
-	cmd        *command
-	positional []string
-	// flags holds the flags given, by name, with their values ("true" for
-	// a bool).
-	flags map[string]string
-	// pending is the flag whose value is being completed ("" if none).
-	pending string
-}
+// helpCommand declares urfave/cli's help command for completion.
+var helpCommand = command{name: "help", args: argSpec{kind: argCount, max: 1, first: offerCommands}}
 
-// takesValue reports which flag names take a value: the global flags and
-// cmd's, or, before the command name (cmd nil), every command's, as
-// reorderArgs lets any command's flags come first.
-func takesValue(cmd *command) map[string]bool {
-	m := map[string]bool{}
-	for _, g := range globalFlags {
-		m[g.name] = g.kind != 'b'
-		if g.alias != "" {
-			m[g.alias] = g.kind != 'b'
-		}
-	}
-	cmds := commands()
-	if cmd != nil {
-		cmds = []command{*cmd}
-	}
-	for _, c := range cmds {
-		for _, f := range c.flags {
-			_, isBool := f.(*cli.BoolFlag)
-			for _, n := range f.Names() {
-				m[n] = m[n] || !isBool
-			}
-		}
-	}
-	return m
-}
-
-// parseCompletionLine reads the words before the one being completed.
-func parseCompletionLine(words []string) completionLine {
-	l := completionLine{flags: map[string]string{}}
-	cmds := commands()
-	for i := 0; i < len(words); i++ {
-		w := words[i]
-		if strings.HasPrefix(w, "-") && w != "-" && w != "--" {
-			name, value, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
-			switch {
-			case hasValue:
-				l.flags[name] = value
-			case takesValue(l.cmd)[name]:
-				if i+1 == len(words) {
-					l.pending = name
-					return l
-				}
-				i++
-				l.flags[name] = words[i]
-			default:
-				l.flags[name] = "true"
-			}
-			continue
-		}
-		if l.cmd == nil {
-			for j := range cmds {
-				if cmds[j].name == w {
-					l.cmd = &cmds[j]
-				}
-			}
-			if w == "help" {
-				l.cmd = &command{name: "help"}
-			}
-			if l.cmd == nil {
-				// Not a command: nothing sensible follows.
-				l.positional = append(l.positional, w)
-			}
-			continue
-		}
-		l.positional = append(l.positional, w)
-	}
+// parseCompletionLine reads the words before the one being completed, as
+// the command line parser does.
+func parseCompletionLine(words []string) commandLine {
+	l, _ := parseLine(append(commands(), helpCommand), words, true)
 	return l
 }
+
+// flagValues complete the values of the flags every command names alike.
+var flagValues = map[string]completer{"namespace": offerNamespaces, "n": offerNamespaces}
 
 // complete returns the candidates for the last word.
 func complete(c *cli.Context, e *env, words []string) []string {
@@ -222,12 +156,11 @@ func complete(c *cli.Context, e *env, words []string) []string {
 	var out []string
 	switch {
 	case l.pending != "":
-		switch l.pending {
-		case "namespace", "n":
-			out = completeNames(c, e, l, "namespaces", "", cur)
-		case "to-claim":
-			out = completeClaims(c, e, l, cur)
+		what := flagValues[l.pending]
+		if l.cmd != nil && l.cmd.values[l.pending] != offerNothing {
+			what = l.cmd.values[l.pending]
 		}
+		out = completeWith(c, e, l, what, cur)
 	case strings.HasPrefix(cur, "-"):
 		out = flagCandidates(l.cmd)
 	case l.cmd == nil:
@@ -249,39 +182,39 @@ func complete(c *cli.Context, e *env, words []string) []string {
 	return kept
 }
 
-// completeArgs completes a command's positional arguments.
-func completeArgs(c *cli.Context, e *env, l completionLine, cur string) []string {
+// completeWith lists the candidates one completer offers.
+func completeWith(c *cli.Context, e *env, l commandLine, what completer, cur string) []string {
+	switch what {
+	case offerResources:
+		return resourceNames()
+	case offerCommands:
+		return commandNames()
+	case offerShells:
+		return slices.Sorted(maps.Keys(completionScripts))
+	case offerBackups:
+		return completeBackups(l, cur)
+	case offerNamespaces:
+		return completeNames(c, e, l, "namespaces", "", cur)
+	case offerClaims:
+		return completeClaims(c, e, l, cur)
+	}
+	return nil
+}
+
+// completeArgs completes a command's positional arguments, as its
+// declaration says.
+func completeArgs(c *cli.Context, e *env, l commandLine, cur string) []string {
 	n := len(l.positional)
-	var resources []string
-	switch l.cmd.name {
-	case "help":
+	a := l.cmd.args
+	if a.kind != argObject {
 		if n == 0 {
-			return commandNames()
+			return completeWith(c, e, l, a.first, cur)
 		}
 		return nil
-	case "completion":
-		if n == 0 {
-			return []string{"bash", "fish", "zsh"}
-		}
-		return nil
-	case "ls":
-		if n == 0 {
-			return resourceNames()
-		}
-		return nil
-	case "restore":
-		if n == 0 {
-			return completeBackups(l, cur)
-		}
-		return nil
-	case "resize-recover":
-		resources = []string{"pvc", "persistentvolumeclaim", "persistentvolumeclaims"}
-	case "rebind":
-		resources = []string{"pv", "persistentvolume", "persistentvolumes"}
-	case "get", "history", "undelete", "finalizers", "label", "annotate", "patch", "edit":
+	}
+	resources := a.resources
+	if resources == nil {
 		resources = resourceNames()
-	default:
-		return nil
 	}
 	switch {
 	case n == 0 && strings.Contains(cur, "/"):
@@ -360,7 +293,7 @@ func flagCandidates(cmd *command) []string {
 
 // completionSession opens the store the command line names, with short
 // timeouts and no output. It returns nil when that fails.
-func completionSession(c *cli.Context, e *env, l completionLine) (*session, *env, func()) {
+func completionSession(c *cli.Context, e *env, l commandLine) (*session, *env, func()) {
 	g, err := resolveGlobals(c, e)
 	if err != nil {
 		return nil, nil, func() {}
@@ -395,7 +328,7 @@ var errEnoughNames = errors.New("enough names")
 // namespace the command line gives (default "default"), or all of them
 // with -A or for a cluster-scoped resource. namespace overrides the
 // command line's when not empty.
-func completeNames(c *cli.Context, e *env, l completionLine, res, namespace, cur string) []string {
+func completeNames(c *cli.Context, e *env, l commandLine, res, namespace, cur string) []string {
 	s, qe, done := completionSession(c, e, l)
 	if s == nil {
 		return nil
@@ -433,7 +366,7 @@ func completeNames(c *cli.Context, e *env, l completionLine, res, namespace, cur
 }
 
 // completeClaims lists claims as NAMESPACE/NAME, for rebind --to-claim.
-func completeClaims(c *cli.Context, e *env, l completionLine, cur string) []string {
+func completeClaims(c *cli.Context, e *env, l commandLine, cur string) []string {
 	s, qe, done := completionSession(c, e, l)
 	if s == nil {
 		return nil
@@ -464,7 +397,7 @@ func completeClaims(c *cli.Context, e *env, l completionLine, cur string) []stri
 // completeBackups lists backup files, newest first: those of the directory
 // being typed when cur holds a "/", else those of --backup-dir or the
 // default backup directory, as absolute paths.
-func completeBackups(l completionLine, cur string) []string {
+func completeBackups(l commandLine, cur string) []string {
 	var dir, prefix string
 	if i := strings.LastIndex(cur, "/"); i >= 0 {
 		prefix = cur[:i+1]

@@ -38,10 +38,8 @@ etcdpvc decode value.bin --etcd-key /registry/secrets/demo/s --encryption-config
 			&cli.BoolFlag{Name: "hide-managed-fields", Usage: "leave out metadata.managedFields (kept by default, so that decode | encode gives the stored bytes back)"},
 			&cli.BoolFlag{Name: "show-managed-fields", Usage: "print metadata.managedFields: decode's default, accepted as get accepts it"},
 		},
-		action: func(c *cli.Context, e *env) error {
-			if c.NArg() > 1 {
-				return usagef("decode takes at most one input file")
-			}
+		args: optional("input file", offerNothing),
+		action: func(c *cli.Context, e *env, in *input) error {
 			o := decodeOptions{Input: c.Args().First(), Key: c.String("etcd-key"),
 				Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: c.Bool("hide-managed-fields")}}
 			if err := checkOutput(o.Print.Output, "yaml", "json"); err != nil {
@@ -50,11 +48,7 @@ etcdpvc decode value.bin --etcd-key /registry/secrets/demo/s --encryption-config
 			if c.Bool("hide-managed-fields") && c.Bool("show-managed-fields") {
 				return usagef("give --hide-managed-fields or --show-managed-fields, not both")
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return runDecode(e, g, o)
+			return runDecode(e, in.g, o)
 		},
 	}
 }
@@ -128,16 +122,10 @@ etcdpvc encode pvc.yaml | etcdctl put /registry/persistentvolumeclaims/demo/www-
 		flags: []cli.Flag{
 			&cli.StringFlag{Name: "etcd-key", Usage: "the etcd key the value is for (needed to encrypt)"},
 		},
-		action: func(c *cli.Context, e *env) error {
-			if c.NArg() > 1 {
-				return usagef("encode takes at most one input file")
-			}
+		args: optional("input file", offerNothing),
+		action: func(c *cli.Context, e *env, in *input) error {
 			o := encodeOptions{Input: c.Args().First(), Key: c.String("etcd-key")}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return runEncode(e, g, o)
+			return runEncode(e, in.g, o)
 		},
 	}
 }

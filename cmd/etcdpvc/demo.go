@@ -29,10 +29,9 @@ func demoCommand() command {
 			"everything is removed at the end. It needs nothing installed.",
 		examples: `go run ./cmd/etcdpvc demo
 etcdpvc demo`,
-		action: func(c *cli.Context, e *env) error {
-			if c.NArg() > 0 {
-				return usagef("demo takes no arguments")
-			}
+		args:      none,
+		noGlobals: true,
+		action: func(c *cli.Context, e *env, in *input) error {
 			return runDemo(e)
 		},
 	}

@@ -61,10 +61,8 @@ etcdpvc diff before.db after.db secrets -n demo -o diff`,
 			&cli.BoolFlag{Name: "ignore-metadata-only", Usage: "leave out objects of which only resourceVersion or managedFields times changed"},
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request (live etcd)"},
 		},
-		action: func(c *cli.Context, e *env) error {
-			if c.NArg() < 2 || c.NArg() > 3 {
-				return usagef("diff takes two states A and B (a file, live or rev:N) and at most one RESOURCE")
-			}
+		args: argSpec{kind: argCount, min: 2, max: 3, usage: "diff takes two states A and B (a file, live or rev:N) and at most one RESOURCE"},
+		action: func(c *cli.Context, e *env, in *input) error {
 			o := diffOptions{A: c.Args().Get(0), B: c.Args().Get(1), Resource: c.Args().Get(2),
 				Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"), Output: c.String("output"),
 				ShowSecrets: c.Bool("show-secrets"), IgnoreMetadataOnly: c.Bool("ignore-metadata-only"), PageSize: c.Int64("page-size")}
@@ -77,11 +75,7 @@ etcdpvc diff before.db after.db secrets -n demo -o diff`,
 			if o.Namespace != "" && o.AllNamespaces {
 				return usagef("give -n NAMESPACE or -A, not both")
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return runDiff(e, g, o)
+			return runDiff(e, in.g, o)
 		},
 	}
 }

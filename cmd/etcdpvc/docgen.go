@@ -22,10 +22,9 @@ func genDocsCommand() command {
 		desc:      "gen-docs writes the Markdown command reference to FILE, or to standard output.",
 		examples:  `etcdpvc gen-docs docs/cli.md`,
 		hidden:    true,
-		action: func(c *cli.Context, e *env) error {
-			if c.NArg() > 1 {
-				return usagef("gen-docs takes at most one FILE")
-			}
+		args:      optional("FILE", offerNothing),
+		noGlobals: true,
+		action: func(c *cli.Context, e *env, in *input) error {
 			if c.NArg() == 0 {
 				return writeCLIDocs(e.stdout)
 			}

@@ -37,15 +37,9 @@ etcdpvc doctor --endpoints https://10.0.0.1:2379 --cacert ca.crt --cert client.c
 		flags: []cli.Flag{
 			&cli.DurationFlag{Name: "expiry-warning", Value: 30 * 24 * time.Hour, Usage: "warn about certificates that expire within this time"},
 		},
-		action: func(c *cli.Context, e *env) error {
-			if c.NArg() > 0 {
-				return usagef("doctor takes no arguments")
-			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return runDoctor(e, g, c.Duration("expiry-warning"))
+		args: none,
+		action: func(c *cli.Context, e *env, in *input) error {
+			return runDoctor(e, in.g, c.Duration("expiry-warning"))
 		},
 	}
 }

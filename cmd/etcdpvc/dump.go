@@ -56,10 +56,8 @@ etcdpvc --db snapshot.db --encryption-config enc.yaml dump secrets -A --show-sec
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request (live etcd)"},
 			&cli.Int64Flag{Name: "rev", Usage: "dump as of this revision (0: the latest)"},
 		},
-		action: func(c *cli.Context, e *env) error {
-			if c.NArg() > 1 {
-				return usagef("dump takes at most one RESOURCE")
-			}
+		args: optional("RESOURCE", offerResources),
+		action: func(c *cli.Context, e *env, in *input) error {
 			o := dumpOptions{Resource: c.Args().First(), Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"),
 				AllRevisions: c.Bool("all-revisions"), Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"),
 				PageSize: c.Int64("page-size"), Rev: c.Int64("rev")}
@@ -75,11 +73,7 @@ etcdpvc --db snapshot.db --encryption-config enc.yaml dump secrets -A --show-sec
 			if o.Namespace != "" && o.AllNamespaces {
 				return usagef("give -n NAMESPACE or -A, not both")
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return runDump(e, g, o)
+			return runDump(e, in.g, o)
 		},
 	}
 }

@@ -16,30 +16,16 @@ import (
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
-// objectArgs splits a write command's arguments into the object's name
-// (RESOURCE NAME or RESOURCE/NAME; none with --etcd-key) and the rest.
-func objectArgs(args []string, key string) (obj, rest []string, err error) {
-	switch {
-	case key != "":
-		return nil, args, nil
-	case len(args) >= 1 && strings.Contains(args[0], "/"):
-		return args[:1], args[1:], nil
-	case len(args) >= 2:
-		return args[:2], args[2:], nil
-	default:
-		return nil, nil, usagef("name the object: RESOURCE NAME, RESOURCE/NAME or --etcd-key KEY")
-	}
-}
-
+// withWrite returns flags followed by the write flags.
 func withWrite(flags ...cli.Flag) []cli.Flag {
-	return append(append(objectFlags(), flags...), writeFlags()...)
+	return append(flags, writeFlags()...)
 }
 
 func undeleteCommand() command {
 	return command{
-		name:      "undelete",
-		usage:     "take an object out of Terminating",
-		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
+		name:  "undelete",
+		usage: "take an object out of Terminating",
+		args:  argSpec{kind: argObject},
 		desc: "undelete removes deletionTimestamp and deletionGracePeriodSeconds, and the finalizers the\n" +
 			"deletion itself added (foregroundDeletion, orphan; --keep-gc-finalizers keeps them). Every\n" +
 			"other finalizer, such as kubernetes.io/pvc-protection, stays. It edits metadata at the wire\n" +
@@ -54,20 +40,9 @@ etcdpvc undelete pvc www-web-0 -n demo --yes
 etcdpvc --kubeadm undelete pv pv-www-web-0`,
 		flags: withWrite(&cli.BoolFlag{Name: "keep-gc-finalizers", Usage: "keep foregroundDeletion and orphan"},
 			&cli.BoolFlag{Name: "force", Usage: "undelete even when the stored value is another object than its key names"}),
-		action: func(c *cli.Context, e *env) error {
-			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
-			if err != nil {
-				return err
-			}
-			if len(rest) > 0 {
-				return usagef("undelete takes one object; unexpected %q", rest)
-			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
+		action: func(c *cli.Context, e *env, in *input) error {
 			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers"), RequireTerminating: true}
-			err = planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
+			err := planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
 				func(s *session) (surgery.Edit, error) {
 					s.planner.AllowKeyMismatch = c.Bool("force")
 					return ed, nil
@@ -82,9 +57,9 @@ etcdpvc --kubeadm undelete pv pv-www-web-0`,
 
 func finalizersCommand() command {
 	return command{
-		name:      "finalizers",
-		usage:     "remove (or add) finalizers",
-		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
+		name:  "finalizers",
+		usage: "remove (or add) finalizers",
+		args:  argSpec{kind: argObject},
 		desc: "finalizers removes the named finalizers (--remove, repeatable) or all of them (--remove-all),\n" +
 			"or adds some (--add), at the wire level. On a Namespace, removing also applies to\n" +
 			"spec.finalizers (\"kubernetes\"), which is what keeps a Terminating namespace. Removing a\n" +
@@ -97,23 +72,12 @@ etcdpvc finalizers ns stuck --remove-all --dry-run`,
 			&cli.BoolFlag{Name: "remove-all", Usage: "remove every finalizer"},
 			&cli.StringSliceFlag{Name: "add", Usage: "a finalizer to add (repeatable)"},
 		),
-		action: func(c *cli.Context, e *env) error {
-			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
-			if err != nil {
-				return err
-			}
-			if len(rest) > 0 {
-				return usagef("finalizers takes one object; unexpected %q", rest)
-			}
+		action: func(c *cli.Context, e *env, in *input) error {
 			me := codec.MetaEdit{RemoveFinalizers: c.StringSlice("remove"), RemoveAllFinalizers: c.Bool("remove-all"), AddFinalizers: c.StringSlice("add")}
 			if len(me.RemoveFinalizers) == 0 && !me.RemoveAllFinalizers && len(me.AddFinalizers) == 0 {
 				return usagef("finalizers needs --remove F, --remove-all or --add F")
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
 				func(*session) (surgery.Edit, error) { return surgery.Meta{MetaEdit: me}, nil })
 		},
 	}
@@ -128,6 +92,7 @@ func labelCommand(annotate bool) command {
 		name:      name,
 		usage:     "set or remove " + what + " (kubectl syntax: k=v, k-)",
 		argsUsage: "RESOURCE NAME KEY=VALUE... KEY-...",
+		args:      argSpec{kind: argObject, more: name + " needs at least one KEY=VALUE or KEY-"},
 		desc: name + " sets KEY=VALUE and removes KEY- " + what + " at the wire level, with kubectl's syntax,\n" +
 			"validation and rules: changing an existing value needs --overwrite (setting the value a key\n" +
 			"already has changes nothing), and removing a key the object does not have is refused\n" +
@@ -136,15 +101,8 @@ func labelCommand(annotate bool) command {
 etcdpvc %[1]s pvc www-web-0 -n demo team=databases --overwrite --yes
 etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
 		flags: withWrite(&cli.BoolFlag{Name: "overwrite", Usage: "allow changing the value of an existing " + strings.TrimSuffix(what, "s")}),
-		action: func(c *cli.Context, e *env) error {
-			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
-			if err != nil {
-				return err
-			}
-			if len(rest) == 0 {
-				return usagef("%s needs at least one KEY=VALUE or KEY-", name)
-			}
-			set, remove, err := parse(rest)
+		action: func(c *cli.Context, e *env, in *input) error {
+			set, remove, err := parse(in.rest)
 			if err != nil {
 				return &usageError{msg: err.Error()}
 			}
@@ -152,11 +110,7 @@ etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
 			if annotate {
 				me = codec.MetaEdit{SetAnnotations: set, RemoveAnnotations: remove}
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			err = planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
+			err = planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
 				func(*session) (surgery.Edit, error) {
 					return surgery.Meta{MetaEdit: me, Overwrite: c.Bool("overwrite")}, nil
 				})
@@ -170,9 +124,9 @@ etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
 
 func patchCommand() command {
 	return command{
-		name:      "patch",
-		usage:     "change any field, immutable ones included",
-		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
+		name:  "patch",
+		usage: "change any field, immutable ones included",
+		args:  argSpec{kind: argObject},
 		desc: "patch applies a JSON merge patch (--type merge, the default) or a JSON patch (--type json)\n" +
 			"to the stored object, fields the API forbids changing included (a PVC's storageClassName or\n" +
 			"volumeName, a StatefulSet's volumeClaimTemplates, a PV's claimRef). Metadata-only patches are\n" +
@@ -187,14 +141,7 @@ etcdpvc patch pv pv-www-web-0 --patch-file claimref.json --dry-run`,
 			&cli.StringFlag{Name: "patch", Aliases: []string{"p"}, Usage: "the patch"},
 			&cli.StringFlag{Name: "patch-file", Usage: "read the patch from a file (- for stdin)"},
 		),
-		action: func(c *cli.Context, e *env) error {
-			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
-			if err != nil {
-				return err
-			}
-			if len(rest) > 0 {
-				return usagef("patch takes one object; unexpected %q", rest)
-			}
+		action: func(c *cli.Context, e *env, in *input) error {
 			typ := c.String("type")
 			if typ != surgery.PatchMerge && typ != surgery.PatchJSON {
 				return usagef("--type %q: must be merge or json", typ)
@@ -219,11 +166,7 @@ etcdpvc patch pv pv-www-web-0 --patch-file claimref.json --dry-run`,
 			if len(bytes.TrimSpace(patch)) == 0 {
 				return usagef("patch needs -p PATCH or --patch-file FILE")
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return planAndApply(e, g, obj, c.String("namespace"), c.String("etcd-key"), readWriteOptions(c),
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
 				func(*session) (surgery.Edit, error) { return surgery.Patch{Type: typ, Patch: patch}, nil })
 		},
 	}
@@ -231,29 +174,17 @@ etcdpvc patch pv pv-www-web-0 --patch-file claimref.json --dry-run`,
 
 func editCommand() command {
 	return command{
-		name:      "edit",
-		usage:     "edit the stored object in $EDITOR",
-		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
+		name:  "edit",
+		usage: "edit the stored object in $EDITOR",
+		args:  argSpec{kind: argObject},
 		desc: "edit opens the stored object's YAML in $KUBE_EDITOR, $EDITOR or vi, the way kubectl edit\n" +
 			"does, and applies what was changed with the same rules as patch. Saving the file unchanged\n" +
 			"or empty writes nothing.\n\n" + writeHelp,
 		examples: `EDITOR=nano etcdpvc edit pvc www-web-0 -n demo`,
 		flags:    withWrite(),
-		action: func(c *cli.Context, e *env) error {
-			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
-			if err != nil {
-				return err
-			}
-			if len(rest) > 0 {
-				return usagef("edit takes one object; unexpected %q", rest)
-			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			ns, key := c.String("namespace"), c.String("etcd-key")
-			return planAndApply(e, g, obj, ns, key, readWriteOptions(c), func(s *session) (surgery.Edit, error) {
-				ref, err := s.ref(obj, ns, key)
+		action: func(c *cli.Context, e *env, in *input) error {
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c), func(s *session) (surgery.Edit, error) {
+				ref, err := s.ref(in.obj, in.namespace, in.key)
 				if err != nil {
 					return nil, err
 				}
@@ -322,6 +253,7 @@ func restoreCommand() command {
 		name:      "restore",
 		usage:     "undo a write from its backup",
 		argsUsage: "BACKUP_FILE",
+		args:      argSpec{kind: argCount, min: 1, max: 1, what: "BACKUP_FILE", first: offerBackups},
 		desc: "restore undoes the write a backup was taken for. For an edit it writes the backup's original\n" +
 			"stored bytes back, byte for byte (ciphertext included), only while the key still holds what\n" +
 			"etcdpvc's write produced, or when the key was deleted since (then it is created). For a create\n" +
@@ -338,21 +270,14 @@ func restoreCommand() command {
 		examples: `etcdpvc restore ~/.local/state/etcdpvc/backups/20261130T023000Z-registry-persistentvolumeclaims-demo-www-web-0-r214.json --yes
 etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client.crt --key client.key BACKUP --dry-run`,
 		flags: append(writeFlags(), &cli.BoolFlag{Name: "force", Usage: "restore even though the object changed after etcdpvc's write, its value cannot be decoded, or the cluster is another"}),
-		action: func(c *cli.Context, e *env) error {
-			if c.NArg() != 1 {
-				return usagef("restore takes one BACKUP_FILE")
-			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
+		action: func(c *cli.Context, e *env, in *input) error {
 			o := readWriteOptions(c)
 			b, err := surgery.ReadBackup(c.Args().First())
 			if err != nil {
 				return err
 			}
-			connectAsRecorded(e, g, b)
-			s, err := openWriteSession(e, g, o)
+			connectAsRecorded(e, in.g, b)
+			s, err := openWriteSession(e, in.g, o)
 			if err != nil {
 				return err
 			}

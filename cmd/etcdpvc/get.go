@@ -10,14 +10,6 @@ import (
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
-// objectFlags name one object: -n and --key.
-func objectFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "the object's namespace (default \"default\" for namespaced resources)"},
-		&cli.StringFlag{Name: "etcd-key", Usage: "name the object by its raw etcd key instead of RESOURCE NAME"},
-	}
-}
-
 // getOptions are the flags of `etcdpvc get`.
 type getOptions struct {
 	Args      []string
@@ -31,9 +23,9 @@ type getOptions struct {
 
 func getCommand() command {
 	return command{
-		name:      "get",
-		usage:     "print one stored object",
-		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
+		name:  "get",
+		usage: "print one stored object",
+		args:  argSpec{kind: argObject},
 		desc: "get reads one object from etcd (or from --db) and prints it as YAML or JSON, with\n" +
 			"metadata.resourceVersion set to the key's mod revision as the apiserver would show it.\n" +
 			"-o raw writes the stored bytes unchanged (ciphertext included); it refuses to write them\n" +
@@ -43,15 +35,15 @@ func getCommand() command {
 etcdpvc get pv/pv-www-web-0 -o json
 etcdpvc get --etcd-key /registry/services/specs/default/kubernetes -o raw > svc.bin
 etcdpvc --db snapshot.db get sts web -n demo --rev 1200`,
-		flags: append(objectFlags(),
+		flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml, json or raw"},
 			&cli.Int64Flag{Name: "rev", Usage: "read at this revision (0: the latest)"},
 			&cli.BoolFlag{Name: "show-secrets", Usage: "print Secret values instead of their sizes"},
 			managedFieldsFlag(),
 			&cli.BoolFlag{Name: "force", Usage: "write -o raw to a terminal anyway"},
-		),
-		action: func(c *cli.Context, e *env) error {
-			o := getOptions{Args: c.Args().Slice(), Namespace: c.String("namespace"), Key: c.String("etcd-key"),
+		},
+		action: func(c *cli.Context, e *env, in *input) error {
+			o := getOptions{Args: in.obj, Namespace: in.namespace, Key: in.key,
 				Rev: c.Int64("rev"), Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: !c.Bool("show-managed-fields")}, Force: c.Bool("force")}
 			if err := checkOutput(o.Print.Output, "yaml", "json", "raw"); err != nil {
 				return err
@@ -61,11 +53,7 @@ etcdpvc --db snapshot.db get sts web -n demo --rev 1200`,
 					return err
 				}
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return runGet(e, g, o)
+			return runGet(e, in.g, o)
 		},
 	}
 }

@@ -24,9 +24,9 @@ type historyOptions struct {
 
 func historyCommand() command {
 	return command{
-		name:      "history",
-		usage:     "list every revision of one object that etcd still holds",
-		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY",
+		name:  "history",
+		usage: "list every revision of one object that etcd still holds",
+		args:  argSpec{kind: argObject},
 		desc: "history shows every revision of one key still held by etcd (or by --db), deletions and\n" +
 			"re-creations included: revision, version, create revision, lease and a one-line summary of\n" +
 			"what changed. A history whose start was compacted away says so. Revisions are indexed by\n" +
@@ -36,20 +36,16 @@ func historyCommand() command {
 			"which revisions that is known; an undecodable revision is listed and the status is 10.",
 		examples: `etcdpvc history pvc www-web-0 -n demo
 etcdpvc --db snapshot.db history cm web-config -n demo -o json`,
-		flags: append(objectFlags(),
+		flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table, json or yaml"},
 			&cli.BoolFlag{Name: "show-secrets", Usage: "show the values of a Secret that changed instead of their sizes"},
-		),
-		action: func(c *cli.Context, e *env) error {
-			o := historyOptions{Args: c.Args().Slice(), Namespace: c.String("namespace"), Key: c.String("etcd-key"), Output: c.String("output"), ShowSecrets: c.Bool("show-secrets")}
+		},
+		action: func(c *cli.Context, e *env, in *input) error {
+			o := historyOptions{Args: in.obj, Namespace: in.namespace, Key: in.key, Output: c.String("output"), ShowSecrets: c.Bool("show-secrets")}
 			if err := checkOutput(o.Output, "table", "json", "yaml"); err != nil {
 				return err
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return runHistory(e, g, o)
+			return runHistory(e, in.g, o)
 		},
 	}
 }

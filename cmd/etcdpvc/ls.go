@@ -59,10 +59,8 @@ etcdpvc --db snapshot.db ls -A --deleted`,
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request"},
 			&cli.Int64Flag{Name: "rev", Usage: "list as of this revision (0: the latest)"},
 		},
-		action: func(c *cli.Context, e *env) error {
-			if c.NArg() > 1 {
-				return usagef("ls takes at most one RESOURCE")
-			}
+		args: optional("RESOURCE", offerResources),
+		action: func(c *cli.Context, e *env, in *input) error {
 			o := lsOptions{Resource: c.Args().First(), Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"),
 				Terminating: c.Bool("terminating"), Deleted: c.Bool("deleted"), Output: c.String("output"),
 				ShowKeys: c.Bool("show-keys"), PageSize: c.Int64("page-size"), Rev: c.Int64("rev")}
@@ -72,11 +70,7 @@ etcdpvc --db snapshot.db ls -A --deleted`,
 			if o.PageSize <= 0 {
 				return usagef("--page-size must be positive")
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return runLs(e, g, o)
+			return runLs(e, in.g, o)
 		},
 	}
 }

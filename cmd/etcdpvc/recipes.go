@@ -21,6 +21,7 @@ func resizeRecoverCommand() command {
 		name:      "resize-recover",
 		usage:     "recover a claim from a failed volume expansion (clusters before v1.34)",
 		argsUsage: "pvc NAME -n NAMESPACE --to SIZE",
+		args:      argSpec{kind: argObject, noun: "claim", resources: []string{"pvc", "persistentvolumeclaim", "persistentvolumeclaims"}},
 		desc: "resize-recover lowers the storage request of a PersistentVolumeClaim whose expansion failed\n" +
 			"(the driver cannot grow the volume to the size asked for, so the resizer retries forever),\n" +
 			"as Kubernetes v1.34 lets a user do through the API and older versions refuse. It sets\n" +
@@ -37,14 +38,7 @@ func resizeRecoverCommand() command {
 etcdpvc resize-recover pvc/www-web-1 -n demo --to 20Gi --yes
 etcdpvc --kubeadm resize-recover pvc www-web-1 -n demo --to 20Gi`,
 		flags: withWrite(&cli.StringFlag{Name: "to", Usage: "the new storage request (e.g. 20Gi): above status.capacity.storage, below the failed request"}),
-		action: func(c *cli.Context, e *env) error {
-			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
-			if err != nil {
-				return err
-			}
-			if len(rest) > 0 {
-				return usagef("resize-recover takes one claim; unexpected %q", rest)
-			}
+		action: func(c *cli.Context, e *env, in *input) error {
 			if c.String("to") == "" {
 				return usagef("resize-recover needs --to SIZE, the new storage request (e.g. --to 20Gi)")
 			}
@@ -52,11 +46,7 @@ etcdpvc --kubeadm resize-recover pvc www-web-1 -n demo --to 20Gi`,
 			if err != nil {
 				return usagef("--to %q: %v", c.String("to"), err)
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return runResizeRecover(e, g, obj, c.String("namespace"), c.String("etcd-key"), to, readWriteOptions(c))
+			return runResizeRecover(e, in.g, in.obj, in.namespace, in.key, to, readWriteOptions(c))
 		},
 	}
 }
@@ -138,6 +128,8 @@ func rebindCommand() command {
 		name:      "rebind",
 		usage:     "bind a PersistentVolume to a re-created claim",
 		argsUsage: "pv PVNAME --to-claim NAMESPACE/CLAIM",
+		args:      argSpec{kind: argObject, noun: "volume", bare: true, resources: []string{"pv", "persistentvolume", "persistentvolumes"}},
+		values:    map[string]completer{"to-claim": offerClaims},
 		desc: "rebind points a PersistentVolume's spec.claimRef at a claim (kind, apiVersion, namespace,\n" +
 			"name and the claim's current uid; no resourceVersion) and sets the claim's spec.volumeName to\n" +
 			"the volume, so the volume binder binds the two: the last step of re-creating a claim over a\n" +
@@ -156,23 +148,12 @@ etcdpvc --kubeadm rebind pv pv-www-web-1 --to-claim demo/www-web-1`,
 			&cli.StringFlag{Name: "to-claim", Usage: "the claim to bind the volume to, as NAMESPACE/NAME"},
 			&cli.BoolFlag{Name: "force", Usage: "rebind even though the volume or the claim is bound elsewhere or being deleted"},
 		),
-		action: func(c *cli.Context, e *env) error {
-			obj, rest, err := objectArgs(c.Args().Slice(), "")
-			if err != nil {
-				return err
-			}
-			if len(rest) > 0 {
-				return usagef("rebind takes one volume; unexpected %q", rest)
-			}
+		action: func(c *cli.Context, e *env, in *input) error {
 			ns, claim, ok := strings.Cut(c.String("to-claim"), "/")
 			if !ok || ns == "" || claim == "" || strings.Contains(claim, "/") {
 				return usagef("rebind needs --to-claim NAMESPACE/NAME, the claim to bind the volume to")
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return runRebind(e, g, obj, ns, claim, c.Bool("force"), readWriteOptions(c))
+			return runRebind(e, in.g, in.obj, ns, claim, c.Bool("force"), readWriteOptions(c))
 		},
 	}
 }

@@ -29,6 +29,7 @@ func recoverCommand() command {
 		name:      "recover",
 		usage:     "recreate a deleted object from an older revision",
 		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY | namespace NAME | RESOURCE --all|-l SELECTOR",
+		args:      argSpec{kind: argObject, otherForms: true},
 		desc: "recover recreates a deleted object from the last revision before its deletion that etcd (or\n" +
 			"--db) still holds, or from --rev N. deletionTimestamp and deletionGracePeriodSeconds are cleared\n" +
 			"(as undelete does), the uid is kept, and the value is encrypted with --encryption-config as the\n" +
@@ -60,30 +61,22 @@ etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm -l app=web -n demo --
 		flags: append(withWrite(
 			&cli.Int64Flag{Name: "rev", Usage: "recover from this revision (default: the last one before the deletion)"},
 		), append([]cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "yaml, json or raw: print the recovered object (raw: the bytes that would be stored) and write nothing"}}, recoverSetFlags()...)...),
-		action: func(c *cli.Context, e *env) error {
+		action: func(c *cli.Context, e *env, in *input) error {
 			if so, ok, err := recoverSetMode(c); err != nil {
 				return err
 			} else if ok {
 				if so.Rev < 0 {
 					return usagef("--rev must not be negative")
 				}
-				g, err := resolveGlobals(c, e)
-				if err != nil {
-					return err
-				}
 				if so.Write.Out != "" && so.LiveTarget {
 					return usagef("give --out OUT (write into a copy of --db) or --endpoints/--kubeadm (write live), not both")
 				}
-				return runRecoverSet(e, g, so)
+				return runRecoverSet(e, in.g, so)
 			}
-			obj, rest, err := objectArgs(c.Args().Slice(), c.String("etcd-key"))
-			if err != nil {
+			if err := in.object(); err != nil {
 				return err
 			}
-			if len(rest) > 0 {
-				return usagef("recover takes one object; unexpected %q", rest)
-			}
-			o := recoverOptions{Args: obj, Namespace: c.String("namespace"), Key: c.String("etcd-key"), Rev: c.Int64("rev"),
+			o := recoverOptions{Args: in.obj, Namespace: in.namespace, Key: in.key, Rev: c.Int64("rev"),
 				Output: c.String("output"), Write: readWriteOptions(c), LiveTarget: flagOnCommandLine(c, "endpoints") || flagOnCommandLine(c, "kubeadm")}
 			if o.Output != "" {
 				if err := checkOutput(o.Output, "yaml", "json", "raw"); err != nil {
@@ -96,14 +89,10 @@ etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm -l app=web -n demo --
 			if o.Rev < 0 {
 				return usagef("--rev must not be negative")
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
 			if o.Write.Out != "" && o.LiveTarget {
 				return usagef("give --out OUT (write into a copy of --db) or --endpoints/--kubeadm (write live), not both")
 			}
-			return runRecover(e, g, o)
+			return runRecover(e, in.g, o)
 		},
 	}
 }

@@ -43,10 +43,8 @@ etcdpvc --db /var/lib/etcd/member/snap/db stats --top 50`,
 			&cli.IntFlag{Name: "top", Value: 20, Usage: "how many of the largest objects to list"},
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request (live etcd)"},
 		},
-		action: func(c *cli.Context, e *env) error {
-			if c.NArg() > 0 {
-				return usagef("stats takes no arguments")
-			}
+		args: none,
+		action: func(c *cli.Context, e *env, in *input) error {
 			o := statsOptions{Output: c.String("output"), Top: c.Int("top"), PageSize: c.Int64("page-size")}
 			if err := checkOutput(o.Output, "table", "json"); err != nil {
 				return err
@@ -54,11 +52,7 @@ etcdpvc --db /var/lib/etcd/member/snap/db stats --top 50`,
 			if o.Top < 0 || o.PageSize <= 0 {
 				return usagef("--top must not be negative and --page-size must be positive")
 			}
-			g, err := resolveGlobals(c, e)
-			if err != nil {
-				return err
-			}
-			return runStats(e, g, o)
+			return runStats(e, in.g, o)
 		},
 	}
 }

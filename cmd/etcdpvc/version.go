@@ -77,11 +77,12 @@ func depVersion(path string) string {
 
 func versionCommand() command {
 	return command{
-		name:     "version",
-		usage:    "print the versions etcdpvc was built with",
-		desc:     "version prints etcdpvc's version and the k8s.io/api, apimachinery, apiserver and etcd client versions it was built with.",
-		examples: `etcdpvc version`,
-		action: func(c *cli.Context, e *env) error {
+		name:      "version",
+		usage:     "print the versions etcdpvc was built with",
+		desc:      "version prints etcdpvc's version and the k8s.io/api, apimachinery, apiserver and etcd client versions it was built with.",
+		examples:  `etcdpvc version`,
+		noGlobals: true,
+		action: func(c *cli.Context, e *env, in *input) error {
 			fmt.Fprintf(e.stdout, "etcdpvc %s\n", toolVersion())
 			for _, m := range []string{"k8s.io/api", "k8s.io/apimachinery", "k8s.io/apiserver", "go.etcd.io/etcd/client/v3", "go.etcd.io/bbolt"} {
 				fmt.Fprintf(e.stdout, "%s %s\n", m, depVersion(m))
