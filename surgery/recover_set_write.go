@@ -252,7 +252,9 @@ func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batc
 // whether it was applied: every key holding its new value means it was;
 // every key absent, while the caller waits, sends it again (the lost
 // transaction and the new one cannot both apply, since each requires every
-// key absent); anything else is uncertain.
+// key absent); some created and the rest absent means the transaction
+// landed while the keys were read one by one, and they are read again;
+// anything else is uncertain.
 func resolveBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, kvs []store.KeyValue, txnErr error) (int64, error) {
 	rd, ok := w.(store.Reader)
 	uncertain := func(reason string) error {
@@ -289,6 +291,11 @@ func resolveBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, kv
 			}
 			txnErr = err
 			time.Sleep(resolvePause)
+		case made > 0 && made+absent == len(kvs) && attempt < resolveRetries-1:
+			// The keys are read one by one: a transaction that landed
+			// during the read shows some created and the rest absent.
+			// It creates all of them at once, so read them again.
+			continue
 		default:
 			return 0, uncertain(fmt.Sprintf("the transaction's answer was lost; a re-read shows %d of the %d keys created and %d absent; a create cannot be fenced off and may still land", made, len(kvs), absent))
 		}
