@@ -3,12 +3,15 @@ package surgery
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -345,5 +348,71 @@ func TestRecoverSetIntoSnapshotCopy(t *testing.T) {
 	}
 	if again.Count(ActionCreate) != 0 || again.Count(ActionIdentical) != 9 {
 		t.Errorf("plan on the copy: %v", planActions(again))
+	}
+}
+
+// TestRecoverSetManyClaims: with more claims than claimListThreshold the
+// live volumes are listed once; each claim still gets the warning its
+// own volume calls for.
+func TestRecoverSetManyClaims(t *testing.T) {
+	_, s := startEtcd(t)
+	ctx := testCtx(t)
+	n := claimListThreshold + 8
+	create(t, s, nsKey, corpus(t, nsFile))
+	name := func(i int) string { return fmt.Sprintf("claim-%02d", i) }
+	vol := func(i int) string { return fmt.Sprintf("vol-%02d", i) }
+	for i := 0; i < n; i++ {
+		create(t, s, "/registry/persistentvolumeclaims/demo/"+name(i), typedEdit(t, corpus(t, pvcBound), func(pvc *corev1.PersistentVolumeClaim) {
+			pvc.Name, pvc.UID, pvc.Spec.VolumeName = name(i), types.UID(fmt.Sprintf("00000000-0000-0000-0000-0000000000%02d", i)), vol(i)
+		}))
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client().Delete(ctx, "/registry/persistentvolumeclaims/demo/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client().Delete(ctx, nsKey); err != nil {
+		t.Fatal(err)
+	}
+	// Volume i: Released when i%3 == 0, Bound when 1, gone when 2.
+	for i := 0; i < n; i++ {
+		phase := []corev1.PersistentVolumePhase{corev1.VolumeReleased, corev1.VolumeBound, ""}[i%3]
+		if phase == "" {
+			continue
+		}
+		create(t, s, "/registry/persistentvolumes/"+vol(i), typedEdit(t, corpus(t, pvFile), func(pv *corev1.PersistentVolume) {
+			pv.Name, pv.Status.Phase = vol(i), phase
+		}))
+	}
+	plan, err := Planner{}.PlanRecoverSet(ctx, s, s, RecoverSetOptions{Namespace: "demo", Rev: info.Revision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, it := range plan.Items {
+		if it.Resource.Path != "persistentvolumeclaims" {
+			continue
+		}
+		seen++
+		var i int
+		if _, err := fmt.Sscanf(it.Name, "claim-%02d", &i); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			"persistentvolume " + vol(i) + " is Released; if it does not bind to the recovered claim, bind it again with: etcdpvc rebind pv " + vol(i) + " --to-claim demo/" + name(i),
+			"",
+			"persistentvolumeclaim " + name(i) + " in namespace demo was bound to persistentvolume " + vol(i) + ", which is gone from the live cluster: with reclaim policy Delete its data was deleted with it; the claim will be Lost",
+		}[i%3]
+		switch {
+		case want == "" && len(it.Warnings) != 0:
+			t.Errorf("%s: warnings %q, want none", it.Name, it.Warnings)
+		case want != "" && (len(it.Warnings) != 1 || it.Warnings[0] != want):
+			t.Errorf("%s: warnings %q, want %q", it.Name, it.Warnings, want)
+		}
+	}
+	if seen != n {
+		t.Errorf("%d claims planned, want %d", seen, n)
 	}
 }
