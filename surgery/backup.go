@@ -240,6 +240,20 @@ func sanitizeKey(key string) string {
 // A version-2 backup gets its Digest. An audit.log in dir that is a
 // symbolic link is refused before anything is written.
 func writeBackup(dir string, b *Backup, now time.Time) (string, error) {
+	final, err := writeBackupFile(dir, b, now)
+	if err != nil {
+		return "", err
+	}
+	if err := syncDir(filepath.Dir(final)); err != nil {
+		return "", err
+	}
+	return final, nil
+}
+
+// writeBackupFile is writeBackup without the fsync of the directory: the
+// caller fsyncs it once after writing several backups, and before relying
+// on any of them.
+func writeBackupFile(dir string, b *Backup, now time.Time) (string, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("backup directory: %w", err)
@@ -294,9 +308,6 @@ func writeBackup(dir string, b *Backup, now time.Time) (string, error) {
 			return "", fmt.Errorf("name backup file: %w", err)
 		}
 	}
-	if err := syncDir(dir); err != nil {
-		return "", err
-	}
 	return final, nil
 }
 
@@ -315,11 +326,20 @@ func syncDir(dir string) error {
 
 // appendAudit appends one JSON line to the audit log and fsyncs it.
 func appendAudit(path string, rec AuditRecord) error {
-	line, err := json.Marshal(rec)
-	if err != nil {
-		return err
+	return appendAudits(path, []AuditRecord{rec})
+}
+
+// appendAudits appends one JSON line per record to the audit log, with one
+// write and one fsync.
+func appendAudits(path string, recs []AuditRecord) error {
+	var line []byte
+	for _, rec := range recs {
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		line = append(append(line, b...), '\n')
 	}
-	line = append(line, '\n')
 	_, statErr := os.Lstat(path)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|oNoFollow, 0o600)
 	if err != nil {

@@ -100,6 +100,7 @@ type SetItem struct {
 	rank  int
 	owner []metav1.OwnerReference
 	node  string
+	claim *corev1.PersistentVolumeClaim // as in the source
 }
 
 // What names the item as kubectl would: "persistentvolumeclaim data-0".
@@ -238,58 +239,78 @@ func (c Planner) PlanRecoverSet(ctx context.Context, src, live store.Reader, o R
 	plan := &SetPlan{}
 	crds := map[string]store.KeyValue{} // CRD name -> source value
 	var nsItem *SetItem
-	rev, err := src.List(ctx, listPrefix, store.ListOptions{Revision: o.Rev}, func(kv *store.KeyValue) error {
+	// Each key is read, decrypted, decoded and worked out on every core
+	// (on a db file; one at a time elsewhere), then collected in key
+	// order. mapFn touches nothing shared.
+	type listed struct {
+		it  *SetItem
+		crd *store.KeyValue
+	}
+	mapFn := func(kv *store.KeyValue) (listed, error) {
 		r, ns, name, ok := resource.ParseKey(prefix, kv.Key)
 		if !ok {
-			return nil
+			return listed{}, nil
 		}
 		if o.Namespace != "" {
 			if r.Path == crdPath {
-				crds[name] = *kv
-				return nil
+				crd := *kv
+				crd.Value = bytes.Clone(kv.Value)
+				return listed{crd: &crd}, nil
 			}
 			isNS := r.Path == "namespaces" && name == o.Namespace
 			if ns != o.Namespace && !isNS {
-				return nil
+				return listed{}, nil
 			}
 		}
 		it := &SetItem{Key: kv.Key, Resource: r, Namespace: ns, Name: name, SourceRevision: kv.ModRevision, rank: rankOf(r)}
-		if r.Path == "namespaces" {
-			nsItem = it
-		}
 		reason, skip := excluded[r.Path]
 		if skip && o.Selector == nil {
 			// Not decoded: it is not written, and an exclusion needs
 			// nothing from its value.
 			it.Action, it.Reason = ActionSkipped, reason
-			plan.Items = append(plan.Items, it)
-			return nil
+			return listed{it: it}, nil
 		}
-		cur, err := c.open(ctx, *kv)
+		own := *kv
+		own.Value = bytes.Clone(kv.Value) // kv is valid only during the call
+		cur, err := c.open(ctx, own)
 		if err != nil {
 			it.Action, it.Reason = ActionUnreadable, err.Error()
-			plan.Items = append(plan.Items, it)
-			return nil
+			return listed{it: it}, nil
 		}
 		if o.Selector != nil && !o.Selector.Matches(labels.Set(cur.Obj.Meta.Labels)) {
-			return nil
+			return listed{}, nil
 		}
-		plan.Items = append(plan.Items, it)
 		it.Kind, it.UID = cur.Obj.GVK.Kind, cur.Obj.Meta.UID
 		it.owner = cur.Obj.Meta.OwnerReferences
-		if pod, ok := cur.Obj.Typed.(*corev1.Pod); ok {
-			it.node = pod.Spec.NodeName
+		switch typed := cur.Obj.Typed.(type) {
+		case *corev1.Pod:
+			it.node = typed.Spec.NodeName
+		case *corev1.PersistentVolumeClaim:
+			it.claim = typed
 		}
 		if skip {
 			it.Action, it.Reason = ActionSkipped, reason
-			return nil
+			return listed{it: it}, nil
 		}
 		p, err := c.recoverValue(ctx, cur)
 		if err != nil {
 			it.Action, it.Reason = ActionUnreadable, err.Error()
-			return nil
+			return listed{it: it}, nil
 		}
 		it.Plan, it.Action = p, ActionCreate
+		return listed{it: it}, nil
+	}
+	rev, err := store.ListMap(ctx, src, listPrefix, store.ListOptions{Revision: o.Rev}, 0, mapFn, func(l listed) error {
+		switch {
+		case l.crd != nil:
+			_, _, name, _ := resource.ParseKey(prefix, l.crd.Key)
+			crds[name] = *l.crd
+		case l.it != nil:
+			if l.it.Resource.Path == "namespaces" {
+				nsItem = l.it
+			}
+			plan.Items = append(plan.Items, l.it)
+		}
 		return nil
 	})
 	if err != nil {
@@ -487,29 +508,66 @@ func (c Planner) checkExisting(ctx context.Context, live store.Reader, plan *Set
 	return nil
 }
 
+// claimListThreshold is the number of claims above which claimWarnings
+// reads the live volumes with one list instead of one read per claim.
+const claimListThreshold = 32
+
 // claimWarnings warns, for each claim recovered, about its volume: gone
 // from the live cluster (its data went with it), or Released (to bind
-// again with rebind).
+// again with rebind). With many claims the live volumes are listed once
+// rather than read one by one.
 func (c Planner) claimWarnings(ctx context.Context, live store.Reader, plan *SetPlan) {
+	var claims []*SetItem
 	for _, it := range plan.Items {
-		if it.Plan == nil || it.Resource.Path != "persistentvolumeclaims" {
-			continue
+		if it.Plan != nil && it.Resource.Path == "persistentvolumeclaims" && it.claim != nil && it.claim.Spec.VolumeName != "" {
+			claims = append(claims, it)
 		}
-		cur, err := c.open(ctx, store.KeyValue{Key: it.Key, Value: it.Plan.NewStored})
-		if err != nil {
-			continue
+	}
+	if len(claims) == 0 {
+		return
+	}
+	pvPrefix := strings.TrimSuffix(path.Join("/", c.prefix()), "/") + "/persistentvolumes/"
+	// volume reads one volume: nil, nil when it is absent.
+	volume := func(name string) (*Current, error) {
+		cur, err := c.Load(ctx, live, pvPrefix+name, 0)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
 		}
-		pvc, _ := cur.Obj.Typed.(*corev1.PersistentVolumeClaim)
-		if pvc == nil || pvc.Spec.VolumeName == "" {
-			continue
+		return cur, err
+	}
+	if len(claims) > claimListThreshold {
+		wanted := map[string]bool{}
+		for _, it := range claims {
+			wanted[pvPrefix+it.claim.Spec.VolumeName] = true
 		}
-		vol := pvc.Spec.VolumeName
-		pv, err := c.lookup(ctx, live, "persistentvolumes", "", vol)
+		found := map[string]*Current{}
+		_, err := live.List(ctx, pvPrefix, store.ListOptions{}, func(kv *store.KeyValue) error {
+			if !wanted[kv.Key] {
+				return nil
+			}
+			own := *kv
+			own.Value = bytes.Clone(kv.Value)
+			cur, err := c.open(ctx, own)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", kv.Key, err)
+			}
+			found[kv.Key] = cur
+			return nil
+		})
+		if err == nil {
+			volume = func(name string) (*Current, error) { return found[pvPrefix+name], nil }
+		}
+		// On an error, fall back to reading each volume, which reports
+		// the volumes that cannot be read one by one.
+	}
+	for _, it := range claims {
+		pvc, vol := it.claim, it.claim.Spec.VolumeName
+		pv, err := volume(vol)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
-			it.Warnings = append(it.Warnings, fmt.Sprintf("persistentvolumeclaim %s in namespace %s was bound to persistentvolume %s, which is gone from the live cluster: with reclaim policy Delete its data was deleted with it; the claim will be Lost", pvc.Name, pvc.Namespace, vol))
 		case err != nil:
 			it.Warnings = append(it.Warnings, fmt.Sprintf("cannot check persistentvolume %s of persistentvolumeclaim %s in namespace %s: %v", vol, pvc.Name, pvc.Namespace, err))
+		case pv == nil:
+			it.Warnings = append(it.Warnings, fmt.Sprintf("persistentvolumeclaim %s in namespace %s was bound to persistentvolume %s, which is gone from the live cluster: with reclaim policy Delete its data was deleted with it; the claim will be Lost", pvc.Name, pvc.Namespace, vol))
 		default:
 			v, _ := pv.Obj.Typed.(*corev1.PersistentVolume)
 			if v != nil && v.Status.Phase == corev1.VolumeReleased {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/store"
@@ -187,40 +188,62 @@ func (r *RecoverSetResult) record(o RecoverSetWriteOptions, it *SetItem, rev int
 	}
 }
 
-// writeBatch writes the backups of a batch of creates, then creates them
-// in one transaction, then appends them to the audit log.
+// backupWriters is how many backup files of a batch are written and
+// fsynced at once: the file system commits concurrent fsyncs together.
+const backupWriters = 16
+
+// writeBatch writes the backups of a batch of creates (each file fsynced,
+// several at once, then the directory once), then creates them in one
+// transaction, then appends them to the audit log with one fsync.
 func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batch []*SetItem, o ApplyOptions) ([]SetWritten, error) {
 	now := o.Now().UTC()
 	out := make([]SetWritten, len(batch))
 	kvs := make([]store.KeyValue, len(batch))
+	errs := make([]error, len(batch))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(backupWriters, len(batch)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				p := batch[i].Plan
+				b := &Backup{
+					Kind: BackupKind, Version: BackupVersion, Key: p.Key, Endpoints: o.Endpoints, Absent: true,
+					NewSHA256: digest(p.NewStored), SHA256: digest(nil), Timestamp: now.Format(time.RFC3339Nano),
+					ToolVersion: o.ToolVersion, Operation: p.Description, Source: o.Source,
+				}
+				out[i].BackupPath, errs[i] = writeBackupFile(o.BackupDir, b, now)
+			}
+		}()
+	}
+	for i := range batch {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	for i, it := range batch {
-		p := it.Plan
-		b := &Backup{
-			Kind: BackupKind, Version: BackupVersion, Key: p.Key, Endpoints: o.Endpoints, Absent: true,
-			NewSHA256: digest(p.NewStored), SHA256: digest(nil), Timestamp: now.Format(time.RFC3339Nano),
-			ToolVersion: o.ToolVersion, Operation: p.Description, Source: o.Source,
+		if errs[i] != nil {
+			return nil, fmt.Errorf("write %s: back up before writing: %w; nothing written", it.Plan.ObjectName(), errs[i])
 		}
-		path, err := writeBackup(o.BackupDir, b, now)
-		if err != nil {
-			return nil, fmt.Errorf("write %s: back up before writing: %w; nothing written", p.ObjectName(), err)
-		}
-		out[i] = SetWritten{Item: it, BackupPath: path}
-		kvs[i] = store.KeyValue{Key: p.Key, Value: p.NewStored}
+		out[i].Item = it
+		kvs[i] = store.KeyValue{Key: it.Plan.Key, Value: it.Plan.NewStored}
+	}
+	if err := syncDir(o.BackupDir); err != nil {
+		return nil, fmt.Errorf("create %d objects: back up before writing: %w; nothing written", len(batch), err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("create %d objects: %w before the transaction was sent; nothing written", len(batch), err)
 	}
 	logPath := filepath.Join(o.BackupDir, AuditLogName)
 	audit := func(rev int64, outcome string) error {
+		recs := make([]AuditRecord, len(batch))
 		for i, it := range batch {
-			rec := AuditRecord{Time: now.Format(time.RFC3339Nano), Key: it.Key, Op: it.Plan.Description, ToRevision: rev,
+			recs[i] = AuditRecord{Time: now.Format(time.RFC3339Nano), Key: it.Key, Op: it.Plan.Description, ToRevision: rev,
 				Backup: out[i].BackupPath, SHA256: digest(nil), NewSHA256: digest(it.Plan.NewStored),
 				Endpoints: o.Endpoints, ToolVersion: o.ToolVersion, Outcome: outcome}
-			if err := appendAudit(logPath, rec); err != nil {
-				return err
-			}
 		}
-		return nil
+		return appendAudits(logPath, recs)
 	}
 	rev, err := bc.CreateBatch(ctx, kvs)
 	if err != nil {
@@ -252,7 +275,9 @@ func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batc
 // whether it was applied: every key holding its new value means it was;
 // every key absent, while the caller waits, sends it again (the lost
 // transaction and the new one cannot both apply, since each requires every
-// key absent); anything else is uncertain.
+// key absent); some created and the rest absent means the transaction
+// landed while the keys were read one by one, and they are read again;
+// anything else is uncertain.
 func resolveBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, kvs []store.KeyValue, txnErr error) (int64, error) {
 	rd, ok := w.(store.Reader)
 	uncertain := func(reason string) error {
@@ -289,6 +314,11 @@ func resolveBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, kv
 			}
 			txnErr = err
 			time.Sleep(resolvePause)
+		case made > 0 && made+absent == len(kvs) && attempt < resolveRetries-1:
+			// The keys are read one by one: a transaction that landed
+			// during the read shows some created and the rest absent.
+			// It creates all of them at once, so read them again.
+			continue
 		default:
 			return 0, uncertain(fmt.Sprintf("the transaction's answer was lost; a re-read shows %d of the %d keys created and %d absent; a create cannot be fenced off and may still land", made, len(kvs), absent))
 		}

@@ -49,6 +49,10 @@ type Manifest struct {
 	TerminatingKey   string   `json:"terminatingSample"`
 	FileSize         int64    `json:"fileSize"`
 	Seconds          float64  `json:"generateSeconds"`
+	// BigNamespace, when not empty, holds BigNamespaceObjects objects
+	// (-big-namespace), to measure recovering a large namespace.
+	BigNamespace        string `json:"bigNamespace,omitempty"`
+	BigNamespaceObjects int    `json:"bigNamespaceObjects,omitempty"`
 }
 
 // template is one corpus object to vary.
@@ -231,10 +235,15 @@ func generateMain(ctx context.Context, args []string) error {
 	dir := fs.String("dir", defaultDir(), "where the data set is kept")
 	workers := fs.Int("workers", 32, "concurrent writers")
 	seed := fs.Uint64("seed", 1, "random seed")
+	bigNS := fs.Int("big-namespace", 0, "also write namespace "+bigNamespace+" holding this many objects that recover namespace writes (configmaps, secrets, claims, services, serviceaccounts, deployments, statefulsets)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	dbPath, manPath := dataset(*dir, *revisions)
+	if *bigNS > 0 {
+		base := strings.TrimSuffix(dbPath, ".db") + fmt.Sprintf("-ns%d", *bigNS)
+		dbPath, manPath = base+".db", base+".json"
+	}
 	if exists(dbPath) && exists(manPath) {
 		fmt.Printf("%s exists; remove it to generate again\n", dbPath)
 		return nil
@@ -372,6 +381,16 @@ func generateMain(ctx context.Context, args []string) error {
 		return err
 	}
 
+	if *bigNS > 0 {
+		big, err := g.bigNamespace(*bigNS)
+		if err != nil {
+			return err
+		}
+		if err := run("big-ns", len(big), func(i int) error { return put(big[i].key, big[i].value, 0) }); err != nil {
+			return err
+		}
+	}
+
 	// Updates: a third to leases (heartbeats), the rest anywhere. The value
 	// changes by one annotation, edited at the wire level.
 	targets := make([]int, updates)
@@ -475,6 +494,9 @@ func generateMain(ctx context.Context, args []string) error {
 		Deleted: deletedPairs, Leased: leased, HistoryKey: hotObj.key, TerminatingKey: objs[pvcs[0]].key,
 		RecreatedSample: recreatedKeys[:min(5, len(recreatedKeys))], FileSize: fi.Size(), Seconds: time.Since(start).Seconds(),
 	}
+	if *bigNS > 0 {
+		m.BigNamespace, m.BigNamespaceObjects = bigNamespace, *bigNS
+	}
 	hist := 0
 	for _, t := range targets {
 		if objs[t] == hotObj {
@@ -502,6 +524,76 @@ func (g *generator) encodeNamespace(i int) (*object, error) {
 	acc.SetUID(g.uid())
 	acc.SetLabels(map[string]string{"kubernetes.io/metadata.name": name})
 	return g.encode(g.ns, obj, "", name)
+}
+
+// bigNamespace is the namespace -big-namespace fills.
+const bigNamespace = "bench-big"
+
+// bigNamespace returns namespace bench-big and n objects in it, of the
+// namespaced resources recover namespace writes (not events, leases or
+// pods, which it skips), in the generator's mix.
+func (g *generator) bigNamespace(n int) ([]*object, error) {
+	ns, err := g.encodeNamespace(0)
+	if err != nil {
+		return nil, err
+	}
+	if ns, err = g.renamed(ns, bigNamespace, ""); err != nil {
+		return nil, err
+	}
+	var ts []*template
+	total := 0
+	for _, t := range g.templates {
+		switch t.res.Plural {
+		case "events", "leases", "pods":
+			continue
+		}
+		if t.res.Namespaced {
+			ts = append(ts, t)
+			total += t.weight
+		}
+	}
+	out := []*object{ns}
+	for i := 0; i < n; i++ {
+		k := g.rng.IntN(total)
+		t := ts[0]
+		for _, c := range ts {
+			if k < c.weight {
+				t = c
+				break
+			}
+			k -= c.weight
+		}
+		o, err := g.make(t, i, "-big")
+		if err != nil {
+			return nil, err
+		}
+		if o, err = g.renamed(o, "", bigNamespace); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// renamed returns o with its name (when name is set) or its namespace
+// (when ns is set) changed.
+func (g *generator) renamed(o *object, name, ns string) (*object, error) {
+	dec, err := codec.Decode(o.value)
+	if err != nil {
+		return nil, err
+	}
+	acc, err := apimeta.Accessor(dec.Typed)
+	if err != nil {
+		return nil, err
+	}
+	if name != "" {
+		acc.SetName(name)
+		acc.SetLabels(map[string]string{"kubernetes.io/metadata.name": name})
+	}
+	if ns != "" {
+		acc.SetNamespace(ns)
+	}
+	return g.encode(o.t, dec.Typed, acc.GetNamespace(), acc.GetName())
 }
 
 // makeLocked makes deleted object i; the generator's rng is not safe for

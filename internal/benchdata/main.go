@@ -2,7 +2,7 @@
 // real etcd snapshot of a busy Kubernetes keyspace, and the time and memory
 // the offline commands take on it.
 //
-//	benchdata generate [-revisions N] [-dir DIR]
+//	benchdata generate [-revisions N] [-dir DIR] [-big-namespace M]
 //	benchdata measure  [-revisions N] [-dir DIR] -bin bin/etcdpvc [-cold]
 //
 // generate starts a real etcd (go.etcd.io/etcd/server/v3/embed) in a
@@ -16,7 +16,10 @@
 // again (about 30 at one million). It saves the result with the snapshot
 // API (`etcdctl snapshot save`) as DIR/bench-N.db and describes it in
 // DIR/bench-N.json. DIR defaults to ${XDG_CACHE_HOME:-~/.cache}/etcdpvc-bench,
-// outside the git tree. An existing data set is kept.
+// outside the git tree. An existing data set is kept. -big-namespace M
+// adds namespace bench-big holding M objects that `recover namespace`
+// writes (DIR/bench-N-nsM.db), to measure planning and writing a large
+// namespace against `ls -A` and one put per value.
 //
 // measure runs etcdpvc on that file (ls -A, ls -A --terminating, history of
 // one key, dump > /dev/null, stats) and a bare bbolt cursor scan of the same
