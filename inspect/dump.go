@@ -386,6 +386,13 @@ var dumpProto = protobuf.NewSerializer(codec.Scheme, codec.Scheme)
 // map gives. ok is false for everything else, which takes the long way
 // (surgery.Planner.Open), errors included.
 func (d *dumpWorker) fast(kv *store.KeyValue) (obj []byte, ok bool) {
+	defer func() {
+		// A value that panics a decoder here gets the long way's
+		// handling, whatever that is.
+		if r := recover(); r != nil {
+			obj, ok = nil, false
+		}
+	}()
 	plain := kv.Value
 	gr, _, _, known := resource.ParseKey(d.prefix, kv.Key)
 	var grs schema.GroupResource
@@ -542,7 +549,7 @@ func (c *canonJSON) object() bool {
 	c.pos++ // {
 	c.out = append(c.out, '{')
 	start := len(c.out)
-	if len(c.members) < c.depth {
+	for len(c.members) < c.depth {
 		c.members = append(c.members, nil)
 	}
 	ms := c.members[c.depth-1][:0]
