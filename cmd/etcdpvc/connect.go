@@ -16,12 +16,8 @@ import (
 
 // session is an open store with the codec and names that go with it.
 type session struct {
-	g      *globalOptions
-	reader store.Reader
-	// bolt is the --db file (nil without --db), for dump alone: every
-	// other command reaches the store through reader and the optional
-	// interfaces (store.Archive, store.Cluster).
-	bolt     *store.Bolt
+	g        *globalOptions
+	reader   store.Reader
 	enc      *encryption.Config
 	planner  surgery.Planner
 	resolver resource.Resolver
@@ -211,7 +207,7 @@ func openSession(e *env, g *globalOptions) (*session, error) {
 			s.Close()
 			return nil, boltError(err)
 		}
-		s.reader, s.bolt, s.description = b, b, g.DB
+		s.reader, s.description = b, g.DB
 		if len(g.ServersOverrides) > 0 {
 			fmt.Fprintf(e.stderr, "etcdpvc: warning: --db: the resources of --etcd-servers-overrides %s live in other etcds; %s holds at most stale copies of them\n", overridesString(g.ServersOverrides), g.DB)
 		}
