@@ -20,10 +20,9 @@ import (
 type session struct {
 	cs *connect.Session
 	g  *globalOptions
-	// reader, bolt, enc, planner, resolver and description are cs's (see
-	// connect.Session); bolt is the --db file, for dump alone.
+	// reader, enc, planner, resolver and description are cs's (see
+	// connect.Session).
 	reader      store.Reader
-	bolt        *store.Bolt
 	enc         *encryption.Config
 	planner     surgery.Planner
 	resolver    resource.Resolver
@@ -130,7 +129,7 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 		}
 		return nil, err
 	}
-	s := &session{cs: cs, g: g, reader: cs.Reader, bolt: cs.Bolt, enc: cs.Enc, planner: cs.Planner, resolver: cs.Resolver, description: cs.Description}
+	s := &session{cs: cs, g: g, reader: cs.Reader, enc: cs.Enc, planner: cs.Planner, resolver: cs.Resolver, description: cs.Description}
 	if out != "" {
 		// Backups and the audit log record where the write went.
 		g2 := *g

@@ -156,7 +156,7 @@ func fileExists(path string) bool {
 // kubeconfig found, whether it answers for this cluster, and whether its
 // user may make the dry runs (RBAC).
 func (d *doctor) apiserver(s *session) {
-	if s.g.Verify == verify.Never || s.bolt != nil {
+	if s.g.Verify == verify.Never || s.isFile() {
 		d.report(inspect.CheckOK, "apiserver", "not used (--verify=never or --db): writes are not verified")
 		return
 	}

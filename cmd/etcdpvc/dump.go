@@ -2,18 +2,13 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
 
-	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
@@ -78,24 +73,6 @@ etcdpvc --db snapshot.db --encryption-config enc.yaml dump secrets -A --show-sec
 	}
 }
 
-// dumpRecord is one line (or YAML document) of a dump.
-type dumpRecord struct {
-	Key            string `json:"key"`
-	ModRevision    int64  `json:"modRevision"`
-	CreateRevision int64  `json:"createRevision"`
-	Version        int64  `json:"version"`
-	Lease          int64  `json:"lease"`
-	Deleted        bool   `json:"deleted,omitempty"`
-	Resource       string `json:"resource,omitempty"`
-	Namespace      string `json:"namespace,omitempty"`
-	Name           string `json:"name,omitempty"`
-	// Encrypted is the encryption envelope of a value encrypted at rest.
-	Encrypted string `json:"encrypted,omitempty"`
-	// Error says why the value was not decoded.
-	Error  string         `json:"error,omitempty"`
-	Object map[string]any `json:"object,omitempty"`
-}
-
 // keyScope selects the keys of a listing: a prefix and, without a
 // resource, a namespace filter (ls and dump share it).
 type keyScope struct {
@@ -149,126 +126,49 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 		return err
 	}
 	defer s.Close()
-	if o.AllRevisions && s.bolt == nil {
+	if _, ok := s.reader.(store.Archive); o.AllRevisions && !ok {
 		return usagef("--all-revisions needs --db: live etcd replays a key's history only one key at a time (use `etcdpvc history`)")
 	}
 	scope, err := scopeFor(s, o.Resource, o.Namespace, o.AllNamespaces)
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(e.stdout, 256<<10)
-	d := &dumper{e: e, s: s, o: o, w: w, scope: scope}
+	prefix := s.g.Prefix
+	do := inspect.DumpOptions{
+		Planner: s.planner, Prefix: scope.prefix, AllRevisions: o.AllRevisions, Revision: o.Rev, PageSize: o.PageSize,
+		YAML: o.Output == "yaml", ShowSecrets: o.ShowSecrets,
+		Match: func(key string) (resource.Resource, string, string, bool, bool) { return scope.match(prefix, key) },
+	}
+	var p *progress
 	if isTerminal(e.stderr) {
-		d.progress = newProgress(e.stderr, "dump")
-		if s.bolt != nil && o.AllRevisions {
-			d.progress.total = s.bolt.Meta().Revision
+		p = newProgress(e.stderr, "dump")
+		if o.AllRevisions {
+			if info, err := s.reader.Info(e.ctx); err == nil {
+				p.total = info.Revision
+			}
 		}
+		do.Progress = p.update
 	}
-	if o.AllRevisions {
-		err = s.bolt.ScanRevisions(e.ctx, scope.prefix, func(ev store.Event) error {
-			return d.record(&ev.KV, ev.Deleted)
-		})
-	} else {
-		_, err = s.reader.List(e.ctx, scope.prefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Rev}, func(kv *store.KeyValue) error {
-			return d.record(kv, false)
-		})
-	}
-	if d.progress != nil {
-		d.progress.done()
+	w := bufio.NewWriterSize(e.stdout, 256<<10)
+	res, err := inspect.Dump(e.ctx, s.reader, w, do)
+	if p != nil {
+		p.done()
 	}
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}
 	if err != nil && errors.Is(err, store.ErrCorrupt) {
 		// The records written stand; the rest of the file is not readable.
-		return withHint(&incompleteError{msg: fmt.Sprintf("dump stopped after %s: %v", inspect.Count(int(d.n), "record", "records"), err)},
+		return withHint(&incompleteError{msg: fmt.Sprintf("dump stopped after %s: %v", inspect.Count(int(res.Records), "record", "records"), err)},
 			"the db file is damaged: read another snapshot, or a copy from another member")
 	}
 	if err != nil {
 		return err
 	}
-	unread := inspect.Unread{Encrypted: d.encrypted, Undecodable: d.undecodable}
-	if unread.Total() > 0 {
-		return withHint(&incompleteError{msg: unread.Message() + "; their records say why"}, unread.Hint())
+	if res.Unread.Total() > 0 {
+		return withHint(&incompleteError{msg: res.Unread.Message() + "; their records say why"}, res.Unread.Hint())
 	}
 	return nil
-}
-
-// dumper writes dump records.
-type dumper struct {
-	e                      *env
-	s                      *session
-	o                      dumpOptions
-	w                      *bufio.Writer
-	scope                  keyScope
-	progress               *progress
-	n                      int64
-	encrypted, undecodable int
-	buf                    bytes.Buffer
-}
-
-func (d *dumper) record(kv *store.KeyValue, deleted bool) error {
-	r, ns, name, parsed, ok := d.scope.match(d.s.g.Prefix, kv.Key)
-	if !ok {
-		return nil
-	}
-	rec := dumpRecord{Key: kv.Key, ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, Deleted: deleted}
-	if parsed {
-		rec.Resource, rec.Namespace, rec.Name = r.String(), ns, name
-	}
-	if !deleted {
-		d.decode(kv, &rec)
-	}
-	var b []byte
-	var err error
-	if d.o.Output == "yaml" {
-		b, err = yaml.Marshal(rec)
-		if err == nil {
-			_, err = io.WriteString(d.w, "---\n")
-		}
-	} else {
-		// An Encoder, to keep <, > and & as they are; it adds the newline.
-		d.buf.Reset()
-		enc := json.NewEncoder(&d.buf)
-		enc.SetEscapeHTML(false)
-		err = enc.Encode(rec)
-		b = d.buf.Bytes()
-	}
-	if err != nil {
-		return fmt.Errorf("dump %s: %w", kv.Key, err)
-	}
-	if _, err := d.w.Write(b); err != nil {
-		return err
-	}
-	d.n++
-	if d.progress != nil {
-		d.progress.update(d.n, int64(len(kv.Value)), kv.ModRevision)
-	}
-	return nil
-}
-
-// decode fills rec's object, or says in rec why it cannot.
-func (d *dumper) decode(kv *store.KeyValue, rec *dumpRecord) {
-	if codec.Detect(kv.Value) == codec.FormatEncrypted {
-		if env, ok := codec.ParseEncryptionHeader(kv.Value); ok {
-			rec.Encrypted = env.String()
-		}
-	}
-	cur, err := d.s.planner.Open(d.e.ctx, *kv)
-	if err != nil {
-		rec.Error = err.Error()
-		if errors.Is(err, codec.ErrEncrypted) || errors.Is(err, encryption.ErrKeyNotFound) || errors.Is(err, encryption.ErrNoConfig) {
-			d.encrypted++
-		} else {
-			d.undecodable++
-		}
-		return
-	}
-	content := cur.Obj.Content
-	if !d.o.ShowSecrets {
-		content = codec.RedactSecret(content)
-	}
-	rec.Object = content
 }
 
 // progress draws a one-line progress report on a terminal.

@@ -237,7 +237,7 @@ func newVerifier(e *env, s *session) (*verify.Verifier, error) {
 	g := s.g
 	o := verify.Options{Mode: g.Verify, Reader: s.reader, Planner: &s.planner,
 		Note: func(msg string) { fmt.Fprintln(e.stdout, msg) }}
-	if s.bolt != nil {
+	if s.isFile() {
 		o.Offline = "the target is a db file (--db), which no apiserver serves"
 	} else {
 		env := ""

@@ -1,0 +1,806 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"sigs.k8s.io/yaml"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+)
+
+// ErrNotArchive means a dump of every revision was asked of a source that
+// keeps no listable record of past revisions (a live etcd).
+var ErrNotArchive = errors.New("the source does not keep every revision")
+
+// DumpRecord is one line (or YAML document) of a dump.
+type DumpRecord struct {
+	Key            string `json:"key"`
+	ModRevision    int64  `json:"modRevision"`
+	CreateRevision int64  `json:"createRevision"`
+	Version        int64  `json:"version"`
+	Lease          int64  `json:"lease"`
+	Deleted        bool   `json:"deleted,omitempty"`
+	Resource       string `json:"resource,omitempty"`
+	Namespace      string `json:"namespace,omitempty"`
+	Name           string `json:"name,omitempty"`
+	// Encrypted is the encryption envelope of a value encrypted at rest.
+	Encrypted string `json:"encrypted,omitempty"`
+	// Error says why the value was not decoded.
+	Error string `json:"error,omitempty"`
+	// Object is the decoded object as JSON, its members sorted by name at
+	// every level (as `kubectl get -o json` data encoded from a map).
+	Object json.RawMessage `json:"object,omitempty"`
+}
+
+// DumpMatch tells whether key belongs in the dump and, when the key names
+// an object (parsed), its resource, namespace and name.
+type DumpMatch func(key string) (r resource.Resource, ns, name string, parsed, ok bool)
+
+// DumpOptions tunes Dump.
+type DumpOptions struct {
+	// Planner decrypts and decodes values (its Enc and Prefix are used).
+	Planner surgery.Planner
+	// Prefix is the key prefix to read (ending in "/").
+	Prefix string
+	// Match selects the keys under Prefix to dump; nil dumps every one.
+	Match DumpMatch
+	// AllRevisions dumps every revision held, in revision order, deletions
+	// as records with Deleted set; the source must be a store.Archive.
+	AllRevisions bool
+	// Revision is the revision to dump as of (0: the latest); not with
+	// AllRevisions.
+	Revision int64
+	// PageSize is the number of keys per range request (live etcd).
+	PageSize int64
+	// YAML writes YAML documents (each preceded by "---") instead of JSON
+	// Lines.
+	YAML bool
+	// ShowSecrets keeps Secret values; by default they are redacted
+	// (codec.RedactSecret).
+	ShowSecrets bool
+	// Progress, when set, is called after each record written with the
+	// records written so far, the stored size of the record's value and its
+	// revision. It is called from one goroutine at a time.
+	Progress func(records, valueBytes, rev int64)
+	// Workers is the number of goroutines decoding values (0: GOMAXPROCS).
+	Workers int
+}
+
+// DumpResult says what a dump wrote.
+type DumpResult struct {
+	// Records is the number of records written.
+	Records int64
+	// Unread counts the values that could not be decrypted or decoded;
+	// their records say why.
+	Unread Unread
+}
+
+// dumpBatch is a run of consecutive records, decoded by one worker and
+// written in order.
+type dumpBatch struct {
+	items []dumpItem
+	// out holds the encoded records back to back; items[i].end is where
+	// record i ends.
+	out  []byte
+	done chan struct{}
+	err  error
+}
+
+type dumpItem struct {
+	kv      store.KeyValue
+	deleted bool
+	r       resource.Resource
+	ns      string
+	name    string
+	parsed  bool
+	end     int
+	unread  unreadKind
+}
+
+type unreadKind uint8
+
+const (
+	readOK unreadKind = iota
+	unreadEncrypted
+	unreadUndecodable
+)
+
+const (
+	// dumpBatchRecords and dumpBatchBytes bound a batch; dumpWindow
+	// bounds the batches in flight, so memory stays bounded whatever the
+	// size of the source.
+	dumpBatchRecords = 64
+	dumpBatchBytes   = 1 << 20
+	dumpWindow       = 16
+)
+
+// Dump writes one record per key under o.Prefix that o.Match selects to w
+// (with o.AllRevisions, one per revision held, deletions included): in
+// key order, or in revision order with o.AllRevisions. Values are decoded
+// on several goroutines and records written in order as they are ready;
+// at most a bounded window of records is held in memory. A value that
+// cannot be decrypted or decoded is written as a record saying why and
+// counted in the result's Unread; the dump goes on. An error reading the
+// source (store.ErrCorrupt for a damaged file) stops the dump: the records
+// written before it stand and the result counts them.
+func Dump(ctx context.Context, src store.Reader, w io.Writer, o DumpOptions) (DumpResult, error) {
+	var res DumpResult
+	var arch store.Archive
+	if o.AllRevisions {
+		a, ok := src.(store.Archive)
+		if !ok {
+			return res, fmt.Errorf("dump every revision: %w", ErrNotArchive)
+		}
+		arch = a
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	work := make(chan *dumpBatch, dumpWindow)
+	order := make(chan *dumpBatch, dumpWindow)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dw := newDumpWorker(ctx, &o)
+			for b := range work {
+				dw.batch(b)
+				close(b.done)
+			}
+		}()
+	}
+	// The writer writes batches in the order they were read.
+	var werr error
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		for b := range order {
+			<-b.done
+			if werr != nil {
+				continue
+			}
+			if b.err != nil {
+				werr = b.err
+				cancel()
+				continue
+			}
+			start := 0
+			for i := range b.items {
+				it := &b.items[i]
+				if _, err := w.Write(b.out[start:it.end]); err != nil {
+					werr = err
+					cancel()
+					break
+				}
+				start = it.end
+				res.Records++
+				switch it.unread {
+				case unreadEncrypted:
+					res.Unread.Encrypted++
+				case unreadUndecodable:
+					res.Unread.Undecodable++
+				}
+				if o.Progress != nil {
+					o.Progress(res.Records, int64(len(it.kv.Value)), it.kv.ModRevision)
+				}
+			}
+		}
+	}()
+
+	cur := &dumpBatch{}
+	size := 0
+	dispatch := func() error {
+		if len(cur.items) == 0 {
+			return nil
+		}
+		b := cur
+		b.done = make(chan struct{})
+		cur, size = &dumpBatch{items: make([]dumpItem, 0, dumpBatchRecords)}, 0
+		select {
+		case order <- b:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		work <- b // a worker takes it: the window above bounds what waits
+		return nil
+	}
+	add := func(kv *store.KeyValue, deleted bool) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		it := dumpItem{kv: *kv, deleted: deleted}
+		ok := true
+		if o.Match != nil {
+			it.r, it.ns, it.name, it.parsed, ok = o.Match(kv.Key)
+		}
+		if !ok {
+			return nil
+		}
+		cur.items = append(cur.items, it)
+		size += len(kv.Value)
+		if len(cur.items) >= dumpBatchRecords || size >= dumpBatchBytes {
+			return dispatch()
+		}
+		return nil
+	}
+	var err error
+	if o.AllRevisions {
+		err = arch.ScanRevisions(ctx, o.Prefix, func(ev store.Event) error { return add(&ev.KV, ev.Deleted) })
+	} else {
+		_, err = src.List(ctx, o.Prefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Revision}, func(kv *store.KeyValue) error {
+			return add(kv, false)
+		})
+	}
+	// What was read before an error is written all the same.
+	if derr := dispatch(); err == nil {
+		err = derr
+	}
+	close(work)
+	close(order)
+	<-written
+	wg.Wait()
+	if werr != nil {
+		return res, werr
+	}
+	return res, err
+}
+
+// dumpWorker decodes and encodes the records of batches; each worker has
+// its own buffers.
+type dumpWorker struct {
+	ctx    context.Context
+	o      *DumpOptions
+	prefix string
+	buf    bytes.Buffer
+	enc    *json.Encoder
+	canon  canonJSON
+}
+
+func newDumpWorker(ctx context.Context, o *DumpOptions) *dumpWorker {
+	d := &dumpWorker{ctx: ctx, o: o, prefix: o.Planner.Prefix}
+	if d.prefix == "" {
+		d.prefix = surgery.DefaultPrefix
+	}
+	d.enc = json.NewEncoder(&d.buf)
+	// <, > and & as they are.
+	d.enc.SetEscapeHTML(false)
+	return d
+}
+
+func (d *dumpWorker) batch(b *dumpBatch) {
+	var out []byte
+	for i := range b.items {
+		it := &b.items[i]
+		var err error
+		out, err = d.record(out, it)
+		if err != nil {
+			b.err = err
+			return
+		}
+		it.end = len(out)
+	}
+	b.out = out
+}
+
+// record appends the record of it to out.
+func (d *dumpWorker) record(out []byte, it *dumpItem) ([]byte, error) {
+	kv := &it.kv
+	rec := DumpRecord{Key: kv.Key, ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, Deleted: it.deleted}
+	if it.parsed {
+		rec.Resource, rec.Namespace, rec.Name = it.r.String(), it.ns, it.name
+	}
+	if !it.deleted {
+		it.unread = d.decode(kv, &rec)
+	}
+	if d.o.YAML {
+		b, err := yaml.Marshal(rec)
+		if err != nil {
+			return out, fmt.Errorf("dump %s: %w", kv.Key, err)
+		}
+		out = append(out, "---\n"...)
+		return append(out, b...), nil
+	}
+	// The record without its object, then the object spliced in as its
+	// last member: the bytes encoding the whole record gives, without a
+	// second pass over the object.
+	obj := rec.Object
+	rec.Object = nil
+	d.buf.Reset()
+	if err := d.enc.Encode(rec); err != nil {
+		return out, fmt.Errorf("dump %s: %w", kv.Key, err)
+	}
+	b := d.buf.Bytes()
+	if len(obj) == 0 {
+		return append(out, b...), nil
+	}
+	out = append(out, b[:len(b)-2]...) // without "}\n"
+	out = append(out, `,"object":`...)
+	out = append(out, obj...)
+	return append(out, "}\n"...), nil
+}
+
+// decode fills rec's object, or says in rec why it cannot.
+func (d *dumpWorker) decode(kv *store.KeyValue, rec *DumpRecord) unreadKind {
+	if codec.Detect(kv.Value) == codec.FormatEncrypted {
+		if env, ok := codec.ParseEncryptionHeader(kv.Value); ok {
+			rec.Encrypted = env.String()
+		}
+	}
+	if obj, ok := d.fast(kv); ok {
+		rec.Object = obj
+		return readOK
+	}
+	// Everything else, errors included, as every other command reads.
+	cur, err := d.o.Planner.Open(d.ctx, *kv)
+	if err != nil {
+		rec.Error = err.Error()
+		if errors.Is(err, codec.ErrEncrypted) || errors.Is(err, encryption.ErrKeyNotFound) || errors.Is(err, encryption.ErrNoConfig) {
+			return unreadEncrypted
+		}
+		return unreadUndecodable
+	}
+	content := cur.Obj.Content
+	if !d.o.ShowSecrets {
+		content = codec.RedactSecret(content)
+	}
+	d.buf.Reset()
+	if err := d.enc.Encode(content); err != nil {
+		rec.Error = fmt.Sprintf("encode %s: %v", kv.Key, err)
+		return unreadUndecodable
+	}
+	rec.Object = bytes.Clone(bytes.TrimSuffix(d.buf.Bytes(), []byte("\n")))
+	return readOK
+}
+
+// dumpProto decodes the protobuf kinds of codec.Scheme (the serializer is
+// stateless and safe for concurrent use).
+var dumpProto = protobuf.NewSerializer(codec.Scheme, codec.Scheme)
+
+// fast returns the object JSON of kv the short way, for the common case:
+// a value in the clear (or one the encryption config decrypts) holding a
+// protobuf kind of the scheme, other than a Secret to redact. The object
+// is decoded into its Go type and encoded to JSON once, then rewritten
+// with its members sorted: the bytes codec.Decode's Content encoded from a
+// map gives. ok is false for everything else, which takes the long way
+// (surgery.Planner.Open), errors included.
+func (d *dumpWorker) fast(kv *store.KeyValue) (obj []byte, ok bool) {
+	defer func() {
+		// A value that panics a decoder here gets the long way's
+		// handling, whatever that is.
+		if r := recover(); r != nil {
+			obj, ok = nil, false
+		}
+	}()
+	plain := kv.Value
+	gr, _, _, known := resource.ParseKey(d.prefix, kv.Key)
+	var grs schema.GroupResource
+	if known {
+		grs = gr.GroupResource()
+	}
+	enc := d.o.Planner.Enc
+	if codec.Detect(plain) == codec.FormatEncrypted {
+		if enc == nil || !known {
+			return nil, false
+		}
+	}
+	if enc != nil {
+		p, _, err := enc.DecryptStale(d.ctx, grs, kv.Key, plain)
+		if err != nil {
+			return nil, false
+		}
+		plain = p
+	}
+	if len(plain) == 0 || codec.Detect(plain) != codec.FormatProtobuf {
+		return nil, false
+	}
+	u, err := codec.ParseUnknown(plain)
+	if err != nil {
+		return nil, false
+	}
+	gv, err := schema.ParseGroupVersion(u.APIVersion)
+	if err != nil {
+		return nil, false
+	}
+	gvk := gv.WithKind(u.Kind)
+	if !codec.Known(gvk) {
+		return nil, false
+	}
+	if !d.o.ShowSecrets && gvk.Kind == "Secret" && gvk.Group == "" {
+		return nil, false
+	}
+	typed, _, err := dumpProto.Decode(plain, nil, nil)
+	if err != nil {
+		return nil, false
+	}
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	// As codec.Decode requires: an object with an ObjectMeta.
+	acc, isObj := typed.(metav1.Object)
+	if !isObj {
+		return nil, false
+	}
+	m, hasMeta := any(acc).(interface{ GetObjectMeta() metav1.Object })
+	if !hasMeta {
+		return nil, false
+	}
+	if _, isMeta := m.GetObjectMeta().(*metav1.ObjectMeta); !isMeta {
+		return nil, false
+	}
+	raw, err := json.Marshal(typed)
+	if err != nil {
+		return nil, false
+	}
+	out, ok := d.canon.rewrite(raw)
+	if !ok {
+		return nil, false
+	}
+	return bytes.Clone(out), true
+}
+
+// canonJSON rewrites the JSON encoding/json.Marshal produced into the
+// bytes that decoding it into a map[string]any (k8s.io/apimachinery's
+// util/json: integers as int64, other numbers as float64) and encoding
+// that again without HTML escaping give: members sorted by name at every
+// level, <, > and & unescaped, numbers as int64 or float64 print them.
+// rewrite reports false for what it does not reproduce exactly (a
+// duplicate member, an escape encoding/json would not write, very deep
+// nesting); the caller then takes the long way.
+type canonJSON struct {
+	in      []byte
+	pos     int
+	out     []byte
+	tmp     []byte
+	members [][]canonMember
+	depth   int
+}
+
+type canonMember struct {
+	key        string
+	start, end int
+}
+
+// canonMaxDepth bounds nesting; deeper documents take the long way.
+const canonMaxDepth = 1000
+
+func (c *canonJSON) rewrite(in []byte) ([]byte, bool) {
+	c.in, c.pos, c.out, c.depth = in, 0, c.out[:0], 0
+	if !c.value() {
+		return nil, false
+	}
+	c.ws()
+	if c.pos != len(c.in) {
+		return nil, false
+	}
+	return c.out, true
+}
+
+func (c *canonJSON) ws() {
+	for c.pos < len(c.in) {
+		switch c.in[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (c *canonJSON) value() bool {
+	c.ws()
+	if c.pos >= len(c.in) {
+		return false
+	}
+	switch ch := c.in[c.pos]; {
+	case ch == '{':
+		return c.object()
+	case ch == '[':
+		return c.array()
+	case ch == '"':
+		_, ok := c.str()
+		return ok
+	case ch == 't':
+		return c.literal("true")
+	case ch == 'f':
+		return c.literal("false")
+	case ch == 'n':
+		return c.literal("null")
+	case ch == '-' || (ch >= '0' && ch <= '9'):
+		return c.number()
+	}
+	return false
+}
+
+func (c *canonJSON) literal(s string) bool {
+	if !bytes.HasPrefix(c.in[c.pos:], []byte(s)) {
+		return false
+	}
+	c.pos += len(s)
+	c.out = append(c.out, s...)
+	return true
+}
+
+func (c *canonJSON) object() bool {
+	if c.depth >= canonMaxDepth {
+		return false
+	}
+	c.depth++
+	defer func() { c.depth-- }()
+	c.pos++ // {
+	c.out = append(c.out, '{')
+	start := len(c.out)
+	for len(c.members) < c.depth {
+		c.members = append(c.members, nil)
+	}
+	ms := c.members[c.depth-1][:0]
+	defer func() { c.members[c.depth-1] = ms[:0] }()
+	c.ws()
+	if c.pos < len(c.in) && c.in[c.pos] == '}' {
+		c.pos++
+		c.out = append(c.out, '}')
+		return true
+	}
+	for {
+		c.ws()
+		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
+			return false
+		}
+		mstart := len(c.out)
+		key, ok := c.str()
+		if !ok {
+			return false
+		}
+		c.ws()
+		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
+			return false
+		}
+		c.pos++
+		c.out = append(c.out, ':')
+		if !c.value() {
+			return false
+		}
+		ms = append(ms, canonMember{key: key, start: mstart, end: len(c.out)})
+		c.ws()
+		if c.pos >= len(c.in) {
+			return false
+		}
+		if c.in[c.pos] == '}' {
+			c.pos++
+			break
+		}
+		if c.in[c.pos] != ',' {
+			return false
+		}
+		c.pos++
+		c.out = append(c.out, ',')
+	}
+	sorted := slices.IsSortedFunc(ms, func(a, b canonMember) int { return strings.Compare(a.key, b.key) })
+	if !sorted {
+		c.tmp = append(c.tmp[:0], c.out[start:]...)
+		slices.SortFunc(ms, func(a, b canonMember) int { return strings.Compare(a.key, b.key) })
+		c.out = c.out[:start]
+		for i, m := range ms {
+			if i > 0 {
+				c.out = append(c.out, ',')
+			}
+			c.out = append(c.out, c.tmp[m.start-start:m.end-start]...)
+		}
+	}
+	for i := 1; i < len(ms); i++ {
+		if ms[i].key == ms[i-1].key {
+			// A map keeps the last; leave that to the long way.
+			return false
+		}
+	}
+	c.out = append(c.out, '}')
+	return true
+}
+
+func (c *canonJSON) array() bool {
+	if c.depth >= canonMaxDepth {
+		return false
+	}
+	c.depth++
+	defer func() { c.depth-- }()
+	c.pos++ // [
+	c.out = append(c.out, '[')
+	c.ws()
+	if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		c.out = append(c.out, ']')
+		return true
+	}
+	for {
+		if !c.value() {
+			return false
+		}
+		c.ws()
+		if c.pos >= len(c.in) {
+			return false
+		}
+		if c.in[c.pos] == ']' {
+			c.pos++
+			c.out = append(c.out, ']')
+			return true
+		}
+		if c.in[c.pos] != ',' {
+			return false
+		}
+		c.pos++
+		c.out = append(c.out, ',')
+	}
+}
+
+// number writes an integer that fits int64 as is (as int64 prints it)
+// and any other number as float64 prints it.
+func (c *canonJSON) number() bool {
+	start := c.pos
+	isInt := true
+	for c.pos < len(c.in) {
+		ch := c.in[c.pos]
+		if ch >= '0' && ch <= '9' || ch == '-' || ch == '+' {
+			c.pos++
+			continue
+		}
+		if ch == '.' || ch == 'e' || ch == 'E' {
+			isInt = false
+			c.pos++
+			continue
+		}
+		break
+	}
+	lit := string(c.in[start:c.pos])
+	if isInt {
+		if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
+			c.out = strconv.AppendInt(c.out, n, 10)
+			return true
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil {
+		return false
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return false
+	}
+	c.out = append(c.out, b...)
+	return true
+}
+
+// str writes the string at c.pos as encoding/json writes it without HTML
+// escaping, and returns its value.
+func (c *canonJSON) str() (string, bool) {
+	c.pos++ // "
+	start := len(c.out)
+	c.out = append(c.out, '"')
+	escaped := false
+	for c.pos < len(c.in) {
+		ch := c.in[c.pos]
+		switch {
+		case ch == '"':
+			c.pos++
+			c.out = append(c.out, '"')
+			if !escaped {
+				return string(c.out[start+1 : len(c.out)-1]), true
+			}
+			return unescapeCanon(c.out[start+1 : len(c.out)-1])
+		case ch == '\\':
+			if c.pos+1 >= len(c.in) {
+				return "", false
+			}
+			switch e := c.in[c.pos+1]; e {
+			case '"', '\\', 'b', 'f', 'n', 'r', 't':
+				c.out = append(c.out, '\\', e)
+				c.pos += 2
+				escaped = true
+			case 'u':
+				if c.pos+6 > len(c.in) {
+					return "", false
+				}
+				h := string(c.in[c.pos+2 : c.pos+6])
+				switch {
+				case h == "003c":
+					c.out = append(c.out, '<')
+				case h == "003e":
+					c.out = append(c.out, '>')
+				case h == "0026":
+					c.out = append(c.out, '&')
+				case h == "2028", h == "2029":
+					c.out = append(c.out, c.in[c.pos:c.pos+6]...)
+					escaped = true
+				case h[0] == '0' && h[1] == '0' && (h[2] == '0' || h[2] == '1') && isLowerHex(h[3]):
+					v := (h[2]-'0')<<4 | hexVal(h[3])
+					if v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t' {
+						return "", false // encoding/json writes these short
+					}
+					c.out = append(c.out, c.in[c.pos:c.pos+6]...)
+					escaped = true
+				default:
+					return "", false
+				}
+				c.pos += 6
+			default:
+				return "", false
+			}
+		case ch < 0x20:
+			return "", false
+		case ch < utf8.RuneSelf:
+			c.out = append(c.out, ch)
+			c.pos++
+		default:
+			r, size := utf8.DecodeRune(c.in[c.pos:])
+			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+				return "", false
+			}
+			c.out = append(c.out, c.in[c.pos:c.pos+size]...)
+			c.pos += size
+		}
+	}
+	return "", false
+}
+
+func isLowerHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' }
+
+func hexVal(b byte) byte {
+	if b <= '9' {
+		return b - '0'
+	}
+	return b - 'a' + 10
+}
+
+// unescapeCanon returns the value of a string body str wrote.
+func unescapeCanon(b []byte) (string, bool) {
+	var s []byte
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			s = append(s, b[i])
+			continue
+		}
+		i++
+		switch b[i] {
+		case '"', '\\':
+			s = append(s, b[i])
+		case 'b':
+			s = append(s, '\b')
+		case 'f':
+			s = append(s, '\f')
+		case 'n':
+			s = append(s, '\n')
+		case 'r':
+			s = append(s, '\r')
+		case 't':
+			s = append(s, '\t')
+		case 'u':
+			v, err := strconv.ParseUint(string(b[i+1:i+5]), 16, 32)
+			if err != nil {
+				return "", false
+			}
+			s = utf8.AppendRune(s, rune(v))
+			i += 4
+		default:
+			return "", false
+		}
+	}
+	return string(s), true
+}
