@@ -867,14 +867,7 @@ func (e *Etcd) CompareAndSwap(ctx context.Context, key string, expect int64, val
 	if resp.Succeeded {
 		return resp.Header.Revision, nil
 	}
-	ce := &ConflictError{Key: key, Expected: expect}
-	if len(resp.Responses) == 1 {
-		if r := resp.Responses[0].GetResponseRange(); r != nil && len(r.Kvs) > 0 {
-			ce.CurrentValue = keyValue(r.Kvs[0], true)
-			ce.Current = ce.CurrentValue.ModRevision
-		}
-	}
-	return 0, ce
+	return 0, txnConflict(key, expect, resp)
 }
 
 // Member is one member of the cluster, as MemberList reports it.
@@ -1003,6 +996,12 @@ func (e *Etcd) CompareAndDelete(ctx context.Context, key string, expect int64) (
 	if resp.Succeeded {
 		return resp.Header.Revision, nil
 	}
+	return 0, txnConflict(key, expect, resp)
+}
+
+// txnConflict reports a compare-and-swap (or -delete) whose compare failed:
+// its Else branch read the key, which gives the current value, if any.
+func txnConflict(key string, expect int64, resp *clientv3.TxnResponse) *ConflictError {
 	ce := &ConflictError{Key: key, Expected: expect}
 	if len(resp.Responses) == 1 {
 		if r := resp.Responses[0].GetResponseRange(); r != nil && len(r.Kvs) > 0 {
@@ -1010,5 +1009,5 @@ func (e *Etcd) CompareAndDelete(ctx context.Context, key string, expect int64) (
 			ce.Current = ce.CurrentValue.ModRevision
 		}
 	}
-	return 0, ce
+	return ce
 }
