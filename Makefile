@@ -35,8 +35,10 @@ release:
 
 # test runs the whole suite: unit tests with real in-process etcd servers
 # and the CLI's txtar scripts (test-unit), then the end-to-end suite against
-# a real kube-apiserver (e2e; the first run builds the servers).
-test: test-unit e2e
+# a real kube-apiserver (e2e; the first run builds the servers), then the
+# live-etcd tests and the scripts against etcd v3.5, v3.6 and v3.7
+# processes (test-matrix; the first run builds v3.5 and v3.6).
+test: test-unit e2e test-matrix
 
 test-unit:
 	$(GO) test -count=1 -timeout 30m $(PKGS)
