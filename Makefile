@@ -35,8 +35,10 @@ release:
 
 # test runs the whole suite: unit tests with real in-process etcd servers
 # and the CLI's txtar scripts (test-unit), then the end-to-end suite against
-# a real kube-apiserver (e2e; the first run builds the servers).
-test: test-unit e2e
+# a real kube-apiserver (e2e; the first run builds the servers), then the
+# live-etcd tests and the scripts against etcd v3.5, v3.6 and v3.7
+# processes (test-matrix; the first run builds v3.5 and v3.6).
+test: test-unit e2e test-matrix
 
 test-unit:
 	$(GO) test -count=1 -timeout 30m $(PKGS)
@@ -87,7 +89,14 @@ clean:
 # ${XDG_CACHE_HOME:-~/.cache}/etcdpvc-e2e when missing (e2e/build-servers.sh;
 # a cold build takes 7 to 12 minutes on 2 cores) and runs the
 # end-to-end suite against them. It is a module of its own (e2e/go.mod).
-.PHONY: e2e
+.PHONY: e2e test-matrix
 e2e:
 	GO=$(GO) e2e/build-servers.sh
 	cd e2e && $(GO) test -count=1 -timeout 20m ./...
+
+# test-matrix runs the live-etcd store tests and the CLI's scripts against
+# real etcd v3.5, v3.6 and v3.7 processes (e2e/test-matrix.sh; the first run
+# builds v3.5 and v3.6 into ${XDG_CACHE_HOME:-~/.cache}/etcdpvc-e2e). See
+# docs/supported-versions.md.
+test-matrix:
+	GO=$(GO) e2e/test-matrix.sh

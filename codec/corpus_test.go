@@ -12,15 +12,31 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-// corpusFiles returns the .bin files under fixtures/corpus/plain: values
-// written by a real kube-apiserver v1.37.2 into etcd v3.7.3.
+// corpusFiles returns the .bin files under fixtures/corpus/plain (values
+// written by a real kube-apiserver v1.37.2 into etcd v3.7.3) and under
+// fixtures/corpus-v1.*/plain (the same kinds written by older apiservers,
+// see fixtures/apiserver).
 func corpusFiles(t testing.TB) []string {
 	t.Helper()
 	files, err := filepath.Glob("../fixtures/corpus/plain/*.bin")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no corpus files: %v", err)
 	}
-	return files
+	older, err := filepath.Glob("../fixtures/corpus-v1.*/plain/*.bin")
+	if err != nil || len(older) == 0 {
+		t.Fatalf("no corpus files of older apiservers: %v", err)
+	}
+	return append(files, older...)
+}
+
+// corpusName names a corpus file in a subtest: its base name, after the
+// apiserver version for an older apiserver's ("v1.34-pods__demo__web-0.bin").
+func corpusName(bin string) string {
+	dir := filepath.Base(filepath.Dir(filepath.Dir(bin)))
+	if v, ok := strings.CutPrefix(dir, "corpus-"); ok {
+		return v + "-" + filepath.Base(bin)
+	}
+	return filepath.Base(bin)
 }
 
 func readFile(t testing.TB, path string) []byte {
@@ -103,26 +119,32 @@ func deepCopy(m map[string]any) map[string]any {
 // bytes back exactly.
 func TestCorpusGolden(t *testing.T) {
 	for _, bin := range corpusFiles(t) {
-		t.Run(filepath.Base(bin), func(t *testing.T) {
-			stored := readFile(t, bin)
-			obj, err := Decode(stored)
-			if err != nil {
-				t.Fatalf("Decode: %v", err)
-			}
-			want := serverSetOnRead(twin(t, bin))
-			got := serverSetOnRead(obj.Content)
-			appliedOnRead(obj.GVK.Kind, want, got)
-			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("decoded object differs from kubectl's view (-kubectl +decoded):\n%s", diff)
-			}
-			if obj.Meta.Name != want["metadata"].(map[string]any)["name"] {
-				t.Errorf("Meta.Name = %q", obj.Meta.Name)
-			}
-			if err := obj.RoundTrips(); err != nil {
-				re, _ := obj.Reencode()
-				t.Errorf("Encode(Decode(v)) != v: %v\nstored:  %q\nencoded: %q", err, stored, re)
-			}
-		})
+		t.Run(corpusName(bin), func(t *testing.T) { checkGolden(t, bin) })
+	}
+}
+
+// checkGolden decodes the stored value in bin, compares it with the
+// apiserver's JSON beside it and checks that it re-encodes to the same
+// bytes.
+func checkGolden(t *testing.T, bin string) {
+	t.Helper()
+	stored := readFile(t, bin)
+	obj, err := Decode(stored)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	want := serverSetOnRead(twin(t, bin))
+	got := serverSetOnRead(obj.Content)
+	appliedOnRead(obj.GVK.Kind, want, got)
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("decoded object differs from kubectl's view (-kubectl +decoded):\n%s", diff)
+	}
+	if obj.Meta.Name != want["metadata"].(map[string]any)["name"] {
+		t.Errorf("Meta.Name = %q", obj.Meta.Name)
+	}
+	if err := obj.RoundTrips(); err != nil {
+		re, _ := obj.Reencode()
+		t.Errorf("Encode(Decode(v)) != v: %v\nstored:  %q\nencoded: %q", err, stored, re)
 	}
 }
 

@@ -2,7 +2,6 @@ package codec
 
 import (
 	"bytes"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -92,7 +91,7 @@ func TestEditMetaMatchesTypedEncode(t *testing.T) {
 	for _, bin := range corpusFiles(t) {
 		stored := readFile(t, bin)
 		for _, tc := range metaEdits {
-			t.Run(filepath.Base(bin)+"/"+tc.name, func(t *testing.T) {
+			t.Run(corpusName(bin)+"/"+tc.name, func(t *testing.T) {
 				got, err := EditMeta(stored, tc.edit)
 				if err != nil {
 					t.Fatalf("EditMeta: %v", err)

@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,7 +10,7 @@ import (
 // decode for every corpus value.
 func TestSummarizeMatchesDecode(t *testing.T) {
 	for _, bin := range corpusFiles(t) {
-		t.Run(filepath.Base(bin), func(t *testing.T) {
+		t.Run(corpusName(bin), func(t *testing.T) {
 			v := readFile(t, bin)
 			s, err := Summarize(v)
 			if err != nil {

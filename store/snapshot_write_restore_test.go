@@ -40,9 +40,15 @@ var (
 // etcdBinaries builds the real etcdutl and etcd of etcdVersion from their
 // Go modules, once, in a wrapper module of their own (the project's go.mod
 // does not require etcdutl), and caches them under
-// $XDG_CACHE_HOME/etcdpvc-test (or ~/.cache/etcdpvc-test).
+// $XDG_CACHE_HOME/etcdpvc-test (or ~/.cache/etcdpvc-test). When the tests
+// run on an external etcd (etcdtest.EnvEtcd), it returns that etcd and its
+// etcdutl, so a snapshot is restored and served by the release that wrote
+// it.
 func etcdBinaries(t *testing.T) (etcdutl, etcd string) {
 	t.Helper()
+	if e := etcdtest.ExternalEtcd(); e != "" {
+		return etcdtest.ExternalEtcdutl(), e
+	}
 	etcdBinOnce.Do(func() { etcdutlBin, etcdBin, etcdBinErr = buildEtcdBinaries() })
 	if etcdBinErr != nil {
 		t.Fatalf("build etcdutl and etcd %s: %v", etcdVersion, etcdBinErr)
