@@ -684,6 +684,11 @@ func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool
 	if w.base != nil {
 		return w.joinedScanLatest(ctx, prefix, includeDeleted, fn)
 	}
+	if w.lastRev == 0 {
+		if err := w.startKnown(); err != nil {
+			return fmt.Errorf("scan latest %s: no revision derived: %w", prefix, err)
+		}
+	}
 	for _, k := range w.keysUnder(prefix) {
 		if err := ctx.Err(); err != nil {
 			return err

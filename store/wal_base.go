@@ -243,3 +243,50 @@ func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDelete
 	}
 	return nil
 }
+
+// Lines describes the coverage for an operator, one line each: what the
+// log holds, the db it was replayed over, where revisions stop and why,
+// and a torn tail.
+func (c WALCoverage) Lines() []string {
+	out := []string{fmt.Sprintf("write-ahead log %s: raft entries %d (term %d) to %d (term %d), last commit %d, %d segments read",
+		c.Dir, c.FirstIndex, c.FirstTerm, c.LastIndex, c.LastTerm, c.Commit, len(c.Segments))}
+	if c.DB != "" {
+		out = append(out, fmt.Sprintf("replayed over db %s: consistent index %d, revision %d (%d entries of the log at or below it are in the db, not replayed)",
+			c.DB, c.ConsistentIndex, c.DBRevision, c.InDB))
+	}
+	switch {
+	case c.LastRevision != 0 && c.FirstRevision != 0 && c.FirstRevision > c.DBRevision:
+		out = append(out, fmt.Sprintf("revisions %d to %d derived from the log", c.FirstRevision, c.LastRevision))
+	case c.DB != "":
+		out = append(out, "the log's entries after the db's wrote no revision")
+	case c.LastRevision != 0:
+		out = append(out, fmt.Sprintf("revisions %d to %d derived from the log", c.FirstRevision, c.LastRevision))
+	}
+	if c.RevisionsStop != "" {
+		out = append(out, "revisions not established from here on: "+c.RevisionsStop)
+	}
+	if c.Tail != nil {
+		out = append(out, "torn tail (the log ends there): "+c.Tail.String())
+	}
+	return out
+}
+
+// Unsettled lists the log's writes of key after its write at revision rev
+// (0: all of them) whose outcome or revision the log does not establish:
+// the key may have changed after rev in a way the log cannot tell.
+func (w *WAL) Unsettled(key string, rev int64) []WALEntry {
+	var out []WALEntry
+	after := rev == 0 || (w.base != nil && rev <= w.cov.DBRevision)
+	for _, id := range w.writesOf(key) {
+		x := &w.r.all[id]
+		e := w.r.entry(x.entry)
+		if x.mod != 0 {
+			after = after || x.mod >= rev
+			continue
+		}
+		if after && (e.Outcome == OutcomeUnknown || e.Outcome == OutcomeApplied) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -21,7 +21,9 @@ type session struct {
 	// bolt is the --db file (nil without --db), for dump alone: every
 	// other command reaches the store through reader and the optional
 	// interfaces (store.Archive, store.Cluster).
-	bolt     *store.Bolt
+	bolt *store.Bolt
+	// wal is the --wal log (nil without --wal), also the reader.
+	wal      *store.WAL
 	enc      *encryption.Config
 	planner  surgery.Planner
 	resolver resource.Resolver
@@ -205,7 +207,12 @@ func openSession(e *env, g *globalOptions) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if g.DB != "" {
+	if g.WAL != "" {
+		if err := s.openWAL(e, g); err != nil {
+			s.Close()
+			return nil, err
+		}
+	} else if g.DB != "" {
 		b, err := store.OpenBolt(g.DB, boltOptions(e, g))
 		if err != nil {
 			s.Close()

@@ -155,8 +155,8 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 		return err
 	}
 	defer s.Close()
-	if o.AllRevisions && s.bolt == nil {
-		return usagef("--all-revisions needs --db: live etcd replays a key's history only one key at a time (use `etcdpvc history`)")
+	if o.AllRevisions && s.bolt == nil && s.wal == nil {
+		return usagef("--all-revisions needs --db or --wal: live etcd replays a key's history only one key at a time (use `etcdpvc history`)")
 	}
 	scope, err := scopeFor(s, o.Resource, o.Namespace, o.AllNamespaces)
 	if err != nil {
@@ -171,7 +171,8 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 		}
 	}
 	if o.AllRevisions {
-		err = s.bolt.ScanRevisions(e.ctx, scope.prefix, func(ev store.Event) error {
+		scan := s.reader.(store.Archive).ScanRevisions
+		err = scan(e.ctx, scope.prefix, func(ev store.Event) error {
 			return d.record(&ev.KV, ev.Deleted)
 		})
 	} else {
@@ -192,6 +193,9 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if werr := walUnsettled(s); werr != nil && (o.Rev == 0 || o.AllRevisions) {
+		return werr
 	}
 	unread := inspect.Unread{Encrypted: d.encrypted, Undecodable: d.undecodable}
 	if unread.Total() > 0 {
