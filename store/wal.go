@@ -115,6 +115,9 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 	}
 	var queue []pending
 	var commit, last uint64
+	// The db applied every entry up to its consistent index: they were
+	// committed, whatever state record the log kept.
+	commit = ci
 	started := false
 	flush := func() {
 		n := 0

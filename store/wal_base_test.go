@@ -173,10 +173,23 @@ func TestWALOverDB(t *testing.T) {
 	if dropped == 0 {
 		t.Fatal("the purge dropped no segment: the test does not start after a raft snapshot")
 	}
-	if alone, err := OpenWAL(ctx, walDir); err != nil {
+	alone, err := OpenWAL(ctx, walDir)
+	if err != nil {
 		t.Fatal(err)
-	} else if alone.Coverage().RevisionsStop == "" {
+	}
+	if alone.Coverage().RevisionsStop == "" {
 		t.Fatal("the purged log alone derives revisions")
+	}
+	// Alone, it holds the writes but establishes neither outcome nor
+	// revision, and says so rather than answer "nothing".
+	if un := alone.Unsettled(pvcKey, 0); len(un) != 3 {
+		t.Errorf("the log alone: %d unsettled writes of the pvc, want 3: %+v", len(un), un)
+	}
+	if _, _, err := alone.GetAtIndex(ctx, pvcKey, alone.Coverage().LastIndex); !errors.Is(err, ErrUndetermined) {
+		t.Errorf("the log alone, get at its last index: %v, want ErrUndetermined", err)
+	}
+	if err := alone.ScanLatest(ctx, "/registry/", true, func(*KeyValue, bool, int64) error { return nil }); !errors.Is(err, ErrUndetermined) {
+		t.Errorf("the log alone, scan latest: %v, want ErrUndetermined", err)
 	}
 
 	w, err := OpenWALOver(ctx, walDir, base)
