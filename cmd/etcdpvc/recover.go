@@ -228,9 +228,12 @@ func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, 
 			after = last.ModRevision
 		}
 		if un := s.wal.Unsettled(key, after); len(un) > 0 {
+			hint := undeterminedHint + "; `etcdpvc --wal DIR history` lists the writes"
+			if last != nil {
+				hint += fmt.Sprintf(", and --index N (below %d) recovers the object as the log establishes it then", un[0].Index)
+			}
 			return nil, withHint(fmt.Errorf("recover %s: the log holds %d write(s) of it from raft index %d on whose outcome or revision it cannot establish (%s): %w",
-				objectName(s.g.Prefix, key), len(un), un[0].Index, s.wal.Coverage().RevisionsStop, store.ErrUndetermined),
-				undeterminedHint+"; `etcdpvc --wal DIR history` lists the writes, --index N recovers the object as of raft index N")
+				objectName(s.g.Prefix, key), len(un), un[0].Index, s.wal.Coverage().RevisionsStop, store.ErrUndetermined), hint)
 		}
 	}
 	if last == nil {
