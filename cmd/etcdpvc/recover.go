@@ -233,7 +233,7 @@ func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, 
 				hint += fmt.Sprintf(", and --index N (below %d) recovers the object as the log establishes it then", un[0].Index)
 			}
 			return nil, withHint(fmt.Errorf("recover %s: the log holds %d write(s) of it from raft index %d on whose outcome or revision it cannot establish (%s): %w",
-				objectName(s.g.Prefix, key), len(un), un[0].Index, s.wal.Coverage().RevisionsStop, store.ErrUndetermined), hint)
+				objectName(s.g.Prefix, key), len(un), un[0].Index, un[0].Reason, store.ErrUndetermined), hint)
 		}
 	}
 	if last == nil {
