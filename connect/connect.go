@@ -73,6 +73,10 @@ type Options struct {
 	// With Out, the session writes into a copy of DB at Out
 	// (store.SnapshotCopy), never into DB.
 	DB, Out string
+	// WAL is a member's write-ahead log directory (or data directory) to
+	// read instead of a live etcd, replayed over DB when DB is given
+	// (store.OpenWALOver). Read-only, as DB.
+	WAL string
 	// LockTimeout, SkipHashCheck and HashCacheDir open DB (see
 	// store.BoltOptions); LockTimeout 0 does not wait for the lock.
 	LockTimeout   time.Duration
@@ -127,6 +131,8 @@ const (
 	StoreDB
 	// StoreSnapshotCopy is the --out copy of a --db file.
 	StoreSnapshotCopy
+	// StoreWAL is a --wal write-ahead log.
+	StoreWAL
 )
 
 // OpenError is a store that cannot be opened; Err is store's error.
@@ -235,6 +241,8 @@ type Session struct {
 	Reader store.Reader
 	// Bolt is the DB file (nil without DB, and for a snapshot copy).
 	Bolt *store.Bolt
+	// WAL is the WAL log (nil without WAL); it is also Reader.
+	WAL *store.WAL
 	// Enc is the encryption config (nil without one).
 	Enc      *encryption.Config
 	Planner  surgery.Planner
@@ -312,6 +320,31 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	}
 	s := &Session{Enc: enc, Planner: surgery.Planner{Enc: enc, Prefix: o.Prefix}}
 	switch {
+	case o.WAL != "" && o.Out != "":
+		s.Close()
+		return nil, &OptionError{Option: "--out " + o.Out, Err: errors.New("a write-ahead log is read-only: recover from it into a live etcd (--endpoints or --kubeadm), or into a copy of a db with --db IN --out OUT without --wal")}
+	case o.WAL != "":
+		var base *store.Bolt
+		if o.DB != "" {
+			b, err := store.OpenBolt(o.DB, o.BoltOptions())
+			if err != nil {
+				s.Close()
+				return nil, &OpenError{Kind: StoreDB, Err: err}
+			}
+			base = b
+		}
+		w, err := store.OpenWALOver(ctx, o.WAL, base)
+		if err != nil {
+			if base != nil {
+				base.Close()
+			}
+			s.Close()
+			return nil, &OpenError{Kind: StoreWAL, Err: err}
+		}
+		s.Reader, s.WAL, s.Bolt, s.Description = w, w, base, "write-ahead log "+o.WAL
+		if base != nil {
+			s.Description += " over " + o.DB
+		}
 	case o.Out != "":
 		sc, err := store.OpenSnapshotCopy(o.DB, o.Out, o.BoltOptions())
 		if err != nil {
@@ -486,6 +519,9 @@ func ObjectName(prefix, key string) string {
 func (s *Session) Close() {
 	if s.Reader != nil {
 		s.Reader.Close()
+	}
+	if s.Bolt != nil && store.Reader(s.Bolt) != s.Reader {
+		s.Bolt.Close() // the db a WAL was replayed over
 	}
 	if s.Enc != nil {
 		s.Enc.Close()

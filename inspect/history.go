@@ -37,6 +37,16 @@ type HistoryRow struct {
 	// Undecodable is true when the value could not be decrypted or
 	// decoded (Change says why).
 	Undecodable bool `json:"undecodable,omitempty"`
+	// Index and Term are the raft entry of a write read from a
+	// write-ahead log (0: a revision read from a db or etcd).
+	Index uint64 `json:"index,omitempty"`
+	Term  uint64 `json:"term,omitempty"`
+	// Outcome, for a write read from a write-ahead log: "applied", "not
+	// applied" or "unknown"; Revision is 0 unless applied with an
+	// established revision. Reason says why it was not applied or is
+	// unknown.
+	Outcome string `json:"outcome,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // HistoryReport is what History found: every revision of the key the
@@ -52,6 +62,9 @@ type HistoryReport struct {
 	// object are no longer held and where what is left starts.
 	CompactedStart string       `json:"compactedStart,omitempty"`
 	Rows           []HistoryRow `json:"events"`
+	// Log, for a history read from a write-ahead log, says what the log
+	// covers.
+	Log *store.WALCoverage `json:"log,omitempty"`
 	// Undecodable counts the rows whose value could not be read.
 	Undecodable int `json:"-"`
 }

@@ -39,6 +39,13 @@ type WALCoverage struct {
 	// RevisionsStop, when not empty, says from which entry on revisions
 	// are no longer derived, and why.
 	RevisionsStop string
+	// DB is the db the replay started from ("" : none), with its
+	// consistent index and revision; InDB counts the log's entries at or
+	// below that index (already in the db, not replayed).
+	DB              string
+	ConsistentIndex uint64
+	DBRevision      int64
+	InDB            int
 }
 
 // WAL is a member's write-ahead log read as a store: every write the log
@@ -53,6 +60,8 @@ type WAL struct {
 	keys     []string // keys with an applied write, sorted
 	firstRev int64
 	lastRev  int64
+	// base, when not nil, is the db the replay started from.
+	base *Bolt
 }
 
 var _ Archive = (*WAL)(nil)
@@ -71,13 +80,31 @@ var _ Archive = (*WAL)(nil)
 // A torn tail ends the log (WALCoverage.Tail); a damaged record is an
 // error wrapping walread.ErrCorrupt.
 func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
+	return OpenWALOver(ctx, dir, nil)
+}
+
+// OpenWALOver is OpenWAL started from base's state when base is not nil:
+// base is the same member's db, or a snapshot taken from it (see
+// wal_base.go). Entries at or below its consistent index are already in
+// it and are not replayed; later ones are, with revisions continuing from
+// its revision. The WAL then reads as one source: base's history followed
+// by the log's newer writes. It fails with an error wrapping ErrDBNewer
+// when base is newer than the log's end, ErrLogGap when the log does not
+// hold the entry after base's consistent index.
+func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 	l, err := walread.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	w := &WAL{log: l}
+	w := &WAL{log: l, base: base}
 	r := newReplay(w.value)
 	w.cov = WALCoverage{Dir: l.Dir, Counts: r.counts}
+	var ci uint64
+	if base != nil {
+		if ci, err = w.startFromBase(ctx, r); err != nil {
+			return nil, err
+		}
+	}
 	for _, s := range l.Segments {
 		w.cov.Segments = append(w.cov.Segments, s.Name)
 	}
@@ -88,6 +115,9 @@ func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
 	}
 	var queue []pending
 	var commit, last uint64
+	// The db applied every entry up to its consistent index: they were
+	// committed, whatever state record the log kept.
+	commit = ci
 	started := false
 	flush := func() {
 		n := 0
@@ -118,6 +148,28 @@ func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
 			e, err := walread.DecodeEntry(data)
 			if err != nil {
 				return fmt.Errorf("%s at offset %d: %w", l.Segments[pos.Segment].Name, pos.Offset, err)
+			}
+			if base != nil {
+				if !started {
+					w.cov.FirstIndex, w.cov.FirstTerm = e.Index, e.Term
+				}
+				if e.Index <= ci {
+					// Already in the db: not replayed.
+					started = true
+					if e.Index <= last {
+						queue = queue[:0]
+					}
+					w.cov.InDB++
+					last = e.Index
+					w.cov.LastIndex, w.cov.LastTerm = e.Index, e.Term
+					return nil
+				}
+				if last < ci || !started {
+					if e.Index != ci+1 {
+						return fmt.Errorf("%w: the db holds the entries up to raft index %d, the log resumes at %d (entries %d to %d are in neither)", ErrLogGap, ci, e.Index, ci+1, e.Index-1)
+					}
+					started, last = true, ci
+				}
 			}
 			switch {
 			case !started:
@@ -153,6 +205,13 @@ func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
 		return nil, fmt.Errorf("read write-ahead log: %w", err)
 	}
 	w.cov.Tail = tail
+	if base != nil && (!started || w.cov.LastIndex < ci) {
+		end := "the log holds no entry"
+		if started {
+			end = fmt.Sprintf("the log ends at raft index %d", w.cov.LastIndex)
+		}
+		return nil, fmt.Errorf("%w: the db holds the entries up to raft index %d, %s", ErrDBNewer, ci, end)
+	}
 	if tail != nil {
 		// Segments after the torn one were not read.
 		for i, name := range w.cov.Segments {
@@ -190,6 +249,9 @@ func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
 	if len(r.applied) > 0 {
 		w.firstRev = r.all[r.applied[0]].mod
 		w.lastRev = r.all[r.applied[len(r.applied)-1]].mod
+	}
+	if base != nil {
+		w.lastRev = max(w.lastRev, w.cov.DBRevision)
 	}
 	w.cov.FirstRevision, w.cov.LastRevision = w.firstRev, w.lastRev
 	if !r.known {
@@ -322,6 +384,9 @@ func (w *WAL) KeyWrites(ctx context.Context, key string, withValues bool, fn fun
 // ErrNotFound when the key did not exist then, ErrUndetermined when the
 // log does not establish it.
 func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyValue, WALEntry, error) {
+	if w.base != nil && index < w.cov.ConsistentIndex {
+		return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: the db holds the keyspace as of raft index %d only (read its revisions with --rev): %w", key, index, w.cov.ConsistentIndex, ErrUndetermined)
+	}
 	found := int32(-1)
 	for _, id := range w.writesOf(key) {
 		x := &w.r.all[id]
@@ -336,6 +401,13 @@ func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyVal
 		if e.Outcome == OutcomeUnknown || e.Outcome == OutcomeApplied {
 			return nil, e, fmt.Errorf("%s at raft index %d: entry %d wrote it with an outcome or revision the log does not establish: %w", key, index, e.Index, ErrUndetermined)
 		}
+	}
+	if found < 0 && w.base != nil {
+		kv, err := w.base.Get(ctx, key, 0)
+		if err != nil {
+			return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, err)
+		}
+		return kv, WALEntry{}, nil
 	}
 	if found < 0 {
 		if err := w.startKnown(); err != nil {
@@ -354,7 +426,7 @@ func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyVal
 // startKnown returns nil when the log starts from an empty keyspace (so a
 // key it never wrote did not exist), ErrUndetermined otherwise.
 func (w *WAL) startKnown() error {
-	if w.cov.FirstIndex == 1 {
+	if w.cov.FirstIndex == 1 || w.base != nil {
 		return nil
 	}
 	return fmt.Errorf("the log starts at raft index %d, after a raft snapshot: %w", w.cov.FirstIndex, ErrUndetermined)
@@ -370,7 +442,10 @@ func (w *WAL) writesOf(key string) []int32 {
 
 // value reads the value write id put, from the log.
 func (w *WAL) value(id int32) ([]byte, error) {
-	if from := w.r.all[id].valueFrom; from >= 0 {
+	switch from := w.r.all[id].valueFrom; {
+	case from == valueFromBase:
+		return w.baseValue(w.r.keyNames[w.r.all[id].key])
+	case from >= 0:
 		id = from
 	}
 	x := &w.r.all[id]
@@ -478,6 +553,9 @@ func (w *WAL) Get(ctx context.Context, key string, rev int64) (*KeyValue, error)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, err)
 	}
+	if w.base != nil {
+		return w.joinedGet(ctx, key, at)
+	}
 	x := w.at(key, at)
 	if x < 0 || w.deleted(x) {
 		return nil, fmt.Errorf("get %s at revision %d: %w", key, at, ErrNotFound)
@@ -494,6 +572,12 @@ func (w *WAL) List(ctx context.Context, prefix string, opts ListOptions, fn func
 	at, err := w.readRevision(opts.Revision)
 	if err != nil {
 		return 0, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	if w.base != nil {
+		if at <= w.dbRev() {
+			return w.base.List(ctx, prefix, ListOptions{Revision: at, KeysOnly: opts.KeysOnly}, fn)
+		}
+		return w.joinedList(ctx, prefix, opts, at, fn)
 	}
 	for _, k := range w.keysUnder(prefix) {
 		if err := ctx.Err(); err != nil {
@@ -529,6 +613,14 @@ func (w *WAL) History(ctx context.Context, key string, fn func(Event) error) (Hi
 	// Revisions are derived only from a log that starts with the
 	// keyspace: nothing before it is missing.
 	info := HistoryInfo{Revision: w.lastRev}
+	if w.base != nil {
+		// The db's history first: the log's writes come after it.
+		bi, err := w.base.History(ctx, key, fn)
+		if err != nil {
+			return info, err
+		}
+		info.CompactRevision = bi.CompactRevision
+	}
 	for _, x := range w.writesOf(key) {
 		if w.r.all[x].mod == 0 {
 			continue
@@ -546,6 +638,9 @@ func (w *WAL) History(ctx context.Context, key string, fn func(Event) error) (Hi
 
 // Info describes the log as a store.
 func (w *WAL) Info(ctx context.Context) (Info, error) {
+	if w.base != nil {
+		return Info{Description: "write-ahead log " + w.cov.Dir + " over db " + w.cov.DB, Revision: w.lastRev, CompactRevision: w.base.compactRevision()}, nil
+	}
 	return Info{Description: "write-ahead log " + w.cov.Dir, Revision: w.lastRev}, nil
 }
 
@@ -557,6 +652,11 @@ func (w *WAL) Close() error { return nil }
 func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(Event) error) error {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		return fmt.Errorf("scan revisions: prefix %q must end in \"/\"", prefix)
+	}
+	if w.base != nil {
+		if err := w.base.ScanRevisions(ctx, prefix, fn); err != nil {
+			return err
+		}
 	}
 	for i, x := range w.r.applied {
 		if i%4096 == 0 {
@@ -583,6 +683,14 @@ func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(Event) e
 func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		return fmt.Errorf("scan latest: prefix %q must end in \"/\"", prefix)
+	}
+	if w.base != nil {
+		return w.joinedScanLatest(ctx, prefix, includeDeleted, fn)
+	}
+	if w.lastRev == 0 {
+		if err := w.startKnown(); err != nil {
+			return fmt.Errorf("scan latest %s: no revision derived: %w", prefix, err)
+		}
 	}
 	for _, k := range w.keysUnder(prefix) {
 		if err := ctx.Err(); err != nil {

@@ -65,7 +65,7 @@ type walWrite struct {
 	mod, create, version, lease int64
 	key                         int32 // index into replay.keyNames
 	entry                       int32 // index into replay.entries
-	valueFrom                   int32 // for a put that kept the value: the write that carried it (-1: none)
+	valueFrom                   int32 // for a put that kept the value: the write that carried it (-1: none; valueFromBase: the db's value)
 	deleted                     bool
 	// path locates the PutRequest inside the entry's request: transaction
 	// op indices, success branch op i as i, failure branch op i as -i-1.
@@ -110,6 +110,9 @@ type replay struct {
 	keyNames []string
 	leases   map[int64]bool // granted and not revoked
 	valueOf  func(int32) ([]byte, error)
+	// baseValue, when not nil, reads a key's value in the db the replay
+	// started from (for a key the log has not written yet).
+	baseValue func(key string) ([]byte, error)
 
 	entries   []walEntry
 	notes     []walNote
@@ -475,9 +478,15 @@ func (r *replay) compare(c *pb.Compare) (result, known bool) {
 	for _, k := range keys {
 		s := r.keys[k]
 		var v []byte
-		if c.Target == pb.Compare_VALUE && s.last >= 0 {
+		if c.Target == pb.Compare_VALUE {
 			var err error
-			if v, err = r.valueOf(s.last); err != nil {
+			switch {
+			case s.last >= 0:
+				v, err = r.valueOf(s.last)
+			case r.baseValue != nil:
+				v, err = r.baseValue(k)
+			}
+			if err != nil {
 				return false, false
 			}
 		}
@@ -565,11 +574,14 @@ func (r *replay) record(idx int32, key string, o op, del bool) {
 		if !p.IgnoreLease {
 			s.lease = p.Lease
 		}
-		if p.IgnoreValue && s.last >= 0 {
+		switch {
+		case p.IgnoreValue && s.last >= 0:
 			w.valueFrom = s.last
-			if from := r.all[s.last].valueFrom; from >= 0 {
+			if from := r.all[s.last].valueFrom; from != -1 {
 				w.valueFrom = from
 			}
+		case p.IgnoreValue && r.baseValue != nil:
+			w.valueFrom = valueFromBase
 		}
 		w.mod, w.create, w.version, w.lease = s.mod, s.create, s.version, s.lease
 	}

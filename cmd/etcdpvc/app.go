@@ -54,6 +54,7 @@ var globalFlags = []globalFlag{
 	{name: "kubeadm", kind: 'b', usage: "take endpoints, certificates, overrides, prefix and encryption config from the kube-apiserver static pod manifest (they win over ETCDCTL_* variables, not over flags)"},
 	{name: "manifests-dir", kind: 's', def: "/etc/kubernetes/manifests", usage: "where --kubeadm finds kube-apiserver.yaml"},
 	{name: "db", kind: 's', usage: "read an etcd db or snapshot file instead of a live etcd"},
+	{name: "wal", kind: 's', usage: "read a member's write-ahead log (its wal dir or data dir, read-only); with --db (the same member's db or a snapshot of it) replayed from the db's state"},
 	{name: "lock-timeout", kind: 'd', def: "2s", usage: "with --db: how long to wait for the file lock (0: do not wait)"},
 	{name: "skip-hash-check", kind: 'b', usage: "with --db: go on when a snapshot's sha256 trailer does not match"},
 	{name: "encryption-config", kind: 's', usage: "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources"},
@@ -119,6 +120,7 @@ type globalOptions struct {
 	Kubeadm               bool
 	ManifestsDir          string
 	DB                    string
+	WAL                   string
 	LockTimeout           time.Duration
 	SkipHashCheck         bool
 	EncryptionConfig      string
@@ -262,6 +264,8 @@ func (o *globalOptions) set(name, s string, list []string) error {
 		o.ManifestsDir = s
 	case "db":
 		o.DB = s
+	case "wal":
+		o.WAL = s
 	case "lock-timeout":
 		o.LockTimeout, err = parseDuration(s)
 	case "skip-hash-check":

@@ -22,10 +22,12 @@ type session struct {
 	g  *globalOptions
 	// reader, enc, planner, resolver and description are cs's (see
 	// connect.Session).
-	reader      store.Reader
-	enc         *encryption.Config
-	planner     surgery.Planner
-	resolver    resource.Resolver
+	reader   store.Reader
+	enc      *encryption.Config
+	planner  surgery.Planner
+	resolver resource.Resolver
+	// wal is the --wal log (nil without --wal); it is also reader.
+	wal         *store.WAL
 	description string
 }
 
@@ -52,7 +54,7 @@ func (g *globalOptions) connectOptions(e *env) connect.Options {
 		DialTimeout: g.DialTimeout, CommandTimeout: g.CommandTimeout, Consistency: g.Consistency,
 		Prefix: g.Prefix, ServersOverrides: g.ServersOverrides,
 		Kubeadm: g.Kubeadm, ManifestsDir: g.ManifestsDir, KubeadmApplied: g.kubeadmApplied,
-		DB: g.DB, LockTimeout: g.LockTimeout, SkipHashCheck: g.SkipHashCheck,
+		DB: g.DB, WAL: g.WAL, LockTimeout: g.LockTimeout, SkipHashCheck: g.SkipHashCheck,
 		EncryptionConfig: g.EncryptionConfig,
 		Given:            g.explicit,
 		FromEnv:          map[string]connect.EnvValue{},
@@ -120,6 +122,8 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 		switch {
 		case errors.As(err, &oe):
 			return nil, &usageError{msg: err.Error()}
+		case errors.As(err, &se) && se.Kind == connect.StoreWAL:
+			return nil, walError(se.Err, g)
 		case errors.As(err, &se) && se.Kind == connect.StoreDB:
 			return nil, boltError(se.Err)
 		case errors.As(err, &se) && se.Kind == connect.StoreSnapshotCopy:
@@ -135,6 +139,12 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 		g2 := *g
 		g2.Endpoints = cs.Options.Endpoints
 		s.g = &g2
+	}
+	if cs.WAL != nil {
+		s.wal = cs.WAL
+		for _, l := range cs.WAL.Coverage().Lines() {
+			fmt.Fprintf(e.stderr, "etcdpvc: %s\n", l)
+		}
 	}
 	return s, nil
 }

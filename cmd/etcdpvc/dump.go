@@ -127,7 +127,7 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	}
 	defer s.Close()
 	if _, ok := s.reader.(store.Archive); o.AllRevisions && !ok {
-		return usagef("--all-revisions needs --db: live etcd replays a key's history only one key at a time (use `etcdpvc history`)")
+		return usagef("--all-revisions needs --db or --wal: live etcd replays a key's history only one key at a time (use `etcdpvc history`)")
 	}
 	scope, err := scopeFor(s, o.Resource, o.Namespace, o.AllNamespaces)
 	if err != nil {
@@ -164,6 +164,9 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if werr := walUnsettled(s); werr != nil && (o.Rev == 0 || o.AllRevisions) {
+		return werr
 	}
 	if res.Unread.Total() > 0 {
 		return withHint(&incompleteError{msg: res.Unread.Message() + "; their records say why"}, res.Unread.Hint())

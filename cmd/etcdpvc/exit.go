@@ -114,7 +114,7 @@ func exitCode(err error) int {
 		return exitPartial
 	case errors.Is(err, surgery.ErrNotAccepted):
 		return exitNotAccepted
-	case errors.Is(err, ErrIncomplete):
+	case errors.Is(err, ErrIncomplete), errors.Is(err, store.ErrUndetermined):
 		return exitIncomplete
 	case errors.Is(err, ErrDiffer):
 		return exitDiffer
@@ -176,6 +176,8 @@ func hintFor(err error) string {
 		return "the write may or may not have been applied: read the object again (etcdpvc get) and compare it with the backup before doing anything else"
 	case errors.Is(err, surgery.ErrKeyMismatch):
 		return "the stored value is another object than its key names: look at it with `etcdpvc get --etcd-key KEY -o yaml`; undelete --force edits it anyway"
+	case errors.Is(err, store.ErrUndetermined):
+		return undeterminedHint
 	case errors.Is(err, codec.ErrLossy):
 		return "edit metadata with undelete, finalizers, label or annotate: they work at the wire level and keep unknown fields"
 	}

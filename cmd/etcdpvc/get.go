@@ -19,6 +19,8 @@ type getOptions struct {
 	Print     printOptions
 	// Force writes -o raw to a terminal.
 	Force bool
+	// Index reads the object as of a raft index of --wal.
+	Index uint64
 }
 
 func getCommand() command {
@@ -30,7 +32,7 @@ func getCommand() command {
 			"metadata.resourceVersion set to the key's mod revision as the apiserver would show it.\n" +
 			"-o raw writes the stored bytes unchanged (ciphertext included); it refuses to write them\n" +
 			"to a terminal (binary output garbles it) unless --force. --rev reads a past revision that\n" +
-			"etcd has not compacted yet.",
+			"etcd has not compacted yet; with --wal, --index N reads the object as of raft index N of the log.",
 		examples: `etcdpvc get pvc www-web-0 -n demo
 etcdpvc get pv/pv-www-web-0 -o json
 etcdpvc get --etcd-key /registry/services/specs/default/kubernetes -o raw > svc.bin
@@ -38,13 +40,17 @@ etcdpvc --db snapshot.db get sts web -n demo --rev 1200`,
 		flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml, json or raw"},
 			&cli.Int64Flag{Name: "rev", Usage: "read at this revision (0: the latest)"},
+			indexFlag(),
 			&cli.BoolFlag{Name: "show-secrets", Usage: "print Secret values instead of their sizes"},
 			managedFieldsFlag(),
 			&cli.BoolFlag{Name: "force", Usage: "write -o raw to a terminal anyway"},
 		},
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := getOptions{Args: in.obj, Namespace: in.namespace, Key: in.key,
-				Rev: c.Int64("rev"), Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: !c.Bool("show-managed-fields")}, Force: c.Bool("force")}
+				Rev: c.Int64("rev"), Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: !c.Bool("show-managed-fields")}, Force: c.Bool("force"), Index: c.Uint64("index")}
+			if o.Index != 0 && o.Rev != 0 {
+				return usagef("give --rev or --index, not both")
+			}
 			if err := checkOutput(o.Print.Output, "yaml", "json", "raw"); err != nil {
 				return err
 			}
@@ -52,6 +58,9 @@ etcdpvc --db snapshot.db get sts web -n demo --rev 1200`,
 				if err := refuseRawToTerminal(e); err != nil {
 					return err
 				}
+			}
+			if o.Index != 0 && in.g.WAL == "" {
+				return usagef("--index N reads raft index N of a write-ahead log: give --wal")
 			}
 			return runGet(e, in.g, o)
 		},
@@ -67,6 +76,21 @@ func runGet(e *env, g *globalOptions, o getOptions) error {
 	ref, err := s.ref(o.Args, o.Namespace, o.Key)
 	if err != nil {
 		return err
+	}
+	if o.Index != 0 {
+		kv, err := getAtIndex(e, s, ref.Key, o.Index)
+		if err != nil {
+			return err
+		}
+		if o.Print.Output == "raw" {
+			_, err = e.stdout.Write(kv.Value)
+			return err
+		}
+		cur, err := s.planner.Open(e.ctx, *kv)
+		if err != nil {
+			return fmt.Errorf("get %s at raft index %d: %w", objectName(s.g.Prefix, ref.Key), o.Index, err)
+		}
+		return printObject(e.stdout, withResourceVersion(cur.Obj.Content, kv.ModRevision), o.Print)
 	}
 	if o.Print.Output == "raw" {
 		kv, err := s.reader.Get(e.ctx, ref.Key, o.Rev)

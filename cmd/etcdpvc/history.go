@@ -60,7 +60,12 @@ func runHistory(e *env, g *globalOptions, o historyOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := inspect.History(e.ctx, s.reader, ref, inspect.HistoryOptions{Planner: s.planner, ShowSecrets: o.ShowSecrets})
+	var rep *inspect.HistoryReport
+	if s.wal != nil {
+		rep, err = inspect.WALHistory(e.ctx, s.wal, ref, inspect.HistoryOptions{Planner: s.planner, ShowSecrets: o.ShowSecrets})
+	} else {
+		rep, err = inspect.History(e.ctx, s.reader, ref, inspect.HistoryOptions{Planner: s.planner, ShowSecrets: o.ShowSecrets})
+	}
 	if err != nil {
 		var none *inspect.NoHistoryError
 		if errors.As(err, &none) && none.Hint() != "" {
@@ -97,6 +102,9 @@ func printHistory(e *env, rep *inspect.HistoryReport, output string) error {
 	}
 	if rep.CompactedStart != "" {
 		fmt.Fprintf(e.stdout, "# %s\n", rep.CompactedStart)
+	}
+	if rep.Log != nil {
+		return printWALHistory(e, rep)
 	}
 	t := newTable(e.stdout, "REVISION", "VERSION", "CREATED", "LEASE", "CHANGE")
 	for _, r := range rep.Rows {

@@ -193,6 +193,12 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 	if err != nil {
 		return err
 	}
+	if werr := walUnsettled(s); werr != nil && (o.Rev == 0 || o.Deleted) {
+		if err := out.close(); err != nil {
+			return err
+		}
+		return werr
+	}
 	if out.n == 0 {
 		if err := out.close(); err != nil {
 			return err

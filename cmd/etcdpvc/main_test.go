@@ -112,7 +112,7 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 		sc, envPrefix, args = sc.named[args[1]], args[1]+"_", args[2:]
 	}
 	if len(args) == 0 {
-		ts.Fatalf("usage: etcd [-c NAME] start|put|get|meta|del|compact|db|snapshot|stop ...")
+		ts.Fatalf("usage: etcd [-c NAME] start|put|get|meta|del|compact|db|wal|snapshot|stop ...")
 	}
 	if args[0] != "start" && sc.c == nil {
 		ts.Fatalf("etcd %s: no cluster; run etcd start first", args[0])
@@ -185,6 +185,11 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("usage: etcd db VAR")
 		}
 		ts.Setenv(args[1], filepath.Join(sc.c.DataDir(0), "member", "snap", "db"))
+	case "wal":
+		if len(args) != 2 {
+			ts.Fatalf("usage: etcd wal VAR")
+		}
+		ts.Setenv(args[1], filepath.Join(sc.c.DataDir(0), "member", "wal"))
 	case "snapshot":
 		if len(args) != 2 {
 			ts.Fatalf("usage: etcd snapshot FILE")

@@ -22,6 +22,8 @@ type recoverOptions struct {
 	// LiveTarget: --endpoints or --kubeadm was given on the command line,
 	// so with --db the object is read from the file and written live.
 	LiveTarget bool
+	// Index recovers the object as of a raft index of --wal.
+	Index uint64
 }
 
 func recoverCommand() command {
@@ -60,6 +62,7 @@ etcdpvc --kubeadm recover namespace demo --rev 48210 --yes
 etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm -l app=web -n demo --yes`,
 		flags: append(withWrite(
 			&cli.Int64Flag{Name: "rev", Usage: "recover from this revision (default: the last one before the deletion)"},
+			indexFlag(),
 		), append([]cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "yaml, json or raw: print the recovered object (raw: the bytes that would be stored) and write nothing"}}, recoverSetFlags()...)...),
 		action: func(c *cli.Context, e *env, in *input) error {
 			if so, ok, err := recoverSetMode(c); err != nil {
@@ -77,7 +80,11 @@ etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm -l app=web -n demo --
 				return err
 			}
 			o := recoverOptions{Args: in.obj, Namespace: in.namespace, Key: in.key, Rev: c.Int64("rev"),
-				Output: c.String("output"), Write: readWriteOptions(c), LiveTarget: flagOnCommandLine(c, "endpoints") || flagOnCommandLine(c, "kubeadm")}
+				Output: c.String("output"), Write: readWriteOptions(c), LiveTarget: flagOnCommandLine(c, "endpoints") || flagOnCommandLine(c, "kubeadm"),
+				Index: c.Uint64("index")}
+			if o.Index != 0 && o.Rev != 0 {
+				return usagef("give --rev or --index, not both")
+			}
 			if o.Output != "" {
 				if err := checkOutput(o.Output, "yaml", "json", "raw"); err != nil {
 					return err
@@ -91,6 +98,12 @@ etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm -l app=web -n demo --
 			}
 			if o.Write.Out != "" && o.LiveTarget {
 				return usagef("give --out OUT (write into a copy of --db) or --endpoints/--kubeadm (write live), not both")
+			}
+			if o.Index != 0 && in.g.WAL == "" {
+				return usagef("--index N reads raft index N of a write-ahead log: give --wal")
+			}
+			if in.g.WAL != "" && o.Write.Out != "" {
+				return usagef("--out writes into a copy of --db, which does not hold the log's writes: with --wal, write live with --endpoints/--kubeadm, or print with -o yaml")
 			}
 			return runRecover(e, in.g, o)
 		},
@@ -122,7 +135,12 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 	if err != nil {
 		return err
 	}
-	kv, err := recoverSource(e, src, ref.Key, o.Rev)
+	var kv *store.KeyValue
+	if o.Index != 0 {
+		kv, err = getAtIndex(e, src, ref.Key, o.Index)
+	} else {
+		kv, err = recoverSource(e, src, ref.Key, o.Rev)
+	}
 	if err != nil {
 		return err
 	}
@@ -132,20 +150,20 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 
 	// The target: where the object is created.
 	dst := src
-	if g.DB != "" && o.Write.Out == "" {
+	if (g.DB != "" || g.WAL != "") && o.Write.Out == "" {
 		if !o.LiveTarget {
-			return &refusedError{msg: fmt.Sprintf("recover %s: %s: %v: nothing written", ref.Key, g.DB, store.ErrReadOnly),
+			return &refusedError{msg: fmt.Sprintf("recover %s: %s: %v: nothing written", ref.Key, src.description, store.ErrReadOnly),
 				hint: "print it with -o yaml or -o raw; write it into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
 		}
 		live := *g
-		live.DB = ""
+		live.DB, live.WAL = "", ""
 		dst, err = openSession(e, &live)
 		if err != nil {
 			return err
 		}
 		defer dst.Close()
 		dst.planner.ShowSecrets = o.Write.ShowSecrets
-		fmt.Fprintf(e.stderr, "etcdpvc: recovering %s from %s (revision %d) into %s\n", ref.Key, g.DB, kv.ModRevision, dst.description)
+		fmt.Fprintf(e.stderr, "etcdpvc: recovering %s from %s (revision %d) into %s\n", ref.Key, src.description, kv.ModRevision, dst.description)
 	}
 	plan, err := dst.planner.PlanRecover(e.ctx, dst.reader, *kv)
 	if err != nil {
@@ -190,6 +208,22 @@ func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recover %s: %w", key, err)
+	}
+	if s.wal != nil {
+		// Writes after the last established revision whose outcome the
+		// log cannot tell: the value found may not be the last one.
+		var after int64
+		if last != nil {
+			after = last.ModRevision
+		}
+		if un := s.wal.Unsettled(key, after); len(un) > 0 {
+			hint := undeterminedHint + "; `etcdpvc --wal DIR history` lists the writes"
+			if last != nil {
+				hint += fmt.Sprintf(", and --index N (below %d) recovers the object as the log establishes it then", un[0].Index)
+			}
+			return nil, withHint(fmt.Errorf("recover %s: the log holds %d write(s) of it from raft index %d on whose outcome or revision it cannot establish (%s): %w",
+				objectName(s.g.Prefix, key), len(un), un[0].Index, un[0].Reason, store.ErrUndetermined), hint)
+		}
 	}
 	if last == nil {
 		msg := fmt.Sprintf("recover %s: no revision with a value is held", key)

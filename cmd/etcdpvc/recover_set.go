@@ -103,6 +103,9 @@ func isNamespaceResource(name string) bool {
 }
 
 func runRecoverSet(e *env, g *globalOptions, o recoverSetOptions) error {
+	if g.WAL != "" {
+		return usagef("recover of a namespace or a selection does not read --wal: recover each object (recover RESOURCE NAME), or give a snapshot with --db")
+	}
 	if g.DB == "" && o.Rev == 0 {
 		what := "the objects"
 		if o.Namespace != "" {

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// walError adds a hint to a failure to open --wal.
+func walError(err error, g *globalOptions) error {
+	switch {
+	case errors.Is(err, store.ErrDBNewer):
+		return withHint(fmt.Errorf("--wal %s --db %s: %w", g.WAL, g.DB, err), "give the same member's wal and db, copied together (the wal after the db), or an older snapshot of its db")
+	case errors.Is(err, store.ErrLogGap):
+		return withHint(fmt.Errorf("--wal %s --db %s: %w", g.WAL, g.DB, err), "the member purged the log past the db: give a newer db of the same member (member/snap/db), or another member's wal")
+	case errors.Is(err, walread.ErrNoLog), errors.Is(err, fs.ErrNotExist):
+		return withHint(fmt.Errorf("%w: %w", store.ErrUnavailable, err), "--wal takes a member's wal directory (member/wal under etcd's --data-dir) or its data dir")
+	case errors.Is(err, fs.ErrPermission):
+		return withHint(fmt.Errorf("%w: %w", store.ErrUnavailable, err), "this user cannot read the log: run as root, or read a copy")
+	case errors.Is(err, walread.ErrCorrupt):
+		return withHint(err, "a record in the middle of the log is damaged; read another member's log")
+	}
+	return err
+}
+
+// undeterminedHint is the hint for store.ErrUndetermined.
+const undeterminedHint = "the write-ahead log cannot establish it: give the same member's db (member/snap/db) or a snapshot of it with --db, so that the log is replayed from the db's state; or read an earlier revision or raft index"
+
+// indexFlag is --index of get and recover.
+func indexFlag() cli.Flag {
+	return &cli.Uint64Flag{Name: "index", Usage: "with --wal: read the object as of this raft index of the log"}
+}
+
+// getAtIndex reads key as of raft index index of the session's --wal,
+// saying on stderr which entry wrote it.
+func getAtIndex(e *env, s *session, key string, index uint64) (*store.KeyValue, error) {
+	if s.wal == nil {
+		return nil, usagef("--index N reads raft index N of a write-ahead log: give --wal")
+	}
+	kv, ent, err := s.wal.GetAtIndex(e.ctx, key, index)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("%s at raft index %d: %w", objectName(s.g.Prefix, key), index, store.ErrNotFound)
+		}
+		return nil, err
+	}
+	switch {
+	case ent.Index == 0:
+		fmt.Fprintf(e.stderr, "etcdpvc: %s at raft index %d: revision %d of the db, unchanged by the log up to there\n", key, index, kv.ModRevision)
+	default:
+		fmt.Fprintf(e.stderr, "etcdpvc: %s at raft index %d: written by entry %d (term %d), revision %d\n", key, index, ent.Index, ent.Term, kv.ModRevision)
+	}
+	return kv, nil
+}
+
+// printWALHistory prints a history read from --wal: the raft entry and
+// outcome of each write, its revision only where it is established.
+func printWALHistory(e *env, rep *inspect.HistoryReport) error {
+	if rep.CompactedStart != "" {
+		fmt.Fprintf(e.stdout, "# %s\n", rep.CompactedStart)
+	}
+	dash := func(n int64) string {
+		if n == 0 {
+			return "-"
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	t := newTable(e.stdout, "INDEX", "TERM", "OUTCOME", "REVISION", "VERSION", "CREATED", "LEASE", "CHANGE")
+	for _, r := range rep.Rows {
+		index, term, outcome := "-", "-", "in the db"
+		if r.Index != 0 {
+			index, term, outcome = strconv.FormatUint(r.Index, 10), strconv.FormatUint(r.Term, 10), r.Outcome
+		}
+		lease := "-"
+		if r.Lease != 0 {
+			lease = strconv.FormatInt(r.Lease, 16)
+		}
+		ver, created := dash(r.Version), dash(r.CreateRevision)
+		if r.Deleted {
+			ver, created = "-", "-"
+		}
+		change := r.Change
+		if r.Reason != "" {
+			change += " (" + r.Reason + ")"
+		}
+		if err := t.Row(index, term, outcome, dash(r.Revision), ver, created, lease, change); err != nil {
+			return err
+		}
+	}
+	return t.Flush()
+}
+
+// walUnsettled returns an error wrapping ErrIncomplete when the session
+// reads a log whose revisions stop before its end: a listing of the
+// latest state lacks the writes the log cannot place.
+func walUnsettled(s *session) error {
+	if s.wal == nil {
+		return nil
+	}
+	cov := s.wal.Coverage()
+	if cov.RevisionsStop == "" {
+		return nil
+	}
+	at := "no revision"
+	if cov.LastRevision != 0 {
+		at = fmt.Sprintf("revision %d only", cov.LastRevision)
+	}
+	return withHint(&incompleteError{msg: fmt.Sprintf("the log establishes the keyspace up to %s: its later writes are not in this output (%s)", at, cov.RevisionsStop)},
+		undeterminedHint)
+}

@@ -1,0 +1,111 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// WALHistory reads every write of ref's key a write-ahead log holds, in
+// log order, each with its raft index and term, its outcome (applied, not
+// applied, unknown), its revision where the log establishes it, and what
+// it changed. When the log was replayed over a db (store.OpenWALOver),
+// the db's revisions of the key come first. A write not applied, or whose
+// outcome is unknown, never shows a revision. A key the log never wrote
+// (and the db does not hold) gives an error wrapping store.ErrNotFound
+// that says what the log covers.
+func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOptions) (*HistoryReport, error) {
+	cov := w.Coverage()
+	rep := &HistoryReport{Key: ref.Key, Log: &cov}
+	var prev map[string]any
+	var prevEnc string
+	// row fills a row's change label from kv; keep says whether the state
+	// it reaches is the key's next state (applied or unknown writes).
+	label := func(row *HistoryRow, kv store.KeyValue, deleted, keep bool) {
+		if deleted {
+			row.Change = "deleted"
+			if keep {
+				prev = nil
+			}
+			return
+		}
+		cur, err := o.Planner.Open(ctx, kv)
+		if err != nil {
+			row.Change = "undecodable: " + err.Error()
+			row.Undecodable = true
+			rep.Undecodable++
+			if keep {
+				prev = nil
+			}
+			return
+		}
+		enc := "in the clear"
+		if cur.Encrypted != nil {
+			enc = "encrypted with " + cur.Encrypted.String()
+		}
+		version := kv.Version
+		if version == 0 && prev == nil {
+			// Revision not established: say what it wrote.
+			row.Change = "wrote the object"
+		} else {
+			row.Change = changeLabel(version, prev, cur.Obj.Content, prevEnc, enc, o.ShowSecrets)
+		}
+		if keep {
+			prev, prevEnc = cur.Obj.Content, enc
+		}
+	}
+	if cov.DB != "" {
+		info, err := w.History(ctx, ref.Key, func(ev store.Event) error {
+			if ev.KV.ModRevision > cov.DBRevision {
+				return nil
+			}
+			row := HistoryRow{Revision: ev.KV.ModRevision, Version: ev.KV.Version, CreateRevision: ev.KV.CreateRevision, Lease: ev.KV.Lease, Deleted: ev.Deleted}
+			label(&row, ev.KV, ev.Deleted, true)
+			rep.Rows = append(rep.Rows, row)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		rep.CompactRevision = info.CompactRevision
+		if len(rep.Rows) > 0 {
+			rep.CompactedStart = compactedStart(rep.Rows[0], info.CompactRevision)
+		}
+	}
+	err := w.KeyWrites(ctx, ref.Key, true, func(kw store.KeyWrite) error {
+		e := kw.Entry
+		row := HistoryRow{Index: e.Index, Term: e.Term, Outcome: e.Outcome.String(), Reason: e.Reason, Deleted: kw.Event.Deleted}
+		established := e.Outcome == store.OutcomeApplied && kw.Event.KV.ModRevision != 0
+		if established {
+			row.Revision, row.Version, row.CreateRevision, row.Lease = kw.Event.KV.ModRevision, kw.Event.KV.Version, kw.Event.KV.CreateRevision, kw.Event.KV.Lease
+		} else if e.Outcome == store.OutcomeApplied {
+			row.Outcome = "applied, revision unknown"
+			row.Reason = cov.RevisionsStop
+		}
+		kv := kw.Event.KV
+		if !established {
+			kv.Version = 0
+		}
+		label(&row, kv, kw.Event.Deleted, e.Outcome != store.OutcomeNotApplied)
+		rep.Rows = append(rep.Rows, row)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	info, err := w.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.Revision = info.Revision
+	if len(rep.Rows) == 0 {
+		what := fmt.Sprintf("the log (raft entries %d to %d)", cov.FirstIndex, cov.LastIndex)
+		if cov.DB != "" {
+			what += " nor the db " + cov.DB
+		}
+		return nil, fmt.Errorf("history of %s: no write of it in %s: %w", ObjectName(ref), what, store.ErrNotFound)
+	}
+	return rep, nil
+}

@@ -1,0 +1,292 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A member's log almost always starts after a raft snapshot: etcd
+// snapshots every --snapshot-count entries and purges older segments, so
+// the log alone establishes no revision. The member's db (or a snapshot
+// taken from it) holds the keyspace as of its consistent index: the replay
+// starts from that state (every live key's create, mod, version and lease,
+// the leases granted, the revision and compaction), skips the entries the
+// db already holds and applies the newer ones with revisions continuing
+// from the db's. The joined source reads as one: the db's history, then
+// the log's newer writes.
+
+var (
+	// ErrDBNewer means the db given as the replay's start holds entries
+	// the log does not reach: it is newer than the log's end (another
+	// member's db, or a db taken after the log was copied).
+	ErrDBNewer = errors.New("the db is newer than the write-ahead log")
+	// ErrLogGap means the log does not hold the entry after the db's
+	// consistent index: the entries between them are in neither.
+	ErrLogGap = errors.New("the write-ahead log does not continue the db")
+)
+
+// valueFromBase marks a put that kept the value a key had in the db.
+const valueFromBase = -2
+
+// startFromBase loads w.base's state into r and returns the db's
+// consistent index.
+func (w *WAL) startFromBase(ctx context.Context, r *replay) (uint64, error) {
+	b := w.base
+	m := b.Meta()
+	if m.ConsistentIndex == 0 {
+		return 0, fmt.Errorf("db %s records no consistent index: it cannot tell which log entries it holds", b.path)
+	}
+	r.rev = m.Revision
+	r.compact = b.compactRevision()
+	r.baseValue = w.baseValue
+	leases, err := b.leaseIDs()
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range leases {
+		r.leases[id] = true
+	}
+	_, err = b.List(ctx, "", ListOptions{KeysOnly: true}, func(kv *KeyValue) error {
+		s := r.key([]byte(kv.Key))
+		s.exists, s.create, s.mod, s.version, s.lease = true, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease
+		if kv.Lease != 0 {
+			// A live key's lease exists: revoking it deletes the key.
+			r.leases[kv.Lease] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read the db's keys: %w", err)
+	}
+	w.cov.DB, w.cov.ConsistentIndex, w.cov.DBRevision = b.path, m.ConsistentIndex, m.Revision
+	return m.ConsistentIndex, nil
+}
+
+// leaseIDs lists the leases the file's "lease" bucket holds.
+func (b *Bolt) leaseIDs() ([]int64, error) {
+	var ids []int64
+	err := b.view(func(tx *bolt.Tx, _ *viewGuard) error {
+		lb := tx.Bucket(leaseBucketName)
+		if lb == nil {
+			return nil
+		}
+		return lb.ForEach(func(k, _ []byte) error {
+			if len(k) == 8 {
+				ids = append(ids, int64(binary.BigEndian.Uint64(k)))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the db's leases: %w", err)
+	}
+	return ids, nil
+}
+
+// baseValue reads key's value in the db (its state before the log's
+// writes).
+func (w *WAL) baseValue(key string) ([]byte, error) {
+	kv, err := w.base.Get(context.Background(), key, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read value of %s in the db: %w", key, err)
+	}
+	return kv.Value, nil
+}
+
+// dbRev is the db's revision (0: no db).
+func (w *WAL) dbRev() int64 { return w.cov.DBRevision }
+
+// joinedGet is Get over the db and the log.
+func (w *WAL) joinedGet(ctx context.Context, key string, at int64) (*KeyValue, error) {
+	if at <= w.dbRev() {
+		return w.base.Get(ctx, key, at)
+	}
+	if x := w.at(key, at); x >= 0 {
+		if w.deleted(x) {
+			return nil, fmt.Errorf("get %s at revision %d: %w", key, at, ErrNotFound)
+		}
+		return w.kv(x, true)
+	}
+	kv, err := w.base.Get(ctx, key, 0)
+	if err != nil {
+		return nil, fmt.Errorf("get %s at revision %d: %w", key, at, err)
+	}
+	return kv, nil
+}
+
+// mergeLog walks the log's keys under prefix in key order alongside a
+// base scan (in key order): scan calls its callback for each base key;
+// both is called for every key of either, with the base key's callback
+// arguments when the base holds it (hasBase).
+func (w *WAL) mergeLog(prefix string, scan func(func(key string, call func() error) error) error, logOnly func(key string) error) error {
+	logKeys := w.keysUnder(prefix)
+	i := 0
+	err := scan(func(key string, call func() error) error {
+		for i < len(logKeys) && logKeys[i] < key {
+			if err := logOnly(logKeys[i]); err != nil {
+				return err
+			}
+			i++
+		}
+		if i < len(logKeys) && logKeys[i] == key {
+			i++
+		}
+		return call()
+	})
+	if err != nil {
+		return err
+	}
+	for ; i < len(logKeys); i++ {
+		if err := logOnly(logKeys[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// joinedList is List over the db and the log, at a revision past the db's.
+func (w *WAL) joinedList(ctx context.Context, prefix string, opts ListOptions, at int64, fn func(*KeyValue) error) (int64, error) {
+	fromLog := func(key string) (bool, error) {
+		x := w.at(key, at)
+		if x < 0 {
+			return false, nil
+		}
+		if w.deleted(x) {
+			return true, nil
+		}
+		kv, err := w.kv(x, !opts.KeysOnly)
+		if err != nil {
+			return true, err
+		}
+		return true, fn(kv)
+	}
+	err := w.mergeLog(prefix, func(each func(string, func() error) error) error {
+		_, err := w.base.List(ctx, prefix, ListOptions{KeysOnly: opts.KeysOnly}, func(kv *KeyValue) error {
+			return each(kv.Key, func() error {
+				done, err := fromLog(kv.Key)
+				if done || err != nil {
+					return err
+				}
+				return fn(kv)
+			})
+		})
+		return err
+	}, func(key string) error {
+		_, err := fromLog(key)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	return at, nil
+}
+
+// joinedScanLatest is ScanLatest over the db and the log.
+func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error {
+	// fromLog handles key when the log wrote it; baseKV is its newest live
+	// state in the db (nil: none).
+	fromLog := func(key string, baseKV *KeyValue) (bool, error) {
+		x := w.at(key, w.lastRev)
+		if x < 0 {
+			return false, nil
+		}
+		if !w.deleted(x) {
+			kv, err := w.kv(x, true)
+			if err != nil {
+				return true, err
+			}
+			return true, fn(kv, false, 0)
+		}
+		if !includeDeleted {
+			return true, nil
+		}
+		delRev := w.r.all[x].mod
+		kv := &KeyValue{Key: key}
+		switch prev := w.at(key, delRev-1); {
+		case prev >= 0 && !w.deleted(prev):
+			var err error
+			if kv, err = w.kv(prev, true); err != nil {
+				return true, err
+			}
+		case prev < 0 && baseKV != nil:
+			kv = baseKV
+		}
+		return true, fn(kv, true, delRev)
+	}
+	err := w.mergeLog(prefix, func(each func(string, func() error) error) error {
+		return w.base.ScanLatest(ctx, prefix, true, func(kv *KeyValue, deleted bool, deleteRev int64) error {
+			return each(kv.Key, func() error {
+				var live *KeyValue
+				if kv.ModRevision != 0 {
+					live = kv
+				}
+				done, err := fromLog(kv.Key, live)
+				if done || err != nil {
+					return err
+				}
+				if deleted && !includeDeleted {
+					return nil
+				}
+				return fn(kv, deleted, deleteRev)
+			})
+		})
+	}, func(key string) error {
+		_, err := fromLog(key, nil)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("scan latest %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// Lines describes the coverage for an operator, one line each: what the
+// log holds, the db it was replayed over, where revisions stop and why,
+// and a torn tail.
+func (c WALCoverage) Lines() []string {
+	out := []string{fmt.Sprintf("write-ahead log %s: raft entries %d (term %d) to %d (term %d), last commit %d, %d segments read",
+		c.Dir, c.FirstIndex, c.FirstTerm, c.LastIndex, c.LastTerm, c.Commit, len(c.Segments))}
+	if c.DB != "" {
+		out = append(out, fmt.Sprintf("replayed over db %s: consistent index %d, revision %d (%d entries of the log at or below it are in the db, not replayed)",
+			c.DB, c.ConsistentIndex, c.DBRevision, c.InDB))
+	}
+	switch {
+	case c.LastRevision != 0 && c.FirstRevision != 0 && c.FirstRevision > c.DBRevision:
+		out = append(out, fmt.Sprintf("revisions %d to %d derived from the log", c.FirstRevision, c.LastRevision))
+	case c.DB != "":
+		out = append(out, "the log's entries after the db's wrote no revision")
+	case c.LastRevision != 0:
+		out = append(out, fmt.Sprintf("revisions %d to %d derived from the log", c.FirstRevision, c.LastRevision))
+	}
+	if c.RevisionsStop != "" {
+		out = append(out, "revisions not established from here on: "+c.RevisionsStop)
+	}
+	if c.Tail != nil {
+		out = append(out, "torn tail (the log ends there): "+c.Tail.String())
+	}
+	return out
+}
+
+// Unsettled lists the log's writes of key after its write at revision rev
+// (0: all of them) whose outcome or revision the log does not establish:
+// the key may have changed after rev in a way the log cannot tell.
+func (w *WAL) Unsettled(key string, rev int64) []WALEntry {
+	var out []WALEntry
+	after := rev == 0 || (w.base != nil && rev <= w.cov.DBRevision)
+	for _, id := range w.writesOf(key) {
+		x := &w.r.all[id]
+		e := w.r.entry(x.entry)
+		if x.mod != 0 {
+			after = after || x.mod >= rev
+			continue
+		}
+		if after && (e.Outcome == OutcomeUnknown || e.Outcome == OutcomeApplied) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

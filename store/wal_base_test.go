@@ -1,0 +1,300 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	etcdwal "go.etcd.io/etcd/server/v3/storage/wal"
+
+	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+)
+
+// purgeCopy copies a wal directory as etcd's purge after a raft snapshot
+// leaves it: without the segments whose entries all precede index from
+// (every segment before the last one starting at or below it).
+func purgeCopy(t *testing.T, walDir string, from uint64) (dir string, dropped int) {
+	t.Helper()
+	dir = copyDir(t, walDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var segs []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".wal") {
+			segs = append(segs, e.Name())
+		}
+	}
+	sort.Strings(segs)
+	keep := 0
+	for i, name := range segs {
+		var seq, index uint64
+		if _, err := fmt.Sscanf(name, "%016x-%016x.wal", &seq, &index); err != nil {
+			t.Fatalf("segment name %s: %v", name, err)
+		}
+		if index <= from {
+			keep = i
+		}
+	}
+	for _, name := range segs[:keep] {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, keep
+}
+
+// dropSegmentsFrom removes from a wal directory copy every segment
+// starting at or below index (the log then resumes after it).
+func dropSegmentsFrom(t *testing.T, dir string, index uint64) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		var seq, start uint64
+		if _, err := fmt.Sscanf(e.Name(), "%016x-%016x.wal", &seq, &start); err == nil && start <= index {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestWALOverDB starts the replay from a db: a real member snapshots
+// often and its log is purged up to a snapshot of its db taken before a
+// PersistentVolumeClaim and a Secret were updated and deleted; then etcd
+// compacts and defragments. The snapshot and the log together give every
+// key as the live etcd holds it, and the deleted objects' last values with
+// their revisions.
+func TestWALOverDB(t *testing.T) {
+	defer func(n int64) { etcdwal.SegmentSizeBytes = n }(etcdwal.SegmentSizeBytes)
+	etcdwal.SegmentSizeBytes = 64 << 10 // many segments, so the purge drops some
+
+	ctx := context.Background()
+	c := etcdtest.Start(t, etcdtest.Options{SnapshotCount: 50})
+	cli := c.Client(t)
+
+	pvcKey := "/registry/persistentvolumeclaims/demo/www-web-0"
+	secretKey := "/registry/secrets/demo/web-secret"
+	pending := readCorpus(t, "plain/persistentvolumeclaims__demo__www-web-0__pending.bin")
+	terminating := readCorpus(t, "plain/persistentvolumeclaims__demo__www-web-0__terminating.bin")
+	secret1 := readCorpus(t, "encrypted/secrets__demo__web-secret__aescbc.bin")
+	secret2 := readCorpus(t, "encrypted/secrets__demo__web-secret-enc__aescbc.bin")
+	filler := bytes.Repeat([]byte("x"), 1024)
+	fill := func(prefix string, n int, lease clientv3.LeaseID) {
+		for i := range n {
+			if _, err := cli.Put(ctx, fmt.Sprintf("/registry/events/demo/%s-%d", prefix, i), string(filler), clientv3.WithLease(lease)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	want := map[string][]wantRev{}
+	write := func(key string, expect int64, value []byte, del bool) int64 {
+		rev, ok := kubeWrite(t, cli, key, expect, value, del)
+		if !ok {
+			t.Fatalf("%s: compare on revision %d failed", key, expect)
+		}
+		want[key] = append(want[key], wantRev{rev: rev, value: value, deleted: del})
+		return rev
+	}
+	lease, err := cli.Grant(ctx, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := write(pvcKey, 0, pending, false)
+	s := write(secretKey, 0, secret1, false)
+	fill("before", 200, lease.ID)
+	fill("kept", 20, 0)
+
+	// A snapshot of the member's db, taken before the incident.
+	snapPath := filepath.Join(t.TempDir(), "snap.db")
+	rc, err := cli.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(snapPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ReadFrom(rc); err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	f.Close()
+	early := copyDir(t, filepath.Join(c.DataDir(0), "member", "wal"))
+
+	// The incident: updates, a failed compare-and-swap, a lease revoked
+	// (its keys deleted), the objects deleted, history compacted away.
+	r = write(pvcKey, r, terminating, false)
+	if _, ok := kubeWrite(t, cli, pvcKey, r-1, pending, false); ok {
+		t.Fatal("a stale compare-and-swap succeeded")
+	}
+	s = write(secretKey, s, secret2, false)
+	fill("after", 200, 0)
+	if _, err := cli.Revoke(ctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	write(pvcKey, r, nil, true)
+	last := write(secretKey, s, nil, true)
+	if _, err := cli.Compact(ctx, last, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Defragment(ctx, c.Endpoints()[0]); err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]*KeyValue{}
+	resp, err := cli.Get(ctx, "/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		live[string(kv.Key)] = &KeyValue{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease}
+	}
+	c.StopMember(0)
+
+	base, err := OpenBolt(snapPath, BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	ci := base.Meta().ConsistentIndex
+	walDir, dropped := purgeCopy(t, filepath.Join(c.DataDir(0), "member", "wal"), ci+1)
+	if dropped == 0 {
+		t.Fatal("the purge dropped no segment: the test does not start after a raft snapshot")
+	}
+	alone, err := OpenWAL(ctx, walDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone.Coverage().RevisionsStop == "" {
+		t.Fatal("the purged log alone derives revisions")
+	}
+	// Alone, it holds the writes but establishes neither outcome nor
+	// revision, and says so rather than answer "nothing".
+	if un := alone.Unsettled(pvcKey, 0); len(un) != 3 {
+		t.Errorf("the log alone: %d unsettled writes of the pvc, want 3: %+v", len(un), un)
+	}
+	if _, _, err := alone.GetAtIndex(ctx, pvcKey, alone.Coverage().LastIndex); !errors.Is(err, ErrUndetermined) {
+		t.Errorf("the log alone, get at its last index: %v, want ErrUndetermined", err)
+	}
+	if err := alone.ScanLatest(ctx, "/registry/", true, func(*KeyValue, bool, int64) error { return nil }); !errors.Is(err, ErrUndetermined) {
+		t.Errorf("the log alone, scan latest: %v, want ErrUndetermined", err)
+	}
+
+	w, err := OpenWALOver(ctx, walDir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cov := w.Coverage()
+	t.Logf("coverage: entries %d-%d, db consistent index %d (revision %d), %d entries in the db, revisions %d-%d, %d segments",
+		cov.FirstIndex, cov.LastIndex, cov.ConsistentIndex, cov.DBRevision, cov.InDB, cov.FirstRevision, cov.LastRevision, len(cov.Segments))
+	if cov.RevisionsStop != "" {
+		t.Fatalf("revisions stop: %s", cov.RevisionsStop)
+	}
+	if cov.FirstIndex <= 1 || cov.FirstIndex > ci+1 || cov.ConsistentIndex != ci {
+		t.Fatalf("coverage %+v, db consistent index %d", cov, ci)
+	}
+	info, err := w.Info(ctx)
+	if err != nil || info.Revision != last {
+		t.Fatalf("info %+v, %v: want revision %d", info, err, last)
+	}
+
+	// Every key as the live etcd holds it.
+	got := map[string]*KeyValue{}
+	if _, err := w.List(ctx, "", ListOptions{}, func(kv *KeyValue) error {
+		got[kv.Key] = kv
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(live) {
+		t.Errorf("joined source lists %d keys, live etcd %d", len(got), len(live))
+	}
+	for k, l := range live {
+		g := got[k]
+		if g == nil || !bytes.Equal(g.Value, l.Value) || g.CreateRevision != l.CreateRevision || g.ModRevision != l.ModRevision || g.Version != l.Version || g.Lease != l.Lease {
+			t.Errorf("%s: joined %+v, live %+v", k, g, l)
+		}
+	}
+
+	// The deleted objects: their history, last values and revisions.
+	for key, revs := range want {
+		var evs []Event
+		if _, err := w.History(ctx, key, func(e Event) error {
+			evs = append(evs, e)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != len(revs) {
+			t.Fatalf("%s: history has %d events, want %d: %+v", key, len(evs), len(revs), evs)
+		}
+		for i, e := range evs {
+			if e.KV.ModRevision != revs[i].rev || e.Deleted != revs[i].deleted || !bytes.Equal(e.KV.Value, revs[i].value) {
+				t.Errorf("%s event %d: revision %d deleted %v, want revision %d deleted %v", key, i, e.KV.ModRevision, e.Deleted, revs[i].rev, revs[i].deleted)
+			}
+		}
+		prev := revs[len(revs)-2]
+		if kv, err := w.Get(ctx, key, prev.rev); err != nil || !bytes.Equal(kv.Value, prev.value) {
+			t.Errorf("%s at revision %d: %v", key, prev.rev, err)
+		}
+		if _, err := w.Get(ctx, key, 0); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s now: %v, want not found", key, err)
+		}
+	}
+	deleted := map[string]int64{}
+	if err := w.ScanLatest(ctx, "/registry/", true, func(kv *KeyValue, del bool, delRev int64) error {
+		if del {
+			deleted[kv.Key] = delRev
+			if key := kv.Key; key == pvcKey && !bytes.Equal(kv.Value, terminating) || key == secretKey && !bytes.Equal(kv.Value, secret2) {
+				t.Errorf("%s: last value before the deletion is not the last one written", key)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if deleted[pvcKey] != want[pvcKey][2].rev || deleted[secretKey] != last || len(deleted) != 2+200 {
+		t.Errorf("deleted: %d keys, pvc at %d, secret at %d", len(deleted), deleted[pvcKey], deleted[secretKey])
+	}
+	var outcomes []string
+	if err := w.KeyWrites(ctx, pvcKey, false, func(kw KeyWrite) error {
+		outcomes = append(outcomes, fmt.Sprintf("%v@%d", kw.Entry.Outcome, kw.Event.KV.ModRevision))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if w := fmt.Sprintf("[applied@%d not applied@0 applied@%d]", want[pvcKey][1].rev, want[pvcKey][2].rev); fmt.Sprint(outcomes) != w {
+		t.Errorf("pvc writes in the log: %v, want %s", outcomes, w)
+	}
+
+	// The db is newer than a log copied before it was taken.
+	cur, err := OpenBolt(filepath.Join(c.DataDir(0), "member", "snap", "db"), BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	if _, err := OpenWALOver(ctx, early, cur); !errors.Is(err, ErrDBNewer) {
+		t.Errorf("db newer than the log: %v", err)
+	} else {
+		t.Log(err)
+	}
+	// A log resuming after the entry that follows the db's.
+	dropSegmentsFrom(t, walDir, ci+1)
+	if _, err := OpenWALOver(ctx, walDir, base); !errors.Is(err, ErrLogGap) {
+		t.Errorf("log resuming after the db: %v", err)
+	} else {
+		t.Log(err)
+	}
+}
