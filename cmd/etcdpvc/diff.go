@@ -80,82 +80,18 @@ etcdpvc diff before.db after.db secrets -n demo -o diff`,
 	}
 }
 
-// diffSource is one side of a diff: a file or the live etcd, at a
-// revision (0: the latest).
-type diffSource struct {
-	file  string // "" for the live etcd
-	rev   int64
-	isRev bool
-}
-
-func (s diffSource) String() string {
-	what := "live etcd"
-	if s.file != "" {
-		what = s.file
-	}
-	if s.rev != 0 {
-		what += " at revision " + strconv.FormatInt(s.rev, 10)
-	}
-	return what
-}
-
-// at names the source and the revision it was read at.
-func (s diffSource) at(rev int64) string {
-	s.rev = 0
-	return s.String() + " at revision " + strconv.FormatInt(rev, 10)
-}
-
-// parseDiffSource reads A or B: `live`, `rev:N` or a file path.
-func parseDiffSource(arg string) (diffSource, error) {
-	switch {
-	case arg == "":
-		return diffSource{}, usagef("diff: an empty state: give a file, live or rev:N")
-	case arg == "live":
-		return diffSource{}, nil
-	case strings.HasPrefix(arg, "rev:"):
-		n, err := strconv.ParseInt(strings.TrimPrefix(arg, "rev:"), 10, 64)
-		if err != nil || n <= 0 {
-			return diffSource{}, usagef("diff: %q: rev:N needs a positive revision number", arg)
-		}
-		return diffSource{rev: n, isRev: true}, nil
-	}
-	return diffSource{file: arg}, nil
-}
-
-// diffSources resolves A and B: a rev:N reads the other side's source,
-// or, when both are rev:N, --db (or the live etcd without it).
-func diffSources(g *globalOptions, a, b string) (diffSource, diffSource, error) {
-	sa, err := parseDiffSource(a)
-	if err != nil {
-		return sa, sa, err
-	}
-	sb, err := parseDiffSource(b)
-	if err != nil {
-		return sa, sb, err
-	}
-	switch {
-	case sa.isRev && sb.isRev:
-		sa.file, sb.file = g.DB, g.DB
-	case sa.isRev:
-		sa.file = sb.file
-	case sb.isRev:
-		sb.file = sa.file
-	}
-	return sa, sb, nil
-}
-
 func runDiff(e *env, g *globalOptions, o diffOptions) error {
-	sa, sb, err := diffSources(g, o.A, o.B)
+	sa, sb, err := inspect.DiffSources(g.DB, o.A, o.B)
 	if err != nil {
-		return err
+		return &usageError{msg: err.Error()}
 	}
 	// --kubeadm is read once; each side's session starts from its result.
 	if err := applyKubeadm(g); err != nil {
 		return err
 	}
-	open := func(src diffSource, first bool) (*session, error) {
+	open := func(src inspect.DiffSource, first bool) (*session, error) {
 		gs := *g
-		gs.DB = src.file
+		gs.DB = src.File
 		if !first {
 			gs.kubeadmWarnings = nil
 		}
@@ -167,7 +103,7 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 	}
 	defer a.Close()
 	b := a
-	if sb.file != sa.file {
+	if sb.File != sa.File {
 		if b, err = open(sb, false); err != nil {
 			return fmt.Errorf("diff: B (%s): %w", sb, err)
 		}
@@ -180,8 +116,8 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 	w := bufio.NewWriterSize(e.stdout, 64<<10)
 	p := &diffPrinter{w: w, o: o}
 	sum, err := inspect.Diff(e.ctx,
-		inspect.DiffSide{Reader: a.reader, Rev: sa.rev, Planner: a.planner},
-		inspect.DiffSide{Reader: b.reader, Rev: sb.rev, Planner: b.planner},
+		inspect.DiffSide{Reader: a.reader, Rev: sa.Rev, Planner: a.planner},
+		inspect.DiffSide{Reader: b.reader, Rev: sb.Rev, Planner: b.planner},
 		inspect.DiffOptions{
 			StorePrefix: g.Prefix, ListPrefix: scope.prefix,
 			Match: func(key string) bool {
@@ -268,7 +204,7 @@ func (p *diffPrinter) record(r inspect.DiffRecord) error {
 	return nil
 }
 
-func (p *diffPrinter) totals(a, b diffSource, sum *inspect.DiffSummary) error {
+func (p *diffPrinter) totals(a, b inspect.DiffSource, sum *inspect.DiffSummary) error {
 	if p.o.Output == "json" {
 		for _, t := range sum.Totals {
 			if err := p.json(struct {
@@ -283,7 +219,7 @@ func (p *diffPrinter) totals(a, b diffSource, sum *inspect.DiffSummary) error {
 			A    string `json:"a"`
 			B    string `json:"b"`
 			*inspect.DiffSummary
-		}{"summary", a.at(sum.RevA), b.at(sum.RevB), sum})
+		}{"summary", a.At(sum.RevA), b.At(sum.RevB), sum})
 	}
 	if sum.Differ > 0 || sum.Unreadable > 0 || len(sum.Totals) > 0 {
 		fmt.Fprintln(p.w)
@@ -320,6 +256,6 @@ func (p *diffPrinter) totals(a, b diffSource, sum *inspect.DiffSummary) error {
 		verdict = "the same apart from " + inspect.Count(sum.Hidden, "metadata-only change", "metadata-only changes") + " (not shown: --ignore-metadata-only)"
 	}
 	_, err := fmt.Fprintf(p.w, "compared %s: A %s, B %s: %s\n",
-		inspect.Count(sum.Compared, "key", "keys"), a.at(sum.RevA), b.at(sum.RevB), verdict)
+		inspect.Count(sum.Compared, "key", "keys"), a.At(sum.RevA), b.At(sum.RevB), verdict)
 	return err
 }

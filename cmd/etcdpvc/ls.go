@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -75,24 +74,6 @@ etcdpvc --db snapshot.db ls -A --deleted`,
 	}
 }
 
-// lsKind is how a listing shows its objects.
-type lsKind int
-
-const (
-	lsGeneric lsKind = iota
-	lsClaims
-	lsVolumes
-)
-
-// lsItem is what ls makes of one key: the inspect item and, for claims and
-// volumes, the decoded object.
-type lsItem struct {
-	inspect.ListItem
-	show bool
-	pvc  *corev1.PersistentVolumeClaim
-	pv   *corev1.PersistentVolume
-}
-
 func runLs(e *env, g *globalOptions, o lsOptions) error {
 	s, err := openSession(e, g)
 	if err != nil {
@@ -103,22 +84,13 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 	if err != nil {
 		return err
 	}
-	archive, isArchive := s.reader.(store.Archive)
-	if o.Deleted && !isArchive {
-		return usagef("--deleted needs --db: live etcd keeps no index of deleted keys (use `etcdpvc history` on one key)")
-	}
 	var enc inspect.Decrypter
 	if s.enc != nil {
 		enc = s.enc
 	}
-	kind := lsGeneric
-	if r := scope.res; r != nil && r.Group == "" && r.Plural == "persistentvolumeclaims" {
-		kind = lsClaims
-	} else if r != nil && r.Group == "" && r.Plural == "persistentvolumes" {
-		kind = lsVolumes
-	}
+	kind := inspect.ListKindOf(scope.res)
 	out := newLsPrinter(e, o, scope, kind)
-	if kind == lsClaims && out.t != nil {
+	if kind == inspect.ListClaims && out.t != nil {
 		vols, err := inspect.LoadVolumes(e.ctx, s.reader, enc, s.g.Prefix, o.Rev)
 		if err != nil {
 			return err
@@ -134,63 +106,26 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 			}
 		}
 	}
-	var unread inspect.Unread
-	// prepare reads one key; it keeps nothing of kv and touches nothing
-	// shared, so that keys can be prepared on several cores.
-	prepare := func(kv *store.KeyValue, deleteRev int64) lsItem {
-		r, ns, name, parsed, ok := scope.match(s.g.Prefix, kv.Key)
-		if !parsed || !ok {
-			return lsItem{} // apiserver-internal keys (ranges, leases of masters), or out of scope
-		}
-		li, plain := inspect.Read(e.ctx, enc, r, ns, name, kv, deleteRev)
-		it := lsItem{ListItem: li, show: true}
-		if li.Summary == nil {
-			return it // listed, with why it was not read
-		}
-		if o.Terminating && !li.Summary.Terminating() {
-			return lsItem{}
-		}
-		var err error
-		switch {
-		case kind == lsClaims && out.t != nil:
-			it.pvc, err = inspect.DecodeClaim(plain)
-		case kind == lsVolumes && out.t != nil:
-			it.pv, err = inspect.DecodeVolume(plain)
-		}
-		if err != nil {
-			it.Summary, it.Unread = nil, inspect.UndecodableStatus(err)
-		}
-		return it
-	}
-	emit := func(it lsItem) error {
-		if !it.show {
-			return nil
-		}
-		unread.Add(it.ListItem)
-		return out.row(it)
-	}
+	sum, err := inspect.List(e.ctx, s.reader, enc, inspect.ListingOptions{
+		StorePrefix: s.g.Prefix, KeyPrefix: scope.prefix,
+		Match: func(key string) (resource.Resource, string, string, bool) {
+			r, ns, name, parsed, ok := scope.match(s.g.Prefix, key)
+			return r, ns, name, parsed && ok
+		},
+		Kind: kind, Objects: out.t != nil, Terminating: o.Terminating, Deleted: o.Deleted,
+		PageSize: o.PageSize, Revision: o.Rev,
+	}, out.row)
 	switch {
-	case o.Deleted:
-		err = archive.ScanLatest(e.ctx, scope.prefix, true, func(kv *store.KeyValue, deleted bool, deleteRev int64) error {
-			if !deleted {
-				return nil
-			}
-			return emit(prepare(kv, deleteRev))
-		})
-	default:
-		// On a db file, values are read in place and prepared on every core.
-		_, err = store.ListMap(e.ctx, s.reader, scope.prefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Rev}, 0,
-			func(kv *store.KeyValue) (lsItem, error) { return prepare(kv, 0), nil }, emit)
-	}
-	if err != nil && errors.Is(err, store.ErrCorrupt) {
+	case errors.Is(err, inspect.ErrNeedsArchive):
+		return usagef("--deleted needs --db or --wal: live etcd keeps no index of deleted keys (use `etcdpvc history` on one key)")
+	case errors.Is(err, store.ErrCorrupt):
 		// What was read is printed; the rest of the file is not readable.
-		if cerr := out.flush(); cerr != nil {
+		if cerr := out.close(); cerr != nil {
 			return cerr
 		}
-		return withHint(&incompleteError{msg: fmt.Sprintf("listing stopped after %s: %v", inspect.Count(out.n, "object", "objects"), err)},
+		return withHint(&incompleteError{msg: fmt.Sprintf("listing stopped after %s: %v", inspect.Count(sum.Listed, "object", "objects"), err)},
 			"the db file is damaged: read another snapshot, or a copy from another member")
-	}
-	if err != nil {
+	case err != nil:
 		return err
 	}
 	if werr := walUnsettled(s); werr != nil && (o.Rev == 0 || o.Deleted) {
@@ -199,56 +134,24 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		}
 		return werr
 	}
-	if out.n == 0 {
-		if err := out.close(); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", nothingFound(e, s, scope, o))
-		return nil
-	}
 	if err := out.close(); err != nil {
 		return err
 	}
-	if unread.Total() > 0 {
-		return withHint(&incompleteError{msg: unread.Message()}, unread.Hint())
+	if sum.Listed == 0 {
+		what := "objects"
+		switch {
+		case o.Deleted:
+			what = "deleted objects"
+		case o.Terminating:
+			what = "terminating objects"
+		}
+		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", inspect.EmptyListing(e.ctx, s.reader, s.g.Prefix, scope.res, scope.ns, what, o.Rev))
+		return nil
+	}
+	if sum.Unread.Total() > 0 {
+		return withHint(&incompleteError{msg: sum.Unread.Message()}, sum.Unread.Hint())
 	}
 	return nil
-}
-
-// nothingFound says what an empty listing searched, and for a namespaced
-// resource listed in one namespace, how many objects other namespaces hold.
-func nothingFound(e *env, s *session, scope keyScope, o lsOptions) string {
-	what := "objects"
-	if o.Terminating {
-		what = "terminating objects"
-	}
-	if o.Deleted {
-		what = "deleted objects"
-	}
-	r := scope.res
-	if r != nil {
-		what = strings.Replace(what, "objects", r.String(), 1)
-	}
-	if scope.ns == "" {
-		return "no " + what + " found"
-	}
-	msg := "no " + what + " found in namespace " + scope.ns
-	if r == nil || o.Terminating || o.Deleted {
-		return msg + " (-A lists every namespace)"
-	}
-	n := 0
-	_, err := s.reader.List(e.ctx, r.ListPrefix(s.g.Prefix, ""), store.ListOptions{KeysOnly: true, Revision: o.Rev}, func(kv *store.KeyValue) error {
-		n++
-		return nil
-	})
-	switch {
-	case err != nil:
-		return msg
-	case n == 0:
-		return "no " + what + " found in any namespace"
-	default:
-		return fmt.Sprintf("%s; other namespaces hold %d (use -A)", msg, n)
-	}
 }
 
 // incompleteError is a read that could not read everything: what it read
@@ -262,7 +165,7 @@ func (e *incompleteError) Is(target error) bool { return target == ErrIncomplete
 type lsPrinter struct {
 	e      *env
 	o      lsOptions
-	kind   lsKind
+	kind   inspect.ListKind
 	showNS bool
 	// showKind: objects of several resources are listed.
 	showKind bool
@@ -275,7 +178,7 @@ type lsPrinter struct {
 	mounted  *inspect.Mounts
 }
 
-func newLsPrinter(e *env, o lsOptions, scope keyScope, kind lsKind) *lsPrinter {
+func newLsPrinter(e *env, o lsOptions, scope keyScope, kind inspect.ListKind) *lsPrinter {
 	p := &lsPrinter{e: e, o: o, kind: kind, now: e.now(), first: true}
 	switch {
 	case scope.res == nil:
@@ -294,12 +197,12 @@ func newLsPrinter(e *env, o lsOptions, scope keyScope, kind lsKind) *lsPrinter {
 	h = append(h, "NAME")
 	wide := o.Output == "wide"
 	switch kind {
-	case lsClaims:
+	case inspect.ListClaims:
 		h = append(h, "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "AGE")
 		if wide {
 			h = append(h, "RECLAIM POLICY", "MOUNTED BY", "VOLUMEMODE", "FINALIZERS", "REVISION")
 		}
-	case lsVolumes:
+	case inspect.ListVolumes:
 		h = append(h, "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS", "AGE")
 		if wide {
 			h = append(h, "VOLUMEMODE", "FINALIZERS", "REVISION")
@@ -328,35 +231,12 @@ func newLsPrinter(e *env, o lsOptions, scope keyScope, kind lsKind) *lsPrinter {
 // and with --terminating, where they are what holds the objects.
 func (p *lsPrinter) fins() bool { return p.o.Output == "wide" || p.o.Terminating }
 
-// status is the STATUS of a listed object: why it was not read, its
-// deletion, Terminating with the deletionTimestamp's age, or phase.
-func (p *lsPrinter) status(it lsItem, phase string) string {
-	switch {
-	case it.Unread != "":
-		return it.Unread
-	case it.DeleteRevision != 0:
-		return "Deleted@" + strconv.FormatInt(it.DeleteRevision, 10)
-	case it.Summary.Terminating():
-		return "Terminating " + inspect.HumanAge(p.now.Sub(it.Summary.DeletionTimestamp))
-	default:
-		return phase
-	}
-}
-
-func (p *lsPrinter) row(it lsItem) error {
+func (p *lsPrinter) row(it inspect.Listed) error {
 	p.n++
 	if p.t == nil {
-		return p.document(it)
+		return p.document(it.Object())
 	}
-	age, fins := "-", "-"
-	if sum := it.Summary; sum != nil {
-		if !sum.CreationTimestamp.IsZero() {
-			age = inspect.HumanAge(p.now.Sub(sum.CreationTimestamp))
-		}
-		if len(sum.Finalizers) > 0 {
-			fins = strings.Join(sum.Finalizers, ",")
-		}
-	}
+	age, fins := it.Age(p.now), it.Finalizers()
 	var cells []string
 	if p.showNS {
 		cells = append(cells, dashIfEmpty(it.Namespace))
@@ -364,37 +244,24 @@ func (p *lsPrinter) row(it lsItem) error {
 	cells = append(cells, it.Name)
 	wide := p.o.Output == "wide"
 	rev := strconv.FormatInt(it.ModRevision, 10)
-	switch {
-	case p.kind == lsClaims:
-		c := inspect.Claim{Phase: "-", Volume: "-", Capacity: "-", AccessModes: "-", StorageClass: "-", ReclaimPolicy: "-", VolumeMode: "-"}
-		if it.pvc != nil {
-			c = inspect.ClaimOf(it.pvc, p.vols)
-		}
-		cells = append(cells, p.status(it, c.Phase), c.Volume, c.Capacity, c.AccessModes, c.StorageClass, age)
+	switch p.kind {
+	case inspect.ListClaims:
+		c := it.ClaimColumns(p.vols)
+		cells = append(cells, it.Status(p.now, c.Phase), c.Volume, c.Capacity, c.AccessModes, c.StorageClass, age)
 		if wide {
 			cells = append(cells, c.ReclaimPolicy, p.mountedBy(it), c.VolumeMode, fins, rev)
 		}
-	case p.kind == lsVolumes:
-		c := inspect.VolumeColumns{Capacity: "-", AccessModes: "-", ReclaimPolicy: "-", Status: "-", Claim: "-", StorageClass: "-", VolumeMode: "-"}
-		if it.pv != nil {
-			c = inspect.VolumeColumnsOf(it.pv)
-		}
-		cells = append(cells, c.Capacity, c.AccessModes, c.ReclaimPolicy, p.status(it, c.Status), c.Claim, c.StorageClass, age)
+	case inspect.ListVolumes:
+		c := it.VolumeColumns()
+		cells = append(cells, c.Capacity, c.AccessModes, c.ReclaimPolicy, it.Status(p.now, c.Status), c.Claim, c.StorageClass, age)
 		if wide {
 			cells = append(cells, c.VolumeMode, fins, rev)
 		}
 	default:
 		if p.showKind {
-			kind := it.Resource.Kind
-			if it.Summary != nil && it.Summary.Kind != "" {
-				kind = it.Summary.Kind
-			}
-			if kind == "" {
-				kind = it.Resource.String()
-			}
-			cells = append(cells, kind)
+			cells = append(cells, it.Kind())
 		}
-		cells = append(cells, p.status(it, "-"))
+		cells = append(cells, it.Status(p.now, "-"))
 		if p.fins() {
 			cells = append(cells, fins)
 		}
@@ -408,19 +275,15 @@ func (p *lsPrinter) row(it lsItem) error {
 		}
 	}
 	if p.o.ShowKeys {
-		uid := "-"
-		if it.Summary != nil && it.Summary.UID != "" {
-			uid = it.Summary.UID
-		}
-		cells = append(cells, uid, it.Key)
+		cells = append(cells, it.UID(), it.Key)
 	}
 	return p.t.Row(cells...)
 }
 
 // mountedBy names the pods that use a claim, reading the pods of one
 // namespace at a time (claims are listed namespace by namespace).
-func (p *lsPrinter) mountedBy(it lsItem) string {
-	if p.mounts == nil || it.pvc == nil {
+func (p *lsPrinter) mountedBy(it inspect.Listed) string {
+	if p.mounts == nil || it.Claim == nil {
 		return "-"
 	}
 	if p.mounted == nil || p.mounted.Namespace != it.Namespace {
@@ -441,67 +304,13 @@ func dashIfEmpty(s string) string {
 	return s
 }
 
-// lsObject is one item of `ls -o json|yaml`: the object's metadata as
-// kubectl shows it, and where etcd holds it.
-type lsObject struct {
-	APIVersion string   `json:"apiVersion,omitempty"`
-	Kind       string   `json:"kind,omitempty"`
-	Metadata   lsMeta   `json:"metadata"`
-	Etcd       lsStored `json:"etcd"`
-}
-
-type lsMeta struct {
-	Name              string     `json:"name"`
-	Namespace         string     `json:"namespace,omitempty"`
-	UID               string     `json:"uid,omitempty"`
-	ResourceVersion   string     `json:"resourceVersion"`
-	CreationTimestamp *time.Time `json:"creationTimestamp,omitempty"`
-	DeletionTimestamp *time.Time `json:"deletionTimestamp,omitempty"`
-	Finalizers        []string   `json:"finalizers,omitempty"`
-}
-
-// lsStored is where and how a listed object is stored.
-type lsStored struct {
-	Key            string `json:"key"`
-	Resource       string `json:"resource"`
-	ModRevision    int64  `json:"modRevision"`
-	CreateRevision int64  `json:"createRevision"`
-	Version        int64  `json:"version"`
-	Lease          int64  `json:"lease,omitempty"`
-	DeleteRevision int64  `json:"deleteRevision,omitempty"`
-	// Unread says why the value was not read.
-	Unread string `json:"unread,omitempty"`
-}
-
-func (p *lsPrinter) object(it lsItem) lsObject {
-	r := it.Resource
-	o := lsObject{Kind: r.Kind, Metadata: lsMeta{Name: it.Name, Namespace: it.Namespace, ResourceVersion: strconv.FormatInt(it.ModRevision, 10)},
-		Etcd: lsStored{Key: it.Key, Resource: r.String(), ModRevision: it.ModRevision, CreateRevision: it.CreateRevision, Version: it.Version,
-			Lease: it.Lease, DeleteRevision: it.DeleteRevision, Unread: it.Unread}}
-	if r.Version != "" {
-		o.APIVersion = r.Version
-		if r.Group != "" {
-			o.APIVersion = r.Group + "/" + r.Version
-		}
-	}
-	if sum := it.Summary; sum != nil {
-		o.APIVersion, o.Kind = sum.APIVersion, sum.Kind
-		o.Metadata.UID, o.Metadata.Finalizers = sum.UID, sum.Finalizers
-		if t := sum.CreationTimestamp; !t.IsZero() {
-			t = t.UTC()
-			o.Metadata.CreationTimestamp = &t
-		}
-		if t := sum.DeletionTimestamp; !t.IsZero() {
-			t = t.UTC()
-			o.Metadata.DeletionTimestamp = &t
-		}
-	}
-	return o
-}
+const (
+	jsonListHead = "{\n\"apiVersion\": \"v1\",\n\"kind\": \"List\",\n\"metadata\": {\"resourceVersion\": \"\"},\n\"items\": "
+	yamlListHead = "apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems:"
+)
 
 // document writes one item of a List in JSON or YAML.
-func (p *lsPrinter) document(it lsItem) error {
-	obj := p.object(it)
+func (p *lsPrinter) document(obj inspect.ListObject) error {
 	w := p.e.stdout
 	if p.o.Output == "json" {
 		b, err := json.Marshal(obj)
@@ -510,18 +319,18 @@ func (p *lsPrinter) document(it lsItem) error {
 		}
 		sep := ",\n"
 		if p.first {
-			sep = "{\n\"apiVersion\": \"v1\",\n\"kind\": \"List\",\n\"metadata\": {\"resourceVersion\": \"\"},\n\"items\": [\n"
+			sep = jsonListHead + "[\n"
 			p.first = false
 		}
 		_, err = fmt.Fprintf(w, "%s%s", sep, b)
 		return err
 	}
-	b, err := yaml.Marshal([]lsObject{obj})
+	b, err := yaml.Marshal([]inspect.ListObject{obj})
 	if err != nil {
 		return err
 	}
 	if p.first {
-		if _, err := io.WriteString(w, "apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems:\n"); err != nil {
+		if _, err := io.WriteString(w, yamlListHead+"\n"); err != nil {
 			return err
 		}
 		p.first = false
@@ -530,9 +339,8 @@ func (p *lsPrinter) document(it lsItem) error {
 	return err
 }
 
-// flush writes what is buffered, ending a List: for a listing cut short.
-func (p *lsPrinter) flush() error { return p.close() }
-
+// close writes what is buffered, ending a List (also of a listing cut
+// short).
 func (p *lsPrinter) close() error {
 	w := p.e.stdout
 	switch p.o.Output {
@@ -543,14 +351,14 @@ func (p *lsPrinter) close() error {
 		return p.t.Flush()
 	case "json":
 		if p.first {
-			_, err := io.WriteString(w, "{\n\"apiVersion\": \"v1\",\n\"kind\": \"List\",\n\"metadata\": {\"resourceVersion\": \"\"},\n\"items\": []\n}\n")
+			_, err := io.WriteString(w, jsonListHead+"[]\n}\n")
 			return err
 		}
 		_, err := io.WriteString(w, "\n]\n}\n")
 		return err
 	default:
 		if p.first {
-			_, err := io.WriteString(w, "apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems: []\n")
+			_, err := io.WriteString(w, yamlListHead+" []\n")
 			return err
 		}
 		return nil

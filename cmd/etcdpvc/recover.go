@@ -176,95 +176,64 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 	return applyPlan(e, dst, plan, o.Write)
 }
 
-// recoverSource finds the revision to recover key from: rev when given,
-// else the newest live revision the store holds (the last one before the
-// deletion, for a deleted key).
+// recoverSource finds the revision to recover key from
+// (surgery.FindRecoverSource), saying on stderr which one when the key was
+// deleted.
 func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, error) {
-	if rev != 0 {
-		kv, err := s.reader.Get(e.ctx, key, rev)
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return nil, withHint(fmt.Errorf("recover %s at revision %d: %w (the key did not exist then, or was deleted)", key, rev, err),
-					"`etcdpvc history` lists the revisions held")
-			}
-			return nil, fmt.Errorf("recover %s: %w", key, err)
-		}
-		return kv, nil
-	}
-	var (
-		last    *store.KeyValue
-		deleted int64
-		events  int
-	)
-	info, err := s.reader.History(e.ctx, key, func(ev store.Event) error {
-		events++
-		if ev.Deleted {
-			deleted = ev.KV.ModRevision
-			return nil
-		}
-		kv := ev.KV
-		last, deleted = &kv, 0
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("recover %s: %w", key, err)
-	}
-	if s.wal != nil {
+	from, err := surgery.FindRecoverSource(e.ctx, s.reader, key, rev)
+	if s.wal != nil && rev == 0 && (err == nil || errors.Is(err, store.ErrNotFound)) {
 		// Writes after the last established revision whose outcome the
 		// log cannot tell: the value found may not be the last one.
 		var after int64
-		if last != nil {
-			after = last.ModRevision
+		if err == nil {
+			after = from.KV.ModRevision
 		}
 		if un := s.wal.Unsettled(key, after); len(un) > 0 {
 			hint := undeterminedHint + "; `etcdpvc --wal DIR history` lists the writes"
-			if last != nil {
+			if err == nil {
 				hint += fmt.Sprintf(", and --index N (below %d) recovers the object as the log establishes it then", un[0].Index)
 			}
 			return nil, withHint(fmt.Errorf("recover %s: the log holds %d write(s) of it from raft index %d on whose outcome or revision it cannot establish (%s): %w",
 				objectName(s.g.Prefix, key), len(un), un[0].Index, un[0].Reason, store.ErrUndetermined), hint)
 		}
 	}
-	if last == nil {
-		msg := fmt.Sprintf("recover %s: no revision with a value is held", key)
-		if events > 0 {
-			msg = fmt.Sprintf("recover %s: only its deletion at revision %d is held; the revisions before it were compacted (compaction revision %d)", key, deleted, info.CompactRevision)
-		}
-		return nil, withHint(fmt.Errorf("%s: %w", msg, store.ErrNotFound),
-			"recover from an older snapshot: --db SNAPSHOT (with --endpoints to write live), or name a revision with --rev")
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrNotFound) && rev != 0:
+		return nil, withHint(err, "`etcdpvc history` lists the revisions held")
+	case errors.Is(err, store.ErrNotFound):
+		return nil, withHint(err, "recover from an older snapshot: --db SNAPSHOT (with --endpoints to write live), or name a revision with --rev")
+	default:
+		return nil, err
 	}
-	if deleted != 0 {
-		fmt.Fprintf(e.stderr, "etcdpvc: %s was deleted at revision %d; recovering revision %d (version %d)\n", key, deleted, last.ModRevision, last.Version)
+	if from.DeletedAt != 0 {
+		fmt.Fprintf(e.stderr, "etcdpvc: %s was deleted at revision %d; recovering revision %d (version %d)\n", key, from.DeletedAt, from.KV.ModRevision, from.KV.Version)
 	}
-	return last, nil
+	return &from.KV, nil
 }
 
 // printRecovered prints what recover would create: the object as get
 // prints it (Secret values redacted unless --show-secrets, managedFields
-// hidden), or -o raw the bytes it would
-// store (sealed with --encryption-config).
+// hidden), or -o raw the bytes it would store (sealed with
+// --encryption-config).
 func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) error {
-	cur, err := s.planner.Open(e.ctx, kv)
+	rec, err := s.planner.Recovered(e.ctx, kv)
 	if err != nil {
-		return fmt.Errorf("recover %s from revision %d: %w", kv.Key, kv.ModRevision, err)
-	}
-	plain, err := surgery.Undelete{}.Transform(cur)
-	if err != nil {
-		return fmt.Errorf("recover %s: %w", kv.Key, err)
+		return err
 	}
 	if o.Output == "raw" {
 		if isTerminal(e.stdout) {
 			return &refusedError{msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed",
 				hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less)"}
 		}
-		stored, err := s.planner.Seal(e.ctx, cur.GR, kv.Key, plain)
+		stored, err := s.planner.Seal(e.ctx, rec.GR, kv.Key, rec.Plain)
 		if err != nil {
 			return err
 		}
 		_, err = e.stdout.Write(stored)
 		return err
 	}
-	obj, err := codec.Decode(plain)
+	obj, err := codec.Decode(rec.Plain)
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", kv.Key, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -133,35 +132,14 @@ func runRecoverSet(e *env, g *globalOptions, o recoverSetOptions) error {
 		}
 		defer dst.Close()
 	}
-	so := surgery.RecoverSetOptions{Namespace: o.Namespace, Rev: o.Rev, ReplaceDifferent: o.Replace}
-	if o.Resource != "" {
-		r, err := src.resolver.Lookup(o.Resource)
-		if err != nil {
-			return usagef("%v", err)
+	so, err := surgery.RecoverSetRequest{Namespace: o.Namespace, Resource: o.Resource, InNamespace: o.InNamespace, AllNamespaces: o.AllNamespaces,
+		Selector: o.Selector, Include: o.Include, Exclude: o.Exclude, Rev: o.Rev, ReplaceDifferent: o.Replace}.Resolve(src.resolver)
+	if err != nil {
+		var re *surgery.RequestError
+		if errors.As(err, &re) && re.Field != "resource" {
+			return usagef("--%s %v", re.Field, err)
 		}
-		so.Resource = &r
-		if r.Namespaced && !o.AllNamespaces {
-			so.InNamespace = o.InNamespace
-			if so.InNamespace == "" {
-				so.InNamespace = "default"
-			}
-		}
-		if o.Selector != "" {
-			so.Selector, _ = labels.Parse(o.Selector)
-		}
-	}
-	for _, list := range []struct {
-		names []string
-		to    *[]resource.Resource
-		flag  string
-	}{{o.Include, &so.Include, "--include"}, {o.Exclude, &so.Exclude, "--exclude"}} {
-		for _, n := range list.names {
-			r, err := src.resolver.Lookup(n)
-			if err != nil {
-				return usagef("%s %s: %v", list.flag, n, err)
-			}
-			*list.to = append(*list.to, r)
-		}
+		return usagef("%v", err)
 	}
 	srcReader, dstReader := src.reader, dst.reader
 	plan, err := dst.planner.PlanRecoverSet(e.ctx, srcReader, dstReader, so)
@@ -177,8 +155,8 @@ func runRecoverSet(e *env, g *globalOptions, o recoverSetOptions) error {
 	}
 	fmt.Fprintf(e.stderr, "etcdpvc: recovering from %s (source revision %d) into %s\n", from, plan.SourceRevision, dst.target(""))
 	printSetPlan(e, plan)
-	writes := plan.Count(surgery.ActionCreate) + plan.Count(surgery.ActionReplace)
-	unread := plan.Count(surgery.ActionUnreadable)
+	totals := plan.Totals()
+	writes, unread := totals.Writes(), totals.Unreadable
 	incomplete := func() error {
 		if unread == 0 {
 			return nil
@@ -210,17 +188,10 @@ func runRecoverSet(e *env, g *globalOptions, o recoverSetOptions) error {
 			fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
 		}
 	}
-	written := 0
-	if res != nil {
-		written = len(res.Written)
-	}
-	failed := 0
-	if werr != nil {
-		failed = writes - written
-	}
+	out := plan.Outcome(res, werr)
 	fmt.Fprintf(e.stdout, "summary: %d written, %s, %d not written, %d unreadable; backups and audit.log in %s\n",
-		written, skipSummary(plan), failed, unread, ao.BackupDir)
-	if written > 0 {
+		out.Written, out.SkipReasons, out.NotWritten, out.Unreadable, ao.BackupDir)
+	if out.Written > 0 {
 		fmt.Fprintf(e.stdout, "undo: `etcdpvc restore BACKUP` deletes what a create wrote (each backup is listed in %s/audit.log)\n", ao.BackupDir)
 	}
 	if werr != nil {
@@ -246,33 +217,8 @@ func printSetPlan(e *env, plan *surgery.SetPlan) {
 		}
 	}
 	_ = t.Flush()
-	fmt.Fprintf(e.stdout, "plan: %d to create, %d to replace, %s, %d unreadable\n",
-		plan.Count(surgery.ActionCreate), plan.Count(surgery.ActionReplace), skipSummary(plan), plan.Count(surgery.ActionUnreadable))
-}
-
-// skipSummary counts the skipped objects by reason.
-func skipSummary(plan *surgery.SetPlan) string {
-	reasons := plan.SkipReasons()
-	n := 0
-	var parts []string
-	for _, r := range slices.Sorted(mapKeys(reasons)) {
-		n += reasons[r]
-		parts = append(parts, fmt.Sprintf("%d %s", reasons[r], r))
-	}
-	if n == 0 {
-		return "0 skipped"
-	}
-	return fmt.Sprintf("%d skipped (%s)", n, strings.Join(parts, ", "))
-}
-
-func mapKeys(m map[string]int) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
+	t2 := plan.Totals()
+	fmt.Fprintf(e.stdout, "plan: %d to create, %d to replace, %s, %d unreadable\n", t2.Create, t2.Replace, t2.SkipReasons, t2.Unreadable)
 }
 
 // confirmCount asks, on a terminal, before writing n objects; off a

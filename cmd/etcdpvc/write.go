@@ -187,18 +187,18 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 		ApplyOptions: applyOptions(e, s, o),
 		Verifier:     v,
 		OnWritten: func(st surgery.Step) {
-			for _, w := range st.Result.Warnings {
-				fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
-			}
-			from := "absent"
-			if st.Plan.Expect != 0 {
-				from = fmt.Sprint(st.Plan.Expect)
-			}
-			if st.Plan.Delete {
-				fmt.Fprintf(e.stdout, "deleted: %s at revision %s (delete revision %d, %s)\nbackup: %s\n", st.Plan.Key, from, st.Result.Revision, s.target(st.Plan.Key), st.Result.BackupPath)
+			o, ok := st.Outcome()
+			if !ok {
 				return
 			}
-			fmt.Fprintf(e.stdout, "written: %s revision %s → %d (%s)\nbackup: %s\n", st.Plan.Key, from, st.Result.Revision, s.target(st.Plan.Key), st.Result.BackupPath)
+			for _, w := range o.Warnings {
+				fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+			}
+			if o.Deleted {
+				fmt.Fprintf(e.stdout, "deleted: %s at revision %s (delete revision %d, %s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.target(o.Key), o.Backup)
+				return
+			}
+			fmt.Fprintf(e.stdout, "written: %s revision %s → %d (%s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.target(o.Key), o.Backup)
 		},
 	})
 	if err != nil {
@@ -218,17 +218,7 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 }
 
 // undoCommands are the restores that undo the steps written, last first.
-func undoCommands(steps []surgery.Step) string {
-	var undo []string
-	for i := len(steps) - 1; i >= 0; i-- {
-		st := steps[i]
-		if st.Written() {
-			// restore undoes a create too: it deletes what was created.
-			undo = append(undo, "etcdpvc restore "+st.Result.BackupPath)
-		}
-	}
-	return strings.Join(undo, " && ")
-}
+func undoCommands(steps []surgery.Step) string { return surgery.UndoSteps(steps) }
 
 // newVerifier connects to the apiserver of the cluster written (the
 // kubeconfig of --kubeconfig, --kubeadm or $KUBECONFIG), unless

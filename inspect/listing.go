@@ -1,0 +1,323 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// The listing of `etcdpvc ls`: which keys are listed, what is read of each,
+// and the columns and documents built from them.
+
+// ErrNeedsArchive is a listing of deleted keys from a store that keeps no
+// index of them (live etcd): only a store.Archive (a db file) has one.
+var ErrNeedsArchive = errors.New("listing deleted keys needs a store that keeps every revision")
+
+// ListKind is how a listing shows its objects.
+type ListKind int
+
+// Kinds of listing.
+const (
+	// ListGeneric shows the metadata of objects of any resource.
+	ListGeneric ListKind = iota
+	// ListClaims shows PersistentVolumeClaims with kubectl's columns.
+	ListClaims
+	// ListVolumes shows PersistentVolumes with kubectl's columns.
+	ListVolumes
+)
+
+// ListKindOf is the kind of a listing of resource r (nil: every resource).
+func ListKindOf(r *resource.Resource) ListKind {
+	switch {
+	case r != nil && r.Group == "" && r.Plural == "persistentvolumeclaims":
+		return ListClaims
+	case r != nil && r.Group == "" && r.Plural == "persistentvolumes":
+		return ListVolumes
+	}
+	return ListGeneric
+}
+
+// Listed is one object of a listing: the ListItem and, for claims and
+// volumes listed with their columns, the decoded object (nil when the
+// value was not read).
+type Listed struct {
+	ListItem
+	Claim  *corev1.PersistentVolumeClaim
+	Volume *corev1.PersistentVolume
+}
+
+// ListingOptions select and shape the objects List reads.
+type ListingOptions struct {
+	// StorePrefix is the apiserver's --etcd-prefix ("/registry").
+	StorePrefix string
+	// KeyPrefix is the key prefix listed (ending in "/").
+	KeyPrefix string
+	// Match, when set, keeps only the keys it accepts, and names the
+	// object of each (resource.ParseKey's answer); without it every key
+	// ParseKey parses under StorePrefix is listed. Keys that are not
+	// objects (the apiserver's internal ones) are never listed.
+	Match func(key string) (r resource.Resource, ns, name string, ok bool)
+	// Kind is how objects are shown; with Objects, ListClaims and
+	// ListVolumes decode each claim or volume whole.
+	Kind    ListKind
+	Objects bool
+	// Terminating keeps only objects with a deletionTimestamp.
+	Terminating bool
+	// Deleted lists the keys whose newest revision is a deletion (the
+	// store must be a store.Archive: else ErrNeedsArchive).
+	Deleted bool
+	// PageSize and Revision are the store's ListOptions.
+	PageSize int64
+	Revision int64
+}
+
+// ListSummary is what a listing read.
+type ListSummary struct {
+	// Listed is the number of objects emitted.
+	Listed int
+	// Unread counts the listed values that could not be read.
+	Unread Unread
+}
+
+// List reads the keys o selects from r, decrypting with enc (nil: none),
+// and emits each listed object in key order. Values that cannot be
+// decrypted or decoded are listed with why (ListItem.Unread) and counted.
+// On a db file values are read in place and prepared on every core. An
+// error that ends the listing early (a damaged file: store.ErrCorrupt)
+// comes with the summary of what was emitted before it.
+func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, emit func(Listed) error) (*ListSummary, error) {
+	sum := &ListSummary{}
+	archive, isArchive := r.(store.Archive)
+	if o.Deleted && !isArchive {
+		return sum, ErrNeedsArchive
+	}
+	type prepared struct {
+		Listed
+		show bool
+	}
+	// prepare reads one key; it keeps nothing of kv and touches nothing
+	// shared, so that keys can be prepared on several cores.
+	prepare := func(kv *store.KeyValue, deleteRev int64) prepared {
+		var (
+			res      resource.Resource
+			ns, name string
+			ok       bool
+		)
+		if o.Match != nil {
+			res, ns, name, ok = o.Match(kv.Key)
+		} else {
+			res, ns, name, ok = resource.ParseKey(o.StorePrefix, kv.Key)
+		}
+		if !ok {
+			return prepared{} // apiserver-internal keys (ranges, leases of masters), or out of scope
+		}
+		li, plain := Read(ctx, enc, res, ns, name, kv, deleteRev)
+		it := prepared{Listed: Listed{ListItem: li}, show: true}
+		if li.Summary == nil {
+			return it // listed, with why it was not read
+		}
+		if o.Terminating && !li.Summary.Terminating() {
+			return prepared{}
+		}
+		var err error
+		switch {
+		case o.Kind == ListClaims && o.Objects:
+			it.Claim, err = DecodeClaim(plain)
+		case o.Kind == ListVolumes && o.Objects:
+			it.Volume, err = DecodeVolume(plain)
+		}
+		if err != nil {
+			it.Summary, it.Unread = nil, UndecodableStatus(err)
+		}
+		return it
+	}
+	send := func(it prepared) error {
+		if !it.show {
+			return nil
+		}
+		sum.Unread.Add(it.ListItem)
+		sum.Listed++
+		return emit(it.Listed)
+	}
+	var err error
+	if o.Deleted {
+		err = archive.ScanLatest(ctx, o.KeyPrefix, true, func(kv *store.KeyValue, deleted bool, deleteRev int64) error {
+			if !deleted {
+				return nil
+			}
+			return send(prepare(kv, deleteRev))
+		})
+	} else {
+		_, err = store.ListMap(ctx, r, o.KeyPrefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Revision}, 0,
+			func(kv *store.KeyValue) (prepared, error) { return prepare(kv, 0), nil }, send)
+	}
+	return sum, err
+}
+
+// EmptyListing says what an empty listing searched: "no persistentvolumeclaims
+// found in namespace demo", and for a namespaced resource r listed in one
+// namespace ns, how many objects other namespaces hold (at revision rev).
+// what is "objects", "terminating objects" or "deleted objects"; with r,
+// "objects" becomes r's name.
+func EmptyListing(ctx context.Context, reader store.Reader, storePrefix string, r *resource.Resource, ns, what string, rev int64) string {
+	filtered := what != "objects"
+	if r != nil {
+		what = strings.Replace(what, "objects", r.String(), 1)
+	}
+	if ns == "" {
+		return "no " + what + " found"
+	}
+	msg := "no " + what + " found in namespace " + ns
+	if r == nil || filtered {
+		return msg + " (-A lists every namespace)"
+	}
+	n := 0
+	_, err := reader.List(ctx, r.ListPrefix(storePrefix, ""), store.ListOptions{KeysOnly: true, Revision: rev}, func(*store.KeyValue) error {
+		n++
+		return nil
+	})
+	switch {
+	case err != nil:
+		return msg
+	case n == 0:
+		return "no " + what + " found in any namespace"
+	default:
+		return fmt.Sprintf("%s; other namespaces hold %d (use -A)", msg, n)
+	}
+}
+
+// Status is the STATUS of a listed object: why it was not read, its
+// deletion, Terminating with the deletionTimestamp's age at now, or phase.
+func (it ListItem) Status(now time.Time, phase string) string {
+	switch {
+	case it.Unread != "":
+		return it.Unread
+	case it.DeleteRevision != 0:
+		return "Deleted@" + strconv.FormatInt(it.DeleteRevision, 10)
+	case it.Summary.Terminating():
+		return "Terminating " + HumanAge(now.Sub(it.Summary.DeletionTimestamp))
+	default:
+		return phase
+	}
+}
+
+// Age is the object's age at now, "-" when unknown.
+func (it ListItem) Age(now time.Time) string {
+	if it.Summary == nil || it.Summary.CreationTimestamp.IsZero() {
+		return "-"
+	}
+	return HumanAge(now.Sub(it.Summary.CreationTimestamp))
+}
+
+// Finalizers are the object's finalizers, comma-separated, "-" for none.
+func (it ListItem) Finalizers() string {
+	if it.Summary == nil || len(it.Summary.Finalizers) == 0 {
+		return "-"
+	}
+	return strings.Join(it.Summary.Finalizers, ",")
+}
+
+// Kind is the object's kind as stored, else its resource's.
+func (it ListItem) Kind() string {
+	if it.Summary != nil && it.Summary.Kind != "" {
+		return it.Summary.Kind
+	}
+	if it.Resource.Kind != "" {
+		return it.Resource.Kind
+	}
+	return it.Resource.String()
+}
+
+// UID is the object's uid, "-" when unknown.
+func (it ListItem) UID() string {
+	if it.Summary == nil || it.Summary.UID == "" {
+		return "-"
+	}
+	return it.Summary.UID
+}
+
+// ClaimColumns are kubectl's columns of a listed claim; dashes when it was
+// not read.
+func (l Listed) ClaimColumns(vols *Volumes) Claim {
+	if l.Claim == nil {
+		return Claim{Phase: "-", Volume: "-", Capacity: "-", AccessModes: "-", StorageClass: "-", ReclaimPolicy: "-", VolumeMode: "-"}
+	}
+	return ClaimOf(l.Claim, vols)
+}
+
+// VolumeColumns are kubectl's columns of a listed volume; dashes when it
+// was not read.
+func (l Listed) VolumeColumns() VolumeColumns {
+	if l.Volume == nil {
+		return VolumeColumns{Capacity: "-", AccessModes: "-", ReclaimPolicy: "-", Status: "-", Claim: "-", StorageClass: "-", VolumeMode: "-"}
+	}
+	return VolumeColumnsOf(l.Volume)
+}
+
+// ListObject is one item of a listing's Kubernetes List (ls -o json|yaml):
+// the object's metadata as kubectl shows it, and where etcd holds it.
+type ListObject struct {
+	APIVersion string     `json:"apiVersion,omitempty"`
+	Kind       string     `json:"kind,omitempty"`
+	Metadata   ListMeta   `json:"metadata"`
+	Etcd       ListStored `json:"etcd"`
+}
+
+// ListMeta is the metadata of a ListObject.
+type ListMeta struct {
+	Name              string     `json:"name"`
+	Namespace         string     `json:"namespace,omitempty"`
+	UID               string     `json:"uid,omitempty"`
+	ResourceVersion   string     `json:"resourceVersion"`
+	CreationTimestamp *time.Time `json:"creationTimestamp,omitempty"`
+	DeletionTimestamp *time.Time `json:"deletionTimestamp,omitempty"`
+	Finalizers        []string   `json:"finalizers,omitempty"`
+}
+
+// ListStored is where and how a listed object is stored.
+type ListStored struct {
+	Key            string `json:"key"`
+	Resource       string `json:"resource"`
+	ModRevision    int64  `json:"modRevision"`
+	CreateRevision int64  `json:"createRevision"`
+	Version        int64  `json:"version"`
+	Lease          int64  `json:"lease,omitempty"`
+	DeleteRevision int64  `json:"deleteRevision,omitempty"`
+	// Unread says why the value was not read.
+	Unread string `json:"unread,omitempty"`
+}
+
+// Object is the ListObject of it.
+func (it ListItem) Object() ListObject {
+	r := it.Resource
+	o := ListObject{Kind: r.Kind, Metadata: ListMeta{Name: it.Name, Namespace: it.Namespace, ResourceVersion: strconv.FormatInt(it.ModRevision, 10)},
+		Etcd: ListStored{Key: it.Key, Resource: r.String(), ModRevision: it.ModRevision, CreateRevision: it.CreateRevision, Version: it.Version,
+			Lease: it.Lease, DeleteRevision: it.DeleteRevision, Unread: it.Unread}}
+	if r.Version != "" {
+		o.APIVersion = r.Version
+		if r.Group != "" {
+			o.APIVersion = r.Group + "/" + r.Version
+		}
+	}
+	if sum := it.Summary; sum != nil {
+		o.APIVersion, o.Kind = sum.APIVersion, sum.Kind
+		o.Metadata.UID, o.Metadata.Finalizers = sum.UID, sum.Finalizers
+		if t := sum.CreationTimestamp; !t.IsZero() {
+			t = t.UTC()
+			o.Metadata.CreationTimestamp = &t
+		}
+		if t := sum.DeletionTimestamp; !t.IsZero() {
+			t = t.UTC()
+			o.Metadata.DeletionTimestamp = &t
+		}
+	}
+	return o
+}
