@@ -16,16 +16,31 @@ import (
 // the store the object is recreated in; it is read to check that the key
 // is absent and to collect warnings.
 func (c Planner) PlanRecover(ctx context.Context, live store.Reader, kv store.KeyValue) (*Plan, error) {
+	return c.planRecover(ctx, live, kv, true)
+}
+
+// PlanRecoverPreview is PlanRecover with no write target: the plan of the
+// create as it would be made into a cluster where the key is absent, for a
+// dry run that names no target. Whether the key exists anywhere is not
+// checked; the warnings read src (the store the value comes from). Apply
+// refuses nothing about it, so callers must only print it.
+func (c Planner) PlanRecoverPreview(ctx context.Context, src store.Reader, kv store.KeyValue) (*Plan, error) {
+	return c.planRecover(ctx, src, kv, false)
+}
+
+func (c Planner) planRecover(ctx context.Context, live store.Reader, kv store.KeyValue, checkAbsent bool) (*Plan, error) {
 	what := fmt.Sprintf("recover %s from revision %d", kv.Key, kv.ModRevision)
 	if len(kv.Value) == 0 {
 		return nil, fmt.Errorf("%s: that revision holds no value (a deletion)", what)
 	}
-	cur, err := live.Get(ctx, kv.Key, 0)
-	switch {
-	case err == nil:
-		return nil, fmt.Errorf("%s: %w: the key is at revision %d; recover only recreates deleted objects", what, ErrExists, cur.ModRevision)
-	case !errors.Is(err, store.ErrNotFound):
-		return nil, fmt.Errorf("%s: %w", what, err)
+	if checkAbsent {
+		cur, err := live.Get(ctx, kv.Key, 0)
+		switch {
+		case err == nil:
+			return nil, fmt.Errorf("%s: %w: the key is at revision %d; recover only recreates deleted objects", what, ErrExists, cur.ModRevision)
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
 	}
 	src, err := c.open(ctx, kv)
 	if err != nil {

@@ -267,7 +267,7 @@ func restoreCommand() command {
 			"otherwise than the encryption config's first provider stores it is sealed with that provider;\n" +
 			"without a config, a plaintext value is refused where the key holds an encrypted one.\n" +
 			"Restore makes a backup of its own first.",
-		examples: `etcdpvc restore ~/.local/state/etcdpvc/backups/20261130T023000Z-registry-persistentvolumeclaims-demo-www-web-0-r214.json --yes
+		examples: `etcdpvc restore ~/.local/state/etcdpvc/backups/20261130T023000.123456789Z-registry_persistentvolumeclaims_demo_www-web-0-r214.json --yes
 etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client.crt --key client.key BACKUP --dry-run`,
 		flags: append(writeFlags(), &cli.BoolFlag{Name: "force", Usage: "restore even though the object changed after etcdpvc's write, its value cannot be decoded, or the cluster is another"}),
 		action: func(c *cli.Context, e *env, in *input) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -151,6 +152,24 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 	// The target: where the object is created.
 	dst := src
 	if (g.DB != "" || g.WAL != "") && o.Write.Out == "" {
+		if !o.LiveTarget && o.Write.DryRun {
+			// No target to compare with: show the create as it would be
+			// made where the key is absent, and say what was not checked.
+			plan, err := src.planner.PlanRecoverPreview(e.ctx, src.reader, *kv)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(e.stdout, colorize(e, plan.Diff))
+			if !strings.HasSuffix(plan.Diff, "\n") {
+				fmt.Fprintln(e.stdout)
+			}
+			for _, w := range plan.Warnings {
+				e.warn(w)
+			}
+			fmt.Fprintf(e.stdout, "dry run: %s; nothing written\n", plan.Description)
+			fmt.Fprintf(e.stderr, "etcdpvc: no write target was given: the diff is the object as it would be created where the key is absent; whether it exists in the live cluster was not checked (add --endpoints or --kubeadm)\n")
+			return nil
+		}
 		if !o.LiveTarget {
 			return &refusedError{msg: fmt.Sprintf("recover %s: %s: %v: nothing written", ref.Key, src.description, store.ErrReadOnly),
 				hint: "print it with -o yaml or -o raw; write it into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
