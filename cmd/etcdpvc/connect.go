@@ -66,7 +66,7 @@ func (g *globalOptions) connectOptions(e *env) connect.Options {
 	}
 	if e != nil {
 		o.HashCacheDir = e.hashCacheDir()
-		o.Warn = func(msg string) { fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", msg) }
+		o.Warn = e.warn
 	}
 	return o
 }
@@ -111,7 +111,7 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 		return nil, err
 	}
 	for _, w := range g.kubeadmWarnings {
-		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+		e.warn(w)
 	}
 	o := g.connectOptions(e)
 	o.Out = out

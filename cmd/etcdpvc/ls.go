@@ -97,8 +97,8 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		}
 		out.vols = vols
 		if vols.Unread > 0 {
-			fmt.Fprintf(e.stderr, "etcdpvc: warning: %s not be read: a claim's VOLUME may show \"?\"\n",
-				inspect.Count(vols.Unread, "persistentvolume could", "persistentvolumes could"))
+			e.warn(fmt.Sprintf("%s not be read: a claim's VOLUME may show \"?\"",
+				inspect.Count(vols.Unread, "persistentvolume could", "persistentvolumes could")))
 		}
 		if o.Output == "wide" {
 			out.mounts = func(ns string) (*inspect.Mounts, error) {
@@ -289,7 +289,7 @@ func (p *lsPrinter) mountedBy(it inspect.Listed) string {
 	if p.mounted == nil || p.mounted.Namespace != it.Namespace {
 		m, err := p.mounts(it.Namespace)
 		if err != nil {
-			fmt.Fprintf(p.e.stderr, "etcdpvc: warning: %v\n", err)
+			p.e.warn(err.Error())
 			m = &inspect.Mounts{Namespace: it.Namespace, Unread: 1}
 		}
 		p.mounted = m

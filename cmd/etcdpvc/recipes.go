@@ -177,7 +177,7 @@ func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, 
 		return recipeError(err)
 	}
 	for _, w := range rb.Warnings {
-		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+		e.warn(w)
 	}
 	steps, err := writePlans(e, s, rb.Plans(), o)
 	if err != nil {

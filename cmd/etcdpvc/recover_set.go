@@ -185,7 +185,7 @@ func runRecoverSet(e *env, g *globalOptions, o recoverSetOptions) error {
 		}})
 	if res != nil {
 		for _, w := range res.Warnings {
-			fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+			e.warn(w)
 		}
 	}
 	out := plan.Outcome(res, werr)
@@ -213,7 +213,7 @@ func printSetPlan(e *env, plan *surgery.SetPlan) {
 		}
 		_ = t.Row(string(it.Action), it.Resource.String(), ns, it.Name, it.Reason)
 		for _, w := range it.Warnings {
-			fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+			e.warn(w)
 		}
 	}
 	_ = t.Flush()

@@ -145,7 +145,7 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 			fmt.Fprintln(e.stdout)
 		}
 		for _, w := range p.Warnings {
-			fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+			e.warn(w)
 		}
 	}
 	if len(todo) == 0 {
@@ -192,7 +192,7 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 				return
 			}
 			for _, w := range o.Warnings {
-				fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+				e.warn(w)
 			}
 			if o.Deleted {
 				fmt.Fprintf(e.stdout, "deleted: %s at revision %s (delete revision %d, %s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.target(o.Key), o.Backup)
@@ -283,7 +283,7 @@ func applyOptions(e *env, s *session, o writeOptions) surgery.ApplyOptions {
 		dir = abs
 	}
 	for _, w := range surgery.CheckBackupDir(dir) {
-		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
+		e.warn(w)
 	}
 	src := &surgery.Source{
 		Endpoints:        s.g.Endpoints,
@@ -300,7 +300,7 @@ func applyOptions(e *env, s *session, o writeOptions) surgery.ApplyOptions {
 	if cl, ok := store.AsCluster(s.reader); ok {
 		id, err := cl.ClusterID(e.ctx)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "etcdpvc: warning: the backup cannot record the cluster's ID (%v); restore will not be able to check it\n", err)
+			e.warn(fmt.Sprintf("the backup cannot record the cluster's ID (%v); restore will not be able to check it", err))
 		}
 		src.ClusterID = surgery.FormatClusterID(id)
 	}
