@@ -198,7 +198,6 @@ type DoctorInputs struct {
 	FileOverrides string
 }
 
-
 // Doctor runs the checks of an open store: members and each endpoint's
 // health (a live etcd), the --etcd-servers-overrides etcds, that the
 // prefix holds keys, the encryption providers and whether the first
