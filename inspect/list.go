@@ -43,25 +43,9 @@ type ListItem struct {
 	// UnreadEncrypted is true when the value was not read because it is
 	// encrypted and could not be decrypted.
 	UnreadEncrypted bool
-	// Encryption is how the value is stored at rest (AtRest): "identity",
-	// "aescbc/key1", "kms/NAME".
+	// Encryption is how the value is stored at rest (StoredUnder):
+	// "identity", "aescbc/key1", "kms/NAME".
 	Encryption string
-}
-
-// AtRest says how a stored value is kept at rest, from its k8s:enc: header
-// (nothing is decrypted): "identity" for a value stored in clear,
-// "PROVIDER/KEY" for an encrypted one ("aescbc/key1", "secretbox/key1",
-// "kms/NAME" with NAME the KMS provider's name), and "encrypted/?" for a
-// value that starts with k8s:enc: but whose header cannot be parsed.
-func AtRest(value []byte) string {
-	if codec.Detect(value) != codec.FormatEncrypted {
-		return "identity"
-	}
-	env, ok := codec.ParseEncryptionHeader(value)
-	if !ok {
-		return "encrypted/?"
-	}
-	return env.Provider + "/" + env.KeyName
 }
 
 // Read fills a ListItem from kv, a key of resource r. It decrypts with enc
@@ -73,7 +57,7 @@ func AtRest(value []byte) string {
 func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name string, kv *store.KeyValue, deleteRev int64) (ListItem, []byte) {
 	it := ListItem{Resource: r, Namespace: ns, Name: name, Key: kv.Key, ModRevision: kv.ModRevision,
 		CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, DeleteRevision: deleteRev,
-		Encryption: AtRest(kv.Value)}
+		Encryption: StoredUnder(kv.Value)}
 	plain := kv.Value
 	if codec.Detect(plain) == codec.FormatEncrypted {
 		env, _ := codec.ParseEncryptionHeader(plain)

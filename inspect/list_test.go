@@ -70,7 +70,7 @@ resources:
 			case tc.unread == "" && (it.Summary == nil || !it.Summary.Terminating() || p == nil):
 				t.Fatalf("summary %+v: want the Terminating claim's metadata", it.Summary)
 			}
-			if want := AtRest(tc.value); it.Encryption != want {
+			if want := StoredUnder(tc.value); it.Encryption != want {
 				t.Errorf("Encryption %q, want %q", it.Encryption, want)
 			}
 			if it.Key != kv.Key || it.ModRevision != 7 || it.Namespace != "demo" || it.Name != "www-web-0" {
@@ -80,7 +80,7 @@ resources:
 	}
 }
 
-func TestAtRest(t *testing.T) {
+func TestStoredUnder(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		value []byte
@@ -93,11 +93,11 @@ func TestAtRest(t *testing.T) {
 		{"aesgcm", corpus(t, "encrypted/configmaps__demo__web-config__aesgcm.bin"), "aesgcm/key1"},
 		{"kms v2", []byte("k8s:enc:kms:v2:testkms:\x0a\x01x"), "kms/testkms"},
 		{"kms v1", []byte("k8s:enc:kms:v1:vault:\x00\x10x"), "kms/vault"},
-		{"damaged header", []byte("k8s:enc:aescbc"), "encrypted/?"},
+		{"damaged header", []byte("k8s:enc:aescbc"), "k8s:enc: (malformed header)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := AtRest(tc.value); got != tc.want {
-				t.Errorf("AtRest = %q, want %q", got, tc.want)
+			if got := StoredUnder(tc.value); got != tc.want {
+				t.Errorf("StoredUnder = %q, want %q", got, tc.want)
 			}
 		})
 	}

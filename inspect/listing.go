@@ -292,7 +292,7 @@ type ListStored struct {
 	Lease          int64  `json:"lease,omitempty"`
 	DeleteRevision int64  `json:"deleteRevision,omitempty"`
 	// Encryption is how the value is stored at rest: "identity",
-	// "aescbc/key1", "kms/NAME" (AtRest).
+	// "aescbc/key1", "kms/NAME" (StoredUnder).
 	Encryption string `json:"encryption,omitempty"`
 	// Unread says why the value was not read.
 	Unread string `json:"unread,omitempty"`
