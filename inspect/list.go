@@ -43,6 +43,9 @@ type ListItem struct {
 	// UnreadEncrypted is true when the value was not read because it is
 	// encrypted and could not be decrypted.
 	UnreadEncrypted bool
+	// Encryption is how the value is stored at rest (StoredUnder):
+	// "identity", "aescbc/key1", "kms/NAME".
+	Encryption string
 }
 
 // Read fills a ListItem from kv, a key of resource r. It decrypts with enc
@@ -53,7 +56,8 @@ type ListItem struct {
 // read on several cores.
 func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name string, kv *store.KeyValue, deleteRev int64) (ListItem, []byte) {
 	it := ListItem{Resource: r, Namespace: ns, Name: name, Key: kv.Key, ModRevision: kv.ModRevision,
-		CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, DeleteRevision: deleteRev}
+		CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, DeleteRevision: deleteRev,
+		Encryption: StoredUnder(kv.Value)}
 	plain := kv.Value
 	if codec.Detect(plain) == codec.FormatEncrypted {
 		env, _ := codec.ParseEncryptionHeader(plain)

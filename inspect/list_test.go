@@ -70,8 +70,34 @@ resources:
 			case tc.unread == "" && (it.Summary == nil || !it.Summary.Terminating() || p == nil):
 				t.Fatalf("summary %+v: want the Terminating claim's metadata", it.Summary)
 			}
+			if want := StoredUnder(tc.value); it.Encryption != want {
+				t.Errorf("Encryption %q, want %q", it.Encryption, want)
+			}
 			if it.Key != kv.Key || it.ModRevision != 7 || it.Namespace != "demo" || it.Name != "www-web-0" {
 				t.Errorf("item %+v does not carry the key's place", it)
+			}
+		})
+	}
+}
+
+func TestStoredUnder(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value []byte
+		want  string
+	}{
+		{"protobuf in clear", corpus(t, "plain/persistentvolumeclaims__demo__www-web-0__terminating.bin"), "identity"},
+		{"json in clear", []byte(`{"kind":"ConfigMap"}`), "identity"},
+		{"secretbox", corpus(t, "encrypted/persistentvolumeclaims__demo__www-web-0__terminating__secretbox.bin"), "secretbox/key1"},
+		{"aescbc", corpus(t, "encrypted/secrets__demo__web-secret__aescbc.bin"), "aescbc/key1"},
+		{"aesgcm", corpus(t, "encrypted/configmaps__demo__web-config__aesgcm.bin"), "aesgcm/key1"},
+		{"kms v2", []byte("k8s:enc:kms:v2:testkms:\x0a\x01x"), "kms/testkms"},
+		{"kms v1", []byte("k8s:enc:kms:v1:vault:\x00\x10x"), "kms/vault"},
+		{"damaged header", []byte("k8s:enc:aescbc"), "k8s:enc: (malformed header)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := StoredUnder(tc.value); got != tc.want {
+				t.Errorf("StoredUnder = %q, want %q", got, tc.want)
 			}
 		})
 	}

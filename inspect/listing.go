@@ -291,6 +291,9 @@ type ListStored struct {
 	Version        int64  `json:"version"`
 	Lease          int64  `json:"lease,omitempty"`
 	DeleteRevision int64  `json:"deleteRevision,omitempty"`
+	// Encryption is how the value is stored at rest: "identity",
+	// "aescbc/key1", "kms/NAME" (StoredUnder).
+	Encryption string `json:"encryption,omitempty"`
 	// Unread says why the value was not read.
 	Unread string `json:"unread,omitempty"`
 }
@@ -300,7 +303,7 @@ func (it ListItem) Object() ListObject {
 	r := it.Resource
 	o := ListObject{Kind: r.Kind, Metadata: ListMeta{Name: it.Name, Namespace: it.Namespace, ResourceVersion: strconv.FormatInt(it.ModRevision, 10)},
 		Etcd: ListStored{Key: it.Key, Resource: r.String(), ModRevision: it.ModRevision, CreateRevision: it.CreateRevision, Version: it.Version,
-			Lease: it.Lease, DeleteRevision: it.DeleteRevision, Unread: it.Unread}}
+			Lease: it.Lease, DeleteRevision: it.DeleteRevision, Encryption: it.Encryption, Unread: it.Unread}}
 	if r.Version != "" {
 		o.APIVersion = r.Version
 		if r.Group != "" {

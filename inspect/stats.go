@@ -407,3 +407,25 @@ func HumanBytes(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
+
+// FromWAL marks rep, counted by LiveStats over the replay of a write-ahead
+// log, as the log's: what it read, and, when the log's revisions stop
+// before its end (cov.RevisionsStop), that the counts are incomplete
+// (rep.Incomplete): the writes after the last revision established are
+// not in them.
+func FromWAL(rep *StatsReport, cov store.WALCoverage) {
+	rep.Snapshot = "not a file (write-ahead log " + cov.Dir + ")"
+	what := "the log alone"
+	if cov.DB != "" {
+		what = "the log replayed over db " + cov.DB
+	}
+	rep.Notes = []string{"counts are the keyspace " + what + " establishes; deleted keys, tombstones and the revisions held are not counted"}
+	if cov.RevisionsStop == "" {
+		return
+	}
+	if cov.LastRevision == 0 {
+		rep.Incomplete = fmt.Sprintf("the log establishes no revision: its writes are not counted (%s)", cov.RevisionsStop)
+		return
+	}
+	rep.Incomplete = fmt.Sprintf("the log establishes the keyspace up to revision %d only: its later writes are not counted (%s)", cov.LastRevision, cov.RevisionsStop)
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -168,5 +169,35 @@ func TestStatsEncryptionAudit(t *testing.T) {
 		if r.Resource == "configmaps" && len(r.Storage) != 2 {
 			t.Errorf("no config: configmaps storage %v", r.Storage)
 		}
+	}
+}
+
+func TestFromWAL(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		cov        store.WALCoverage
+		incomplete string
+		note       string
+	}{
+		{"the log alone, complete", store.WALCoverage{Dir: "w", FirstRevision: 2, LastRevision: 9}, "", "the log alone"},
+		{"over a db, complete", store.WALCoverage{Dir: "w", DB: "snap.db", LastRevision: 9}, "", "the log replayed over db snap.db"},
+		{"revisions stop", store.WALCoverage{Dir: "w", FirstRevision: 2, LastRevision: 7, RevisionsStop: "entry 12 enables authentication"},
+			"the log establishes the keyspace up to revision 7 only: its later writes are not counted (entry 12 enables authentication)", "the log alone"},
+		{"no revision", store.WALCoverage{Dir: "w", RevisionsStop: "the log starts at raft index 5"},
+			"the log establishes no revision: its writes are not counted (the log starts at raft index 5)", "the log alone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := &StatsReport{Snapshot: "not a file (live etcd)", Notes: []string{"live etcd: ..."}}
+			FromWAL(rep, tc.cov)
+			if rep.Incomplete != tc.incomplete {
+				t.Errorf("Incomplete %q, want %q", rep.Incomplete, tc.incomplete)
+			}
+			if rep.Snapshot != "not a file (write-ahead log w)" {
+				t.Errorf("Snapshot %q", rep.Snapshot)
+			}
+			if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], tc.note) || strings.Contains(rep.Notes[0], "live etcd") {
+				t.Errorf("Notes %q, want one naming %q and not live etcd", rep.Notes, tc.note)
+			}
+		})
 	}
 }

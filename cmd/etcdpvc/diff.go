@@ -48,7 +48,8 @@ func diffCommand() command {
 			"-o diff adds a unified YAML diff per object; -o json writes one JSON object a line (\"type\":\n" +
 			"\"object\" per object, then \"type\": \"total\" per resource and one \"type\": \"summary\").\n" +
 			"Exit status: 0 when the states are the same, 11 when they differ, 10 when a value could not\n" +
-			"be read on a side (listed: its line says why), never reported as equal.",
+			"be read on a side (listed: its line says why), never reported as equal. diff does not read\n" +
+			"--wal (a log replays over one db only): dump --all-revisions or history read it.",
 		examples: `etcdpvc diff before.db after.db
 etcdpvc --db snapshot.db diff rev:1200 rev:1500 pvc -A
 etcdpvc --kubeadm diff snapshot.db live -A --ignore-metadata-only
@@ -84,6 +85,12 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 	sa, sb, err := inspect.DiffSources(g.DB, o.A, o.B)
 	if err != nil {
 		return &usageError{msg: err.Error()}
+	}
+	if g.WAL != "" {
+		// Each side opens its own source: --wal would be replayed over
+		// every side's db, and a log replays only the db it follows.
+		return withHint(usagef("diff does not read --wal: each side is a db or snapshot file, live, or rev:N of --db"),
+			"read the log with `etcdpvc --wal DIR [--db DB] dump --all-revisions` (every revision it establishes) or `history KEY`")
 	}
 	// --kubeadm is read once; each side's session starts from its result.
 	if err := applyKubeadm(g); err != nil {

@@ -40,8 +40,10 @@ func lsCommand() command {
 			"lists every resource. --terminating keeps objects with a deletionTimestamp; --deleted (with\n" +
 			"--db) lists objects whose newest revision is a deletion. STATUS shows \"Terminating 3d\"\n" +
 			"with the deletionTimestamp's age. A value that cannot be decrypted or decoded is listed with\n" +
-			"why in STATUS, and ls then exits with status 10. -o json and -o yaml write a Kubernetes List\n" +
-			"of the objects' metadata, with each key's revisions under \"etcd\".",
+			"why in STATUS, and ls then exits with status 10. -o wide adds ENCRYPTION: how each value is\n" +
+			"stored at rest, from its k8s:enc: header (identity, aescbc/key1, kms/NAME). -o json and -o yaml\n" +
+			"write a Kubernetes List of the objects' metadata, with each key's revisions and encryption\n" +
+			"under \"etcd\".",
 		examples: `etcdpvc ls -A --terminating
 etcdpvc ls pvc -n demo
 etcdpvc ls pv
@@ -200,12 +202,12 @@ func newLsPrinter(e *env, o lsOptions, scope keyScope, kind inspect.ListKind) *l
 	case inspect.ListClaims:
 		h = append(h, "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "AGE")
 		if wide {
-			h = append(h, "RECLAIM POLICY", "MOUNTED BY", "VOLUMEMODE", "FINALIZERS", "REVISION")
+			h = append(h, "RECLAIM POLICY", "MOUNTED BY", "VOLUMEMODE", "FINALIZERS", "REVISION", "ENCRYPTION")
 		}
 	case inspect.ListVolumes:
 		h = append(h, "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS", "AGE")
 		if wide {
-			h = append(h, "VOLUMEMODE", "FINALIZERS", "REVISION")
+			h = append(h, "VOLUMEMODE", "FINALIZERS", "REVISION", "ENCRYPTION")
 		}
 	default:
 		if p.showKind {
@@ -217,7 +219,7 @@ func newLsPrinter(e *env, o lsOptions, scope keyScope, kind inspect.ListKind) *l
 		}
 		h = append(h, "AGE")
 		if wide {
-			h = append(h, "REVISION", "CREATED", "VERSION", "LEASE")
+			h = append(h, "REVISION", "CREATED", "VERSION", "LEASE", "ENCRYPTION")
 		}
 	}
 	if o.ShowKeys {
@@ -249,13 +251,13 @@ func (p *lsPrinter) row(it inspect.Listed) error {
 		c := it.ClaimColumns(p.vols)
 		cells = append(cells, it.Status(p.now, c.Phase), c.Volume, c.Capacity, c.AccessModes, c.StorageClass, age)
 		if wide {
-			cells = append(cells, c.ReclaimPolicy, p.mountedBy(it), c.VolumeMode, fins, rev)
+			cells = append(cells, c.ReclaimPolicy, p.mountedBy(it), c.VolumeMode, fins, rev, it.Encryption)
 		}
 	case inspect.ListVolumes:
 		c := it.VolumeColumns()
 		cells = append(cells, c.Capacity, c.AccessModes, c.ReclaimPolicy, it.Status(p.now, c.Status), c.Claim, c.StorageClass, age)
 		if wide {
-			cells = append(cells, c.VolumeMode, fins, rev)
+			cells = append(cells, c.VolumeMode, fins, rev, it.Encryption)
 		}
 	default:
 		if p.showKind {
@@ -271,7 +273,7 @@ func (p *lsPrinter) row(it inspect.Listed) error {
 			if it.Lease != 0 {
 				lease = strconv.FormatInt(it.Lease, 16)
 			}
-			cells = append(cells, rev, strconv.FormatInt(it.CreateRevision, 10), strconv.FormatInt(it.Version, 10), lease)
+			cells = append(cells, rev, strconv.FormatInt(it.CreateRevision, 10), strconv.FormatInt(it.Version, 10), lease, it.Encryption)
 		}
 	}
 	if p.o.ShowKeys {

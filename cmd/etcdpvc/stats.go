@@ -34,7 +34,8 @@ func statsCommand() command {
 			"history weight), the deletion records (tombstones) and the keys whose newest revision is a\n" +
 			"deletion, and reports the scheduled and finished compaction, the snapshot's sha256 trailer\n" +
 			"and the bbolt sizes. Live etcd keeps no record of deletions it can list: those columns say\n" +
-			"\"unknown\" there.",
+			"\"unknown\" there. With --wal it counts the keyspace the log's replay establishes; when the\n" +
+			"log's revisions stop before its end, stats says so and exits with status 10.",
 		examples: `etcdpvc --db snapshot.db stats
 etcdpvc --kubeadm stats -o json | jq '.resources[] | select(.objects > 1000)'
 etcdpvc --db /var/lib/etcd/member/snap/db stats --top 50`,
@@ -90,6 +91,9 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		return err
 	}
 	rep.Source = s.description
+	if s.wal != nil {
+		inspect.FromWAL(rep, s.wal.Coverage())
+	}
 	if o.Output == "json" {
 		b, jerr := json.MarshalIndent(rep, "", "  ")
 		if jerr != nil {
@@ -102,9 +106,13 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		return perr
 	}
 	if rep.Incomplete != "" {
-		// The counts above cover what was read before the damaged page.
-		return withHint(&incompleteError{msg: "stats incomplete: " + rep.Incomplete},
-			"the db file is damaged: read another snapshot, or a copy from another member")
+		// The counts above cover what was read: before the damaged page,
+		// or up to the last revision the log establishes.
+		hint := "the db file is damaged: read another snapshot, or a copy from another member"
+		if s.wal != nil {
+			hint = undeterminedHint
+		}
+		return withHint(&incompleteError{msg: "stats incomplete: " + rep.Incomplete}, hint)
 	}
 	return err
 }
