@@ -138,14 +138,22 @@ func WriteRecoverSet(ctx context.Context, w store.Writer, plan *SetPlan, o Recov
 		}
 		batch := creates[start:end]
 		start = end
-		if !batched {
+		// oneByOne writes the batch one compare-and-swap per key: on a
+		// store that cannot batch, or keys kept in several etcds.
+		oneByOne := func() (failed *SetItem, err error) {
 			for _, it := range batch {
 				r, err := Apply(ctx, w, it.Plan, o.ApplyOptions)
 				if err != nil {
-					return fail([]*SetItem{it}, err)
+					return it, err
 				}
 				res.Warnings = append(res.Warnings, r.Warnings...)
 				res.record(o, it, r.Revision, r.BackupPath)
+			}
+			return nil, nil
+		}
+		if !batched {
+			if it, err := oneByOne(); err != nil {
+				return fail([]*SetItem{it}, err)
 			}
 			continue
 		}
@@ -153,13 +161,8 @@ func WriteRecoverSet(ctx context.Context, w store.Writer, plan *SetPlan, o Recov
 		if errors.Is(err, store.ErrCrossStore) {
 			// Not one store: one transaction per key (the backups
 			// written for the batch are harmless: nothing was written).
-			for _, it := range batch {
-				r, err := Apply(ctx, w, it.Plan, o.ApplyOptions)
-				if err != nil {
-					return fail([]*SetItem{it}, err)
-				}
-				res.Warnings = append(res.Warnings, r.Warnings...)
-				res.record(o, it, r.Revision, r.BackupPath)
+			if it, err := oneByOne(); err != nil {
+				return fail([]*SetItem{it}, err)
 			}
 			continue
 		}

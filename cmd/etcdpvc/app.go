@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/verify"
 )
@@ -184,17 +185,9 @@ func flagGiven(c *cli.Context, name string) bool {
 	return false
 }
 
-func splitList(vs []string) []string {
-	var out []string
-	for _, v := range vs {
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
+// splitList splits comma-separated values, dropping empty ones
+// (connect.SplitList).
+func splitList(vs []string) []string { return connect.SplitList(vs) }
 
 func resolveGlobals(c *cli.Context, e *env) (*globalOptions, error) {
 	o := &globalOptions{explicit: map[string]bool{}, fromEnv: map[string]string{}}
