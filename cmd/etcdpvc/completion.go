@@ -334,7 +334,7 @@ func completeNames(c *cli.Context, e *env, l commandLine, res, namespace, cur st
 		return nil
 	}
 	defer done()
-	r, err := s.resolver.Lookup(res)
+	r, err := s.Resolver.Lookup(res)
 	if err != nil {
 		return nil
 	}
@@ -349,7 +349,7 @@ func completeNames(c *cli.Context, e *env, l commandLine, res, namespace, cur st
 		ns = "default"
 	}
 	var out []string
-	_, err = s.reader.List(qe.ctx, r.ListPrefix(s.g.Prefix, ns), store.ListOptions{KeysOnly: true, PageSize: maxCandidates}, func(kv *store.KeyValue) error {
+	_, err = s.Reader.List(qe.ctx, r.ListPrefix(s.g.Prefix, ns), store.ListOptions{KeysOnly: true, PageSize: maxCandidates}, func(kv *store.KeyValue) error {
 		_, _, name, ok := resource.ParseKey(s.g.Prefix, kv.Key)
 		if ok && strings.HasPrefix(name, cur) {
 			out = append(out, name)
@@ -378,7 +378,7 @@ func completeClaims(c *cli.Context, e *env, l commandLine, cur string) []string 
 		prefix += ns + "/"
 	}
 	var out []string
-	_, err := s.reader.List(qe.ctx, prefix, store.ListOptions{KeysOnly: true, PageSize: maxCandidates}, func(kv *store.KeyValue) error {
+	_, err := s.Reader.List(qe.ctx, prefix, store.ListOptions{KeysOnly: true, PageSize: maxCandidates}, func(kv *store.KeyValue) error {
 		_, ns, name, ok := resource.ParseKey(s.g.Prefix, kv.Key)
 		if ok && strings.HasPrefix(ns+"/"+name, cur) {
 			out = append(out, ns+"/"+name)

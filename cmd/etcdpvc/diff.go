@@ -116,8 +116,8 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 	w := bufio.NewWriterSize(e.stdout, 64<<10)
 	p := &diffPrinter{w: w, o: o}
 	sum, err := inspect.Diff(e.ctx,
-		inspect.DiffSide{Reader: a.reader, Rev: sa.Rev, Planner: a.planner},
-		inspect.DiffSide{Reader: b.reader, Rev: sb.Rev, Planner: b.planner},
+		inspect.DiffSide{Reader: a.Reader, Rev: sa.Rev, Planner: a.Planner},
+		inspect.DiffSide{Reader: b.Reader, Rev: sb.Rev, Planner: b.Planner},
 		inspect.DiffOptions{
 			StorePrefix: g.Prefix, ListPrefix: scope.prefix,
 			Match: func(key string) bool {

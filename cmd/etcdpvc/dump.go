@@ -103,7 +103,7 @@ func scopeFor(s *session, res string, namespace string, all bool) (keyScope, err
 	if res == "" {
 		return k, nil
 	}
-	r, err := s.resolver.Lookup(res)
+	r, err := s.Resolver.Lookup(res)
 	if err != nil {
 		return k, &usageError{msg: err.Error()}
 	}
@@ -126,7 +126,7 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 		return err
 	}
 	defer s.Close()
-	if _, ok := s.reader.(store.Archive); o.AllRevisions && !ok {
+	if _, ok := s.Reader.(store.Archive); o.AllRevisions && !ok {
 		return usagef("--all-revisions needs --db or --wal: live etcd replays a key's history only one key at a time (use `etcdpvc history`)")
 	}
 	scope, err := scopeFor(s, o.Resource, o.Namespace, o.AllNamespaces)
@@ -135,7 +135,7 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	}
 	prefix := s.g.Prefix
 	do := inspect.DumpOptions{
-		Planner: s.planner, Prefix: scope.prefix, AllRevisions: o.AllRevisions, Revision: o.Rev, PageSize: o.PageSize,
+		Planner: s.Planner, Prefix: scope.prefix, AllRevisions: o.AllRevisions, Revision: o.Rev, PageSize: o.PageSize,
 		YAML: o.Output == "yaml", ShowSecrets: o.ShowSecrets,
 		Match: func(key string) (resource.Resource, string, string, bool, bool) { return scope.match(prefix, key) },
 	}
@@ -143,14 +143,14 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	if isTerminal(e.stderr) {
 		p = newProgress(e.stderr, "dump")
 		if o.AllRevisions {
-			if info, err := s.reader.Info(e.ctx); err == nil {
+			if info, err := s.Reader.Info(e.ctx); err == nil {
 				p.total = info.Revision
 			}
 		}
 		do.Progress = p.update
 	}
 	w := bufio.NewWriterSize(e.stdout, 256<<10)
-	res, err := inspect.Dump(e.ctx, s.reader, w, do)
+	res, err := inspect.Dump(e.ctx, s.Reader, w, do)
 	if p != nil {
 		p.done()
 	}

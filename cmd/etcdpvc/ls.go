@@ -85,13 +85,13 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		return err
 	}
 	var enc inspect.Decrypter
-	if s.enc != nil {
-		enc = s.enc
+	if s.Enc != nil {
+		enc = s.Enc
 	}
 	kind := inspect.ListKindOf(scope.res)
 	out := newLsPrinter(e, o, scope, kind)
 	if kind == inspect.ListClaims && out.t != nil {
-		vols, err := inspect.LoadVolumes(e.ctx, s.reader, enc, s.g.Prefix, o.Rev)
+		vols, err := inspect.LoadVolumes(e.ctx, s.Reader, enc, s.g.Prefix, o.Rev)
 		if err != nil {
 			return err
 		}
@@ -102,11 +102,11 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		}
 		if o.Output == "wide" {
 			out.mounts = func(ns string) (*inspect.Mounts, error) {
-				return inspect.LoadMounts(e.ctx, s.reader, enc, s.g.Prefix, ns, o.Rev)
+				return inspect.LoadMounts(e.ctx, s.Reader, enc, s.g.Prefix, ns, o.Rev)
 			}
 		}
 	}
-	sum, err := inspect.List(e.ctx, s.reader, enc, inspect.ListingOptions{
+	sum, err := inspect.List(e.ctx, s.Reader, enc, inspect.ListingOptions{
 		StorePrefix: s.g.Prefix, KeyPrefix: scope.prefix,
 		Match: func(key string) (resource.Resource, string, string, bool) {
 			r, ns, name, parsed, ok := scope.match(s.g.Prefix, key)
@@ -145,7 +145,7 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		case o.Terminating:
 			what = "terminating objects"
 		}
-		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", inspect.EmptyListing(e.ctx, s.reader, s.g.Prefix, scope.res, scope.ns, what, o.Rev))
+		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", inspect.EmptyListing(e.ctx, s.Reader, s.g.Prefix, scope.res, scope.ns, what, o.Rev))
 		return nil
 	}
 	if sum.Unread.Total() > 0 {

@@ -64,7 +64,7 @@ func runResizeRecover(e *env, g *globalOptions, obj []string, namespace, key str
 	if ref.Resource.Path != "" && ref.Resource.Path != "persistentvolumeclaims" {
 		return usagef("resize-recover works on persistentvolumeclaims, not %s", ref.Resource)
 	}
-	plan, err := s.planner.MakePlan(e.ctx, s.reader, ref.Key, surgery.ResizeRecover{To: to})
+	plan, err := s.Planner.MakePlan(e.ctx, s.Reader, ref.Key, surgery.ResizeRecover{To: to})
 	if err != nil {
 		return recipeError(err)
 	}
@@ -77,7 +77,7 @@ func runResizeRecover(e *env, g *globalOptions, obj []string, namespace, key str
 	}
 	var pv *corev1.PersistentVolume
 	if pvc.Spec.VolumeName != "" {
-		if cur, err := s.planner.Load(e.ctx, s.reader, s.g.Prefix+"/persistentvolumes/"+pvc.Spec.VolumeName, 0); err == nil {
+		if cur, err := s.Planner.Load(e.ctx, s.Reader, s.g.Prefix+"/persistentvolumes/"+pvc.Spec.VolumeName, 0); err == nil {
 			pv, _ = cur.Obj.Typed.(*corev1.PersistentVolume)
 		}
 	}
@@ -164,7 +164,7 @@ func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, 
 		return err
 	}
 	defer s.Close()
-	s.planner.ShowSecrets = o.ShowSecrets
+	s.Planner.ShowSecrets = o.ShowSecrets
 	ref, err := s.ref(obj, "", "")
 	if err != nil {
 		return err
@@ -172,7 +172,7 @@ func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, 
 	if ref.Resource.Path != "persistentvolumes" {
 		return usagef("rebind works on a persistentvolume, not %s", ref.Resource)
 	}
-	rb, err := s.planner.PlanRebind(e.ctx, s.reader, ref.Name, namespace, claim, force)
+	rb, err := s.Planner.PlanRebind(e.ctx, s.Reader, ref.Name, namespace, claim, force)
 	if err != nil {
 		return recipeError(err)
 	}

@@ -71,17 +71,17 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		update = prog.update
 	}
 	var write inspect.WriteProviderFunc
-	if s.enc != nil {
-		write = func(gr schema.GroupResource) string { return s.enc.Providers(gr)[0] }
+	if s.Enc != nil {
+		write = func(gr schema.GroupResource) string { return s.Enc.Providers(gr)[0] }
 	}
 	var rep *inspect.StatsReport
-	if b, ok := s.reader.(*store.Bolt); ok {
+	if b, ok := s.Reader.(*store.Bolt); ok {
 		if prog != nil {
 			prog.total = b.Meta().Revision
 		}
 		rep, err = inspect.BoltStats(e.ctx, b, prefix, o.Top, update, write)
 	} else {
-		rep, err = inspect.LiveStats(e.ctx, s.reader, prefix, o.Top, o.PageSize, update, write)
+		rep, err = inspect.LiveStats(e.ctx, s.Reader, prefix, o.Top, o.PageSize, update, write)
 	}
 	if prog != nil {
 		prog.done()
@@ -89,7 +89,7 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 	if rep == nil {
 		return err
 	}
-	rep.Source = s.description
+	rep.Source = s.Description
 	if o.Output == "json" {
 		b, jerr := json.MarshalIndent(rep, "", "  ")
 		if jerr != nil {
