@@ -291,12 +291,8 @@ etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client
 					if !strings.HasSuffix(ch.Diff, "\n") {
 						fmt.Fprintln(e.stdout)
 					}
-					if ch.Undecodable != nil {
-						return &refusedError{msg: fmt.Sprintf("restore %s: the key's current value (revision %d) cannot be decoded: %v; nothing written", ch.Key, ch.Revision, ch.Undecodable),
-							hint: "the raw diff above goes from the current bytes to the backup's; re-run with --force to replace them"}
-					}
-					return &refusedError{msg: fmt.Sprintf("restore %s: the object changed after etcdpvc's write (it is now at revision %d); nothing written", ch.Key, ch.Revision),
-						hint: "the diff above goes from the current object to the backup; re-run with --force to restore anyway"}
+					msg, hint := ch.Refusal()
+					return &refusedError{msg: msg, hint: hint}
 				}
 				var oc *surgery.OtherClusterError
 				if errorsAs(err, &oc) {
