@@ -119,9 +119,9 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 		inspect.DiffSide{Reader: a.Reader, Rev: sa.Rev, Planner: a.Planner},
 		inspect.DiffSide{Reader: b.Reader, Rev: sb.Rev, Planner: b.Planner},
 		inspect.DiffOptions{
-			StorePrefix: g.Prefix, ListPrefix: scope.prefix,
+			StorePrefix: g.Prefix, ListPrefix: scope.Prefix,
 			Match: func(key string) bool {
-				_, _, _, _, ok := scope.match(g.Prefix, key)
+				_, _, _, _, ok := scope.Match(g.Prefix, key)
 				return ok
 			},
 			ShowSecrets: o.ShowSecrets, IgnoreMetadataOnly: o.IgnoreMetadataOnly,

@@ -88,7 +88,7 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 	if s.Enc != nil {
 		enc = s.Enc
 	}
-	kind := inspect.ListKindOf(scope.res)
+	kind := inspect.ListKindOf(scope.Resource)
 	out := newLsPrinter(e, o, scope, kind)
 	if kind == inspect.ListClaims && out.t != nil {
 		vols, err := inspect.LoadVolumes(e.ctx, s.Reader, enc, s.g.Prefix, o.Rev)
@@ -107,9 +107,9 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		}
 	}
 	sum, err := inspect.List(e.ctx, s.Reader, enc, inspect.ListingOptions{
-		StorePrefix: s.g.Prefix, KeyPrefix: scope.prefix,
+		StorePrefix: s.g.Prefix, KeyPrefix: scope.Prefix,
 		Match: func(key string) (resource.Resource, string, string, bool) {
-			r, ns, name, parsed, ok := scope.match(s.g.Prefix, key)
+			r, ns, name, parsed, ok := scope.Match(s.g.Prefix, key)
 			return r, ns, name, parsed && ok
 		},
 		Kind: kind, Objects: out.t != nil, Terminating: o.Terminating, Deleted: o.Deleted,
@@ -145,7 +145,7 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		case o.Terminating:
 			what = "terminating objects"
 		}
-		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", inspect.EmptyListing(e.ctx, s.Reader, s.g.Prefix, scope.res, scope.ns, what, o.Rev))
+		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", inspect.EmptyListing(e.ctx, s.Reader, s.g.Prefix, scope.Resource, scope.Namespace, what, o.Rev))
 		return nil
 	}
 	if sum.Unread.Total() > 0 {
@@ -178,14 +178,14 @@ type lsPrinter struct {
 	mounted  *inspect.Mounts
 }
 
-func newLsPrinter(e *env, o lsOptions, scope keyScope, kind inspect.ListKind) *lsPrinter {
+func newLsPrinter(e *env, o lsOptions, scope inspect.Scope, kind inspect.ListKind) *lsPrinter {
 	p := &lsPrinter{e: e, o: o, kind: kind, now: e.now(), first: true}
 	switch {
-	case scope.res == nil:
+	case scope.Resource == nil:
 		p.showKind = true
-		p.showNS = scope.ns == ""
+		p.showNS = scope.Namespace == ""
 	default:
-		p.showNS = scope.res.Namespaced && scope.ns == ""
+		p.showNS = scope.Resource.Namespaced && scope.Namespace == ""
 	}
 	if o.Output != "table" && o.Output != "wide" {
 		return p
