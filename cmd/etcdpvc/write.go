@@ -285,36 +285,9 @@ func applyOptions(e *env, s *session, o writeOptions) surgery.ApplyOptions {
 	for _, w := range surgery.CheckBackupDir(dir) {
 		fmt.Fprintf(e.stderr, "etcdpvc: warning: %s\n", w)
 	}
-	src := &surgery.Source{
-		Endpoints:        s.g.Endpoints,
-		CACert:           absPath(s.g.CACert),
-		Cert:             absPath(s.g.Cert),
-		Key:              absPath(s.g.Key),
-		Prefix:           s.g.Prefix,
-		Kubeadm:          s.g.Kubeadm,
-		EncryptionConfig: absPath(s.g.EncryptionConfig),
-	}
-	if s.g.Kubeadm {
-		src.ManifestsDir = absPath(s.g.ManifestsDir)
-	}
-	if cl, ok := store.AsCluster(s.Reader); ok {
-		id, err := cl.ClusterID(e.ctx)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "etcdpvc: warning: the backup cannot record the cluster's ID (%v); restore will not be able to check it\n", err)
-		}
-		src.ClusterID = surgery.FormatClusterID(id)
+	src, err := s.BackupSource(e.ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "etcdpvc: warning: the backup cannot record the cluster's ID (%v); restore will not be able to check it\n", err)
 	}
 	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.g.Endpoints, ToolVersion: toolVersion(), Source: src}
-}
-
-// absPath makes a path absolute, so that a backup's record of it works
-// from any directory; "" stays "".
-func absPath(p string) string {
-	if p == "" {
-		return ""
-	}
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
-	}
-	return p
 }
