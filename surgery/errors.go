@@ -100,3 +100,14 @@ func (e *ChangedError) Error() string {
 
 // Is reports whether target is ErrChangedSinceBackup.
 func (e *ChangedError) Is(target error) bool { return target == ErrChangedSinceBackup }
+
+// Refusal is how a restore refused for e is told: msg says why nothing was
+// written, hint what the diff shown (e.Diff) is and how to restore anyway.
+func (e *ChangedError) Refusal() (msg, hint string) {
+	if e.Undecodable != nil {
+		return fmt.Sprintf("restore %s: the key's current value (revision %d) cannot be decoded: %v; nothing written", e.Key, e.Revision, e.Undecodable),
+			"the raw diff above goes from the current bytes to the backup's; re-run with --force to replace them"
+	}
+	return fmt.Sprintf("restore %s: the object changed after etcdpvc's write (it is now at revision %d); nothing written", e.Key, e.Revision),
+		"the diff above goes from the current object to the backup; re-run with --force to restore anyway"
+}

@@ -262,3 +262,14 @@ func strOrEmpty(s *string) string {
 	}
 	return *s
 }
+
+// VolumeWritten returns the outcome of the volume's write among steps (the
+// steps of rb.Plans() written), and whether it was written.
+func (rb *Rebind) VolumeWritten(steps []Step) (Outcome, bool) {
+	for _, st := range steps {
+		if st.Plan == rb.Volume {
+			return st.Outcome()
+		}
+	}
+	return Outcome{}, false
+}

@@ -1,6 +1,7 @@
 package surgery
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -9,6 +10,7 @@ import (
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // ResizeConditions are the PersistentVolumeClaim conditions a volume
@@ -214,4 +216,24 @@ func dropField(msg []byte, num protowire.Number) ([]byte, bool, error) {
 		msg = msg[n+m:]
 	}
 	return out, dropped, nil
+}
+
+// ResizeSubjects returns the claim plan (a ResizeRecover plan) edits, as it
+// was before the edit, and the volume it is bound to, for explaining what
+// the controllers do next. The volume is nil when the claim names none or
+// it cannot be read; the claim is nil when plan is not of a claim.
+func (p Planner) ResizeSubjects(ctx context.Context, r store.Reader, plan *Plan) (*corev1.PersistentVolumeClaim, *corev1.PersistentVolume) {
+	if plan == nil || plan.Before == nil || plan.Before.Obj == nil {
+		return nil, nil
+	}
+	pvc, _ := plan.Before.Obj.Typed.(*corev1.PersistentVolumeClaim)
+	if pvc == nil || pvc.Spec.VolumeName == "" {
+		return pvc, nil
+	}
+	cur, err := p.Load(ctx, r, p.Prefix+"/persistentvolumes/"+pvc.Spec.VolumeName, 0)
+	if err != nil {
+		return pvc, nil
+	}
+	pv, _ := cur.Obj.Typed.(*corev1.PersistentVolume)
+	return pvc, pv
 }

@@ -2,28 +2,24 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/resource"
-	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // Shell completion: `etcdpvc completion SHELL` prints a small script that
 // asks the hidden `etcdpvc __complete -- WORDS...` for candidates, so that
-// all the logic (commands, flags, resource names, object names read from
-// etcd) lives here, once, for every shell.
+// completion (commands, flags, and the names inspect's Complete* look up:
+// resources, namespaces, objects, claims, backups) is written once, for
+// every shell.
 
 func completionCommand() command {
 	return command{
@@ -186,7 +182,7 @@ func complete(c *cli.Context, e *env, words []string) []string {
 func completeWith(c *cli.Context, e *env, l commandLine, what completer, cur string) []string {
 	switch what {
 	case offerResources:
-		return resourceNames()
+		return inspect.ResourceNames()
 	case offerCommands:
 		return commandNames()
 	case offerShells:
@@ -214,7 +210,7 @@ func completeArgs(c *cli.Context, e *env, l commandLine, cur string) []string {
 	}
 	resources := a.resources
 	if resources == nil {
-		resources = resourceNames()
+		resources = inspect.ResourceNames()
 	}
 	switch {
 	case n == 0 && strings.Contains(cur, "/"):
@@ -244,27 +240,6 @@ func commandNames() []string {
 		}
 	}
 	return out
-}
-
-// resourceNames lists every built-in resource's plural and short names.
-func resourceNames() []string {
-	var out []string
-	for _, r := range resource.All() {
-		name := r.Plural
-		if r.Group != "" && !resourceNameUnique(r) {
-			name = r.String()
-		}
-		out = append(out, name)
-		out = append(out, r.ShortNames...)
-	}
-	sort.Strings(out)
-	return slices.Compact(out)
-}
-
-// resourceNameUnique reports whether r's plural alone names it.
-func resourceNameUnique(r resource.Resource) bool {
-	found, err := resource.Lookup(r.Plural)
-	return err == nil && found.Group == r.Group
 }
 
 // flagCandidates lists the flags of cmd (nil: before a command), global
@@ -321,113 +296,48 @@ func completionSession(c *cli.Context, e *env, l commandLine) (*session, *env, f
 	return s, &quiet, func() { s.Close(); cancel() }
 }
 
-// errEnoughNames stops a listing once it has maxCandidates names.
-var errEnoughNames = errors.New("enough names")
-
 // completeNames lists the names of res's objects starting with cur: in the
 // namespace the command line gives (default "default"), or all of them
-// with -A or for a cluster-scoped resource. namespace overrides the
-// command line's when not empty.
+// with -A or for a cluster-scoped resource (inspect.CompleteNames).
+// namespace overrides the command line's when not empty.
 func completeNames(c *cli.Context, e *env, l commandLine, res, namespace, cur string) []string {
 	s, qe, done := completionSession(c, e, l)
 	if s == nil {
 		return nil
 	}
 	defer done()
-	r, err := s.resolver.Lookup(res)
-	if err != nil {
-		return nil
-	}
-	ns := namespace
-	if ns == "" {
-		ns = l.flags["namespace"]
+	q := inspect.NameQuery{Prefix: s.g.Prefix, Resource: res, Namespace: namespace, Typed: cur, Max: maxCandidates}
+	if q.Namespace == "" {
+		q.Namespace = l.flags["namespace"]
 		if v, ok := l.flags["n"]; ok {
-			ns = v
+			q.Namespace = v
 		}
+		q.AllNamespaces = l.flags["all-namespaces"] != "" || l.flags["A"] != ""
 	}
-	if ns == "" && r.Namespaced && l.flags["all-namespaces"] == "" && l.flags["A"] == "" {
-		ns = "default"
-	}
-	var out []string
-	_, err = s.reader.List(qe.ctx, r.ListPrefix(s.g.Prefix, ns), store.ListOptions{KeysOnly: true, PageSize: maxCandidates}, func(kv *store.KeyValue) error {
-		_, _, name, ok := resource.ParseKey(s.g.Prefix, kv.Key)
-		if ok && strings.HasPrefix(name, cur) {
-			out = append(out, name)
-		}
-		if len(out) >= maxCandidates {
-			return errEnoughNames
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errEnoughNames) {
-		return nil
-	}
+	out, _ := inspect.CompleteNames(qe.ctx, s.Reader, s.Resolver, q)
 	return out
 }
 
-// completeClaims lists claims as NAMESPACE/NAME, for rebind --to-claim.
+// completeClaims lists claims as NAMESPACE/NAME, for rebind --to-claim
+// (inspect.CompleteClaims).
 func completeClaims(c *cli.Context, e *env, l commandLine, cur string) []string {
 	s, qe, done := completionSession(c, e, l)
 	if s == nil {
 		return nil
 	}
 	defer done()
-	ns, _, _ := strings.Cut(cur, "/")
-	prefix := s.g.Prefix + "/persistentvolumeclaims/"
-	if strings.Contains(cur, "/") {
-		prefix += ns + "/"
-	}
-	var out []string
-	_, err := s.reader.List(qe.ctx, prefix, store.ListOptions{KeysOnly: true, PageSize: maxCandidates}, func(kv *store.KeyValue) error {
-		_, ns, name, ok := resource.ParseKey(s.g.Prefix, kv.Key)
-		if ok && strings.HasPrefix(ns+"/"+name, cur) {
-			out = append(out, ns+"/"+name)
-		}
-		if len(out) >= maxCandidates {
-			return errEnoughNames
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errEnoughNames) {
-		return nil
-	}
+	out, _ := inspect.CompleteClaims(qe.ctx, s.Reader, s.g.Prefix, cur, maxCandidates)
 	return out
 }
 
 // completeBackups lists backup files, newest first: those of the directory
 // being typed when cur holds a "/", else those of --backup-dir or the
-// default backup directory, as absolute paths.
+// default backup directory, as absolute paths (inspect.CompleteBackups).
 func completeBackups(l commandLine, cur string) []string {
-	var dir, prefix string
-	if i := strings.LastIndex(cur, "/"); i >= 0 {
-		prefix = cur[:i+1]
-		dir = prefix
-	} else {
-		dir = l.flags["backup-dir"]
-		if dir == "" {
-			dir = surgery.DefaultBackupDir()
-		}
-		if abs, err := filepath.Abs(dir); err == nil {
-			dir = abs
-		}
-		prefix = dir + string(filepath.Separator)
+	dir := l.flags["backup-dir"]
+	if dir == "" {
+		dir = surgery.DefaultBackupDir()
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var names []string
-	for _, en := range entries {
-		if n := en.Name(); en.Type().IsRegular() && strings.HasSuffix(n, ".json") && !strings.HasPrefix(n, ".") {
-			names = append(names, n)
-		}
-	}
-	// Backup names start with their UTC timestamp: newest first.
-	slices.Sort(names)
-	slices.Reverse(names)
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = prefix + n
-	}
+	out, _ := inspect.CompleteBackups(dir, cur)
 	return out
 }

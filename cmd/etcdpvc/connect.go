@@ -7,44 +7,21 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // session is an open store with the codec and names that go with it: a
 // connect.Session and the global options it was opened with.
 type session struct {
-	cs *connect.Session
-	g  *globalOptions
-	// reader, enc, planner, resolver and description are cs's (see
-	// connect.Session).
-	reader   store.Reader
-	enc      *encryption.Config
-	planner  surgery.Planner
-	resolver resource.Resolver
-	// wal is the --wal log (nil without --wal); it is also reader.
-	wal         *store.WAL
-	description string
+	*connect.Session
+	g *globalOptions
 }
-
-// target names where a write of key goes (connect.Session.Target).
-func (s *session) target(key string) string { return s.cs.Target(key) }
-
-// describeWrite names the objects at keys and their targets, for the
-// confirmation question (connect.Session.DescribeWrite).
-func (s *session) describeWrite(keys []string) string { return s.cs.DescribeWrite(keys) }
 
 // objectName names the object at key as kubectl would (connect.ObjectName).
 func objectName(prefix, key string) string { return connect.ObjectName(prefix, key) }
-
-// isFile reports whether the session reads a db or snapshot file.
-func (s *session) isFile() bool { return s.cs.IsFile() }
-
-func (s *session) Close() { s.cs.Close() }
 
 // connectOptions maps the global options onto the library's.
 func (g *globalOptions) connectOptions(e *env) connect.Options {
@@ -133,7 +110,7 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 		}
 		return nil, err
 	}
-	s := &session{cs: cs, g: g, reader: cs.Reader, enc: cs.Enc, planner: cs.Planner, resolver: cs.Resolver, description: cs.Description}
+	s := &session{Session: cs, g: g}
 	if out != "" {
 		// Backups and the audit log record where the write went.
 		g2 := *g
@@ -141,7 +118,6 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 		s.g = &g2
 	}
 	if cs.WAL != nil {
-		s.wal = cs.WAL
 		for _, l := range cs.WAL.Coverage().Lines() {
 			fmt.Fprintf(e.stderr, "etcdpvc: %s\n", l)
 		}
@@ -190,7 +166,7 @@ func boltError(err error) error {
 
 // ref resolves a command's object arguments.
 func (s *session) ref(args []string, namespace, key string) (resource.Ref, error) {
-	r, err := s.resolver.ParseArgs(s.g.Prefix, args, namespace, key)
+	r, err := s.Resolver.ParseArgs(s.g.Prefix, args, namespace, key)
 	if err != nil {
 		if errors.Is(err, resource.ErrUnknownResource) || errors.Is(err, resource.ErrNotStored) {
 			return r, &usageError{msg: err.Error()}

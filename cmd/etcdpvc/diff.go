@@ -123,12 +123,12 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 	w := bufio.NewWriterSize(e.stdout, 64<<10)
 	p := &diffPrinter{w: w, o: o}
 	sum, err := inspect.Diff(e.ctx,
-		inspect.DiffSide{Reader: a.reader, Rev: sa.Rev, Planner: a.planner},
-		inspect.DiffSide{Reader: b.reader, Rev: sb.Rev, Planner: b.planner},
+		inspect.DiffSide{Reader: a.Reader, Rev: sa.Rev, Planner: a.Planner},
+		inspect.DiffSide{Reader: b.Reader, Rev: sb.Rev, Planner: b.Planner},
 		inspect.DiffOptions{
-			StorePrefix: g.Prefix, ListPrefix: scope.prefix,
+			StorePrefix: g.Prefix, ListPrefix: scope.Prefix,
 			Match: func(key string) bool {
-				_, _, _, _, ok := scope.match(g.Prefix, key)
+				_, _, _, _, ok := scope.Match(g.Prefix, key)
 				return ok
 			},
 			ShowSecrets: o.ShowSecrets, IgnoreMetadataOnly: o.IgnoreMetadataOnly,

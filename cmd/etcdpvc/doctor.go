@@ -134,13 +134,13 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 		return fmt.Errorf("doctor: %d check(s) failed; the store cannot be opened, so the remaining checks were skipped: %w", d.rep.Failed(), err)
 	}
 	defer s.Close()
-	d.report(inspect.CheckOK, "connect", "%s", s.description)
+	d.report(inspect.CheckOK, "connect", "%s", s.Description)
 	d.apiserver(s)
-	in := inspect.DoctorInputs{Store: s.reader, Planner: s.planner, EncryptionConfig: s.g.EncryptionConfig}
-	if s.isFile() && len(s.g.ServersOverrides) > 0 {
+	in := inspect.DoctorInputs{Store: s.Reader, Planner: s.Planner, EncryptionConfig: s.g.EncryptionConfig}
+	if s.IsFile() && len(s.g.ServersOverrides) > 0 {
 		in.FileOverrides = overridesString(s.g.ServersOverrides)
 	}
-	for _, r := range s.cs.Routes {
+	for _, r := range s.Routes {
 		in.Routes = append(in.Routes, inspect.DoctorRoute{Override: r.Override.String(), Prefix: r.Prefix, Etcd: r.Etcd, Endpoints: r.Etcd.Endpoints()})
 	}
 	inspect.Doctor(e.ctx, &d.rep, in)
@@ -156,7 +156,7 @@ func fileExists(path string) bool {
 // kubeconfig found, whether it answers for this cluster, and whether its
 // user may make the dry runs (RBAC).
 func (d *doctor) apiserver(s *session) {
-	if s.g.Verify == verify.Never || s.isFile() {
+	if s.g.Verify == verify.Never || s.IsFile() {
 		d.report(inspect.CheckOK, "apiserver", "not used (--verify=never or --db): writes are not verified")
 		return
 	}

@@ -73,50 +73,13 @@ etcdpvc --db snapshot.db --encryption-config enc.yaml dump secrets -A --show-sec
 	}
 }
 
-// keyScope selects the keys of a listing: a prefix and, without a
-// resource, a namespace filter (ls and dump share it).
-type keyScope struct {
-	prefix string
-	res    *resource.Resource
-	ns     string // filter on this namespace ("" none)
-}
-
-func (k keyScope) match(prefix, key string) (r resource.Resource, ns, name string, parsed, ok bool) {
-	r, ns, name, parsed = resource.ParseKey(prefix, key)
-	if k.res != nil && (!parsed || r.Path != k.res.Path) {
-		return r, ns, name, parsed, false
-	}
-	if k.ns != "" && (!parsed || ns != k.ns) {
-		return r, ns, name, parsed, false
-	}
-	return r, ns, name, parsed, true
-}
-
-// scopeFor resolves RESOURCE, -n and -A for ls and dump, as kubectl does:
-// -n defaults to "default" for a namespaced resource and is ignored for a
-// cluster-scoped one; without RESOURCE, -n filters every resource.
-func scopeFor(s *session, res string, namespace string, all bool) (keyScope, error) {
-	k := keyScope{prefix: s.g.Prefix + "/"}
-	if !all {
-		k.ns = namespace
-	}
-	if res == "" {
-		return k, nil
-	}
-	r, err := s.resolver.Lookup(res)
+// scopeFor resolves RESOURCE, -n and -A for ls, dump and diff
+// (inspect.NewScope); an unknown resource is a usage error.
+func scopeFor(s *session, res string, namespace string, all bool) (inspect.Scope, error) {
+	k, err := inspect.NewScope(s.Resolver, s.g.Prefix, res, namespace, all)
 	if err != nil {
 		return k, &usageError{msg: err.Error()}
 	}
-	k.res = &r
-	ns := ""
-	if r.Namespaced && !all {
-		ns = namespace
-		if ns == "" {
-			ns = "default"
-		}
-	}
-	k.ns = ns
-	k.prefix = r.ListPrefix(s.g.Prefix, ns)
 	return k, nil
 }
 
@@ -126,7 +89,7 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 		return err
 	}
 	defer s.Close()
-	if _, ok := s.reader.(store.Archive); o.AllRevisions && !ok {
+	if _, ok := s.Reader.(store.Archive); o.AllRevisions && !ok {
 		return usagef("--all-revisions needs --db or --wal: live etcd replays a key's history only one key at a time (use `etcdpvc history`)")
 	}
 	scope, err := scopeFor(s, o.Resource, o.Namespace, o.AllNamespaces)
@@ -135,22 +98,22 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	}
 	prefix := s.g.Prefix
 	do := inspect.DumpOptions{
-		Planner: s.planner, Prefix: scope.prefix, AllRevisions: o.AllRevisions, Revision: o.Rev, PageSize: o.PageSize,
+		Planner: s.Planner, Prefix: scope.Prefix, AllRevisions: o.AllRevisions, Revision: o.Rev, PageSize: o.PageSize,
 		YAML: o.Output == "yaml", ShowSecrets: o.ShowSecrets,
-		Match: func(key string) (resource.Resource, string, string, bool, bool) { return scope.match(prefix, key) },
+		Match: func(key string) (resource.Resource, string, string, bool, bool) { return scope.Match(prefix, key) },
 	}
 	var p *progress
 	if isTerminal(e.stderr) {
 		p = newProgress(e.stderr, "dump")
 		if o.AllRevisions {
-			if info, err := s.reader.Info(e.ctx); err == nil {
+			if info, err := s.Reader.Info(e.ctx); err == nil {
 				p.total = info.Revision
 			}
 		}
 		do.Progress = p.update
 	}
 	w := bufio.NewWriterSize(e.stdout, 256<<10)
-	res, err := inspect.Dump(e.ctx, s.reader, w, do)
+	res, err := inspect.Dump(e.ctx, s.Reader, w, do)
 	if p != nil {
 		p.done()
 	}

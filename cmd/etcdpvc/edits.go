@@ -44,7 +44,7 @@ etcdpvc --kubeadm undelete pv pv-www-web-0`,
 			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers"), RequireTerminating: true}
 			err := planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
 				func(s *session) (surgery.Edit, error) {
-					s.planner.AllowKeyMismatch = c.Bool("force")
+					s.Planner.AllowKeyMismatch = c.Bool("force")
 					return ed, nil
 				})
 			if errors.Is(err, surgery.ErrNotApplicable) {
@@ -188,7 +188,7 @@ func editCommand() command {
 				if err != nil {
 					return nil, err
 				}
-				cur, err := s.planner.Load(e.ctx, s.reader, ref.Key, 0)
+				cur, err := s.Planner.Load(e.ctx, s.Reader, ref.Key, 0)
 				if err != nil {
 					return nil, err
 				}
@@ -282,8 +282,8 @@ etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client
 				return err
 			}
 			defer s.Close()
-			s.planner.ShowSecrets = o.ShowSecrets
-			plan, err := s.planner.PlanRestore(e.ctx, s.reader, b, c.Bool("force"))
+			s.Planner.ShowSecrets = o.ShowSecrets
+			plan, err := s.Planner.PlanRestore(e.ctx, s.Reader, b, c.Bool("force"))
 			if err != nil {
 				var ch *surgery.ChangedError
 				if errorsAs(err, &ch) {
@@ -291,12 +291,8 @@ etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client
 					if !strings.HasSuffix(ch.Diff, "\n") {
 						fmt.Fprintln(e.stdout)
 					}
-					if ch.Undecodable != nil {
-						return &refusedError{msg: fmt.Sprintf("restore %s: the key's current value (revision %d) cannot be decoded: %v; nothing written", ch.Key, ch.Revision, ch.Undecodable),
-							hint: "the raw diff above goes from the current bytes to the backup's; re-run with --force to replace them"}
-					}
-					return &refusedError{msg: fmt.Sprintf("restore %s: the object changed after etcdpvc's write (it is now at revision %d); nothing written", ch.Key, ch.Revision),
-						hint: "the diff above goes from the current object to the backup; re-run with --force to restore anyway"}
+					msg, hint := ch.Refusal()
+					return &refusedError{msg: msg, hint: hint}
 				}
 				var oc *surgery.OtherClusterError
 				if errorsAs(err, &oc) {

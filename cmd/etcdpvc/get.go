@@ -86,16 +86,16 @@ func runGet(e *env, g *globalOptions, o getOptions) error {
 			_, err = e.stdout.Write(kv.Value)
 			return err
 		}
-		cur, err := s.planner.Open(e.ctx, *kv)
+		cur, err := s.Planner.Open(e.ctx, *kv)
 		if err != nil {
 			return fmt.Errorf("get %s at raft index %d: %w", objectName(s.g.Prefix, ref.Key), o.Index, err)
 		}
 		return printObject(e.stdout, withResourceVersion(cur.Obj.Content, kv.ModRevision), o.Print)
 	}
 	if o.Print.Output == "raw" {
-		kv, err := s.reader.Get(e.ctx, ref.Key, o.Rev)
+		kv, err := s.Reader.Get(e.ctx, ref.Key, o.Rev)
 		if errors.Is(err, store.ErrNotFound) {
-			return surgery.NotFound(e.ctx, s.reader, s.g.Prefix, ref.Key, o.Rev, err)
+			return surgery.NotFound(e.ctx, s.Reader, s.g.Prefix, ref.Key, o.Rev, err)
 		}
 		if err != nil {
 			return fmt.Errorf("get %s: %w", ref.Key, err)
@@ -103,7 +103,7 @@ func runGet(e *env, g *globalOptions, o getOptions) error {
 		_, err = e.stdout.Write(kv.Value)
 		return err
 	}
-	cur, err := s.planner.Load(e.ctx, s.reader, ref.Key, o.Rev)
+	cur, err := s.Planner.Load(e.ctx, s.Reader, ref.Key, o.Rev)
 	if err != nil {
 		return err
 	}

@@ -61,10 +61,10 @@ func runHistory(e *env, g *globalOptions, o historyOptions) error {
 		return err
 	}
 	var rep *inspect.HistoryReport
-	if s.wal != nil {
-		rep, err = inspect.WALHistory(e.ctx, s.wal, ref, inspect.HistoryOptions{Planner: s.planner, ShowSecrets: o.ShowSecrets})
+	if s.WAL != nil {
+		rep, err = inspect.WALHistory(e.ctx, s.WAL, ref, inspect.HistoryOptions{Planner: s.Planner, ShowSecrets: o.ShowSecrets})
 	} else {
-		rep, err = inspect.History(e.ctx, s.reader, ref, inspect.HistoryOptions{Planner: s.planner, ShowSecrets: o.ShowSecrets})
+		rep, err = inspect.History(e.ctx, s.Reader, ref, inspect.HistoryOptions{Planner: s.Planner, ShowSecrets: o.ShowSecrets})
 	}
 	if err != nil {
 		var none *inspect.NoHistoryError

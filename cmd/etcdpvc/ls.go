@@ -87,13 +87,13 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		return err
 	}
 	var enc inspect.Decrypter
-	if s.enc != nil {
-		enc = s.enc
+	if s.Enc != nil {
+		enc = s.Enc
 	}
-	kind := inspect.ListKindOf(scope.res)
+	kind := inspect.ListKindOf(scope.Resource)
 	out := newLsPrinter(e, o, scope, kind)
 	if kind == inspect.ListClaims && out.t != nil {
-		vols, err := inspect.LoadVolumes(e.ctx, s.reader, enc, s.g.Prefix, o.Rev)
+		vols, err := inspect.LoadVolumes(e.ctx, s.Reader, enc, s.g.Prefix, o.Rev)
 		if err != nil {
 			return err
 		}
@@ -104,14 +104,14 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		}
 		if o.Output == "wide" {
 			out.mounts = func(ns string) (*inspect.Mounts, error) {
-				return inspect.LoadMounts(e.ctx, s.reader, enc, s.g.Prefix, ns, o.Rev)
+				return inspect.LoadMounts(e.ctx, s.Reader, enc, s.g.Prefix, ns, o.Rev)
 			}
 		}
 	}
-	sum, err := inspect.List(e.ctx, s.reader, enc, inspect.ListingOptions{
-		StorePrefix: s.g.Prefix, KeyPrefix: scope.prefix,
+	sum, err := inspect.List(e.ctx, s.Reader, enc, inspect.ListingOptions{
+		StorePrefix: s.g.Prefix, KeyPrefix: scope.Prefix,
 		Match: func(key string) (resource.Resource, string, string, bool) {
-			r, ns, name, parsed, ok := scope.match(s.g.Prefix, key)
+			r, ns, name, parsed, ok := scope.Match(s.g.Prefix, key)
 			return r, ns, name, parsed && ok
 		},
 		Kind: kind, Objects: out.t != nil, Terminating: o.Terminating, Deleted: o.Deleted,
@@ -147,7 +147,7 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		case o.Terminating:
 			what = "terminating objects"
 		}
-		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", inspect.EmptyListing(e.ctx, s.reader, s.g.Prefix, scope.res, scope.ns, what, o.Rev))
+		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", inspect.EmptyListing(e.ctx, s.Reader, s.g.Prefix, scope.Resource, scope.Namespace, what, o.Rev))
 		return nil
 	}
 	if sum.Unread.Total() > 0 {
@@ -180,14 +180,14 @@ type lsPrinter struct {
 	mounted  *inspect.Mounts
 }
 
-func newLsPrinter(e *env, o lsOptions, scope keyScope, kind inspect.ListKind) *lsPrinter {
+func newLsPrinter(e *env, o lsOptions, scope inspect.Scope, kind inspect.ListKind) *lsPrinter {
 	p := &lsPrinter{e: e, o: o, kind: kind, now: e.now(), first: true}
 	switch {
-	case scope.res == nil:
+	case scope.Resource == nil:
 		p.showKind = true
-		p.showNS = scope.ns == ""
+		p.showNS = scope.Namespace == ""
 	default:
-		p.showNS = scope.res.Namespaced && scope.ns == ""
+		p.showNS = scope.Resource.Namespaced && scope.Namespace == ""
 	}
 	if o.Output != "table" && o.Output != "wide" {
 		return p

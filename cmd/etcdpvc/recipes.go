@@ -64,22 +64,16 @@ func runResizeRecover(e *env, g *globalOptions, obj []string, namespace, key str
 	if ref.Resource.Path != "" && ref.Resource.Path != "persistentvolumeclaims" {
 		return usagef("resize-recover works on persistentvolumeclaims, not %s", ref.Resource)
 	}
-	plan, err := s.planner.MakePlan(e.ctx, s.reader, ref.Key, surgery.ResizeRecover{To: to})
+	plan, err := s.Planner.MakePlan(e.ctx, s.Reader, ref.Key, surgery.ResizeRecover{To: to})
 	if err != nil {
 		return recipeError(err)
 	}
 	if err := applyPlan(e, s, plan, o); err != nil {
 		return err
 	}
-	pvc, _ := plan.Before.Obj.Typed.(*corev1.PersistentVolumeClaim)
+	pvc, pv := s.Planner.ResizeSubjects(e.ctx, s.Reader, plan)
 	if pvc == nil {
 		return nil
-	}
-	var pv *corev1.PersistentVolume
-	if pvc.Spec.VolumeName != "" {
-		if cur, err := s.planner.Load(e.ctx, s.reader, s.g.Prefix+"/persistentvolumes/"+pvc.Spec.VolumeName, 0); err == nil {
-			pv, _ = cur.Obj.Typed.(*corev1.PersistentVolume)
-		}
 	}
 	fmt.Fprint(e.stdout, resizeNextSteps(pvc, pv, to, nextStepsWhen(o)))
 	return nil
@@ -164,7 +158,7 @@ func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, 
 		return err
 	}
 	defer s.Close()
-	s.planner.ShowSecrets = o.ShowSecrets
+	s.Planner.ShowSecrets = o.ShowSecrets
 	ref, err := s.ref(obj, "", "")
 	if err != nil {
 		return err
@@ -172,7 +166,7 @@ func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, 
 	if ref.Resource.Path != "persistentvolumes" {
 		return usagef("rebind works on a persistentvolume, not %s", ref.Resource)
 	}
-	rb, err := s.planner.PlanRebind(e.ctx, s.reader, ref.Name, namespace, claim, force)
+	rb, err := s.Planner.PlanRebind(e.ctx, s.Reader, ref.Name, namespace, claim, force)
 	if err != nil {
 		return recipeError(err)
 	}
@@ -205,13 +199,8 @@ func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, 
 // rebindPartial reports a rebind whose volume was written and whose claim
 // was not (or may not have been).
 func rebindPartial(e *env, rb *surgery.Rebind, steps []surgery.Step, err error) error {
-	var backup string
-	for _, st := range steps {
-		if st.Written() && st.Plan == rb.Volume {
-			backup = st.Result.BackupPath
-		}
-	}
-	if backup == "" {
+	vol, ok := rb.VolumeWritten(steps)
+	if !ok {
 		return err
 	}
 	claim := "was NOT written"
@@ -222,7 +211,7 @@ func rebindPartial(e *env, rb *surgery.Rebind, steps []surgery.Step, err error) 
 	fmt.Fprintf(e.stderr, "etcdpvc: the volume's claimRef now names the claim, but the claim's spec.volumeName may not name the volume;\n"+
 		"etcdpvc: the binder may still bind a Pending claim to a volume reserved for it, or leave the volume Available.\n")
 	return withHint(fmt.Errorf("rebind: %w", err),
-		fmt.Sprintf("finish by running the same rebind again (it plans only what is left), or undo the volume's write with: etcdpvc restore %s", backup))
+		"finish by running the same rebind again (it plans only what is left), or undo the volume's write with: "+vol.Undo)
 }
 
 // recipeError turns a recipe's refusal into the CLI's refused error (exit

@@ -46,7 +46,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 	}
 	defer st.Close()
 	g := &globalOptions{Endpoints: c.Endpoints(), Prefix: "/registry"}
-	s := &session{cs: &connect.Session{Reader: st, Description: "test", Options: connect.Options{Prefix: "/registry"}}, g: g, reader: st, planner: surgery.Planner{Prefix: "/registry"}, description: "test"}
+	s := &session{Session: &connect.Session{Reader: st, Planner: surgery.Planner{Prefix: "/registry"}, Description: "test", Options: connect.Options{Prefix: "/registry"}}, g: g}
 	var stdout, stderr bytes.Buffer
 	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
 
@@ -66,7 +66,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	pvBefore := string(resp.Kvs[0].Value)
-	rb, err := s.planner.PlanRebind(ctx, st, "pv-www-web-1", "demo", "www-web-1", false)
+	rb, err := s.Planner.PlanRebind(ctx, st, "pv-www-web-1", "demo", "www-web-1", false)
 	if err != nil {
 		t.Fatal(err)
 	}

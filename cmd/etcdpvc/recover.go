@@ -131,7 +131,7 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 		return err
 	}
 	defer src.Close()
-	src.planner.ShowSecrets = o.Write.ShowSecrets
+	src.Planner.ShowSecrets = o.Write.ShowSecrets
 	ref, err := src.ref(o.Args, o.Namespace, o.Key)
 	if err != nil {
 		return err
@@ -155,7 +155,7 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 		if !o.LiveTarget && o.Write.DryRun {
 			// No target to compare with: show the create as it would be
 			// made where the key is absent, and say what was not checked.
-			plan, err := src.planner.PlanRecoverPreview(e.ctx, src.reader, *kv)
+			plan, err := src.Planner.PlanRecoverPreview(e.ctx, src.Reader, *kv)
 			if err != nil {
 				return err
 			}
@@ -171,7 +171,7 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 			return nil
 		}
 		if !o.LiveTarget {
-			return &refusedError{msg: fmt.Sprintf("recover %s: %s: %v: nothing written", ref.Key, src.description, store.ErrReadOnly),
+			return &refusedError{msg: fmt.Sprintf("recover %s: %s: %v: nothing written", ref.Key, src.Description, store.ErrReadOnly),
 				hint: "print it with -o yaml or -o raw; write it into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
 		}
 		live := *g
@@ -181,10 +181,10 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 			return err
 		}
 		defer dst.Close()
-		dst.planner.ShowSecrets = o.Write.ShowSecrets
-		fmt.Fprintf(e.stderr, "etcdpvc: recovering %s from %s (revision %d) into %s\n", ref.Key, src.description, kv.ModRevision, dst.description)
+		dst.Planner.ShowSecrets = o.Write.ShowSecrets
+		fmt.Fprintf(e.stderr, "etcdpvc: recovering %s from %s (revision %d) into %s\n", ref.Key, src.Description, kv.ModRevision, dst.Description)
 	}
-	plan, err := dst.planner.PlanRecover(e.ctx, dst.reader, *kv)
+	plan, err := dst.Planner.PlanRecover(e.ctx, dst.Reader, *kv)
 	if err != nil {
 		if errors.Is(err, surgery.ErrExists) {
 			return &refusedError{msg: err.Error() + "; nothing written",
@@ -199,15 +199,15 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 // (surgery.FindRecoverSource), saying on stderr which one when the key was
 // deleted.
 func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, error) {
-	from, err := surgery.FindRecoverSource(e.ctx, s.reader, key, rev)
-	if s.wal != nil && rev == 0 && (err == nil || errors.Is(err, store.ErrNotFound)) {
+	from, err := surgery.FindRecoverSource(e.ctx, s.Reader, key, rev)
+	if s.WAL != nil && rev == 0 && (err == nil || errors.Is(err, store.ErrNotFound)) {
 		// Writes after the last established revision whose outcome the
 		// log cannot tell: the value found may not be the last one.
 		var after int64
 		if err == nil {
 			after = from.KV.ModRevision
 		}
-		if un := s.wal.Unsettled(key, after); len(un) > 0 {
+		if un := s.WAL.Unsettled(key, after); len(un) > 0 {
 			hint := undeterminedHint + "; `etcdpvc --wal DIR history` lists the writes"
 			if err == nil {
 				hint += fmt.Sprintf(", and --index N (below %d) recovers the object as the log establishes it then", un[0].Index)
@@ -236,7 +236,7 @@ func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, 
 // hidden), or -o raw the bytes it would store (sealed with
 // --encryption-config).
 func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) error {
-	rec, err := s.planner.Recovered(e.ctx, kv)
+	rec, err := s.Planner.Recovered(e.ctx, kv)
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) err
 			return &refusedError{msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed",
 				hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less)"}
 		}
-		stored, err := s.planner.Seal(e.ctx, rec.GR, kv.Key, rec.Plain)
+		stored, err := s.Planner.Seal(e.ctx, rec.GR, kv.Key, rec.Plain)
 		if err != nil {
 			return err
 		}

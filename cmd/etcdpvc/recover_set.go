@@ -133,7 +133,7 @@ func runRecoverSet(e *env, g *globalOptions, o recoverSetOptions) error {
 		defer dst.Close()
 	}
 	so, err := surgery.RecoverSetRequest{Namespace: o.Namespace, Resource: o.Resource, InNamespace: o.InNamespace, AllNamespaces: o.AllNamespaces,
-		Selector: o.Selector, Include: o.Include, Exclude: o.Exclude, Rev: o.Rev, ReplaceDifferent: o.Replace}.Resolve(src.resolver)
+		Selector: o.Selector, Include: o.Include, Exclude: o.Exclude, Rev: o.Rev, ReplaceDifferent: o.Replace}.Resolve(src.Resolver)
 	if err != nil {
 		var re *surgery.RequestError
 		if errors.As(err, &re) && re.Field != "resource" {
@@ -141,19 +141,19 @@ func runRecoverSet(e *env, g *globalOptions, o recoverSetOptions) error {
 		}
 		return usagef("%v", err)
 	}
-	srcReader, dstReader := src.reader, dst.reader
-	plan, err := dst.planner.PlanRecoverSet(e.ctx, srcReader, dstReader, so)
+	srcReader, dstReader := src.Reader, dst.Reader
+	plan, err := dst.Planner.PlanRecoverSet(e.ctx, srcReader, dstReader, so)
 	if err != nil {
 		if errors.Is(err, surgery.ErrMissingCRD) {
 			return &refusedError{msg: err.Error() + "; nothing written", hint: "recover the CustomResourceDefinition from an older snapshot first, or leave the custom resources out with --exclude"}
 		}
 		return err
 	}
-	from := src.description
+	from := src.Description
 	if o.Rev != 0 {
 		from = fmt.Sprintf("%s at revision %d", from, o.Rev)
 	}
-	fmt.Fprintf(e.stderr, "etcdpvc: recovering from %s (source revision %d) into %s\n", from, plan.SourceRevision, dst.target(""))
+	fmt.Fprintf(e.stderr, "etcdpvc: recovering from %s (source revision %d) into %s\n", from, plan.SourceRevision, dst.Target(""))
 	printSetPlan(e, plan)
 	totals := plan.Totals()
 	writes, unread := totals.Writes(), totals.Unreadable
@@ -171,9 +171,9 @@ func runRecoverSet(e *env, g *globalOptions, o recoverSetOptions) error {
 		fmt.Fprintln(e.stdout, "dry run: nothing written")
 		return incomplete()
 	}
-	w, err := store.AsWriter(dst.reader)
+	w, err := store.AsWriter(dst.Reader)
 	if err != nil {
-		return withHint(fmt.Errorf("%s: %w", dst.description, err), "a db file is read-only: write through --endpoints, or into a copy with --db IN --out OUT")
+		return withHint(fmt.Errorf("%s: %w", dst.Description, err), "a db file is read-only: write through --endpoints, or into a copy with --db IN --out OUT")
 	}
 	if err := confirmCount(e, dst, o.Write, writes); err != nil {
 		return err
@@ -231,7 +231,7 @@ func confirmCount(e *env, s *session, o writeOptions, n int) error {
 		return &refusedError{msg: "not confirmed: stdin is not a terminal and --yes was not given; nothing written",
 			hint: "re-run with --yes to write the plan above, or --dry-run to only see it"}
 	}
-	fmt.Fprintf(e.stderr, "Write the %d objects planned above to %s? [y/N] ", n, s.target(""))
+	fmt.Fprintf(e.stderr, "Write the %d objects planned above to %s? [y/N] ", n, s.Target(""))
 	answers := make(chan string, 1)
 	go func() {
 		line, err := bufio.NewReader(e.stdin).ReadString('\n')

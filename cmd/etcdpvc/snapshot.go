@@ -37,16 +37,16 @@ func snapshotCopyError(err error, in string) error {
 }
 
 // snapshotCopyOf returns the session's snapshot copy, or nil.
-func snapshotCopyOf(s *session) *store.SnapshotCopy { return s.cs.SnapshotCopy() }
+func snapshotCopyOf(s *session) *store.SnapshotCopy { return s.SnapshotCopy() }
 
 // finishSnapshotWrite, after a successful write, finishes a snapshot copy
 // (connect.Session.FinishSnapshot) and prints what to do with it. It
 // returns false for a session that is not a snapshot copy.
 func finishSnapshotWrite(e *env, s *session) (bool, error) {
-	if s.cs.SnapshotCopy() == nil {
+	if s.SnapshotCopy() == nil {
 		return false, nil
 	}
-	r, err := s.cs.FinishSnapshot()
+	r, err := s.FinishSnapshot()
 	if err != nil {
 		return true, err
 	}

@@ -72,17 +72,17 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		update = prog.update
 	}
 	var write inspect.WriteProviderFunc
-	if s.enc != nil {
-		write = func(gr schema.GroupResource) string { return s.enc.Providers(gr)[0] }
+	if s.Enc != nil {
+		write = func(gr schema.GroupResource) string { return s.Enc.Providers(gr)[0] }
 	}
 	var rep *inspect.StatsReport
-	if b, ok := s.reader.(*store.Bolt); ok {
+	if b, ok := s.Reader.(*store.Bolt); ok {
 		if prog != nil {
 			prog.total = b.Meta().Revision
 		}
 		rep, err = inspect.BoltStats(e.ctx, b, prefix, o.Top, update, write)
 	} else {
-		rep, err = inspect.LiveStats(e.ctx, s.reader, prefix, o.Top, o.PageSize, update, write)
+		rep, err = inspect.LiveStats(e.ctx, s.Reader, prefix, o.Top, o.PageSize, update, write)
 	}
 	if prog != nil {
 		prog.done()
@@ -90,9 +90,9 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 	if rep == nil {
 		return err
 	}
-	rep.Source = s.description
-	if s.wal != nil {
-		inspect.FromWAL(rep, s.wal.Coverage())
+	rep.Source = s.Description
+	if s.WAL != nil {
+		inspect.FromWAL(rep, s.WAL.Coverage())
 	}
 	if o.Output == "json" {
 		b, jerr := json.MarshalIndent(rep, "", "  ")
@@ -109,7 +109,7 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		// The counts above cover what was read: before the damaged page,
 		// or up to the last revision the log establishes.
 		hint := "the db file is damaged: read another snapshot, or a copy from another member"
-		if s.wal != nil {
+		if s.WAL != nil {
 			hint = undeterminedHint
 		}
 		return withHint(&incompleteError{msg: "stats incomplete: " + rep.Incomplete}, hint)

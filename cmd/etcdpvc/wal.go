@@ -41,10 +41,10 @@ func indexFlag() cli.Flag {
 // getAtIndex reads key as of raft index index of the session's --wal,
 // saying on stderr which entry wrote it.
 func getAtIndex(e *env, s *session, key string, index uint64) (*store.KeyValue, error) {
-	if s.wal == nil {
+	if s.WAL == nil {
 		return nil, usagef("--index N reads raft index N of a write-ahead log: give --wal")
 	}
-	kv, ent, err := s.wal.GetAtIndex(e.ctx, key, index)
+	kv, ent, err := s.WAL.GetAtIndex(e.ctx, key, index)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("%s at raft index %d: %w", objectName(s.g.Prefix, key), index, store.ErrNotFound)
@@ -101,10 +101,10 @@ func printWALHistory(e *env, rep *inspect.HistoryReport) error {
 // reads a log whose revisions stop before its end: a listing of the
 // latest state lacks the writes the log cannot place.
 func walUnsettled(s *session) error {
-	if s.wal == nil {
+	if s.WAL == nil {
 		return nil
 	}
-	cov := s.wal.Coverage()
+	cov := s.WAL.Coverage()
 	if cov.RevisionsStop == "" {
 		return nil
 	}

@@ -69,7 +69,7 @@ func colorize(e *env, diff string) string {
 }
 
 // confirm asks the user on a terminal; off a terminal it needs --yes. The
-// question names each object and where it is written (session.target).
+// question names each object and where it is written (connect.Session.Target).
 // Ctrl-C at the question (e.ctx cancelled) ends it at once, refused, with
 // nothing written.
 func confirm(e *env, s *session, o writeOptions, keys ...string) error {
@@ -84,7 +84,7 @@ func confirm(e *env, s *session, o writeOptions, keys ...string) error {
 	if len(keys) > 1 {
 		what = "these changes"
 	}
-	fmt.Fprintf(e.stderr, "Write %s to %s? [y/N] ", what, s.describeWrite(keys))
+	fmt.Fprintf(e.stderr, "Write %s to %s? [y/N] ", what, s.DescribeWrite(keys))
 	type answer struct {
 		line string
 		err  error
@@ -170,9 +170,9 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 		}
 		return nil, nil
 	}
-	w, err := store.AsWriter(s.reader)
+	w, err := store.AsWriter(s.Reader)
 	if err != nil {
-		return nil, withHint(fmt.Errorf("%s: %w", s.description, err), "a db file is read-only: write through --endpoints, or edit a copy with --db IN --out OUT")
+		return nil, withHint(fmt.Errorf("%s: %w", s.Description, err), "a db file is read-only: write through --endpoints, or edit a copy with --db IN --out OUT")
 	}
 	var keys []string
 	for _, p := range plans {
@@ -195,10 +195,10 @@ func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]su
 				e.warn(w)
 			}
 			if o.Deleted {
-				fmt.Fprintf(e.stdout, "deleted: %s at revision %s (delete revision %d, %s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.target(o.Key), o.Backup)
+				fmt.Fprintf(e.stdout, "deleted: %s at revision %s (delete revision %d, %s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.Target(o.Key), o.Backup)
 				return
 			}
-			fmt.Fprintf(e.stdout, "written: %s revision %s → %d (%s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.target(o.Key), o.Backup)
+			fmt.Fprintf(e.stdout, "written: %s revision %s → %d (%s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.Target(o.Key), o.Backup)
 		},
 	})
 	if err != nil {
@@ -225,9 +225,9 @@ func undoCommands(steps []surgery.Step) string { return surgery.UndoSteps(steps)
 // --verify=never or the target is a db file.
 func newVerifier(e *env, s *session) (*verify.Verifier, error) {
 	g := s.g
-	o := verify.Options{Mode: g.Verify, Reader: s.reader, Planner: &s.planner,
+	o := verify.Options{Mode: g.Verify, Reader: s.Reader, Planner: &s.Planner,
 		Note: func(msg string) { fmt.Fprintln(e.stdout, msg) }}
-	if s.isFile() {
+	if s.IsFile() {
 		o.Offline = "the target is a db file (--db), which no apiserver serves"
 	} else {
 		env := ""
@@ -254,7 +254,7 @@ func planAndApply(e *env, g *globalOptions, args []string, namespace, key string
 		return err
 	}
 	defer s.Close()
-	s.planner.ShowSecrets = o.ShowSecrets
+	s.Planner.ShowSecrets = o.ShowSecrets
 	ref, err := s.ref(args, namespace, key)
 	if err != nil {
 		return err
@@ -263,7 +263,7 @@ func planAndApply(e *env, g *globalOptions, args []string, namespace, key string
 	if err != nil {
 		return err
 	}
-	plan, err := s.planner.MakePlan(e.ctx, s.reader, ref.Key, ed)
+	plan, err := s.Planner.MakePlan(e.ctx, s.Reader, ref.Key, ed)
 	if err != nil {
 		return err
 	}
@@ -285,36 +285,9 @@ func applyOptions(e *env, s *session, o writeOptions) surgery.ApplyOptions {
 	for _, w := range surgery.CheckBackupDir(dir) {
 		e.warn(w)
 	}
-	src := &surgery.Source{
-		Endpoints:        s.g.Endpoints,
-		CACert:           absPath(s.g.CACert),
-		Cert:             absPath(s.g.Cert),
-		Key:              absPath(s.g.Key),
-		Prefix:           s.g.Prefix,
-		Kubeadm:          s.g.Kubeadm,
-		EncryptionConfig: absPath(s.g.EncryptionConfig),
-	}
-	if s.g.Kubeadm {
-		src.ManifestsDir = absPath(s.g.ManifestsDir)
-	}
-	if cl, ok := store.AsCluster(s.reader); ok {
-		id, err := cl.ClusterID(e.ctx)
-		if err != nil {
-			e.warn(fmt.Sprintf("the backup cannot record the cluster's ID (%v); restore will not be able to check it", err))
-		}
-		src.ClusterID = surgery.FormatClusterID(id)
+	src, err := s.BackupSource(e.ctx)
+	if err != nil {
+		e.warn(fmt.Sprintf("the backup cannot record the cluster's ID (%v); restore will not be able to check it", err))
 	}
 	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.g.Endpoints, ToolVersion: toolVersion(), Source: src}
-}
-
-// absPath makes a path absolute, so that a backup's record of it works
-// from any directory; "" stays "".
-func absPath(p string) string {
-	if p == "" {
-		return ""
-	}
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
-	}
-	return p
 }
