@@ -227,16 +227,16 @@ func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batc
 	wg.Wait()
 	for i, it := range batch {
 		if errs[i] != nil {
-			return nil, fmt.Errorf("write %s: back up before writing: %w; nothing written", it.Plan.ObjectName(), errs[i])
+			return nil, fmt.Errorf("write %s: back up before writing: %w; this batch of %d was not written", it.Plan.ObjectName(), errs[i], len(batch))
 		}
 		out[i].Item = it
 		kvs[i] = store.KeyValue{Key: it.Plan.Key, Value: it.Plan.NewStored}
 	}
 	if err := syncDir(o.BackupDir); err != nil {
-		return nil, fmt.Errorf("create %d objects: back up before writing: %w; nothing written", len(batch), err)
+		return nil, fmt.Errorf("create %d objects: back up before writing: %w; this batch was not written", len(batch), err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("create %d objects: %w before the transaction was sent; nothing written", len(batch), err)
+		return nil, fmt.Errorf("create %d objects: %w before the transaction was sent; this batch was not written", len(batch), err)
 	}
 	logPath := filepath.Join(o.BackupDir, AuditLogName)
 	audit := func(rev int64, outcome string) error {
