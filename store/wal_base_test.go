@@ -81,7 +81,7 @@ func TestWALOverDB(t *testing.T) {
 	etcdwal.SegmentSizeBytes = 64 << 10 // many segments, so the purge drops some
 
 	ctx := context.Background()
-	c := etcdtest.Start(t, etcdtest.Options{SnapshotCount: 50})
+	c := etcdtest.Start(t, etcdtest.Options{SnapshotCount: 50, InProcess: true})
 	cli := c.Client(t)
 
 	pvcKey := "/registry/persistentvolumeclaims/demo/www-web-0"

@@ -451,7 +451,7 @@ func TestWALWithoutItsStart(t *testing.T) {
 	etcdwal.SegmentSizeBytes = 64 << 10
 	t.Cleanup(func() { etcdwal.SegmentSizeBytes = old })
 	ctx := context.Background()
-	c := etcdtest.Start(t, etcdtest.Options{})
+	c := etcdtest.Start(t, etcdtest.Options{InProcess: true})
 	cli := c.Client(t)
 	key := "/registry/persistentvolumeclaims/demo/www-web-0"
 	filler := bytes.Repeat([]byte("f"), 2048)

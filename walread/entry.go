@@ -5,6 +5,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -68,6 +69,14 @@ func DecodeEntry(data []byte) (Entry, error) {
 	}
 	var r pb.InternalRaftRequest
 	if err := proto.Unmarshal(e.GetData(), &r); err != nil {
+		// etcd before 3.6 also logs v2 store requests (member attributes,
+		// the cluster version) as a bare etcdserverpb.Request, and applies
+		// an entry that is not an InternalRaftRequest as one: they never
+		// touch the v3 keyspace.
+		if isV2Request(e.GetData()) {
+			out.Other = "v2"
+			return out, nil
+		}
 		return Entry{}, fmt.Errorf("raft entry %d: decode request: %w", out.Index, err)
 	}
 	out.Request = &r
@@ -102,6 +111,40 @@ func DecodeEntry(data []byte) (Entry, error) {
 		out.Other = "unrecognized"
 	}
 	return out, nil
+}
+
+// isV2Request reports whether data is a v2 store request: the
+// etcdserverpb.Request that etcd before 3.6 logged bare for member
+// attributes and the cluster version (field 1 its ID, field 2 its method,
+// "PUT", "DELETE", ...). etcd 3.7's API module no longer has the type, so
+// the check reads the wire format itself.
+func isV2Request(data []byte) bool {
+	method := ""
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return false
+		}
+		data = data[n:]
+		if num == 2 && typ == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(data)
+			if n < 0 {
+				return false
+			}
+			method, data = string(v), data[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, data)
+		if n < 0 {
+			return false
+		}
+		data = data[n:]
+	}
+	switch method {
+	case "PUT", "POST", "DELETE", "GET", "QGET", "HEAD", "SYNC":
+		return true
+	}
+	return false
 }
 
 // DecodeState decodes a state record's data.
