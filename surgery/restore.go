@@ -371,6 +371,9 @@ func applyDelete(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (
 	if o.afterBackup != nil {
 		o.afterBackup()
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("delete %s: %w before the transaction was sent; nothing deleted", p.ObjectName(), err)
+	}
 	res := &Result{BackupPath: path}
 	rev, err := d.CompareAndDelete(ctx, p.Key, p.Expect)
 	if err != nil {
@@ -395,9 +398,12 @@ func applyDelete(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (
 	return res, nil
 }
 
-// resolveDelete reports a compare-and-delete that failed without an
-// answer: a re-read tells whether the key is untouched (nothing deleted);
-// a key gone or changed leaves the outcome unknown.
+// resolveDelete resolves a compare-and-delete that failed without an
+// answer. The lost delete may still reach etcd after any read, so a key
+// found unchanged is fenced: rewritten with its own bytes and lease under
+// the same comparison. Once the fence has landed the delete can no longer
+// apply, and only then is "nothing deleted" said. A key gone, changed, or
+// not fenceable leaves the outcome unknown (ErrUncertain).
 func resolveDelete(ctx context.Context, w store.Writer, p *Plan, txnErr error) error {
 	rd, ok := w.(store.Reader)
 	if !ok {
@@ -408,7 +414,11 @@ func resolveDelete(ctx context.Context, w store.Writer, p *Plan, txnErr error) e
 	kv, err := rd.Get(rctx, p.Key, 0)
 	switch {
 	case err == nil && kv.ModRevision == p.Expect:
-		return fmt.Errorf("delete %s: %w; a re-read shows the key still at revision %d, unchanged: nothing deleted", p.Key, txnErr, p.Expect)
+		frev, ferr := w.CompareAndSwap(rctx, p.Key, p.Expect, kv.Value, kv.Lease)
+		if ferr == nil {
+			return fmt.Errorf("delete %s: %w; the key was still at revision %d and was rewritten with its own value at revision %d so that the delete can no longer apply: nothing deleted", p.Key, txnErr, p.Expect, frev)
+		}
+		return fmt.Errorf("delete %s: %w: %w; the key was still at revision %d, but fencing the delete off failed (%v): it may still apply; check whether the key exists", p.Key, ErrUncertain, txnErr, p.Expect, ferr)
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("delete %s: %w: %w; a re-read shows the key gone, deleted by this delete or by another client", p.Key, ErrUncertain, txnErr)
 	case err == nil:

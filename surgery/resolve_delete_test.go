@@ -1,0 +1,54 @@
+package surgery
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestLostDeleteFenced holds a compare-and-delete (restore of a create) in
+// the proxy: "nothing deleted" is said only after the fence has landed,
+// and the delete released afterwards must indeed find nothing to delete; a
+// delete that lands while it is being resolved is reported as unknown.
+func TestLostDeleteFenced(t *testing.T) {
+	ctx := testCtx(t)
+	direct, proxy, through := proxied(t)
+	orig := corpus(t, pvcFile)
+	deletePlan := func(t *testing.T) *Plan {
+		t.Helper()
+		resetPVC(t, direct, orig)
+		kv := get(t, through, pvcKey)
+		return &Plan{Key: pvcKey, Delete: true, Expect: kv.ModRevision, Before: &Current{KV: *kv}, Description: "restore: delete what recover created"}
+	}
+
+	t.Run("released after the fence: nothing deleted, and the delete then fails", func(t *testing.T) {
+		p := deletePlan(t)
+		proxy.HoldTxns(1)
+		_, err := Apply(ctx, through, p, ApplyOptions{BackupDir: t.TempDir()})
+		if err == nil || errors.Is(err, ErrUncertain) || !strings.Contains(err.Error(), "can no longer apply: nothing deleted") {
+			t.Fatalf("Apply = %v, want nothing deleted after a fence", err)
+		}
+		if errs := proxy.Release(); len(errs) != 1 {
+			t.Fatalf("released %d held transactions, want 1", len(errs))
+		}
+		if kv := get(t, direct, pvcKey); kv.ModRevision == p.Expect {
+			t.Errorf("the key is still at revision %d: the fence did not land", p.Expect)
+		}
+	})
+
+	t.Run("released before the fence: outcome unknown, never nothing deleted", func(t *testing.T) {
+		p := deletePlan(t)
+		proxy.HoldTxns(1)
+		proxy.ReleaseBefore(2) // after the re-read, as the fence is sent
+		_, err := Apply(ctx, through, p, ApplyOptions{BackupDir: t.TempDir()})
+		if !errors.Is(err, ErrUncertain) || strings.Contains(err.Error(), "nothing deleted") {
+			t.Fatalf("Apply = %v, want an unknown outcome", err)
+		}
+		if proxy.Held() != 0 {
+			t.Fatal("the held delete was not released")
+		}
+		if _, err := direct.Get(ctx, pvcKey, 0); err == nil {
+			t.Error("the released delete did not delete the key")
+		}
+	})
+}
