@@ -22,6 +22,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/verify"
 )
 
 // Setting names, as the command-line flags name them: the keys of
@@ -37,6 +38,9 @@ const (
 	SettingPrefix           = "prefix"
 	SettingEncryptionConfig = "encryption-config"
 	SettingServersOverrides = "etcd-servers-overrides"
+	SettingKubeadm          = "kubeadm"
+	SettingDB               = "db"
+	SettingKubeconfig       = "kubeconfig"
 )
 
 // EnvValue is a setting given only by an environment variable.
@@ -87,6 +91,11 @@ type Options struct {
 	// file ("": none).
 	EncryptionConfig string
 
+	// Kubeconfig is the kubeconfig of the apiserver to verify writes with
+	// (see FindKubeconfig), Verify when to verify them.
+	Kubeconfig string
+	Verify     verify.Mode
+
 	// Given names the settings the user gave, as a flag or a variable.
 	Given map[string]bool
 	// FromEnv holds, of the Given settings, those given only by their
@@ -113,12 +122,18 @@ func (o *Options) byFlag(name string) bool {
 
 // OptionError is a setting that cannot be used as given: a usage error.
 type OptionError struct {
-	// Option names it as the flag does ("--etcd-servers-overrides /foo#x").
+	// Option names it as the flag does ("--etcd-servers-overrides /foo#x");
+	// "" when Err names it.
 	Option string
 	Err    error
 }
 
-func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
+func (e *OptionError) Error() string {
+	if e.Option == "" {
+		return e.Err.Error()
+	}
+	return e.Option + ": " + e.Err.Error()
+}
 func (e *OptionError) Unwrap() error { return e.Err }
 
 // StoreKind says which store Open failed to open.

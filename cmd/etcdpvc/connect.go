@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"strings"
 
 	"github.com/etcdpvc/etcdpvc/connect"
@@ -23,26 +22,12 @@ type session struct {
 // objectName names the object at key as kubectl would (connect.ObjectName).
 func objectName(prefix, key string) string { return connect.ObjectName(prefix, key) }
 
-// connectOptions maps the global options onto the library's.
+// connectOptions are the options to open the store with: the global
+// options, and with e its warnings and hash cache.
 func (g *globalOptions) connectOptions(e *env) connect.Options {
-	o := connect.Options{
-		Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key,
-		User: g.User, Password: g.Password, InsecureSkipTLSVerify: g.InsecureSkipTLSVerify,
-		DialTimeout: g.DialTimeout, CommandTimeout: g.CommandTimeout, Consistency: g.Consistency,
-		Prefix: g.Prefix, ServersOverrides: g.ServersOverrides,
-		Kubeadm: g.Kubeadm, ManifestsDir: g.ManifestsDir, KubeadmApplied: g.kubeadmApplied,
-		DB: g.DB, WAL: g.WAL, LockTimeout: g.LockTimeout, SkipHashCheck: g.SkipHashCheck,
-		EncryptionConfig: g.EncryptionConfig,
-		Given:            g.explicit,
-		FromEnv:          map[string]connect.EnvValue{},
-	}
-	for _, gf := range globalFlags {
-		if v, ok := g.fromEnv[gf.name]; ok {
-			o.FromEnv[gf.name] = connect.EnvValue{Var: gf.env, Value: v}
-		}
-	}
+	o := g.Options
 	if e != nil {
-		o.HashCacheDir = e.hashCacheDir()
+		o.HashCacheDir = connect.HashCacheDir(e.getenv)
 		o.Warn = e.warn
 	}
 	return o
@@ -52,28 +37,21 @@ func (g *globalOptions) connectOptions(e *env) connect.Options {
 // connection setting not given as a flag (connect.Kubeadm), and records
 // its warnings in g.kubeadmWarnings.
 func applyKubeadm(g *globalOptions) error {
-	if !g.Kubeadm || g.kubeadmApplied {
+	if !g.Kubeadm || g.KubeadmApplied {
 		return nil
 	}
-	o := g.connectOptions(nil)
-	g.kubeadmApplied = true // once, even when the manifest cannot be read
-	warnings, err := connect.Kubeadm(&o)
+	warnings, err := connect.Kubeadm(&g.Options)
+	g.KubeadmApplied = true // once, even when the manifest cannot be read
 	if err != nil {
 		return withHint(err, "run on a control-plane node, point --manifests-dir at the static pod manifests, or give --endpoints and certificates")
 	}
-	g.Endpoints, g.CACert, g.Cert, g.Key = o.Endpoints, o.CACert, o.Cert, o.Key
-	g.User, g.Password, g.InsecureSkipTLSVerify = o.User, o.Password, o.InsecureSkipTLSVerify
-	g.Prefix, g.EncryptionConfig, g.ServersOverrides = o.Prefix, o.EncryptionConfig, o.ServersOverrides
 	g.kubeadmWarnings = warnings
 	return nil
 }
 
 // fromEnvOnly reports whether flag name was set by its ETCDCTL_* variable
 // and not on the command line.
-func (g *globalOptions) fromEnvOnly(name string) bool {
-	_, ok := g.fromEnv[name]
-	return ok
-}
+func (g *globalOptions) fromEnvOnly(name string) bool { return g.FromEnvOnly(name) }
 
 // openSession opens the store the global flags name: a db or snapshot file
 // with --db, else the live etcd.
@@ -177,17 +155,4 @@ func (s *session) ref(args []string, namespace, key string) (resource.Ref, error
 		return r, &usageError{msg: err.Error()}
 	}
 	return r, nil
-}
-
-// hashCacheDir is where verified snapshot hashes are remembered:
-// $XDG_CACHE_HOME/etcdpvc/verified, or ~/.cache/etcdpvc/verified; "" (no
-// cache) when neither is known.
-func (e *env) hashCacheDir() string {
-	if d := e.getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "etcdpvc", "verified")
-	}
-	if h := e.getenv("HOME"); h != "" && filepath.IsAbs(h) {
-		return filepath.Join(h, ".cache", "etcdpvc", "verified")
-	}
-	return ""
 }
