@@ -150,10 +150,12 @@ const (
 	StoreWAL
 )
 
-// OpenError is a store that cannot be opened; Err is store's error.
+// OpenError is a store that cannot be opened; Err is store's error, with
+// the context that names the files (see Hint for what to do about it).
 type OpenError struct {
 	Kind StoreKind
 	Err  error
+	hint string
 }
 
 func (e *OpenError) Error() string { return e.Err.Error() }
@@ -344,7 +346,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 			b, err := store.OpenBolt(o.DB, o.BoltOptions())
 			if err != nil {
 				s.Close()
-				return nil, &OpenError{Kind: StoreDB, Err: err}
+				return nil, openError(StoreDB, err, o)
 			}
 			base = b
 		}
@@ -354,7 +356,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 				base.Close()
 			}
 			s.Close()
-			return nil, &OpenError{Kind: StoreWAL, Err: err}
+			return nil, openError(StoreWAL, err, o)
 		}
 		s.Reader, s.WAL, s.Bolt, s.Description = w, w, base, "write-ahead log "+o.WAL
 		if base != nil {
@@ -364,7 +366,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		sc, err := store.OpenSnapshotCopy(o.DB, o.Out, o.BoltOptions())
 		if err != nil {
 			s.Close()
-			return nil, &OpenError{Kind: StoreSnapshotCopy, Err: err}
+			return nil, openError(StoreSnapshotCopy, err, o)
 		}
 		abs, _ := filepath.Abs(o.Out)
 		// Backups and the audit log record where the write went.
@@ -374,7 +376,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		b, err := store.OpenBolt(o.DB, o.BoltOptions())
 		if err != nil {
 			s.Close()
-			return nil, &OpenError{Kind: StoreDB, Err: err}
+			return nil, openError(StoreDB, err, o)
 		}
 		s.Reader, s.Bolt, s.Description = b, b, o.DB
 		if len(o.ServersOverrides) > 0 {
@@ -384,7 +386,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		et, err := store.OpenEtcd(ctx, o.EtcdConfig())
 		if err != nil {
 			s.Close()
-			return nil, &OpenError{Kind: StoreEtcd, Err: err}
+			return nil, openError(StoreEtcd, err, o)
 		}
 		s.Reader, s.Description = et, strings.Join(o.Endpoints, ",")
 		if err := s.openRoutes(ctx, o); err != nil {
@@ -425,7 +427,7 @@ func (s *Session) openRoutes(ctx context.Context, o Options) error {
 		c.Endpoints = ov.Servers
 		et, err := store.OpenEtcd(ctx, c)
 		if err != nil {
-			return fail(&OpenError{Kind: StoreEtcd, Err: fmt.Errorf("--etcd-servers-overrides %s: %w", ov, err)})
+			return fail(openError(StoreEtcd, fmt.Errorf("--etcd-servers-overrides %s: %w", ov, err), o))
 		}
 		// Closed by the routed store, or here if it cannot be built.
 		sr := Route{Override: ov, Prefix: r.ListPrefix(o.Prefix, ""), Etcd: et}

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"strings"
 
 	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
@@ -73,18 +71,11 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 	cs, err := connect.Open(e.ctx, o)
 	if err != nil {
 		var oe *connect.OptionError
-		var se *connect.OpenError
 		switch {
 		case errors.As(err, &oe):
 			return nil, &usageError{msg: err.Error()}
-		case errors.As(err, &se) && se.Kind == connect.StoreWAL:
-			return nil, walError(se.Err, g)
-		case errors.As(err, &se) && se.Kind == connect.StoreDB:
-			return nil, boltError(se.Err)
-		case errors.As(err, &se) && se.Kind == connect.StoreSnapshotCopy:
-			return nil, snapshotCopyError(se.Err, g.DB)
-		case errors.As(err, &se):
-			return nil, connectHint(se.Err, g)
+		case connect.Refused(err):
+			return nil, &refusedError{msg: err.Error(), hint: connect.Hint(err)}
 		}
 		return nil, err
 	}
@@ -105,42 +96,6 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 
 // overridesString renders overrides in the flag's syntax.
 func overridesString(os []kubeadm.Override) string { return connect.OverridesString(os) }
-
-func connectHint(err error, g *globalOptions) error {
-	var ce *store.ConnectError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	hint := "is this the etcd client port (2379)? on a control-plane node try --kubeadm"
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "certificate") || strings.Contains(msg, "tls"):
-		if g.CACert == "" || g.Cert == "" {
-			hint = "etcd wants TLS client certificates: give --cacert, --cert and --key (kubeadm: /etc/kubernetes/pki/etcd/ca.crt, /etc/kubernetes/pki/apiserver-etcd-client.crt and .key), or use --kubeadm"
-		} else {
-			hint = "check that --cacert signed etcd's certificate and that --cert/--key are an etcd client pair; or use --kubeadm"
-		}
-	case strings.Contains(msg, "refused"):
-		hint = "nothing listens there: check --endpoints (etcd's client port is usually 2379), or use --kubeadm"
-	}
-	return withHint(err, hint)
-}
-
-func boltError(err error) error {
-	switch {
-	case errors.Is(err, store.ErrLocked):
-		return withHint(fmt.Errorf("%w: %w", store.ErrUnavailable, err), "run `etcdctl snapshot save copy.db` against the running member, or read it live with --endpoints")
-	case errors.Is(err, store.ErrHashMismatch):
-		return withHint(err, "the snapshot is damaged or was edited; --skip-hash-check reads it anyway")
-	case errors.Is(err, fs.ErrNotExist):
-		return withHint(err, "check the path: --db takes a member's db (member/snap/db under etcd's --data-dir) or an `etcdctl snapshot save` file")
-	case errors.Is(err, fs.ErrPermission):
-		return withHint(err, "this user cannot read the file: run as root, or read a copy")
-	case errors.Is(err, store.ErrCorrupt):
-		return withHint(err, "--db takes a member's db (member/snap/db) or an `etcdctl snapshot save` file; a damaged one cannot be read")
-	}
-	return err
-}
 
 // ref resolves a command's object arguments.
 func (s *session) ref(args []string, namespace, key string) (resource.Ref, error) {
