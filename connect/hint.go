@@ -23,6 +23,10 @@ const UndeterminedHint = "the write-ahead log cannot establish it: give the same
 // (surgery.NotFoundError), of an encrypted value (codec.EncryptedError), or
 // of the sentinel err wraps.
 func Hint(err error) string {
+	var he *hintedError
+	if errors.As(err, &he) {
+		return he.hint
+	}
 	var oe *OpenError
 	if errors.As(err, &oe) && oe.hint != "" {
 		return oe.hint
