@@ -85,7 +85,14 @@ func confirm(e *env, s *session, o writeOptions, keys ...string) error {
 	if len(keys) > 1 {
 		what = "these changes"
 	}
-	fmt.Fprintf(e.stderr, "Write %s to %s? [y/N] ", what, s.DescribeWrite(keys))
+	return ask(e, fmt.Sprintf("Write %s to %s?", what, s.DescribeWrite(keys)))
+}
+
+// ask asks question on stderr and reads the answer from the terminal: yes
+// or y goes on. Ctrl-C at the question (e.ctx cancelled) ends it at once,
+// refused, with nothing written.
+func ask(e *env, question string) error {
+	fmt.Fprintf(e.stderr, "%s [y/N] ", question)
 	type answer struct {
 		line string
 		err  error
