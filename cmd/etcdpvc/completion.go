@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -151,31 +152,22 @@ func complete(c *cli.Context, e *env, words []string) []string {
 	l := parseCompletionLine(words[:len(words)-1])
 	var out []string
 	switch {
-	case l.pending != "":
-		what := flagValues[l.pending]
-		if l.cmd != nil && l.cmd.values[l.pending] != offerNothing {
-			what = l.cmd.values[l.pending]
+	case l.Pending != "":
+		what := flagValues[l.Pending]
+		if l.cmd != nil && l.cmd.values[l.Pending] != offerNothing {
+			what = l.cmd.values[l.Pending]
 		}
 		out = completeWith(c, e, l, what, cur)
 	case strings.HasPrefix(cur, "-"):
 		out = flagCandidates(l.cmd)
 	case l.cmd == nil:
-		if len(l.positional) == 0 {
+		if len(l.Positional) == 0 {
 			out = append(commandNames(), "help")
 		}
 	default:
 		out = completeArgs(c, e, l, cur)
 	}
-	var kept []string
-	for _, w := range out {
-		if strings.HasPrefix(w, cur) && !slices.Contains(kept, w) {
-			kept = append(kept, w)
-		}
-	}
-	if len(kept) > maxCandidates {
-		kept = kept[:maxCandidates]
-	}
-	return kept
+	return cliargs.Candidates(out, cur, maxCandidates)
 }
 
 // completeWith lists the candidates one completer offers.
@@ -200,7 +192,7 @@ func completeWith(c *cli.Context, e *env, l commandLine, what completer, cur str
 // completeArgs completes a command's positional arguments, as its
 // declaration says.
 func completeArgs(c *cli.Context, e *env, l commandLine, cur string) []string {
-	n := len(l.positional)
+	n := len(l.Positional)
 	a := l.cmd.args
 	if a.kind != argObject {
 		if n == 0 {
@@ -225,8 +217,8 @@ func completeArgs(c *cli.Context, e *env, l commandLine, cur string) []string {
 		return names
 	case n == 0:
 		return resources
-	case n == 1 && !strings.Contains(l.positional[0], "/"):
-		return completeNames(c, e, l, l.positional[0], "", cur)
+	case n == 1 && !strings.Contains(l.Positional[0], "/"):
+		return completeNames(c, e, l, l.Positional[0], "", cur)
 	}
 	return nil
 }
@@ -248,11 +240,7 @@ func flagCandidates(cmd *command) []string {
 	var out []string
 	add := func(f cli.Flag) {
 		for _, n := range f.Names() {
-			if len(n) == 1 {
-				out = append(out, "-"+n)
-			} else {
-				out = append(out, "--"+n)
-			}
+			out = append(out, cliargs.Dashes(n))
 		}
 	}
 	if cmd != nil {
@@ -274,7 +262,7 @@ func completionSession(c *cli.Context, e *env, l commandLine) (*session, *env, f
 		return nil, nil, func() {}
 	}
 	for _, gf := range globalFlags {
-		v, ok := l.flags[gf.name]
+		v, ok := l.Flags[gf.name]
 		if !ok {
 			continue
 		}
@@ -308,11 +296,11 @@ func completeNames(c *cli.Context, e *env, l commandLine, res, namespace, cur st
 	defer done()
 	q := inspect.NameQuery{Prefix: s.g.Prefix, Resource: res, Namespace: namespace, Typed: cur, Max: maxCandidates}
 	if q.Namespace == "" {
-		q.Namespace = l.flags["namespace"]
-		if v, ok := l.flags["n"]; ok {
+		q.Namespace = l.Flags["namespace"]
+		if v, ok := l.Flags["n"]; ok {
 			q.Namespace = v
 		}
-		q.AllNamespaces = l.flags["all-namespaces"] != "" || l.flags["A"] != ""
+		q.AllNamespaces = l.Flags["all-namespaces"] != "" || l.Flags["A"] != ""
 	}
 	out, _ := inspect.CompleteNames(qe.ctx, s.Reader, s.Resolver, q)
 	return out
@@ -334,7 +322,7 @@ func completeClaims(c *cli.Context, e *env, l commandLine, cur string) []string 
 // being typed when cur holds a "/", else those of --backup-dir or the
 // default backup directory, as absolute paths (inspect.CompleteBackups).
 func completeBackups(l commandLine, cur string) []string {
-	dir := l.flags["backup-dir"]
+	dir := l.Flags["backup-dir"]
 	if dir == "" {
 		dir = surgery.DefaultBackupDir()
 	}
