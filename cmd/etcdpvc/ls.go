@@ -1,13 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/resource"
@@ -161,22 +158,21 @@ type incompleteError struct{ msg string }
 func (e *incompleteError) Error() string        { return e.msg }
 func (e *incompleteError) Is(target error) bool { return target == ErrIncomplete }
 
-// lsPrinter streams rows in the chosen format.
+// lsPrinter streams rows in the chosen format: a table, or a List.
 type lsPrinter struct {
-	e     *env
-	o     lsOptions
-	cols  *inspect.ListTable
-	t     *tableWriter
-	n     int
-	first bool
+	cols *inspect.ListTable
+	t    *tableWriter
+	doc  *inspect.ListDocument
+	n    int
 }
 
 func newLsPrinter(e *env, o lsOptions, scope inspect.Scope) *lsPrinter {
-	p := &lsPrinter{e: e, o: o, first: true,
-		cols: inspect.NewListTable(scope, o.Output == "wide", o.Terminating, o.ShowKeys, e.now())}
+	p := &lsPrinter{cols: inspect.NewListTable(scope, o.Output == "wide", o.Terminating, o.ShowKeys, e.now())}
 	p.cols.Warn = func(err error) { e.warn(err.Error()) }
 	if o.Output == "table" || o.Output == "wide" {
 		p.t = newTable(e.stdout, p.cols.Columns()...)
+	} else {
+		p.doc = inspect.NewListDocument(e.stdout, o.Output == "json")
 	}
 	return p
 }
@@ -184,68 +180,19 @@ func newLsPrinter(e *env, o lsOptions, scope inspect.Scope) *lsPrinter {
 func (p *lsPrinter) row(it inspect.Listed) error {
 	p.n++
 	if p.t == nil {
-		return p.document(it.Object())
+		return p.doc.Add(it.Object())
 	}
 	return p.t.Row(p.cols.Row(it)...)
-}
-
-const (
-	jsonListHead = "{\n\"apiVersion\": \"v1\",\n\"kind\": \"List\",\n\"metadata\": {\"resourceVersion\": \"\"},\n\"items\": "
-	yamlListHead = "apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems:"
-)
-
-// document writes one item of a List in JSON or YAML.
-func (p *lsPrinter) document(obj inspect.ListObject) error {
-	w := p.e.stdout
-	if p.o.Output == "json" {
-		b, err := json.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		sep := ",\n"
-		if p.first {
-			sep = jsonListHead + "[\n"
-			p.first = false
-		}
-		_, err = fmt.Fprintf(w, "%s%s", sep, b)
-		return err
-	}
-	b, err := yaml.Marshal([]inspect.ListObject{obj})
-	if err != nil {
-		return err
-	}
-	if p.first {
-		if _, err := io.WriteString(w, yamlListHead+"\n"); err != nil {
-			return err
-		}
-		p.first = false
-	}
-	_, err = w.Write(b)
-	return err
 }
 
 // close writes what is buffered, ending a List (also of a listing cut
 // short).
 func (p *lsPrinter) close() error {
-	w := p.e.stdout
-	switch p.o.Output {
-	case "table", "wide":
-		if p.n == 0 {
-			return nil
-		}
-		return p.t.Flush()
-	case "json":
-		if p.first {
-			_, err := io.WriteString(w, jsonListHead+"[]\n}\n")
-			return err
-		}
-		_, err := io.WriteString(w, "\n]\n}\n")
-		return err
-	default:
-		if p.first {
-			_, err := io.WriteString(w, yamlListHead+" []\n")
-			return err
-		}
+	switch {
+	case p.doc != nil:
+		return p.doc.Close()
+	case p.n == 0:
 		return nil
 	}
+	return p.t.Flush()
 }
