@@ -49,57 +49,10 @@ etcdpvc completion fish > ~/.config/fish/completions/etcdpvc.fish`,
 	}
 }
 
-// completionScripts are the shell scripts; each passes the words of the
-// command line, the program's name first and the word being completed
-// last, to `etcdpvc __complete --`.
-var completionScripts = map[string]string{
-	"bash": `# bash completion for etcdpvc. Load it with: source <(etcdpvc completion bash)
-_etcdpvc() {
-    local cur words cword
-    if declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
-        _get_comp_words_by_ref -n =: cur words cword
-    else
-        cur="${COMP_WORDS[COMP_CWORD]}"
-        words=("${COMP_WORDS[@]}")
-        cword=$COMP_CWORD
-    fi
-    local IFS=$'\n'
-    COMPREPLY=($(compgen -W "$("${words[0]}" __complete -- "${words[@]:0:$((cword + 1))}" 2>/dev/null)" -- "$cur"))
-}
-complete -o default -F _etcdpvc etcdpvc
-`,
-	"zsh": `#compdef etcdpvc
-# zsh completion for etcdpvc. Load it with: source <(etcdpvc completion zsh)
-# or save it as _etcdpvc in a directory of $fpath.
-_etcdpvc() {
-    local -a candidates
-    candidates=("${(@f)$("${words[1]}" __complete -- "${(@)words[1,CURRENT]}" 2>/dev/null)}")
-    if (( ${#candidates} )) && [[ -n "${candidates[1]}" ]]; then
-        compadd -a candidates
-    else
-        _files
-    fi
-}
-if [[ "${funcstack[1]}" == "_etcdpvc" ]]; then
-    _etcdpvc "$@"
-else
-    compdef _etcdpvc etcdpvc
-fi
-`,
-	"fish": `# fish completion for etcdpvc. Load it with: etcdpvc completion fish | source
-function __etcdpvc_complete
-    set -l tokens (commandline -opc)
-    set -l current (commandline -ct)
-    set -l out ($tokens[1] __complete -- $tokens $current 2>/dev/null)
-    if test (count $out) -gt 0
-        printf '%s\n' $out
-    else
-        __fish_complete_path $current
-    end
-end
-complete -c etcdpvc -f -a '(__etcdpvc_complete)'
-`,
-}
+// completionScripts are the shell scripts (cliargs.CompletionScripts);
+// each passes the words of the command line, the program's name first and
+// the word being completed last, to `etcdpvc __complete --`.
+var completionScripts = cliargs.CompletionScripts("etcdpvc")
 
 func completeCommand() command {
 	return command{
