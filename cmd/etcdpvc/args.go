@@ -1,11 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
 // argKind is the kind of positional arguments a command takes.
@@ -170,98 +170,34 @@ func isGlobal(name string) bool {
 	return name == "help" || name == "h" || name == "version" || name == "v"
 }
 
-// commandLine is a command line as etcdpvc reads it: flags before the
-// command name, the command, its flags and its positional arguments.
+// commandLine is a command line as etcdpvc reads it (cliargs.Line), with
+// its command's declaration (nil when unknown or none).
 type commandLine struct {
-	// global are the global flags before the command name, with their
-	// values; moved the other flags given there.
-	global, moved []string
-	// name is the command name as typed ("" when none); cmd its
-	// declaration (nil when unknown or none).
-	name string
-	cmd  *command
-	// after are the flags after the command name, with their values.
-	after []string
-	// positional are the arguments ("--" ends the flags).
-	positional []string
-	// flags holds every flag given, by name as typed, with its value
-	// ("true" for one without).
-	flags map[string]string
-	// pending is the flag that ends the line still waiting for its value
-	// (a partial line only).
-	pending string
-	// words is the line with its joined short flags split.
-	words []string
+	cliargs.Line
+	cmd *command
 }
 
-// parseLine reads args as etcdpvc does: flags may come anywhere, as in
-// kubectl, kubectl's joined short forms (-ndemo, -oyaml) are split, and
-// "--" ends the flags. On a partial line (being completed), a flag that
-// takes a value and ends the line is pending; otherwise it is a usage
-// error. After an unknown command name, words are read as positional.
+// parseLine reads args as etcdpvc does (cliargs.Parse): flags may come
+// anywhere, as in kubectl, kubectl's joined short forms (-ndemo, -oyaml)
+// are split, and "--" ends the flags. A flag that takes a value and ends
+// a full line is a usage error; on a partial line it is pending.
 func parseLine(cmds []command, args []string, partial bool) (commandLine, error) {
-	l := commandLine{flags: map[string]string{}}
-	anyFlags := takesValue(cmds, nil)
-	args, err := splitJoinedShort(args, anyFlags, partial)
-	if err != nil {
-		return l, err
-	}
-	l.words = args
-	flags := anyFlags
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" && l.name != "" {
-			l.positional = append(l.positional, args[i+1:]...)
-			break
-		}
-		if strings.HasPrefix(a, "-") && a != "-" && a != "--" {
-			name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-			group := []string{a}
-			switch {
-			case hasValue:
-			case flags[name] && i+1 < len(args):
-				i++
-				value = args[i]
-				group = append(group, value)
-			case flags[name] && partial:
-				l.pending = name
-				return l, nil
-			default:
-				value = "true"
-			}
-			l.flags[name] = value
-			switch {
-			case l.name != "":
-				l.after = append(l.after, group...)
-			case isGlobal(name):
-				l.global = append(l.global, group...)
-			default:
-				l.moved = append(l.moved, group...)
-			}
-			continue
-		}
-		if l.name == "" && len(l.positional) == 0 {
-			l.name = a
-			for j := range cmds {
-				if cmds[j].name == a {
-					l.cmd = &cmds[j]
-					flags = takesValue(cmds, l.cmd)
+	var cmd *command
+	g := cliargs.Grammar{Values: takesValue(cmds, nil), Global: isGlobal,
+		Command: func(name string) (map[string]bool, bool) {
+			for i := range cmds {
+				if cmds[i].name == name {
+					cmd = &cmds[i]
+					return takesValue(cmds, cmd), true
 				}
 			}
-			if l.cmd == nil && !partial {
-				// Unknown: the CLI reports it, with the line as typed.
-				l.positional = args[i+1:]
-				return l, nil
-			}
-			if l.cmd == nil {
-				l.name = ""
-				l.positional = append(l.positional, a)
-			}
-			continue
-		}
-		l.positional = append(l.positional, a)
+			return nil, false
+		}}
+	l, err := cliargs.Parse(g, args, partial)
+	if err != nil {
+		return commandLine{}, &usageError{msg: err.Error()}
 	}
-	return l, nil
+	return commandLine{Line: l, cmd: cmd}, nil
 }
 
 // reorderArgs lets flags come anywhere, as in kubectl: it moves every flag
@@ -274,96 +210,18 @@ func reorderArgs(cmds []command, args []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.name == "" {
-		return append(l.global, l.moved...), nil
-	}
-	if l.cmd == nil {
-		return l.words, nil
-	}
-	out := append(append([]string{}, l.global...), l.name)
-	out = append(append(out, l.moved...), l.after...)
-	if len(l.positional) > 0 {
-		out = append(out, "--")
-		out = append(out, l.positional...)
-	}
-	return out, nil
+	return l.Reordered(), nil
 }
-
-// flagName returns the name of a flag argument and whether it carries its
-// value (--name=value).
-func flagName(a string) (string, bool) {
-	a = strings.TrimLeft(a, "-")
-	if i := strings.IndexByte(a, '='); i >= 0 {
-		return a[:i], true
-	}
-	return a, false
-}
-
-// splitJoinedShort splits kubectl's joined short forms, `-ndemo` into
-// `-n demo` and `-oyaml` into `-o yaml`: a single-dash argument that is no
-// flag's name, whose first letter is a one-letter flag taking a value.
-// (`-n=demo` needs nothing: the flag package reads it.) The value of a flag
-// (`--password -nx`) and everything after "--" are left alone. A flag
-// that takes a value but ends the command line is a usage error, unless
-// the line is partial.
-func splitJoinedShort(args []string, flags map[string]bool, partial bool) ([]string, error) {
-	out := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(out, args[i:]...), nil
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			out = append(out, a)
-			continue
-		}
-		name, hasValue := flagName(a)
-		if _, known := flags[name]; !known && !hasValue && !strings.HasPrefix(a, "--") && len(name) > 1 && flags[name[:1]] {
-			out = append(out, "-"+name[:1], name[1:])
-			continue
-		}
-		out = append(out, a)
-		if flags[name] && !hasValue {
-			if i+1 >= len(args) && partial {
-				break
-			}
-			if i+1 >= len(args) {
-				return nil, usagef("flag %s needs a value", dashes(name))
-			}
-			i++
-			out = append(out, args[i])
-		}
-	}
-	return out, nil
-}
-
-// undefinedFlag matches the flag package's error for an unknown flag.
-var undefinedFlag = regexp.MustCompile(`flag provided but not defined: -+(\S+)`)
-
-// singleDashFlag matches the flag package's "flag -name".
-var singleDashFlag = regexp.MustCompile(`flag -[\w-]+`)
 
 // flagUsageError turns a flag parse error into one line: an unknown flag
 // names the nearest known one ("unknown flag --namspace; did you mean
 // --namespace?"). No help page is printed.
 func flagUsageError(err error, flags []cli.Flag) error {
-	m := undefinedFlag.FindStringSubmatch(err.Error())
-	if m == nil {
-		// "invalid value "x" for flag -rev: ...": name it as it is typed.
-		msg := singleDashFlag.ReplaceAllStringFunc(err.Error(), func(f string) string {
-			return "flag " + dashes(strings.TrimPrefix(f, "flag -"))
-		})
-		return &usageError{msg: msg}
-	}
 	var names []string
 	for _, f := range flags {
 		names = append(names, f.Names()...)
 	}
-	msg := "unknown flag " + dashes(m[1])
-	if near := nearest(m[1], names); near != "" {
-		msg += "; did you mean " + dashes(near) + "?"
-	}
-	return &usageError{msg: msg}
+	return &usageError{msg: cliargs.FlagError(err.Error(), names)}
 }
 
 // unknownCommand is the error for a command name that does not exist.
@@ -374,54 +232,5 @@ func unknownCommand(app *cli.App, name string) error {
 			names = append(names, c.Names()...)
 		}
 	}
-	msg := fmt.Sprintf("unknown command %q", name)
-	if near := nearest(name, names); near != "" {
-		msg += "; did you mean " + near + "?"
-	}
-	return &usageError{msg: msg}
-}
-
-func dashes(name string) string {
-	if len(name) == 1 {
-		return "-" + name
-	}
-	return "--" + name
-}
-
-// nearest returns the candidate closest to s in edit distance, if it is
-// close enough to be a likely typo (at most a third of its length, and at
-// most 3 edits), else "".
-func nearest(s string, candidates []string) string {
-	best, bestD := "", 0
-	for _, c := range candidates {
-		d := editDistance(s, c)
-		if best == "" || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" || bestD > 3 || bestD*3 > max(len(s), len(best)) {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return &usageError{msg: cliargs.UnknownCommand(name, names)}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -48,57 +49,10 @@ etcdpvc completion fish > ~/.config/fish/completions/etcdpvc.fish`,
 	}
 }
 
-// completionScripts are the shell scripts; each passes the words of the
-// command line, the program's name first and the word being completed
-// last, to `etcdpvc __complete --`.
-var completionScripts = map[string]string{
-	"bash": `# bash completion for etcdpvc. Load it with: source <(etcdpvc completion bash)
-_etcdpvc() {
-    local cur words cword
-    if declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
-        _get_comp_words_by_ref -n =: cur words cword
-    else
-        cur="${COMP_WORDS[COMP_CWORD]}"
-        words=("${COMP_WORDS[@]}")
-        cword=$COMP_CWORD
-    fi
-    local IFS=$'\n'
-    COMPREPLY=($(compgen -W "$("${words[0]}" __complete -- "${words[@]:0:$((cword + 1))}" 2>/dev/null)" -- "$cur"))
-}
-complete -o default -F _etcdpvc etcdpvc
-`,
-	"zsh": `#compdef etcdpvc
-# zsh completion for etcdpvc. Load it with: source <(etcdpvc completion zsh)
-# or save it as _etcdpvc in a directory of $fpath.
-_etcdpvc() {
-    local -a candidates
-    candidates=("${(@f)$("${words[1]}" __complete -- "${(@)words[1,CURRENT]}" 2>/dev/null)}")
-    if (( ${#candidates} )) && [[ -n "${candidates[1]}" ]]; then
-        compadd -a candidates
-    else
-        _files
-    fi
-}
-if [[ "${funcstack[1]}" == "_etcdpvc" ]]; then
-    _etcdpvc "$@"
-else
-    compdef _etcdpvc etcdpvc
-fi
-`,
-	"fish": `# fish completion for etcdpvc. Load it with: etcdpvc completion fish | source
-function __etcdpvc_complete
-    set -l tokens (commandline -opc)
-    set -l current (commandline -ct)
-    set -l out ($tokens[1] __complete -- $tokens $current 2>/dev/null)
-    if test (count $out) -gt 0
-        printf '%s\n' $out
-    else
-        __fish_complete_path $current
-    end
-end
-complete -c etcdpvc -f -a '(__etcdpvc_complete)'
-`,
-}
+// completionScripts are the shell scripts (cliargs.CompletionScripts);
+// each passes the words of the command line, the program's name first and
+// the word being completed last, to `etcdpvc __complete --`.
+var completionScripts = cliargs.CompletionScripts("etcdpvc")
 
 func completeCommand() command {
 	return command{
@@ -151,31 +105,22 @@ func complete(c *cli.Context, e *env, words []string) []string {
 	l := parseCompletionLine(words[:len(words)-1])
 	var out []string
 	switch {
-	case l.pending != "":
-		what := flagValues[l.pending]
-		if l.cmd != nil && l.cmd.values[l.pending] != offerNothing {
-			what = l.cmd.values[l.pending]
+	case l.Pending != "":
+		what := flagValues[l.Pending]
+		if l.cmd != nil && l.cmd.values[l.Pending] != offerNothing {
+			what = l.cmd.values[l.Pending]
 		}
 		out = completeWith(c, e, l, what, cur)
 	case strings.HasPrefix(cur, "-"):
 		out = flagCandidates(l.cmd)
 	case l.cmd == nil:
-		if len(l.positional) == 0 {
+		if len(l.Positional) == 0 {
 			out = append(commandNames(), "help")
 		}
 	default:
 		out = completeArgs(c, e, l, cur)
 	}
-	var kept []string
-	for _, w := range out {
-		if strings.HasPrefix(w, cur) && !slices.Contains(kept, w) {
-			kept = append(kept, w)
-		}
-	}
-	if len(kept) > maxCandidates {
-		kept = kept[:maxCandidates]
-	}
-	return kept
+	return cliargs.Candidates(out, cur, maxCandidates)
 }
 
 // completeWith lists the candidates one completer offers.
@@ -200,7 +145,7 @@ func completeWith(c *cli.Context, e *env, l commandLine, what completer, cur str
 // completeArgs completes a command's positional arguments, as its
 // declaration says.
 func completeArgs(c *cli.Context, e *env, l commandLine, cur string) []string {
-	n := len(l.positional)
+	n := len(l.Positional)
 	a := l.cmd.args
 	if a.kind != argObject {
 		if n == 0 {
@@ -225,8 +170,8 @@ func completeArgs(c *cli.Context, e *env, l commandLine, cur string) []string {
 		return names
 	case n == 0:
 		return resources
-	case n == 1 && !strings.Contains(l.positional[0], "/"):
-		return completeNames(c, e, l, l.positional[0], "", cur)
+	case n == 1 && !strings.Contains(l.Positional[0], "/"):
+		return completeNames(c, e, l, l.Positional[0], "", cur)
 	}
 	return nil
 }
@@ -248,11 +193,7 @@ func flagCandidates(cmd *command) []string {
 	var out []string
 	add := func(f cli.Flag) {
 		for _, n := range f.Names() {
-			if len(n) == 1 {
-				out = append(out, "-"+n)
-			} else {
-				out = append(out, "--"+n)
-			}
+			out = append(out, cliargs.Dashes(n))
 		}
 	}
 	if cmd != nil {
@@ -274,7 +215,7 @@ func completionSession(c *cli.Context, e *env, l commandLine) (*session, *env, f
 		return nil, nil, func() {}
 	}
 	for _, gf := range globalFlags {
-		v, ok := l.flags[gf.name]
+		v, ok := l.Flags[gf.name]
 		if !ok {
 			continue
 		}
@@ -308,11 +249,11 @@ func completeNames(c *cli.Context, e *env, l commandLine, res, namespace, cur st
 	defer done()
 	q := inspect.NameQuery{Prefix: s.g.Prefix, Resource: res, Namespace: namespace, Typed: cur, Max: maxCandidates}
 	if q.Namespace == "" {
-		q.Namespace = l.flags["namespace"]
-		if v, ok := l.flags["n"]; ok {
+		q.Namespace = l.Flags["namespace"]
+		if v, ok := l.Flags["n"]; ok {
 			q.Namespace = v
 		}
-		q.AllNamespaces = l.flags["all-namespaces"] != "" || l.flags["A"] != ""
+		q.AllNamespaces = l.Flags["all-namespaces"] != "" || l.Flags["A"] != ""
 	}
 	out, _ := inspect.CompleteNames(qe.ctx, s.Reader, s.Resolver, q)
 	return out
@@ -334,7 +275,7 @@ func completeClaims(c *cli.Context, e *env, l commandLine, cur string) []string 
 // being typed when cur holds a "/", else those of --backup-dir or the
 // default backup directory, as absolute paths (inspect.CompleteBackups).
 func completeBackups(l commandLine, cur string) []string {
-	dir := l.flags["backup-dir"]
+	dir := l.Flags["backup-dir"]
 	if dir == "" {
 		dir = surgery.DefaultBackupDir()
 	}

@@ -29,7 +29,7 @@ func TestParseCompletionLine(t *testing.T) {
 		if l.cmd != nil {
 			cmd = l.cmd.name
 		}
-		got := []any{cmd, l.positional, l.flags, l.pending}
+		got := []any{cmd, l.Positional, l.Flags, l.Pending}
 		want := []any{tc.cmd, tc.positional, tc.flags, tc.pending}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("parseCompletionLine(%q) (-want +got):\n%s", tc.words, diff)

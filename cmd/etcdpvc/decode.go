@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/inspect"
 )
 
 // decodeOptions are the flags of `etcdpvc decode`.
@@ -76,29 +76,12 @@ func runDecode(e *env, g *globalOptions, o decodeOptions) error {
 	}
 	content := obj.Content
 	if in.ModRevision != 0 {
-		content = withResourceVersion(content, in.ModRevision)
+		content = inspect.WithResourceVersion(content, in.ModRevision)
 	}
 	if len(obj.Undecoded) > 0 {
 		fmt.Fprintf(e.stderr, "etcdpvc: note: %s is not in this build's scheme; %d bytes beyond metadata were left undecoded\n", obj.GVK, len(obj.Undecoded))
 	}
 	return printObject(e.stdout, content, o.Print)
-}
-
-// withResourceVersion returns content with metadata.resourceVersion set to
-// the key's mod revision, as the apiserver serves it.
-func withResourceVersion(content map[string]any, rev int64) map[string]any {
-	out := make(map[string]any, len(content))
-	for k, v := range content {
-		out[k] = v
-	}
-	md, _ := content["metadata"].(map[string]any)
-	m := make(map[string]any, len(md)+1)
-	for k, v := range md {
-		m[k] = v
-	}
-	m["resourceVersion"] = strconv.FormatInt(rev, 10)
-	out["metadata"] = m
-	return out
 }
 
 // encodeOptions are the flags of `etcdpvc encode`.

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -163,20 +161,6 @@ type diffPrinter struct {
 	o diffOptions
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func revOrDash(r int64) string {
-	if r == 0 {
-		return "-"
-	}
-	return strconv.FormatInt(r, 10)
-}
-
 func (p *diffPrinter) json(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -194,14 +178,7 @@ func (p *diffPrinter) record(r inspect.DiffRecord) error {
 			inspect.DiffRecord
 		}{"object", r})
 	}
-	line := fmt.Sprintf("%-8s %s %s %s %s %s", r.Change, r.Resource, dash(r.Namespace), r.Name, revOrDash(r.RevA), revOrDash(r.RevB))
-	switch {
-	case r.Summary != "":
-		line += "  " + r.Summary
-	case r.Unreadable != "":
-		line += "  cannot read: " + r.Unreadable
-	}
-	if _, err := fmt.Fprintln(p.w, line); err != nil {
+	if _, err := fmt.Fprintln(p.w, r.Line()); err != nil {
 		return err
 	}
 	if r.Diff != "" {
@@ -232,37 +209,10 @@ func (p *diffPrinter) totals(a, b inspect.DiffSource, sum *inspect.DiffSummary) 
 		fmt.Fprintln(p.w)
 	}
 	for _, t := range sum.Totals {
-		line := fmt.Sprintf("total %s: %d added, %d deleted, %d modified", t.Resource, t.Added, t.Deleted, t.Modified)
-		var extra []string
-		if t.MetadataOnly > 0 {
-			extra = append(extra, fmt.Sprintf("%d metadata only", t.MetadataOnly))
-		}
-		if t.ReEncrypted > 0 {
-			extra = append(extra, fmt.Sprintf("%d re-encrypted, content unchanged", t.ReEncrypted))
-		}
-		if len(extra) > 0 {
-			line += " (" + strings.Join(extra, ", ") + ")"
-		}
-		if t.Hidden > 0 {
-			line += fmt.Sprintf(", %d metadata only not shown", t.Hidden)
-		}
-		if t.Unreadable > 0 {
-			line += fmt.Sprintf(", %d could not be read", t.Unreadable)
-		}
-		if _, err := fmt.Fprintln(p.w, line); err != nil {
+		if _, err := fmt.Fprintln(p.w, t.Line()); err != nil {
 			return err
 		}
 	}
-	verdict := "the states are the same"
-	switch {
-	case sum.Unreadable > 0:
-		verdict = "incomplete: " + inspect.Count(sum.Unreadable, "object", "objects") + " could not be compared"
-	case sum.Differ > 0:
-		verdict = inspect.Count(sum.Differ, "object differs", "objects differ")
-	case sum.Hidden > 0:
-		verdict = "the same apart from " + inspect.Count(sum.Hidden, "metadata-only change", "metadata-only changes") + " (not shown: --ignore-metadata-only)"
-	}
-	_, err := fmt.Fprintf(p.w, "compared %s: A %s, B %s: %s\n",
-		inspect.Count(sum.Compared, "key", "keys"), a.At(sum.RevA), b.At(sum.RevB), verdict)
+	_, err := fmt.Fprintln(p.w, sum.Line(a, b))
 	return err
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/etcdpvc/etcdpvc/internal/clidoc"
 )
 
 // docs/cli.md is generated from the same command definitions the help is
@@ -52,45 +54,25 @@ func writeCLIDocs(w io.Writer) error {
 		"statuses. New here? Run\n" +
 		"`go run ./cmd/etcdpvc demo`.\n\n")
 
-	cmds := visibleCommands()
-	b.WriteString("## Commands\n\n| command | what it does |\n|---|---|\n")
-	for _, c := range cmds {
-		fmt.Fprintf(&b, "| [`%s`](#etcdpvc-%s) | %s |\n", c.name, c.name, mdText(c.usage))
+	var cmds []clidoc.Command
+	for _, c := range visibleCommands() {
+		cmds = append(cmds, clidoc.Command{Name: c.name, Usage: c.usage, ArgsUsage: c.argsUsage, Desc: c.desc, Flags: c.flags, Examples: c.examples})
 	}
+	b.WriteString("## Commands\n\n")
+	clidoc.Index(&b, "etcdpvc", cmds)
 
 	b.WriteString("\n## Global flags\n\nThey work before or after the command name, and every flag may follow the arguments, as in\n" +
 		"kubectl. Each connection flag falls back to its `ETCDCTL_*` variable, as etcdctl's do.\n\n")
-	b.WriteString("| flag | default | meaning |\n|---|---|---|\n")
-	for _, f := range globalCLIFlags() {
-		writeFlagRow(&b, f)
-	}
+	clidoc.Flags(&b, globalCLIFlags())
 
 	b.WriteString("\n## Exit status\n\nEvery command exits with one of these statuses.\n\n| status | meaning |\n|---|---|\n")
 	for _, line := range strings.Split(exitStatusHelp, "\n")[1:] {
 		code, meaning, _ := strings.Cut(strings.TrimSpace(line), "  ")
-		fmt.Fprintf(&b, "| %s | %s |\n", code, mdText(strings.TrimSpace(meaning)))
+		fmt.Fprintf(&b, "| %s | %s |\n", code, clidoc.Text(strings.TrimSpace(meaning)))
 	}
 
 	for _, c := range cmds {
-		fmt.Fprintf(&b, "\n## etcdpvc %s\n\n%s.\n\n", c.name, mdText(upperFirst(c.usage)))
-		synopsis := "etcdpvc " + c.name + " [flags]"
-		if c.argsUsage != "" {
-			synopsis += " " + c.argsUsage
-		}
-		fmt.Fprintf(&b, "```\n%s\n```\n\n", synopsis)
-		for _, para := range strings.Split(strings.TrimSpace(c.desc), "\n\n") {
-			fmt.Fprintf(&b, "%s\n\n", mdText(strings.Join(strings.Fields(para), " ")))
-		}
-		if len(c.flags) > 0 {
-			b.WriteString("| flag | default | meaning |\n|---|---|---|\n")
-			for _, f := range c.flags {
-				writeFlagRow(&b, f)
-			}
-			b.WriteString("\nand the [global flags](#global-flags).\n\n")
-		}
-		if c.examples != "" {
-			fmt.Fprintf(&b, "Examples:\n\n```sh\n%s\n```\n", strings.TrimSpace(c.examples))
-		}
+		clidoc.Section(&b, "etcdpvc", c, "\nand the [global flags](#global-flags).\n\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -105,45 +87,4 @@ func visibleCommands() []command {
 		}
 	}
 	return out
-}
-
-// writeFlagRow writes one flag as a table row.
-func writeFlagRow(b *strings.Builder, f cli.Flag) {
-	var names []string
-	for _, n := range f.Names() {
-		if len(n) == 1 {
-			names = append(names, "`-"+n+"`")
-		} else {
-			names = append(names, "`--"+n+"`")
-		}
-	}
-	def, usage := "", ""
-	if d, ok := f.(cli.DocGenerationFlag); ok {
-		usage = d.GetUsage()
-		if d.TakesValue() {
-			def = strings.Trim(d.GetDefaultText(), `"`)
-		}
-	}
-	if def != "" {
-		def = "`" + def + "`"
-	}
-	fmt.Fprintf(b, "| %s | %s | %s |\n", strings.Join(names, ", "), def, mdText(usage))
-}
-
-// mdText escapes what Markdown would take for markup outside code spans,
-// and the table separator.
-func mdText(s string) string {
-	parts := strings.Split(s, "`")
-	for i := 0; i < len(parts); i += 2 {
-		r := strings.NewReplacer(`\`, `\\`, "*", `\*`, "<", "&lt;", ">", "&gt;", "|", `\|`)
-		parts[i] = r.Replace(parts[i])
-	}
-	return strings.Join(parts, "`")
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

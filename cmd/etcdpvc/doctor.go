@@ -53,7 +53,7 @@ type doctor struct {
 func newDoctor(e *env) *doctor {
 	d := &doctor{e: e}
 	d.rep.OnCheck = func(c inspect.Check) {
-		fmt.Fprintf(e.stdout, "%-4s  %-12s  %s\n", c.Status, c.Name, c.Detail)
+		fmt.Fprintln(e.stdout, c.Line())
 	}
 	return d
 }
@@ -96,22 +96,9 @@ func (d *doctor) manifest(g *globalOptions) {
 		enc = "none"
 	}
 	d.report(inspect.CheckOK, "manifest", "%s: etcd %s, prefix %s, encryption config %s", a.Manifest, strings.Join(a.Endpoints, ","), a.Prefix, enc)
-	for _, f := range []struct{ flag, env, manifest string }{
-		{"endpoints", "ETCDCTL_ENDPOINTS", "--etcd-servers"},
-		{"cacert", "ETCDCTL_CACERT", "--etcd-cafile"},
-		{"cert", "ETCDCTL_CERT", "--etcd-certfile"},
-		{"key", "ETCDCTL_KEY", "--etcd-keyfile"},
-		{"prefix", "", "--etcd-prefix"},
-		{"encryption-config", "", "--encryption-provider-config"},
-		{"etcd-servers-overrides", "", "--etcd-servers-overrides"},
-	} {
-		// A flag overrides the manifest; an ETCDCTL_* variable does not
-		// (the warnings below name those that disagree with it).
-		if !g.Given[f.flag] || g.fromEnvOnly(f.flag) {
-			continue
-		}
-		d.report(inspect.CheckWarn, "manifest", "--%s overrides the manifest's %s", f.flag, f.manifest)
-	}
+	// A flag overrides the manifest; an ETCDCTL_* variable does not (the
+	// warnings below name those that disagree with it).
+	inspect.CheckManifestOverrides(&d.rep, func(flag string) bool { return g.Given[flag] && !g.fromEnvOnly(flag) })
 	if err := applyKubeadm(g); err != nil {
 		d.report(inspect.CheckFail, "manifest", "%v", err)
 	}
@@ -165,17 +152,5 @@ func (d *doctor) apiserver(s *session) {
 		d.report(inspect.CheckFail, "apiserver", "%v", err)
 		return
 	}
-	if reach, why := v.Reach(); reach != verify.Reachable {
-		d.report(inspect.CheckWarn, "apiserver", "writes will not be verified: %s", why)
-		return
-	}
-	refused, err := v.Permitted(d.e.ctx)
-	switch {
-	case err != nil:
-		d.report(inspect.CheckWarn, "apiserver", "%s answers, but the user's permissions cannot be checked: %v", v.Host(), err)
-	case len(refused) > 0:
-		d.report(inspect.CheckWarn, "apiserver", "%s answers, but the kubeconfig's user may not %s persistentvolumeclaims: writes cannot be verified", v.Host(), strings.Join(refused, " or "))
-	default:
-		d.report(inspect.CheckOK, "apiserver", "%s answers for this cluster; writes will be verified", v.Host())
-	}
+	inspect.CheckAPIServer(d.e.ctx, &d.rep, v)
 }

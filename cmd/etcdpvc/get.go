@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
@@ -90,7 +91,7 @@ func runGet(e *env, g *globalOptions, o getOptions) error {
 		if err != nil {
 			return fmt.Errorf("get %s at raft index %d: %w", objectName(s.g.Prefix, ref.Key), o.Index, err)
 		}
-		return printObject(e.stdout, withResourceVersion(cur.Obj.Content, kv.ModRevision), o.Print)
+		return printObject(e.stdout, inspect.WithResourceVersion(cur.Obj.Content, kv.ModRevision), o.Print)
 	}
 	if o.Print.Output == "raw" {
 		kv, err := s.Reader.Get(e.ctx, ref.Key, o.Rev)
@@ -110,7 +111,7 @@ func runGet(e *env, g *globalOptions, o getOptions) error {
 	if len(cur.Obj.Undecoded) > 0 {
 		fmt.Fprintf(e.stderr, "etcdpvc: note: %s is not in this build's scheme; %d bytes beyond metadata were left undecoded (see -o raw)\n", cur.Obj.GVK, len(cur.Obj.Undecoded))
 	}
-	return printObject(e.stdout, withResourceVersion(cur.Obj.Content, cur.KV.ModRevision), o.Print)
+	return printObject(e.stdout, inspect.WithResourceVersion(cur.Obj.Content, cur.KV.ModRevision), o.Print)
 }
 
 // refuseRawToTerminal refuses -o raw when stdout is a terminal: binary

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/urfave/cli/v2"
 	"sigs.k8s.io/yaml"
@@ -106,17 +105,9 @@ func printHistory(e *env, rep *inspect.HistoryReport, output string) error {
 	if rep.Log != nil {
 		return printWALHistory(e, rep)
 	}
-	t := newTable(e.stdout, "REVISION", "VERSION", "CREATED", "LEASE", "CHANGE")
+	t := newTable(e.stdout, inspect.HistoryColumns...)
 	for _, r := range rep.Rows {
-		lease := "-"
-		if r.Lease != 0 {
-			lease = strconv.FormatInt(r.Lease, 16)
-		}
-		ver, created := strconv.FormatInt(r.Version, 10), strconv.FormatInt(r.CreateRevision, 10)
-		if r.Deleted {
-			ver, created = "-", "-"
-		}
-		if err := t.Row(strconv.FormatInt(r.Revision, 10), ver, created, lease, r.Change); err != nil {
+		if err := t.Row(r.Cells()...); err != nil {
 			return err
 		}
 	}

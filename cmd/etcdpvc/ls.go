@@ -1,15 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
-	"time"
 
 	"github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/resource"
@@ -90,20 +85,20 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 	if s.Enc != nil {
 		enc = s.Enc
 	}
-	kind := inspect.ListKindOf(scope.Resource)
-	out := newLsPrinter(e, o, scope, kind)
+	out := newLsPrinter(e, o, scope)
+	kind := out.cols.Kind
 	if kind == inspect.ListClaims && out.t != nil {
 		vols, err := inspect.LoadVolumes(e.ctx, s.Reader, enc, s.g.Prefix, o.Rev)
 		if err != nil {
 			return err
 		}
-		out.vols = vols
+		out.cols.Volumes = vols
 		if vols.Unread > 0 {
 			e.warn(fmt.Sprintf("%s not be read: a claim's VOLUME may show \"?\"",
 				inspect.Count(vols.Unread, "persistentvolume could", "persistentvolumes could")))
 		}
 		if o.Output == "wide" {
-			out.mounts = func(ns string) (*inspect.Mounts, error) {
+			out.cols.Mounts = func(ns string) (*inspect.Mounts, error) {
 				return inspect.LoadMounts(e.ctx, s.Reader, enc, s.g.Prefix, ns, o.Rev)
 			}
 		}
@@ -163,206 +158,41 @@ type incompleteError struct{ msg string }
 func (e *incompleteError) Error() string        { return e.msg }
 func (e *incompleteError) Is(target error) bool { return target == ErrIncomplete }
 
-// lsPrinter streams rows in the chosen format.
+// lsPrinter streams rows in the chosen format: a table, or a List.
 type lsPrinter struct {
-	e      *env
-	o      lsOptions
-	kind   inspect.ListKind
-	showNS bool
-	// showKind: objects of several resources are listed.
-	showKind bool
-	t        *tableWriter
-	n        int
-	now      time.Time
-	first    bool
-	vols     *inspect.Volumes
-	mounts   func(ns string) (*inspect.Mounts, error)
-	mounted  *inspect.Mounts
+	cols *inspect.ListTable
+	t    *tableWriter
+	doc  *inspect.ListDocument
+	n    int
 }
 
-func newLsPrinter(e *env, o lsOptions, scope inspect.Scope, kind inspect.ListKind) *lsPrinter {
-	p := &lsPrinter{e: e, o: o, kind: kind, now: e.now(), first: true}
-	switch {
-	case scope.Resource == nil:
-		p.showKind = true
-		p.showNS = scope.Namespace == ""
-	default:
-		p.showNS = scope.Resource.Namespaced && scope.Namespace == ""
+func newLsPrinter(e *env, o lsOptions, scope inspect.Scope) *lsPrinter {
+	p := &lsPrinter{cols: inspect.NewListTable(scope, o.Output == "wide", o.Terminating, o.ShowKeys, e.now())}
+	p.cols.Warn = func(err error) { e.warn(err.Error()) }
+	if o.Output == "table" || o.Output == "wide" {
+		p.t = newTable(e.stdout, p.cols.Columns()...)
+	} else {
+		p.doc = inspect.NewListDocument(e.stdout, o.Output == "json")
 	}
-	if o.Output != "table" && o.Output != "wide" {
-		return p
-	}
-	var h []string
-	if p.showNS {
-		h = append(h, "NAMESPACE")
-	}
-	h = append(h, "NAME")
-	wide := o.Output == "wide"
-	switch kind {
-	case inspect.ListClaims:
-		h = append(h, "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "AGE")
-		if wide {
-			h = append(h, "RECLAIM POLICY", "MOUNTED BY", "VOLUMEMODE", "FINALIZERS", "REVISION", "ENCRYPTION")
-		}
-	case inspect.ListVolumes:
-		h = append(h, "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS", "AGE")
-		if wide {
-			h = append(h, "VOLUMEMODE", "FINALIZERS", "REVISION", "ENCRYPTION")
-		}
-	default:
-		if p.showKind {
-			h = append(h, "KIND")
-		}
-		h = append(h, "STATUS")
-		if p.fins() {
-			h = append(h, "FINALIZERS")
-		}
-		h = append(h, "AGE")
-		if wide {
-			h = append(h, "REVISION", "CREATED", "VERSION", "LEASE", "ENCRYPTION")
-		}
-	}
-	if o.ShowKeys {
-		h = append(h, "UID", "KEY")
-	}
-	p.t = newTable(e.stdout, h...)
 	return p
 }
-
-// fins reports whether the generic table shows FINALIZERS: in -o wide,
-// and with --terminating, where they are what holds the objects.
-func (p *lsPrinter) fins() bool { return p.o.Output == "wide" || p.o.Terminating }
 
 func (p *lsPrinter) row(it inspect.Listed) error {
 	p.n++
 	if p.t == nil {
-		return p.document(it.Object())
+		return p.doc.Add(it.Object())
 	}
-	age, fins := it.Age(p.now), it.Finalizers()
-	var cells []string
-	if p.showNS {
-		cells = append(cells, dashIfEmpty(it.Namespace))
-	}
-	cells = append(cells, it.Name)
-	wide := p.o.Output == "wide"
-	rev := strconv.FormatInt(it.ModRevision, 10)
-	switch p.kind {
-	case inspect.ListClaims:
-		c := it.ClaimColumns(p.vols)
-		cells = append(cells, it.Status(p.now, c.Phase), c.Volume, c.Capacity, c.AccessModes, c.StorageClass, age)
-		if wide {
-			cells = append(cells, c.ReclaimPolicy, p.mountedBy(it), c.VolumeMode, fins, rev, it.Encryption)
-		}
-	case inspect.ListVolumes:
-		c := it.VolumeColumns()
-		cells = append(cells, c.Capacity, c.AccessModes, c.ReclaimPolicy, it.Status(p.now, c.Status), c.Claim, c.StorageClass, age)
-		if wide {
-			cells = append(cells, c.VolumeMode, fins, rev, it.Encryption)
-		}
-	default:
-		if p.showKind {
-			cells = append(cells, it.Kind())
-		}
-		cells = append(cells, it.Status(p.now, "-"))
-		if p.fins() {
-			cells = append(cells, fins)
-		}
-		cells = append(cells, age)
-		if wide {
-			lease := "-"
-			if it.Lease != 0 {
-				lease = strconv.FormatInt(it.Lease, 16)
-			}
-			cells = append(cells, rev, strconv.FormatInt(it.CreateRevision, 10), strconv.FormatInt(it.Version, 10), lease, it.Encryption)
-		}
-	}
-	if p.o.ShowKeys {
-		cells = append(cells, it.UID(), it.Key)
-	}
-	return p.t.Row(cells...)
-}
-
-// mountedBy names the pods that use a claim, reading the pods of one
-// namespace at a time (claims are listed namespace by namespace).
-func (p *lsPrinter) mountedBy(it inspect.Listed) string {
-	if p.mounts == nil || it.Claim == nil {
-		return "-"
-	}
-	if p.mounted == nil || p.mounted.Namespace != it.Namespace {
-		m, err := p.mounts(it.Namespace)
-		if err != nil {
-			p.e.warn(err.Error())
-			m = &inspect.Mounts{Namespace: it.Namespace, Unread: 1}
-		}
-		p.mounted = m
-	}
-	return p.mounted.By(it.Name)
-}
-
-func dashIfEmpty(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-const (
-	jsonListHead = "{\n\"apiVersion\": \"v1\",\n\"kind\": \"List\",\n\"metadata\": {\"resourceVersion\": \"\"},\n\"items\": "
-	yamlListHead = "apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems:"
-)
-
-// document writes one item of a List in JSON or YAML.
-func (p *lsPrinter) document(obj inspect.ListObject) error {
-	w := p.e.stdout
-	if p.o.Output == "json" {
-		b, err := json.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		sep := ",\n"
-		if p.first {
-			sep = jsonListHead + "[\n"
-			p.first = false
-		}
-		_, err = fmt.Fprintf(w, "%s%s", sep, b)
-		return err
-	}
-	b, err := yaml.Marshal([]inspect.ListObject{obj})
-	if err != nil {
-		return err
-	}
-	if p.first {
-		if _, err := io.WriteString(w, yamlListHead+"\n"); err != nil {
-			return err
-		}
-		p.first = false
-	}
-	_, err = w.Write(b)
-	return err
+	return p.t.Row(p.cols.Row(it)...)
 }
 
 // close writes what is buffered, ending a List (also of a listing cut
 // short).
 func (p *lsPrinter) close() error {
-	w := p.e.stdout
-	switch p.o.Output {
-	case "table", "wide":
-		if p.n == 0 {
-			return nil
-		}
-		return p.t.Flush()
-	case "json":
-		if p.first {
-			_, err := io.WriteString(w, jsonListHead+"[]\n}\n")
-			return err
-		}
-		_, err := io.WriteString(w, "\n]\n}\n")
-		return err
-	default:
-		if p.first {
-			_, err := io.WriteString(w, yamlListHead+" []\n")
-			return err
-		}
+	switch {
+	case p.doc != nil:
+		return p.doc.Close()
+	case p.n == 0:
 		return nil
 	}
+	return p.t.Flush()
 }

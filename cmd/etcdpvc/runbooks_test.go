@@ -17,6 +17,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/fixtures"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/internal/demo"
 )
 
 // TestRunbooks runs the runbooks in docs/runbooks as scripts, so that a
@@ -160,12 +161,12 @@ spec:
 		f := strings.Fields(step)
 		switch {
 		case len(f) == 2 && f[0] == "load" && f[1] == "demo":
-			for _, o := range demoObjects {
-				v, err := fs.ReadFile(fixtures.Corpus, path.Join("corpus", o.file))
+			for _, o := range demo.Objects {
+				v, err := fs.ReadFile(fixtures.Corpus, path.Join("corpus", o.File))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := cli.Put(ctx, o.key, string(v)); err != nil {
+				if _, err := cli.Put(ctx, o.Key, string(v)); err != nil {
 					t.Fatalf("%s: %v", step, err)
 				}
 			}

@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"strconv"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -117,109 +115,23 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 	return err
 }
 
+// printStats prints the report's summary and its tables.
 func printStats(e *env, rep *inspect.StatsReport) error {
 	w := e.stdout
-	opt := func(p *int64) string {
-		if p == nil {
-			return "unknown"
-		}
-		return strconv.FormatInt(*p, 10)
-	}
-	fmt.Fprintf(w, "source:       %s\n", rep.Source)
-	fmt.Fprintf(w, "snapshot:     %s\n", rep.Snapshot)
-	if rep.OldestRevision != 0 {
-		fmt.Fprintf(w, "revisions:    %d to %d (%s held)\n", rep.OldestRevision, rep.Revision, opt(rep.Revisions))
-	} else {
-		fmt.Fprintf(w, "revision:     %d\n", rep.Revision)
-	}
-	if rep.ScheduledCompactRevision != nil {
-		fmt.Fprintf(w, "compaction:   finished %d, scheduled %d\n", rep.CompactRevision, *rep.ScheduledCompactRevision)
-	} else {
-		fmt.Fprintf(w, "compaction:   %d\n", rep.CompactRevision)
-	}
-	fmt.Fprintf(w, "objects:      %d (%s bytes), %d with a lease\n", rep.Objects, inspect.HumanBytes(rep.Bytes), rep.Leased)
-	fmt.Fprintf(w, "deleted:      %s keys whose newest revision is a deletion, %s tombstones held\n", opt(rep.Deleted), opt(rep.Tombstones))
-	if db := rep.DB; db != nil {
-		fmt.Fprintf(w, "db:           %s bytes in file, %s in use, page size %d, consistent index %d, term %d", inspect.HumanBytes(db.FileSize), inspect.HumanBytes(db.DataSize), db.PageSize, db.ConsistentIndex, db.Term)
-		if db.StorageVersion != "" {
-			fmt.Fprintf(w, ", storage version %s", db.StorageVersion)
-		}
-		fmt.Fprintln(w)
-	}
-	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "note:         %s\n", n)
-	}
-	if rep.Incomplete != "" {
-		fmt.Fprintf(w, "INCOMPLETE:   %s; the counts below cover only what was read\n", rep.Incomplete)
+	for _, l := range rep.Summary() {
+		fmt.Fprintln(w, l)
 	}
 	fmt.Fprintln(w)
-	t := newTable(w, "RESOURCE", "OBJECTS", "BYTES", "LEASED", "REVISIONS", "TOMBSTONES", "DELETED", "HISTORY BYTES")
-	for _, r := range rep.Resources {
-		hist := "unknown"
-		if r.HistoryBytes != nil {
-			hist = inspect.HumanBytes(*r.HistoryBytes)
-		}
-		if err := t.Row(r.Resource, strconv.FormatInt(r.Objects, 10), inspect.HumanBytes(r.Bytes), strconv.FormatInt(r.Leased, 10),
-			opt(r.Revisions), opt(r.Tombstones), opt(r.Deleted), hist); err != nil {
-			return err
-		}
-	}
-	if err := t.Flush(); err != nil {
+	if err := newTable(w, inspect.StatsColumns...).Rows(rep.ResourceRows()); err != nil {
 		return err
 	}
-	if err := printStorage(w, rep); err != nil {
+	fmt.Fprintf(w, "\nENCRYPTION AT REST\n%s\n", rep.EncryptionVerdict())
+	if err := newTable(w, inspect.StorageColumns...).Rows(rep.StorageRows()); err != nil {
 		return err
 	}
 	if len(rep.Largest) == 0 {
 		return nil
 	}
 	fmt.Fprintf(w, "\nLARGEST OBJECTS\n")
-	t = newTable(w, "BYTES", "REVISION", "KEY")
-	for _, l := range rep.Largest {
-		if err := t.Row(inspect.HumanBytes(l.Bytes), strconv.FormatInt(l.ModRevision, 10), l.Key); err != nil {
-			return err
-		}
-	}
-	return t.Flush()
-}
-
-// printStorage prints the encryption audit: per resource, the objects
-// stored under each provider and key, those not under the write provider
-// marked stale.
-func printStorage(w io.Writer, rep *inspect.StatsReport) error {
-	known := false
-	var stale int64
-	for _, r := range rep.Resources {
-		if r.Stale != nil {
-			known = true
-			stale += *r.Stale
-		}
-	}
-	fmt.Fprintf(w, "\nENCRYPTION AT REST\n")
-	switch {
-	case !known:
-		fmt.Fprintf(w, "no --encryption-config: providers are read from each value's k8s:enc: header; which are stale (not under a resource's write provider) is unknown\n")
-	case stale == 0:
-		fmt.Fprintf(w, "every object is stored under its resource's write provider (the config's first)\n")
-	default:
-		fmt.Fprintf(w, "%s not under the resource's write provider (STALE): rewrite them through the API (see docs/runbooks/encryption-rotation.md)\n",
-			inspect.Count(int(stale), "object is", "objects are"))
-	}
-	t := newTable(w, "RESOURCE", "STORED UNDER", "OBJECTS", "STATUS")
-	for _, r := range rep.Resources {
-		for _, c := range r.Storage {
-			status := "-"
-			switch {
-			case r.WriteProvider == "":
-			case c.Stale:
-				status = "STALE: writes use " + r.WriteProvider
-			default:
-				status = "current"
-			}
-			if err := t.Row(r.Resource, c.Provider, strconv.FormatInt(c.Objects, 10), status); err != nil {
-				return err
-			}
-		}
-	}
-	return t.Flush()
+	return newTable(w, inspect.LargestColumns...).Rows(rep.LargestRows())
 }

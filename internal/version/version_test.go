@@ -1,4 +1,4 @@
-package main
+package version
 
 import (
 	"runtime/debug"
@@ -25,9 +25,24 @@ func TestVersionFromBuildInfo(t *testing.T) {
 			for k, v := range tc.settings {
 				bi.Settings = append(bi.Settings, debug.BuildSetting{Key: k, Value: v})
 			}
-			if got := versionFromBuildInfo(bi); got != tc.want {
-				t.Errorf("versionFromBuildInfo = %q, want %q", got, tc.want)
+			if got := FromBuildInfo(bi); got != tc.want {
+				t.Errorf("FromBuildInfo = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestDepIn(t *testing.T) {
+	bi := &debug.BuildInfo{Deps: []*debug.Module{
+		{Path: "k8s.io/api", Version: "v0.37.2"},
+		{Path: "go.etcd.io/bbolt", Version: "v1.5.0", Replace: &debug.Module{Path: "../bbolt", Version: "v1.5.1-fork"}},
+	}}
+	for path, want := range map[string]string{"k8s.io/api": "v0.37.2", "go.etcd.io/bbolt": "v1.5.1-fork", "example.com/none": "unknown"} {
+		if got := DepIn(bi, path); got != want {
+			t.Errorf("DepIn(%q) = %q, want %q", path, got, want)
+		}
+	}
+	if got := Tool("v9.9.9"); got != "v9.9.9" {
+		t.Errorf("Tool(stamped) = %q", got)
 	}
 }

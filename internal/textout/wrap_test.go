@@ -1,11 +1,13 @@
-package main
+package textout
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestWrapWarning(t *testing.T) {
+const warnPrefix = "etcdpvc: warning: "
+
+func TestWrap(t *testing.T) {
 	long := "the volume pv-www-web-0 has reclaim policy Delete: if the claim is deleted after the undelete, its data is deleted with it"
 	for _, tc := range []struct {
 		name  string
@@ -24,7 +26,7 @@ func TestWrapWarning(t *testing.T) {
 		{"too narrow to wrap", long, 30, warnPrefix + long + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := wrapWarning(tc.msg, tc.width)
+			got := Wrap(warnPrefix, tc.msg, tc.width)
 			if got != tc.want {
 				t.Errorf("got:\n%s\nwant:\n%s", got, tc.want)
 			}

@@ -1,0 +1,70 @@
+package inspect
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The text form of a diff (`etcdpvc diff`): one line per record, one per
+// resource's totals, and the closing line with the verdict.
+
+// Line is the record's line: change, resource, namespace, name, the mod
+// revisions in A and B ("-" for none), and what changed or why it could
+// not be read. A unified diff, when there is one, follows it.
+func (r DiffRecord) Line() string {
+	line := fmt.Sprintf("%-8s %s %s %s %s %s", r.Change, r.Resource, dash(r.Namespace), r.Name, revOrDash(r.RevA), revOrDash(r.RevB))
+	switch {
+	case r.Summary != "":
+		line += "  " + r.Summary
+	case r.Unreadable != "":
+		line += "  cannot read: " + r.Unreadable
+	}
+	return line
+}
+
+func revOrDash(r int64) string {
+	if r == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(r, 10)
+}
+
+// Line is a resource's totals: added, deleted, modified, and of those the
+// metadata-only and re-encrypted ones, those left out, those unread.
+func (t *DiffTotals) Line() string {
+	line := fmt.Sprintf("total %s: %d added, %d deleted, %d modified", t.Resource, t.Added, t.Deleted, t.Modified)
+	var extra []string
+	if t.MetadataOnly > 0 {
+		extra = append(extra, fmt.Sprintf("%d metadata only", t.MetadataOnly))
+	}
+	if t.ReEncrypted > 0 {
+		extra = append(extra, fmt.Sprintf("%d re-encrypted, content unchanged", t.ReEncrypted))
+	}
+	if len(extra) > 0 {
+		line += " (" + strings.Join(extra, ", ") + ")"
+	}
+	if t.Hidden > 0 {
+		line += fmt.Sprintf(", %d metadata only not shown", t.Hidden)
+	}
+	if t.Unreadable > 0 {
+		line += fmt.Sprintf(", %d could not be read", t.Unreadable)
+	}
+	return line
+}
+
+// Line is the closing line of a diff of a with b: how many keys were
+// compared, at which revisions, and the verdict (incomplete, differ, the
+// same apart from hidden metadata-only changes, the same).
+func (s *DiffSummary) Line(a, b DiffSource) string {
+	verdict := "the states are the same"
+	switch {
+	case s.Unreadable > 0:
+		verdict = "incomplete: " + Count(s.Unreadable, "object", "objects") + " could not be compared"
+	case s.Differ > 0:
+		verdict = Count(s.Differ, "object differs", "objects differ")
+	case s.Hidden > 0:
+		verdict = "the same apart from " + Count(s.Hidden, "metadata-only change", "metadata-only changes") + " (not shown: --ignore-metadata-only)"
+	}
+	return fmt.Sprintf("compared %s: A %s, B %s: %s", Count(s.Compared, "key", "keys"), a.At(s.RevA), b.At(s.RevB), verdict)
+}

@@ -1,0 +1,64 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/etcdpvc/etcdpvc/verify"
+)
+
+// Line is the check as doctor prints it: status, name, detail, aligned.
+func (c Check) Line() string {
+	return fmt.Sprintf("%-4s  %-12s  %s", c.Status, c.Name, c.Detail)
+}
+
+// manifestSettings are the connection flags the kube-apiserver manifest
+// also sets, with the manifest's flag for each.
+var manifestSettings = []struct{ flag, manifest string }{
+	{"endpoints", "--etcd-servers"},
+	{"cacert", "--etcd-cafile"},
+	{"cert", "--etcd-certfile"},
+	{"key", "--etcd-keyfile"},
+	{"prefix", "--etcd-prefix"},
+	{"encryption-config", "--encryption-provider-config"},
+	{"etcd-servers-overrides", "--etcd-servers-overrides"},
+}
+
+// CheckManifestOverrides warns, under "manifest", of each flag given on
+// the command line (given(flag); an ETCDCTL_* variable does not count)
+// that overrides a setting of the manifest.
+func CheckManifestOverrides(rep *DoctorReport, given func(flag string) bool) {
+	for _, s := range manifestSettings {
+		if given(s.flag) {
+			rep.Add(CheckWarn, "manifest", "--%s overrides the manifest's %s", s.flag, s.manifest)
+		}
+	}
+}
+
+// APIServerProbe is what CheckAPIServer asks of the apiserver: a
+// verify.Verifier.
+type APIServerProbe interface {
+	Reach() (verify.Reach, string)
+	Host() string
+	Permitted(ctx context.Context) ([]string, error)
+}
+
+// CheckAPIServer reports, under "apiserver", whether writes will be
+// verified: whether the apiserver answers for this cluster, and whether
+// the kubeconfig's user may make the dry runs (RBAC).
+func CheckAPIServer(ctx context.Context, rep *DoctorReport, v APIServerProbe) {
+	if reach, why := v.Reach(); reach != verify.Reachable {
+		rep.Add(CheckWarn, "apiserver", "writes will not be verified: %s", why)
+		return
+	}
+	refused, err := v.Permitted(ctx)
+	switch {
+	case err != nil:
+		rep.Add(CheckWarn, "apiserver", "%s answers, but the user's permissions cannot be checked: %v", v.Host(), err)
+	case len(refused) > 0:
+		rep.Add(CheckWarn, "apiserver", "%s answers, but the kubeconfig's user may not %s persistentvolumeclaims: writes cannot be verified", v.Host(), strings.Join(refused, " or "))
+	default:
+		rep.Add(CheckOK, "apiserver", "%s answers for this cluster; writes will be verified", v.Host())
+	}
+}
