@@ -22,6 +22,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/verify"
 )
 
 // Setting names, as the command-line flags name them: the keys of
@@ -37,6 +38,9 @@ const (
 	SettingPrefix           = "prefix"
 	SettingEncryptionConfig = "encryption-config"
 	SettingServersOverrides = "etcd-servers-overrides"
+	SettingKubeadm          = "kubeadm"
+	SettingDB               = "db"
+	SettingKubeconfig       = "kubeconfig"
 )
 
 // EnvValue is a setting given only by an environment variable.
@@ -87,6 +91,11 @@ type Options struct {
 	// file ("": none).
 	EncryptionConfig string
 
+	// Kubeconfig is the kubeconfig of the apiserver to verify writes with
+	// (see FindKubeconfig), Verify when to verify them.
+	Kubeconfig string
+	Verify     verify.Mode
+
 	// Given names the settings the user gave, as a flag or a variable.
 	Given map[string]bool
 	// FromEnv holds, of the Given settings, those given only by their
@@ -113,12 +122,18 @@ func (o *Options) byFlag(name string) bool {
 
 // OptionError is a setting that cannot be used as given: a usage error.
 type OptionError struct {
-	// Option names it as the flag does ("--etcd-servers-overrides /foo#x").
+	// Option names it as the flag does ("--etcd-servers-overrides /foo#x");
+	// "" when Err names it.
 	Option string
 	Err    error
 }
 
-func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
+func (e *OptionError) Error() string {
+	if e.Option == "" {
+		return e.Err.Error()
+	}
+	return e.Option + ": " + e.Err.Error()
+}
 func (e *OptionError) Unwrap() error { return e.Err }
 
 // StoreKind says which store Open failed to open.
@@ -135,10 +150,12 @@ const (
 	StoreWAL
 )
 
-// OpenError is a store that cannot be opened; Err is store's error.
+// OpenError is a store that cannot be opened; Err is store's error, with
+// the context that names the files (see Hint for what to do about it).
 type OpenError struct {
 	Kind StoreKind
 	Err  error
+	hint string
 }
 
 func (e *OpenError) Error() string { return e.Err.Error() }
@@ -329,7 +346,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 			b, err := store.OpenBolt(o.DB, o.BoltOptions())
 			if err != nil {
 				s.Close()
-				return nil, &OpenError{Kind: StoreDB, Err: err}
+				return nil, openError(StoreDB, err, o)
 			}
 			base = b
 		}
@@ -339,7 +356,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 				base.Close()
 			}
 			s.Close()
-			return nil, &OpenError{Kind: StoreWAL, Err: err}
+			return nil, openError(StoreWAL, err, o)
 		}
 		s.Reader, s.WAL, s.Bolt, s.Description = w, w, base, "write-ahead log "+o.WAL
 		if base != nil {
@@ -349,7 +366,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		sc, err := store.OpenSnapshotCopy(o.DB, o.Out, o.BoltOptions())
 		if err != nil {
 			s.Close()
-			return nil, &OpenError{Kind: StoreSnapshotCopy, Err: err}
+			return nil, openError(StoreSnapshotCopy, err, o)
 		}
 		abs, _ := filepath.Abs(o.Out)
 		// Backups and the audit log record where the write went.
@@ -359,7 +376,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		b, err := store.OpenBolt(o.DB, o.BoltOptions())
 		if err != nil {
 			s.Close()
-			return nil, &OpenError{Kind: StoreDB, Err: err}
+			return nil, openError(StoreDB, err, o)
 		}
 		s.Reader, s.Bolt, s.Description = b, b, o.DB
 		if len(o.ServersOverrides) > 0 {
@@ -369,7 +386,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		et, err := store.OpenEtcd(ctx, o.EtcdConfig())
 		if err != nil {
 			s.Close()
-			return nil, &OpenError{Kind: StoreEtcd, Err: err}
+			return nil, openError(StoreEtcd, err, o)
 		}
 		s.Reader, s.Description = et, strings.Join(o.Endpoints, ",")
 		if err := s.openRoutes(ctx, o); err != nil {
@@ -410,7 +427,7 @@ func (s *Session) openRoutes(ctx context.Context, o Options) error {
 		c.Endpoints = ov.Servers
 		et, err := store.OpenEtcd(ctx, c)
 		if err != nil {
-			return fail(&OpenError{Kind: StoreEtcd, Err: fmt.Errorf("--etcd-servers-overrides %s: %w", ov, err)})
+			return fail(openError(StoreEtcd, fmt.Errorf("--etcd-servers-overrides %s: %w", ov, err), o))
 		}
 		// Closed by the routed store, or here if it cannot be built.
 		sr := Route{Override: ov, Prefix: r.ListPrefix(o.Prefix, ""), Etcd: et}

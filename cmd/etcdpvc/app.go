@@ -8,15 +8,13 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 
 	"github.com/etcdpvc/etcdpvc/connect"
-	"github.com/etcdpvc/etcdpvc/kubeadm"
-	"github.com/etcdpvc/etcdpvc/verify"
 )
 
 // env is what a command runs with: its streams and context.
@@ -29,38 +27,48 @@ type env struct {
 	getenv func(string) string
 }
 
-// globalFlag describes a flag that works before or after the command name.
+// globalFlag is a flag that works before or after the command name: a
+// connect.Setting with its help.
 type globalFlag struct {
 	name, alias, env, usage string
-	kind                    byte // 's' string, 'b' bool, 'd' duration, 'l' string list
+	kind                    connect.Kind
 	def                     string
 }
 
 // globalFlags are the connection, file and format flags every command
-// accepts, compatible with etcdctl's (each falls back to its ETCDCTL_*
-// variable).
-var globalFlags = []globalFlag{
-	{name: "endpoints", env: "ETCDCTL_ENDPOINTS", kind: 'l', def: "127.0.0.1:2379", usage: "etcd client endpoints, comma-separated"},
-	{name: "cacert", env: "ETCDCTL_CACERT", kind: 's', usage: "verify etcd's certificate with this CA bundle"},
-	{name: "cert", env: "ETCDCTL_CERT", kind: 's', usage: "client certificate file"},
-	{name: "key", env: "ETCDCTL_KEY", kind: 's', usage: "client key file"},
-	{name: "user", env: "ETCDCTL_USER", kind: 's', usage: "etcd user[:password]"},
-	{name: "password", env: "ETCDCTL_PASSWORD", kind: 's', usage: "etcd password"},
-	{name: "insecure-skip-tls-verify", env: "ETCDCTL_INSECURE_SKIP_TLS_VERIFY", kind: 'b', usage: "do not verify etcd's certificate"},
-	{name: "dial-timeout", env: "ETCDCTL_DIAL_TIMEOUT", kind: 'd', def: "2s", usage: "timeout for connecting to etcd"},
-	{name: "command-timeout", env: "ETCDCTL_COMMAND_TIMEOUT", kind: 'd', def: "5s", usage: "timeout for each etcd request"},
-	{name: "consistency", kind: 's', def: "l", usage: "read consistency: l (linearizable) or s (serializable)"},
-	{name: "prefix", kind: 's', def: "/registry", usage: "the kube-apiserver's --etcd-prefix"},
-	{name: "etcd-servers-overrides", kind: 's', usage: "per-resource etcd servers, as the kube-apiserver's flag: group/resource#servers;servers, comma-separated (core group: /events#https://10.0.0.5:2379)"},
-	{name: "kubeadm", kind: 'b', usage: "take endpoints, certificates, overrides, prefix and encryption config from the kube-apiserver static pod manifest (they win over ETCDCTL_* variables, not over flags)"},
-	{name: "manifests-dir", kind: 's', def: "/etc/kubernetes/manifests", usage: "where --kubeadm finds kube-apiserver.yaml"},
-	{name: "db", kind: 's', usage: "read an etcd db or snapshot file instead of a live etcd"},
-	{name: "wal", kind: 's', usage: "read a member's write-ahead log (its wal dir or data dir, read-only); with --db (the same member's db or a snapshot of it) replayed from the db's state"},
-	{name: "lock-timeout", kind: 'd', def: "2s", usage: "with --db: how long to wait for the file lock (0: do not wait)"},
-	{name: "skip-hash-check", kind: 'b', usage: "with --db: go on when a snapshot's sha256 trailer does not match"},
-	{name: "encryption-config", kind: 's', usage: "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources"},
-	{name: "kubeconfig", env: "KUBECONFIG", kind: 's', usage: "kubeconfig of the cluster's apiserver, to verify writes with (--kubeadm: the node's admin.conf, which wins over $KUBECONFIG)"},
-	{name: "verify", kind: 's', def: "auto", usage: "check writes with the apiserver: auto (when it answers), always (refuse to write unverified) or never"},
+// accepts (connect.Settings), compatible with etcdctl's (each falls back
+// to its ETCDCTL_* variable).
+var globalFlags = func() []globalFlag {
+	out := make([]globalFlag, 0, len(connect.Settings))
+	for _, s := range connect.Settings {
+		out = append(out, globalFlag{name: s.Name, env: s.Env, kind: s.Kind, def: s.Default, usage: globalUsage[s.Name]})
+	}
+	return out
+}()
+
+// globalUsage is the help of each global flag.
+var globalUsage = map[string]string{
+	"endpoints":                "etcd client endpoints, comma-separated",
+	"cacert":                   "verify etcd's certificate with this CA bundle",
+	"cert":                     "client certificate file",
+	"key":                      "client key file",
+	"user":                     "etcd user[:password]",
+	"password":                 "etcd password",
+	"insecure-skip-tls-verify": "do not verify etcd's certificate",
+	"dial-timeout":             "timeout for connecting to etcd",
+	"command-timeout":          "timeout for each etcd request",
+	"consistency":              "read consistency: l (linearizable) or s (serializable)",
+	"prefix":                   "the kube-apiserver's --etcd-prefix",
+	"etcd-servers-overrides":   "per-resource etcd servers, as the kube-apiserver's flag: group/resource#servers;servers, comma-separated (core group: /events#https://10.0.0.5:2379)",
+	"kubeadm":                  "take endpoints, certificates, overrides, prefix and encryption config from the kube-apiserver static pod manifest (they win over ETCDCTL_* variables, not over flags)",
+	"manifests-dir":            "where --kubeadm finds kube-apiserver.yaml",
+	"db":                       "read an etcd db or snapshot file instead of a live etcd",
+	"wal":                      "read a member's write-ahead log (its wal dir or data dir, read-only); with --db (the same member's db or a snapshot of it) replayed from the db's state",
+	"lock-timeout":             "with --db: how long to wait for the file lock (0: do not wait)",
+	"skip-hash-check":          "with --db: go on when a snapshot's sha256 trailer does not match",
+	"encryption-config":        "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources",
+	"kubeconfig":               "kubeconfig of the cluster's apiserver, to verify writes with (--kubeadm: the node's admin.conf, which wins over $KUBECONFIG)",
+	"verify":                   "check writes with the apiserver: auto (when it answers), always (refuse to write unverified) or never",
 }
 
 func (g globalFlag) flag() cli.Flag { return g.cliFlag(false) }
@@ -77,9 +85,9 @@ func (g globalFlag) cliFlag(hidden bool) cli.Flag {
 		usage += " [$" + g.env + "]"
 	}
 	switch g.kind {
-	case 'b':
+	case connect.KindBool:
 		return &cli.BoolFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", Hidden: hidden}
-	case 'l':
+	case connect.KindList:
 		return &cli.StringSliceFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden}
 	default:
 		return &cli.StringFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden}
@@ -108,187 +116,48 @@ func hiddenGlobalFlags() []cli.Flag {
 // statuses are listed once, in `etcdpvc --help` and docs/cli.md.
 const globalPointer = "Global flags (--endpoints, --cacert/--cert/--key, --kubeadm, --db, ...) and the exit statuses: etcdpvc --help."
 
-// globalOptions holds the resolved global flags.
+// globalOptions holds the resolved global flags (connect.Resolve).
 type globalOptions struct {
-	Endpoints             []string
-	CACert, Cert, Key     string
-	User, Password        string
-	InsecureSkipTLSVerify bool
-	DialTimeout           time.Duration
-	CommandTimeout        time.Duration
-	Consistency           string
-	Prefix                string
-	Kubeadm               bool
-	ManifestsDir          string
-	DB                    string
-	WAL                   string
-	LockTimeout           time.Duration
-	SkipHashCheck         bool
-	EncryptionConfig      string
-	Kubeconfig            string
-	Verify                verify.Mode
-	// ServersOverrides are --etcd-servers-overrides, parsed.
-	ServersOverrides []kubeadm.Override
-	// explicit records which flags the user set (flag or environment).
-	explicit map[string]bool
-	// fromEnv records, for the flags set only by their ETCDCTL_* variable,
-	// the variable's value: --kubeadm wins over those, not over flags.
-	fromEnv map[string]string
-	// kubeadmApplied is set once the manifest has been read.
-	kubeadmApplied bool
+	connect.Options
 	// kubeadmWarnings name each ETCDCTL_* variable the manifest overrode
-	// with another value.
+	// with another value (applyKubeadm), to print once.
 	kubeadmWarnings []string
 }
 
-// lookupGlobal finds a global flag's value: set on the command, else set
-// before the command, else its environment variable, else its default.
-func lookupGlobal(c *cli.Context, e *env, g globalFlag) (string, []string, bool) {
-	for _, cc := range c.Lineage() {
-		for _, n := range cc.LocalFlagNames() {
-			if n == g.name {
-				switch g.kind {
-				case 'b':
-					return fmt.Sprint(cc.Bool(g.name)), nil, true
-				case 'l':
-					return "", splitList(cc.StringSlice(g.name)), true
-				default:
-					return cc.String(g.name), nil, true
-				}
+// flagsGiven returns the global flags on the command line, before or after
+// the command name (the command's own wins), as connect.Resolve takes them.
+func flagsGiven(c *cli.Context) map[string]string {
+	m := map[string]string{}
+	for _, g := range globalFlags {
+		for _, cc := range c.Lineage() {
+			if _, done := m[g.name]; done || !slices.Contains(cc.LocalFlagNames(), g.name) {
+				continue
+			}
+			switch g.kind {
+			case connect.KindBool:
+				m[g.name] = fmt.Sprint(cc.Bool(g.name))
+			case connect.KindList:
+				m[g.name] = strings.Join(cc.StringSlice(g.name), ",")
+			default:
+				m[g.name] = cc.String(g.name)
 			}
 		}
 	}
-	if v := envValue(e, g); v != "" {
-		return v, splitList([]string{v}), true
-	}
-	return g.def, splitList([]string{g.def}), false
-}
-
-// envValue is g's ETCDCTL_* variable, or "".
-func envValue(e *env, g globalFlag) string {
-	if g.env == "" {
-		return ""
-	}
-	return e.getenv(g.env)
-}
-
-// flagGiven reports whether the flag name is on the command line (before
-// or after the command name).
-func flagGiven(c *cli.Context, name string) bool {
-	for _, cc := range c.Lineage() {
-		for _, n := range cc.LocalFlagNames() {
-			if n == name {
-				return true
-			}
-		}
-	}
-	return false
+	return m
 }
 
 // splitList splits comma-separated values, dropping empty ones
 // (connect.SplitList).
 func splitList(vs []string) []string { return connect.SplitList(vs) }
 
+// resolveGlobals resolves the global flags (connect.Resolve): flags, then
+// ETCDCTL_* variables, then defaults.
 func resolveGlobals(c *cli.Context, e *env) (*globalOptions, error) {
-	o := &globalOptions{explicit: map[string]bool{}, fromEnv: map[string]string{}}
-	for _, g := range globalFlags {
-		s, list, set := lookupGlobal(c, e, g)
-		if set {
-			o.explicit[g.name] = true
-			if !flagGiven(c, g.name) {
-				o.fromEnv[g.name] = envValue(e, g)
-			}
-		}
-		if g.name == "endpoints" && set && len(list) == 0 {
-			return nil, usagef("--endpoints is empty: give etcd's client URLs (https://10.0.0.2:2379), or leave it out for 127.0.0.1:2379")
-		}
-		if err := o.set(g.name, s, list); err != nil {
-			return nil, err
-		}
-	}
-	o.splitUser()
-	return o, nil
-}
-
-// splitUser splits --user user:password on the first colon, as etcdctl
-// does, unless --password (or $ETCDCTL_PASSWORD) is given: then --user is
-// the whole user name.
-func (o *globalOptions) splitUser() {
-	if o.explicit["password"] {
-		return
-	}
-	if u, p, ok := strings.Cut(o.User, ":"); ok {
-		o.User, o.Password = u, p
-	}
-}
-
-// set stores one global flag's value (s, or list for --endpoints).
-func (o *globalOptions) set(name, s string, list []string) error {
-	var err error
-	switch name {
-	case "endpoints":
-		o.Endpoints = list
-	case "cacert":
-		o.CACert = s
-	case "cert":
-		o.Cert = s
-	case "key":
-		o.Key = s
-	case "user":
-		o.User = s
-	case "password":
-		o.Password = s
-	case "insecure-skip-tls-verify":
-		o.InsecureSkipTLSVerify = s == "true"
-	case "dial-timeout":
-		o.DialTimeout, err = parseDuration(s)
-	case "command-timeout":
-		o.CommandTimeout, err = parseDuration(s)
-	case "consistency":
-		o.Consistency = s
-		if s != "l" && s != "s" {
-			err = fmt.Errorf("must be l or s")
-		}
-	case "prefix":
-		o.Prefix = "/" + strings.Trim(s, "/")
-	case "kubeadm":
-		o.Kubeadm = s == "true"
-	case "manifests-dir":
-		o.ManifestsDir = s
-	case "db":
-		o.DB = s
-	case "wal":
-		o.WAL = s
-	case "lock-timeout":
-		o.LockTimeout, err = parseDuration(s)
-	case "skip-hash-check":
-		o.SkipHashCheck = s == "true"
-	case "encryption-config":
-		o.EncryptionConfig = s
-	case "kubeconfig":
-		o.Kubeconfig = s
-	case "verify":
-		if o.Verify, err = verify.ParseMode(s); err != nil {
-			return usagef("%v", err)
-		}
-	case "etcd-servers-overrides":
-		if o.ServersOverrides, err = kubeadm.ParseServersOverrides(s); err != nil {
-			return usagef("--etcd-servers-overrides: %v", err)
-		}
-	}
+	o, err := connect.Resolve(flagsGiven(c), e.getenv)
 	if err != nil {
-		return usagef("--%s %q: %v", name, s, err)
+		return nil, &usageError{msg: err.Error()}
 	}
-	return nil
-}
-
-// parseDuration parses a duration that must not be negative.
-func parseDuration(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if err == nil && d < 0 {
-		err = fmt.Errorf("must not be negative")
-	}
-	return d, err
+	return &globalOptions{Options: o}, nil
 }
 
 // command is one etcdpvc command, declared once: its help, its flags, what

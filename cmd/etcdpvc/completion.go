@@ -278,8 +278,8 @@ func completionSession(c *cli.Context, e *env, l commandLine) (*session, *env, f
 		if !ok {
 			continue
 		}
-		g.explicit[gf.name] = true
-		if g.set(gf.name, v, splitList([]string{v})) != nil {
+		g.Given[gf.name] = true
+		if g.Set(gf.name, v) != nil {
 			return nil, nil, func() {}
 		}
 	}

@@ -3,9 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
-	"strings"
 
 	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
@@ -23,26 +20,12 @@ type session struct {
 // objectName names the object at key as kubectl would (connect.ObjectName).
 func objectName(prefix, key string) string { return connect.ObjectName(prefix, key) }
 
-// connectOptions maps the global options onto the library's.
+// connectOptions are the options to open the store with: the global
+// options, and with e its warnings and hash cache.
 func (g *globalOptions) connectOptions(e *env) connect.Options {
-	o := connect.Options{
-		Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key,
-		User: g.User, Password: g.Password, InsecureSkipTLSVerify: g.InsecureSkipTLSVerify,
-		DialTimeout: g.DialTimeout, CommandTimeout: g.CommandTimeout, Consistency: g.Consistency,
-		Prefix: g.Prefix, ServersOverrides: g.ServersOverrides,
-		Kubeadm: g.Kubeadm, ManifestsDir: g.ManifestsDir, KubeadmApplied: g.kubeadmApplied,
-		DB: g.DB, WAL: g.WAL, LockTimeout: g.LockTimeout, SkipHashCheck: g.SkipHashCheck,
-		EncryptionConfig: g.EncryptionConfig,
-		Given:            g.explicit,
-		FromEnv:          map[string]connect.EnvValue{},
-	}
-	for _, gf := range globalFlags {
-		if v, ok := g.fromEnv[gf.name]; ok {
-			o.FromEnv[gf.name] = connect.EnvValue{Var: gf.env, Value: v}
-		}
-	}
+	o := g.Options
 	if e != nil {
-		o.HashCacheDir = e.hashCacheDir()
+		o.HashCacheDir = connect.HashCacheDir(e.getenv)
 		o.Warn = e.warn
 	}
 	return o
@@ -52,28 +35,21 @@ func (g *globalOptions) connectOptions(e *env) connect.Options {
 // connection setting not given as a flag (connect.Kubeadm), and records
 // its warnings in g.kubeadmWarnings.
 func applyKubeadm(g *globalOptions) error {
-	if !g.Kubeadm || g.kubeadmApplied {
+	if !g.Kubeadm || g.KubeadmApplied {
 		return nil
 	}
-	o := g.connectOptions(nil)
-	g.kubeadmApplied = true // once, even when the manifest cannot be read
-	warnings, err := connect.Kubeadm(&o)
+	warnings, err := connect.Kubeadm(&g.Options)
+	g.KubeadmApplied = true // once, even when the manifest cannot be read
 	if err != nil {
 		return withHint(err, "run on a control-plane node, point --manifests-dir at the static pod manifests, or give --endpoints and certificates")
 	}
-	g.Endpoints, g.CACert, g.Cert, g.Key = o.Endpoints, o.CACert, o.Cert, o.Key
-	g.User, g.Password, g.InsecureSkipTLSVerify = o.User, o.Password, o.InsecureSkipTLSVerify
-	g.Prefix, g.EncryptionConfig, g.ServersOverrides = o.Prefix, o.EncryptionConfig, o.ServersOverrides
 	g.kubeadmWarnings = warnings
 	return nil
 }
 
 // fromEnvOnly reports whether flag name was set by its ETCDCTL_* variable
 // and not on the command line.
-func (g *globalOptions) fromEnvOnly(name string) bool {
-	_, ok := g.fromEnv[name]
-	return ok
-}
+func (g *globalOptions) fromEnvOnly(name string) bool { return g.FromEnvOnly(name) }
 
 // openSession opens the store the global flags name: a db or snapshot file
 // with --db, else the live etcd.
@@ -95,18 +71,11 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 	cs, err := connect.Open(e.ctx, o)
 	if err != nil {
 		var oe *connect.OptionError
-		var se *connect.OpenError
 		switch {
 		case errors.As(err, &oe):
 			return nil, &usageError{msg: err.Error()}
-		case errors.As(err, &se) && se.Kind == connect.StoreWAL:
-			return nil, walError(se.Err, g)
-		case errors.As(err, &se) && se.Kind == connect.StoreDB:
-			return nil, boltError(se.Err)
-		case errors.As(err, &se) && se.Kind == connect.StoreSnapshotCopy:
-			return nil, snapshotCopyError(se.Err, g.DB)
-		case errors.As(err, &se):
-			return nil, connectHint(se.Err, g)
+		case connect.Refused(err):
+			return nil, &refusedError{msg: err.Error(), hint: connect.Hint(err)}
 		}
 		return nil, err
 	}
@@ -128,42 +97,6 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 // overridesString renders overrides in the flag's syntax.
 func overridesString(os []kubeadm.Override) string { return connect.OverridesString(os) }
 
-func connectHint(err error, g *globalOptions) error {
-	var ce *store.ConnectError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	hint := "is this the etcd client port (2379)? on a control-plane node try --kubeadm"
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "certificate") || strings.Contains(msg, "tls"):
-		if g.CACert == "" || g.Cert == "" {
-			hint = "etcd wants TLS client certificates: give --cacert, --cert and --key (kubeadm: /etc/kubernetes/pki/etcd/ca.crt, /etc/kubernetes/pki/apiserver-etcd-client.crt and .key), or use --kubeadm"
-		} else {
-			hint = "check that --cacert signed etcd's certificate and that --cert/--key are an etcd client pair; or use --kubeadm"
-		}
-	case strings.Contains(msg, "refused"):
-		hint = "nothing listens there: check --endpoints (etcd's client port is usually 2379), or use --kubeadm"
-	}
-	return withHint(err, hint)
-}
-
-func boltError(err error) error {
-	switch {
-	case errors.Is(err, store.ErrLocked):
-		return withHint(fmt.Errorf("%w: %w", store.ErrUnavailable, err), "run `etcdctl snapshot save copy.db` against the running member, or read it live with --endpoints")
-	case errors.Is(err, store.ErrHashMismatch):
-		return withHint(err, "the snapshot is damaged or was edited; --skip-hash-check reads it anyway")
-	case errors.Is(err, fs.ErrNotExist):
-		return withHint(err, "check the path: --db takes a member's db (member/snap/db under etcd's --data-dir) or an `etcdctl snapshot save` file")
-	case errors.Is(err, fs.ErrPermission):
-		return withHint(err, "this user cannot read the file: run as root, or read a copy")
-	case errors.Is(err, store.ErrCorrupt):
-		return withHint(err, "--db takes a member's db (member/snap/db) or an `etcdctl snapshot save` file; a damaged one cannot be read")
-	}
-	return err
-}
-
 // ref resolves a command's object arguments.
 func (s *session) ref(args []string, namespace, key string) (resource.Ref, error) {
 	r, err := s.Resolver.ParseArgs(s.g.Prefix, args, namespace, key)
@@ -177,17 +110,4 @@ func (s *session) ref(args []string, namespace, key string) (resource.Ref, error
 		return r, &usageError{msg: err.Error()}
 	}
 	return r, nil
-}
-
-// hashCacheDir is where verified snapshot hashes are remembered:
-// $XDG_CACHE_HOME/etcdpvc/verified, or ~/.cache/etcdpvc/verified; "" (no
-// cache) when neither is known.
-func (e *env) hashCacheDir() string {
-	if d := e.getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "etcdpvc", "verified")
-	}
-	if h := e.getenv("HOME"); h != "" && filepath.IsAbs(h) {
-		return filepath.Join(h, ".cache", "etcdpvc", "verified")
-	}
-	return ""
 }

@@ -107,7 +107,7 @@ func (d *doctor) manifest(g *globalOptions) {
 	} {
 		// A flag overrides the manifest; an ETCDCTL_* variable does not
 		// (the warnings below name those that disagree with it).
-		if !g.explicit[f.flag] || g.fromEnvOnly(f.flag) {
+		if !g.Given[f.flag] || g.fromEnvOnly(f.flag) {
 			continue
 		}
 		d.report(inspect.CheckWarn, "manifest", "--%s overrides the manifest's %s", f.flag, f.manifest)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/verify"
@@ -149,37 +150,12 @@ func hintFor(err error) string {
 	if errors.As(err, &r) && r.hint != "" {
 		return r.hint
 	}
-	var nf *surgery.NotFoundError
-	if errors.As(err, &nf) {
-		return nf.Hint()
-	}
-	var enc *codec.EncryptedError
-	if errors.As(err, &enc) {
-		return enc.Hint()
+	if h := connect.Hint(err); h != "" {
+		return h
 	}
 	var u *usageError
 	if errors.As(err, &u) {
 		return "see 'etcdpvc help' or 'etcdpvc COMMAND --help'"
-	}
-	switch {
-	case errors.Is(err, encryption.ErrKeyNotFound):
-		return "the value was encrypted with a key this EncryptionConfiguration does not hold: use the file the kube-apiserver runs with (--kubeadm finds it)"
-	case errors.Is(err, encryption.ErrNoConfig):
-		return "pass --encryption-config with the kube-apiserver's EncryptionConfiguration (or --kubeadm on a control-plane node)"
-	case errors.Is(err, verify.ErrRejected):
-		return "fix the edit so that the apiserver accepts it; --verify=never writes it anyway, and the apiserver will then likely refuse to update the object"
-	case errors.Is(err, verify.ErrCannotVerify):
-		return "make the apiserver reachable (--kubeconfig, $KUBECONFIG, --kubeadm), or use --verify=auto to write unverified"
-	case errors.Is(err, store.ErrConflict):
-		return "re-run the command: it reads the object again and shows a new diff"
-	case errors.Is(err, surgery.ErrUncertain):
-		return "the write may or may not have been applied: read the object again (etcdpvc get) and compare it with the backup before doing anything else"
-	case errors.Is(err, surgery.ErrKeyMismatch):
-		return "the stored value is another object than its key names: look at it with `etcdpvc get --etcd-key KEY -o yaml`; undelete --force edits it anyway"
-	case errors.Is(err, store.ErrUndetermined):
-		return undeterminedHint
-	case errors.Is(err, codec.ErrLossy):
-		return "edit metadata with undelete, finalizers, label or annotate: they work at the wire level and keep unknown fields"
 	}
 	return ""
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/etcdpvc/etcdpvc/surgery"
@@ -75,7 +74,7 @@ func runResizeRecover(e *env, g *globalOptions, obj []string, namespace, key str
 	if pvc == nil {
 		return nil
 	}
-	fmt.Fprint(e.stdout, resizeNextSteps(pvc, pv, to, nextStepsWhen(o)))
+	fmt.Fprint(e.stdout, surgery.ResizeNextSteps(pvc, pv, to, nextStepsWhen(o)))
 	return nil
 }
 
@@ -91,30 +90,6 @@ func nextStepsWhen(o writeOptions) string {
 	default:
 		return "Now"
 	}
-}
-
-// resizeNextSteps explains what the controllers do after resize-recover.
-func resizeNextSteps(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, to apiresource.Quantity, when string) string {
-	capacity := pvc.Status.Capacity[corev1.ResourceStorage]
-	request := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n%s the claim asks for %s instead of %s, with no allocation recorded:\n", when, to.String(), request.String())
-	if pv != nil {
-		if have, ok := pv.Spec.Capacity[corev1.ResourceStorage]; ok && have.Cmp(to) >= 0 {
-			fmt.Fprintf(&b, "  - PersistentVolume %s already has capacity %s: the controller side of the failed expansion went\n"+
-				"    through. The resizer finds the volume large enough and only a filesystem resize is left; the\n"+
-				"    claim will report %s, not %s. Nothing ever shrinks a volume.\n", pv.Name, have.String(), have.String(), to.String())
-		}
-	}
-	fmt.Fprintf(&b, "  - the external-resizer (the CSI driver's csi-resizer sidecar; kube-controller-manager's expand\n"+
-		"    controller for in-tree volumes) sees a request above the capacity %s and starts a new\n"+
-		"    expansion to %s, setting the Resizing condition while the driver works;\n", capacity.String(), to.String())
-	b.WriteString("  - if the volume also needs its filesystem grown, the resizer sets FileSystemResizePending and the\n" +
-		"    kubelet of the node where a pod mounts the claim grows it (online, or when a pod next mounts\n" +
-		"    it); status.capacity then becomes the new size and the conditions clear;\n")
-	fmt.Fprintf(&b, "  - if the expansion to %s fails too, ControllerResizeError or NodeResizeError comes back: read the\n"+
-		"    events with `kubectl describe pvc %s -n %s` and pick a size the storage can give.\n", to.String(), pvc.Name, pvc.Namespace)
-	return b.String()
 }
 
 func rebindCommand() command {
@@ -189,29 +164,21 @@ func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, 
 	if o.DryRun || written == 0 {
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "\n%s the volume's claimRef and the claim's volumeName name each other: the\n"+
-		"PersistentVolume controller in kube-controller-manager binds them (status.phase Bound on both,\n"+
-		"annotation pv.kubernetes.io/bind-completed on the claim) at its next sync; check with\n"+
-		"`kubectl get pvc %s -n %s` and `kubectl get pv %s`. Pods waiting for the claim then start.\n", nextStepsWhen(o), claim, namespace, ref.Name)
+	fmt.Fprint(e.stdout, surgery.RebindNextSteps(ref.Name, namespace, claim, nextStepsWhen(o)))
 	return nil
 }
 
 // rebindPartial reports a rebind whose volume was written and whose claim
 // was not (or may not have been).
 func rebindPartial(e *env, rb *surgery.Rebind, steps []surgery.Step, err error) error {
-	vol, ok := rb.VolumeWritten(steps)
+	lines, hint, ok := rb.HalfDone(steps, err)
 	if !ok {
 		return err
 	}
-	claim := "was NOT written"
-	if errors.Is(err, surgery.ErrUncertain) {
-		claim = "may or may not have been written"
+	for _, l := range lines {
+		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", l)
 	}
-	fmt.Fprintf(e.stderr, "etcdpvc: the rebind is half done: %s was written, %s %s.\n", rb.Volume.ObjectName(), rb.Claim.ObjectName(), claim)
-	fmt.Fprintf(e.stderr, "etcdpvc: the volume's claimRef now names the claim, but the claim's spec.volumeName may not name the volume;\n"+
-		"etcdpvc: the binder may still bind a Pending claim to a volume reserved for it, or leave the volume Available.\n")
-	return withHint(fmt.Errorf("rebind: %w", err),
-		"finish by running the same rebind again (it plans only what is left), or undo the volume's write with: "+vol.Undo)
+	return withHint(fmt.Errorf("rebind: %w", err), hint)
 }
 
 // recipeError turns a recipe's refusal into the CLI's refused error (exit

@@ -45,7 +45,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	g := &globalOptions{Endpoints: c.Endpoints(), Prefix: "/registry"}
+	g := &globalOptions{Options: connect.Options{Endpoints: c.Endpoints(), Prefix: "/registry"}}
 	s := &session{Session: &connect.Session{Reader: st, Planner: surgery.Planner{Prefix: "/registry"}, Description: "test", Options: connect.Options{Prefix: "/registry"}}, g: g}
 	var stdout, stderr bytes.Buffer
 	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}

@@ -196,33 +196,11 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 }
 
 // recoverSource finds the revision to recover key from
-// (surgery.FindRecoverSource), saying on stderr which one when the key was
-// deleted.
+// (connect.Session.RecoverSource), saying on stderr which one when the key
+// was deleted.
 func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, error) {
-	from, err := surgery.FindRecoverSource(e.ctx, s.Reader, key, rev)
-	if s.WAL != nil && rev == 0 && (err == nil || errors.Is(err, store.ErrNotFound)) {
-		// Writes after the last established revision whose outcome the
-		// log cannot tell: the value found may not be the last one.
-		var after int64
-		if err == nil {
-			after = from.KV.ModRevision
-		}
-		if un := s.WAL.Unsettled(key, after); len(un) > 0 {
-			hint := undeterminedHint + "; `etcdpvc --wal DIR history` lists the writes"
-			if err == nil {
-				hint += fmt.Sprintf(", and --index N (below %d) recovers the object as the log establishes it then", un[0].Index)
-			}
-			return nil, withHint(fmt.Errorf("recover %s: the log holds %d write(s) of it from raft index %d on whose outcome or revision it cannot establish (%s): %w",
-				objectName(s.g.Prefix, key), len(un), un[0].Index, un[0].Reason, store.ErrUndetermined), hint)
-		}
-	}
-	switch {
-	case err == nil:
-	case errors.Is(err, store.ErrNotFound) && rev != 0:
-		return nil, withHint(err, "`etcdpvc history` lists the revisions held")
-	case errors.Is(err, store.ErrNotFound):
-		return nil, withHint(err, "recover from an older snapshot: --db SNAPSHOT (with --endpoints to write live), or name a revision with --rev")
-	default:
+	from, err := s.RecoverSource(e.ctx, key, rev)
+	if err != nil {
 		return nil, err
 	}
 	if from.DeletedAt != 0 {

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/labels"
@@ -231,23 +228,5 @@ func confirmCount(e *env, s *session, o writeOptions, n int) error {
 		return &refusedError{msg: "not confirmed: stdin is not a terminal and --yes was not given; nothing written",
 			hint: "re-run with --yes to write the plan above, or --dry-run to only see it"}
 	}
-	fmt.Fprintf(e.stderr, "Write the %d objects planned above to %s? [y/N] ", n, s.Target(""))
-	answers := make(chan string, 1)
-	go func() {
-		line, err := bufio.NewReader(e.stdin).ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			line = ""
-		}
-		answers <- line
-	}()
-	select {
-	case <-e.ctx.Done():
-		fmt.Fprintln(e.stderr)
-		return &refusedError{msg: "interrupted at the confirmation prompt; nothing written"}
-	case a := <-answers:
-		if r := strings.ToLower(strings.TrimSpace(a)); r != "y" && r != "yes" {
-			return &refusedError{msg: "not confirmed; nothing written"}
-		}
-	}
-	return nil
+	return ask(e, fmt.Sprintf("Write the %d objects planned above to %s?", n, s.Target("")))
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/etcdpvc/etcdpvc/store"
@@ -21,19 +20,6 @@ func openWriteSession(e *env, g *globalOptions, o writeOptions) (*session, error
 		return nil, usagef("--out OUT edits a copy of the --db file: give --db IN (to edit a live cluster, leave out --out)")
 	}
 	return openStore(e, g, o.Out)
-}
-
-func snapshotCopyError(err error, in string) error {
-	switch {
-	case errors.Is(err, store.ErrLocked):
-		return withHint(fmt.Errorf("%w: %w", store.ErrUnavailable, err),
-			"a running member's db is never edited: `etcdctl snapshot save copy.db` from the cluster, or stop every member first, then --db copy.db --out edited.db")
-	case errors.Is(err, store.ErrMemberDir):
-		return &refusedError{msg: err.Error(), hint: "write OUT outside any member's data directory; put it into the cluster with `etcdutl snapshot restore OUT` on every member"}
-	case errors.Is(err, store.ErrOutputExists):
-		return &refusedError{msg: err.Error(), hint: "give --out a new file name"}
-	}
-	return boltError(err)
 }
 
 // snapshotCopyOf returns the session's snapshot copy, or nil.

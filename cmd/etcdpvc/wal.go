@@ -3,35 +3,17 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
 )
 
-// walError adds a hint to a failure to open --wal.
-func walError(err error, g *globalOptions) error {
-	switch {
-	case errors.Is(err, store.ErrDBNewer):
-		return withHint(fmt.Errorf("--wal %s --db %s: %w", g.WAL, g.DB, err), "give the same member's wal and db, copied together (the wal after the db), or an older snapshot of its db")
-	case errors.Is(err, store.ErrLogGap):
-		return withHint(fmt.Errorf("--wal %s --db %s: %w", g.WAL, g.DB, err), "the member purged the log past the db: give a newer db of the same member (member/snap/db), or another member's wal")
-	case errors.Is(err, walread.ErrNoLog), errors.Is(err, fs.ErrNotExist):
-		return withHint(fmt.Errorf("%w: %w", store.ErrUnavailable, err), "--wal takes a member's wal directory (member/wal under etcd's --data-dir) or its data dir")
-	case errors.Is(err, fs.ErrPermission):
-		return withHint(fmt.Errorf("%w: %w", store.ErrUnavailable, err), "this user cannot read the log: run as root, or read a copy")
-	case errors.Is(err, walread.ErrCorrupt):
-		return withHint(err, "a record in the middle of the log is damaged; read another member's log")
-	}
-	return err
-}
-
 // undeterminedHint is the hint for store.ErrUndetermined.
-const undeterminedHint = "the write-ahead log cannot establish it: give the same member's db (member/snap/db) or a snapshot of it with --db, so that the log is replayed from the db's state; or read an earlier revision or raft index"
+const undeterminedHint = connect.UndeterminedHint
 
 // indexFlag is --index of get and recover.
 func indexFlag() cli.Flag {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/verify"
@@ -84,7 +85,14 @@ func confirm(e *env, s *session, o writeOptions, keys ...string) error {
 	if len(keys) > 1 {
 		what = "these changes"
 	}
-	fmt.Fprintf(e.stderr, "Write %s to %s? [y/N] ", what, s.DescribeWrite(keys))
+	return ask(e, fmt.Sprintf("Write %s to %s?", what, s.DescribeWrite(keys)))
+}
+
+// ask asks question on stderr and reads the answer from the terminal: yes
+// or y goes on. Ctrl-C at the question (e.ctx cancelled) ends it at once,
+// refused, with nothing written.
+func ask(e *env, question string) error {
+	fmt.Fprintf(e.stderr, "%s [y/N] ", question)
 	type answer struct {
 		line string
 		err  error
@@ -230,17 +238,10 @@ func newVerifier(e *env, s *session) (*verify.Verifier, error) {
 	if s.IsFile() {
 		o.Offline = "the target is a db file (--db), which no apiserver serves"
 	} else {
-		env := ""
-		if g.fromEnvOnly("kubeconfig") {
-			env = g.Kubeconfig
-		}
-		flag := g.Kubeconfig
-		if env != "" {
-			flag = ""
-		}
-		o.Kubeconfig, o.KubeconfigErr = verify.Find(verify.FindOptions{Flag: flag, Env: env, Kubeadm: g.Kubeadm, ManifestsDir: g.ManifestsDir})
-		if flag != "" && o.KubeconfigErr != nil {
-			return nil, usagef("%v", o.KubeconfigErr)
+		o.Kubeconfig, o.KubeconfigErr = g.FindKubeconfig()
+		var oe *connect.OptionError
+		if errors.As(o.KubeconfigErr, &oe) {
+			return nil, &usageError{msg: oe.Error()}
 		}
 	}
 	return verify.New(e.ctx, o), nil

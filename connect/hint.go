@@ -1,0 +1,147 @@
+package connect
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/verify"
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// UndeterminedHint is the hint for store.ErrUndetermined.
+const UndeterminedHint = "the write-ahead log cannot establish it: give the same member's db (member/snap/db) or a snapshot of it with --db, so that the log is replayed from the db's state; or read an earlier revision or raft index"
+
+// Hint returns what to tell the user to do about err, "" when there is
+// nothing more to say than the error itself: the hint of a store that
+// cannot be opened (OpenError), of an object not found
+// (surgery.NotFoundError), of an encrypted value (codec.EncryptedError), or
+// of the sentinel err wraps.
+func Hint(err error) string {
+	var he *hintedError
+	if errors.As(err, &he) {
+		return he.hint
+	}
+	var oe *OpenError
+	if errors.As(err, &oe) && oe.hint != "" {
+		return oe.hint
+	}
+	var nf *surgery.NotFoundError
+	if errors.As(err, &nf) {
+		return nf.Hint()
+	}
+	var enc *codec.EncryptedError
+	if errors.As(err, &enc) {
+		return enc.Hint()
+	}
+	for _, h := range sentinelHints {
+		if errors.Is(err, h.err) {
+			return h.hint
+		}
+	}
+	return ""
+}
+
+// sentinelHints are the hints of the conditions callers branch on, in the
+// order they are tested.
+var sentinelHints = []struct {
+	err  error
+	hint string
+}{
+	{encryption.ErrKeyNotFound, "the value was encrypted with a key this EncryptionConfiguration does not hold: use the file the kube-apiserver runs with (--kubeadm finds it)"},
+	{encryption.ErrNoConfig, "pass --encryption-config with the kube-apiserver's EncryptionConfiguration (or --kubeadm on a control-plane node)"},
+	{verify.ErrRejected, "fix the edit so that the apiserver accepts it; --verify=never writes it anyway, and the apiserver will then likely refuse to update the object"},
+	{verify.ErrCannotVerify, "make the apiserver reachable (--kubeconfig, $KUBECONFIG, --kubeadm), or use --verify=auto to write unverified"},
+	{store.ErrConflict, "re-run the command: it reads the object again and shows a new diff"},
+	{surgery.ErrUncertain, "the write may or may not have been applied: read the object again (etcdpvc get) and compare it with the backup before doing anything else"},
+	{surgery.ErrKeyMismatch, "the stored value is another object than its key names: look at it with `etcdpvc get --etcd-key KEY -o yaml`; undelete --force edits it anyway"},
+	{store.ErrUndetermined, UndeterminedHint},
+	{codec.ErrLossy, "edit metadata with undelete, finalizers, label or annotate: they work at the wire level and keep unknown fields"},
+}
+
+// openError is the *OpenError for err, a failure to open the store of
+// kind: with the context and the hint that say what to do about it, and
+// store.ErrUnavailable wrapped where the store cannot be reached at all.
+func openError(kind StoreKind, err error, o Options) *OpenError {
+	e := &OpenError{Kind: kind, Err: err}
+	unavailable := func(hint string) *OpenError {
+		e.Err, e.hint = fmt.Errorf("%w: %w", store.ErrUnavailable, err), hint
+		return e
+	}
+	switch kind {
+	case StoreEtcd:
+		var ce *store.ConnectError
+		if !errors.As(err, &ce) {
+			return e
+		}
+		e.hint = "is this the etcd client port (2379)? on a control-plane node try --kubeadm"
+		msg := err.Error()
+		switch {
+		case strings.Contains(msg, "certificate") || strings.Contains(msg, "tls"):
+			if o.CACert == "" || o.Cert == "" {
+				e.hint = "etcd wants TLS client certificates: give --cacert, --cert and --key (kubeadm: /etc/kubernetes/pki/etcd/ca.crt, /etc/kubernetes/pki/apiserver-etcd-client.crt and .key), or use --kubeadm"
+			} else {
+				e.hint = "check that --cacert signed etcd's certificate and that --cert/--key are an etcd client pair; or use --kubeadm"
+			}
+		case strings.Contains(msg, "refused"):
+			e.hint = "nothing listens there: check --endpoints (etcd's client port is usually 2379), or use --kubeadm"
+		}
+		return e
+	case StoreWAL:
+		context := func(hint string) *OpenError {
+			e.Err, e.hint = fmt.Errorf("--wal %s --db %s: %w", o.WAL, o.DB, err), hint
+			return e
+		}
+		switch {
+		case errors.Is(err, store.ErrDBNewer):
+			return context("give the same member's wal and db, copied together (the wal after the db), or an older snapshot of its db")
+		case errors.Is(err, store.ErrLogGap):
+			return context("the member purged the log past the db: give a newer db of the same member (member/snap/db), or another member's wal")
+		case errors.Is(err, walread.ErrNoLog), errors.Is(err, fs.ErrNotExist):
+			return unavailable("--wal takes a member's wal directory (member/wal under etcd's --data-dir) or its data dir")
+		case errors.Is(err, fs.ErrPermission):
+			return unavailable("this user cannot read the log: run as root, or read a copy")
+		case errors.Is(err, walread.ErrCorrupt):
+			e.hint = "a record in the middle of the log is damaged; read another member's log"
+		}
+		return e
+	case StoreSnapshotCopy:
+		switch {
+		case errors.Is(err, store.ErrLocked):
+			return unavailable("a running member's db is never edited: `etcdctl snapshot save copy.db` from the cluster, or stop every member first, then --db copy.db --out edited.db")
+		case errors.Is(err, store.ErrMemberDir):
+			e.hint = "write OUT outside any member's data directory; put it into the cluster with `etcdutl snapshot restore OUT` on every member"
+			return e
+		case errors.Is(err, store.ErrOutputExists):
+			e.hint = "give --out a new file name"
+			return e
+		}
+	}
+	// A db file: --db, or the input of a snapshot copy.
+	switch {
+	case errors.Is(err, store.ErrLocked):
+		return unavailable("run `etcdctl snapshot save copy.db` against the running member, or read it live with --endpoints")
+	case errors.Is(err, store.ErrHashMismatch):
+		e.hint = "the snapshot is damaged or was edited; --skip-hash-check reads it anyway"
+	case errors.Is(err, fs.ErrNotExist):
+		e.hint = "check the path: --db takes a member's db (member/snap/db under etcd's --data-dir) or an `etcdctl snapshot save` file"
+	case errors.Is(err, fs.ErrPermission):
+		e.hint = "this user cannot read the file: run as root, or read a copy"
+	case errors.Is(err, store.ErrCorrupt):
+		e.hint = "--db takes a member's db (member/snap/db) or an `etcdctl snapshot save` file; a damaged one cannot be read"
+	}
+	return e
+}
+
+// Refused reports whether err is a store Open refused to open as asked (a
+// snapshot copy into a member's directory or over an existing file):
+// nothing was written.
+func Refused(err error) bool {
+	var oe *OpenError
+	return errors.As(err, &oe) && (errors.Is(oe.Err, store.ErrMemberDir) || errors.Is(oe.Err, store.ErrOutputExists))
+}

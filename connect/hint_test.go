@@ -1,0 +1,126 @@
+package connect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// TestOpenErrorHint: each failure to open a store says what to do about
+// it, names the files where the store's error does not, and is
+// store.ErrUnavailable (exit status 7) where nothing could be read at all.
+func TestOpenErrorHint(t *testing.T) {
+	// A store.ConnectError is store.ErrUnavailable.
+	tlsErr := &store.ConnectError{Endpoints: []string{"https://a:2379"}, TLS: true, Cause: errors.New("tls: certificate required")}
+	refused := &store.ConnectError{Endpoints: []string{"a:2379"}, Cause: errors.New("connect: connection refused")}
+	timeout := &store.ConnectError{Endpoints: []string{"a:2379"}, Cause: errors.New("context deadline exceeded")}
+	walDB := Options{WAL: "/m/wal", DB: "/m/db"}
+	tests := []struct {
+		name        string
+		kind        StoreKind
+		err         error
+		o           Options
+		msg         string // "" when the store's own
+		hint        string // a part of it; "" for none
+		unavailable bool
+		refused     bool
+	}{
+		{name: "TLS without certificates", kind: StoreEtcd, err: tlsErr, hint: "etcd wants TLS client certificates: give --cacert, --cert and --key", unavailable: true},
+		{name: "TLS with certificates", kind: StoreEtcd, err: tlsErr, o: Options{CACert: "ca", Cert: "c"}, hint: "check that --cacert signed etcd's certificate", unavailable: true},
+		{name: "refused", kind: StoreEtcd, err: refused, hint: "nothing listens there", unavailable: true},
+		{name: "timeout", kind: StoreEtcd, err: timeout, hint: "is this the etcd client port (2379)?", unavailable: true},
+		{name: "not a connection failure", kind: StoreEtcd, err: errors.New("bad endpoint")},
+		{name: "db locked", kind: StoreDB, err: store.ErrLocked, msg: store.ErrUnavailable.Error() + ": " + store.ErrLocked.Error(), hint: "run `etcdctl snapshot save copy.db` against the running member", unavailable: true},
+		{name: "db hash", kind: StoreDB, err: store.ErrHashMismatch, hint: "--skip-hash-check reads it anyway"},
+		{name: "db missing", kind: StoreDB, err: &fs.PathError{Op: "open", Path: "/x", Err: fs.ErrNotExist}, hint: "check the path: --db takes a member's db"},
+		{name: "db unreadable", kind: StoreDB, err: &fs.PathError{Op: "open", Path: "/x", Err: fs.ErrPermission}, hint: "this user cannot read the file"},
+		{name: "db corrupt", kind: StoreDB, err: store.ErrCorrupt, hint: "a damaged one cannot be read"},
+		{name: "db other", kind: StoreDB, err: errors.New("odd")},
+		{name: "copy of a locked db", kind: StoreSnapshotCopy, err: store.ErrLocked, msg: store.ErrUnavailable.Error() + ": " + store.ErrLocked.Error(), hint: "a running member's db is never edited", unavailable: true},
+		{name: "copy into a member", kind: StoreSnapshotCopy, err: store.ErrMemberDir, hint: "write OUT outside any member's data directory", refused: true},
+		{name: "copy over a file", kind: StoreSnapshotCopy, err: fmt.Errorf("out.db: %w", store.ErrOutputExists), hint: "give --out a new file name", refused: true},
+		{name: "copy of a missing db", kind: StoreSnapshotCopy, err: fs.ErrNotExist, hint: "check the path: --db takes"},
+		{name: "wal after a newer db", kind: StoreWAL, err: store.ErrDBNewer, o: walDB, msg: "--wal /m/wal --db /m/db: " + store.ErrDBNewer.Error(), hint: "copied together"},
+		{name: "wal with a gap", kind: StoreWAL, err: store.ErrLogGap, o: walDB, msg: "--wal /m/wal --db /m/db: " + store.ErrLogGap.Error(), hint: "the member purged the log past the db"},
+		{name: "no wal", kind: StoreWAL, err: walread.ErrNoLog, msg: store.ErrUnavailable.Error() + ": " + walread.ErrNoLog.Error(), hint: "--wal takes a member's wal directory", unavailable: true},
+		{name: "wal unreadable", kind: StoreWAL, err: fs.ErrPermission, msg: store.ErrUnavailable.Error() + ": " + fs.ErrPermission.Error(), hint: "cannot read the log", unavailable: true},
+		{name: "wal corrupt", kind: StoreWAL, err: walread.ErrCorrupt, hint: "read another member's log"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := error(openError(tc.kind, tc.err, tc.o))
+			msg := tc.msg
+			if msg == "" {
+				msg = tc.err.Error()
+			}
+			if err.Error() != msg {
+				t.Errorf("message %q, want %q", err.Error(), msg)
+			}
+			if !errors.Is(err, tc.err) {
+				t.Errorf("%v does not wrap %v", err, tc.err)
+			}
+			h := Hint(fmt.Errorf("open: %w", err))
+			if tc.hint == "" && h != "" || !strings.Contains(h, tc.hint) {
+				t.Errorf("hint %q, want one with %q", h, tc.hint)
+			}
+			if got := errors.Is(err, store.ErrUnavailable); got != tc.unavailable {
+				t.Errorf("unavailable: %v, want %v", got, tc.unavailable)
+			}
+			if got := Refused(err); got != tc.refused {
+				t.Errorf("refused: %v, want %v", got, tc.refused)
+			}
+		})
+	}
+}
+
+// TestHint: the hints of the sentinels and of the errors that carry their
+// own, found through wrapping.
+func TestHint(t *testing.T) {
+	tests := []struct {
+		err  error
+		hint string
+	}{
+		{fmt.Errorf("decrypt: %w", encryption.ErrKeyNotFound), "a key this EncryptionConfiguration does not hold"},
+		{encryption.ErrNoConfig, "pass --encryption-config"},
+		{fmt.Errorf("write: %w", store.ErrConflict), "re-run the command"},
+		{surgery.ErrUncertain, "may or may not have been applied"},
+		{store.ErrUndetermined, UndeterminedHint},
+		{errors.New("plain"), ""},
+		{fmt.Errorf("get: %w", &surgery.NotFoundError{Name: "b", Namespace: "a", Elsewhere: []string{"c"}, Err: store.ErrNotFound}), "name the namespace: -n c"},
+	}
+	for _, tc := range tests {
+		if got := Hint(tc.err); got != tc.hint && (tc.hint == "" || !strings.Contains(got, tc.hint)) {
+			t.Errorf("Hint(%v) = %q, want %q", tc.err, got, tc.hint)
+		}
+	}
+}
+
+// TestOpenHints: Open's own failures carry their hints.
+func TestOpenHints(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		o    Options
+		hint string
+	}{
+		{Options{DB: filepath.Join(dir, "missing.db"), Prefix: "/registry"}, "check the path: --db takes"},
+		{Options{WAL: filepath.Join(dir, "nowal"), Prefix: "/registry"}, "--wal takes a member's wal directory"},
+	} {
+		_, err := Open(ctx, tc.o)
+		if err == nil {
+			t.Fatalf("Open(%+v) succeeded", tc.o)
+		}
+		if h := Hint(err); !strings.Contains(h, tc.hint) {
+			t.Errorf("Open(%+v): %v: hint %q, want one with %q", tc.o, err, h, tc.hint)
+		}
+	}
+}
