@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -9,6 +10,10 @@ import (
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,6 +56,68 @@ func copyWAL(t *testing.T, c *Cluster) string {
 	return dst
 }
 
+// saveSnapshot saves a snapshot of the member's db (etcdctl snapshot save).
+func saveSnapshot(t *testing.T, c *Cluster) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "snap.db")
+	rc, err := c.Etcd.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, rc); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// purgeWAL writes a copy of a wal directory that starts at raft index
+// from, as a member's log is after etcd snapshotted and purged the
+// segments before it: etcd's own wal package reads the copy and writes the
+// new log (a snapshot record at from-1, the entries from from on, the last
+// hard state).
+func purgeWAL(t *testing.T, src string, from uint64) string {
+	t.Helper()
+	lg := zap.NewNop()
+	r, err := wal.OpenForRead(lg, src, &walpb.Snapshot{Index: new(uint64), Term: new(uint64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, hs, ents, err := r.ReadAll()
+	r.Close()
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("read %s: %v", src, err)
+	}
+	i := 0
+	for i < len(ents) && ents[i].GetIndex() < from {
+		i++
+	}
+	if i == 0 || i == len(ents) {
+		t.Fatalf("purge from %d: the log holds entries %d to %d", from, ents[0].GetIndex(), ents[len(ents)-1].GetIndex())
+	}
+	dst := filepath.Join(t.TempDir(), "wal")
+	w, err := wal.Create(lg, dst, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	index, term := ents[i-1].GetIndex(), ents[i-1].GetTerm()
+	if err := w.SaveSnapshot(&walpb.Snapshot{Index: &index, Term: &term, ConfState: &raftpb.ConfState{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Save(hs, ents[i:]); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
 // TestRecoverFromWAL creates a PVC and a Secret (encrypted at rest)
 // through the API, updates them, deletes them for good, then compacts and
 // defragments etcd: etcd no longer holds them. Their writes are still in
@@ -77,6 +144,12 @@ func TestRecoverFromWAL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create pvc: %v", err)
 	}
+	// Where a purged log will start: after the pvc was created.
+	st, err := c.Etcd.Status(ctx, c.EtcdURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logStart := st.RaftIndex + 1
 	secret, err := secrets.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "wal-creds", Labels: map[string]string{"app": "web"}},
 		Data:       map[string][]byte{"password": []byte("first-test-value")},
@@ -90,22 +163,7 @@ func TestRecoverFromWAL(t *testing.T) {
 	}
 
 	// A snapshot of the member's db, as a backup job takes them.
-	snap := filepath.Join(t.TempDir(), "snap.db")
-	rc, err := c.Etcd.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(f, rc); err != nil {
-		t.Fatal(err)
-	}
-	rc.Close()
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	snap := saveSnapshot(t, c)
 
 	pvc.Labels["tier"] = "gold"
 	if pvc, err = pvcs.Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
@@ -143,6 +201,9 @@ func TestRecoverFromWAL(t *testing.T) {
 		t.Fatalf("recover from live history after compaction: want exit status 3:\n%s", r)
 	}
 
+	// The member's current db (an etcdctl snapshot save of it), then its
+	// log: the deletions are in the db's compacted past.
+	cur := saveSnapshot(t, c)
 	wal := copyWAL(t, c)
 
 	// The history the log holds, with raft indexes and outcomes.
@@ -156,7 +217,19 @@ func TestRecoverFromWAL(t *testing.T) {
 	}
 
 	c.mustEtcdpvc(t, "--wal", wal, "--encryption-config", cfg, "recover", "secret", "wal-creds", "-n", ns, "--yes", "--backup-dir", t.TempDir())
-	c.mustEtcdpvc(t, "--wal", wal, "--db", snap, "--encryption-config", cfg, "recover", "pvc", "wal-data", "-n", ns, "--yes", "--backup-dir", t.TempDir())
+	// The member's log as etcd leaves it after a raft snapshot (it starts
+	// after the pvc's creation), with the member's current db: the log's
+	// entries the db holds are worked out back from it.
+	purged := purgeWAL(t, wal, logStart)
+	r = c.mustEtcdpvc(t, "--wal", purged, "--db", cur, "--encryption-config", cfg, "ls", "pvc", "--deleted", "-n", ns)
+	if !strings.Contains(r.stdout, "wal-data") || !strings.Contains(r.stderr, "worked out back from the db") {
+		t.Errorf("ls --deleted from the purged log over the current db:\n%s", r)
+	}
+	r = c.mustEtcdpvc(t, "--wal", purged, "--db", cur, "--encryption-config", cfg, "history", "pvc", "wal-data", "-n", ns)
+	if !strings.Contains(r.stdout, "+deletionTimestamp") || !strings.Contains(r.stdout, "deleted") || strings.Contains(r.stdout, "unknown") || strings.Contains(r.stdout, "in the db") {
+		t.Errorf("history from the purged log over the current db:\n%s", r)
+	}
+	c.mustEtcdpvc(t, "--wal", purged, "--db", cur, "--encryption-config", cfg, "recover", "pvc", "wal-data", "-n", ns, "--yes", "--backup-dir", t.TempDir())
 
 	if v := c.etcdGet(t, "/registry/secrets/demo/wal-creds").Value; storedPrefix(v) != aescbcPrefix {
 		t.Errorf("the recovered secret is stored as %s, want %s", storedPrefix(v), aescbcPrefix)

@@ -56,23 +56,28 @@ func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOp
 			prev, prevEnc = cur.Obj.Content, enc
 		}
 	}
+	// The db's revisions first (those the log did not write: before it),
+	// then the log's writes in order; labels follow that order.
+	type pending struct {
+		row           HistoryRow
+		kv            store.KeyValue
+		deleted, keep bool
+	}
+	var dbRows, logRows []pending
+	fromLog := map[int64]bool{}
 	if cov.DB != "" {
 		info, err := w.History(ctx, ref.Key, func(ev store.Event) error {
 			if ev.KV.ModRevision > cov.DBRevision {
 				return nil
 			}
 			row := HistoryRow{Revision: ev.KV.ModRevision, Version: ev.KV.Version, CreateRevision: ev.KV.CreateRevision, Lease: ev.KV.Lease, Deleted: ev.Deleted}
-			label(&row, ev.KV, ev.Deleted, true)
-			rep.Rows = append(rep.Rows, row)
+			dbRows = append(dbRows, pending{row, ev.KV, ev.Deleted, true})
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
 		rep.CompactRevision = info.CompactRevision
-		if len(rep.Rows) > 0 {
-			rep.CompactedStart = compactedStart(rep.Rows[0], info.CompactRevision)
-		}
 	}
 	err := w.KeyWrites(ctx, ref.Key, true, func(kw store.KeyWrite) error {
 		e := kw.Entry
@@ -80,6 +85,7 @@ func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOp
 		established := e.Outcome == store.OutcomeApplied && kw.Event.KV.ModRevision != 0
 		if established {
 			row.Revision, row.Version, row.CreateRevision, row.Lease = kw.Event.KV.ModRevision, kw.Event.KV.Version, kw.Event.KV.CreateRevision, kw.Event.KV.Lease
+			fromLog[row.Revision] = true
 		} else if e.Outcome == store.OutcomeApplied {
 			row.Outcome = "applied, revision unknown"
 			row.Reason = cov.RevisionsStop
@@ -88,12 +94,28 @@ func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOp
 		if !established {
 			kv.Version = 0
 		}
-		label(&row, kv, kw.Event.Deleted, e.Outcome != store.OutcomeNotApplied)
-		rep.Rows = append(rep.Rows, row)
+		logRows = append(logRows, pending{row, kv, kw.Event.Deleted, e.Outcome != store.OutcomeNotApplied})
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range dbRows {
+		if fromLog[p.row.Revision] {
+			continue
+		}
+		label(&p.row, p.kv, p.deleted, p.keep)
+		rep.Rows = append(rep.Rows, p.row)
+	}
+	for _, p := range logRows {
+		label(&p.row, p.kv, p.deleted, p.keep)
+		rep.Rows = append(rep.Rows, p.row)
+	}
+	if cov.DB != "" && len(rep.Rows) > 0 {
+		rep.CompactedStart = compactedStart(rep.Rows[0], rep.CompactRevision)
+		if first := rep.Rows[0]; rep.CompactedStart == "" && first.Index != 0 && first.Version != 1 {
+			rep.CompactedStart = fmt.Sprintf("the log starts at raft index %d and the db holds no revision of it before: its writes before the log are in neither", cov.FirstIndex)
+		}
 	}
 	info, err := w.Info(ctx)
 	if err != nil {

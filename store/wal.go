@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -46,6 +47,13 @@ type WALCoverage struct {
 	ConsistentIndex uint64
 	DBRevision      int64
 	InDB            int
+	// PrefixRevision is the revision before the log's first entry, when
+	// the entries the db holds were worked out back from it (their
+	// writes then have revisions PrefixRevision+1 to DBRevision);
+	// PrefixUnresolved, when not empty, says why they were not (their
+	// writes are then listed with an unknown outcome).
+	PrefixRevision   int64
+	PrefixUnresolved string
 }
 
 // WAL is a member's write-ahead log read as a store: every write the log
@@ -127,6 +135,8 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 		}
 		queue = append(queue[:0], queue[n:]...)
 	}
+	var prefix []pxEntry
+	var firstIndex uint64
 	nrec := 0
 	tail, err := scanPipelined(l, func(typ int64, data []byte, pos walread.Pos) error {
 		if nrec++; nrec%4096 == 0 {
@@ -154,12 +164,22 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 					w.cov.FirstIndex, w.cov.FirstTerm = e.Index, e.Term
 				}
 				if e.Index <= ci {
-					// Already in the db: not replayed.
+					// Already in the db: kept (values hashed) to be worked
+					// out backwards from the db (wal_prefix.go).
+					if !started {
+						firstIndex = e.Index
+					}
 					started = true
 					if e.Index <= last {
 						queue = queue[:0]
+						n := len(prefix)
+						for n > 0 && prefix[n-1].e.Index >= e.Index {
+							n--
+						}
+						prefix = prefix[:n]
 					}
-					w.cov.InDB++
+					hashes := stripValues(&e)
+					prefix = append(prefix, pxEntry{e: e, pos: pos, hash: hashes})
 					last = e.Index
 					w.cov.LastIndex, w.cov.LastTerm = e.Index, e.Term
 					return nil
@@ -244,6 +264,10 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 			}
 		}
 		r.push(we)
+	}
+	if base != nil && len(prefix) > 0 {
+		w.cov.InDB = len(prefix)
+		r.prepend(w.resolvePrefix(ctx, prefix, firstIndex == 1))
 	}
 	w.r = r
 	if len(r.applied) > 0 {
@@ -384,7 +408,7 @@ func (w *WAL) KeyWrites(ctx context.Context, key string, withValues bool, fn fun
 // ErrNotFound when the key did not exist then, ErrUndetermined when the
 // log does not establish it.
 func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyValue, WALEntry, error) {
-	if w.base != nil && index < w.cov.ConsistentIndex {
+	if w.base != nil && index < w.cov.ConsistentIndex && (!w.prefixKnown(w.cov.PrefixRevision) || index < w.cov.FirstIndex) {
 		return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: the db holds the keyspace as of raft index %d only (read its revisions with --rev): %w", key, index, w.cov.ConsistentIndex, ErrUndetermined)
 	}
 	found := int32(-1)
@@ -401,6 +425,14 @@ func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyVal
 		if e.Outcome == OutcomeUnknown || e.Outcome == OutcomeApplied {
 			return nil, e, fmt.Errorf("%s at raft index %d: entry %d wrote it with an outcome or revision the log does not establish: %w", key, index, e.Index, ErrUndetermined)
 		}
+	}
+	if found < 0 && w.base != nil && index < w.cov.ConsistentIndex {
+		// Before the key's first write in the log.
+		kv, err := w.beforeLog(ctx, key)
+		if err != nil {
+			return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, err)
+		}
+		return kv, WALEntry{}, nil
 	}
 	if found < 0 && w.base != nil {
 		kv, err := w.base.Get(ctx, key, 0)
@@ -613,15 +645,58 @@ func (w *WAL) History(ctx context.Context, key string, fn func(Event) error) (Hi
 	// Revisions are derived only from a log that starts with the
 	// keyspace: nothing before it is missing.
 	info := HistoryInfo{Revision: w.lastRev}
+	writes := w.writesOf(key)
 	if w.base != nil {
-		// The db's history first: the log's writes come after it.
-		bi, err := w.base.History(ctx, key, fn)
+		// The db's history, with the revisions it compacted that the
+		// log's entries before it give back, then the log's newer writes.
+		var held []Event
+		bi, err := w.base.History(ctx, key, func(ev Event) error {
+			held = append(held, ev)
+			return nil
+		})
 		if err != nil {
 			return info, err
 		}
 		info.CompactRevision = bi.CompactRevision
+		if w.prefixKnown(bi.CompactRevision) && bi.CompactRevision > w.cov.PrefixRevision {
+			info.CompactRevision = w.cov.PrefixRevision
+		}
+		inDB := map[int64]bool{}
+		for _, ev := range held {
+			inDB[ev.KV.ModRevision] = true
+		}
+		i := 0
+		emitLog := func(upTo int64) error {
+			for ; i < len(writes); i++ {
+				x := writes[i]
+				m := w.r.all[x].mod
+				if m == 0 || inDB[m] {
+					continue
+				}
+				if m > upTo {
+					return nil
+				}
+				kv, err := w.kv(x, true)
+				if err != nil {
+					return fmt.Errorf("history %s: %w", key, err)
+				}
+				if err := fn(Event{KV: *kv, Deleted: w.deleted(x)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		for _, ev := range held {
+			if err := emitLog(ev.KV.ModRevision); err != nil {
+				return info, err
+			}
+			if err := fn(ev); err != nil {
+				return info, err
+			}
+		}
+		return info, emitLog(math.MaxInt64)
 	}
-	for _, x := range w.writesOf(key) {
+	for _, x := range writes {
 		if w.r.all[x].mod == 0 {
 			continue
 		}
@@ -653,12 +728,61 @@ func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(Event) e
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		return fmt.Errorf("scan revisions: prefix %q must end in \"/\"", prefix)
 	}
+	applied := w.r.applied
 	if w.base != nil {
-		if err := w.base.ScanRevisions(ctx, prefix, fn); err != nil {
+		// The db's revisions, with those it compacted that the log's
+		// entries before it give back (a write the db compacted is one
+		// that is not the newest revision of a key it holds).
+		compact := w.base.compactRevision()
+		// The compaction kept each key's newest revision at or below it
+		// (unless a deletion): the db holds those.
+		kept := map[int32]int32{}
+		for _, x := range applied {
+			wr := &w.r.all[x]
+			if wr.mod > compact {
+				break
+			}
+			kept[wr.key] = x
+		}
+		i := 0
+		emitLog := func(upTo int64) error {
+			for ; i < len(applied); i++ {
+				x := applied[i]
+				wr := &w.r.all[x]
+				if wr.mod > upTo || wr.mod > compact {
+					return nil
+				}
+				k := w.r.keyNames[wr.key]
+				if !strings.HasPrefix(k, prefix) || kept[wr.key] == x && !wr.deleted {
+					continue
+				}
+				kv, err := w.kv(x, true)
+				if err != nil {
+					return fmt.Errorf("scan revisions %s: %w", prefix, err)
+				}
+				if err := fn(Event{KV: *kv, Deleted: w.deleted(x)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		err := w.base.ScanRevisions(ctx, prefix, func(ev Event) error {
+			if err := emitLog(ev.KV.ModRevision); err != nil {
+				return err
+			}
+			return fn(ev)
+		})
+		if err == nil {
+			err = emitLog(compact)
+		}
+		if err != nil {
 			return err
 		}
+		// Then the log's writes after the db.
+		n := sort.Search(len(applied), func(j int) bool { return w.r.all[applied[j]].mod > w.cov.DBRevision })
+		applied = applied[n:]
 	}
-	for i, x := range w.r.applied {
+	for i, x := range applied {
 		if i%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err

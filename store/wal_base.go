@@ -103,7 +103,11 @@ func (w *WAL) dbRev() int64 { return w.cov.DBRevision }
 // joinedGet is Get over the db and the log.
 func (w *WAL) joinedGet(ctx context.Context, key string, at int64) (*KeyValue, error) {
 	if at <= w.dbRev() {
-		return w.base.Get(ctx, key, at)
+		kv, err := w.base.Get(ctx, key, at)
+		if errors.Is(err, ErrCompacted) && w.prefixKnown(at) {
+			return w.prefixGet(ctx, key, at)
+		}
+		return kv, err
 	}
 	if x := w.at(key, at); x >= 0 {
 		if w.deleted(x) {
@@ -251,12 +255,20 @@ func (c WALCoverage) Lines() []string {
 	out := []string{fmt.Sprintf("write-ahead log %s: raft entries %d (term %d) to %d (term %d), last commit %d, %d segments read",
 		c.Dir, c.FirstIndex, c.FirstTerm, c.LastIndex, c.LastTerm, c.Commit, len(c.Segments))}
 	if c.DB != "" {
-		out = append(out, fmt.Sprintf("replayed over db %s: consistent index %d, revision %d (%d entries of the log at or below it are in the db, not replayed)",
-			c.DB, c.ConsistentIndex, c.DBRevision, c.InDB))
+		out = append(out, fmt.Sprintf("replayed over db %s: consistent index %d, revision %d", c.DB, c.ConsistentIndex, c.DBRevision))
+		switch {
+		case c.InDB == 0:
+		case c.PrefixUnresolved != "":
+			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index: outcomes and revisions not established (%s)", c.InDB, c.PrefixUnresolved))
+		case c.PrefixRevision >= c.DBRevision:
+			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: they wrote no revision", c.InDB))
+		default:
+			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: revisions %d to %d", c.InDB, c.PrefixRevision+1, c.DBRevision))
+		}
 	}
 	switch {
-	case c.LastRevision != 0 && c.FirstRevision != 0 && c.FirstRevision > c.DBRevision:
-		out = append(out, fmt.Sprintf("revisions %d to %d derived from the log", c.FirstRevision, c.LastRevision))
+	case c.DB != "" && c.LastRevision > c.DBRevision:
+		out = append(out, fmt.Sprintf("revisions %d to %d derived from the log's entries after the db's", c.DBRevision+1, c.LastRevision))
 	case c.DB != "":
 		out = append(out, "the log's entries after the db's wrote no revision")
 	case c.LastRevision != 0:
@@ -284,9 +296,50 @@ func (w *WAL) Unsettled(key string, rev int64) []WALEntry {
 			after = after || x.mod >= rev
 			continue
 		}
+		if rev != 0 && w.base != nil && e.Index <= w.cov.ConsistentIndex {
+			// The db holds the key's revisions from rev on.
+			continue
+		}
 		if after && (e.Outcome == OutcomeUnknown || e.Outcome == OutcomeApplied) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// prefixKnown reports whether the log's entries the db holds were worked
+// out back from it, down to revision at.
+func (w *WAL) prefixKnown(at int64) bool {
+	return w.base != nil && w.cov.InDB > 0 && w.cov.PrefixUnresolved == "" && at >= w.cov.PrefixRevision
+}
+
+// prefixGet is Get at a revision the db compacted, from the log's entries
+// before the db.
+func (w *WAL) prefixGet(ctx context.Context, key string, at int64) (*KeyValue, error) {
+	if x := w.at(key, at); x >= 0 {
+		if w.deleted(x) {
+			return nil, fmt.Errorf("get %s at revision %d: %w", key, at, ErrNotFound)
+		}
+		return w.kv(x, true)
+	}
+	kv, err := w.beforeLog(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("get %s at revision %d: %w", key, at, err)
+	}
+	return kv, nil
+}
+
+// beforeLog returns key as it was before the log's first entry, when the
+// log and the db establish it.
+func (w *WAL) beforeLog(ctx context.Context, key string) (*KeyValue, error) {
+	writes := w.writesOf(key)
+	if len(writes) == 0 {
+		// The log never wrote it: as the db holds it now.
+		return w.base.Get(ctx, key, 0)
+	}
+	if first := &w.r.all[writes[0]]; first.mod != 0 && !first.deleted && first.create == first.mod {
+		// Its first write in the log created it.
+		return nil, ErrNotFound
+	}
+	return nil, fmt.Errorf("its value before the log's first write of it is not in the log: %w", ErrUndetermined)
 }

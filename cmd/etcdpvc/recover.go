@@ -204,7 +204,12 @@ func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, 
 		return nil, err
 	}
 	if from.DeletedAt != 0 {
-		fmt.Fprintf(e.stderr, "etcdpvc: %s was deleted at revision %d; recovering revision %d (version %d)\n", key, from.DeletedAt, from.KV.ModRevision, from.KV.Version)
+		version := ""
+		if from.KV.Version != 0 {
+			// 0: written before the log the revision was read from.
+			version = fmt.Sprintf(" (version %d)", from.KV.Version)
+		}
+		fmt.Fprintf(e.stderr, "etcdpvc: %s was deleted at revision %d; recovering revision %d%s\n", key, from.DeletedAt, from.KV.ModRevision, version)
 	}
 	return &from.KV, nil
 }

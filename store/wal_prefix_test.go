@@ -1,0 +1,401 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	etcdwal "go.etcd.io/etcd/server/v3/storage/wal"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// prefixScene is what writePrefixScene wrote, the way kube-apiserver
+// does, into a real member that snapshots often and whose log is then
+// purged.
+type prefixScene struct {
+	db, wal        string
+	pvcKey, secKey string
+	want           map[string][]wantRev
+	live           map[string]*KeyValue
+	logStart       uint64
+	revokeRev      int64
+}
+
+// writePrefixScene writes the scene: objects created before the log's
+// start, updated, conflicted and deleted after it; events attached to a
+// lease granted before the log and revoked in it; the apiserver's own
+// lease renewed every few writes; compactions as its compactor sends
+// them. It returns the member's current db, the purged log and what was
+// written.
+func writePrefixScene(t *testing.T) prefixScene {
+	t.Helper()
+	defer func(n int64) { etcdwal.SegmentSizeBytes = n }(etcdwal.SegmentSizeBytes)
+	etcdwal.SegmentSizeBytes = 64 << 10
+	ctx := context.Background()
+	c := etcdtest.Start(t, etcdtest.Options{SnapshotCount: 50, InProcess: true})
+	cli := c.Client(t)
+	sc := prefixScene{pvcKey: "/registry/persistentvolumeclaims/demo/www-web-0", secKey: "/registry/secrets/demo/web-secret", want: map[string][]wantRev{}}
+	pending := readCorpus(t, "plain/persistentvolumeclaims__demo__www-web-0__pending.bin")
+	terminating := readCorpus(t, "plain/persistentvolumeclaims__demo__www-web-0__terminating.bin")
+	secret1 := readCorpus(t, "encrypted/secrets__demo__web-secret__aescbc.bin")
+	secret2 := readCorpus(t, "encrypted/secrets__demo__web-secret-enc__aescbc.bin")
+	filler := bytes.Repeat([]byte("x"), 1024)
+
+	write := func(key string, expect int64, value []byte, del bool) int64 {
+		rev, ok := kubeWrite(t, cli, key, expect, value, del)
+		if !ok {
+			t.Fatalf("%s: compare on revision %d failed", key, expect)
+		}
+		sc.want[key] = append(sc.want[key], wantRev{rev: rev, value: value, deleted: del})
+		return rev
+	}
+	// The apiserver's own lease, renewed through a compare on its revision.
+	renewKey := "/registry/leases/kube-system/apiserver-a"
+	var renewRev int64
+	renewN := 0
+	renew := func() {
+		renewN++
+		r, ok := kubeWrite(t, cli, renewKey, renewRev, []byte("renew-"+strconv.Itoa(renewN)), false)
+		if !ok {
+			t.Fatal("renew failed")
+		}
+		renewRev = r
+	}
+	// The apiserver's compactor: If Version(compact_rev_key)==t Then Put(rev) Else Get; then Compact.
+	compactKey := "compact_rev_key"
+	var compactT, compactPrev int64
+	compactor := func() {
+		resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.Version(compactKey), "=", compactT)).
+			Then(clientv3.OpPut(compactKey, strconv.FormatInt(compactPrev, 10))).Else(clientv3.OpGet(compactKey)).Commit()
+		if err != nil || !resp.Succeeded {
+			t.Fatalf("compactor txn: %v %v", err, resp)
+		}
+		compactT++
+		if compactPrev != 0 {
+			if _, err := cli.Compact(ctx, compactPrev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		compactPrev = resp.Header.Revision
+	}
+	events := func(prefix string, n int, lease clientv3.LeaseID) {
+		for i := range n {
+			key := fmt.Sprintf("/registry/events/demo/%s-%d", prefix, i)
+			if _, ok := kubeWrite(t, cli, key, 0, filler, false); !ok {
+				t.Fatal("event create failed")
+			}
+			if lease != 0 {
+				if _, err := cli.Put(ctx, key, string(filler), clientv3.WithLease(lease)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if i%10 == 0 {
+				renew()
+			}
+		}
+	}
+
+	old, err := cli.Grant(ctx, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compactor()
+	pvc := write(sc.pvcKey, 0, pending, false)
+	sec := write(sc.secKey, 0, secret1, false)
+	events("old", 60, old.ID)
+	compactor()
+	events("filler", 150, 0)
+	st, err := cli.Status(ctx, c.Endpoints()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.logStart = st.RaftIndex
+
+	// After the log's start.
+	renew()
+	pvc = write(sc.pvcKey, pvc, terminating, false)
+	if _, ok := kubeWrite(t, cli, sc.pvcKey, pvc-1, pending, false); ok {
+		t.Fatal("a stale compare-and-swap succeeded")
+	}
+	renew()
+	sec = write(sc.secKey, sec, secret2, false)
+	renew()
+	rv, err := cli.Revoke(ctx, old.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.revokeRev = rv.Header.Revision
+	renew()
+	renew()
+	newer, err := cli.Grant(ctx, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events("new", 20, newer.ID)
+	compactor()
+	write(sc.pvcKey, pvc, nil, true)
+	renew()
+	write(sc.secKey, sec, nil, true)
+	renew()
+	compactor()
+	renew()
+	compactor() // compacts past the deletions
+	renew()
+	if _, err := cli.Defragment(ctx, c.Endpoints()[0]); err != nil {
+		t.Fatal(err)
+	}
+	sc.live = map[string]*KeyValue{}
+	resp, err := cli.Get(ctx, "\x00", clientv3.WithFromKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		sc.live[string(kv.Key)] = &KeyValue{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease}
+	}
+	c.StopMember(0)
+	sc.db = copyFile(t, filepath.Join(c.DataDir(0), "member", "snap", "db"))
+	var dropped int
+	sc.wal, dropped = purgeCopy(t, filepath.Join(c.DataDir(0), "member", "wal"), sc.logStart)
+	if dropped == 0 {
+		t.Fatal("the purge dropped no segment: the log starts at raft index 1")
+	}
+	return sc
+}
+
+// TestWALOverCurrentDB: the member's current db, taken after the
+// deletions and compacted past them, with its log that starts after a
+// raft snapshot. The log's entries the db already holds are worked out
+// back from it: the deleted objects' writes get their outcomes and
+// revisions, the last values before the deletions come back, and the
+// conflicting write is not applied.
+func TestWALOverCurrentDB(t *testing.T) {
+	ctx := context.Background()
+	sc := writePrefixScene(t)
+	base := openBolt(t, sc.db, BoltOptions{})
+	w, err := OpenWALOver(ctx, sc.wal, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cov := w.Coverage()
+	for _, l := range cov.Lines() {
+		t.Log(l)
+	}
+	if cov.PrefixUnresolved != "" {
+		t.Fatalf("prefix not resolved: %s", cov.PrefixUnresolved)
+	}
+	if cov.FirstIndex <= 1 || cov.FirstIndex > sc.logStart || cov.InDB == 0 {
+		t.Fatalf("coverage %+v (log start %d)", cov, sc.logStart)
+	}
+	if k := base.compactRevision(); k < sc.want[sc.pvcKey][2].rev {
+		t.Fatalf("the db is compacted at %d, before the deletion", k)
+	}
+
+	for key, revs := range sc.want {
+		var evs []Event
+		if _, err := w.History(ctx, key, func(e Event) error {
+			evs = append(evs, e)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// The create is before the log: the update and the delete are
+		// given back.
+		want := revs[1:]
+		if len(evs) != len(want) {
+			t.Fatalf("%s: history has %d events, want %d: %+v", key, len(evs), len(want), evs)
+		}
+		for i, e := range evs {
+			if e.KV.ModRevision != want[i].rev || e.Deleted != want[i].deleted || !bytes.Equal(e.KV.Value, want[i].value) {
+				t.Errorf("%s event %d: revision %d deleted %v, want revision %d deleted %v", key, i, e.KV.ModRevision, e.Deleted, want[i].rev, want[i].deleted)
+			}
+			// Created before the log and deleted in it: its create
+			// revision and version are in neither.
+			if !e.Deleted && (e.KV.CreateRevision != 0 || e.KV.Version != 0) {
+				t.Errorf("%s event %d: created %d version %d, want both unknown (0)", key, i, e.KV.CreateRevision, e.KV.Version)
+			}
+		}
+		// The compacted revision reads from the log.
+		if kv, err := w.Get(ctx, key, want[0].rev); err != nil || !bytes.Equal(kv.Value, want[0].value) {
+			t.Errorf("%s at compacted revision %d: %v", key, want[0].rev, err)
+		}
+		if _, err := w.Get(ctx, key, 0); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s now: %v, want not found", key, err)
+		}
+		if un := w.Unsettled(key, 0); len(un) != 0 {
+			t.Errorf("%s: unsettled writes %+v", key, un)
+		}
+	}
+	var outcomes []string
+	if err := w.KeyWrites(ctx, sc.pvcKey, false, func(kw KeyWrite) error {
+		outcomes = append(outcomes, fmt.Sprintf("%v@%d", kw.Entry.Outcome, kw.Event.KV.ModRevision))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("[applied@%d not applied@0 applied@%d]", sc.want[sc.pvcKey][1].rev, sc.want[sc.pvcKey][2].rev); fmt.Sprint(outcomes) != want {
+		t.Errorf("pvc writes in the log: %v, want %s", outcomes, want)
+	}
+
+	// The revoke of a lease granted before the log, whose keys were all
+	// attached before it: its revision is fixed by the compares after it.
+	var revokes []WALEntry
+	if err := w.Entries(func(e WALEntry) error {
+		if e.Kind == walread.KindLeaseRevoke {
+			revokes = append(revokes, e)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(revokes) != 1 || revokes[0].Outcome != OutcomeApplied || revokes[0].Revision != sc.revokeRev {
+		t.Errorf("revokes %+v, want one applied at revision %d", revokes, sc.revokeRev)
+	}
+
+	deleted := map[string]*KeyValue{}
+	if err := w.ScanLatest(ctx, "/registry/", true, func(kv *KeyValue, del bool, delRev int64) error {
+		if del {
+			deleted[kv.Key] = kv
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for key, revs := range sc.want {
+		if kv := deleted[key]; kv == nil || !bytes.Equal(kv.Value, revs[1].value) {
+			t.Errorf("%s: not listed deleted with its last value", key)
+		}
+	}
+	got := map[string]*KeyValue{}
+	if _, err := w.List(ctx, "", ListOptions{}, func(kv *KeyValue) error {
+		got[kv.Key] = kv
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for k, l := range sc.live {
+		g := got[k]
+		if g == nil || !bytes.Equal(g.Value, l.Value) || g.ModRevision != l.ModRevision || g.Version != l.Version {
+			t.Errorf("%s: joined %+v, live %+v", k, g, l)
+		}
+	}
+	// Revisions in order, each once, over the db and the log.
+	var last int64
+	seen := map[string]bool{}
+	if err := w.ScanRevisions(ctx, "/registry/", func(e Event) error {
+		if e.KV.ModRevision < last {
+			t.Errorf("scan revisions: %d after %d", e.KV.ModRevision, last)
+		}
+		last = e.KV.ModRevision
+		id := fmt.Sprintf("%s@%d", e.KV.Key, e.KV.ModRevision)
+		if seen[id] {
+			t.Errorf("scan revisions: %s twice", id)
+		}
+		seen[id] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for key, revs := range sc.want {
+		for _, r := range revs[1:] {
+			if !seen[fmt.Sprintf("%s@%d", key, r.rev)] {
+				t.Errorf("scan revisions: %s@%d missing", key, r.rev)
+			}
+		}
+	}
+}
+
+// tamperValue rewrites, in a copy of a db, the value of key's newest
+// revision.
+func tamperValue(t *testing.T, path, key string, value []byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("key"))
+		var lastK, lastV []byte
+		if err := b.ForEach(func(k, v []byte) error {
+			var kv mvccpb.KeyValue
+			if err := proto.Unmarshal(v, &kv); err != nil {
+				return err
+			}
+			if string(kv.Key) == key {
+				lastK, lastV = append([]byte(nil), k...), append([]byte(nil), v...)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if lastK == nil {
+			return fmt.Errorf("%s not in the db", key)
+		}
+		var kv mvccpb.KeyValue
+		if err := proto.Unmarshal(lastV, &kv); err != nil {
+			return err
+		}
+		kv.Value = value
+		v, err := proto.Marshal(&kv)
+		if err != nil {
+			return err
+		}
+		return b.Put(lastK, v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWALOverDBThatDisagrees: when the log's entries the db holds do not
+// lead to the db (here a value changed in the db behind etcd's back), no
+// outcome or revision of them is claimed: they are listed as unknown,
+// with the first disagreement, and recovering from them is refused.
+func TestWALOverDBThatDisagrees(t *testing.T) {
+	ctx := context.Background()
+	sc := writePrefixScene(t)
+	tamperValue(t, sc.db, "/registry/leases/kube-system/apiserver-a", []byte("forged"))
+	base := openBolt(t, sc.db, BoltOptions{})
+	w, err := OpenWALOver(ctx, sc.wal, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cov := w.Coverage()
+	if !strings.Contains(cov.PrefixUnresolved, "apiserver-a") {
+		t.Fatalf("prefix: %q, want the forged key named", cov.PrefixUnresolved)
+	}
+	t.Log(cov.Lines())
+	var evs []Event
+	if _, err := w.History(ctx, sc.pvcKey, func(e Event) error { evs = append(evs, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 0 {
+		t.Errorf("history from an unresolved prefix: %+v", evs)
+	}
+	un := w.Unsettled(sc.pvcKey, 0)
+	if len(un) != 3 {
+		t.Fatalf("unsettled writes of the pvc: %d, want 3", len(un))
+	}
+	for _, e := range un {
+		if e.Outcome != OutcomeUnknown || e.Revision != 0 || !strings.Contains(e.Reason, "not established") {
+			t.Errorf("entry %+v", e)
+		}
+	}
+	if _, err := w.Get(ctx, sc.pvcKey, sc.want[sc.pvcKey][1].rev); !errors.Is(err, ErrCompacted) {
+		t.Errorf("get at a compacted revision: %v, want compacted", err)
+	}
+	if _, _, err := w.GetAtIndex(ctx, sc.pvcKey, cov.FirstIndex+1); !errors.Is(err, ErrUndetermined) {
+		t.Errorf("get at an index the db holds: %v, want undetermined", err)
+	}
+}
