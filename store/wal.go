@@ -178,8 +178,7 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 						}
 						prefix = prefix[:n]
 					}
-					hashes := stripValues(&e)
-					prefix = append(prefix, pxEntry{e: e, pos: pos, hash: hashes})
+					prefix = append(prefix, pxEntry{e: stripValues(e), pos: pos})
 					last = e.Index
 					w.cov.LastIndex, w.cov.LastTerm = e.Index, e.Term
 					return nil

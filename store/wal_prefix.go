@@ -2,12 +2,14 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"sort"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/etcdpvc/etcdpvc/walread"
 )
@@ -47,27 +49,22 @@ var valueSeed = maphash.MakeSeed()
 
 func valueHash(v []byte) uint64 { return maphash.Bytes(valueSeed, v) }
 
-// pxEntry is a prefix entry with its values replaced by their hashes.
+// pxEntry is a prefix entry whose puts hold the hash of their value
+// instead of the value (see stripValues).
 type pxEntry struct {
-	e     walread.Entry
-	pos   walread.Pos
-	hash  map[*pb.PutRequest]uint64
-	first bool
+	e   walread.Entry
+	pos walread.Pos
 }
 
-// stripValues replaces the values of e's puts by nothing, keeping their
-// hashes in the returned map.
-func stripValues(e *walread.Entry) map[*pb.PutRequest]uint64 {
+// stripValues returns e with each put's value replaced by its 8-byte hash,
+// in a copy that shares no memory with the record it was decoded from (so
+// that the record's buffer, values included, is not kept).
+func stripValues(e walread.Entry) walread.Entry {
 	if e.Request == nil {
-		return nil
+		return e
 	}
-	var h map[*pb.PutRequest]uint64
 	put := func(p *pb.PutRequest) {
-		if h == nil {
-			h = map[*pb.PutRequest]uint64{}
-		}
-		h[p] = valueHash(p.Value)
-		p.Value = nil
+		p.Value = binary.LittleEndian.AppendUint64(nil, valueHash(p.Value))
 	}
 	var txn func(t *pb.TxnRequest)
 	txn = func(t *pb.TxnRequest) {
@@ -88,7 +85,16 @@ func stripValues(e *walread.Entry) map[*pb.PutRequest]uint64 {
 	case e.Request.Txn != nil:
 		txn(e.Request.Txn)
 	}
-	return h
+	e.Request = proto.Clone(e.Request).(*pb.InternalRaftRequest)
+	return e
+}
+
+// putHash is the hash stripValues left in a put.
+func putHash(p *pb.PutRequest) uint64 {
+	if len(p.Value) != 8 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(p.Value)
 }
 
 // pxKey is the model of one key in the prefix. Revisions are either
@@ -170,6 +176,9 @@ type pxSolver struct {
 		rel   int64
 	}
 	fail string
+	// dbState is the db's create revision and version of the keys
+	// present before the log and still in the db (verify keeps them).
+	dbState map[string][2]int64
 }
 
 func newPxSolver(entries []pxEntry, exact bool, skipPins int) *pxSolver {
@@ -409,7 +418,7 @@ func (p *pxSolver) ops(pe *pxEntry, branch []*pb.RequestOp, succ bool) []pxOp {
 		path := []int32{branchIndex(i, succ)}
 		switch x := u.Request.(type) {
 		case *pb.RequestOp_RequestPut:
-			out = append(out, pxOp{put: x.RequestPut, path: path, hash: pe.hash[x.RequestPut]})
+			out = append(out, pxOp{put: x.RequestPut, path: path, hash: putHash(x.RequestPut)})
 		case *pb.RequestOp_RequestDeleteRange:
 			out = append(out, pxOp{del: x.RequestDeleteRange, path: path})
 		case *pb.RequestOp_RequestTxn:
@@ -436,7 +445,7 @@ func (p *pxSolver) entry(idx int32) {
 	o := &p.out[idx]
 	switch e.Kind {
 	case walread.KindPut:
-		p.write(idx, []pxOp{{put: e.Request.Put, hash: pe.hash[e.Request.Put]}})
+		p.write(idx, []pxOp{{put: e.Request.Put, hash: putHash(e.Request.Put)}})
 	case walread.KindDeleteRange:
 		p.write(idx, []pxOp{{del: e.Request.DeleteRange}})
 	case walread.KindTxn:
@@ -744,85 +753,38 @@ func (p *pxSolver) relAbs(rel int64) int64 {
 	return a
 }
 
-// verify checks the model against the db (see the comment above).
+// verify checks the model against the db (see the comment above), in
+// one pass over the db's keys, and keeps what fill needs.
 func (p *pxSolver) verify(ctx context.Context, b *Bolt) {
 	x := p.segs[0].base
-	for k, s := range p.keys {
-		if err := ctx.Err(); err != nil {
-			p.failf("%v", err)
-			return
-		}
-		kv, err := b.Get(ctx, k, 0)
-		live := err == nil
-		if err != nil && !isNotFound(err) {
-			p.failf("read %s in the db: %v", k, err)
-			return
-		}
-		switch s.exists {
-		case 0:
-			if live {
-				p.failf("%s: the log's writes end with it absent, the db holds it", k)
-			}
-			continue
-		case -1:
-			continue
-		}
-		if !live {
-			p.failf("%s: the log's writes end with it present, the db does not hold it", k)
-			continue
-		}
-		mod := s.mod
-		if s.modRel {
-			mod = p.relAbs(s.mod)
-		}
-		if s.modKnown && mod != kv.ModRevision {
-			p.failf("%s: the log's writes end at revision %d, the db holds revision %d", k, mod, kv.ModRevision)
-			continue
-		}
-		if !s.modKnown && kv.ModRevision > x {
-			p.failf("%s: changed at revision %d in the db, after the log's start, by no write of the log", k, kv.ModRevision)
-			continue
-		}
-		if s.createKnown {
-			cr := s.create
-			if s.createRel {
-				cr = p.relAbs(s.create)
-			}
-			if cr != kv.CreateRevision {
-				p.failf("%s: created at revision %d by the log, at %d in the db", k, cr, kv.CreateRevision)
-				continue
-			}
-		} else if kv.CreateRevision > x {
-			p.failf("%s: created at revision %d in the db, after the log's start, by no write of the log", k, kv.CreateRevision)
-			continue
-		}
-		if s.verKnown && s.version != kv.Version || !s.verKnown && kv.Version-s.version < 1 {
-			p.failf("%s: version %d in the db does not follow from the log's writes", k, kv.Version)
-			continue
-		}
-		if s.leaseKnown && s.lease != kv.Lease {
-			p.failf("%s: lease %x in the db, %x from the log's writes", k, kv.Lease, s.lease)
-			continue
-		}
-		if s.valKnown && s.val != valueHash(kv.Value) {
-			p.failf("%s: the db's value is not the one the log's last write of it holds", k)
-		}
-	}
-	if p.fail != "" {
-		return
-	}
-	// No key the log leaves alone may have changed after its start.
-	_, err := b.List(ctx, "", ListOptions{KeysOnly: true}, func(kv *KeyValue) error {
-		if kv.ModRevision > x {
-			if s := p.keys[kv.Key]; s == nil || !s.written {
+	seen := make(map[string]bool, len(p.keys))
+	p.dbState = map[string][2]int64{}
+	_, err := b.List(ctx, "", ListOptions{}, func(kv *KeyValue) error {
+		s := p.keys[kv.Key]
+		if s == nil || s.exists == -1 {
+			if kv.ModRevision > x && (s == nil || !s.written) {
 				return fmt.Errorf("%s: changed at revision %d in the db, after the log's start (revision %d), by no write of the log", kv.Key, kv.ModRevision, x)
 			}
+			return nil
+		}
+		seen[kv.Key] = true
+		if why := p.check(kv.Key, s, kv, x); why != "" {
+			return errors.New(why)
+		}
+		if s.exists == 1 && s.pre == 1 {
+			p.dbState[kv.Key] = [2]int64{kv.CreateRevision, kv.Version}
 		}
 		return nil
 	})
 	if err != nil {
 		p.failf("%v", err)
 		return
+	}
+	for k, s := range p.keys {
+		if s.exists == 1 && !seen[k] {
+			p.failf("%s: the log's writes end with it present, the db does not hold it", k)
+			return
+		}
 	}
 	ids, err := b.leaseIDs()
 	if err != nil {
@@ -856,57 +818,71 @@ func (p *pxSolver) verify(ctx context.Context, b *Bolt) {
 	}
 }
 
+// check compares a key's model with the db's live kv; it returns why they
+// disagree ("" when they agree).
+func (p *pxSolver) check(k string, s *pxKey, kv *KeyValue, x int64) string {
+	if s.exists == 0 {
+		return fmt.Sprintf("%s: the log's writes end with it absent, the db holds it", k)
+	}
+	mod := s.mod
+	if s.modRel {
+		mod = p.relAbs(s.mod)
+	}
+	switch {
+	case s.modKnown && mod != kv.ModRevision:
+		return fmt.Sprintf("%s: the log's writes end at revision %d, the db holds revision %d", k, mod, kv.ModRevision)
+	case !s.modKnown && kv.ModRevision > x:
+		return fmt.Sprintf("%s: changed at revision %d in the db, after the log's start, by no write of the log", k, kv.ModRevision)
+	}
+	if s.createKnown {
+		cr := s.create
+		if s.createRel {
+			cr = p.relAbs(s.create)
+		}
+		if cr != kv.CreateRevision {
+			return fmt.Sprintf("%s: created at revision %d by the log, at %d in the db", k, cr, kv.CreateRevision)
+		}
+	} else if kv.CreateRevision > x {
+		return fmt.Sprintf("%s: created at revision %d in the db, after the log's start, by no write of the log", k, kv.CreateRevision)
+	}
+	if s.verKnown && s.version != kv.Version || !s.verKnown && kv.Version-s.version < 1 {
+		return fmt.Sprintf("%s: version %d in the db does not follow from the log's writes", k, kv.Version)
+	}
+	if s.leaseKnown && s.lease != kv.Lease {
+		return fmt.Sprintf("%s: lease %x in the db, %x from the log's writes", k, kv.Lease, s.lease)
+	}
+	if s.valKnown && s.val != valueHash(kv.Value) {
+		return fmt.Sprintf("%s: the db's value is not the one the log's last write of it holds", k)
+	}
+	return ""
+}
+
 // fill completes, once verified, what the model left unknown: the create
 // revision and version of keys that existed before the log and still
 // exist in the db.
-func (p *pxSolver) fill(ctx context.Context, b *Bolt) {
-	need := map[string]bool{}
-	for _, w := range p.writes {
-		if w.applied && !w.del && (!w.createKnown || !w.verKnown) {
-			need[w.key] = true
-		}
-	}
+func (p *pxSolver) fill() {
 	deleted := map[string]bool{}
 	for _, w := range p.writes {
 		if w.applied && w.del {
 			deleted[w.key] = true
 		}
 	}
-	type fix struct{ create, version int64 } // version before the log
-	fixes := map[string]fix{}
-	for k := range need {
-		// Known only for a key present before the log and never deleted
-		// in it.
-		s := p.keys[k]
-		if s.exists != 1 || s.pre != 1 || deleted[k] {
-			continue
-		}
-		kv, err := b.Get(ctx, k, 0)
-		if err != nil {
-			continue
-		}
-		f := fix{create: kv.CreateRevision}
-		if !s.verKnown {
-			f.version = kv.Version - s.version
-		} else {
-			f.version = -1
-		}
-		fixes[k] = f
-	}
 	for i := range p.writes {
 		w := &p.writes[i]
-		f, ok := fixes[w.key]
-		if !ok || !w.applied || w.del {
+		if !w.applied || w.del || w.createKnown && w.verKnown || deleted[w.key] {
+			continue
+		}
+		// Known only for a key present before the log and never deleted
+		// in it.
+		db, ok := p.dbState[w.key]
+		if !ok {
 			continue
 		}
 		if !w.createKnown {
-			w.create, w.createKnown, w.createRel = f.create, true, false
+			w.create, w.createKnown, w.createRel = db[0], true, false
 		}
-		if !w.verKnown && f.version >= 0 {
-			w.version, w.verKnown = f.version+w.vdelta, true
+		if s := p.keys[w.key]; !w.verKnown && !s.verKnown {
+			w.version, w.verKnown = db[1]-s.version+w.vdelta, true
 		}
 	}
 }
-
-// isNotFound reports a key absent from the db.
-func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -33,7 +33,7 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, exact bool) 
 			p.verify(ctx, w.base)
 		}
 		if p.fail == "" {
-			p.fill(ctx, w.base)
+			p.fill()
 			w.cov.PrefixRevision = p.segs[0].base
 			return p.replay()
 		}
