@@ -264,3 +264,47 @@ func TestRecoverSetWrite(t *testing.T) {
 		t.Errorf("bad selector: %v, want a usage error naming --selector", err)
 	}
 }
+
+// TestEncryptDecryptValue: a value read from a file is decrypted and
+// encrypted as the apiserver would; a key outside the prefix, or none for
+// an encrypted value, is a usage error.
+func TestEncryptDecryptValue(t *testing.T) {
+	ctx := context.Background()
+	cfg := filepath.Join(t.TempDir(), "enc.yaml")
+	if err := os.WriteFile(cfg, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: [secrets]
+  providers:
+  - aescbc:
+      keys:
+      - name: k1
+        secret: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
+  - identity: {}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Prefix: "/registry", EncryptionConfig: cfg}
+	const key = "/registry/secrets/demo/web-secret"
+	plain := corpus(t, "secrets__demo__web-secret")
+	sealed, err := EncryptValue(ctx, o, key, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if codec.Detect(sealed) != codec.FormatEncrypted {
+		t.Fatalf("EncryptValue did not encrypt: %q", sealed[:16])
+	}
+	got, err := DecryptValue(ctx, o, key, sealed)
+	if err != nil || string(got) != string(plain) {
+		t.Fatalf("DecryptValue: %v; round trip equal %v", err, string(got) == string(plain))
+	}
+	if got, err := DecryptValue(ctx, Options{}, key, plain); err != nil || string(got) != string(plain) {
+		t.Errorf("DecryptValue of a plain value: %v", err)
+	}
+	for _, k := range []string{"", "/other/secrets/demo/web-secret"} {
+		var oe *OptionError
+		if _, err := DecryptValue(ctx, o, k, sealed); !errors.As(err, &oe) {
+			t.Errorf("DecryptValue(key %q): %v, want a usage error", k, err)
+		}
+	}
+}
