@@ -182,6 +182,3 @@ func report(stderr io.Writer, err error) int {
 	}
 	return exitCode(err)
 }
-
-// errorsAs is errors.As, for call sites that only need the match.
-func errorsAs(err error, target any) bool { return errors.As(err, target) }
