@@ -27,6 +27,10 @@ func Hint(err error) string {
 	if errors.As(err, &he) {
 		return he.hint
 	}
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return re.Hint
+	}
 	var oe *OpenError
 	if errors.As(err, &oe) && oe.hint != "" {
 		return oe.hint

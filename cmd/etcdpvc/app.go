@@ -146,10 +146,6 @@ func flagsGiven(c *cli.Context) map[string]string {
 	return m
 }
 
-// splitList splits comma-separated values, dropping empty ones
-// (connect.SplitList).
-func splitList(vs []string) []string { return connect.SplitList(vs) }
-
 // resolveGlobals resolves the global flags (connect.Resolve): flags, then
 // ETCDCTL_* variables, then defaults.
 func resolveGlobals(c *cli.Context, e *env) (*globalOptions, error) {

@@ -283,24 +283,7 @@ etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client
 			}
 			defer s.Close()
 			s.Planner.ShowSecrets = o.ShowSecrets
-			plan, err := s.Planner.PlanRestore(e.ctx, s.Reader, b, c.Bool("force"))
-			if err != nil {
-				var ch *surgery.ChangedError
-				if errorsAs(err, &ch) {
-					fmt.Fprint(e.stdout, colorize(e, ch.Diff))
-					if !strings.HasSuffix(ch.Diff, "\n") {
-						fmt.Fprintln(e.stdout)
-					}
-					msg, hint := ch.Refusal()
-					return &refusedError{msg: msg, hint: hint}
-				}
-				var oc *surgery.OtherClusterError
-				if errorsAs(err, &oc) {
-					return withHint(err, "give the connection flags of the cluster the backup was taken from; --force restores into this cluster anyway")
-				}
-				return err
-			}
-			return applyPlan(e, s, plan, o)
+			return s.Restore(e.ctx, e, b, c.Bool("force"), o)
 		},
 	}
 }
@@ -309,11 +292,7 @@ etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client
 // etcd its backup records (connect.AsRecorded), and says on stderr which
 // etcd it uses.
 func connectAsRecorded(e *env, g *globalOptions, b *surgery.Backup) {
-	o := g.connectOptions(nil)
-	msg := connect.AsRecorded(&o, b.Source)
-	g.Prefix, g.EncryptionConfig, g.Kubeadm, g.ManifestsDir = o.Prefix, o.EncryptionConfig, o.Kubeadm, o.ManifestsDir
-	g.Endpoints, g.CACert, g.Cert, g.Key = o.Endpoints, o.CACert, o.Cert, o.Key
-	if msg != "" {
+	if msg := connect.AsRecorded(&g.Options, b.Source); msg != "" {
 		fmt.Fprintf(e.stderr, "etcdpvc: restore: %s\n", msg)
 	}
 }

@@ -63,7 +63,7 @@ const exitStatusHelp = `EXIT STATUS:
 
 // ErrIncomplete marks a read that skipped values it could not read; the
 // command has printed what it read and listed what it skipped.
-var ErrIncomplete = errors.New("incomplete: some values could not be read")
+var ErrIncomplete = connect.ErrIncomplete
 
 // usageError marks errors in flags or arguments.
 type usageError struct{ msg string }
@@ -101,13 +101,15 @@ func withHint(err error, hint string) error {
 // exitCode maps an error to the documented exit status.
 func exitCode(err error) int {
 	var u *usageError
+	var oe *connect.OptionError
 	var r *refusedError
+	var cr *connect.RefusedError
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &u):
+	case errors.As(err, &u), errors.As(err, &oe):
 		return exitUsage
-	case errors.As(err, &r):
+	case errors.As(err, &r), errors.As(err, &cr):
 		return exitRefused
 	case errors.Is(err, surgery.ErrUncertain):
 		return exitUncertain
@@ -154,7 +156,8 @@ func hintFor(err error) string {
 		return h
 	}
 	var u *usageError
-	if errors.As(err, &u) {
+	var oe *connect.OptionError
+	if errors.As(err, &u) || errors.As(err, &oe) {
 		return "see 'etcdpvc help' or 'etcdpvc COMMAND --help'"
 	}
 	return ""
@@ -179,6 +182,3 @@ func report(stderr io.Writer, err error) int {
 	}
 	return exitCode(err)
 }
-
-// errorsAs is errors.As, for call sites that only need the match.
-func errorsAs(err error, target any) bool { return errors.As(err, target) }

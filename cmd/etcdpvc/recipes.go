@@ -1,14 +1,10 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // Recipes: guided compositions of the surgery write path for the seed
@@ -63,33 +59,7 @@ func runResizeRecover(e *env, g *globalOptions, obj []string, namespace, key str
 	if ref.Resource.Path != "" && ref.Resource.Path != "persistentvolumeclaims" {
 		return usagef("resize-recover works on persistentvolumeclaims, not %s", ref.Resource)
 	}
-	plan, err := s.Planner.MakePlan(e.ctx, s.Reader, ref.Key, surgery.ResizeRecover{To: to})
-	if err != nil {
-		return recipeError(err)
-	}
-	if err := applyPlan(e, s, plan, o); err != nil {
-		return err
-	}
-	pvc, pv := s.Planner.ResizeSubjects(e.ctx, s.Reader, plan)
-	if pvc == nil {
-		return nil
-	}
-	fmt.Fprint(e.stdout, surgery.ResizeNextSteps(pvc, pv, to, nextStepsWhen(o)))
-	return nil
-}
-
-// nextStepsWhen says when the controllers will see a recipe's write: now,
-// once it is written (--dry-run), or once the cluster runs on the edited
-// copy of its db (--out).
-func nextStepsWhen(o writeOptions) string {
-	switch {
-	case o.DryRun:
-		return "Once written"
-	case o.Out != "":
-		return "Once the cluster runs on " + o.Out + ","
-	default:
-		return "Now"
-	}
+	return s.ResizeRecover(e.ctx, e, ref.Key, to, o)
 }
 
 func rebindCommand() command {
@@ -141,51 +111,5 @@ func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, 
 	if ref.Resource.Path != "persistentvolumes" {
 		return usagef("rebind works on a persistentvolume, not %s", ref.Resource)
 	}
-	rb, err := s.Planner.PlanRebind(e.ctx, s.Reader, ref.Name, namespace, claim, force)
-	if err != nil {
-		return recipeError(err)
-	}
-	for _, w := range rb.Warnings {
-		e.warn(w)
-	}
-	steps, err := writePlans(e, s, rb.Plans(), o)
-	if err != nil {
-		if errors.Is(err, surgery.ErrPartial) {
-			return rebindPartial(e, rb, steps, err)
-		}
-		return err
-	}
-	written := 0
-	for _, st := range steps {
-		if st.Written() {
-			written++
-		}
-	}
-	if o.DryRun || written == 0 {
-		return nil
-	}
-	fmt.Fprint(e.stdout, surgery.RebindNextSteps(ref.Name, namespace, claim, nextStepsWhen(o)))
-	return nil
-}
-
-// rebindPartial reports a rebind whose volume was written and whose claim
-// was not (or may not have been).
-func rebindPartial(e *env, rb *surgery.Rebind, steps []surgery.Step, err error) error {
-	lines, hint, ok := rb.HalfDone(steps, err)
-	if !ok {
-		return err
-	}
-	for _, l := range lines {
-		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", l)
-	}
-	return withHint(fmt.Errorf("rebind: %w", err), hint)
-}
-
-// recipeError turns a recipe's refusal into the CLI's refused error (exit
-// status 5).
-func recipeError(err error) error {
-	if errors.Is(err, surgery.ErrRefused) {
-		return &refusedError{msg: strings.TrimSuffix(err.Error(), ": "+surgery.ErrRefused.Error()) + "; nothing written"}
-	}
-	return err
+	return s.Rebind(e.ctx, e, ref.Name, namespace, claim, force, o)
 }

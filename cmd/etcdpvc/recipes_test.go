@@ -83,7 +83,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 	if len(steps) != 2 || !steps[0].Written() || steps[1].Written() || !errors.Is(err, surgery.ErrPartial) {
 		t.Fatalf("writePlans = %v, %v; want the volume written and the claim in conflict", steps, err)
 	}
-	err = rebindPartial(e, rb, steps, err)
+	err = connect.RebindPartial(e, rb, steps, err)
 	if code := report(&stderr, err); code != exitPartial {
 		t.Errorf("exit status %d, want %d (partly written)", code, exitPartial)
 	}

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // recoverOptions are the flags of `etcdpvc recover`.
@@ -148,51 +144,35 @@ func runRecover(e *env, g *globalOptions, o recoverOptions) error {
 	if o.Output != "" {
 		return printRecovered(e, src, *kv, o)
 	}
-
-	// The target: where the object is created.
-	dst := src
-	if (g.DB != "" || g.WAL != "") && o.Write.Out == "" {
-		if !o.LiveTarget && o.Write.DryRun {
-			// No target to compare with: show the create as it would be
-			// made where the key is absent, and say what was not checked.
-			plan, err := src.Planner.PlanRecoverPreview(e.ctx, src.Reader, *kv)
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(e.stdout, colorize(e, plan.Diff))
-			if !strings.HasSuffix(plan.Diff, "\n") {
-				fmt.Fprintln(e.stdout)
-			}
-			for _, w := range plan.Warnings {
-				e.warn(w)
-			}
-			fmt.Fprintf(e.stdout, "dry run: %s; nothing written\n", plan.Description)
-			fmt.Fprintf(e.stderr, "etcdpvc: no write target was given: the diff is the object as it would be created where the key is absent; whether it exists in the live cluster was not checked (add --endpoints or --kubeadm)\n")
-			return nil
-		}
-		if !o.LiveTarget {
-			return &refusedError{msg: fmt.Sprintf("recover %s: %s: %v: nothing written", ref.Key, src.Description, store.ErrReadOnly),
-				hint: "print it with -o yaml or -o raw; write it into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
-		}
-		live := *g
-		live.DB, live.WAL = "", ""
-		dst, err = openSession(e, &live)
-		if err != nil {
-			return err
-		}
-		defer dst.Close()
-		dst.Planner.ShowSecrets = o.Write.ShowSecrets
-		fmt.Fprintf(e.stderr, "etcdpvc: recovering %s from %s (revision %d) into %s\n", ref.Key, src.Description, kv.ModRevision, dst.Description)
+	if src.ReadOnly() && !o.LiveTarget && o.Write.DryRun {
+		return src.PreviewRecover(e.ctx, e, *kv)
 	}
-	plan, err := dst.Planner.PlanRecover(e.ctx, dst.Reader, *kv)
+	dst, closeDst, err := recoverTarget(e, g, src, o.LiveTarget, ref.Key)
 	if err != nil {
-		if errors.Is(err, surgery.ErrExists) {
-			return &refusedError{msg: err.Error() + "; nothing written",
-				hint: "recover never replaces an object: `etcdpvc get` it, and use undelete, patch or edit to change it"}
-		}
 		return err
 	}
-	return applyPlan(e, dst, plan, o.Write)
+	defer closeDst()
+	return dst.Recover(e.ctx, e, src.Session, *kv, o.Write)
+}
+
+// recoverTarget opens the session a recover reading src writes into: src
+// itself, or the live etcd when src is read-only (connect.Session.ReadOnly)
+// and --endpoints or --kubeadm was given; key names the object recovered
+// ("": a namespace or a selection). close closes it, src aside.
+func recoverTarget(e *env, g *globalOptions, src *session, liveGiven bool, key string) (dst *session, close func(), err error) {
+	if !src.ReadOnly() {
+		return src, func() {}, nil
+	}
+	if !liveGiven {
+		return nil, nil, src.NoTarget(key)
+	}
+	live := *g
+	live.DB, live.WAL = "", ""
+	if dst, err = openSession(e, &live); err != nil {
+		return nil, nil, err
+	}
+	dst.Planner.ShowSecrets = src.Planner.ShowSecrets
+	return dst, dst.Close, nil
 }
 
 // recoverSource finds the revision to recover key from
@@ -214,30 +194,25 @@ func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, 
 	return &from.KV, nil
 }
 
-// printRecovered prints what recover would create: the object as get
-// prints it (Secret values redacted unless --show-secrets, managedFields
-// hidden), or -o raw the bytes it would store (sealed with
-// --encryption-config).
+// printRecovered prints what recover would create (connect.Session.Recovered):
+// the object as get prints it (Secret values redacted unless
+// --show-secrets, managedFields hidden), or -o raw the bytes it would store
+// (sealed with --encryption-config).
 func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) error {
-	rec, err := s.Planner.Recovered(e.ctx, kv)
-	if err != nil {
-		return err
-	}
-	if o.Output == "raw" {
-		if isTerminal(e.stdout) {
-			return &refusedError{msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed",
-				hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less)"}
-		}
-		stored, err := s.Planner.Seal(e.ctx, rec.GR, kv.Key, rec.Plain)
-		if err != nil {
+	if o.Output == "raw" && isTerminal(e.stdout) {
+		if _, err := s.Planner.Recovered(e.ctx, kv); err != nil {
 			return err
 		}
-		_, err = e.stdout.Write(stored)
+		return &refusedError{msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed",
+			hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less)"}
+	}
+	rec, err := s.Recovered(e.ctx, kv, o.Output == "raw")
+	if err != nil {
 		return err
 	}
-	obj, err := codec.Decode(rec.Plain)
-	if err != nil {
-		return fmt.Errorf("recover %s: %w", kv.Key, err)
+	if rec.Stored != nil {
+		_, err = e.stdout.Write(rec.Stored)
+		return err
 	}
-	return printObject(e.stdout, obj.Content, printOptions{Output: o.Output, ShowSecrets: o.Write.ShowSecrets, HideManagedFields: true})
+	return printObject(e.stdout, rec.Content, printOptions{Output: o.Output, ShowSecrets: o.Write.ShowSecrets, HideManagedFields: true})
 }

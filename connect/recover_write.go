@@ -1,0 +1,210 @@
+package connect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+)
+
+// ReadOnly reports whether s reads a source a recover cannot write into:
+// a db file or a write-ahead log, not a --out copy.
+func (s *Session) ReadOnly() bool {
+	return (s.Options.DB != "" || s.Options.WAL != "") && s.Options.Out == ""
+}
+
+// NoTarget is the refusal of a recover that reads the read-only s and was
+// given no live etcd to write into; key names the object recovered ("":
+// a namespace or a selection).
+func (s *Session) NoTarget(key string) error {
+	if key == "" {
+		return &RefusedError{Msg: fmt.Sprintf("recover: %s: %v: nothing written", s.Description, store.ErrReadOnly),
+			Hint: "write into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
+	}
+	return &RefusedError{Msg: fmt.Sprintf("recover %s: %s: %v: nothing written", key, s.Description, store.ErrReadOnly),
+		Hint: "print it with -o yaml or -o raw; write it into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
+}
+
+// LiveOptions are the options of the live etcd a recover reading s
+// writes into: s's, without the db file and the log.
+func (s *Session) LiveOptions() Options {
+	o := s.Options
+	o.DB, o.WAL, o.Out = "", "", ""
+	return o
+}
+
+// PreviewRecover shows, for a recover with no target to compare with, the
+// create as it would be made where the key is absent, and says what was
+// not checked. Nothing is written.
+func (s *Session) PreviewRecover(ctx context.Context, t Terminal, kv store.KeyValue) error {
+	plan, err := s.Planner.PlanRecoverPreview(ctx, s.Reader, kv)
+	if err != nil {
+		return err
+	}
+	t.Diff(plan.Diff)
+	for _, w := range plan.Warnings {
+		t.Warn(w)
+	}
+	t.Print(fmt.Sprintf("dry run: %s; nothing written\n", plan.Description))
+	t.Note("no write target was given: the diff is the object as it would be created where the key is absent; whether it exists in the live cluster was not checked (add --endpoints or --kubeadm)")
+	return nil
+}
+
+// Recover creates, in s, the object kv read from src (s itself, or the
+// read-only source of a recover into the live etcd s), through Write. An
+// object that exists is refused: recover never replaces one.
+func (s *Session) Recover(ctx context.Context, t Terminal, src *Session, kv store.KeyValue, o WriteOptions) error {
+	if src != s {
+		t.Note(fmt.Sprintf("recovering %s from %s (revision %d) into %s", kv.Key, src.Description, kv.ModRevision, s.Description))
+	}
+	plan, err := s.Planner.PlanRecover(ctx, s.Reader, kv)
+	if err != nil {
+		if errors.Is(err, surgery.ErrExists) {
+			return &RefusedError{Msg: err.Error() + "; nothing written",
+				Hint: "recover never replaces an object: `etcdpvc get` it, and use undelete, patch or edit to change it"}
+		}
+		return err
+	}
+	_, err = s.Write(ctx, t, []*surgery.Plan{plan}, o)
+	return err
+}
+
+// Recovered is what a recover would create, to print instead of writing
+// it: the object (Content), or with raw the bytes it would store (Stored,
+// sealed with the encryption config).
+type Recovered struct {
+	Content map[string]any
+	Stored  []byte
+}
+
+// Recovered returns what a recover of kv would create (see Recovered).
+func (s *Session) Recovered(ctx context.Context, kv store.KeyValue, raw bool) (*Recovered, error) {
+	rec, err := s.Planner.Recovered(ctx, kv)
+	if err != nil {
+		return nil, err
+	}
+	if raw {
+		stored, err := s.Planner.Seal(ctx, rec.GR, kv.Key, rec.Plain)
+		if err != nil {
+			return nil, err
+		}
+		return &Recovered{Stored: stored}, nil
+	}
+	obj, err := codec.Decode(rec.Plain)
+	if err != nil {
+		return nil, fmt.Errorf("recover %s: %w", kv.Key, err)
+	}
+	return &Recovered{Content: obj.Content}, nil
+}
+
+// RecoverSet is a recover of a namespace or a selection, as asked.
+type RecoverSet struct {
+	surgery.RecoverSetRequest
+	// MaxTxnOps bounds the keys created in one transaction.
+	MaxTxnOps int
+	Write     WriteOptions
+}
+
+// CheckSource refuses a recover of a namespace or a selection from a
+// source it cannot read as a whole: a write-ahead log, or the live etcd
+// without a revision.
+func (r RecoverSet) CheckSource(o Options) error {
+	if o.WAL != "" {
+		return usageError("", "recover of a namespace or a selection does not read --wal: recover each object (recover RESOURCE NAME), or give a snapshot with --db")
+	}
+	if o.DB == "" && r.Rev == 0 {
+		what := "the objects"
+		if r.Namespace != "" {
+			what = "namespace " + r.Namespace
+		}
+		return usageError("the revision before the deletion: `etcdpvc history namespace NAME` shows when deletionTimestamp was set; pick the revision just before it",
+			"recover %s: name the source: --db SNAPSHOT, or --rev N (the state at revision N of the live history)", what)
+	}
+	return nil
+}
+
+// PlanRecoverSet plans r, read from src and written into dst
+// (surgery.Planner.PlanRecoverSet), and says where from and to. A custom
+// resource whose CustomResourceDefinition is nowhere is refused.
+func PlanRecoverSet(ctx context.Context, t Terminal, src, dst *Session, r RecoverSet) (*surgery.SetPlan, error) {
+	so, err := r.Resolve(src.Resolver)
+	if err != nil {
+		var re *surgery.RequestError
+		if errors.As(err, &re) && re.Field != "resource" {
+			return nil, usageError("", "--%s %w", re.Field, err)
+		}
+		return nil, usageError("", "%w", err)
+	}
+	plan, err := dst.Planner.PlanRecoverSet(ctx, src.Reader, dst.Reader, so)
+	if err != nil {
+		if errors.Is(err, surgery.ErrMissingCRD) {
+			return nil, &RefusedError{Msg: err.Error() + "; nothing written", Hint: "recover the CustomResourceDefinition from an older snapshot first, or leave the custom resources out with --exclude"}
+		}
+		return nil, err
+	}
+	from := src.Description
+	if r.Rev != 0 {
+		from = fmt.Sprintf("%s at revision %d", from, r.Rev)
+	}
+	t.Note(fmt.Sprintf("recovering from %s (source revision %d) into %s", from, plan.SourceRevision, dst.Target("")))
+	return plan, nil
+}
+
+// WriteRecoverSet writes plan into s (surgery.WriteRecoverSet) unless it
+// has nothing to write or r.Write.DryRun, after asking (unless
+// r.Write.Yes), telling each object written, then the summary and how to
+// undo it. Objects of the source that could not be read make it
+// incomplete (ErrIncomplete).
+func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery.SetPlan, r RecoverSet) error {
+	totals := plan.Totals()
+	writes, unread := totals.Writes(), totals.Unreadable
+	incomplete := func() error {
+		if unread == 0 {
+			return nil
+		}
+		return &incompleteError{msg: fmt.Sprintf("%d objects of the source could not be read and were not recovered (listed as unreadable)", unread)}
+	}
+	if writes == 0 {
+		t.Print("nothing to write: every object is skipped or exists\n")
+		return incomplete()
+	}
+	if r.Write.DryRun {
+		t.Print("dry run: nothing written\n")
+		return incomplete()
+	}
+	w, err := store.AsWriter(s.Reader)
+	if err != nil {
+		return &hintedError{fmt.Errorf("%s: %w", s.Description, err), "a db file is read-only: write through --endpoints, or into a copy with --db IN --out OUT"}
+	}
+	if !r.Write.Yes {
+		if err := t.Confirm(fmt.Sprintf("Write the %d objects planned above to %s?", writes, s.Target("")), "re-run with --yes to write the plan above, or --dry-run to only see it"); err != nil {
+			return err
+		}
+	}
+	ao := s.ApplyOptions(ctx, t, r.Write)
+	res, werr := surgery.WriteRecoverSet(ctx, w, plan, surgery.RecoverSetWriteOptions{ApplyOptions: ao, MaxTxnOps: r.MaxTxnOps,
+		OnWritten: func(it *surgery.SetItem) {
+			t.Print(fmt.Sprintf("written: %s (%s)\n", it.Key, string(it.Action)))
+		}})
+	if res != nil {
+		for _, w := range res.Warnings {
+			t.Warn(w)
+		}
+	}
+	out := plan.Outcome(res, werr)
+	t.Print(fmt.Sprintf("summary: %d written, %s, %d not written, %d unreadable; backups and audit.log in %s\n",
+		out.Written, out.SkipReasons, out.NotWritten, out.Unreadable, ao.BackupDir))
+	if out.Written > 0 {
+		t.Print(fmt.Sprintf("undo: `etcdpvc restore BACKUP` deletes what a create wrote (each backup is listed in %s/audit.log)\n", ao.BackupDir))
+	}
+	if werr != nil {
+		return werr
+	}
+	if done, err := s.finishSnapshot(t); done && err != nil {
+		return err
+	}
+	return incomplete()
+}
