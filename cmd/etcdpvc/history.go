@@ -99,11 +99,11 @@ func printHistory(e *env, rep *inspect.HistoryReport, output string) error {
 		_, err = e.stdout.Write(b)
 		return err
 	}
+	if rep.Log != nil {
+		return printWALHistory(e, rep) // with its compacted start line
+	}
 	if rep.CompactedStart != "" {
 		fmt.Fprintf(e.stdout, "# %s\n", rep.CompactedStart)
-	}
-	if rep.Log != nil {
-		return printWALHistory(e, rep)
 	}
 	t := newTable(e.stdout, inspect.HistoryColumns...)
 	for _, r := range rep.Rows {
