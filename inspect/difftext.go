@@ -1,7 +1,9 @@
 package inspect
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -67,4 +69,71 @@ func (s *DiffSummary) Line(a, b DiffSource) string {
 		verdict = "the same apart from " + Count(s.Hidden, "metadata-only change", "metadata-only changes") + " (not shown: --ignore-metadata-only)"
 	}
 	return fmt.Sprintf("compared %s: A %s, B %s: %s", Count(s.Compared, "key", "keys"), a.At(s.RevA), b.At(s.RevB), verdict)
+}
+
+// DiffWriter writes a diff as it comes: as text, one line per record (its
+// unified diff after it, when there is one), then the totals and the
+// closing line; or as JSON, one object a line ("type": "object" per
+// record, "total" per resource, then one "summary").
+type DiffWriter struct {
+	W    io.Writer
+	JSON bool
+}
+
+// Record writes one record.
+func (d DiffWriter) Record(r DiffRecord) error {
+	if d.JSON {
+		return d.json(struct {
+			Type string `json:"type"`
+			DiffRecord
+		}{"object", r})
+	}
+	if _, err := fmt.Fprintln(d.W, r.Line()); err != nil {
+		return err
+	}
+	if r.Diff != "" {
+		_, err := io.WriteString(d.W, r.Diff)
+		return err
+	}
+	return nil
+}
+
+// Summary writes the totals per resource and the closing summary of a
+// diff of a with b.
+func (d DiffWriter) Summary(a, b DiffSource, sum *DiffSummary) error {
+	if d.JSON {
+		for _, t := range sum.Totals {
+			if err := d.json(struct {
+				Type string `json:"type"`
+				*DiffTotals
+			}{"total", t}); err != nil {
+				return err
+			}
+		}
+		return d.json(struct {
+			Type string `json:"type"`
+			A    string `json:"a"`
+			B    string `json:"b"`
+			*DiffSummary
+		}{"summary", a.At(sum.RevA), b.At(sum.RevB), sum})
+	}
+	if sum.Differ > 0 || sum.Unreadable > 0 || len(sum.Totals) > 0 {
+		fmt.Fprintln(d.W)
+	}
+	for _, t := range sum.Totals {
+		if _, err := fmt.Fprintln(d.W, t.Line()); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintln(d.W, sum.Line(a, b))
+	return err
+}
+
+func (d DiffWriter) json(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = d.W.Write(append(b, '\n'))
+	return err
 }

@@ -1,6 +1,9 @@
 package inspect
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestDiffText(t *testing.T) {
 	for _, tc := range []struct{ name, got, want string }{
@@ -34,5 +37,44 @@ func TestDiffText(t *testing.T) {
 		if got := tc.sum.Line(a, b); got != tc.want {
 			t.Errorf("Line:\n got %q\nwant %q", got, tc.want)
 		}
+	}
+}
+
+func TestDiffWriter(t *testing.T) {
+	a, b := DiffSource{File: "before.db"}, DiffSource{File: "after.db"}
+	rec := DiffRecord{Change: "MODIFIED", Resource: "persistentvolumeclaims", Namespace: "demo", Name: "www-web-0",
+		Key: "/registry/persistentvolumeclaims/demo/www-web-0", RevA: 5, RevB: 10, Summary: "-deletionTimestamp", Diff: "-  deletionTimestamp: x\n"}
+	tot := &DiffTotals{Resource: "persistentvolumeclaims", Modified: 1}
+	for _, tc := range []struct {
+		name string
+		json bool
+		sum  DiffSummary
+		want string
+	}{
+		{"text", false, DiffSummary{Compared: 3, RevA: 7, RevB: 9, Differ: 1, Totals: []*DiffTotals{tot}},
+			"MODIFIED persistentvolumeclaims demo www-web-0 5 10  -deletionTimestamp\n-  deletionTimestamp: x\n\n" +
+				"total persistentvolumeclaims: 0 added, 0 deleted, 1 modified\n" +
+				"compared 3 keys: A before.db at revision 7, B after.db at revision 9: 1 object differs\n"},
+		{"text, the same", false, DiffSummary{Compared: 3, RevA: 7, RevB: 9},
+			"MODIFIED persistentvolumeclaims demo www-web-0 5 10  -deletionTimestamp\n-  deletionTimestamp: x\n" +
+				"compared 3 keys: A before.db at revision 7, B after.db at revision 9: the states are the same\n"},
+		{"json", true, DiffSummary{Compared: 3, RevA: 7, RevB: 9, Differ: 1, Totals: []*DiffTotals{tot}},
+			`{"type":"object","change":"MODIFIED","resource":"persistentvolumeclaims","namespace":"demo","name":"www-web-0","key":"/registry/persistentvolumeclaims/demo/www-web-0","modRevisionA":5,"modRevisionB":10,"summary":"-deletionTimestamp","diff":"-  deletionTimestamp: x\n"}` + "\n" +
+				`{"type":"total","resource":"persistentvolumeclaims","added":0,"deleted":0,"modified":1,"metadataOnly":0,"reEncrypted":0,"unreadable":0}` + "\n" +
+				`{"type":"summary","a":"before.db at revision 7","b":"after.db at revision 9","compared":3,"revisionA":7,"revisionB":9,"totals":[{"resource":"persistentvolumeclaims","added":0,"deleted":0,"modified":1,"metadataOnly":0,"reEncrypted":0,"unreadable":0}],"differ":1,"unreadable":0}` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			d := DiffWriter{W: &out, JSON: tc.json}
+			if err := d.Record(rec); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Summary(a, b, &tc.sum); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", out.String(), tc.want)
+			}
+		})
 	}
 }

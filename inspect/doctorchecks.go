@@ -3,8 +3,11 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/verify"
 )
 
@@ -23,6 +26,35 @@ var manifestSettings = []struct{ flag, manifest string }{
 	{"prefix", "--etcd-prefix"},
 	{"encryption-config", "--encryption-provider-config"},
 	{"etcd-servers-overrides", "--etcd-servers-overrides"},
+}
+
+// CheckManifest reports, under "manifest", on the kube-apiserver manifest
+// in dir. Without --kubeadm (withKubeadm false) it only warns when the
+// manifest exists, the settings then coming from flags and ETCDCTL_*
+// only. With --kubeadm it fails when the manifest cannot be read, else
+// says what it names (etcd, prefix, encryption config) and warns of each
+// flag given that overrides it (CheckManifestOverrides); it returns true
+// then: the manifest is to be applied.
+func CheckManifest(rep *DoctorReport, dir string, withKubeadm bool, given func(flag string) bool) bool {
+	if !withKubeadm {
+		path := filepath.Join(dir, kubeadm.ManifestName)
+		if _, err := os.Stat(path); err == nil {
+			rep.Add(CheckWarn, "manifest", "%s exists but --kubeadm was not given: the connection settings come from flags and ETCDCTL_* only", path)
+		}
+		return false
+	}
+	a, err := kubeadm.Read(dir)
+	if err != nil {
+		rep.Add(CheckFail, "manifest", "%v", err)
+		return false
+	}
+	enc := a.EncryptionConfig
+	if enc == "" {
+		enc = "none"
+	}
+	rep.Add(CheckOK, "manifest", "%s: etcd %s, prefix %s, encryption config %s", a.Manifest, strings.Join(a.Endpoints, ","), a.Prefix, enc)
+	CheckManifestOverrides(rep, given)
+	return true
 }
 
 // CheckManifestOverrides warns, under "manifest", of each flag given on

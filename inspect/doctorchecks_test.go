@@ -3,10 +3,14 @@ package inspect
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/verify"
 )
 
@@ -55,5 +59,46 @@ func TestCheckManifestOverrides(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckManifest(t *testing.T) {
+	empty, present, valid := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(present, kubeadm.ManifestName), []byte("not: a pod\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	manifest := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-apiserver\n  namespace: kube-system\nspec:\n  containers:\n  - name: kube-apiserver\n" +
+		"    command:\n    - kube-apiserver\n    - --etcd-servers=https://10.0.0.2:2379\n"
+	if err := os.WriteFile(filepath.Join(valid, kubeadm.ManifestName), []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	endpoints := func(flag string) bool { return flag == "endpoints" }
+	for _, tc := range []struct {
+		name       string
+		dir        string
+		withKube   bool
+		wantApply  bool
+		wantStatus []CheckStatus
+		wantDetail string
+	}{
+		{"no manifest, no --kubeadm", empty, false, false, nil, ""},
+		{"a manifest, no --kubeadm", present, false, false, []CheckStatus{CheckWarn}, "exists but --kubeadm was not given"},
+		{"--kubeadm, no manifest", empty, true, false, []CheckStatus{CheckFail}, kubeadm.ManifestName},
+		{"--kubeadm, a manifest, --endpoints", valid, true, true, []CheckStatus{CheckOK, CheckWarn}, "etcd https://10.0.0.2:2379, prefix /registry, encryption config none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rep DoctorReport
+			apply := CheckManifest(&rep, tc.dir, tc.withKube, endpoints)
+			var got []CheckStatus
+			for _, c := range rep.Checks {
+				got = append(got, c.Status)
+			}
+			if apply != tc.wantApply || !cmp.Equal(got, tc.wantStatus) {
+				t.Fatalf("apply %v, statuses %v; want %v, %v", apply, got, tc.wantApply, tc.wantStatus)
+			}
+			if tc.wantDetail != "" && !strings.Contains(rep.Checks[0].Detail, tc.wantDetail) {
+				t.Errorf("%q lacks %q", rep.Checks[0].Detail, tc.wantDetail)
+			}
+		})
 	}
 }

@@ -1,6 +1,15 @@
 package inspect
 
-import "strconv"
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/etcdpvc/etcdpvc/internal/textout"
+)
 
 // HistoryColumns head the table of a history read from a db or etcd
 // (HistoryRow.Cells).
@@ -19,4 +28,75 @@ func (r HistoryRow) Cells() []string {
 		ver, created = "-", "-"
 	}
 	return []string{strconv.FormatInt(r.Revision, 10), ver, created, lease, r.Change}
+}
+
+// LogHistoryColumns head the table of a history read from a write-ahead
+// log (HistoryRow.LogCells).
+var LogHistoryColumns = []string{"INDEX", "TERM", "OUTCOME", "REVISION", "VERSION", "CREATED", "LEASE", "CHANGE"}
+
+// LogCells are the row's cells under LogHistoryColumns: the raft entry and
+// the outcome of the write ("in the db" for a revision the db holds and
+// the log does not), its revision only where it is established, and why
+// it is not after the change.
+func (r HistoryRow) LogCells() []string {
+	dash := func(n int64) string {
+		if n == 0 {
+			return "-"
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	index, term, outcome := "-", "-", "in the db"
+	if r.Index != 0 {
+		index, term, outcome = strconv.FormatUint(r.Index, 10), strconv.FormatUint(r.Term, 10), r.Outcome
+	}
+	lease := "-"
+	if r.Lease != 0 {
+		lease = strconv.FormatInt(r.Lease, 16)
+	}
+	ver, created := dash(r.Version), dash(r.CreateRevision)
+	if r.Deleted {
+		ver, created = "-", "-"
+	}
+	change := r.Change
+	if r.Reason != "" {
+		change += " (" + r.Reason + ")"
+	}
+	return []string{index, term, outcome, dash(r.Revision), ver, created, lease, change}
+}
+
+// Write writes the report as "json" (indented) or "yaml", or as a table:
+// a line "# ..." saying where a compacted history starts, then one row per
+// revision (HistoryColumns, or LogHistoryColumns for a history read from a
+// write-ahead log).
+func (rep *HistoryReport) Write(w io.Writer, format string) error {
+	switch format {
+	case "json", "yaml":
+		var b []byte
+		var err error
+		if format == "json" {
+			b, err = json.MarshalIndent(rep, "", "  ")
+			b = append(b, '\n')
+		} else {
+			b, err = yaml.Marshal(rep)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	if rep.CompactedStart != "" {
+		fmt.Fprintf(w, "# %s\n", rep.CompactedStart)
+	}
+	cols, cells := HistoryColumns, HistoryRow.Cells
+	if rep.Log != nil {
+		cols, cells = LogHistoryColumns, HistoryRow.LogCells
+	}
+	t := textout.NewTable(w, cols...)
+	for _, r := range rep.Rows {
+		if err := t.Row(cells(r)...); err != nil {
+			return err
+		}
+	}
+	return t.Flush()
 }

@@ -1,8 +1,12 @@
 package inspect
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
+
+	"github.com/etcdpvc/etcdpvc/internal/textout"
 )
 
 // The text form of a StatsReport, for `etcdpvc stats`: the summary lines,
@@ -121,4 +125,34 @@ func (r *StatsReport) LargestRows() [][]string {
 		rows = append(rows, []string{HumanBytes(l.Bytes), strconv.FormatInt(l.ModRevision, 10), l.Key})
 	}
 	return rows
+}
+
+// Write writes the report: indented JSON, or its summary lines and its
+// tables (per resource, encryption at rest with its verdict, the largest
+// objects when there are any).
+func (r *StatsReport) Write(w io.Writer, asJSON bool) error {
+	if asJSON {
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	for _, l := range r.Summary() {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintln(w)
+	if err := textout.NewTable(w, StatsColumns...).Rows(r.ResourceRows()); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nENCRYPTION AT REST\n%s\n", r.EncryptionVerdict())
+	if err := textout.NewTable(w, StorageColumns...).Rows(r.StorageRows()); err != nil {
+		return err
+	}
+	if len(r.Largest) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nLARGEST OBJECTS\n")
+	return textout.NewTable(w, LargestColumns...).Rows(r.LargestRows())
 }

@@ -1,6 +1,8 @@
 package inspect
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -65,5 +67,31 @@ func TestStatsText(t *testing.T) {
 		if diff := cmp.Diff(tc.want, tc.got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
+	}
+}
+
+func TestStatsWrite(t *testing.T) {
+	rep := &StatsReport{Source: "db snapshot.db", Snapshot: "sha256 ok", Revision: 12, Objects: 1, Bytes: 10,
+		Resources: []*ResourceStats{{Resource: "pods", Objects: 1, Bytes: 10, Storage: []*StorageCount{{Provider: "identity", Objects: 1}}}},
+		Largest:   []LargeObject{{Key: "/registry/pods/demo/web-0", Bytes: 10, ModRevision: 12}}}
+	var text, js strings.Builder
+	if err := rep.Write(&text, false); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join(rep.Summary(), "\n") + "\n\n"
+	for _, part := range []string{want, "\nENCRYPTION AT REST\n" + rep.EncryptionVerdict() + "\n", "\nLARGEST OBJECTS\nBYTES", "/registry/pods/demo/web-0\n"} {
+		if !strings.Contains(text.String(), part) {
+			t.Errorf("the text lacks %q:\n%s", part, text.String())
+		}
+	}
+	if !strings.HasPrefix(text.String(), want+"RESOURCE ") {
+		t.Errorf("the tables do not follow the summary:\n%s", text.String())
+	}
+	if err := rep.Write(&js, true); err != nil {
+		t.Fatal(err)
+	}
+	var back StatsReport
+	if err := json.Unmarshal([]byte(js.String()), &back); err != nil || back.Source != rep.Source || len(back.Largest) != 1 || !strings.HasSuffix(js.String(), "}\n") {
+		t.Errorf("the JSON does not read back (%v):\n%s", err, js.String())
 	}
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/urfave/cli/v2"
 
@@ -119,7 +117,7 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 		return err
 	}
 	w := bufio.NewWriterSize(e.stdout, 64<<10)
-	p := &diffPrinter{w: w, o: o}
+	p := inspect.DiffWriter{W: w, JSON: o.Output == "json"}
 	sum, err := inspect.Diff(e.ctx,
 		inspect.DiffSide{Reader: a.Reader, Rev: sa.Rev, Planner: a.Planner},
 		inspect.DiffSide{Reader: b.Reader, Rev: sb.Rev, Planner: b.Planner},
@@ -131,14 +129,14 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 			},
 			ShowSecrets: o.ShowSecrets, IgnoreMetadataOnly: o.IgnoreMetadataOnly,
 			WithDiff: o.Output == "diff", PageSize: o.PageSize,
-		}, p.record)
+		}, p.Record)
 	if err != nil {
 		if ferr := w.Flush(); ferr != nil {
 			return ferr
 		}
 		return fmt.Errorf("diff %s with %s: %w", sa, sb, err)
 	}
-	if err := p.totals(sa, sb, sum); err != nil {
+	if err := p.Summary(sa, sb, sum); err != nil {
 		return err
 	}
 	if err := w.Flush(); err != nil {
@@ -153,66 +151,4 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 		return fmt.Errorf("%s: %w", inspect.Count(sum.Differ, "object differs", "objects differ"), ErrDiffer)
 	}
 	return nil
-}
-
-// diffPrinter writes diff records as lines, unified diffs or JSON.
-type diffPrinter struct {
-	w io.Writer
-	o diffOptions
-}
-
-func (p *diffPrinter) json(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	_, err = p.w.Write(b)
-	return err
-}
-
-func (p *diffPrinter) record(r inspect.DiffRecord) error {
-	if p.o.Output == "json" {
-		return p.json(struct {
-			Type string `json:"type"`
-			inspect.DiffRecord
-		}{"object", r})
-	}
-	if _, err := fmt.Fprintln(p.w, r.Line()); err != nil {
-		return err
-	}
-	if r.Diff != "" {
-		_, err := io.WriteString(p.w, r.Diff)
-		return err
-	}
-	return nil
-}
-
-func (p *diffPrinter) totals(a, b inspect.DiffSource, sum *inspect.DiffSummary) error {
-	if p.o.Output == "json" {
-		for _, t := range sum.Totals {
-			if err := p.json(struct {
-				Type string `json:"type"`
-				*inspect.DiffTotals
-			}{"total", t}); err != nil {
-				return err
-			}
-		}
-		return p.json(struct {
-			Type string `json:"type"`
-			A    string `json:"a"`
-			B    string `json:"b"`
-			*inspect.DiffSummary
-		}{"summary", a.At(sum.RevA), b.At(sum.RevB), sum})
-	}
-	if sum.Differ > 0 || sum.Unreadable > 0 || len(sum.Totals) > 0 {
-		fmt.Fprintln(p.w)
-	}
-	for _, t := range sum.Totals {
-		if _, err := fmt.Fprintln(p.w, t.Line()); err != nil {
-			return err
-		}
-	}
-	_, err := fmt.Fprintln(p.w, sum.Line(a, b))
-	return err
 }

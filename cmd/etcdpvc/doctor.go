@@ -3,15 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
-	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/verify"
 )
 
@@ -80,25 +76,11 @@ func runDoctor(e *env, g *globalOptions, expiryWarning time.Duration) error {
 // manifest reads the kube-apiserver manifest and says which settings come
 // from it.
 func (d *doctor) manifest(g *globalOptions) {
-	if !g.Kubeadm {
-		if path := filepath.Join(g.ManifestsDir, kubeadm.ManifestName); fileExists(path) {
-			d.report(inspect.CheckWarn, "manifest", "%s exists but --kubeadm was not given: the connection settings come from flags and ETCDCTL_* only", path)
-		}
-		return
-	}
-	a, err := kubeadm.Read(g.ManifestsDir)
-	if err != nil {
-		d.report(inspect.CheckFail, "manifest", "%v", err)
-		return
-	}
-	enc := a.EncryptionConfig
-	if enc == "" {
-		enc = "none"
-	}
-	d.report(inspect.CheckOK, "manifest", "%s: etcd %s, prefix %s, encryption config %s", a.Manifest, strings.Join(a.Endpoints, ","), a.Prefix, enc)
 	// A flag overrides the manifest; an ETCDCTL_* variable does not (the
 	// warnings below name those that disagree with it).
-	inspect.CheckManifestOverrides(&d.rep, func(flag string) bool { return g.Given[flag] && !g.fromEnvOnly(flag) })
+	if !inspect.CheckManifest(&d.rep, g.ManifestsDir, g.Kubeadm, func(flag string) bool { return g.Given[flag] && !g.fromEnvOnly(flag) }) {
+		return
+	}
 	if err := applyKubeadm(g); err != nil {
 		d.report(inspect.CheckFail, "manifest", "%v", err)
 	}
@@ -132,11 +114,6 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 	}
 	inspect.Doctor(e.ctx, &d.rep, in)
 	return nil
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // apiserver says whether writes can be verified with the apiserver: the

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
 )
@@ -72,44 +70,11 @@ func runHistory(e *env, g *globalOptions, o historyOptions) error {
 		}
 		return err
 	}
-	if err := printHistory(e, rep, o.Output); err != nil {
+	if err := rep.Write(e.stdout, o.Output); err != nil {
 		return err
 	}
 	if rep.Undecodable > 0 {
 		return fmt.Errorf("history of %s: %d of %d revisions could not be read (listed above as undecodable): %w", inspect.ObjectName(ref), rep.Undecodable, len(rep.Rows), ErrIncomplete)
 	}
 	return nil
-}
-
-// printHistory prints a history report as a table, JSON or YAML.
-func printHistory(e *env, rep *inspect.HistoryReport, output string) error {
-	switch output {
-	case "json", "yaml":
-		var b []byte
-		var err error
-		if output == "json" {
-			b, err = json.MarshalIndent(rep, "", "  ")
-			b = append(b, '\n')
-		} else {
-			b, err = yaml.Marshal(rep)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = e.stdout.Write(b)
-		return err
-	}
-	if rep.CompactedStart != "" {
-		fmt.Fprintf(e.stdout, "# %s\n", rep.CompactedStart)
-	}
-	if rep.Log != nil {
-		return printWALHistory(e, rep)
-	}
-	t := newTable(e.stdout, inspect.HistoryColumns...)
-	for _, r := range rep.Rows {
-		if err := t.Row(r.Cells()...); err != nil {
-			return err
-		}
-	}
-	return t.Flush()
 }

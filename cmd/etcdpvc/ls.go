@@ -85,22 +85,17 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 	if s.Enc != nil {
 		enc = s.Enc
 	}
-	out := newLsPrinter(e, o, scope)
-	kind := out.cols.Kind
-	if kind == inspect.ListClaims && out.t != nil {
-		vols, err := inspect.LoadVolumes(e.ctx, s.Reader, enc, s.g.Prefix, o.Rev)
+	cols := inspect.NewListTable(scope, o.Output == "wide", o.Terminating, o.ShowKeys, e.now())
+	cols.Warn = func(err error) { e.warn(err.Error()) }
+	out := inspect.NewListWriter(e.stdout, o.Output, cols)
+	if out.IsTable() {
+		unread, err := cols.LoadJoins(e.ctx, s.Reader, enc, s.g.Prefix, o.Rev)
 		if err != nil {
 			return err
 		}
-		out.cols.Volumes = vols
-		if vols.Unread > 0 {
+		if unread > 0 {
 			e.warn(fmt.Sprintf("%s not be read: a claim's VOLUME may show \"?\"",
-				inspect.Count(vols.Unread, "persistentvolume could", "persistentvolumes could")))
-		}
-		if o.Output == "wide" {
-			out.cols.Mounts = func(ns string) (*inspect.Mounts, error) {
-				return inspect.LoadMounts(e.ctx, s.Reader, enc, s.g.Prefix, ns, o.Rev)
-			}
+				inspect.Count(unread, "persistentvolume could", "persistentvolumes could")))
 		}
 	}
 	sum, err := inspect.List(e.ctx, s.Reader, enc, inspect.ListingOptions{
@@ -109,15 +104,15 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 			r, ns, name, parsed, ok := scope.Match(s.g.Prefix, key)
 			return r, ns, name, parsed && ok
 		},
-		Kind: kind, Objects: out.t != nil, Terminating: o.Terminating, Deleted: o.Deleted,
+		Kind: cols.Kind, Objects: out.IsTable(), Terminating: o.Terminating, Deleted: o.Deleted,
 		PageSize: o.PageSize, Revision: o.Rev,
-	}, out.row)
+	}, out.Row)
 	switch {
 	case errors.Is(err, inspect.ErrNeedsArchive):
 		return usagef("--deleted needs --db or --wal: live etcd keeps no index of deleted keys (use `etcdpvc history` on one key)")
 	case errors.Is(err, store.ErrCorrupt):
 		// What was read is printed; the rest of the file is not readable.
-		if cerr := out.close(); cerr != nil {
+		if cerr := out.Close(); cerr != nil {
 			return cerr
 		}
 		return withHint(&incompleteError{msg: fmt.Sprintf("listing stopped after %s: %v", inspect.Count(sum.Listed, "object", "objects"), err)},
@@ -126,12 +121,12 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		return err
 	}
 	if werr := walUnsettled(s); werr != nil && (o.Rev == 0 || o.Deleted) {
-		if err := out.close(); err != nil {
+		if err := out.Close(); err != nil {
 			return err
 		}
 		return werr
 	}
-	if err := out.close(); err != nil {
+	if err := out.Close(); err != nil {
 		return err
 	}
 	if sum.Listed == 0 {
@@ -157,42 +152,3 @@ type incompleteError struct{ msg string }
 
 func (e *incompleteError) Error() string        { return e.msg }
 func (e *incompleteError) Is(target error) bool { return target == ErrIncomplete }
-
-// lsPrinter streams rows in the chosen format: a table, or a List.
-type lsPrinter struct {
-	cols *inspect.ListTable
-	t    *tableWriter
-	doc  *inspect.ListDocument
-	n    int
-}
-
-func newLsPrinter(e *env, o lsOptions, scope inspect.Scope) *lsPrinter {
-	p := &lsPrinter{cols: inspect.NewListTable(scope, o.Output == "wide", o.Terminating, o.ShowKeys, e.now())}
-	p.cols.Warn = func(err error) { e.warn(err.Error()) }
-	if o.Output == "table" || o.Output == "wide" {
-		p.t = newTable(e.stdout, p.cols.Columns()...)
-	} else {
-		p.doc = inspect.NewListDocument(e.stdout, o.Output == "json")
-	}
-	return p
-}
-
-func (p *lsPrinter) row(it inspect.Listed) error {
-	p.n++
-	if p.t == nil {
-		return p.doc.Add(it.Object())
-	}
-	return p.t.Row(p.cols.Row(it)...)
-}
-
-// close writes what is buffered, ending a List (also of a listing cut
-// short).
-func (p *lsPrinter) close() error {
-	switch {
-	case p.doc != nil:
-		return p.doc.Close()
-	case p.n == 0:
-		return nil
-	}
-	return p.t.Flush()
-}

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -92,16 +89,8 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 	if s.WAL != nil {
 		inspect.FromWAL(rep, s.WAL.Coverage())
 	}
-	if o.Output == "json" {
-		b, jerr := json.MarshalIndent(rep, "", "  ")
-		if jerr != nil {
-			return jerr
-		}
-		if _, werr := fmt.Fprintf(e.stdout, "%s\n", b); werr != nil {
-			return werr
-		}
-	} else if perr := printStats(e, rep); perr != nil {
-		return perr
+	if werr := rep.Write(e.stdout, o.Output == "json"); werr != nil {
+		return werr
 	}
 	if rep.Incomplete != "" {
 		// The counts above cover what was read: before the damaged page,
@@ -113,25 +102,4 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		return withHint(&incompleteError{msg: "stats incomplete: " + rep.Incomplete}, hint)
 	}
 	return err
-}
-
-// printStats prints the report's summary and its tables.
-func printStats(e *env, rep *inspect.StatsReport) error {
-	w := e.stdout
-	for _, l := range rep.Summary() {
-		fmt.Fprintln(w, l)
-	}
-	fmt.Fprintln(w)
-	if err := newTable(w, inspect.StatsColumns...).Rows(rep.ResourceRows()); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nENCRYPTION AT REST\n%s\n", rep.EncryptionVerdict())
-	if err := newTable(w, inspect.StorageColumns...).Rows(rep.StorageRows()); err != nil {
-		return err
-	}
-	if len(rep.Largest) == 0 {
-		return nil
-	}
-	fmt.Fprintf(w, "\nLARGEST OBJECTS\n")
-	return newTable(w, inspect.LargestColumns...).Rows(rep.LargestRows())
 }

@@ -3,12 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/connect"
-	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -40,43 +38,6 @@ func getAtIndex(e *env, s *session, key string, index uint64) (*store.KeyValue, 
 		fmt.Fprintf(e.stderr, "etcdpvc: %s at raft index %d: written by entry %d (term %d), revision %d\n", key, index, ent.Index, ent.Term, kv.ModRevision)
 	}
 	return kv, nil
-}
-
-// printWALHistory prints a history read from --wal: the raft entry and
-// outcome of each write, its revision only where it is established.
-func printWALHistory(e *env, rep *inspect.HistoryReport) error {
-	if rep.CompactedStart != "" {
-		fmt.Fprintf(e.stdout, "# %s\n", rep.CompactedStart)
-	}
-	dash := func(n int64) string {
-		if n == 0 {
-			return "-"
-		}
-		return strconv.FormatInt(n, 10)
-	}
-	t := newTable(e.stdout, "INDEX", "TERM", "OUTCOME", "REVISION", "VERSION", "CREATED", "LEASE", "CHANGE")
-	for _, r := range rep.Rows {
-		index, term, outcome := "-", "-", "in the db"
-		if r.Index != 0 {
-			index, term, outcome = strconv.FormatUint(r.Index, 10), strconv.FormatUint(r.Term, 10), r.Outcome
-		}
-		lease := "-"
-		if r.Lease != 0 {
-			lease = strconv.FormatInt(r.Lease, 16)
-		}
-		ver, created := dash(r.Version), dash(r.CreateRevision)
-		if r.Deleted {
-			ver, created = "-", "-"
-		}
-		change := r.Change
-		if r.Reason != "" {
-			change += " (" + r.Reason + ")"
-		}
-		if err := t.Row(index, term, outcome, dash(r.Revision), ver, created, lease, change); err != nil {
-			return err
-		}
-	}
-	return t.Flush()
 }
 
 // walUnsettled returns an error wrapping ErrIncomplete when the session
