@@ -1,0 +1,60 @@
+package inspect
+
+import (
+	"context"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+)
+
+// BenchmarkDumpFile dumps the db file ETCDPVC_BENCH_DB names (make
+// bench-data writes them under ~/.cache/etcdpvc-bench) as `dump -A`
+// does, to profile the decoding: go test ./inspect -run '^$' -bench
+// DumpFile -cpuprofile cpu.out.
+func BenchmarkDumpFile(b *testing.B) {
+	path := os.Getenv("ETCDPVC_BENCH_DB")
+	if path == "" {
+		b.Skip("ETCDPVC_BENCH_DB names no db file")
+	}
+	src, err := store.OpenBolt(path, store.BoltOptions{SkipHashCheck: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	match := func(key string) (resource.Resource, string, string, bool, bool) {
+		r, ns, name, parsed := resource.ParseKey(surgery.DefaultPrefix, key)
+		return r, ns, name, parsed, true
+	}
+	for b.Loop() {
+		res, err := Dump(context.Background(), src, io.Discard, DumpOptions{Prefix: surgery.DefaultPrefix + "/", Match: match})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Records), "records")
+	}
+}
+
+// BenchmarkListFile reads what BenchmarkDumpFile dumps, decoding nothing:
+// the floor of a dump.
+func BenchmarkListFile(b *testing.B) {
+	path := os.Getenv("ETCDPVC_BENCH_DB")
+	if path == "" {
+		b.Skip("ETCDPVC_BENCH_DB names no db file")
+	}
+	src, err := store.OpenBolt(path, store.BoltOptions{SkipHashCheck: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	for b.Loop() {
+		n := 0
+		if _, err := src.List(context.Background(), surgery.DefaultPrefix+"/", store.ListOptions{}, func(*store.KeyValue) error { n++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(n), "records")
+	}
+}
