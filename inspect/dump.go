@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/codec"
@@ -399,10 +398,6 @@ func (d *dumpWorker) decode(kv *store.KeyValue, rec *DumpRecord) unreadKind {
 	return readOK
 }
 
-// dumpProto decodes the protobuf kinds of codec.Scheme (the serializer is
-// stateless and safe for concurrent use).
-var dumpProto = protobuf.NewSerializer(codec.Scheme, codec.Scheme)
-
 // fast returns the object JSON of kv the short way, for the common case:
 // a value in the clear (or one the encryption config decrypts) holding a
 // protobuf kind of the scheme. The object is decoded into its Go type
@@ -454,8 +449,23 @@ func (d *dumpWorker) fast(kv *store.KeyValue) (obj []byte, ok bool) {
 		return nil, false
 	}
 	secret := !d.o.ShowSecrets && gvk.Kind == "Secret" && gvk.Group == ""
-	typed, _, err := dumpProto.Decode(plain, nil, nil)
+	// What dumpProto.Decode(plain, nil, nil) does, from the envelope
+	// parsed above instead of a second parse of it (which would copy the
+	// object's bytes): a new object of the kind, reset, then unmarshalled
+	// from the envelope's raw bytes.
+	typed, err := codec.Scheme.New(gvk)
 	if err != nil {
+		return nil, false
+	}
+	um, isProto := typed.(interface {
+		Reset()
+		Unmarshal([]byte) error
+	})
+	if !isProto {
+		return nil, false
+	}
+	um.Reset()
+	if err := um.Unmarshal(u.Raw); err != nil {
 		return nil, false
 	}
 	typed.GetObjectKind().SetGroupVersionKind(gvk)
