@@ -281,6 +281,7 @@ type dumpWorker struct {
 	obuf  bytes.Buffer
 	oenc  *json.Encoder
 	canon canonJSON
+	senc  sortedEncoder
 }
 
 func newDumpWorker(ctx context.Context, o *DumpOptions) *dumpWorker {
@@ -492,6 +493,12 @@ func (d *dumpWorker) fast(kv *store.KeyValue) (obj []byte, ok bool) {
 			return nil, false
 		}
 		v = r
+	}
+	// The object written sorted in one pass; what that declines, encoded
+	// by encoding/json and rewritten sorted.
+	d.senc.out = d.senc.out[:0]
+	if d.senc.encode(v) {
+		return d.senc.out, true
 	}
 	d.obuf.Reset()
 	if err := d.oenc.Encode(v); err != nil {
