@@ -193,3 +193,92 @@ func TestSortedEncoder(t *testing.T) {
 		t.Errorf("only %d objects compared", compared)
 	}
 }
+
+// ptrMarshal has MarshalJSON on its pointer only: encoding/json calls it
+// where the value is addressable, and encodes the struct elsewhere.
+type ptrMarshal struct{ B, A int }
+
+func (p *ptrMarshal) MarshalJSON() ([]byte, error) { return []byte(`{"z":1,"m":[3]}`), nil }
+
+type embedded struct {
+	X string `json:"x"`
+	Y string `json:"y,omitempty"`
+}
+
+type embedded2 struct {
+	X string `json:"x"`
+	W string
+}
+
+type shapes struct {
+	*embedded
+	embedded2 `json:",inline"`
+	Direct    embedded              `json:"direct"`
+	P         ptrMarshal            `json:"p"`
+	PM        map[string]ptrMarshal `json:"pm"`
+	PS        []ptrMarshal          `json:"ps"`
+	T         metav1.Time           `json:"t,omitzero"`
+	TM        map[string]struct {
+		T metav1.Time `json:"t,omitzero"`
+	} `json:"tm"`
+	Named  map[corev1ResourceName]int `json:"named,omitempty"`
+	B      []byte                     `json:"b"`
+	Skip   string                     `json:"-"`
+	Dash   string                     `json:"-,"`
+	NoTag  int
+	Bad    int `json:"a\"b"`
+	hidden int
+}
+
+type corev1ResourceName string
+
+// TestSortedEncoderShapes covers encoding/json's rules the kinds of the
+// scheme may not reach: embedded structs (a nil pointer one, a name
+// annihilated between two at the same depth), MarshalJSON on the pointer
+// (on a field, in a slice, in a map where it is not called), omitzero
+// through a pointer IsZero on values that are not addressable, and the
+// values and types declined.
+func TestSortedEncoderShapes(t *testing.T) {
+	zero := metav1.Time{}
+	now := metav1.NewTime(time.Unix(1700000000, 0).UTC())
+	values := []any{
+		&shapes{},
+		&shapes{embedded: &embedded{X: "e", Y: "y"}, embedded2: embedded2{X: "e2", W: "w"}, P: ptrMarshal{1, 2},
+			PM: map[string]ptrMarshal{"b": {1, 2}, "a": {3, 4}}, PS: []ptrMarshal{{5, 6}}, T: now,
+			TM: map[string]struct {
+				T metav1.Time `json:"t,omitzero"`
+			}{"x": {T: zero}, "y": {T: now}}, Named: map[corev1ResourceName]int{"z": 1, "cpu": 2}, B: []byte{0, 1, 2}, Skip: "s", Dash: "d", NoTag: 3, Bad: 4},
+		shapes{P: ptrMarshal{7, 8}}, // not addressable at the top
+		&struct {
+			Secret codec.RedactedSecret `json:"s"`
+		}{},
+	}
+	for i, v := range values {
+		want, wok := previousEncoding(v)
+		var e sortedEncoder
+		if !e.encode(v) {
+			t.Errorf("#%d: declined", i)
+			continue
+		}
+		if !wok || !bytes.Equal(e.out, want) {
+			t.Errorf("#%d:\n got %s\nwant %s (%v)", i, e.out, want, wok)
+		}
+	}
+	big := uint64(1 << 63)
+	declined := []any{
+		&struct{ F float64 }{1},
+		&struct{ I any }{1},
+		&struct {
+			S int `json:"s,string"`
+		}{1},
+		&struct{ M map[int]string }{},
+		&struct{ U uint64 }{big},
+		&struct{ S string }{"\xff"},
+	}
+	for i, v := range declined {
+		var e sortedEncoder
+		if e.encode(v) {
+			t.Errorf("declined #%d written: %s", i, e.out)
+		}
+	}
+}
