@@ -747,22 +747,43 @@ func (c *canonJSON) elements() bool {
 }
 
 // number writes an integer that fits int64 as is (as int64 prints it)
-// and any other number as float64 prints it.
+// and any other number as float64 prints it. It reads JSON's number
+// grammar exactly: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?.
 func (c *canonJSON) number() bool {
 	start := c.pos
 	isInt := true
-	for c.pos < len(c.in) {
-		ch := c.in[c.pos]
-		if ch >= '0' && ch <= '9' || ch == '-' || ch == '+' {
+	digits := func() int {
+		n := 0
+		for c.pos < len(c.in) && c.in[c.pos] >= '0' && c.in[c.pos] <= '9' {
 			c.pos++
-			continue
+			n++
 		}
-		if ch == '.' || ch == 'e' || ch == 'E' {
-			isInt = false
+		return n
+	}
+	if c.in[c.pos] == '-' {
+		c.pos++
+	}
+	if c.pos < len(c.in) && c.in[c.pos] == '0' {
+		c.pos++
+	} else if digits() == 0 {
+		return false
+	}
+	if c.pos < len(c.in) && c.in[c.pos] == '.' {
+		c.pos++
+		isInt = false
+		if digits() == 0 {
+			return false
+		}
+	}
+	if c.pos < len(c.in) && (c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
+		c.pos++
+		isInt = false
+		if c.pos < len(c.in) && (c.in[c.pos] == '+' || c.in[c.pos] == '-') {
 			c.pos++
-			continue
 		}
-		break
+		if digits() == 0 {
+			return false
+		}
 	}
 	lit := c.in[start:c.pos]
 	if isInt && canonicalInt(lit) {

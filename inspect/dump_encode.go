@@ -478,9 +478,11 @@ func (e *sortedEncoder) marshaler(v reflect.Value) bool {
 		return true
 	}
 	b, err := m.MarshalJSON()
-	if err != nil || !json.Valid(b) {
+	if err != nil {
 		return false
 	}
+	// canonJSON reads JSON's grammar strictly (encoding/json checks the
+	// output of MarshalJSON) and declines some valid JSON too.
 	out, ok := e.canon.rewrite(b)
 	if !ok {
 		return false

@@ -200,6 +200,11 @@ type ptrMarshal struct{ B, A int }
 
 func (p *ptrMarshal) MarshalJSON() ([]byte, error) { return []byte(`{"z":1,"m":[3]}`), nil }
 
+// badMarshal writes what encoding/json refuses.
+type badMarshal string
+
+func (b badMarshal) MarshalJSON() ([]byte, error) { return []byte(b), nil }
+
 type embedded struct {
 	X string `json:"x"`
 	Y string `json:"y,omitempty"`
@@ -274,6 +279,10 @@ func TestSortedEncoderShapes(t *testing.T) {
 		&struct{ M map[int]string }{},
 		&struct{ U uint64 }{big},
 		&struct{ S string }{"\xff"},
+		&struct{ B badMarshal }{`{"a":01}`},
+		&struct{ B badMarshal }{`{"a":1,}`},
+		&struct{ B badMarshal }{`[1] 2`},
+		&struct{ B badMarshal }{``},
 	}
 	for i, v := range declined {
 		var e sortedEncoder
