@@ -402,8 +402,9 @@ func (d *dumpWorker) decode(kv *store.KeyValue, rec *DumpRecord) unreadKind {
 // fast returns the object JSON of kv the short way, for the common case:
 // a value in the clear (or one the encryption config decrypts) holding a
 // protobuf kind of the scheme. The object is decoded into its Go type
-// (a Secret's values redacted there, codec.RedactTypedSecret) and encoded
-// to JSON once, then rewritten with its members sorted: the bytes
+// (a Secret's values redacted there, codec.RedactTypedSecret) and written
+// once with its members sorted (sortedEncoder; where that declines,
+// encoded by encoding/json and rewritten sorted by canonJSON): the bytes
 // codec.Decode's Content encoded from a map gives. obj is the worker's
 // buffer, valid until its next call. ok is false for everything else,
 // which takes the long way (surgery.Planner.Open), errors included.
