@@ -282,6 +282,7 @@ type dumpWorker struct {
 	oenc  *json.Encoder
 	canon canonJSON
 	senc  sortedEncoder
+	head  []byte
 }
 
 func newDumpWorker(ctx context.Context, o *DumpOptions) *dumpWorker {
@@ -352,11 +353,15 @@ func (d *dumpWorker) record(out []byte, it *dumpItem) ([]byte, error) {
 	// second pass over the object.
 	obj := rec.Object
 	rec.Object = nil
-	d.buf.Reset()
-	if err := d.enc.Encode(rec); err != nil {
-		return out, fmt.Errorf("dump %s: %w", kv.Key, err)
+	b, ok := appendRecordHead(d.head[:0], &rec)
+	d.head = b
+	if !ok {
+		d.buf.Reset()
+		if err := d.enc.Encode(rec); err != nil {
+			return out, fmt.Errorf("dump %s: %w", kv.Key, err)
+		}
+		b = d.buf.Bytes()
 	}
-	b := d.buf.Bytes()
 	if len(obj) == 0 {
 		return append(out, b...), nil
 	}
@@ -364,6 +369,48 @@ func (d *dumpWorker) record(out []byte, it *dumpItem) ([]byte, error) {
 	out = append(out, `,"object":`...)
 	out = append(out, obj...)
 	return append(out, "}\n"...), nil
+}
+
+// appendRecordHead appends rec without its object as d.enc encodes it
+// (members in DumpRecord's order, empty ones omitted, a newline after).
+// ok is false for a string encoding/json would write with \ufffd (not
+// valid UTF-8), left to the encoder.
+func appendRecordHead(b []byte, rec *DumpRecord) (_ []byte, ok bool) {
+	str := func(name, v string, omitEmpty bool) {
+		if !ok || omitEmpty && v == "" {
+			return
+		}
+		b = append(b, name...)
+		if b = appendJSONString(b, v); b == nil {
+			ok = false
+		}
+	}
+	ok = true
+	b = append(b, '{')
+	str(`"key":`, rec.Key, false)
+	if !ok {
+		return nil, false
+	}
+	b = append(b, `,"modRevision":`...)
+	b = strconv.AppendInt(b, rec.ModRevision, 10)
+	b = append(b, `,"createRevision":`...)
+	b = strconv.AppendInt(b, rec.CreateRevision, 10)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, rec.Version, 10)
+	b = append(b, `,"lease":`...)
+	b = strconv.AppendInt(b, rec.Lease, 10)
+	if rec.Deleted {
+		b = append(b, `,"deleted":true`...)
+	}
+	str(`,"resource":`, rec.Resource, true)
+	str(`,"namespace":`, rec.Namespace, true)
+	str(`,"name":`, rec.Name, true)
+	str(`,"encrypted":`, rec.Encrypted, true)
+	str(`,"error":`, rec.Error, true)
+	if !ok {
+		return nil, false
+	}
+	return append(b, "}\n"...), true
 }
 
 // decode fills rec's object, or says in rec why it cannot.
