@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/etcdpvc/etcdpvc/resource"
@@ -11,16 +12,20 @@ import (
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
-// BenchmarkDumpFile dumps the db file ETCDPVC_BENCH_DB names (make
-// bench-data writes them under ~/.cache/etcdpvc-bench) as `dump -A`
-// does, to profile the decoding: go test ./inspect -run '^$' -bench
-// DumpFile -cpuprofile cpu.out.
-func BenchmarkDumpFile(b *testing.B) {
-	path := os.Getenv("ETCDPVC_BENCH_DB")
-	if path == "" {
-		b.Skip("ETCDPVC_BENCH_DB names no db file")
+// benchDB is the db file ETCDPVC_BENCH_DB names (make bench-data writes
+// them under ~/.cache/etcdpvc-bench), or the corpus snapshot.
+func benchDB() string {
+	if path := os.Getenv("ETCDPVC_BENCH_DB"); path != "" {
+		return path
 	}
-	src, err := store.OpenBolt(path, store.BoltOptions{SkipHashCheck: true})
+	return filepath.Join(corpusDir, "etcd-snapshot.db")
+}
+
+// BenchmarkDumpFile dumps benchDB as `dump -A` does, to profile the
+// decoding: ETCDPVC_BENCH_DB=~/.cache/etcdpvc-bench/bench-200000.db go test
+// ./inspect -run '^$' -bench DumpFile -benchtime 1x -cpuprofile cpu.out.
+func BenchmarkDumpFile(b *testing.B) {
+	src, err := store.OpenBolt(benchDB(), store.BoltOptions{SkipHashCheck: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,11 +46,7 @@ func BenchmarkDumpFile(b *testing.B) {
 // BenchmarkListFile reads what BenchmarkDumpFile dumps, decoding nothing:
 // the floor of a dump.
 func BenchmarkListFile(b *testing.B) {
-	path := os.Getenv("ETCDPVC_BENCH_DB")
-	if path == "" {
-		b.Skip("ETCDPVC_BENCH_DB names no db file")
-	}
-	src, err := store.OpenBolt(path, store.BoltOptions{SkipHashCheck: true})
+	src, err := store.OpenBolt(benchDB(), store.BoltOptions{SkipHashCheck: true})
 	if err != nil {
 		b.Fatal(err)
 	}
