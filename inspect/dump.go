@@ -14,9 +14,9 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/codec"
@@ -206,6 +206,8 @@ func Dump(ctx context.Context, src store.Reader, w io.Writer, o DumpOptions) (Du
 					o.Progress(res.Records, int64(len(it.kv.Value)), it.kv.ModRevision)
 				}
 			}
+			putDumpBuf(b.out)
+			b.out = nil
 		}
 	}()
 
@@ -268,14 +270,19 @@ func Dump(ctx context.Context, src store.Reader, w io.Writer, o DumpOptions) (Du
 }
 
 // dumpWorker decodes and encodes the records of batches; each worker has
-// its own buffers.
+// its own buffers, reused from one record to the next.
 type dumpWorker struct {
 	ctx    context.Context
 	o      *DumpOptions
 	prefix string
 	buf    bytes.Buffer
 	enc    *json.Encoder
-	canon  canonJSON
+	// obuf and oenc encode typed objects on the short way.
+	obuf  bytes.Buffer
+	oenc  *json.Encoder
+	canon canonJSON
+	senc  sortedEncoder
+	head  []byte
 }
 
 func newDumpWorker(ctx context.Context, o *DumpOptions) *dumpWorker {
@@ -286,11 +293,30 @@ func newDumpWorker(ctx context.Context, o *DumpOptions) *dumpWorker {
 	d.enc = json.NewEncoder(&d.buf)
 	// <, > and & as they are.
 	d.enc.SetEscapeHTML(false)
+	d.oenc = json.NewEncoder(&d.obuf)
+	d.oenc.SetEscapeHTML(false)
 	return d
 }
 
+// dumpBufs recycles the output buffers of batches written.
+var dumpBufs sync.Pool
+
+func getDumpBuf() []byte {
+	if p, ok := dumpBufs.Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, 256<<10)
+}
+
+func putDumpBuf(b []byte) {
+	if cap(b) == 0 || cap(b) > 4*dumpBatchBytes {
+		return // a batch of unusually large values: let it go
+	}
+	dumpBufs.Put(&b)
+}
+
 func (d *dumpWorker) batch(b *dumpBatch) {
-	var out []byte
+	out := getDumpBuf()
 	for i := range b.items {
 		it := &b.items[i]
 		var err error
@@ -327,11 +353,15 @@ func (d *dumpWorker) record(out []byte, it *dumpItem) ([]byte, error) {
 	// second pass over the object.
 	obj := rec.Object
 	rec.Object = nil
-	d.buf.Reset()
-	if err := d.enc.Encode(rec); err != nil {
-		return out, fmt.Errorf("dump %s: %w", kv.Key, err)
+	b, ok := appendRecordHead(d.head[:0], &rec)
+	d.head = b
+	if !ok {
+		d.buf.Reset()
+		if err := d.enc.Encode(rec); err != nil {
+			return out, fmt.Errorf("dump %s: %w", kv.Key, err)
+		}
+		b = d.buf.Bytes()
 	}
-	b := d.buf.Bytes()
 	if len(obj) == 0 {
 		return append(out, b...), nil
 	}
@@ -339,6 +369,48 @@ func (d *dumpWorker) record(out []byte, it *dumpItem) ([]byte, error) {
 	out = append(out, `,"object":`...)
 	out = append(out, obj...)
 	return append(out, "}\n"...), nil
+}
+
+// appendRecordHead appends rec without its object as d.enc encodes it
+// (members in DumpRecord's order, empty ones omitted, a newline after).
+// ok is false for a string encoding/json would write with \ufffd (not
+// valid UTF-8), left to the encoder.
+func appendRecordHead(b []byte, rec *DumpRecord) (_ []byte, ok bool) {
+	str := func(name, v string, omitEmpty bool) {
+		if !ok || omitEmpty && v == "" {
+			return
+		}
+		b = append(b, name...)
+		if b = appendJSONString(b, v); b == nil {
+			ok = false
+		}
+	}
+	ok = true
+	b = append(b, '{')
+	str(`"key":`, rec.Key, false)
+	if !ok {
+		return nil, false
+	}
+	b = append(b, `,"modRevision":`...)
+	b = strconv.AppendInt(b, rec.ModRevision, 10)
+	b = append(b, `,"createRevision":`...)
+	b = strconv.AppendInt(b, rec.CreateRevision, 10)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, rec.Version, 10)
+	b = append(b, `,"lease":`...)
+	b = strconv.AppendInt(b, rec.Lease, 10)
+	if rec.Deleted {
+		b = append(b, `,"deleted":true`...)
+	}
+	str(`,"resource":`, rec.Resource, true)
+	str(`,"namespace":`, rec.Namespace, true)
+	str(`,"name":`, rec.Name, true)
+	str(`,"encrypted":`, rec.Encrypted, true)
+	str(`,"error":`, rec.Error, true)
+	if !ok {
+		return nil, false
+	}
+	return append(b, "}\n"...), true
 }
 
 // decode fills rec's object, or says in rec why it cannot.
@@ -374,17 +446,15 @@ func (d *dumpWorker) decode(kv *store.KeyValue, rec *DumpRecord) unreadKind {
 	return readOK
 }
 
-// dumpProto decodes the protobuf kinds of codec.Scheme (the serializer is
-// stateless and safe for concurrent use).
-var dumpProto = protobuf.NewSerializer(codec.Scheme, codec.Scheme)
-
 // fast returns the object JSON of kv the short way, for the common case:
 // a value in the clear (or one the encryption config decrypts) holding a
-// protobuf kind of the scheme, other than a Secret to redact. The object
-// is decoded into its Go type and encoded to JSON once, then rewritten
-// with its members sorted: the bytes codec.Decode's Content encoded from a
-// map gives. ok is false for everything else, which takes the long way
-// (surgery.Planner.Open), errors included.
+// protobuf kind of the scheme. The object is decoded into its Go type
+// (a Secret's values redacted there, codec.RedactTypedSecret) and written
+// once with its members sorted (sortedEncoder; where that declines,
+// encoded by encoding/json and rewritten sorted by canonJSON): the bytes
+// codec.Decode's Content encoded from a map gives. obj is the worker's
+// buffer, valid until its next call. ok is false for everything else,
+// which takes the long way (surgery.Planner.Open), errors included.
 func (d *dumpWorker) fast(kv *store.KeyValue) (obj []byte, ok bool) {
 	defer func() {
 		// A value that panics a decoder here gets the long way's
@@ -427,11 +497,24 @@ func (d *dumpWorker) fast(kv *store.KeyValue) (obj []byte, ok bool) {
 	if !codec.Known(gvk) {
 		return nil, false
 	}
-	if !d.o.ShowSecrets && gvk.Kind == "Secret" && gvk.Group == "" {
+	secret := !d.o.ShowSecrets && gvk.Kind == "Secret" && gvk.Group == ""
+	// What dumpProto.Decode(plain, nil, nil) does, from the envelope
+	// parsed above instead of a second parse of it (which would copy the
+	// object's bytes): a new object of the kind, reset, then unmarshalled
+	// from the envelope's raw bytes.
+	typed, err := codec.Scheme.New(gvk)
+	if err != nil {
 		return nil, false
 	}
-	typed, _, err := dumpProto.Decode(plain, nil, nil)
-	if err != nil {
+	um, isProto := typed.(interface {
+		Reset()
+		Unmarshal([]byte) error
+	})
+	if !isProto {
+		return nil, false
+	}
+	um.Reset()
+	if err := um.Unmarshal(u.Raw); err != nil {
 		return nil, false
 	}
 	typed.GetObjectKind().SetGroupVersionKind(gvk)
@@ -447,15 +530,29 @@ func (d *dumpWorker) fast(kv *store.KeyValue) (obj []byte, ok bool) {
 	if _, isMeta := m.GetObjectMeta().(*metav1.ObjectMeta); !isMeta {
 		return nil, false
 	}
-	raw, err := json.Marshal(typed)
-	if err != nil {
+	var v any = typed
+	if secret {
+		s, isSecret := typed.(*corev1.Secret)
+		if !isSecret {
+			return nil, false
+		}
+		r, redacted := codec.RedactTypedSecret(s)
+		if !redacted {
+			return nil, false
+		}
+		v = r
+	}
+	// The object written sorted in one pass; what that declines, encoded
+	// by encoding/json and rewritten sorted.
+	d.senc.out = d.senc.out[:0]
+	if d.senc.encode(v) {
+		return d.senc.out, true
+	}
+	d.obuf.Reset()
+	if err := d.oenc.Encode(v); err != nil {
 		return nil, false
 	}
-	out, ok := d.canon.rewrite(raw)
-	if !ok {
-		return nil, false
-	}
-	return bytes.Clone(out), true
+	return d.canon.rewrite(d.obuf.Bytes())
 }
 
 // canonJSON rewrites the JSON encoding/json.Marshal produced into the
@@ -475,9 +572,30 @@ type canonJSON struct {
 	depth   int
 }
 
+// canonMember is one member of an object being rewritten: its bytes are
+// out[start:end], its name (as written, quotes excluded) out[kstart:kend];
+// the value of a name written with escapes is in unescaped.
 type canonMember struct {
-	key        string
-	start, end int
+	start, end   int
+	kstart, kend int
+	escaped      bool
+	unescaped    string
+}
+
+// compareNames orders a and b by name (as a map's keys are sorted), their
+// written bytes read from buf, holding out[base:].
+func compareNames(buf []byte, base int, a, b *canonMember) int {
+	if !a.escaped && !b.escaped {
+		return bytes.Compare(buf[a.kstart-base:a.kend-base], buf[b.kstart-base:b.kend-base])
+	}
+	an, bn := a.unescaped, b.unescaped
+	if !a.escaped {
+		an = string(buf[a.kstart-base : a.kend-base])
+	}
+	if !b.escaped {
+		bn = string(buf[b.kstart-base : b.kend-base])
+	}
+	return strings.Compare(an, bn)
 }
 
 // canonMaxDepth bounds nesting; deeper documents take the long way.
@@ -517,7 +635,7 @@ func (c *canonJSON) value() bool {
 	case ch == '[':
 		return c.array()
 	case ch == '"':
-		_, ok := c.str()
+		_, _, ok := c.str()
 		return ok
 	case ch == 't':
 		return c.literal("true")
@@ -545,7 +663,13 @@ func (c *canonJSON) object() bool {
 		return false
 	}
 	c.depth++
-	defer func() { c.depth-- }()
+	ok := c.members1()
+	c.depth--
+	return ok
+}
+
+// members1 rewrites the object at c.pos, one level down (c.depth).
+func (c *canonJSON) members1() bool {
 	c.pos++ // {
 	c.out = append(c.out, '{')
 	start := len(c.out)
@@ -553,7 +677,6 @@ func (c *canonJSON) object() bool {
 		c.members = append(c.members, nil)
 	}
 	ms := c.members[c.depth-1][:0]
-	defer func() { c.members[c.depth-1] = ms[:0] }()
 	c.ws()
 	if c.pos < len(c.in) && c.in[c.pos] == '}' {
 		c.pos++
@@ -565,10 +688,14 @@ func (c *canonJSON) object() bool {
 		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
 			return false
 		}
-		mstart := len(c.out)
-		key, ok := c.str()
+		m := canonMember{start: len(c.out), kstart: len(c.out) + 1}
+		unesc, escaped, ok := c.str()
 		if !ok {
 			return false
+		}
+		m.kend = len(c.out) - 1
+		if escaped {
+			m.escaped, m.unescaped = true, unesc
 		}
 		c.ws()
 		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
@@ -579,7 +706,8 @@ func (c *canonJSON) object() bool {
 		if !c.value() {
 			return false
 		}
-		ms = append(ms, canonMember{key: key, start: mstart, end: len(c.out)})
+		m.end = len(c.out)
+		ms = append(ms, m)
 		c.ws()
 		if c.pos >= len(c.in) {
 			return false
@@ -594,22 +722,31 @@ func (c *canonJSON) object() bool {
 		c.pos++
 		c.out = append(c.out, ',')
 	}
-	sorted := slices.IsSortedFunc(ms, func(a, b canonMember) int { return strings.Compare(a.key, b.key) })
-	if !sorted {
+	// Keep the (grown) list for the next object at this level.
+	c.members[c.depth-1] = ms[:0]
+	ascending := true
+	for i := 1; i < len(ms); i++ {
+		if compareNames(c.out, 0, &ms[i-1], &ms[i]) >= 0 {
+			ascending = false
+			break
+		}
+	}
+	if !ascending {
 		c.tmp = append(c.tmp[:0], c.out[start:]...)
-		slices.SortFunc(ms, func(a, b canonMember) int { return strings.Compare(a.key, b.key) })
+		tmp := c.tmp
+		slices.SortFunc(ms, func(a, b canonMember) int { return compareNames(tmp, start, &a, &b) })
+		for i := 1; i < len(ms); i++ {
+			if compareNames(tmp, start, &ms[i-1], &ms[i]) == 0 {
+				// A map keeps the last; leave that to the long way.
+				return false
+			}
+		}
 		c.out = c.out[:start]
 		for i, m := range ms {
 			if i > 0 {
 				c.out = append(c.out, ',')
 			}
-			c.out = append(c.out, c.tmp[m.start-start:m.end-start]...)
-		}
-	}
-	for i := 1; i < len(ms); i++ {
-		if ms[i].key == ms[i-1].key {
-			// A map keeps the last; leave that to the long way.
-			return false
+			c.out = append(c.out, tmp[m.start-start:m.end-start]...)
 		}
 	}
 	c.out = append(c.out, '}')
@@ -621,7 +758,13 @@ func (c *canonJSON) array() bool {
 		return false
 	}
 	c.depth++
-	defer func() { c.depth-- }()
+	ok := c.elements()
+	c.depth--
+	return ok
+}
+
+// elements rewrites the array at c.pos.
+func (c *canonJSON) elements() bool {
 	c.pos++ // [
 	c.out = append(c.out, '[')
 	c.ws()
@@ -652,31 +795,57 @@ func (c *canonJSON) array() bool {
 }
 
 // number writes an integer that fits int64 as is (as int64 prints it)
-// and any other number as float64 prints it.
+// and any other number as float64 prints it. It reads JSON's number
+// grammar exactly: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?.
 func (c *canonJSON) number() bool {
 	start := c.pos
 	isInt := true
-	for c.pos < len(c.in) {
-		ch := c.in[c.pos]
-		if ch >= '0' && ch <= '9' || ch == '-' || ch == '+' {
+	digits := func() int {
+		n := 0
+		for c.pos < len(c.in) && c.in[c.pos] >= '0' && c.in[c.pos] <= '9' {
 			c.pos++
-			continue
+			n++
 		}
-		if ch == '.' || ch == 'e' || ch == 'E' {
-			isInt = false
-			c.pos++
-			continue
-		}
-		break
+		return n
 	}
-	lit := string(c.in[start:c.pos])
+	if c.in[c.pos] == '-' {
+		c.pos++
+	}
+	if c.pos < len(c.in) && c.in[c.pos] == '0' {
+		c.pos++
+	} else if digits() == 0 {
+		return false
+	}
+	if c.pos < len(c.in) && c.in[c.pos] == '.' {
+		c.pos++
+		isInt = false
+		if digits() == 0 {
+			return false
+		}
+	}
+	if c.pos < len(c.in) && (c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
+		c.pos++
+		isInt = false
+		if c.pos < len(c.in) && (c.in[c.pos] == '+' || c.in[c.pos] == '-') {
+			c.pos++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	lit := c.in[start:c.pos]
+	if isInt && canonicalInt(lit) {
+		// As strconv.AppendInt(ParseInt(lit)) would write it.
+		c.out = append(c.out, lit...)
+		return true
+	}
 	if isInt {
-		if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
+		if n, err := strconv.ParseInt(string(lit), 10, 64); err == nil {
 			c.out = strconv.AppendInt(c.out, n, 10)
 			return true
 		}
 	}
-	f, err := strconv.ParseFloat(lit, 64)
+	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil {
 		return false
 	}
@@ -688,13 +857,35 @@ func (c *canonJSON) number() bool {
 	return true
 }
 
+// canonicalInt reports whether lit is an integer written as int64 prints
+// it: an optional minus, then 1 to 18 digits without a leading zero (or
+// "0" alone); 18 digits always fit.
+func canonicalInt(lit []byte) bool {
+	d := lit
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+		if len(d) == 1 && d[0] == '0' {
+			return false // -0 prints 0
+		}
+	}
+	if len(d) == 0 || len(d) > 18 || d[0] == '0' && len(d) > 1 {
+		return false
+	}
+	for _, ch := range d {
+		if ch < '0' || ch > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // str writes the string at c.pos as encoding/json writes it without HTML
-// escaping, and returns its value.
-func (c *canonJSON) str() (string, bool) {
+// escaping. When it holds an escape, escaped is true and value is its
+// value (otherwise value is "": the bytes written are the value).
+func (c *canonJSON) str() (value string, escaped, ok bool) {
 	c.pos++ // "
 	start := len(c.out)
 	c.out = append(c.out, '"')
-	escaped := false
 	for c.pos < len(c.in) {
 		ch := c.in[c.pos]
 		switch {
@@ -702,12 +893,13 @@ func (c *canonJSON) str() (string, bool) {
 			c.pos++
 			c.out = append(c.out, '"')
 			if !escaped {
-				return string(c.out[start+1 : len(c.out)-1]), true
+				return "", false, true
 			}
-			return unescapeCanon(c.out[start+1 : len(c.out)-1])
+			value, ok = unescapeCanon(c.out[start+1 : len(c.out)-1])
+			return value, true, ok
 		case ch == '\\':
 			if c.pos+1 >= len(c.in) {
-				return "", false
+				return "", false, false
 			}
 			switch e := c.in[c.pos+1]; e {
 			case '"', '\\', 'b', 'f', 'n', 'r', 't':
@@ -716,48 +908,57 @@ func (c *canonJSON) str() (string, bool) {
 				escaped = true
 			case 'u':
 				if c.pos+6 > len(c.in) {
-					return "", false
+					return "", false, false
 				}
-				h := string(c.in[c.pos+2 : c.pos+6])
+				h := c.in[c.pos+2 : c.pos+6]
 				switch {
-				case h == "003c":
+				case string(h) == "003c":
 					c.out = append(c.out, '<')
-				case h == "003e":
+				case string(h) == "003e":
 					c.out = append(c.out, '>')
-				case h == "0026":
+				case string(h) == "0026":
 					c.out = append(c.out, '&')
-				case h == "2028", h == "2029":
+				case string(h) == "2028", string(h) == "2029":
 					c.out = append(c.out, c.in[c.pos:c.pos+6]...)
 					escaped = true
 				case h[0] == '0' && h[1] == '0' && (h[2] == '0' || h[2] == '1') && isLowerHex(h[3]):
 					v := (h[2]-'0')<<4 | hexVal(h[3])
 					if v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t' {
-						return "", false // encoding/json writes these short
+						return "", false, false // encoding/json writes these short
 					}
 					c.out = append(c.out, c.in[c.pos:c.pos+6]...)
 					escaped = true
 				default:
-					return "", false
+					return "", false, false
 				}
 				c.pos += 6
 			default:
-				return "", false
+				return "", false, false
 			}
 		case ch < 0x20:
-			return "", false
+			return "", false, false
 		case ch < utf8.RuneSelf:
-			c.out = append(c.out, ch)
-			c.pos++
+			// A run of plain characters at once.
+			i := c.pos + 1
+			for i < len(c.in) {
+				b := c.in[i]
+				if b < 0x20 || b >= utf8.RuneSelf || b == '"' || b == '\\' {
+					break
+				}
+				i++
+			}
+			c.out = append(c.out, c.in[c.pos:i]...)
+			c.pos = i
 		default:
 			r, size := utf8.DecodeRune(c.in[c.pos:])
 			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-				return "", false
+				return "", false, false
 			}
 			c.out = append(c.out, c.in[c.pos:c.pos+size]...)
 			c.pos += size
 		}
 	}
-	return "", false
+	return "", false, false
 }
 
 func isLowerHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' }

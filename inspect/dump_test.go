@@ -100,6 +100,8 @@ func TestCanonJSON(t *testing.T) {
 		`{"a":1e999}`,           // out of range
 		`{"a":tru}`, `{"a":1,}`, // invalid
 		`{"a":1} x`,
+		// Numbers outside JSON's grammar.
+		`{"a":01}`, `{"a":-01}`, `{"a":1.}`, `{"a":1.e5}`, `{"a":-}`, `{"a":1e}`, `{"a":1e+}`, `{"a":+1}`, `{"a":.5}`, `{"a":1-2}`, `[00]`, `[-0.0.0]`,
 	}
 	for _, in := range declined {
 		var c canonJSON
