@@ -675,11 +675,7 @@ func (w *WAL) History(ctx context.Context, key string, fn func(Event) error) (Hi
 				if m > upTo {
 					return nil
 				}
-				kv, err := w.kv(x, true)
-				if err != nil {
-					return fmt.Errorf("history %s: %w", key, err)
-				}
-				if err := fn(Event{KV: *kv, Deleted: w.deleted(x)}); err != nil {
+				if err := w.emit(x, "history "+key, fn); err != nil {
 					return err
 				}
 			}
@@ -699,11 +695,7 @@ func (w *WAL) History(ctx context.Context, key string, fn func(Event) error) (Hi
 		if w.r.all[x].mod == 0 {
 			continue
 		}
-		kv, err := w.kv(x, true)
-		if err != nil {
-			return info, fmt.Errorf("history %s: %w", key, err)
-		}
-		if err := fn(Event{KV: *kv, Deleted: w.deleted(x)}); err != nil {
+		if err := w.emit(x, "history "+key, fn); err != nil {
 			return info, err
 		}
 	}
@@ -751,15 +743,10 @@ func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(Event) e
 				if wr.mod > upTo || wr.mod > compact {
 					return nil
 				}
-				k := w.r.keyNames[wr.key]
-				if !strings.HasPrefix(k, prefix) || kept[wr.key] == x && !wr.deleted {
+				if !strings.HasPrefix(w.r.keyNames[wr.key], prefix) || kept[wr.key] == x && !wr.deleted {
 					continue
 				}
-				kv, err := w.kv(x, true)
-				if err != nil {
-					return fmt.Errorf("scan revisions %s: %w", prefix, err)
-				}
-				if err := fn(Event{KV: *kv, Deleted: w.deleted(x)}); err != nil {
+				if err := w.emit(x, "scan revisions "+prefix, fn); err != nil {
 					return err
 				}
 			}
@@ -790,15 +777,21 @@ func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(Event) e
 		if !strings.HasPrefix(w.r.keyNames[w.r.all[x].key], prefix) {
 			continue
 		}
-		kv, err := w.kv(x, true)
-		if err != nil {
-			return fmt.Errorf("scan revisions %s: %w", prefix, err)
-		}
-		if err := fn(Event{KV: *kv, Deleted: w.deleted(x)}); err != nil {
+		if err := w.emit(x, "scan revisions "+prefix, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// emit calls fn with write x as an event (what names the read in an
+// error reading its value).
+func (w *WAL) emit(x int32, what string, fn func(Event) error) error {
+	kv, err := w.kv(x, true)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fn(Event{KV: *kv, Deleted: w.deleted(x)})
 }
 
 // ScanLatest calls fn once per key under prefix, in key order, with its

@@ -202,13 +202,7 @@ func TestWALOverCurrentDB(t *testing.T) {
 	}
 
 	for key, revs := range sc.want {
-		var evs []Event
-		if _, err := w.History(ctx, key, func(e Event) error {
-			evs = append(evs, e)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		evs, _ := historyOf(t, w, key)
 		// The create is before the log: the update and the delete are
 		// given back.
 		want := revs[1:]
@@ -376,11 +370,7 @@ func TestWALOverDBThatDisagrees(t *testing.T) {
 		t.Fatalf("prefix: %q, want the forged key named", cov.PrefixUnresolved)
 	}
 	t.Log(cov.Lines())
-	var evs []Event
-	if _, err := w.History(ctx, sc.pvcKey, func(e Event) error { evs = append(evs, e); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if len(evs) != 0 {
+	if evs, _ := historyOf(t, w, sc.pvcKey); len(evs) != 0 {
 		t.Errorf("history from an unresolved prefix: %+v", evs)
 	}
 	un := w.Unsettled(sc.pvcKey, 0)
