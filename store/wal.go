@@ -136,6 +136,7 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 		queue = append(queue[:0], queue[n:]...)
 	}
 	var prefix []pxEntry
+	prefixKeys := newPxKeys()
 	var firstIndex uint64
 	nrec := 0
 	tail, err := scanPipelined(l, func(typ int64, data []byte, pos walread.Pos) error {
@@ -173,12 +174,12 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 					if e.Index <= last {
 						queue = queue[:0]
 						n := len(prefix)
-						for n > 0 && prefix[n-1].e.Index >= e.Index {
+						for n > 0 && prefix[n-1].index >= e.Index {
 							n--
 						}
 						prefix = prefix[:n]
 					}
-					prefix = append(prefix, pxEntry{e: stripValues(e), pos: pos})
+					prefix = append(prefix, compactEntry(e, pos, prefixKeys))
 					last = e.Index
 					w.cov.LastIndex, w.cov.LastTerm = e.Index, e.Term
 					return nil
@@ -266,7 +267,7 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 	}
 	if base != nil && len(prefix) > 0 {
 		w.cov.InDB = len(prefix)
-		r.prepend(w.resolvePrefix(ctx, prefix, firstIndex == 1))
+		r.prepend(w.resolvePrefix(ctx, prefix, prefixKeys, firstIndex == 1))
 	}
 	w.r = r
 	if len(r.applied) > 0 {

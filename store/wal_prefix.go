@@ -2,14 +2,13 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sort"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/etcdpvc/etcdpvc/walread"
 )
@@ -49,54 +48,6 @@ var valueSeed = maphash.MakeSeed()
 
 func valueHash(v []byte) uint64 { return maphash.Bytes(valueSeed, v) }
 
-// pxEntry is a prefix entry whose puts hold the hash of their value
-// instead of the value (see stripValues).
-type pxEntry struct {
-	e   walread.Entry
-	pos walread.Pos
-}
-
-// stripValues returns e with each put's value replaced by its 8-byte hash,
-// in a copy that shares no memory with the record it was decoded from (so
-// that the record's buffer, values included, is not kept).
-func stripValues(e walread.Entry) walread.Entry {
-	if e.Request == nil {
-		return e
-	}
-	put := func(p *pb.PutRequest) {
-		p.Value = binary.LittleEndian.AppendUint64(nil, valueHash(p.Value))
-	}
-	var txn func(t *pb.TxnRequest)
-	txn = func(t *pb.TxnRequest) {
-		for _, b := range [][]*pb.RequestOp{t.Success, t.Failure} {
-			for _, u := range b {
-				switch x := u.Request.(type) {
-				case *pb.RequestOp_RequestPut:
-					put(x.RequestPut)
-				case *pb.RequestOp_RequestTxn:
-					txn(x.RequestTxn)
-				}
-			}
-		}
-	}
-	switch {
-	case e.Request.Put != nil:
-		put(e.Request.Put)
-	case e.Request.Txn != nil:
-		txn(e.Request.Txn)
-	}
-	e.Request = proto.Clone(e.Request).(*pb.InternalRaftRequest)
-	return e
-}
-
-// putHash is the hash stripValues left in a put.
-func putHash(p *pb.PutRequest) uint64 {
-	if len(p.Value) != 8 {
-		return 0
-	}
-	return binary.LittleEndian.Uint64(p.Value)
-}
-
 // pxKey is the model of one key in the prefix. Revisions are either
 // absolute (assumed from a compare, before the log) or relative: counted
 // in the prefix's applied writes (see pxSolver.abs).
@@ -117,13 +68,15 @@ type pxKey struct {
 	val                    uint64
 	written                bool
 	compared               bool
+	touched                bool
 }
 
 // pxWrite is one write of a key by a prefix entry.
 type pxWrite struct {
 	entry   int32
-	key     string
-	path    []int32
+	key     int32
+	path    int32
+	inTxn   bool
 	del     bool
 	applied bool
 	rel     int64 // the relative revision (applied)
@@ -156,11 +109,12 @@ type pxEntryOut struct {
 // pxSolver works the prefix out.
 type pxSolver struct {
 	entries  []pxEntry
+	names    *pxKeys
 	exact    bool // the log starts at raft index 1: an empty keyspace before it
 	skipPins int
 
-	keys         map[string]*pxKey
-	byLease      map[int64]map[string]bool
+	keys         []pxKey // by number (pxKeys)
+	byLease      map[int64]map[int32]bool
 	leases       map[int64]int8 // 1 exists, 0 does not; absent: unknown (before the log)
 	leaseGranted map[int64]bool
 	leaseAssumed map[int64]bool
@@ -178,13 +132,13 @@ type pxSolver struct {
 	fail string
 	// dbState is the db's create revision and version of the keys
 	// present before the log and still in the db (verify keeps them).
-	dbState map[string][2]int64
+	dbState map[int32][2]int64
 }
 
-func newPxSolver(entries []pxEntry, exact bool, skipPins int) *pxSolver {
+func newPxSolver(entries []pxEntry, names *pxKeys, exact bool, skipPins int) *pxSolver {
 	p := &pxSolver{
-		entries: entries, exact: exact, skipPins: skipPins,
-		keys: map[string]*pxKey{}, byLease: map[int64]map[string]bool{},
+		entries: entries, names: names, exact: exact, skipPins: skipPins,
+		keys: make([]pxKey, len(names.names)), byLease: map[int64]map[int32]bool{},
 		leases: map[int64]int8{}, leaseGranted: map[int64]bool{}, leaseAssumed: map[int64]bool{}, leaseRevoked: map[int64]bool{},
 		segs: []pxSeg{{revoke: -1}},
 	}
@@ -200,17 +154,21 @@ func (p *pxSolver) failf(format string, args ...any) {
 	}
 }
 
-func (p *pxSolver) key(k string) *pxKey {
-	if s := p.keys[k]; s != nil {
+// key returns key k's model, set to "before the log" on first use.
+func (p *pxSolver) key(k int32) *pxKey {
+	s := &p.keys[k]
+	if s.touched {
 		return s
 	}
-	s := &pxKey{exists: -1, pre: -1}
+	*s = pxKey{exists: -1, pre: -1, touched: true}
 	if p.exact {
 		s.exists, s.pre, s.modKnown, s.createKnown, s.verKnown, s.leaseKnown, s.valKnown = 0, 0, true, true, true, true, true
 	}
-	p.keys[k] = s
 	return s
 }
+
+// name is key k's name.
+func (p *pxSolver) name(k int32) string { return p.names.names[k] }
 
 // seg returns the segment holding relative revision rel.
 func (p *pxSolver) seg(rel int64) int {
@@ -260,19 +218,15 @@ func (p *pxSolver) x() (int64, bool) { return p.segs[0].base, p.segs[0].pinned }
 // compare evaluates c against the state before the current entry; a
 // compare on a key's state before the log is taken to hold (see the
 // package comment above).
-func (p *pxSolver) compare(c *pb.Compare) bool {
-	if len(c.RangeEnd) != 0 {
-		p.failf("a compare over a key range (%q): not modelled", c.Key)
-		return false
-	}
-	s := p.key(string(c.Key))
+func (p *pxSolver) compare(c pxCmp) bool {
+	s := p.key(c.key)
 	s.compared = true
-	eq := c.Result == pb.Compare_EQUAL
-	switch c.Target {
+	eq := c.result == pb.Compare_EQUAL
+	switch c.target {
 	case pb.Compare_MOD:
-		r := c.GetModRevision()
+		r := c.value
 		if s.exists == 0 {
-			return compareInts(c.Result, 0, r)
+			return compareInts(c.result, 0, r)
 		}
 		if s.exists == 1 && s.modKnown {
 			m := s.mod
@@ -280,17 +234,17 @@ func (p *pxSolver) compare(c *pb.Compare) bool {
 				a, ok := p.abs(m)
 				if !ok {
 					if !eq {
-						p.failf("compare on %s: its revision is not established there", c.Key)
+						p.failf("compare on %s: its revision is not established there", p.name(c.key))
 						return false
 					}
 					return p.pin(p.seg(m), m, r)
 				}
 				m = a
 			}
-			return compareInts(c.Result, m, r)
+			return compareInts(c.result, m, r)
 		}
 		if !eq {
-			p.failf("compare on %s before the log: not modelled", c.Key)
+			p.failf("compare on %s before the log: not modelled", p.name(c.key))
 			return false
 		}
 		if r == 0 {
@@ -303,7 +257,7 @@ func (p *pxSolver) compare(c *pb.Compare) bool {
 		if x, ok := p.x(); ok && r > x {
 			// Read at a revision after the log's start that no write
 			// of the log made.
-			p.failf("entry compares %s with revision %d, after the log's start (revision %d), and no write of the log made it", c.Key, r, x)
+			p.failf("entry compares %s with revision %d, after the log's start (revision %d), and no write of the log made it", p.name(c.key), r, x)
 			return false
 		}
 		s.exists, s.modKnown, s.modRel, s.mod = 1, true, false, r
@@ -313,15 +267,15 @@ func (p *pxSolver) compare(c *pb.Compare) bool {
 		p.maxPreMod = max(p.maxPreMod, r)
 		return true
 	case pb.Compare_VERSION:
-		v := c.GetVersion()
+		v := c.value
 		if s.exists == 0 {
-			return compareInts(c.Result, 0, v)
+			return compareInts(c.result, 0, v)
 		}
 		if s.verKnown {
-			return compareInts(c.Result, s.version, v)
+			return compareInts(c.result, s.version, v)
 		}
 		if !eq {
-			p.failf("compare on %s before the log: not modelled", c.Key)
+			p.failf("compare on %s before the log: not modelled", p.name(c.key))
 			return false
 		}
 		if v == 0 {
@@ -333,7 +287,7 @@ func (p *pxSolver) compare(c *pb.Compare) bool {
 		}
 		if v-s.version < 1 {
 			if s.written {
-				p.failf("compare on the version of %s: its state before the log is not modelled", c.Key)
+				p.failf("compare on the version of %s: its state before the log is not modelled", p.name(c.key))
 			}
 			return false
 		}
@@ -347,37 +301,37 @@ func (p *pxSolver) compare(c *pb.Compare) bool {
 		return true
 	case pb.Compare_CREATE:
 		if s.exists == 0 {
-			return compareInts(c.Result, 0, c.GetCreateRevision())
+			return compareInts(c.result, 0, c.value)
 		}
 		if s.exists == 1 && s.createKnown {
 			cr := s.create
 			if s.createRel {
 				a, ok := p.abs(cr)
 				if !ok {
-					p.failf("compare on %s: its create revision is not established there", c.Key)
+					p.failf("compare on %s: its create revision is not established there", p.name(c.key))
 					return false
 				}
 				cr = a
 			}
-			return compareInts(c.Result, cr, c.GetCreateRevision())
+			return compareInts(c.result, cr, c.value)
 		}
 	case pb.Compare_LEASE:
 		if s.exists == 0 {
-			return compareInts(c.Result, 0, c.GetLease())
+			return compareInts(c.result, 0, c.value)
 		}
 		if s.exists == 1 && s.leaseKnown {
-			return compareInts(c.Result, s.lease, c.GetLease())
+			return compareInts(c.result, s.lease, c.value)
 		}
 	case pb.Compare_VALUE:
 		if s.exists == 0 {
 			return false
 		}
-		if s.exists == 1 && s.valKnown && (c.Result == pb.Compare_EQUAL || c.Result == pb.Compare_NOT_EQUAL) {
-			same := s.val == valueHash(c.GetValue())
-			return same == (c.Result == pb.Compare_EQUAL)
+		if s.exists == 1 && s.valKnown && (c.result == pb.Compare_EQUAL || c.result == pb.Compare_NOT_EQUAL) {
+			same := s.val == uint64(c.value)
+			return same == (c.result == pb.Compare_EQUAL)
 		}
 	}
-	p.failf("compare on %s before the log: not modelled", c.Key)
+	p.failf("compare on %s before the log: not modelled", p.name(c.key))
 	return false
 }
 
@@ -403,31 +357,6 @@ func (p *pxSolver) setAbsent(s *pxKey) {
 	}
 }
 
-// pxOp is one write an entry asks for.
-type pxOp struct {
-	put  *pb.PutRequest
-	del  *pb.DeleteRangeRequest
-	path []int32
-	hash uint64
-}
-
-// ops lists the writes of a transaction's branch.
-func (p *pxSolver) ops(pe *pxEntry, branch []*pb.RequestOp, succ bool) []pxOp {
-	var out []pxOp
-	for i, u := range branch {
-		path := []int32{branchIndex(i, succ)}
-		switch x := u.Request.(type) {
-		case *pb.RequestOp_RequestPut:
-			out = append(out, pxOp{put: x.RequestPut, path: path, hash: putHash(x.RequestPut)})
-		case *pb.RequestOp_RequestDeleteRange:
-			out = append(out, pxOp{del: x.RequestDeleteRange, path: path})
-		case *pb.RequestOp_RequestTxn:
-			p.failf("entry %d: a nested transaction: not modelled", pe.e.Index)
-		}
-	}
-	return out
-}
-
 // run works through the prefix once.
 func (p *pxSolver) run() {
 	p.out = make([]pxEntryOut, len(p.entries))
@@ -441,17 +370,17 @@ func (p *pxSolver) run() {
 
 func (p *pxSolver) entry(idx int32) {
 	pe := &p.entries[idx]
-	e := pe.e
 	o := &p.out[idx]
-	switch e.Kind {
-	case walread.KindPut:
-		p.write(idx, []pxOp{{put: e.Request.Put, hash: putHash(e.Request.Put)}})
-	case walread.KindDeleteRange:
-		p.write(idx, []pxOp{{del: e.Request.DeleteRange}})
+	if pe.unmodelled != "" {
+		p.failf("entry %d: %s: not modelled", pe.index, pe.unmodelled)
+		return
+	}
+	switch pe.kind {
+	case walread.KindPut, walread.KindDeleteRange:
+		p.write(idx, pe.succ)
 	case walread.KindTxn:
-		t := e.Request.Txn
 		succ := true
-		for _, c := range t.Compare {
+		for _, c := range pe.cmps {
 			if !p.compare(c) {
 				succ = false
 				break
@@ -460,56 +389,41 @@ func (p *pxSolver) entry(idx int32) {
 		if p.fail != "" {
 			return
 		}
-		branch := t.Success
+		ops := pe.succ
 		if !succ {
-			branch = t.Failure
+			ops = pe.fail
 		}
-		ops := p.ops(pe, branch, succ)
 		if !succ && len(ops) == 0 {
 			o.outcome, o.reason = OutcomeNotApplied, "compare failed (the key changed since it was read)"
-			p.attempts(idx, p.ops(pe, t.Success, true))
+			p.attempts(idx, pe.succ)
 			return
 		}
 		p.write(idx, ops)
 	case walread.KindLeaseGrant:
-		id := e.Request.LeaseGrant.ID
-		if p.leases[id] == 1 {
+		if p.leases[pe.id] == 1 {
 			o.outcome, o.reason = OutcomeNotApplied, "lease already exists"
 			return
 		}
-		p.leases[id], p.leaseGranted[id] = 1, true
+		p.leases[pe.id], p.leaseGranted[pe.id] = 1, true
 		o.outcome = OutcomeApplied
 	case walread.KindLeaseRevoke:
-		p.revoke(idx, e.Request.LeaseRevoke.ID)
+		p.revoke(idx, pe.id)
 	case walread.KindCompaction:
 		o.outcome = OutcomeApplied
 		p.compactions = append(p.compactions, struct {
 			entry int32
 			rev   int64
 			rel   int64
-		}{idx, e.Request.Compaction.Revision, p.rel})
+		}{idx, pe.id, p.rel})
 	default:
 		o.outcome = OutcomeSkipped
-		if req := e.Request; req != nil {
-			switch {
-			case req.AuthEnable != nil:
-				p.failf("entry %d enables authentication: permission checks are not modelled", e.Index)
-			case req.Alarm != nil && req.Alarm.Action == pb.AlarmRequest_ACTIVATE:
-				p.failf("entry %d raises the %v alarm: writes refused under it are not modelled", e.Index, req.Alarm.Alarm)
-			}
-		}
 	}
 }
 
 // attempts records writes that were not applied.
 func (p *pxSolver) attempts(idx int32, ops []pxOp) {
 	for _, o := range ops {
-		switch {
-		case o.put != nil:
-			p.writes = append(p.writes, pxWrite{entry: idx, key: string(o.put.Key), path: o.path})
-		case len(o.del.RangeEnd) == 0:
-			p.writes = append(p.writes, pxWrite{entry: idx, key: string(o.del.Key), path: o.path, del: true})
-		}
+		p.writes = append(p.writes, pxWrite{entry: idx, key: o.key, path: o.path, inTxn: o.inTxn, del: o.del})
 	}
 }
 
@@ -517,12 +431,8 @@ func (p *pxSolver) attempts(idx int32, ops []pxOp) {
 func (p *pxSolver) write(idx int32, ops []pxOp) {
 	o := &p.out[idx]
 	for _, op := range ops {
-		if op.put != nil {
-			if op.put.IgnoreValue || op.put.IgnoreLease {
-				p.failf("entry %d: a put keeping the value or lease: not modelled", p.entries[idx].e.Index)
-				return
-			}
-			if l := op.put.Lease; l != 0 {
+		if !op.del {
+			if l := op.lease; l != 0 {
 				st, known := p.leases[l]
 				switch {
 				case known && st == 0, !known && p.exact:
@@ -535,26 +445,21 @@ func (p *pxSolver) write(idx int32, ops []pxOp) {
 			}
 			continue
 		}
-		if len(op.del.RangeEnd) != 0 {
-			p.failf("entry %d: a range delete: not modelled", p.entries[idx].e.Index)
-			return
-		}
-		if s := p.key(string(op.del.Key)); s.exists == -1 {
-			p.failf("entry %d deletes %s, whose existence before the log is unknown", p.entries[idx].e.Index, op.del.Key)
+		if s := p.key(op.key); s.exists == -1 {
+			p.failf("entry %d deletes %s, whose existence before the log is unknown", p.entries[idx].index, p.name(op.key))
 			return
 		}
 	}
 	rel := p.rel + 1
 	changed := false
 	for _, op := range ops {
-		if op.put != nil {
+		if !op.del {
 			p.recordPut(idx, op, rel)
 			changed = true
 			continue
 		}
-		s := p.key(string(op.del.Key))
-		if s.exists == 1 {
-			p.recordDelete(idx, string(op.del.Key), op.path, rel)
+		if p.key(op.key).exists == 1 {
+			p.recordDelete(idx, op.key, op.path, op.inTxn, rel)
 			changed = true
 		}
 	}
@@ -566,7 +471,7 @@ func (p *pxSolver) write(idx int32, ops []pxOp) {
 }
 
 func (p *pxSolver) recordPut(idx int32, op pxOp, rel int64) {
-	k := string(op.put.Key)
+	k := op.key
 	s := p.key(k)
 	switch s.exists {
 	case 0:
@@ -584,16 +489,16 @@ func (p *pxSolver) recordPut(idx int32, op pxOp, rel int64) {
 		delete(p.byLease[s.lease], k)
 	}
 	s.exists, s.modKnown, s.modRel, s.mod = 1, true, true, rel
-	s.leaseKnown, s.lease = true, op.put.Lease
+	s.leaseKnown, s.lease = true, op.lease
 	s.valKnown, s.val = true, op.hash
 	s.written = true
-	if l := op.put.Lease; l != 0 {
+	if l := op.lease; l != 0 {
 		if p.byLease[l] == nil {
-			p.byLease[l] = map[string]bool{}
+			p.byLease[l] = map[int32]bool{}
 		}
 		p.byLease[l][k] = true
 	}
-	w := pxWrite{entry: idx, key: k, path: op.path, applied: true, rel: rel, lease: op.put.Lease,
+	w := pxWrite{entry: idx, key: k, path: op.path, inTxn: op.inTxn, applied: true, rel: rel, lease: op.lease,
 		create: s.create, createKnown: s.createKnown, createRel: s.createRel, verKnown: s.verKnown}
 	if s.verKnown {
 		w.version = s.version
@@ -603,14 +508,14 @@ func (p *pxSolver) recordPut(idx int32, op pxOp, rel int64) {
 	p.writes = append(p.writes, w)
 }
 
-func (p *pxSolver) recordDelete(idx int32, k string, path []int32, rel int64) {
+func (p *pxSolver) recordDelete(idx int32, k int32, path int32, inTxn bool, rel int64) {
 	s := p.key(k)
 	if s.leaseKnown && s.lease != 0 {
 		delete(p.byLease[s.lease], k)
 	}
 	p.setAbsent(s)
 	s.written = true
-	p.writes = append(p.writes, pxWrite{entry: idx, key: k, path: path, del: true, applied: true, rel: rel})
+	p.writes = append(p.writes, pxWrite{entry: idx, key: k, path: path, inTxn: inTxn, del: true, applied: true, rel: rel})
 }
 
 func (p *pxSolver) revoke(idx int32, id int64) {
@@ -623,17 +528,17 @@ func (p *pxSolver) revoke(idx int32, id int64) {
 	p.leases[id] = 0
 	p.leaseRevoked[id] = true
 	o.outcome = OutcomeApplied
-	attached := make([]string, 0, len(p.byLease[id]))
+	attached := make([]int32, 0, len(p.byLease[id]))
 	for k := range p.byLease[id] {
 		attached = append(attached, k)
 	}
-	sort.Strings(attached)
+	slices.Sort(attached)
 	delete(p.byLease, id)
 	switch {
 	case len(attached) > 0:
 		rel := p.rel + 1
 		for _, k := range attached {
-			p.recordDelete(idx, k, nil, rel)
+			p.recordDelete(idx, k, 0, false, rel)
 		}
 		p.rel, o.rel = rel, rel
 	case p.leaseGranted[id] || p.exact:
@@ -710,7 +615,7 @@ func (p *pxSolver) solve(dbRev int64) {
 		case boundaries:
 			d = 1
 		default:
-			p.failf("revoke at entry %d: whether it made a revision is not established", p.entries[p.segs[lo].revoke].e.Index)
+			p.failf("revoke at entry %d: whether it made a revision is not established", p.entries[p.segs[lo].revoke].index)
 			return
 		}
 		base := p.segs[lo-1].base + end(lo-1)
@@ -728,7 +633,7 @@ func (p *pxSolver) solve(dbRev int64) {
 	}
 	for _, c := range p.compactions {
 		if a := p.relAbs(c.rel); c.rev > a {
-			p.failf("entry %d compacts revision %d, past the derived revision %d", p.entries[c.entry].e.Index, c.rev, p.relAbs(c.rel))
+			p.failf("entry %d compacts revision %d, past the derived revision %d", p.entries[c.entry].index, c.rev, p.relAbs(c.rel))
 			return
 		}
 	}
@@ -757,22 +662,26 @@ func (p *pxSolver) relAbs(rel int64) int64 {
 // one pass over the db's keys, and keeps what fill needs.
 func (p *pxSolver) verify(ctx context.Context, b *Bolt) {
 	x := p.segs[0].base
-	seen := make(map[string]bool, len(p.keys))
-	p.dbState = map[string][2]int64{}
+	seen := make([]bool, len(p.keys))
+	p.dbState = map[int32][2]int64{}
 	_, err := b.List(ctx, "", ListOptions{}, func(kv *KeyValue) error {
-		s := p.keys[kv.Key]
+		var s *pxKey
+		id, ok := p.names.ids[kv.Key]
+		if ok && p.keys[id].touched {
+			s = &p.keys[id]
+		}
 		if s == nil || s.exists == -1 {
 			if kv.ModRevision > x && (s == nil || !s.written) {
 				return fmt.Errorf("%s: changed at revision %d in the db, after the log's start (revision %d), by no write of the log", kv.Key, kv.ModRevision, x)
 			}
 			return nil
 		}
-		seen[kv.Key] = true
+		seen[id] = true
 		if why := p.check(kv.Key, s, kv, x); why != "" {
 			return errors.New(why)
 		}
 		if s.exists == 1 && s.pre == 1 {
-			p.dbState[kv.Key] = [2]int64{kv.CreateRevision, kv.Version}
+			p.dbState[id] = [2]int64{kv.CreateRevision, kv.Version}
 		}
 		return nil
 	})
@@ -780,9 +689,9 @@ func (p *pxSolver) verify(ctx context.Context, b *Bolt) {
 		p.failf("%v", err)
 		return
 	}
-	for k, s := range p.keys {
-		if s.exists == 1 && !seen[k] {
-			p.failf("%s: the log's writes end with it present, the db does not hold it", k)
+	for k := range p.keys {
+		if s := &p.keys[k]; s.touched && s.exists == 1 && !seen[k] {
+			p.failf("%s: the log's writes end with it present, the db does not hold it", p.name(int32(k)))
 			return
 		}
 	}
@@ -861,7 +770,7 @@ func (p *pxSolver) check(k string, s *pxKey, kv *KeyValue, x int64) string {
 // revision and version of keys that existed before the log and still
 // exist in the db.
 func (p *pxSolver) fill() {
-	deleted := map[string]bool{}
+	deleted := map[int32]bool{}
 	for _, w := range p.writes {
 		if w.applied && w.del {
 			deleted[w.key] = true
@@ -881,7 +790,7 @@ func (p *pxSolver) fill() {
 		if !w.createKnown {
 			w.create, w.createKnown, w.createRel = db[0], true, false
 		}
-		if s := p.keys[w.key]; !w.verKnown && !s.verKnown {
+		if s := &p.keys[w.key]; !w.verKnown && !s.verKnown {
 			w.version, w.verKnown = db[1]-s.version+w.vdelta, true
 		}
 	}

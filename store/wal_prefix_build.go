@@ -15,13 +15,13 @@ const maxPinTries = 4
 // holds; see wal_prefix.go) and returns it as a replay to put before the
 // rest: with outcomes and revisions when they are established, else with
 // every write unknown and the reason in the coverage.
-func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, exact bool) *replay {
+func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool) *replay {
 	// The reason given is the one of the try that went furthest (a
 	// disagreement with the db says more than a wrong start).
 	var why string
 	stage := -1
 	for try := range maxPinTries {
-		p := newPxSolver(entries, exact, try)
+		p := newPxSolver(entries, keys, exact, try)
 		p.run()
 		reached := 0
 		if p.fail == "" {
@@ -45,7 +45,7 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, exact bool) 
 		}
 	}
 	w.cov.PrefixUnresolved = why
-	return unresolvedPrefix(entries, why)
+	return unresolvedPrefix(entries, keys, why)
 }
 
 // replay turns a solved prefix into replay records.
@@ -54,20 +54,19 @@ func (p *pxSolver) replay() *replay {
 	wi := 0
 	for i, pe := range p.entries {
 		o := p.out[i]
-		e := pe.e
-		we := WALEntry{Index: e.Index, Term: e.Term, Kind: e.Kind, Other: e.Other, pos: pe.pos, Outcome: o.outcome, Reason: o.reason}
+		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: o.outcome, Reason: o.reason}
 		switch {
 		case o.rel != 0:
 			we.Revision = p.relAbs(o.rel)
 		case o.seg != 0:
 			we.Revision = p.revokeRev(o.seg)
 		}
-		rp.counts[e.Kind.String()]++
+		rp.counts[pe.kind.String()]++
 		idx := int32(len(rp.entries))
 		for ; wi < len(p.writes) && p.writes[wi].entry == int32(i); wi++ {
 			pw := p.writes[wi]
-			s := rp.key([]byte(pw.key))
-			id := rp.newWrite(s, idx, op{path: pw.path}, pw.del)
+			s := rp.key([]byte(p.name(pw.key)))
+			id := rp.newWrite(s, idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
 			if !pw.applied {
 				continue
 			}
@@ -95,32 +94,22 @@ func (p *pxSolver) replay() *replay {
 
 // unresolvedPrefix lists the prefix's entries with an unknown outcome, and
 // what each would have written, for the keys' stories.
-func unresolvedPrefix(entries []pxEntry, why string) *replay {
+func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 	rp := newReplay(nil)
 	reason := "in the db; its outcome is not established: " + why
 	for _, pe := range entries {
-		e := pe.e
-		we := WALEntry{Index: e.Index, Term: e.Term, Kind: e.Kind, Other: e.Other, pos: pe.pos, Outcome: OutcomeUnknown, Reason: reason}
-		rp.counts[e.Kind.String()]++
-		if e.Request == nil {
+		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: OutcomeUnknown, Reason: reason}
+		rp.counts[pe.kind.String()]++
+		switch pe.kind {
+		case walread.KindPut, walread.KindDeleteRange, walread.KindTxn, walread.KindLeaseGrant, walread.KindLeaseRevoke, walread.KindCompaction:
+		default:
 			we.Outcome, we.Reason = OutcomeSkipped, ""
 		}
 		idx := int32(len(rp.entries))
-		var ops []op
-		switch {
-		case e.Request == nil:
-		case e.Request.Put != nil:
-			ops = []op{{put: e.Request.Put}}
-		case e.Request.DeleteRange != nil:
-			ops = []op{{del: e.Request.DeleteRange}}
-		case e.Request.Txn != nil:
-			ops = rp.branchOps(e.Request.Txn.Success, nil, true)
-			ops = append(ops, rp.branchOps(e.Request.Txn.Failure, nil, false)...)
-		case e.Kind != walread.KindLeaseGrant && e.Kind != walread.KindLeaseRevoke && e.Kind != walread.KindCompaction:
-			we.Outcome, we.Reason = OutcomeSkipped, ""
-		}
-		for _, o := range ops {
-			rp.attempt(idx, o)
+		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for _, o := range ops {
+				rp.newWrite(rp.key([]byte(keys.names[o.key])), idx, op{path: opPath(o.path, o.inTxn)}, o.del)
+			}
 		}
 		rp.push(we)
 	}

@@ -1,0 +1,154 @@
+package store
+
+import (
+	"fmt"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// pxKeys names the keys of the prefix's entries once: entries refer to
+// them by number.
+type pxKeys struct {
+	names []string
+	ids   map[string]int32
+}
+
+func newPxKeys() *pxKeys { return &pxKeys{ids: map[string]int32{}} }
+
+// id returns key's number, given on first use.
+func (t *pxKeys) id(key []byte) int32 {
+	if id, ok := t.ids[string(key)]; ok {
+		return id
+	}
+	id := int32(len(t.names))
+	k := string(key)
+	t.names = append(t.names, k)
+	t.ids[k] = id
+	return id
+}
+
+// pxCmp is one compare of a prefix entry.
+type pxCmp struct {
+	key    int32
+	target pb.Compare_CompareTarget
+	result pb.Compare_CompareResult
+	// value is the revision, version or lease compared with; for a VALUE
+	// compare, the hash of the value.
+	value int64
+}
+
+// pxOp is one write a prefix entry asks for.
+type pxOp struct {
+	key   int32
+	del   bool
+	lease int64
+	hash  uint64 // a put's value hash
+	// path is the op's index in its transaction (branchIndex); inTxn is
+	// false for a plain put or delete.
+	path  int32
+	inTxn bool
+}
+
+// pxEntry is a prefix entry as the solver needs it: no value, only the
+// hash of each put's value, and keys by number (memory bounded by the
+// number of writes, not by the log's size).
+type pxEntry struct {
+	index, term uint64
+	kind        walread.Kind
+	other       string
+	pos         walread.Pos
+	// id is a lease grant's or revoke's lease, a compaction's revision.
+	id         int64
+	cmps       []pxCmp
+	succ, fail []pxOp
+	// unmodelled says what of the entry the solver does not model ("":
+	// nothing): it then stops there.
+	unmodelled string
+}
+
+// compactEntry turns a decoded entry into a pxEntry.
+func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
+	pe := pxEntry{index: e.Index, term: e.Term, kind: e.Kind, other: e.Other, pos: pos}
+	req := e.Request
+	if req == nil {
+		return pe
+	}
+	put := func(p *pb.PutRequest, path int32, inTxn bool) pxOp {
+		if p.IgnoreValue || p.IgnoreLease {
+			pe.unmodelled = "a put keeping the value or lease"
+		}
+		return pxOp{key: keys.id(p.Key), lease: p.Lease, hash: valueHash(p.Value), path: path, inTxn: inTxn}
+	}
+	// A range delete is not a write of one key: it is left out, and the
+	// entry is not modelled.
+	del := func(out []pxOp, d *pb.DeleteRangeRequest, path int32, inTxn bool) []pxOp {
+		if len(d.RangeEnd) != 0 {
+			pe.unmodelled = "a range delete"
+			return out
+		}
+		return append(out, pxOp{key: keys.id(d.Key), del: true, path: path, inTxn: inTxn})
+	}
+	branch := func(ops []*pb.RequestOp, succ bool) []pxOp {
+		var out []pxOp
+		for i, u := range ops {
+			switch x := u.Request.(type) {
+			case *pb.RequestOp_RequestPut:
+				out = append(out, put(x.RequestPut, branchIndex(i, succ), true))
+			case *pb.RequestOp_RequestDeleteRange:
+				out = del(out, x.RequestDeleteRange, branchIndex(i, succ), true)
+			case *pb.RequestOp_RequestTxn:
+				pe.unmodelled = "a nested transaction"
+			}
+		}
+		return out
+	}
+	switch {
+	case req.Put != nil:
+		pe.succ = []pxOp{put(req.Put, 0, false)}
+	case req.DeleteRange != nil:
+		pe.succ = del(nil, req.DeleteRange, 0, false)
+	case req.Txn != nil:
+		for _, c := range req.Txn.Compare {
+			if len(c.RangeEnd) != 0 {
+				pe.unmodelled = fmt.Sprintf("a compare over a key range (%q)", c.Key)
+			}
+			pc := pxCmp{key: keys.id(c.Key), target: c.Target, result: c.Result}
+			switch c.Target {
+			case pb.Compare_MOD:
+				pc.value = c.GetModRevision()
+			case pb.Compare_VERSION:
+				pc.value = c.GetVersion()
+			case pb.Compare_CREATE:
+				pc.value = c.GetCreateRevision()
+			case pb.Compare_LEASE:
+				pc.value = c.GetLease()
+			case pb.Compare_VALUE:
+				pc.value = int64(valueHash(c.GetValue()))
+			}
+			pe.cmps = append(pe.cmps, pc)
+		}
+		pe.succ = branch(req.Txn.Success, true)
+		pe.fail = branch(req.Txn.Failure, false)
+	case req.LeaseGrant != nil:
+		pe.id = req.LeaseGrant.ID
+	case req.LeaseRevoke != nil:
+		pe.id = req.LeaseRevoke.ID
+	case req.Compaction != nil:
+		pe.id = req.Compaction.Revision
+	case req.AuthEnable != nil:
+		pe.unmodelled = "authentication enabled: permission checks are not modelled"
+	case req.Alarm != nil && req.Alarm.Action == pb.AlarmRequest_ACTIVATE:
+		pe.unmodelled = fmt.Sprintf("the %v alarm raised: writes refused under it are not modelled", req.Alarm.Alarm)
+	}
+	return pe
+}
+
+// opPath is an op's path in its entry's request (see walWrite.path).
+func opPath(path int32, inTxn bool) []int32 {
+	if !inTxn {
+		return nil
+	}
+	return []int32{path}
+}
