@@ -69,6 +69,16 @@ type pxKey struct {
 	written                bool
 	compared               bool
 	touched                bool
+	// preRev is the mod revision before the log taken from the key's
+	// first compare (0: none taken).
+	preRev int64
+}
+
+// pxPreRef is a compare of a key's mod revision, on a key whose state
+// before the log was taken from a compare.
+type pxPreRef struct {
+	entry, key int32
+	rev        int64
 }
 
 // pxWrite is one write of a key by a prefix entry.
@@ -102,8 +112,11 @@ type pxSeg struct {
 type pxEntryOut struct {
 	outcome Outcome
 	reason  string
-	rel     int64 // relative revision made (0: none)
-	seg     int32 // for an uncertain revoke: the segment it starts
+	// ambiguous, when not empty, says why the outcome is not established
+	// although the revision count is (see markAmbiguous).
+	ambiguous string
+	rel       int64 // relative revision made (0: none)
+	seg       int32 // for an uncertain revoke: the segment it starts
 }
 
 // pxSolver works the prefix out.
@@ -130,6 +143,11 @@ type pxSolver struct {
 		rel   int64
 	}
 	fail string
+	// cur is the entry being worked out; preRefs the compares on keys
+	// whose state before the log was taken from a compare (see
+	// markAmbiguous).
+	cur     int32
+	preRefs []pxPreRef
 	// dbState is the db's create revision and version of the keys
 	// present before the log and still in the db (verify keeps them).
 	dbState map[int32][2]int64
@@ -225,6 +243,9 @@ func (p *pxSolver) compare(c pxCmp) bool {
 	switch c.target {
 	case pb.Compare_MOD:
 		r := c.value
+		if eq && s.preRev != 0 {
+			p.preRefs = append(p.preRefs, pxPreRef{entry: p.cur, key: c.key, rev: r})
+		}
 		if s.exists == 0 {
 			return compareInts(c.result, 0, r)
 		}
@@ -264,6 +285,8 @@ func (p *pxSolver) compare(c pxCmp) bool {
 		if s.pre == -1 {
 			s.pre = 1
 		}
+		s.preRev = r
+		p.preRefs = append(p.preRefs, pxPreRef{entry: p.cur, key: c.key, rev: r})
 		p.maxPreMod = max(p.maxPreMod, r)
 		return true
 	case pb.Compare_VERSION:
@@ -371,6 +394,7 @@ func (p *pxSolver) run() {
 func (p *pxSolver) entry(idx int32) {
 	pe := &p.entries[idx]
 	o := &p.out[idx]
+	p.cur = idx
 	if pe.unmodelled != "" {
 		p.failf("entry %d: %s: not modelled", pe.index, pe.unmodelled)
 		return
@@ -656,6 +680,38 @@ func (p *pxSolver) relAbs(rel int64) int64 {
 	}
 	a, _ := p.abs(rel)
 	return a
+}
+
+// markAmbiguous finds the keys whose compares name two different mod
+// revisions from before the log. The first was taken as the key's state
+// there; but a writer that read a stale state names an older revision, and
+// the log does not tell which of the two was the key's: which of those
+// writes applied is not established (one of them did, so the revisions
+// count the same). Their outcomes are left unknown.
+func (p *pxSolver) markAmbiguous() {
+	x := p.segs[0].base
+	named := map[int32]map[int64]bool{}
+	for _, r := range p.preRefs {
+		if r.rev > x {
+			continue
+		}
+		if named[r.key] == nil {
+			named[r.key] = map[int64]bool{}
+		}
+		named[r.key][r.rev] = true
+	}
+	for _, r := range p.preRefs {
+		revs := named[r.key]
+		if r.rev > x || len(revs) < 2 {
+			continue
+		}
+		list := make([]int64, 0, len(revs))
+		for v := range revs {
+			list = append(list, v)
+		}
+		slices.Sort(list)
+		p.out[r.entry].ambiguous = fmt.Sprintf("compares name revisions %v of %s from before the log: which of its writes applied is not established", list, p.name(r.key))
+	}
 }
 
 // verify checks the model against the db (see the comment above), in

@@ -30,6 +30,7 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys
 		}
 		if p.fail == "" {
 			reached = 2
+			p.markAmbiguous()
 			p.verify(ctx, w.base)
 		}
 		if p.fail == "" {
@@ -56,6 +57,8 @@ func (p *pxSolver) replay() *replay {
 		o := p.out[i]
 		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: o.outcome, Reason: o.reason}
 		switch {
+		case o.ambiguous != "":
+			we.Outcome, we.Reason = OutcomeUnknown, o.ambiguous
 		case o.rel != 0:
 			we.Revision = p.relAbs(o.rel)
 		case o.seg != 0:
@@ -67,7 +70,7 @@ func (p *pxSolver) replay() *replay {
 			pw := p.writes[wi]
 			s := rp.key([]byte(p.name(pw.key)))
 			id := rp.newWrite(s, idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
-			if !pw.applied {
+			if !pw.applied || o.ambiguous != "" {
 				continue
 			}
 			x := &rp.all[id]

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	etcdwal "go.etcd.io/etcd/server/v3/storage/wal"
@@ -387,5 +388,142 @@ func TestWALOverDBThatDisagrees(t *testing.T) {
 	}
 	if _, _, err := w.GetAtIndex(ctx, sc.pvcKey, cov.FirstIndex+1); !errors.Is(err, ErrUndetermined) {
 		t.Errorf("get at an index the db holds: %v, want undetermined", err)
+	}
+}
+
+// TestPrefixSolver works synthetic prefixes out (before the check against
+// a db): the revision before the log fixed by the first compare that names
+// a revision of the log, a stale first compare passed over on a later try,
+// a revoke of a lease granted before the log fixed by the compares around
+// it, and what is refused.
+func TestPrefixSolver(t *testing.T) {
+	grant := func(id int64) *pb.InternalRaftRequest {
+		return &pb.InternalRaftRequest{LeaseGrant: &pb.LeaseGrantRequest{ID: id, TTL: 60}}
+	}
+	revoke := func(id int64) *pb.InternalRaftRequest {
+		return &pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: id}}
+	}
+	nested := &pb.InternalRaftRequest{Txn: &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestTxn{RequestTxn: &pb.TxnRequest{}}}}}}
+	tests := []struct {
+		name  string
+		reqs  []*pb.InternalRaftRequest
+		dbRev int64
+		skip  int
+		// want: each entry's revision (0: none or not established), or
+		// the failure; ambiguous: the entries whose outcome is left
+		// unknown.
+		want      []int64
+		ambiguous []bool
+		fail      string
+	}{{
+		name: "a chain fixes the start",
+		// /a existed at revision 7 before the log; /b is created in it.
+		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 7, "1"), txnReq("/b", 0, "1"), txnReq("/a", 11, "2"), txnReq("/a", 13, "")},
+		dbRev: 14,
+		want:  []int64{11, 12, 13, 14},
+	}, {
+		name: "a conflicting write is not applied",
+		reqs: []*pb.InternalRaftRequest{txnReq("/a", 7, "1"), txnReq("/a", 7, "2"), txnReq("/a", 11, "3")},
+		// The second compares the revision before the first: it lost.
+		dbRev: 12,
+		want:  []int64{11, 0, 12},
+	}, {
+		name: "a stale first compare pins the start wrong",
+		// /c was at revision 10 before the log (X = 19). The first
+		// write read a stale revision 3 and lost; the second applied
+		// at 20, the third at 21. Taking 3 as /c's state, the second
+		// compare pins X at 9.
+		reqs:  []*pb.InternalRaftRequest{txnReq("/c", 3, "1"), txnReq("/c", 10, "2"), txnReq("/c", 20, "3")},
+		dbRev: 21,
+		fail:  "do not lead to the db's revision",
+	}, {
+		name: "the same, the stale compare passed over: which write applied is not claimed",
+		reqs: []*pb.InternalRaftRequest{txnReq("/c", 3, "1"), txnReq("/c", 10, "2"), txnReq("/c", 20, "3")},
+		// The third compare pins X at 19; the two first writes name
+		// two revisions before it: one of them applied at 20, the
+		// log does not tell which.
+		dbRev:     21,
+		skip:      1,
+		want:      []int64{0, 0, 21},
+		ambiguous: []bool{true, true, false},
+	}, {
+		name: "a revoke of a lease from before the log made a revision",
+		reqs: []*pb.InternalRaftRequest{txnReq("/r", 5, "1"), txnReq("/r", 30, "2"),
+			revoke(9),
+			txnReq("/s", 6, "1"), txnReq("/s", 33, "2")},
+		dbRev: 34,
+		want:  []int64{30, 31, 32, 33, 34},
+	}, {
+		name: "a revoke of a lease from before the log made none",
+		reqs: []*pb.InternalRaftRequest{txnReq("/r", 5, "1"), txnReq("/r", 30, "2"),
+			revoke(9),
+			txnReq("/s", 6, "1"), txnReq("/s", 32, "2")},
+		dbRev: 33,
+		want:  []int64{30, 31, 0, 32, 33},
+	}, {
+		name:  "nothing fixes the revision before an uncertain revoke",
+		reqs:  []*pb.InternalRaftRequest{putReq("/p", "1"), revoke(9), txnReq("/s", 6, "1"), txnReq("/s", 40, "2")},
+		dbRev: 41,
+		fail:  "the revision before the log is not established",
+	}, {
+		name:  "a lease granted in the log: its revoke deletes its keys",
+		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 4, "1"), grant(5), leasePutReq("/e", "x", 5), txnReq("/a", 10, "2"), revoke(5)},
+		dbRev: 13,
+		want:  []int64{10, 0, 11, 12, 13},
+	}, {
+		name:  "a nested transaction is not modelled",
+		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 4, "1"), nested},
+		dbRev: 5,
+		fail:  "entry 101: a nested transaction: not modelled",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			keys := newPxKeys()
+			var entries []pxEntry
+			for i, req := range tc.reqs {
+				entries = append(entries, compactEntry(mustEntry(t, uint64(100+i), req), walread.Pos{}, keys))
+			}
+			p := newPxSolver(entries, keys, false, tc.skip)
+			p.run()
+			if p.fail == "" {
+				p.solve(tc.dbRev)
+			}
+			if p.fail == "" {
+				p.markAmbiguous()
+			}
+			if tc.fail != "" {
+				if !strings.Contains(p.fail, tc.fail) {
+					t.Fatalf("failure %q, want %q", p.fail, tc.fail)
+				}
+				return
+			}
+			if p.fail != "" {
+				t.Fatalf("failed: %s", p.fail)
+			}
+			var got []int64
+			var amb []bool
+			for _, o := range p.out {
+				amb = append(amb, o.ambiguous != "")
+				switch {
+				case o.ambiguous != "":
+					got = append(got, 0)
+				case o.rel != 0:
+					got = append(got, p.relAbs(o.rel))
+				case o.seg != 0:
+					got = append(got, p.revokeRev(o.seg))
+				default:
+					got = append(got, 0)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("revisions %v, want %v", got, tc.want)
+			}
+			if tc.ambiguous == nil {
+				tc.ambiguous = make([]bool, len(got))
+			}
+			if fmt.Sprint(amb) != fmt.Sprint(tc.ambiguous) {
+				t.Errorf("outcomes left unknown %v, want %v", amb, tc.ambiguous)
+			}
+		})
 	}
 }
