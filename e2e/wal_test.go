@@ -222,7 +222,7 @@ func TestRecoverFromWAL(t *testing.T) {
 	// entries the db holds are worked out back from it.
 	purged := purgeWAL(t, wal, logStart)
 	r = c.mustEtcdpvc(t, "--wal", purged, "--db", cur, "--encryption-config", cfg, "ls", "pvc", "--deleted", "-n", ns)
-	if !strings.Contains(r.stdout, "wal-data") || !strings.Contains(r.stderr, "worked out back from the db") {
+	if !strings.Contains(r.stdout, "wal-data") || !strings.Contains(r.stderr, "worked out back from the db") || !strings.Contains(r.stderr, "object times: from about 20") {
 		t.Errorf("ls --deleted from the purged log over the current db:\n%s", r)
 	}
 	r = c.mustEtcdpvc(t, "--wal", purged, "--db", cur, "--encryption-config", cfg, "history", "pvc", "wal-data", "-n", ns)

@@ -844,3 +844,36 @@ func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool
 	}
 	return nil
 }
+
+// WritesInOrder calls fn for every write the log holds, in log order (or
+// the reverse), whatever its outcome, with the value each put carried
+// (read from the log when fn is called).
+func (w *WAL) WritesInOrder(ctx context.Context, reverse bool, fn func(KeyWrite) error) error {
+	n := len(w.r.all)
+	for i := range n {
+		id := int32(i)
+		if reverse {
+			id = int32(n - 1 - i)
+		}
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		x := &w.r.all[id]
+		key := w.r.keyNames[x.key]
+		kw := KeyWrite{Entry: w.r.entry(x.entry), Event: Event{Deleted: x.deleted, KV: KeyValue{Key: key,
+			ModRevision: x.mod, CreateRevision: x.create, Version: x.version, Lease: x.lease}}}
+		if !x.deleted {
+			v, err := w.value(id)
+			if err != nil {
+				return err
+			}
+			kw.Event.KV.Value = v
+		}
+		if err := fn(kw); err != nil {
+			return err
+		}
+	}
+	return nil
+}

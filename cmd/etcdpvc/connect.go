@@ -86,10 +86,8 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 		g2.Endpoints = cs.Options.Endpoints
 		s.g = &g2
 	}
-	if cs.WAL != nil {
-		for _, l := range cs.WAL.Coverage().Lines() {
-			fmt.Fprintf(e.stderr, "etcdpvc: %s\n", l)
-		}
+	for _, l := range cs.WALLines(e.ctx) {
+		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", l)
 	}
 	return s, nil
 }

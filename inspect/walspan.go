@@ -1,0 +1,93 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+)
+
+// WALSpan is the wall-clock span a write-ahead log covers, as the objects
+// it wrote tell it: raft entries carry no time, but kube-apiserver stamps
+// each write's managed fields (and creation and deletion) with the time.
+// First is the newest time in the first dated write, Last in the last one;
+// zero when no write carries one (values that cannot be decrypted, or
+// objects without times).
+type WALSpan struct {
+	FirstIndex, LastIndex uint64
+	First, Last           time.Time
+}
+
+// walSpanReads bounds how many writes are read from each end of the log
+// to find a dated one.
+const walSpanReads = 200
+
+// LogSpan reads the log's first and last dated writes.
+func LogSpan(ctx context.Context, w *store.WAL, p surgery.Planner) (WALSpan, error) {
+	var span WALSpan
+	find := func(reverse bool, index *uint64, at *time.Time) error {
+		n := 0
+		errFound := errors.New("found")
+		err := w.WritesInOrder(ctx, reverse, func(kw store.KeyWrite) error {
+			if n++; n > walSpanReads {
+				return errFound
+			}
+			if kw.Event.Deleted {
+				return nil
+			}
+			cur, err := p.Open(ctx, kw.Event.KV)
+			if err != nil {
+				return nil // not decodable here: the next one
+			}
+			if t := newestTime(cur.Obj.Meta); !t.IsZero() {
+				*index, *at = kw.Entry.Index, t
+				return errFound
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errFound) {
+			return err
+		}
+		return nil
+	}
+	if err := find(false, &span.FirstIndex, &span.First); err != nil {
+		return span, err
+	}
+	if err := find(true, &span.LastIndex, &span.Last); err != nil {
+		return span, err
+	}
+	return span, nil
+}
+
+// newestTime is the newest time an object's metadata carries: the last
+// write of it happened then or later. (A deletionTimestamp is left out: a
+// graceful deletion sets it in the future.)
+func newestTime(m *metav1.ObjectMeta) time.Time {
+	if m == nil {
+		return time.Time{}
+	}
+	t := m.CreationTimestamp.Time
+	for _, f := range m.ManagedFields {
+		if f.Time != nil && f.Time.After(t) {
+			t = f.Time.Time
+		}
+	}
+	return t
+}
+
+// Line says the span in a coverage line ("" when no write is dated).
+func (s WALSpan) Line() string {
+	switch {
+	case s.First.IsZero():
+		return "no write read from the log's ends carries a time (values that cannot be decrypted or objects without managed fields)"
+	case s.FirstIndex == s.LastIndex:
+		return fmt.Sprintf("object times: %s (entry %d) is the only dated write read", s.First.UTC().Format(time.RFC3339), s.FirstIndex)
+	}
+	return fmt.Sprintf("object times: from about %s (entry %d) to %s (entry %d), %s", s.First.UTC().Format(time.RFC3339), s.FirstIndex,
+		s.Last.UTC().Format(time.RFC3339), s.LastIndex, s.Last.Sub(s.First).Round(time.Second))
+}
