@@ -74,9 +74,8 @@ type pxKey struct {
 	preRev int64
 }
 
-// pxPreRef is a compare of a key's mod revision, on a key whose state
-// before the log was taken from a compare.
-type pxPreRef struct {
+// pxRef is a compare of a key's mod revision with rev.
+type pxRef struct {
 	entry, key int32
 	rev        int64
 }
@@ -143,11 +142,10 @@ type pxSolver struct {
 		rel   int64
 	}
 	fail string
-	// cur is the entry being worked out; preRefs the compares on keys
-	// whose state before the log was taken from a compare (see
-	// markAmbiguous).
-	cur     int32
-	preRefs []pxPreRef
+	// cur is the entry being worked out; refs the compares of a key's
+	// mod revision (see checkRefs, markAmbiguous).
+	cur  int32
+	refs []pxRef
 	// dbState is the db's create revision and version of the keys
 	// present before the log and still in the db (verify keeps them).
 	dbState map[int32][2]int64
@@ -243,8 +241,8 @@ func (p *pxSolver) compare(c pxCmp) bool {
 	switch c.target {
 	case pb.Compare_MOD:
 		r := c.value
-		if eq && s.preRev != 0 {
-			p.preRefs = append(p.preRefs, pxPreRef{entry: p.cur, key: c.key, rev: r})
+		if eq {
+			p.refs = append(p.refs, pxRef{entry: p.cur, key: c.key, rev: r})
 		}
 		if s.exists == 0 {
 			return compareInts(c.result, 0, r)
@@ -286,7 +284,6 @@ func (p *pxSolver) compare(c pxCmp) bool {
 			s.pre = 1
 		}
 		s.preRev = r
-		p.preRefs = append(p.preRefs, pxPreRef{entry: p.cur, key: c.key, rev: r})
 		p.maxPreMod = max(p.maxPreMod, r)
 		return true
 	case pb.Compare_VERSION:
@@ -682,6 +679,32 @@ func (p *pxSolver) relAbs(rel int64) int64 {
 	return a
 }
 
+// checkRefs checks the solution against every compare of a key's mod
+// revision: a writer names a revision it read, so the revision must be 0,
+// one from before the log, or one a write of that key made in the log. A
+// wrong start of a segment (a stale compare taken to fix it) shifts the
+// log's revisions and breaks that.
+func (p *pxSolver) checkRefs() {
+	x := p.segs[0].base
+	made := map[int32]map[int64]bool{}
+	for _, w := range p.writes {
+		if !w.applied || w.del {
+			continue
+		}
+		if made[w.key] == nil {
+			made[w.key] = map[int64]bool{}
+		}
+		made[w.key][p.relAbs(w.rel)] = true
+	}
+	for _, r := range p.refs {
+		if r.rev == 0 || r.rev <= x || made[r.key][r.rev] {
+			continue
+		}
+		p.failf("entry %d compares %s with revision %d, which no write of it made (the log's revisions from %d on would be wrong)", p.entries[r.entry].index, p.name(r.key), r.rev, x+1)
+		return
+	}
+}
+
 // markAmbiguous finds the keys whose compares name two different mod
 // revisions from before the log. The first was taken as the key's state
 // there; but a writer that read a stale state names an older revision, and
@@ -691,8 +714,8 @@ func (p *pxSolver) relAbs(rel int64) int64 {
 func (p *pxSolver) markAmbiguous() {
 	x := p.segs[0].base
 	named := map[int32]map[int64]bool{}
-	for _, r := range p.preRefs {
-		if r.rev > x {
+	for _, r := range p.refs {
+		if r.rev > x || p.keys[r.key].preRev == 0 {
 			continue
 		}
 		if named[r.key] == nil {
@@ -700,7 +723,7 @@ func (p *pxSolver) markAmbiguous() {
 		}
 		named[r.key][r.rev] = true
 	}
-	for _, r := range p.preRefs {
+	for _, r := range p.refs {
 		revs := named[r.key]
 		if r.rev > x || len(revs) < 2 {
 			continue

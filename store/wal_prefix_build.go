@@ -30,6 +30,9 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys
 		}
 		if p.fail == "" {
 			reached = 2
+			p.checkRefs()
+		}
+		if p.fail == "" {
 			p.markAmbiguous()
 			p.verify(ctx, w.base)
 		}

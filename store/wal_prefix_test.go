@@ -125,8 +125,11 @@ func writePrefixScene(t *testing.T) prefixScene {
 
 	// After the log's start.
 	renew()
+	created := pvc
 	pvc = write(sc.pvcKey, pvc, terminating, false)
-	if _, ok := kubeWrite(t, cli, sc.pvcKey, pvc-1, pending, false); ok {
+	// A writer that read the claim before that update: it names the
+	// revision the claim had then, and loses.
+	if _, ok := kubeWrite(t, cli, sc.pvcKey, created, pending, false); ok {
 		t.Fatal("a stale compare-and-swap succeeded")
 	}
 	renew()
@@ -471,6 +474,13 @@ func TestPrefixSolver(t *testing.T) {
 		dbRev: 13,
 		want:  []int64{10, 0, 11, 12, 13},
 	}, {
+		name: "a compare names a revision no write of the key made",
+		// Revisions count right, but /b's last compare names /a's
+		// revision: not what a writer that read /b sends.
+		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 5, "1"), txnReq("/a", 11, "2"), txnReq("/b", 0, "1"), txnReq("/b", 11, "2")},
+		dbRev: 13,
+		fail:  "entry 103 compares /b with revision 11, which no write of it made",
+	}, {
 		name:  "a nested transaction is not modelled",
 		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 4, "1"), nested},
 		dbRev: 5,
@@ -487,6 +497,9 @@ func TestPrefixSolver(t *testing.T) {
 			p.run()
 			if p.fail == "" {
 				p.solve(tc.dbRev)
+			}
+			if p.fail == "" {
+				p.checkRefs()
 			}
 			if p.fail == "" {
 				p.markAmbiguous()
