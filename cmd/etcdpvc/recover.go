@@ -5,6 +5,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -28,7 +30,7 @@ func recoverCommand() command {
 		name:      "recover",
 		usage:     "recreate a deleted object from an older revision",
 		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY | namespace NAME | RESOURCE --all|-l SELECTOR",
-		args:      argSpec{kind: argObject, otherForms: true},
+		args:      cliargs.Args{Kind: cliargs.ArgsObject, OtherForms: true},
 		desc: "recover recreates a deleted object from the last revision before its deletion that etcd (or\n" +
 			"--db) still holds, or from --rev N. deletionTimestamp and deletionGracePeriodSeconds are cleared\n" +
 			"(as undelete does), the uid is kept, and the value is encrypted with --encryption-config as the\n" +
@@ -203,8 +205,7 @@ func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) err
 		if _, err := s.Planner.Recovered(e.ctx, kv); err != nil {
 			return err
 		}
-		return &refusedError{msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed",
-			hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less)"}
+		return &connect.RefusedError{Msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed", Hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less)"}
 	}
 	rec, err := s.Recovered(e.ctx, kv, o.Output == "raw")
 	if err != nil {
