@@ -16,6 +16,10 @@ import (
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
+// ErrDiffer is the outcome of a diff that found the two states different
+// (exit status 11, as diff(1) says 1).
+var ErrDiffer = errors.New("the states differ")
+
 // DiffSide is one of the two states Diff compares: a store read at a
 // revision, with the planner that decrypts and decodes its values.
 type DiffSide struct {

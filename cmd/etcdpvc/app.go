@@ -15,6 +15,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 )
 
 // env is what a command runs with: its streams and context.
@@ -151,7 +153,7 @@ func flagsGiven(c *cli.Context) map[string]string {
 func resolveGlobals(c *cli.Context, e *env) (*globalOptions, error) {
 	o, err := connect.Resolve(flagsGiven(c), e.getenv)
 	if err != nil {
-		return nil, &usageError{msg: err.Error()}
+		return nil, &usageError{Msg: err.Error()}
 	}
 	return &globalOptions{Options: o}, nil
 }
@@ -167,12 +169,12 @@ type command struct {
 	flags     []cli.Flag
 	// args declares the positional arguments; an object command gets the
 	// object flags (-n/--namespace, --etcd-key) from it.
-	args argSpec
+	args cliargs.Args
 	// noGlobals: the action does not use the global flags, which are
 	// then not resolved (a bad $ETCDCTL_* variable does not stop it).
 	noGlobals bool
 	// values names what completes the values of some flags.
-	values map[string]completer
+	values map[string]cliargs.Offer
 	action func(c *cli.Context, e *env, in *input) error
 	hidden bool
 }
@@ -231,13 +233,13 @@ func commands() []command {
 // command's flags start with the object flags, and its synopsis defaults
 // to the object forms.
 func (cmd command) declared() command {
-	if cmd.args.kind != argObject {
+	if cmd.args.Kind != cliargs.ArgsObject {
 		return cmd
 	}
 	if cmd.argsUsage == "" {
 		cmd.argsUsage = "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY"
 	}
-	if !cmd.args.bare {
+	if !cmd.args.Bare {
 		cmd.flags = append(objectFlags(), cmd.flags...)
 	}
 	return cmd
@@ -248,12 +250,12 @@ func (cmd command) declared() command {
 func (cmd *command) run(c *cli.Context, e *env) error {
 	in := &input{cmd: cmd, c: c}
 	switch {
-	case cmd.args.kind == argObject && !cmd.args.otherForms:
+	case cmd.args.Kind == cliargs.ArgsObject && !cmd.args.OtherForms:
 		if err := in.object(); err != nil {
 			return err
 		}
-	case cmd.args.kind == argCount:
-		if err := cmd.args.checkCount(cmd.name, c.NArg()); err != nil {
+	case cmd.args.Kind == cliargs.ArgsCount:
+		if err := cmd.args.CheckCount(cmd.name, c.NArg()); err != nil {
 			return err
 		}
 	}
@@ -331,11 +333,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			err = unknownCommand(app, m[1])
 		}
 		if isFlagError(err) {
-			err = &usageError{msg: err.Error()}
+			err = &usageError{Msg: err.Error()}
 		}
 		return report(stderr, err)
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // checkRevision rejects a negative --rev, for every command that has one.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 	"github.com/google/go-cmp/cmp"
 	"github.com/urfave/cli/v2"
 )
@@ -90,8 +92,8 @@ func TestDeclaredArguments(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
 		first, _, _ := strings.Cut(stderr.String(), "\n")
-		if code != exitUsage || first != "etcdpvc: error: "+tc.want {
-			t.Errorf("etcdpvc %q: exit %d, %q; want exit %d, %q", tc.args, code, first, exitUsage, tc.want)
+		if code != exitcode.Usage || first != "etcdpvc: error: "+tc.want {
+			t.Errorf("etcdpvc %q: exit %d, %q; want exit %d, %q", tc.args, code, first, exitcode.Usage, tc.want)
 		}
 	}
 }
@@ -101,13 +103,13 @@ func TestDeclaredArguments(t *testing.T) {
 func TestGlobalsResolvedOnlyWhenUsed(t *testing.T) {
 	t.Setenv("ETCDCTL_DIAL_TIMEOUT", "soon")
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"version"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+	if code := run(context.Background(), []string{"version"}, strings.NewReader(""), &stdout, &stderr); code != exitcode.OK {
 		t.Errorf("version with a bad $ETCDCTL_DIAL_TIMEOUT: exit %d: %s", code, stderr.String())
 	}
 	stderr.Reset()
 	code := run(context.Background(), []string{"doctor"}, strings.NewReader(""), &stdout, &stderr)
-	if want := `etcdpvc: error: --dial-timeout "soon": time: invalid duration "soon"`; code != exitUsage || !strings.HasPrefix(stderr.String(), want+"\n") {
-		t.Errorf("doctor with a bad $ETCDCTL_DIAL_TIMEOUT: exit %d, %q; want exit %d, %q", code, stderr.String(), exitUsage, want)
+	if want := `etcdpvc: error: --dial-timeout "soon": time: invalid duration "soon"`; code != exitcode.Usage || !strings.HasPrefix(stderr.String(), want+"\n") {
+		t.Errorf("doctor with a bad $ETCDCTL_DIAL_TIMEOUT: exit %d, %q; want exit %d, %q", code, stderr.String(), exitcode.Usage, want)
 	}
 }
 
@@ -125,19 +127,19 @@ func TestDeclarations(t *testing.T) {
 			}
 		}
 		switch {
-		case c.args.kind == argObject && !c.args.bare:
+		case c.args.Kind == cliargs.ArgsObject && !c.args.Bare:
 			if !slices.Contains(names, "namespace") || !slices.Contains(names, "etcd-key") {
 				t.Errorf("%s names one object but has no -n/--etcd-key: %v", c.name, names)
 			}
-		case c.args.kind == argCount && c.args.max == 0:
+		case c.args.Kind == cliargs.ArgsCount && c.args.Max == 0:
 			if c.argsUsage != "" {
 				t.Errorf("%s takes no arguments but its synopsis shows %q", c.name, c.argsUsage)
 			}
 		}
-		if c.args.kind == argCount && c.args.usage == "" && !(c.args.min == 0 && c.args.max <= 1) && !(c.args.min == 1 && c.args.max == 1) {
-			t.Errorf("%s takes %d to %d arguments: its declaration needs a usage error", c.name, c.args.min, c.args.max)
+		if c.args.Kind == cliargs.ArgsCount && c.args.Usage == "" && !(c.args.Min == 0 && c.args.Max <= 1) && !(c.args.Min == 1 && c.args.Max == 1) {
+			t.Errorf("%s takes %d to %d arguments: its declaration needs a usage error", c.name, c.args.Min, c.args.Max)
 		}
-		if c.args.kind != argFree && c.args.max != 0 && c.argsUsage == "" {
+		if c.args.Kind != cliargs.ArgsFree && c.args.Max != 0 && c.argsUsage == "" {
 			t.Errorf("%s takes arguments but its synopsis shows none", c.name)
 		}
 		for flag := range c.values {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -36,7 +33,7 @@ func completionCommand() command {
 etcdpvc completion bash | sudo tee /etc/bash_completion.d/etcdpvc
 etcdpvc completion zsh > "${fpath[1]}/_etcdpvc"
 etcdpvc completion fish > ~/.config/fish/completions/etcdpvc.fish`,
-		args:      argSpec{kind: argCount, min: 1, max: 1, what: "shell: bash, zsh or fish", first: offerShells},
+		args:      cliargs.Args{Kind: cliargs.ArgsCount, Min: 1, Max: 1, What: "shell: bash, zsh or fish", First: cliargs.OfferShells},
 		noGlobals: true,
 		action: func(c *cli.Context, e *env, in *input) error {
 			script, ok := completionScripts[c.Args().First()]
@@ -86,131 +83,26 @@ const (
 	maxCandidates   = 500
 )
 
-// helpCommand declares urfave/cli's help command for completion.
-var helpCommand = command{name: "help", args: argSpec{kind: argCount, max: 1, first: offerCommands}}
-
-// parseCompletionLine reads the words before the one being completed, as
-// the command line parser does.
-func parseCompletionLine(words []string) commandLine {
-	l, _ := parseLine(append(commands(), helpCommand), words, true)
-	return l
-}
-
-// flagValues complete the values of the flags every command names alike.
-var flagValues = map[string]completer{"namespace": offerNamespaces, "n": offerNamespaces}
-
-// complete returns the candidates for the last word.
+// complete returns the candidates for the last word (cliargs.Completer),
+// looking names up as the command line says (completionLookup).
 func complete(c *cli.Context, e *env, words []string) []string {
-	cur := words[len(words)-1]
-	l := parseCompletionLine(words[:len(words)-1])
-	var out []string
-	switch {
-	case l.Pending != "":
-		what := flagValues[l.Pending]
-		if l.cmd != nil && l.cmd.values[l.Pending] != offerNothing {
-			what = l.cmd.values[l.Pending]
-		}
-		out = completeWith(c, e, l, what, cur)
-	case strings.HasPrefix(cur, "-"):
-		out = flagCandidates(l.cmd)
-	case l.cmd == nil:
-		if len(l.Positional) == 0 {
-			out = append(commandNames(), "help")
-		}
-	default:
-		out = completeArgs(c, e, l, cur)
-	}
-	return cliargs.Candidates(out, cur, maxCandidates)
+	comp := cliargs.Completer{Program: program(commands()), Resources: inspect.ResourceNames(),
+		Lookup: completionLookup{c: c, e: e}, Max: maxCandidates}
+	return comp.Complete(words)
 }
 
-// completeWith lists the candidates one completer offers.
-func completeWith(c *cli.Context, e *env, l commandLine, what completer, cur string) []string {
-	switch what {
-	case offerResources:
-		return inspect.ResourceNames()
-	case offerCommands:
-		return commandNames()
-	case offerShells:
-		return slices.Sorted(maps.Keys(completionScripts))
-	case offerBackups:
-		return completeBackups(l, cur)
-	case offerNamespaces:
-		return completeNames(c, e, l, "namespaces", "", cur)
-	case offerClaims:
-		return completeClaims(c, e, l, cur)
-	}
-	return nil
+// completionLookup reads the names completion offers: objects and claims
+// from the etcd the command line names, backups from its --backup-dir.
+type completionLookup struct {
+	c *cli.Context
+	e *env
 }
 
-// completeArgs completes a command's positional arguments, as its
-// declaration says.
-func completeArgs(c *cli.Context, e *env, l commandLine, cur string) []string {
-	n := len(l.Positional)
-	a := l.cmd.args
-	if a.kind != argObject {
-		if n == 0 {
-			return completeWith(c, e, l, a.first, cur)
-		}
-		return nil
-	}
-	resources := a.resources
-	if resources == nil {
-		resources = inspect.ResourceNames()
-	}
-	switch {
-	case n == 0 && strings.Contains(cur, "/"):
-		res, _, _ := strings.Cut(cur, "/")
-		if !slices.Contains(resources, res) {
-			return nil
-		}
-		names := completeNames(c, e, l, res, "", "")
-		for i, name := range names {
-			names[i] = res + "/" + name
-		}
-		return names
-	case n == 0:
-		return resources
-	case n == 1 && !strings.Contains(l.Positional[0], "/"):
-		return completeNames(c, e, l, l.Positional[0], "", cur)
-	}
-	return nil
-}
-
-// commandNames lists the commands users type.
-func commandNames() []string {
-	var out []string
-	for _, cmd := range commands() {
-		if !cmd.hidden {
-			out = append(out, cmd.name)
-		}
-	}
-	return out
-}
-
-// flagCandidates lists the flags of cmd (nil: before a command), global
-// ones included.
-func flagCandidates(cmd *command) []string {
-	var out []string
-	add := func(f cli.Flag) {
-		for _, n := range f.Names() {
-			out = append(out, cliargs.Dashes(n))
-		}
-	}
-	if cmd != nil {
-		for _, f := range cmd.flags {
-			add(f)
-		}
-	}
-	for _, f := range globalCLIFlags() {
-		add(f)
-	}
-	return append(out, "--help")
-}
-
-// completionSession opens the store the command line names, with short
+// session opens the store the command line names, with short
 // timeouts and no output. It returns nil when that fails.
-func completionSession(c *cli.Context, e *env, l commandLine) (*session, *env, func()) {
-	g, err := resolveGlobals(c, e)
+func (cl completionLookup) session(l cliargs.Line) (*session, *env, func()) {
+	e := cl.e
+	g, err := resolveGlobals(cl.c, e)
 	if err != nil {
 		return nil, nil, func() {}
 	}
@@ -237,32 +129,28 @@ func completionSession(c *cli.Context, e *env, l commandLine) (*session, *env, f
 	return s, &quiet, func() { s.Close(); cancel() }
 }
 
-// completeNames lists the names of res's objects starting with cur: in the
+// Names lists the names of res's objects starting with cur: in the
 // namespace the command line gives (default "default"), or all of them
 // with -A or for a cluster-scoped resource (inspect.CompleteNames).
-// namespace overrides the command line's when not empty.
-func completeNames(c *cli.Context, e *env, l commandLine, res, namespace, cur string) []string {
-	s, qe, done := completionSession(c, e, l)
+func (cl completionLookup) Names(l cliargs.Line, res, cur string) []string {
+	s, qe, done := cl.session(l)
 	if s == nil {
 		return nil
 	}
 	defer done()
-	q := inspect.NameQuery{Prefix: s.g.Prefix, Resource: res, Namespace: namespace, Typed: cur, Max: maxCandidates}
-	if q.Namespace == "" {
-		q.Namespace = l.Flags["namespace"]
-		if v, ok := l.Flags["n"]; ok {
-			q.Namespace = v
-		}
-		q.AllNamespaces = l.Flags["all-namespaces"] != "" || l.Flags["A"] != ""
+	q := inspect.NameQuery{Prefix: s.g.Prefix, Resource: res, Namespace: l.Flags["namespace"], Typed: cur, Max: maxCandidates,
+		AllNamespaces: l.Flags["all-namespaces"] != "" || l.Flags["A"] != ""}
+	if v, ok := l.Flags["n"]; ok {
+		q.Namespace = v
 	}
 	out, _ := inspect.CompleteNames(qe.ctx, s.Reader, s.Resolver, q)
 	return out
 }
 
-// completeClaims lists claims as NAMESPACE/NAME, for rebind --to-claim
+// Claims lists claims as NAMESPACE/NAME, for rebind --to-claim
 // (inspect.CompleteClaims).
-func completeClaims(c *cli.Context, e *env, l commandLine, cur string) []string {
-	s, qe, done := completionSession(c, e, l)
+func (cl completionLookup) Claims(l cliargs.Line, cur string) []string {
+	s, qe, done := cl.session(l)
 	if s == nil {
 		return nil
 	}
@@ -271,10 +159,10 @@ func completeClaims(c *cli.Context, e *env, l commandLine, cur string) []string 
 	return out
 }
 
-// completeBackups lists backup files, newest first: those of the directory
+// Backups lists backup files, newest first: those of the directory
 // being typed when cur holds a "/", else those of --backup-dir or the
 // default backup directory, as absolute paths (inspect.CompleteBackups).
-func completeBackups(l commandLine, cur string) []string {
+func (completionLookup) Backups(l cliargs.Line, cur string) []string {
 	dir := l.Flags["backup-dir"]
 	if dir == "" {
 		dir = surgery.DefaultBackupDir()

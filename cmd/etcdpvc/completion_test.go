@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -24,15 +25,15 @@ func TestParseCompletionLine(t *testing.T) {
 		{words: []string{"undelete", "--yes", "pvc"}, cmd: "undelete", positional: []string{"pvc"}, flags: map[string]string{"yes": "true"}},
 		{words: []string{"nosuch", "pvc"}, positional: []string{"nosuch", "pvc"}, flags: map[string]string{}},
 	} {
-		l := parseCompletionLine(tc.words)
+		l, c := cliargs.Completer{Program: program(commands())}.ParseCompletion(tc.words)
 		cmd := ""
-		if l.cmd != nil {
-			cmd = l.cmd.name
+		if c != nil {
+			cmd = c.Name
 		}
 		got := []any{cmd, l.Positional, l.Flags, l.Pending}
 		want := []any{tc.cmd, tc.positional, tc.flags, tc.pending}
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("parseCompletionLine(%q) (-want +got):\n%s", tc.words, diff)
+			t.Errorf("ParseCompletion(%q) (-want +got):\n%s", tc.words, diff)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 )
 
 // openPTY opens a pseudo-terminal pair.
@@ -169,8 +170,8 @@ func TestConfirmOnTerminal(t *testing.T) {
 			r := startOnPTY(t, args...)
 			r.waitFor(prompt)
 			tc.interrupt(r)
-			if code := r.exitCode(); code != exitRefused {
-				t.Errorf("exit status %d, want %d; terminal:\n%s", code, exitRefused, r.output())
+			if code := r.exitCode(); code != exitcode.Refused {
+				t.Errorf("exit status %d, want %d; terminal:\n%s", code, exitcode.Refused, r.output())
 			}
 			if !regexp.MustCompile(`(?m)^etcdpvc: error: interrupted at the confirmation prompt; nothing written\r?$`).MatchString(r.output()) {
 				t.Errorf("no interruption message; terminal:\n%s", r.output())
@@ -187,7 +188,7 @@ func TestConfirmOnTerminal(t *testing.T) {
 		if _, err := r.master.Write([]byte("y\n")); err != nil {
 			t.Fatal(err)
 		}
-		if code := r.exitCode(); code != exitOK {
+		if code := r.exitCode(); code != exitcode.OK {
 			t.Fatalf("exit status %d; terminal:\n%s", code, r.output())
 		}
 		after := modRevision()

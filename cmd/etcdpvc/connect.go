@@ -73,9 +73,9 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 		var oe *connect.OptionError
 		switch {
 		case errors.As(err, &oe):
-			return nil, &usageError{msg: err.Error()}
+			return nil, &usageError{Msg: err.Error()}
 		case connect.Refused(err):
-			return nil, &refusedError{msg: err.Error(), hint: connect.Hint(err)}
+			return nil, &connect.RefusedError{Msg: err.Error(), Hint: connect.Hint(err)}
 		}
 		return nil, err
 	}
@@ -100,12 +100,12 @@ func (s *session) ref(args []string, namespace, key string) (resource.Ref, error
 	r, err := s.Resolver.ParseArgs(s.g.Prefix, args, namespace, key)
 	if err != nil {
 		if errors.Is(err, resource.ErrUnknownResource) || errors.Is(err, resource.ErrNotStored) {
-			return r, &usageError{msg: err.Error()}
+			return r, &usageError{Msg: err.Error()}
 		}
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUnavailable) {
 			return r, err
 		}
-		return r, &usageError{msg: err.Error()}
+		return r, &usageError{Msg: err.Error()}
 	}
 	return r, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 )
 
 // TestUserPassword: --user user:password and ETCDCTL_USER=user:password
@@ -55,11 +56,11 @@ func TestUserPassword(t *testing.T) {
 			}
 			var stdout, stderr bytes.Buffer
 			code := run(ctx, append(append([]string{}, get...), tc.args...), strings.NewReader(""), &stdout, &stderr)
-			if tc.ok && (code != exitOK || !strings.Contains(stdout.String(), "name: www-web-0")) {
+			if tc.ok && (code != exitcode.OK || !strings.Contains(stdout.String(), "name: www-web-0")) {
 				t.Errorf("exit status %d, stderr %s", code, stderr.String())
 			}
 			t.Logf("exit %d: %s", code, stderr.String())
-			if !tc.ok && code == exitOK {
+			if !tc.ok && code == exitcode.OK {
 				t.Errorf("succeeded without the right credentials")
 			}
 			if strings.Contains(stderr.String(), password) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
 // decodeOptions are the flags of `etcdpvc decode`.
@@ -38,7 +39,7 @@ etcdpvc decode value.bin --etcd-key /registry/secrets/demo/s --encryption-config
 			&cli.BoolFlag{Name: "hide-managed-fields", Usage: "leave out metadata.managedFields (kept by default, so that decode | encode gives the stored bytes back)"},
 			&cli.BoolFlag{Name: "show-managed-fields", Usage: "print metadata.managedFields: decode's default, accepted as get accepts it"},
 		},
-		args: optional("input file", offerNothing),
+		args: cliargs.Optional("input file", cliargs.OfferNothing),
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := decodeOptions{Input: c.Args().First(), Key: c.String("etcd-key"),
 				Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: c.Bool("hide-managed-fields")}}
@@ -105,7 +106,7 @@ etcdpvc encode pvc.yaml | etcdctl put /registry/persistentvolumeclaims/demo/www-
 		flags: []cli.Flag{
 			&cli.StringFlag{Name: "etcd-key", Usage: "the etcd key the value is for (needed to encrypt)"},
 		},
-		args: optional("input file", offerNothing),
+		args: cliargs.Optional("input file", cliargs.OfferNothing),
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := encodeOptions{Input: c.Args().First(), Key: c.String("etcd-key")}
 			return runEncode(e, in.g, o)

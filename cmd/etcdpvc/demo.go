@@ -7,7 +7,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/internal/demo"
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 )
 
 func demoCommand() command {
@@ -23,7 +25,7 @@ func demoCommand() command {
 			"everything is removed at the end. It needs nothing installed.",
 		examples: `go run ./cmd/etcdpvc demo
 etcdpvc demo`,
-		args:      none,
+		args:      cliargs.None,
 		noGlobals: true,
 		action: func(c *cli.Context, e *env, in *input) error {
 			return runDemo(e)
@@ -66,7 +68,7 @@ func runDemo(e *env) error {
 func demoRun(e *env, n int, st demo.Step, global []string) error {
 	fmt.Fprintf(e.stdout, "\n# %d. %s\n$ etcdpvc %s\n", n, st.Why, strings.Join(st.Args, " "))
 	args := append(append([]string{}, global...), st.Args...)
-	if code := run(e.ctx, args, strings.NewReader(""), e.stdout, e.stderr); code != exitOK {
+	if code := run(e.ctx, args, strings.NewReader(""), e.stdout, e.stderr); code != exitcode.OK {
 		return fmt.Errorf("demo: step %d, `etcdpvc %s`, failed with exit status %d", n, strings.Join(st.Args, " "), code)
 	}
 	return nil

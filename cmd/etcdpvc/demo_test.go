@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 )
 
 // TestDemo runs `etcdpvc demo` as a newcomer would and checks that every
@@ -19,7 +21,7 @@ func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	if code := run(ctx, []string{"demo"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+	if code := run(ctx, []string{"demo"}, strings.NewReader(""), &stdout, &stderr); code != exitcode.OK {
 		t.Fatalf("demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	out := stdout.String()

@@ -2,17 +2,13 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
-
-// ErrDiffer is the outcome of a diff that found the two states different
-// (exit status 11, as diff(1) says 1).
-var ErrDiffer = errors.New("the states differ")
 
 // diffOptions are the flags of `etcdpvc diff`.
 type diffOptions struct {
@@ -58,7 +54,7 @@ etcdpvc diff before.db after.db secrets -n demo -o diff`,
 			&cli.BoolFlag{Name: "ignore-metadata-only", Usage: "leave out objects of which only resourceVersion or managedFields times changed"},
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request (live etcd)"},
 		},
-		args: argSpec{kind: argCount, min: 2, max: 3, usage: "diff takes two states A and B (a file, live or rev:N) and at most one RESOURCE"},
+		args: cliargs.Args{Kind: cliargs.ArgsCount, Min: 2, Max: 3, Usage: "diff takes two states A and B (a file, live or rev:N) and at most one RESOURCE"},
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := diffOptions{A: c.Args().Get(0), B: c.Args().Get(1), Resource: c.Args().Get(2),
 				Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"), Output: c.String("output"),
@@ -80,7 +76,7 @@ etcdpvc diff before.db after.db secrets -n demo -o diff`,
 func runDiff(e *env, g *globalOptions, o diffOptions) error {
 	sa, sb, err := inspect.DiffSources(g.DB, o.A, o.B)
 	if err != nil {
-		return &usageError{msg: err.Error()}
+		return &usageError{Msg: err.Error()}
 	}
 	if g.WAL != "" {
 		// Each side opens its own source: --wal would be replayed over
@@ -148,7 +144,7 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 			inspect.Count(sum.Unreadable, "object", "objects"))},
 			"a value encrypted at rest needs the kube-apiserver's EncryptionConfiguration: --encryption-config FILE (or --kubeadm)")
 	case sum.Differ > 0:
-		return fmt.Errorf("%s: %w", inspect.Count(sum.Differ, "object differs", "objects differ"), ErrDiffer)
+		return fmt.Errorf("%s: %w", inspect.Count(sum.Differ, "object differs", "objects differ"), inspect.ErrDiffer)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/internal/clidoc"
 )
 
@@ -24,7 +25,7 @@ func genDocsCommand() command {
 		desc:      "gen-docs writes the Markdown command reference to FILE, or to standard output.",
 		examples:  `etcdpvc gen-docs docs/cli.md`,
 		hidden:    true,
-		args:      optional("FILE", offerNothing),
+		args:      cliargs.Optional("FILE", cliargs.OfferNothing),
 		noGlobals: true,
 		action: func(c *cli.Context, e *env, in *input) error {
 			if c.NArg() == 0 {

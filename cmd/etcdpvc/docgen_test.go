@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 	"github.com/rogpeppe/go-internal/diff"
 )
 
@@ -46,7 +47,7 @@ var lacksExamples = map[string]bool{}
 // EXIT STATUS section.
 func TestHelpSections(t *testing.T) {
 	var top, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"--help"}, strings.NewReader(""), &top, &stderr); code != exitOK {
+	if code := run(context.Background(), []string{"--help"}, strings.NewReader(""), &top, &stderr); code != exitcode.OK {
 		t.Fatalf("--help: exit %d: %s", code, stderr.String())
 	}
 	if _, exit, ok := strings.Cut(top.String(), "EXIT STATUS:\n"); !ok || !strings.HasPrefix(strings.TrimSpace(exit), "0  success") {
@@ -60,7 +61,7 @@ func TestHelpSections(t *testing.T) {
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if code := run(context.Background(), []string{c.name, "--help"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+			if code := run(context.Background(), []string{c.name, "--help"}, strings.NewReader(""), &stdout, &stderr); code != exitcode.OK {
 				t.Fatalf("--help: exit %d: %s", code, stderr.String())
 			}
 			help := stdout.String()

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/verify"
 )
 
@@ -33,7 +34,7 @@ etcdpvc doctor --endpoints https://10.0.0.1:2379 --cacert ca.crt --cert client.c
 		flags: []cli.Flag{
 			&cli.DurationFlag{Name: "expiry-warning", Value: 30 * 24 * time.Hour, Usage: "warn about certificates that expire within this time"},
 		},
-		args: none,
+		args: cliargs.None,
 		action: func(c *cli.Context, e *env, in *input) error {
 			return runDoctor(e, in.g, c.Duration("expiry-warning"))
 		},

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -51,7 +52,7 @@ etcdpvc --db snapshot.db --encryption-config enc.yaml dump secrets -A --show-sec
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request (live etcd)"},
 			&cli.Int64Flag{Name: "rev", Usage: "dump as of this revision (0: the latest)"},
 		},
-		args: optional("RESOURCE", offerResources),
+		args: cliargs.Optional("RESOURCE", cliargs.OfferResources),
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := dumpOptions{Resource: c.Args().First(), Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"),
 				AllRevisions: c.Bool("all-revisions"), Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"),
@@ -78,7 +79,7 @@ etcdpvc --db snapshot.db --encryption-config enc.yaml dump secrets -A --show-sec
 func scopeFor(s *session, res string, namespace string, all bool) (inspect.Scope, error) {
 	k, err := inspect.NewScope(s.Resolver, s.g.Prefix, res, namespace, all)
 	if err != nil {
-		return k, &usageError{msg: err.Error()}
+		return k, &usageError{Msg: err.Error()}
 	}
 	return k, nil
 }

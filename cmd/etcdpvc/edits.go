@@ -13,6 +13,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -25,7 +26,7 @@ func undeleteCommand() command {
 	return command{
 		name:  "undelete",
 		usage: "take an object out of Terminating",
-		args:  argSpec{kind: argObject},
+		args:  cliargs.Args{Kind: cliargs.ArgsObject},
 		desc: "undelete removes deletionTimestamp and deletionGracePeriodSeconds, and the finalizers the\n" +
 			"deletion itself added (foregroundDeletion, orphan; --keep-gc-finalizers keeps them). Every\n" +
 			"other finalizer, such as kubernetes.io/pvc-protection, stays. It edits metadata at the wire\n" +
@@ -59,7 +60,7 @@ func finalizersCommand() command {
 	return command{
 		name:  "finalizers",
 		usage: "remove (or add) finalizers",
-		args:  argSpec{kind: argObject},
+		args:  cliargs.Args{Kind: cliargs.ArgsObject},
 		desc: "finalizers removes the named finalizers (--remove, repeatable) or all of them (--remove-all),\n" +
 			"or adds some (--add), at the wire level. On a Namespace, removing also applies to\n" +
 			"spec.finalizers (\"kubernetes\"), which is what keeps a Terminating namespace. Removing a\n" +
@@ -92,7 +93,7 @@ func labelCommand(annotate bool) command {
 		name:      name,
 		usage:     "set or remove " + what + " (kubectl syntax: k=v, k-)",
 		argsUsage: "RESOURCE NAME KEY=VALUE... KEY-...",
-		args:      argSpec{kind: argObject, more: name + " needs at least one KEY=VALUE or KEY-"},
+		args:      cliargs.Args{Kind: cliargs.ArgsObject, More: name + " needs at least one KEY=VALUE or KEY-"},
 		desc: name + " sets KEY=VALUE and removes KEY- " + what + " at the wire level, with kubectl's syntax,\n" +
 			"validation and rules: changing an existing value needs --overwrite (setting the value a key\n" +
 			"already has changes nothing), and removing a key the object does not have is refused\n" +
@@ -104,7 +105,7 @@ etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
 		action: func(c *cli.Context, e *env, in *input) error {
 			set, remove, err := parse(in.rest)
 			if err != nil {
-				return &usageError{msg: err.Error()}
+				return &usageError{Msg: err.Error()}
 			}
 			me := codec.MetaEdit{SetLabels: set, RemoveLabels: remove}
 			if annotate {
@@ -126,7 +127,7 @@ func patchCommand() command {
 	return command{
 		name:  "patch",
 		usage: "change any field, immutable ones included",
-		args:  argSpec{kind: argObject},
+		args:  cliargs.Args{Kind: cliargs.ArgsObject},
 		desc: "patch applies a JSON merge patch (--type merge, the default) or a JSON patch (--type json)\n" +
 			"to the stored object, fields the API forbids changing included (a PVC's storageClassName or\n" +
 			"volumeName, a StatefulSet's volumeClaimTemplates, a PV's claimRef). Metadata-only patches are\n" +
@@ -176,7 +177,7 @@ func editCommand() command {
 	return command{
 		name:  "edit",
 		usage: "edit the stored object in $EDITOR",
-		args:  argSpec{kind: argObject},
+		args:  cliargs.Args{Kind: cliargs.ArgsObject},
 		desc: "edit opens the stored object's YAML in $KUBE_EDITOR, $EDITOR or vi, the way kubectl edit\n" +
 			"does, and applies what was changed with the same rules as patch. Saving the file unchanged\n" +
 			"or empty writes nothing.\n\n" + writeHelp,
@@ -253,7 +254,7 @@ func restoreCommand() command {
 		name:      "restore",
 		usage:     "undo a write from its backup",
 		argsUsage: "BACKUP_FILE",
-		args:      argSpec{kind: argCount, min: 1, max: 1, what: "BACKUP_FILE", first: offerBackups},
+		args:      cliargs.Args{Kind: cliargs.ArgsCount, Min: 1, Max: 1, What: "BACKUP_FILE", First: cliargs.OfferBackups},
 		desc: "restore undoes the write a backup was taken for. For an edit it writes the backup's original\n" +
 			"stored bytes back, byte for byte (ciphertext included), only while the key still holds what\n" +
 			"etcdpvc's write produced, or when the key was deleted since (then it is created). For a create\n" +

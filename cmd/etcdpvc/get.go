@@ -6,7 +6,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
@@ -28,7 +30,7 @@ func getCommand() command {
 	return command{
 		name:  "get",
 		usage: "print one stored object",
-		args:  argSpec{kind: argObject},
+		args:  cliargs.Args{Kind: cliargs.ArgsObject},
 		desc: "get reads one object from etcd (or from --db) and prints it as YAML or JSON, with\n" +
 			"metadata.resourceVersion set to the key's mod revision as the apiserver would show it.\n" +
 			"-o raw writes the stored bytes unchanged (ciphertext included); it refuses to write them\n" +
@@ -120,6 +122,5 @@ func refuseRawToTerminal(e *env) error {
 	if !isTerminal(e.stdout) {
 		return nil
 	}
-	return &refusedError{msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed",
-		hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less), or pass --force"}
+	return &connect.RefusedError{Msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed", Hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less), or pass --force"}
 }

@@ -6,7 +6,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
 // historyOptions are the flags of `etcdpvc history`.
@@ -23,7 +25,7 @@ func historyCommand() command {
 	return command{
 		name:  "history",
 		usage: "list every revision of one object that etcd still holds",
-		args:  argSpec{kind: argObject},
+		args:  cliargs.Args{Kind: cliargs.ArgsObject},
 		desc: "history shows every revision of one key still held by etcd (or by --db), deletions and\n" +
 			"re-creations included: revision, version, create revision, lease and a one-line summary of\n" +
 			"what changed. A history whose start was compacted away says so. Revisions are indexed by\n" +
@@ -74,7 +76,7 @@ func runHistory(e *env, g *globalOptions, o historyOptions) error {
 		return err
 	}
 	if rep.Undecodable > 0 {
-		return fmt.Errorf("history of %s: %d of %d revisions could not be read (listed above as undecodable): %w", inspect.ObjectName(ref), rep.Undecodable, len(rep.Rows), ErrIncomplete)
+		return fmt.Errorf("history of %s: %d of %d revisions could not be read (listed above as undecodable): %w", inspect.ObjectName(ref), rep.Undecodable, len(rep.Rows), connect.ErrIncomplete)
 	}
 	return nil
 }

@@ -6,7 +6,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -55,7 +57,7 @@ etcdpvc --db snapshot.db ls -A --deleted`,
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request"},
 			&cli.Int64Flag{Name: "rev", Usage: "list as of this revision (0: the latest)"},
 		},
-		args: optional("RESOURCE", offerResources),
+		args: cliargs.Optional("RESOURCE", cliargs.OfferResources),
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := lsOptions{Resource: c.Args().First(), Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"),
 				Terminating: c.Bool("terminating"), Deleted: c.Bool("deleted"), Output: c.String("output"),
@@ -151,4 +153,4 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 type incompleteError struct{ msg string }
 
 func (e *incompleteError) Error() string        { return e.msg }
-func (e *incompleteError) Is(target error) bool { return target == ErrIncomplete }
+func (e *incompleteError) Is(target error) bool { return target == connect.ErrIncomplete }

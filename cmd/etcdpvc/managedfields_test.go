@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 )
 
 // TestCorruptManagedFieldsExitStatus: a stored value whose managedFields
@@ -39,8 +40,8 @@ func TestCorruptManagedFieldsExitStatus(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"decode", file}, strings.NewReader(""), &stdout, &stderr)
-	if code != exitDecode {
-		t.Errorf("exit status %d, want %d; stderr:\n%s", code, exitDecode, stderr.String())
+	if code != exitcode.Decode {
+		t.Errorf("exit status %d, want %d; stderr:\n%s", code, exitcode.Decode, stderr.String())
 	}
 	if !strings.HasPrefix(stderr.String(), "etcdpvc: error: ") || !strings.Contains(stderr.String(), "FieldsV1") {
 		t.Errorf("stderr:\n%s", stderr.String())

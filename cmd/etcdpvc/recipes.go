@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/urfave/cli/v2"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 )
@@ -16,7 +17,7 @@ func resizeRecoverCommand() command {
 		name:      "resize-recover",
 		usage:     "recover a claim from a failed volume expansion (clusters before v1.34)",
 		argsUsage: "pvc NAME -n NAMESPACE --to SIZE",
-		args:      argSpec{kind: argObject, noun: "claim", resources: []string{"pvc", "persistentvolumeclaim", "persistentvolumeclaims"}},
+		args:      cliargs.Args{Kind: cliargs.ArgsObject, Noun: "claim", Resources: []string{"pvc", "persistentvolumeclaim", "persistentvolumeclaims"}},
 		desc: "resize-recover lowers the storage request of a PersistentVolumeClaim whose expansion failed\n" +
 			"(the driver cannot grow the volume to the size asked for, so the resizer retries forever),\n" +
 			"as Kubernetes v1.34 lets a user do through the API and older versions refuse. It sets\n" +
@@ -67,8 +68,8 @@ func rebindCommand() command {
 		name:      "rebind",
 		usage:     "bind a PersistentVolume to a re-created claim",
 		argsUsage: "pv PVNAME --to-claim NAMESPACE/CLAIM",
-		args:      argSpec{kind: argObject, noun: "volume", bare: true, resources: []string{"pv", "persistentvolume", "persistentvolumes"}},
-		values:    map[string]completer{"to-claim": offerClaims},
+		args:      cliargs.Args{Kind: cliargs.ArgsObject, Noun: "volume", Bare: true, Resources: []string{"pv", "persistentvolume", "persistentvolumes"}},
+		values:    map[string]cliargs.Offer{"to-claim": cliargs.OfferClaims},
 		desc: "rebind points a PersistentVolume's spec.claimRef at a claim (kind, apiVersion, namespace,\n" +
 			"name and the claim's current uid; no resourceVersion) and sets the claim's spec.volumeName to\n" +
 			"the volume, so the volume binder binds the two: the last step of re-creating a claim over a\n" +

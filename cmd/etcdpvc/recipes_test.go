@@ -13,6 +13,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
@@ -57,7 +58,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 		{"patch", "pv", "pv-www-web-1", "-p", `{"spec":{"claimRef":{"resourceVersion":"123"}}}`},
 	} {
 		args = append([]string{"--endpoints", strings.Join(c.Endpoints(), ",")}, args...)
-		if code := run(ctx, append(args, "--yes", "--backup-dir", t.TempDir()), strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		if code := run(ctx, append(args, "--yes", "--backup-dir", t.TempDir()), strings.NewReader(""), &stdout, &stderr); code != exitcode.OK {
 			t.Fatalf("%v: exit %d\n%s", args, code, stderr.String())
 		}
 	}
@@ -84,8 +85,8 @@ func TestRebindSecondWriteFails(t *testing.T) {
 		t.Fatalf("writePlans = %v, %v; want the volume written and the claim in conflict", steps, err)
 	}
 	err = connect.RebindPartial(e, rb, steps, err)
-	if code := report(&stderr, err); code != exitPartial {
-		t.Errorf("exit status %d, want %d (partly written)", code, exitPartial)
+	if code := report(&stderr, err); code != exitcode.Partial {
+		t.Errorf("exit status %d, want %d (partly written)", code, exitcode.Partial)
 	}
 	out := stderr.String()
 	for _, want := range []string{
@@ -102,7 +103,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 		t.Fatalf("no restore command in:\n%s", out)
 	}
 	if code := run(ctx, []string{"--endpoints", strings.Join(c.Endpoints(), ","), "restore", m[1], "--yes", "--backup-dir", t.TempDir()},
-		strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		strings.NewReader(""), &stdout, &stderr); code != exitcode.OK {
 		t.Fatalf("restore: exit %d\n%s", code, stderr.String())
 	}
 	resp, err = cli.Get(ctx, pvKey)

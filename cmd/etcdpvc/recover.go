@@ -5,30 +5,17 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/store"
 )
-
-// recoverOptions are the flags of `etcdpvc recover`.
-type recoverOptions struct {
-	Args      []string
-	Namespace string
-	Key       string
-	Rev       int64
-	Output    string
-	Write     writeOptions
-	// LiveTarget: --endpoints or --kubeadm was given on the command line,
-	// so with --db the object is read from the file and written live.
-	LiveTarget bool
-	// Index recovers the object as of a raft index of --wal.
-	Index uint64
-}
 
 func recoverCommand() command {
 	return command{
 		name:      "recover",
 		usage:     "recreate a deleted object from an older revision",
 		argsUsage: "RESOURCE NAME | RESOURCE/NAME | --etcd-key KEY | namespace NAME | RESOURCE --all|-l SELECTOR",
-		args:      argSpec{kind: argObject, otherForms: true},
+		args:      cliargs.Args{Kind: cliargs.ArgsObject, OtherForms: true},
 		desc: "recover recreates a deleted object from the last revision before its deletion that etcd (or\n" +
 			"--db) still holds, or from --rev N. deletionTimestamp and deletionGracePeriodSeconds are cleared\n" +
 			"(as undelete does), the uid is kept, and the value is encrypted with --encryption-config as the\n" +
@@ -62,47 +49,24 @@ etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm -l app=web -n demo --
 			indexFlag(),
 		), append([]cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "yaml, json or raw: print the recovered object (raw: the bytes that would be stored) and write nothing"}}, recoverSetFlags()...)...),
 		action: func(c *cli.Context, e *env, in *input) error {
-			if so, ok, err := recoverSetMode(c); err != nil {
+			a := connect.RecoverArgs{Args: c.Args().Slice(), Namespace: c.String("namespace"), Key: c.String("etcd-key"),
+				Output: c.String("output"), Rev: c.Int64("rev"), Index: c.Uint64("index"), All: c.Bool("all"), Selector: c.String("selector"),
+				AllNamespaces: c.Bool("all-namespaces"), Include: c.StringSlice("include"), Exclude: c.StringSlice("exclude"),
+				ReplaceDifferent: c.Bool("replace-different"), MaxTxnOps: c.Int("max-txn-ops"), MaxTxnOpsGiven: c.IsSet("max-txn-ops"),
+				Write: readWriteOptions(c), LiveTarget: flagOnCommandLine(c, "endpoints") || flagOnCommandLine(c, "kubeadm")}
+			if set, ok, err := connect.RecoverSetOf(a); err != nil {
 				return err
 			} else if ok {
-				if so.Rev < 0 {
-					return usagef("--rev must not be negative")
-				}
-				if so.Write.Out != "" && so.LiveTarget {
-					return usagef("give --out OUT (write into a copy of --db) or --endpoints/--kubeadm (write live), not both")
-				}
-				return runRecoverSet(e, in.g, so)
+				return runRecoverSet(e, in.g, set, a.LiveTarget)
 			}
 			if err := in.object(); err != nil {
 				return err
 			}
-			o := recoverOptions{Args: in.obj, Namespace: in.namespace, Key: in.key, Rev: c.Int64("rev"),
-				Output: c.String("output"), Write: readWriteOptions(c), LiveTarget: flagOnCommandLine(c, "endpoints") || flagOnCommandLine(c, "kubeadm"),
-				Index: c.Uint64("index")}
-			if o.Index != 0 && o.Rev != 0 {
-				return usagef("give --rev or --index, not both")
+			a.Args, a.Namespace, a.Key = in.obj, in.namespace, in.key
+			if err := a.CheckObject(in.g.WAL != ""); err != nil {
+				return err
 			}
-			if o.Output != "" {
-				if err := checkOutput(o.Output, "yaml", "json", "raw"); err != nil {
-					return err
-				}
-				if o.Write.Out != "" || o.Write.Yes || o.Write.DryRun {
-					return usagef("-o prints the recovered object and writes nothing: leave out --out, --yes and --dry-run")
-				}
-			}
-			if o.Rev < 0 {
-				return usagef("--rev must not be negative")
-			}
-			if o.Write.Out != "" && o.LiveTarget {
-				return usagef("give --out OUT (write into a copy of --db) or --endpoints/--kubeadm (write live), not both")
-			}
-			if o.Index != 0 && in.g.WAL == "" {
-				return usagef("--index N reads raft index N of a write-ahead log: give --wal")
-			}
-			if in.g.WAL != "" && o.Write.Out != "" {
-				return usagef("--out writes into a copy of --db, which does not hold the log's writes: with --wal, write live with --endpoints/--kubeadm, or print with -o yaml")
-			}
-			return runRecover(e, in.g, o)
+			return runRecover(e, in.g, a)
 		},
 	}
 }
@@ -120,7 +84,7 @@ func flagOnCommandLine(c *cli.Context, name string) bool {
 	return false
 }
 
-func runRecover(e *env, g *globalOptions, o recoverOptions) error {
+func runRecover(e *env, g *globalOptions, o connect.RecoverArgs) error {
 	// The source: where the history is read.
 	src, err := openWriteSession(e, g, o.Write)
 	if err != nil {
@@ -198,13 +162,12 @@ func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, 
 // the object as get prints it (Secret values redacted unless
 // --show-secrets, managedFields hidden), or -o raw the bytes it would store
 // (sealed with --encryption-config).
-func printRecovered(e *env, s *session, kv store.KeyValue, o recoverOptions) error {
+func printRecovered(e *env, s *session, kv store.KeyValue, o connect.RecoverArgs) error {
 	if o.Output == "raw" && isTerminal(e.stdout) {
 		if _, err := s.Planner.Recovered(e.ctx, kv); err != nil {
 			return err
 		}
-		return &refusedError{msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed",
-			hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less)"}
+		return &connect.RefusedError{Msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed", Hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less)"}
 	}
 	rec, err := s.Recovered(e.ctx, kv, o.Output == "raw")
 	if err != nil {

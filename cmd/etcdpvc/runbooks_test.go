@@ -18,6 +18,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/fixtures"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/internal/demo"
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 )
 
 // TestRunbooks runs the runbooks in docs/runbooks as scripts, so that a
@@ -229,7 +230,7 @@ spec:
 		}
 		var stdout, stderr bytes.Buffer
 		code := run(ctx, args, strings.NewReader(""), &stdout, &stderr)
-		if code != exitOK {
+		if code != exitcode.OK {
 			t.Fatalf("runbook step failed with exit status %d:\n$ %s\n%s%s", code, line, stdout.String(), stderr.String())
 		}
 		if out != "" {

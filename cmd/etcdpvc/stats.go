@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -39,7 +40,7 @@ etcdpvc --db /var/lib/etcd/member/snap/db stats --top 50`,
 			&cli.IntFlag{Name: "top", Value: 20, Usage: "how many of the largest objects to list"},
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request (live etcd)"},
 		},
-		args: none,
+		args: cliargs.None,
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := statsOptions{Output: c.String("output"), Top: c.Int("top"), PageSize: c.Int64("page-size")}
 			if err := checkOutput(o.Output, "table", "json"); err != nil {

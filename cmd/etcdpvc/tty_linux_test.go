@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 )
 
 // TestRawRefusesTerminal checks that -o raw refuses to write binary bytes
@@ -32,10 +34,10 @@ func TestRawRefusesTerminal(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"terminal", tty, nil, exitRefused, "etcdpvc: error: -o raw writes binary bytes, which would garble this terminal; nothing printed\n" +
+		{"terminal", tty, nil, exitcode.Refused, "etcdpvc: error: -o raw writes binary bytes, which would garble this terminal; nothing printed\n" +
 			"etcdpvc: hint: redirect the output (-o raw > value.bin, or -o raw | xxd | less), or pass --force\n"},
-		{"terminal --force", tty, []string{"--force"}, exitOK, ""},
-		{"file", nil, nil, exitOK, ""},
+		{"terminal --force", tty, []string{"--force"}, exitcode.OK, ""},
+		{"file", nil, nil, exitcode.OK, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := tc.stdout

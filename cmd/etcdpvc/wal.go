@@ -40,7 +40,7 @@ func getAtIndex(e *env, s *session, key string, index uint64) (*store.KeyValue, 
 	return kv, nil
 }
 
-// walUnsettled returns an error wrapping ErrIncomplete when the session
+// walUnsettled returns an error wrapping connect.ErrIncomplete when the session
 // reads a log whose revisions stop before its end: a listing of the
 // latest state lacks the writes the log cannot place.
 func walUnsettled(s *session) error {

@@ -79,7 +79,7 @@ func (e *env) Note(msg string) { fmt.Fprintf(e.stderr, "etcdpvc: %s\n", msg) }
 // hint (--yes is checked before it is asked).
 func (e *env) Confirm(question, hint string) error {
 	if !isTerminal(e.stdin) {
-		return &refusedError{msg: "not confirmed: stdin is not a terminal and --yes was not given; nothing written", hint: hint}
+		return &connect.RefusedError{Msg: "not confirmed: stdin is not a terminal and --yes was not given; nothing written", Hint: hint}
 	}
 	return ask(e, question)
 }
@@ -104,14 +104,14 @@ func ask(e *env, question string) error {
 	select {
 	case <-e.ctx.Done():
 		fmt.Fprintln(e.stderr)
-		return &refusedError{msg: "interrupted at the confirmation prompt; nothing written"}
+		return &connect.RefusedError{Msg: "interrupted at the confirmation prompt; nothing written"}
 	case a = <-answers:
 	}
 	if a.err != nil && !errors.Is(a.err, io.EOF) {
 		return fmt.Errorf("read confirmation: %w", a.err)
 	}
 	if r := strings.ToLower(strings.TrimSpace(a.line)); r != "y" && r != "yes" {
-		return &refusedError{msg: "not confirmed; nothing written"}
+		return &connect.RefusedError{Msg: "not confirmed; nothing written"}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -41,8 +42,8 @@ func TestWriteOutcomeUnknown(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(ctx, []string{"--endpoints", proxy.Endpoint(), "recover", "pvc", "www-web-1", "-n", "demo", "--yes", "--backup-dir", dir},
 		strings.NewReader(""), &stdout, &stderr)
-	if code != exitUncertain {
-		t.Fatalf("exit %d, want %d (outcome unknown)\n%s%s", code, exitUncertain, stdout.String(), stderr.String())
+	if code != exitcode.Uncertain {
+		t.Fatalf("exit %d, want %d (outcome unknown)\n%s%s", code, exitcode.Uncertain, stdout.String(), stderr.String())
 	}
 	out := stderr.String()
 	for _, want := range []string{
@@ -86,7 +87,7 @@ func TestWriteTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	if code := run(ctx, []string{"encode", filepath.Join(work, "big.yaml")}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+	if code := run(ctx, []string{"encode", filepath.Join(work, "big.yaml")}, strings.NewReader(""), &stdout, &stderr); code != exitcode.OK {
 		t.Fatalf("encode: exit %d\n%s", code, stderr.String())
 	}
 	const key = "/registry/configmaps/demo/big"
@@ -97,8 +98,8 @@ func TestWriteTooLarge(t *testing.T) {
 	dir := filepath.Join(work, "backups")
 	code := run(ctx, []string{"--endpoints", strings.Join(c.Endpoints(), ","), "annotate", "configmap", "big", "-n", "demo", "note=" + strings.Repeat("y", 5000), "--yes", "--backup-dir", dir},
 		strings.NewReader(""), &stdout, &stderr)
-	if code != exitRefused {
-		t.Fatalf("exit %d, want %d (refused)\n%s", code, exitRefused, stderr.String())
+	if code != exitcode.Refused {
+		t.Fatalf("exit %d, want %d (refused)\n%s", code, exitcode.Refused, stderr.String())
 	}
 	if want := "etcdpvc: error: write configmap big in namespace demo: the new value is "; !strings.Contains(stderr.String(), want) ||
 		!strings.Contains(stderr.String(), "more than etcd accepts in one request (--max-request-bytes, 1.50 MiB)") {

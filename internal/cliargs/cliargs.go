@@ -5,8 +5,9 @@
 // serves the CLI, which reorders the line for its flag parser (urfave/cli
 // stops at the first positional argument), and shell completion, which
 // reads a partial line. It also words the usage errors of a mistyped flag
-// or command (the nearest known name by edit distance) and filters
-// completion candidates.
+// or command (the nearest known name by edit distance), checks a command's
+// arguments against its declaration (Args), and finds completion
+// candidates (Completer over a Program).
 package cliargs
 
 import (
