@@ -233,7 +233,7 @@ func (p *pxSolver) x() (int64, bool) { return p.segs[0].base, p.segs[0].pinned }
 
 // compare evaluates c against the state before the current entry; a
 // compare on a key's state before the log is taken to hold (see the
-// package comment above).
+// comment at the top of this file).
 func (p *pxSolver) compare(c pxCmp) bool {
 	s := p.key(c.key)
 	s.compared = true
@@ -737,8 +737,8 @@ func (p *pxSolver) markAmbiguous() {
 	}
 }
 
-// verify checks the model against the db (see the comment above), in
-// one pass over the db's keys, and keeps what fill needs.
+// verify checks the model against the db (see the comment at the top of
+// this file), in one pass over the db's keys, and keeps what fill needs.
 func (p *pxSolver) verify(ctx context.Context, b *Bolt) {
 	x := p.segs[0].base
 	seen := make([]bool, len(p.keys))
