@@ -108,7 +108,7 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 		}
 		defer b.Close()
 	}
-	scope, err := scopeFor(a, o.Resource, o.Namespace, o.AllNamespaces)
+	scope, err := a.Scope(o.Resource, o.Namespace, o.AllNamespaces)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		return err
 	}
 	defer s.Close()
-	scope, err := scopeFor(s, o.Resource, o.Namespace, o.AllNamespaces)
+	scope, err := s.Scope(o.Resource, o.Namespace, o.AllNamespaces)
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 	case err != nil:
 		return err
 	}
-	if werr := walUnsettled(s); werr != nil && (o.Rev == 0 || o.Deleted) {
+	if werr := s.Unsettled(); werr != nil && (o.Rev == 0 || o.Deleted) {
 		if err := out.Close(); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/store"
@@ -65,7 +66,7 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 	var update inspect.Progress
 	if isTerminal(e.stderr) {
 		prog = newProgress(e.stderr, "stats")
-		update = prog.update
+		update = prog.Update
 	}
 	var write inspect.WriteProviderFunc
 	if s.Enc != nil {
@@ -81,7 +82,7 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		rep, err = inspect.LiveStats(e.ctx, s.Reader, prefix, o.Top, o.PageSize, update, write)
 	}
 	if prog != nil {
-		prog.done()
+		prog.Done()
 	}
 	if rep == nil {
 		return err
@@ -98,7 +99,7 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		// or up to the last revision the log establishes.
 		hint := "the db file is damaged: read another snapshot, or a copy from another member"
 		if s.WAL != nil {
-			hint = undeterminedHint
+			hint = connect.UndeterminedHint
 		}
 		return withHint(&incompleteError{msg: "stats incomplete: " + rep.Incomplete}, hint)
 	}
