@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
@@ -201,4 +202,36 @@ func (s *Session) Dump(ctx context.Context, out io.Writer, r DumpRequest) error 
 		return &hintedError{&incompleteError{msg: res.Unread.Message() + "; their records say why"}, res.Unread.Hint()}
 	}
 	return nil
+}
+
+// DecodeInput decodes one stored value read from a file or a pipe, as
+// decode reads it: raw bytes, or etcdctl's -w json output
+// (codec.ReadInput). key, when "", is the one the input names; decrypt
+// gives the plaintext of the value stored under a key. The content has
+// metadata.resourceVersion set when the input names a mod revision; t is
+// told when the kind is not in this build's scheme.
+func DecodeInput(t Terminal, r io.Reader, key string, decrypt func(key string, value []byte) ([]byte, error)) (map[string]any, error) {
+	in, err := codec.ReadInput(r)
+	if err != nil {
+		return nil, err
+	}
+	if key == "" {
+		key = in.Key
+	}
+	plain, err := decrypt(key, in.Value)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := codec.Decode(plain)
+	if err != nil {
+		return nil, err
+	}
+	content := obj.Content
+	if in.ModRevision != 0 {
+		content = inspect.WithResourceVersion(content, in.ModRevision)
+	}
+	if len(obj.Undecoded) > 0 {
+		t.Note(fmt.Sprintf("note: %s is not in this build's scheme; %d bytes beyond metadata were left undecoded", obj.GVK, len(obj.Undecoded)))
+	}
+	return content, nil
 }

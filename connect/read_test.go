@@ -3,12 +3,15 @@ package connect
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
@@ -189,5 +192,60 @@ func TestDump(t *testing.T) {
 	}
 	if err := s.Unsettled(); err != nil {
 		t.Errorf("Unsettled without a log: %v", err)
+	}
+}
+
+// TestDecodeInput: the forms decode reads, the key the decryption is given,
+// and the resourceVersion a mod revision sets.
+func TestDecodeInput(t *testing.T) {
+	value := corpus(t, "configmaps__demo__web-config")
+	const key = "/registry/configmaps/demo/web-config"
+	etcdctlJSON := fmt.Sprintf(`{"header":{"revision":42},"kvs":[{"key":%q,"value":%q,"mod_revision":42,"create_revision":7,"version":2}]}`,
+		base64.StdEncoding.EncodeToString([]byte(key)), base64.StdEncoding.EncodeToString(value))
+	refuse := errors.New("cannot decrypt")
+	for _, tc := range []struct {
+		name    string
+		input   []byte
+		key     string
+		decrypt error
+		wantKey string // the key decrypt is given
+		rv      string // the resourceVersion of the content
+		err     error
+	}{
+		{name: "raw bytes", input: value},
+		{name: "etcdctl's value output", input: append(append([]byte{}, value...), '\n')},
+		{name: "etcdctl -w json", input: []byte(etcdctlJSON), wantKey: key, rv: "42"},
+		{name: "a key given wins", input: []byte(etcdctlJSON), key: "/registry/configmaps/other/x", wantKey: "/registry/configmaps/other/x", rv: "42"},
+		{name: "not decrypted", input: value, decrypt: refuse, err: refuse},
+		{name: "empty", input: nil, err: codec.ErrEmpty},
+		{name: "not an object", input: []byte("k8s\x00not protobuf"), err: codec.ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var gotKey string
+			term := &terminal{}
+			content, err := DecodeInput(term, bytes.NewReader(tc.input), tc.key, func(key string, v []byte) ([]byte, error) {
+				gotKey = key
+				return v, tc.decrypt
+			})
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("error %v, want %v", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotKey != tc.wantKey {
+				t.Errorf("decrypted under %q, want %q", gotKey, tc.wantKey)
+			}
+			md, _ := content["metadata"].(map[string]any)
+			if rv, _ := md["resourceVersion"].(string); content["kind"] != "ConfigMap" || rv != tc.rv {
+				t.Errorf("kind %v, resourceVersion %q; want a ConfigMap with %q", content["kind"], rv, tc.rv)
+			}
+			if term.notes != "" {
+				t.Errorf("notes %q, want none", term.notes)
+			}
+		})
 	}
 }
