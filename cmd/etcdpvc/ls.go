@@ -76,10 +76,3 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 	return s.List(e.ctx, e, e.stdout, connect.ListRequest{Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces,
 		Terminating: o.Terminating, Deleted: o.Deleted, Output: o.Output, ShowKeys: o.ShowKeys, PageSize: o.PageSize, Rev: o.Rev, Now: e.now()})
 }
-
-// incompleteError is a read that could not read everything: what it read
-// is printed, and the message says what it skipped.
-type incompleteError struct{ msg string }
-
-func (e *incompleteError) Error() string        { return e.msg }
-func (e *incompleteError) Is(target error) bool { return target == connect.ErrIncomplete }
