@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
@@ -60,27 +60,9 @@ func runDecode(e *env, g *globalOptions, o decodeOptions) error {
 		return err
 	}
 	defer r.Close()
-	in, err := codec.ReadInput(r)
+	content, err := connect.DecodeInput(e, r, o.Key, func(key string, value []byte) ([]byte, error) { return decryptValue(e, g, key, value) })
 	if err != nil {
 		return err
-	}
-	if o.Key == "" {
-		o.Key = in.Key
-	}
-	plain, err := decryptValue(e, g, o.Key, in.Value)
-	if err != nil {
-		return err
-	}
-	obj, err := codec.Decode(plain)
-	if err != nil {
-		return err
-	}
-	content := obj.Content
-	if in.ModRevision != 0 {
-		content = inspect.WithResourceVersion(content, in.ModRevision)
-	}
-	if len(obj.Undecoded) > 0 {
-		fmt.Fprintf(e.stderr, "etcdpvc: note: %s is not in this build's scheme; %d bytes beyond metadata were left undecoded\n", obj.GVK, len(obj.Undecoded))
 	}
 	return printObject(e.stdout, content, o.Print)
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"fmt"
-
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
@@ -74,77 +71,27 @@ etcdpvc diff before.db after.db secrets -n demo -o diff`,
 }
 
 func runDiff(e *env, g *globalOptions, o diffOptions) error {
-	sa, sb, err := inspect.DiffSources(g.DB, o.A, o.B)
-	if err != nil {
-		return &usageError{Msg: err.Error()}
-	}
-	if g.WAL != "" {
-		// Each side opens its own source: --wal would be replayed over
-		// every side's db, and a log replays only the db it follows.
-		return withHint(usagef("diff does not read --wal: each side is a db or snapshot file, live, or rev:N of --db"),
-			"read the log with `etcdpvc --wal DIR [--db DB] dump --all-revisions` (every revision it establishes) or `history KEY`")
+	r := connect.DiffRequest{A: o.A, B: o.B, DB: g.DB, WAL: g.WAL, Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces,
+		Output: o.Output, ShowSecrets: o.ShowSecrets, IgnoreMetadataOnly: o.IgnoreMetadataOnly, PageSize: o.PageSize}
+	if _, _, err := r.Sources(); err != nil {
+		return err
 	}
 	// --kubeadm is read once; each side's session starts from its result.
 	if err := applyKubeadm(g); err != nil {
 		return err
 	}
-	open := func(src inspect.DiffSource, first bool) (*session, error) {
+	first := true
+	return connect.Diff(e.ctx, e.stdout, func(file string) (*connect.Session, error) {
 		gs := *g
-		gs.DB = src.File
+		gs.DB = file
 		if !first {
 			gs.kubeadmWarnings = nil
 		}
-		return openSession(e, &gs)
-	}
-	a, err := open(sa, true)
-	if err != nil {
-		return fmt.Errorf("diff: A (%s): %w", sa, err)
-	}
-	defer a.Close()
-	b := a
-	if sb.File != sa.File {
-		if b, err = open(sb, false); err != nil {
-			return fmt.Errorf("diff: B (%s): %w", sb, err)
+		first = false
+		s, err := openSession(e, &gs)
+		if err != nil {
+			return nil, err
 		}
-		defer b.Close()
-	}
-	scope, err := scopeFor(a, o.Resource, o.Namespace, o.AllNamespaces)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(e.stdout, 64<<10)
-	p := inspect.DiffWriter{W: w, JSON: o.Output == "json"}
-	sum, err := inspect.Diff(e.ctx,
-		inspect.DiffSide{Reader: a.Reader, Rev: sa.Rev, Planner: a.Planner},
-		inspect.DiffSide{Reader: b.Reader, Rev: sb.Rev, Planner: b.Planner},
-		inspect.DiffOptions{
-			StorePrefix: g.Prefix, ListPrefix: scope.Prefix,
-			Match: func(key string) bool {
-				_, _, _, _, ok := scope.Match(g.Prefix, key)
-				return ok
-			},
-			ShowSecrets: o.ShowSecrets, IgnoreMetadataOnly: o.IgnoreMetadataOnly,
-			WithDiff: o.Output == "diff", PageSize: o.PageSize,
-		}, p.Record)
-	if err != nil {
-		if ferr := w.Flush(); ferr != nil {
-			return ferr
-		}
-		return fmt.Errorf("diff %s with %s: %w", sa, sb, err)
-	}
-	if err := p.Summary(sa, sb, sum); err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	switch {
-	case sum.Unreadable > 0:
-		return withHint(&incompleteError{msg: fmt.Sprintf("diff incomplete: %s could not be compared (listed, with why)",
-			inspect.Count(sum.Unreadable, "object", "objects"))},
-			"a value encrypted at rest needs the kube-apiserver's EncryptionConfiguration: --encryption-config FILE (or --kubeadm)")
-	case sum.Differ > 0:
-		return fmt.Errorf("%s: %w", inspect.Count(sum.Differ, "object differs", "objects differ"), inspect.ErrDiffer)
-	}
-	return nil
+		return s.Session, nil
+	}, r)
 }

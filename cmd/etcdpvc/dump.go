@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
-	"github.com/etcdpvc/etcdpvc/resource"
-	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // dumpOptions are the flags of `etcdpvc dump`.
@@ -74,68 +70,18 @@ etcdpvc --db snapshot.db --encryption-config enc.yaml dump secrets -A --show-sec
 	}
 }
 
-// scopeFor resolves RESOURCE, -n and -A for ls, dump and diff
-// (inspect.NewScope); an unknown resource is a usage error.
-func scopeFor(s *session, res string, namespace string, all bool) (inspect.Scope, error) {
-	k, err := inspect.NewScope(s.Resolver, s.g.Prefix, res, namespace, all)
-	if err != nil {
-		return k, &usageError{Msg: err.Error()}
-	}
-	return k, nil
-}
-
 func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	s, err := openSession(e, g)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if _, ok := s.Reader.(store.Archive); o.AllRevisions && !ok {
-		return usagef("--all-revisions needs --db or --wal: live etcd replays a key's history only one key at a time (use `etcdpvc history`)")
-	}
-	scope, err := scopeFor(s, o.Resource, o.Namespace, o.AllNamespaces)
-	if err != nil {
-		return err
-	}
-	prefix := s.g.Prefix
-	do := inspect.DumpOptions{
-		Planner: s.Planner, Prefix: scope.Prefix, AllRevisions: o.AllRevisions, Revision: o.Rev, PageSize: o.PageSize,
-		YAML: o.Output == "yaml", ShowSecrets: o.ShowSecrets,
-		Match: func(key string) (resource.Resource, string, string, bool, bool) { return scope.Match(prefix, key) },
-	}
-	var p *progress
+	r := connect.DumpRequest{Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces, AllRevisions: o.AllRevisions,
+		Rev: o.Rev, PageSize: o.PageSize, YAML: o.Output == "yaml", ShowSecrets: o.ShowSecrets}
 	if isTerminal(e.stderr) {
-		p = newProgress(e.stderr, "dump")
-		if o.AllRevisions {
-			if info, err := s.Reader.Info(e.ctx); err == nil {
-				p.total = info.Revision
-			}
-		}
-		do.Progress = p.update
+		r.Progress = newProgress(e.stderr, "dump")
 	}
-	w := bufio.NewWriterSize(e.stdout, 256<<10)
-	res, err := inspect.Dump(e.ctx, s.Reader, w, do)
-	if p != nil {
-		p.done()
-	}
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	if err != nil && errors.Is(err, store.ErrCorrupt) {
-		// The records written stand; the rest of the file is not readable.
-		return withHint(&incompleteError{msg: fmt.Sprintf("dump stopped after %s: %v", inspect.Count(int(res.Records), "record", "records"), err)},
-			"the db file is damaged: read another snapshot, or a copy from another member")
-	}
-	if err != nil {
-		return err
-	}
-	if werr := walUnsettled(s); werr != nil && (o.Rev == 0 || o.AllRevisions) {
-		return werr
-	}
-	if res.Unread.Total() > 0 {
-		return withHint(&incompleteError{msg: res.Unread.Message() + "; their records say why"}, res.Unread.Hint())
-	}
-	return nil
+	return s.Dump(e.ctx, e.stdout, r)
 }
 
 // progress draws a one-line progress report on a terminal.
@@ -156,7 +102,10 @@ func newProgress(w io.Writer, what string) *progress {
 	return &progress{w: w, what: what, start: now, last: now, nowFor: time.Now}
 }
 
-func (p *progress) update(n, bytes, rev int64) {
+// Start, Update and Done make it a connect.Progress.
+func (p *progress) Start(total int64) { p.total = total }
+
+func (p *progress) Update(n, bytes, rev int64) {
 	p.n = n
 	p.bytes += bytes
 	now := p.nowFor()
@@ -172,7 +121,7 @@ func (p *progress) update(n, bytes, rev int64) {
 	p.shown = true
 }
 
-func (p *progress) done() {
+func (p *progress) Done() {
 	if p.shown {
 		fmt.Fprintf(p.w, "\r\x1b[K")
 	}

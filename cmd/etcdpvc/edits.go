@@ -1,9 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +44,7 @@ etcdpvc --kubeadm undelete pv pv-www-web-0`,
 		action: func(c *cli.Context, e *env, in *input) error {
 			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers"), RequireTerminating: true}
 			err := planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
-				func(s *session) (surgery.Edit, error) {
+				func(s *session, _ string) (surgery.Edit, error) {
 					s.Planner.AllowKeyMismatch = c.Bool("force")
 					return ed, nil
 				})
@@ -79,7 +79,7 @@ etcdpvc finalizers ns stuck --remove-all --dry-run`,
 				return usagef("finalizers needs --remove F, --remove-all or --add F")
 			}
 			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
-				func(*session) (surgery.Edit, error) { return surgery.Meta{MetaEdit: me}, nil })
+				func(*session, string) (surgery.Edit, error) { return surgery.Meta{MetaEdit: me}, nil })
 		},
 	}
 }
@@ -112,7 +112,7 @@ etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
 				me = codec.MetaEdit{SetAnnotations: set, RemoveAnnotations: remove}
 			}
 			err = planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
-				func(*session) (surgery.Edit, error) {
+				func(*session, string) (surgery.Edit, error) {
 					return surgery.Meta{MetaEdit: me, Overwrite: c.Bool("overwrite")}, nil
 				})
 			if errors.Is(err, surgery.ErrNotApplicable) {
@@ -143,32 +143,16 @@ etcdpvc patch pv pv-www-web-0 --patch-file claimref.json --dry-run`,
 			&cli.StringFlag{Name: "patch-file", Usage: "read the patch from a file (- for stdin)"},
 		),
 		action: func(c *cli.Context, e *env, in *input) error {
-			typ := c.String("type")
-			if typ != surgery.PatchMerge && typ != surgery.PatchJSON {
-				return usagef("--type %q: must be merge or json", typ)
-			}
-			patch := []byte(c.String("patch"))
+			var file func() (io.ReadCloser, error)
 			if f := c.String("patch-file"); f != "" {
-				if len(patch) > 0 {
-					return usagef("give -p or --patch-file, not both")
-				}
-				r, err := openInput(e, f)
-				if err != nil {
-					return err
-				}
-				var buf bytes.Buffer
-				_, err = buf.ReadFrom(r)
-				r.Close()
-				if err != nil {
-					return fmt.Errorf("read patch: %w", err)
-				}
-				patch = buf.Bytes()
+				file = func() (io.ReadCloser, error) { return openInput(e, f) }
 			}
-			if len(bytes.TrimSpace(patch)) == 0 {
-				return usagef("patch needs -p PATCH or --patch-file FILE")
+			patch, err := connect.PatchEdit(c.String("type"), c.String("patch"), file)
+			if err != nil {
+				return err
 			}
 			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
-				func(*session) (surgery.Edit, error) { return surgery.Patch{Type: typ, Patch: patch}, nil })
+				func(*session, string) (surgery.Edit, error) { return patch, nil })
 		},
 	}
 }
@@ -184,28 +168,8 @@ func editCommand() command {
 		examples: `EDITOR=nano etcdpvc edit pvc www-web-0 -n demo`,
 		flags:    withWrite(),
 		action: func(c *cli.Context, e *env, in *input) error {
-			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c), func(s *session) (surgery.Edit, error) {
-				ref, err := s.ref(in.obj, in.namespace, in.key)
-				if err != nil {
-					return nil, err
-				}
-				cur, err := s.Planner.Load(e.ctx, s.Reader, ref.Key, 0)
-				if err != nil {
-					return nil, err
-				}
-				doc, err := surgery.EditableYAML(cur)
-				if err != nil {
-					return nil, err
-				}
-				edited, err := runEditor(e, doc)
-				if err != nil {
-					return nil, err
-				}
-				content, err := surgery.ParseEdited(edited)
-				if err != nil {
-					return nil, err
-				}
-				return surgery.Replace{Content: content}, nil
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c), func(s *session, key string) (surgery.Edit, error) {
+				return s.Edited(e.ctx, key, func(doc []byte) ([]byte, error) { return runEditor(e, doc) })
 			})
 		},
 	}

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/connect"
-	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
-	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // getOptions are the flags of `etcdpvc get`.
@@ -58,8 +52,8 @@ etcdpvc --db snapshot.db get sts web -n demo --rev 1200`,
 				return err
 			}
 			if o.Print.Output == "raw" && !o.Force {
-				if err := refuseRawToTerminal(e); err != nil {
-					return err
+				if isTerminal(e.stdout) {
+					return connect.RawToTerminal("redirect the output (-o raw > value.bin, or -o raw | xxd | less), or pass --force")
 				}
 			}
 			if o.Index != 0 && in.g.WAL == "" {
@@ -80,47 +74,13 @@ func runGet(e *env, g *globalOptions, o getOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Index != 0 {
-		kv, err := getAtIndex(e, s, ref.Key, o.Index)
-		if err != nil {
-			return err
-		}
-		if o.Print.Output == "raw" {
-			_, err = e.stdout.Write(kv.Value)
-			return err
-		}
-		cur, err := s.Planner.Open(e.ctx, *kv)
-		if err != nil {
-			return fmt.Errorf("get %s at raft index %d: %w", objectName(s.g.Prefix, ref.Key), o.Index, err)
-		}
-		return printObject(e.stdout, inspect.WithResourceVersion(cur.Obj.Content, kv.ModRevision), o.Print)
-	}
-	if o.Print.Output == "raw" {
-		kv, err := s.Reader.Get(e.ctx, ref.Key, o.Rev)
-		if errors.Is(err, store.ErrNotFound) {
-			return surgery.NotFound(e.ctx, s.Reader, s.g.Prefix, ref.Key, o.Rev, err)
-		}
-		if err != nil {
-			return fmt.Errorf("get %s: %w", ref.Key, err)
-		}
-		_, err = e.stdout.Write(kv.Value)
-		return err
-	}
-	cur, err := s.Planner.Load(e.ctx, s.Reader, ref.Key, o.Rev)
+	got, err := s.Get(e.ctx, e, connect.GetRequest{Key: ref.Key, Rev: o.Rev, Index: o.Index, Raw: o.Print.Output == "raw"})
 	if err != nil {
 		return err
 	}
-	if len(cur.Obj.Undecoded) > 0 {
-		fmt.Fprintf(e.stderr, "etcdpvc: note: %s is not in this build's scheme; %d bytes beyond metadata were left undecoded (see -o raw)\n", cur.Obj.GVK, len(cur.Obj.Undecoded))
+	if o.Print.Output == "raw" {
+		_, err = e.stdout.Write(got.Stored)
+		return err
 	}
-	return printObject(e.stdout, inspect.WithResourceVersion(cur.Obj.Content, cur.KV.ModRevision), o.Print)
-}
-
-// refuseRawToTerminal refuses -o raw when stdout is a terminal: binary
-// bytes garble the session (and can send it control sequences).
-func refuseRawToTerminal(e *env) error {
-	if !isTerminal(e.stdout) {
-		return nil
-	}
-	return &connect.RefusedError{Msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed", Hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less), or pass --force"}
+	return printObject(e.stdout, got.Content, o.Print)
 }

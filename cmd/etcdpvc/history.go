@@ -1,13 +1,8 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/connect"
-	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
@@ -59,24 +54,5 @@ func runHistory(e *env, g *globalOptions, o historyOptions) error {
 	if err != nil {
 		return err
 	}
-	var rep *inspect.HistoryReport
-	if s.WAL != nil {
-		rep, err = inspect.WALHistory(e.ctx, s.WAL, ref, inspect.HistoryOptions{Planner: s.Planner, ShowSecrets: o.ShowSecrets})
-	} else {
-		rep, err = inspect.History(e.ctx, s.Reader, ref, inspect.HistoryOptions{Planner: s.Planner, ShowSecrets: o.ShowSecrets})
-	}
-	if err != nil {
-		var none *inspect.NoHistoryError
-		if errors.As(err, &none) && none.Hint() != "" {
-			return withHint(err, none.Hint())
-		}
-		return err
-	}
-	if err := rep.Write(e.stdout, o.Output); err != nil {
-		return err
-	}
-	if rep.Undecodable > 0 {
-		return fmt.Errorf("history of %s: %d of %d revisions could not be read (listed above as undecodable): %w", inspect.ObjectName(ref), rep.Undecodable, len(rep.Rows), connect.ErrIncomplete)
-	}
-	return nil
+	return s.History(e.ctx, e.stdout, ref, o.Output, o.ShowSecrets)
 }

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/connect"
-	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
-	"github.com/etcdpvc/etcdpvc/resource"
-	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // lsOptions are the flags of `etcdpvc ls`.
@@ -79,78 +73,6 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		return err
 	}
 	defer s.Close()
-	scope, err := scopeFor(s, o.Resource, o.Namespace, o.AllNamespaces)
-	if err != nil {
-		return err
-	}
-	var enc inspect.Decrypter
-	if s.Enc != nil {
-		enc = s.Enc
-	}
-	cols := inspect.NewListTable(scope, o.Output == "wide", o.Terminating, o.ShowKeys, e.now())
-	cols.Warn = func(err error) { e.warn(err.Error()) }
-	out := inspect.NewListWriter(e.stdout, o.Output, cols)
-	if out.IsTable() {
-		unread, err := cols.LoadJoins(e.ctx, s.Reader, enc, s.g.Prefix, o.Rev)
-		if err != nil {
-			return err
-		}
-		if unread > 0 {
-			e.warn(fmt.Sprintf("%s not be read: a claim's VOLUME may show \"?\"",
-				inspect.Count(unread, "persistentvolume could", "persistentvolumes could")))
-		}
-	}
-	sum, err := inspect.List(e.ctx, s.Reader, enc, inspect.ListingOptions{
-		StorePrefix: s.g.Prefix, KeyPrefix: scope.Prefix,
-		Match: func(key string) (resource.Resource, string, string, bool) {
-			r, ns, name, parsed, ok := scope.Match(s.g.Prefix, key)
-			return r, ns, name, parsed && ok
-		},
-		Kind: cols.Kind, Objects: out.IsTable(), Terminating: o.Terminating, Deleted: o.Deleted,
-		PageSize: o.PageSize, Revision: o.Rev,
-	}, out.Row)
-	switch {
-	case errors.Is(err, inspect.ErrNeedsArchive):
-		return usagef("--deleted needs --db or --wal: live etcd keeps no index of deleted keys (use `etcdpvc history` on one key)")
-	case errors.Is(err, store.ErrCorrupt):
-		// What was read is printed; the rest of the file is not readable.
-		if cerr := out.Close(); cerr != nil {
-			return cerr
-		}
-		return withHint(&incompleteError{msg: fmt.Sprintf("listing stopped after %s: %v", inspect.Count(sum.Listed, "object", "objects"), err)},
-			"the db file is damaged: read another snapshot, or a copy from another member")
-	case err != nil:
-		return err
-	}
-	if werr := walUnsettled(s); werr != nil && (o.Rev == 0 || o.Deleted) {
-		if err := out.Close(); err != nil {
-			return err
-		}
-		return werr
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	if sum.Listed == 0 {
-		what := "objects"
-		switch {
-		case o.Deleted:
-			what = "deleted objects"
-		case o.Terminating:
-			what = "terminating objects"
-		}
-		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", inspect.EmptyListing(e.ctx, s.Reader, s.g.Prefix, scope.Resource, scope.Namespace, what, o.Rev))
-		return nil
-	}
-	if sum.Unread.Total() > 0 {
-		return withHint(&incompleteError{msg: sum.Unread.Message()}, sum.Unread.Hint())
-	}
-	return nil
+	return s.List(e.ctx, e, e.stdout, connect.ListRequest{Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces,
+		Terminating: o.Terminating, Deleted: o.Deleted, Output: o.Output, ShowKeys: o.ShowKeys, PageSize: o.PageSize, Rev: o.Rev, Now: e.now()})
 }
-
-// incompleteError is a read that could not read everything: what it read
-// is printed, and the message says what it skipped.
-type incompleteError struct{ msg string }
-
-func (e *incompleteError) Error() string        { return e.msg }
-func (e *incompleteError) Is(target error) bool { return target == connect.ErrIncomplete }

@@ -48,3 +48,8 @@ func printObject(w io.Writer, content map[string]any, o printOptions) error {
 func managedFieldsFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "show-managed-fields", Usage: "print metadata.managedFields (hidden by default, as in kubectl)"}
 }
+
+// indexFlag is --index of get and recover.
+func indexFlag() cli.Flag {
+	return &cli.Uint64Flag{Name: "index", Usage: "with --wal: read the object as of this raft index of the log"}
+}

@@ -98,7 +98,7 @@ func runRecover(e *env, g *globalOptions, o connect.RecoverArgs) error {
 	}
 	var kv *store.KeyValue
 	if o.Index != 0 {
-		kv, err = getAtIndex(e, src, ref.Key, o.Index)
+		kv, err = src.GetAtIndex(e.ctx, e, ref.Key, o.Index)
 	} else {
 		kv, err = recoverSource(e, src, ref.Key, o.Rev)
 	}
@@ -167,7 +167,7 @@ func printRecovered(e *env, s *session, kv store.KeyValue, o connect.RecoverArgs
 		if _, err := s.Planner.Recovered(e.ctx, kv); err != nil {
 			return err
 		}
-		return &connect.RefusedError{Msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed", Hint: "redirect the output (-o raw > value.bin, or -o raw | xxd | less)"}
+		return connect.RawToTerminal("redirect the output (-o raw > value.bin, or -o raw | xxd | less)")
 	}
 	rec, err := s.Recovered(e.ctx, kv, o.Output == "raw")
 	if err != nil {

@@ -2,11 +2,9 @@ package main
 
 import (
 	"github.com/urfave/cli/v2"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
-	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // statsOptions are the flags of `etcdpvc stats`.
@@ -60,47 +58,9 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		return err
 	}
 	defer s.Close()
-	prefix := s.g.Prefix + "/"
-	var prog *progress
-	var update inspect.Progress
+	var p connect.Progress
 	if isTerminal(e.stderr) {
-		prog = newProgress(e.stderr, "stats")
-		update = prog.update
+		p = newProgress(e.stderr, "stats")
 	}
-	var write inspect.WriteProviderFunc
-	if s.Enc != nil {
-		write = func(gr schema.GroupResource) string { return s.Enc.Providers(gr)[0] }
-	}
-	var rep *inspect.StatsReport
-	if b, ok := s.Reader.(*store.Bolt); ok {
-		if prog != nil {
-			prog.total = b.Meta().Revision
-		}
-		rep, err = inspect.BoltStats(e.ctx, b, prefix, o.Top, update, write)
-	} else {
-		rep, err = inspect.LiveStats(e.ctx, s.Reader, prefix, o.Top, o.PageSize, update, write)
-	}
-	if prog != nil {
-		prog.done()
-	}
-	if rep == nil {
-		return err
-	}
-	rep.Source = s.Description
-	if s.WAL != nil {
-		inspect.FromWAL(rep, s.WAL.Coverage())
-	}
-	if werr := rep.Write(e.stdout, o.Output == "json"); werr != nil {
-		return werr
-	}
-	if rep.Incomplete != "" {
-		// The counts above cover what was read: before the damaged page,
-		// or up to the last revision the log establishes.
-		hint := "the db file is damaged: read another snapshot, or a copy from another member"
-		if s.WAL != nil {
-			hint = undeterminedHint
-		}
-		return withHint(&incompleteError{msg: "stats incomplete: " + rep.Incomplete}, hint)
-	}
-	return err
+	return s.Stats(e.ctx, e.stdout, o.Output == "json", o.Top, o.PageSize, p)
 }

@@ -134,9 +134,9 @@ func newVerifier(e *env, s *session) (*verify.Verifier, error) {
 	return s.NewVerifier(e.ctx, func(msg string) { fmt.Fprintln(e.stdout, msg) })
 }
 
-// editCommand builds a write command that names one object and applies
-// one edit.
-func planAndApply(e *env, g *globalOptions, args []string, namespace, key string, o writeOptions, edit func(s *session) (surgery.Edit, error)) error {
+// planAndApply is the write of a command that names one object and applies
+// one edit: edit builds it, given the session and the object's key.
+func planAndApply(e *env, g *globalOptions, args []string, namespace, key string, o writeOptions, edit func(s *session, key string) (surgery.Edit, error)) error {
 	s, err := openWriteSession(e, g, o)
 	if err != nil {
 		return err
@@ -147,7 +147,7 @@ func planAndApply(e *env, g *globalOptions, args []string, namespace, key string
 	if err != nil {
 		return err
 	}
-	ed, err := edit(s)
+	ed, err := edit(s, ref.Key)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,106 @@
+package connect
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/etcdpvc/etcdpvc/inspect"
+)
+
+// DiffRequest is what diff compares: two states A and B (a db or snapshot
+// file, live, or rev:N), the objects of a scope (RESOURCE, -n, -A), written
+// as Output (table, diff or json).
+type DiffRequest struct {
+	A, B string
+	// DB is --db, the source of rev:N on both sides; WAL is --wal, which
+	// diff does not read.
+	DB, WAL             string
+	Resource, Namespace string
+	AllNamespaces       bool
+	Output              string
+	ShowSecrets         bool
+	IgnoreMetadataOnly  bool
+	PageSize            int64
+}
+
+// Sources are the states r compares (inspect.DiffSources); arguments that
+// name no state, and --wal, are an *OptionError.
+func (r DiffRequest) Sources() (a, b inspect.DiffSource, err error) {
+	a, b, err = inspect.DiffSources(r.DB, r.A, r.B)
+	if err != nil {
+		return a, b, &OptionError{Err: err}
+	}
+	if r.WAL != "" {
+		// Each side opens its own source: --wal would be replayed over
+		// every side's db, and a log replays only the db it follows.
+		return a, b, usageError("read the log with `etcdpvc --wal DIR [--db DB] dump --all-revisions` (every revision it establishes) or `history KEY`",
+			"diff does not read --wal: each side is a db or snapshot file, live, or rev:N of --db")
+	}
+	return a, b, nil
+}
+
+// Diff compares the states r names (inspect.Diff) and writes the records
+// and the summary to w. open opens one side's store: file a db or
+// snapshot file, "" the live etcd; a side that reads the other's source
+// shares its session. States that differ are inspect.ErrDiffer; values a
+// side could not read, ErrIncomplete.
+func Diff(ctx context.Context, w io.Writer, open func(file string) (*Session, error), r DiffRequest) error {
+	sa, sb, err := r.Sources()
+	if err != nil {
+		return err
+	}
+	a, err := open(sa.File)
+	if err != nil {
+		return fmt.Errorf("diff: A (%s): %w", sa, err)
+	}
+	defer a.Close()
+	b := a
+	if sb.File != sa.File {
+		if b, err = open(sb.File); err != nil {
+			return fmt.Errorf("diff: B (%s): %w", sb, err)
+		}
+		defer b.Close()
+	}
+	scope, err := a.Scope(r.Resource, r.Namespace, r.AllNamespaces)
+	if err != nil {
+		return err
+	}
+	prefix := a.Options.Prefix
+	out := bufio.NewWriterSize(w, 64<<10)
+	p := inspect.DiffWriter{W: out, JSON: r.Output == "json"}
+	sum, err := inspect.Diff(ctx,
+		inspect.DiffSide{Reader: a.Reader, Rev: sa.Rev, Planner: a.Planner},
+		inspect.DiffSide{Reader: b.Reader, Rev: sb.Rev, Planner: b.Planner},
+		inspect.DiffOptions{
+			StorePrefix: prefix, ListPrefix: scope.Prefix,
+			Match: func(key string) bool {
+				_, _, _, _, ok := scope.Match(prefix, key)
+				return ok
+			},
+			ShowSecrets: r.ShowSecrets, IgnoreMetadataOnly: r.IgnoreMetadataOnly,
+			WithDiff: r.Output == "diff", PageSize: r.PageSize,
+		}, p.Record)
+	if err != nil {
+		if ferr := out.Flush(); ferr != nil {
+			return ferr
+		}
+		return fmt.Errorf("diff %s with %s: %w", sa, sb, err)
+	}
+	if err := p.Summary(sa, sb, sum); err != nil {
+		return err
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	switch {
+	case sum.Unreadable > 0:
+		return &hintedError{&incompleteError{msg: fmt.Sprintf("diff incomplete: %s could not be compared (listed, with why)",
+			inspect.Count(sum.Unreadable, "object", "objects"))},
+			"a value encrypted at rest needs the kube-apiserver's EncryptionConfiguration: --encryption-config FILE (or --kubeadm)"}
+	case sum.Differ > 0:
+		return fmt.Errorf("%s: %w", inspect.Count(sum.Differ, "object differs", "objects differ"), inspect.ErrDiffer)
+	}
+	return nil
+}
