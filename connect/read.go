@@ -111,23 +111,31 @@ func (s *Session) Scope(res, namespace string, all bool) (inspect.Scope, error) 
 	return k, nil
 }
 
-// Unsettled returns an error wrapping ErrIncomplete when the session reads
-// a log whose revisions stop before its end: a listing of the latest state
-// lacks the writes the log cannot place. nil otherwise.
-func (s *Session) Unsettled() error {
+// Unsettled returns an error wrapping ErrIncomplete when the session
+// reads a log that does not establish everything a listing would show:
+// revisions that stop before the log's end (a listing of the latest state
+// lacks the writes the log cannot place), or, with past (a listing of
+// deleted objects or of every revision), the log's entries the db holds
+// that could not be worked out back from it (what they deleted, and the
+// revisions the db compacted, are missing).
+func (s *Session) Unsettled(past bool) error {
 	if s.WAL == nil {
 		return nil
 	}
 	cov := s.WAL.Coverage()
-	if cov.RevisionsStop == "" {
-		return nil
+	if cov.RevisionsStop != "" {
+		at := "no revision"
+		if cov.LastRevision != 0 {
+			at = fmt.Sprintf("revision %d only", cov.LastRevision)
+		}
+		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log establishes the keyspace up to %s: its later writes are not in this output (%s)", at, cov.RevisionsStop)},
+			UndeterminedHint}
 	}
-	at := "no revision"
-	if cov.LastRevision != 0 {
-		at = fmt.Sprintf("revision %d only", cov.LastRevision)
+	if past && cov.PrefixUnresolved != "" {
+		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log's %d entries up to the db's consistent index are not established (%s): objects they deleted and revisions the db compacted are not in this output", cov.InDB, cov.PrefixUnresolved)},
+			UndeterminedHint}
 	}
-	return &hintedError{&incompleteError{msg: fmt.Sprintf("the log establishes the keyspace up to %s: its later writes are not in this output (%s)", at, cov.RevisionsStop)},
-		UndeterminedHint}
+	return nil
 }
 
 // DumpRequest is what dump writes: the objects of a scope (RESOURCE, -n,
@@ -195,7 +203,7 @@ func (s *Session) Dump(ctx context.Context, out io.Writer, r DumpRequest) error 
 	if err != nil {
 		return err
 	}
-	if werr := s.Unsettled(); werr != nil && (r.Rev == 0 || r.AllRevisions) {
+	if werr := s.Unsettled(r.AllRevisions); werr != nil && (r.Rev == 0 || r.AllRevisions) {
 		return werr
 	}
 	if res.Unread.Total() > 0 {
