@@ -386,21 +386,31 @@ func (w *WAL) KeyWrites(ctx context.Context, key string, withValues bool, fn fun
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		x := &w.r.all[id]
-		kw := KeyWrite{Entry: w.r.entry(x.entry), Event: Event{Deleted: x.deleted, KV: KeyValue{Key: key,
-			ModRevision: x.mod, CreateRevision: x.create, Version: x.version, Lease: x.lease}}}
-		if withValues && !x.deleted {
-			v, err := w.value(id)
-			if err != nil {
-				return err
-			}
-			kw.Event.KV.Value = v
+		kw, err := w.keyWrite(id, withValues)
+		if err != nil {
+			return err
 		}
 		if err := fn(kw); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// keyWrite is write id as a KeyWrite, with the value its put carried when
+// withValue.
+func (w *WAL) keyWrite(id int32, withValue bool) (KeyWrite, error) {
+	x := &w.r.all[id]
+	kw := KeyWrite{Entry: w.r.entry(x.entry), Event: Event{Deleted: x.deleted, KV: KeyValue{Key: w.r.keyNames[x.key],
+		ModRevision: x.mod, CreateRevision: x.create, Version: x.version, Lease: x.lease}}}
+	if withValue && !x.deleted {
+		v, err := w.value(id)
+		if err != nil {
+			return kw, err
+		}
+		kw.Event.KV.Value = v
+	}
+	return kw, nil
 }
 
 // GetAtIndex returns key as it was after the log's entries up to raft index
@@ -860,16 +870,9 @@ func (w *WAL) WritesInOrder(ctx context.Context, reverse bool, fn func(KeyWrite)
 				return err
 			}
 		}
-		x := &w.r.all[id]
-		key := w.r.keyNames[x.key]
-		kw := KeyWrite{Entry: w.r.entry(x.entry), Event: Event{Deleted: x.deleted, KV: KeyValue{Key: key,
-			ModRevision: x.mod, CreateRevision: x.create, Version: x.version, Lease: x.lease}}}
-		if !x.deleted {
-			v, err := w.value(id)
-			if err != nil {
-				return err
-			}
-			kw.Event.KV.Value = v
+		kw, err := w.keyWrite(id, true)
+		if err != nil {
+			return err
 		}
 		if err := fn(kw); err != nil {
 			return err
