@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -258,5 +260,122 @@ func TestRecoverFromWAL(t *testing.T) {
 	gotPVC.Labels["touched"] = "by-api"
 	if _, err := pvcs.Update(ctx, gotPVC, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("an API Update of the recovered pvc failed: %v", err)
+	}
+}
+
+// TestWALAgreesWithTheAPIServer drives a real kube-apiserver: ConfigMaps
+// created, then (in the log a purge leaves) updated twice, some deleted,
+// Events stored with a lease, a conflicting update refused by the
+// apiserver; etcd is then compacted. Read from the purged log over an
+// etcdctl snapshot of the member taken after all that, every write the log
+// shows applied has the revision the apiserver returned as its
+// resourceVersion, the deletions are there, and no write is left unknown.
+func TestWALAgreesWithTheAPIServer(t *testing.T) {
+	c := startCluster(t, "walapi", ClusterOptions{})
+	const ns = "agree"
+	c.EnsureNamespace(t, ns)
+	ctx := context.Background()
+	cms := c.Client.CoreV1().ConfigMaps(ns)
+	const n = 8
+	var objs []*corev1.ConfigMap
+	for i := range n {
+		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}, Data: map[string]string{"v": "0"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, cm)
+	}
+	st, err := c.Etcd.Status(ctx, c.EtcdURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logStart := st.RaftIndex + 1
+
+	// In the log: two updates each (their resourceVersions are the
+	// revisions etcd gave them), a stale update the apiserver refuses,
+	// Events (stored with a lease), deletions.
+	applied := map[string][]string{}
+	for round := 1; round <= 2; round++ {
+		for i, cm := range objs {
+			cm.Data["v"] = fmt.Sprint(round)
+			got, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs[i] = got
+			applied[got.Name] = append(applied[got.Name], got.ResourceVersion)
+		}
+	}
+	stale := objs[0].DeepCopy()
+	stale.ResourceVersion = applied["cm-0"][0]
+	stale.Data["v"] = "stale"
+	if _, err := cms.Update(ctx, stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Fatalf("stale update: %v, want a conflict", err)
+	}
+	for i := range 3 {
+		if _, err := c.Client.CoreV1().Events(ns).Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("ev-%d", i)},
+			InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: ns, Name: "cm-0"},
+			Reason:         "Test", Message: "walapi", Type: corev1.EventTypeNormal,
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"cm-1", "cm-4", "cm-6"} {
+		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := c.Etcd.Get(ctx, "compact-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Etcd.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	cur := saveSnapshot(t, c)
+	purged := purgeWAL(t, copyWAL(t, c), logStart)
+
+	r := c.mustEtcdpvc(t, "--wal", purged, "--db", cur, "ls", "configmaps", "-n", ns, "--deleted")
+	for _, name := range []string{"cm-1", "cm-4", "cm-6"} {
+		if !strings.Contains(r.stdout, name) {
+			t.Errorf("ls --deleted: %s missing:\n%s", name, r)
+		}
+	}
+	if !strings.Contains(r.stderr, "worked out back from the db") {
+		t.Fatalf("the log's entries the db holds were not worked out:\n%s", r)
+	}
+	for i := range n {
+		name := fmt.Sprintf("cm-%d", i)
+		r := c.mustEtcdpvc(t, "--wal", purged, "--db", cur, "history", "configmap", name, "-n", ns, "-o", "json")
+		var rep struct {
+			Events []struct {
+				Revision int64  `json:"revision"`
+				Index    uint64 `json:"index"`
+				Outcome  string `json:"outcome"`
+				Deleted  bool   `json:"deleted"`
+			} `json:"events"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("history %s: %v\n%s", name, err, r)
+		}
+		var got []string
+		deleted := false
+		for _, e := range rep.Events {
+			switch {
+			case e.Outcome == "unknown" || e.Index == 0:
+				t.Errorf("history %s: a row unknown or not from the log: %+v", name, e)
+			case e.Outcome == "applied" && e.Deleted:
+				deleted = true
+			case e.Outcome == "applied":
+				got = append(got, fmt.Sprint(e.Revision))
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(applied[name]) {
+			t.Errorf("history %s: revisions %v from the log, the apiserver returned %v", name, got, applied[name])
+		}
+		if wantDeleted := name == "cm-1" || name == "cm-4" || name == "cm-6"; deleted != wantDeleted {
+			t.Errorf("history %s: deleted %v, want %v", name, deleted, wantDeleted)
+		}
 	}
 }
