@@ -65,7 +65,7 @@ var globalUsage = map[string]string{
 	"kubeadm":                  "take endpoints, certificates, overrides, prefix and encryption config from the kube-apiserver static pod manifest (they win over ETCDCTL_* variables, not over flags)",
 	"manifests-dir":            "where --kubeadm finds kube-apiserver.yaml",
 	"db":                       "read an etcd db or snapshot file instead of a live etcd",
-	"wal":                      "read a member's write-ahead log (its wal dir or data dir, read-only); with --db (the same member's db or a snapshot of it) replayed from the db's state",
+	"wal":                      "read a member's write-ahead log (its wal dir or data dir, read-only); with --db (the same member's db, copied before the wal, or a snapshot of it) the log's entries the db holds are worked out back from it and checked against it, the later ones replayed from its state",
 	"lock-timeout":             "with --db: how long to wait for the file lock (0: do not wait)",
 	"skip-hash-check":          "with --db: go on when a snapshot's sha256 trailer does not match",
 	"encryption-config":        "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources",
