@@ -104,6 +104,8 @@ func openError(kind StoreKind, err error, o Options) *OpenError {
 		switch {
 		case errors.Is(err, store.ErrDBNewer):
 			return context("give the same member's wal and db, copied together (the wal after the db), or an older snapshot of its db")
+		case errors.Is(err, store.ErrOtherCluster):
+			return context("give the db of the member whose log it is (member/snap/db, copied before its wal), or a snapshot of that cluster")
 		case errors.Is(err, store.ErrLogGap):
 			return context("the member purged the log past the db: give a newer db of the same member (member/snap/db), or another member's wal")
 		case errors.Is(err, walread.ErrNoLog), errors.Is(err, fs.ErrNotExist):

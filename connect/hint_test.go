@@ -51,6 +51,7 @@ func TestOpenErrorHint(t *testing.T) {
 		{name: "copy of a missing db", kind: StoreSnapshotCopy, err: fs.ErrNotExist, hint: "check the path: --db takes"},
 		{name: "wal after a newer db", kind: StoreWAL, err: store.ErrDBNewer, o: walDB, msg: "--wal /m/wal --db /m/db: " + store.ErrDBNewer.Error(), hint: "copied together"},
 		{name: "wal with a gap", kind: StoreWAL, err: store.ErrLogGap, o: walDB, msg: "--wal /m/wal --db /m/db: " + store.ErrLogGap.Error(), hint: "the member purged the log past the db"},
+		{name: "wal and another cluster's db", kind: StoreWAL, err: store.ErrOtherCluster, o: walDB, msg: "--wal /m/wal --db /m/db: " + store.ErrOtherCluster.Error(), hint: "the db of the member whose log it is"},
 		{name: "no wal", kind: StoreWAL, err: walread.ErrNoLog, msg: store.ErrUnavailable.Error() + ": " + walread.ErrNoLog.Error(), hint: "--wal takes a member's wal directory", unavailable: true},
 		{name: "wal unreadable", kind: StoreWAL, err: fs.ErrPermission, msg: store.ErrUnavailable.Error() + ": " + fs.ErrPermission.Error(), hint: "cannot read the log", unavailable: true},
 		{name: "wal corrupt", kind: StoreWAL, err: walread.ErrCorrupt, hint: "read another member's log"},

@@ -10,6 +10,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/etcdpvc/etcdpvc/walread"
 )
@@ -47,6 +48,8 @@ type WALCoverage struct {
 	ConsistentIndex uint64
 	DBRevision      int64
 	InDB            int
+	// Member and Cluster are the ids the log's metadata records.
+	Member, Cluster uint64
 	// PrefixRevision is the revision before the log's first entry, when
 	// the entries the db holds were worked out back from it (their
 	// writes then have revisions PrefixRevision+1 to DBRevision);
@@ -136,6 +139,7 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 		queue = append(queue[:0], queue[n:]...)
 	}
 	var prefix []pxEntry
+	checked := false
 	prefixKeys := newPxKeys()
 	var firstIndex uint64
 	nrec := 0
@@ -146,6 +150,18 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 			}
 		}
 		switch typ {
+		case walread.MetadataType:
+			var md pb.Metadata
+			if err := proto.Unmarshal(data, &md); err != nil {
+				return fmt.Errorf("%s: the member's metadata: %w", l.Segments[pos.Segment].Name, err)
+			}
+			w.cov.Member, w.cov.Cluster = md.GetNodeID(), md.GetClusterID()
+			if base != nil && !checked {
+				checked = true
+				if err := w.checkMember(md.GetNodeID()); err != nil {
+					return err
+				}
+			}
 		case walread.StateType:
 			hs, err := walread.DecodeState(data)
 			if err != nil {

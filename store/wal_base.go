@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -27,7 +28,53 @@ var (
 	// ErrLogGap means the log does not hold the entry after the db's
 	// consistent index: the entries between them are in neither.
 	ErrLogGap = errors.New("the write-ahead log does not continue the db")
+	// ErrOtherCluster means the db's members do not include the member
+	// whose log it is: the db is another cluster's.
+	ErrOtherCluster = errors.New("the db is not of the write-ahead log's cluster")
 )
+
+// checkMember returns an error wrapping ErrOtherCluster when the db lists
+// its cluster's members (etcd 3.5 and later do) and the log's member is not
+// among them, current or removed.
+func (w *WAL) checkMember(node uint64) error {
+	ids, err := w.base.memberIDs()
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	for _, id := range ids {
+		if id == node {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: the log is member %x's, the db's members are %x", ErrOtherCluster, node, ids)
+}
+
+// memberIDs lists the member ids the file's "members" and
+// "members_removed" buckets hold.
+func (b *Bolt) memberIDs() ([]uint64, error) {
+	var ids []uint64
+	err := b.view(func(tx *bolt.Tx, _ *viewGuard) error {
+		for _, name := range []string{"members", "members_removed"} {
+			mb := tx.Bucket([]byte(name))
+			if mb == nil {
+				continue
+			}
+			if err := mb.ForEach(func(k, _ []byte) error {
+				if id, err := strconv.ParseUint(string(k), 16, 64); err == nil {
+					ids = append(ids, id)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the db's members: %w", err)
+	}
+	return ids, nil
+}
 
 // valueFromBase marks a put that kept the value a key had in the db.
 const valueFromBase = -2

@@ -610,3 +610,27 @@ func FuzzPrefixSolver(f *testing.F) {
 		}
 	})
 }
+
+// TestWALOverAnotherClustersDB: a db whose members do not include the
+// log's member is refused before anything is read from the log.
+func TestWALOverAnotherClustersDB(t *testing.T) {
+	ctx := context.Background()
+	sc := writePrefixScene(t)
+	other := etcdtest.Start(t, etcdtest.Options{InProcess: true})
+	other.Put(t, "/registry/configmaps/demo/x", []byte("x"))
+	other.StopMember(0)
+	db := openBolt(t, copyFile(t, filepath.Join(other.DataDir(0), "member", "snap", "db")), BoltOptions{})
+	if _, err := OpenWALOver(ctx, sc.wal, db); !errors.Is(err, ErrOtherCluster) {
+		t.Fatalf("open over another cluster's db: %v, want ErrOtherCluster", err)
+	} else {
+		t.Log(err)
+	}
+	// The member's own db passes.
+	w, err := OpenWALOver(ctx, sc.wal, openBolt(t, sc.db, BoltOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cov := w.Coverage(); cov.Member == 0 || cov.Cluster == 0 {
+		t.Errorf("coverage without the member's ids: %+v", cov)
+	}
+}
