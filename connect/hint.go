@@ -17,6 +17,19 @@ import (
 // UndeterminedHint is the hint for store.ErrUndetermined.
 const UndeterminedHint = "the write-ahead log cannot establish it: give the same member's db (member/snap/db) or a snapshot of it with --db, so that the log is replayed from the db's state; or read an earlier revision or raft index"
 
+// undeterminedOverDBHint is the hint for what a log read over a db does
+// not establish.
+const undeterminedOverDBHint = "the log and this db do not establish it: give an older snapshot of the same member, taken before the change, with --db (the log's entries after it are replayed from its state), or another member's log"
+
+// undeterminedHint is the hint for what the session's log does not
+// establish.
+func (s *Session) undeterminedHint() string {
+	if s.WAL != nil && s.WAL.Coverage().DB != "" {
+		return undeterminedOverDBHint
+	}
+	return UndeterminedHint
+}
+
 // Hint returns what to tell the user to do about err, "" when there is
 // nothing more to say than the error itself: the hint of a store that
 // cannot be opened (OpenError), of an object not found

@@ -129,11 +129,11 @@ func (s *Session) Unsettled(past bool) error {
 			at = fmt.Sprintf("revision %d only", cov.LastRevision)
 		}
 		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log establishes the keyspace up to %s: its later writes are not in this output (%s)", at, cov.RevisionsStop)},
-			UndeterminedHint}
+			s.undeterminedHint()}
 	}
 	if past && cov.PrefixUnresolved != "" {
 		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log's %d entries up to the db's consistent index are not established (%s): objects they deleted and revisions the db compacted are not in this output", cov.InDB, cov.PrefixUnresolved)},
-			UndeterminedHint}
+			s.undeterminedHint()}
 	}
 	return nil
 }

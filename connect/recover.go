@@ -32,7 +32,7 @@ func (s *Session) RecoverSource(ctx context.Context, key string, rev int64) (*su
 			after = from.KV.ModRevision
 		}
 		if un := s.WAL.Unsettled(key, after); len(un) > 0 {
-			hint := UndeterminedHint + "; `etcdpvc --wal DIR history` lists the writes"
+			hint := s.undeterminedHint() + "; `etcdpvc --wal DIR history` lists the writes"
 			if err == nil {
 				hint += fmt.Sprintf(", and --index N (below %d) recovers the object as the log establishes it then", un[0].Index)
 			}

@@ -150,7 +150,7 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pa
 		// or up to the last revision the log establishes.
 		hint := damagedDBHint
 		if s.WAL != nil {
-			hint = UndeterminedHint
+			hint = s.undeterminedHint()
 		}
 		return &hintedError{&incompleteError{msg: "stats incomplete: " + rep.Incomplete}, hint}
 	}
