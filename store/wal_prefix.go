@@ -29,7 +29,9 @@ import (
 //     key's state before the log; every later compare is evaluated.
 //   - A lease revoked in the prefix that was granted before the log may
 //     have had keys attached before the log: whether its revoke made a
-//     revision is not known there. Such a revoke starts a segment whose
+//     revision is not known there (nor whether a lone delete without a
+//     compare, etcdctl del, of a key from before the log deleted it).
+//     Such an entry starts a segment whose
 //     first revision is fixed by the first compare that names a revision
 //     written in the segment (or, at the end, by the db's revision).
 //   - The result is then checked against the db: every key the prefix
@@ -96,6 +98,10 @@ type pxWrite struct {
 	verKnown               bool
 	vdelta                 int64 // with !verKnown: puts since the unknown version, this one included
 	lease                  int64
+	// seg, for a delete that deleted the key or nothing, is the segment
+	// it starts: it deleted the key when that segment's start made a
+	// revision (revokeRev).
+	seg int32
 }
 
 // pxSeg is a run of relative revisions whose absolute start is one
@@ -105,7 +111,7 @@ type pxSeg struct {
 	startRel int64
 	base     int64 // the absolute revision of startRel, once pinned
 	pinned   bool
-	revoke   int32 // the entry that started it (-1: the prefix's start)
+	revoke   int32 // the entry that started it: a revoke, or a delete (-1: the prefix's start)
 }
 
 type pxEntryOut struct {
@@ -467,7 +473,11 @@ func (p *pxSolver) write(idx int32, ops []pxOp) {
 			continue
 		}
 		if s := p.key(op.key); s.exists == -1 {
-			p.failf("entry %d deletes %s, whose existence before the log is unknown", p.entries[idx].index, p.name(op.key))
+			if len(ops) == 1 {
+				p.uncertainDelete(idx, op)
+				return
+			}
+			p.failf("entry %d deletes %s, whose existence before the log is unknown, with other writes", p.entries[idx].index, p.name(op.key))
 			return
 		}
 	}
@@ -537,6 +547,20 @@ func (p *pxSolver) recordDelete(idx int32, k int32, path int32, inTxn bool, rel 
 	p.setAbsent(s)
 	s.written = true
 	p.writes = append(p.writes, pxWrite{entry: idx, key: k, path: path, inTxn: inTxn, del: true, applied: true, rel: rel})
+}
+
+// uncertainDelete applies a lone delete (etcdctl del) of a key whose
+// existence before the log is unknown: it deleted the key (one revision)
+// or nothing. Like an uncertain revoke, it starts a segment.
+func (p *pxSolver) uncertainDelete(idx int32, op pxOp) {
+	s := p.key(op.key)
+	p.setAbsent(s)
+	s.written = true
+	seg := int32(len(p.segs))
+	p.segs = append(p.segs, pxSeg{startRel: p.rel, revoke: idx})
+	p.writes = append(p.writes, pxWrite{entry: idx, key: op.key, path: op.path, inTxn: op.inTxn, del: true, applied: true, seg: seg})
+	o := &p.out[idx]
+	o.outcome, o.seg = OutcomeApplied, seg
 }
 
 func (p *pxSolver) revoke(idx int32, id int64) {
@@ -618,14 +642,9 @@ func (p *pxSolver) solve(dbRev int64) {
 		}
 		boundaries := int64(j - lo + 2) // the revokes starting segments lo..j+1
 		if lo == 0 {
-			// The start is free: only a run without revoke inside fits one way.
-			if j != 0 {
-				p.failf("the revision before the log is not established (revokes of leases granted before it, and no compare names a revision between them)")
-				return
-			}
-			// segment 0 alone, before segment 1: the revoke starting
-			// segment 1 made a revision or not.
-			p.failf("the revision before the log is not established (a revoke of a lease granted before it, and no compare names a revision before it)")
+			// The start is free: no compare names a revision before the
+			// first entry that may or may not have made one.
+			p.failf("the revision before the log is not established: entry %d (a revoke of a lease, or a delete of a key, from before the log) may or may not have made a revision, and no compare names a revision before it", p.entries[p.segs[1].revoke].index)
 			return
 		}
 		gap := p.segs[j+1].base - (p.segs[lo-1].base + end(lo-1)) - total
@@ -636,7 +655,7 @@ func (p *pxSolver) solve(dbRev int64) {
 		case boundaries:
 			d = 1
 		default:
-			p.failf("revoke at entry %d: whether it made a revision is not established", p.entries[p.segs[lo].revoke].index)
+			p.failf("entry %d (a revoke of a lease, or a delete of a key, from before the log): whether it made a revision is not established", p.entries[p.segs[lo].revoke].index)
 			return
 		}
 		base := p.segs[lo-1].base + end(lo-1)

@@ -72,12 +72,20 @@ func (p *pxSolver) replay() *replay {
 		for ; wi < len(p.writes) && p.writes[wi].entry == int32(i); wi++ {
 			pw := p.writes[wi]
 			s := rp.key([]byte(p.name(pw.key)))
+			mod := p.relAbs(pw.rel)
+			if pw.seg != 0 {
+				if mod = p.revokeRev(pw.seg); mod == 0 {
+					// The key did not exist: nothing deleted.
+					we.Reason = "the key did not exist: nothing deleted"
+					continue
+				}
+			}
 			id := rp.newWrite(s, idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
 			if !pw.applied || o.ambiguous != "" {
 				continue
 			}
 			x := &rp.all[id]
-			x.mod = p.relAbs(pw.rel)
+			x.mod = mod
 			if !pw.del {
 				switch {
 				case pw.createRel:

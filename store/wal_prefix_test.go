@@ -135,6 +135,13 @@ func writePrefixScene(t *testing.T) prefixScene {
 	renew()
 	sec = write(sc.secKey, sec, secret2, false)
 	renew()
+	// An operator's etcdctl del of an event from before the log: no
+	// compare says whether it existed.
+	if _, err := cli.Delete(ctx, "/registry/events/demo/old-3"); err != nil {
+		t.Fatal(err)
+	}
+	renew()
+	renew()
 	rv, err := cli.Revoke(ctx, old.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -467,7 +474,19 @@ func TestPrefixSolver(t *testing.T) {
 		name:  "nothing fixes the revision before an uncertain revoke",
 		reqs:  []*pb.InternalRaftRequest{putReq("/p", "1"), revoke(9), txnReq("/s", 6, "1"), txnReq("/s", 40, "2")},
 		dbRev: 41,
-		fail:  "the revision before the log is not established",
+		fail:  "the revision before the log is not established: entry 101",
+	}, {
+		name: "a delete without a compare of a key from before the log (etcdctl del)",
+		reqs: []*pb.InternalRaftRequest{txnReq("/a", 5, "1"), txnReq("/a", 11, "2"),
+			{DeleteRange: &pb.DeleteRangeRequest{Key: []byte("/p")}},
+			txnReq("/b", 0, "1"), txnReq("/b", 14, "2")},
+		dbRev: 15,
+		want:  []int64{11, 12, 13, 14, 15},
+	}, {
+		name:  "the same, with nothing to fix the revision before it",
+		reqs:  []*pb.InternalRaftRequest{{DeleteRange: &pb.DeleteRangeRequest{Key: []byte("/p")}}, putReq("/c", "1")},
+		dbRev: 9,
+		fail:  "entry 100 (a revoke of a lease, or a delete of a key, from before the log) may or may not have made a revision",
 	}, {
 		name:  "a lease granted in the log: its revoke deletes its keys",
 		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 4, "1"), grant(5), leasePutReq("/e", "x", 5), txnReq("/a", 10, "2"), revoke(5)},
