@@ -141,6 +141,7 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 			if errors.As(err, &ue) {
 				ue.Backup = path
 				rec.Outcome = OutcomeUncertain
+				rec.Resolution = []string{ue.Reason}
 				if aerr := appendAudit(logPath, rec); aerr != nil {
 					ue.AuditErr = aerr
 				}
@@ -148,6 +149,7 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 			return nil, err
 		}
 		res.Warnings = append(res.Warnings, warnings...)
+		rec.Resolution = warnings
 	}
 	res.Revision = rev
 	rec.ToRevision = rev

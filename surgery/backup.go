@@ -139,6 +139,11 @@ type AuditRecord struct {
 	// Outcome is empty for a write that was made, OutcomeUncertain for one
 	// whose outcome is unknown (ToRevision 0).
 	Outcome string `json:"outcome,omitempty"`
+	// Resolution says how a transaction whose answer was lost was resolved:
+	// what the re-reads showed, and each fence (the key rewritten with its
+	// own value so that the lost transaction can no longer apply), with
+	// revisions. Empty when the answer came back.
+	Resolution []string `json:"resolution,omitempty"`
 }
 
 // OutcomeUncertain is AuditRecord.Outcome for a write that was sent and

@@ -242,6 +242,10 @@ func TestLostTransactionReleased(t *testing.T) {
 		if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "rewritten with its own value") || !strings.Contains(res.Warnings[0], "sent again and succeeded") {
 			t.Errorf("warnings %q", res.Warnings)
 		}
+		// The audit log records the fence, a write of the tool's too.
+		if log, err := os.ReadFile(res.AuditLog); err != nil || !strings.Contains(string(log), `"resolution":["`) || !strings.Contains(string(log), "rewritten with its own value at revision") {
+			t.Errorf("audit log %s (%v): the fence is not recorded", log, err)
+		}
 		// The fence (the old value again), then the retry; the released
 		// transaction wrote nothing.
 		got := valuesSince(t, direct, pvcKey, rev)
