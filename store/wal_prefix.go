@@ -69,7 +69,6 @@ type pxKey struct {
 	valKnown               bool
 	val                    uint64
 	written                bool
-	compared               bool
 	touched                bool
 	// preRev is the mod revision before the log taken from the key's
 	// first compare (0: none taken).
@@ -135,7 +134,6 @@ type pxSolver struct {
 	byLease      map[int64]map[int32]bool
 	leases       map[int64]int8 // 1 exists, 0 does not; absent: unknown (before the log)
 	leaseGranted map[int64]bool
-	leaseAssumed map[int64]bool
 	leaseRevoked map[int64]bool
 	rel          int64
 	segs         []pxSeg
@@ -161,7 +159,7 @@ func newPxSolver(entries []pxEntry, names *pxKeys, exact bool, skipPins int) *px
 	p := &pxSolver{
 		entries: entries, names: names, exact: exact, skipPins: skipPins,
 		keys: make([]pxKey, len(names.names)), byLease: map[int64]map[int32]bool{},
-		leases: map[int64]int8{}, leaseGranted: map[int64]bool{}, leaseAssumed: map[int64]bool{}, leaseRevoked: map[int64]bool{},
+		leases: map[int64]int8{}, leaseGranted: map[int64]bool{}, leaseRevoked: map[int64]bool{},
 		segs: []pxSeg{{revoke: -1}},
 	}
 	if exact {
@@ -242,7 +240,6 @@ func (p *pxSolver) x() (int64, bool) { return p.segs[0].base, p.segs[0].pinned }
 // comment at the top of this file).
 func (p *pxSolver) compare(c pxCmp) bool {
 	s := p.key(c.key)
-	s.compared = true
 	eq := c.result == pb.Compare_EQUAL
 	switch c.target {
 	case pb.Compare_MOD:
@@ -467,7 +464,7 @@ func (p *pxSolver) write(idx int32, ops []pxOp) {
 					p.attempts(idx, ops)
 					return
 				case !known:
-					p.leases[l], p.leaseAssumed[l] = 1, true
+					p.leases[l] = 1 // assumed granted before the log; verify checks it
 				}
 			}
 			continue

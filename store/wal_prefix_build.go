@@ -71,7 +71,6 @@ func (p *pxSolver) replay() *replay {
 		idx := int32(len(rp.entries))
 		for ; wi < len(p.writes) && p.writes[wi].entry == int32(i); wi++ {
 			pw := p.writes[wi]
-			s := rp.key([]byte(p.name(pw.key)))
 			mod := p.relAbs(pw.rel)
 			if pw.seg != 0 {
 				if mod = p.revokeRev(pw.seg); mod == 0 {
@@ -80,6 +79,7 @@ func (p *pxSolver) replay() *replay {
 					continue
 				}
 			}
+			s := rp.key([]byte(p.name(pw.key)))
 			id := rp.newWrite(s, idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
 			if !pw.applied || o.ambiguous != "" {
 				continue
