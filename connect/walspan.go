@@ -15,7 +15,7 @@ func (s *Session) WALLines(ctx context.Context) []string {
 		return nil
 	}
 	lines := s.WAL.Coverage().Lines()
-	span, err := inspect.LogSpan(ctx, s.WAL, s.Planner)
+	span, err := inspect.LogSpan(ctx, s.WAL)
 	if err != nil {
 		return append(lines, "object times not read: "+err.Error())
 	}
