@@ -61,5 +61,5 @@ func (s *Session) Edited(ctx context.Context, key string, edit func(doc []byte) 
 	if err != nil {
 		return nil, err
 	}
-	return surgery.Replace{Content: content}, nil
+	return surgery.Replace{Content: content, Revision: cur.KV.ModRevision}, nil
 }

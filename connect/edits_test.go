@@ -77,6 +77,9 @@ func TestEdited(t *testing.T) {
 		edit func([]byte) ([]byte, error)
 		err  error
 		mode any // data.mode of the replacement
+		// planErr is the error of planning the edit (its object read
+		// again), nil when it plans.
+		planErr error
 	}{
 		{name: "changed", key: key, edit: func(doc []byte) ([]byte, error) {
 			return bytes.Replace(doc, []byte("mode: plain"), []byte("mode: edited"), 1), nil
@@ -110,6 +113,9 @@ func TestEdited(t *testing.T) {
 			data, _ := r.Content["data"].(map[string]any)
 			if data["mode"] != tc.mode {
 				t.Errorf("data.mode %v, want %v", data["mode"], tc.mode)
+			}
+			if _, err := s.Planner.MakePlan(ctx, s.Reader, tc.key, ed); !errors.Is(err, tc.planErr) {
+				t.Errorf("plan: %v, want %v", err, tc.planErr)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // Edit is a change to one object: a pure function from the current object
@@ -407,10 +408,18 @@ func (p Patch) Describe() string {
 // result is stored.
 type Replace struct {
 	Content map[string]any
+	// Revision, when not 0, is the mod revision Content was made from (the
+	// object shown in the editor): an object changed since is refused, so
+	// that the edit does not revert someone else's change.
+	Revision int64
 }
 
 // Transform implements Edit.
 func (r Replace) Transform(cur *Current) ([]byte, error) {
+	if r.Revision != 0 && cur.KV.ModRevision != r.Revision {
+		return nil, &ConflictError{Key: cur.KV.Key, Read: r.Revision, Current: cur.KV.ModRevision,
+			Cause: &store.ConflictError{Key: cur.KV.Key, Expected: r.Revision, Current: cur.KV.ModRevision}}
+	}
 	want := copyJSON(r.Content)
 	if md, ok := want["metadata"].(map[string]any); ok {
 		if _, has := md["managedFields"]; !has {

@@ -397,7 +397,7 @@ func TestEditor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Replace{content}.Transform(cur)
+			got, err := Replace{Content: content}.Transform(cur)
 			if err != nil {
 				t.Fatal(err)
 			}
