@@ -19,10 +19,13 @@ func (s *Session) ResizeRecover(ctx context.Context, t Terminal, key string, to 
 	if err != nil {
 		return recipeError(err)
 	}
+	// The claim and its volume as read before the write: after it, a
+	// snapshot copy written with --out is closed.
+	pvc, pv := s.Planner.ResizeSubjects(ctx, s.Reader, plan)
 	if _, err := s.Write(ctx, t, []*surgery.Plan{plan}, o); err != nil {
 		return err
 	}
-	if pvc, pv := s.Planner.ResizeSubjects(ctx, s.Reader, plan); pvc != nil {
+	if pvc != nil {
 		t.Print(surgery.ResizeNextSteps(pvc, pv, to, nextStepsWhen(o)))
 	}
 	return nil

@@ -28,14 +28,6 @@ func (s *Session) NoTarget(key string) error {
 		Hint: "print it with -o yaml or -o raw; write it into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
 }
 
-// LiveOptions are the options of the live etcd a recover reading s
-// writes into: s's, without the db file and the log.
-func (s *Session) LiveOptions() Options {
-	o := s.Options
-	o.DB, o.WAL, o.Out = "", "", ""
-	return o
-}
-
 // PreviewRecover shows, for a recover with no target to compare with, the
 // create as it would be made where the key is absent, and says what was
 // not checked. Nothing is written.
@@ -177,7 +169,7 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 	}
 	w, err := store.AsWriter(s.Reader)
 	if err != nil {
-		return &hintedError{fmt.Errorf("%s: %w", s.Description, err), "a db file is read-only: write through --endpoints, or into a copy with --db IN --out OUT"}
+		return &hintedError{fmt.Errorf("%s: %w", s.Description, err), readOnlyHint}
 	}
 	if !r.Write.Yes {
 		if err := t.Confirm(fmt.Sprintf("Write the %d objects planned above to %s?", writes, s.Target("")), "re-run with --yes to write the plan above, or --dry-run to only see it"); err != nil {
@@ -201,7 +193,7 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 		t.Print(fmt.Sprintf("undo: `etcdpvc restore BACKUP` deletes what a create wrote (each backup is listed in %s/audit.log)\n", ao.BackupDir))
 	}
 	if werr != nil {
-		return werr
+		return s.partialCopy(werr)
 	}
 	if done, err := s.finishSnapshot(t); done && err != nil {
 		return err

@@ -154,8 +154,8 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 		},
 	})
 	if err != nil {
-		if errors.Is(err, surgery.ErrPartial) && s.SnapshotCopy() != nil {
-			err = &hintedError{err, fmt.Sprintf("%s holds only part of the change: delete it and run the command again (the input db is unchanged)", o.Out)}
+		if errors.Is(err, surgery.ErrPartial) {
+			err = s.partialCopy(err)
 		}
 		if errors.Is(err, surgery.ErrNotAccepted) {
 			err = &hintedError{err, "the write is made, but the apiserver does not accept it: undo it with " + surgery.UndoSteps(steps) + " and see the runbook's section on verification"}
@@ -213,6 +213,18 @@ func (s *Session) ApplyOptions(ctx context.Context, t Terminal, o WriteOptions) 
 // finishSnapshot, after a successful write, finishes a snapshot copy
 // (FinishSnapshot) and tells what to do with it. It returns false for a
 // session that is not a snapshot copy.
+// partialCopy marks the session's snapshot copy, when it writes into one,
+// as holding only part of a change (no sha256 trailer) and says so in
+// err's hint.
+func (s *Session) partialCopy(err error) error {
+	sc := s.SnapshotCopy()
+	if sc == nil || sc.Writes() == 0 {
+		return err
+	}
+	sc.MarkPartial()
+	return &hintedError{err, fmt.Sprintf("%s holds only part of the change, and no sha256 trailer (etcdutl will not restore it): delete it and run the command again (the input db is unchanged)", sc.Path())}
+}
+
 func (s *Session) finishSnapshot(t Terminal) (bool, error) {
 	r, err := s.FinishSnapshot()
 	if r == nil && err == nil {

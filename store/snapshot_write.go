@@ -59,7 +59,17 @@ type SnapshotCopy struct {
 	mu      sync.Mutex
 	writes  int
 	closed  bool
+	partial bool
 	trailer string
+}
+
+// MarkPartial records that the copy holds only part of a change: Close
+// then leaves it without the sha256 trailer, so that etcdutl does not
+// restore it as a finished snapshot.
+func (c *SnapshotCopy) MarkPartial() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.partial = true
 }
 
 // ErrMemberDir means a snapshot copy was to be written into an etcd
@@ -303,7 +313,8 @@ func (c *SnapshotCopy) CompareAndSwap(ctx context.Context, key string, expect in
 // trailer of the bbolt pages (padding with zeros first, should the file
 // not end on a 512-byte boundary, so that etcd recognizes the trailer),
 // fsyncs the file and its directory; without any write it removes the
-// copy. Close is idempotent; the error is the first close's.
+// copy; marked partial, it leaves it as bbolt wrote it, without trailer.
+// Close is idempotent; the error is the first close's.
 func (c *SnapshotCopy) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -318,6 +329,9 @@ func (c *SnapshotCopy) Close() error {
 		if err := os.Remove(c.path); err != nil {
 			return fmt.Errorf("remove unedited snapshot copy: %w", err)
 		}
+		return nil
+	}
+	if c.partial {
 		return nil
 	}
 	sum, size, err := appendTrailer(c.path)

@@ -359,3 +359,35 @@ func TestSnapshotCopyFromMemberDB(t *testing.T) {
 		t.Errorf("trailer %s, Close said %s", r.Snapshot().SHA256, c.SHA256())
 	}
 }
+
+// TestSnapshotCopyPartial: a copy marked as holding only part of a change
+// is closed without the sha256 trailer, so that it is not taken for a
+// finished snapshot; a finished one has it.
+func TestSnapshotCopyPartial(t *testing.T) {
+	ctx := context.Background()
+	for _, partial := range []bool{false, true} {
+		out := filepath.Join(t.TempDir(), "out.db")
+		c, err := store.OpenSnapshotCopy(snapCorpus, out, store.BoltOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CompareAndSwap(ctx, "/registry/configmaps/demo/partial", 0, []byte("v"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if partial {
+			c.MarkPartial()
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := store.OpenBolt(out, store.BoltOptions{})
+		if err != nil {
+			t.Fatalf("partial %v: the copy does not open: %v", partial, err)
+		}
+		snap := b.Snapshot()
+		b.Close()
+		if snap.IsSnapshot == partial {
+			t.Errorf("partial %v: copy has a verified trailer %v", partial, snap.IsSnapshot)
+		}
+	}
+}

@@ -108,7 +108,7 @@ func ask(e *env, question string) error {
 	case a = <-answers:
 	}
 	if a.err != nil && !errors.Is(a.err, io.EOF) {
-		return fmt.Errorf("read confirmation: %w", a.err)
+		return &connect.RefusedError{Msg: fmt.Sprintf("the answer at the confirmation prompt could not be read (%v); nothing written", a.err)}
 	}
 	if r := strings.ToLower(strings.TrimSpace(a.line)); r != "y" && r != "yes" {
 		return &connect.RefusedError{Msg: "not confirmed; nothing written"}
