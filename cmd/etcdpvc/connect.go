@@ -17,9 +17,6 @@ type session struct {
 	g *globalOptions
 }
 
-// objectName names the object at key as kubectl would (connect.ObjectName).
-func objectName(prefix, key string) string { return connect.ObjectName(prefix, key) }
-
 // connectOptions are the options to open the store with: the global
 // options, and with e its warnings and hash cache.
 func (g *globalOptions) connectOptions(e *env) connect.Options {
@@ -80,12 +77,6 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 		return nil, err
 	}
 	s := &session{Session: cs, g: g}
-	if out != "" {
-		// Backups and the audit log record where the write went.
-		g2 := *g
-		g2.Endpoints = cs.Options.Endpoints
-		s.g = &g2
-	}
 	for _, l := range cs.WALLines(e.ctx) {
 		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", l)
 	}
