@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -58,5 +59,33 @@ func TestRedactTypedSecret(t *testing.T) {
 	}
 	if _, ok := RedactTypedSecret(&corev1.Secret{Data: map[string][]byte{"nil": nil}}); ok {
 		t.Error("a nil data value (encoded null) not declined")
+	}
+	// Invalid UTF-8: JSON writes each bad byte as U+FFFD (3 bytes), so the
+	// map form's size differs; declined to the long way.
+	if _, ok := RedactTypedSecret(&corev1.Secret{StringData: map[string]string{"k": "ab\xffcd"}}); ok {
+		t.Error("invalid UTF-8 in stringData not declined")
+	}
+	if _, ok := RedactTypedSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{LastAppliedAnnotation: "{\xff\xfe}"}}}); ok {
+		t.Error("invalid UTF-8 in the last-applied annotation not declined")
+	}
+}
+
+// TestRedactTypedSecretCoversSecretFields keeps RedactTypedSecret in step
+// with RedactSecret: it covers data, stringData and the last-applied
+// annotation; a field added to secretFields must be added to it too.
+func TestRedactTypedSecretCoversSecretFields(t *testing.T) {
+	covered := map[string]bool{"data": true, "stringData": true, "metadata.annotations/" + LastAppliedAnnotation: true}
+	for _, f := range secretFields {
+		name := strings.Join(f.path, ".")
+		if f.key != "" {
+			name += "/" + f.key
+		}
+		if !covered[name] {
+			t.Errorf("secretFields redacts %s, which RedactTypedSecret does not: add it there", name)
+		}
+		delete(covered, name)
+	}
+	for name := range covered {
+		t.Errorf("RedactTypedSecret redacts %s, which secretFields no longer names", name)
 	}
 }

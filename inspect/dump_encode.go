@@ -27,6 +27,9 @@ type sortedEncoder struct {
 	out   []byte
 	canon canonJSON // for the output of MarshalJSON methods
 	keys  []reflect.Value
+	// depth is the nesting of the value being written; past canonMaxDepth
+	// the object takes the long way, as canonJSON declines it.
+	depth int
 }
 
 // encode appends the JSON of v (a pointer to a typed object) to e.out.
@@ -66,7 +69,6 @@ type encPlan struct {
 
 // fieldPlan is one member of a struct, in name order.
 type fieldPlan struct {
-	name      string
 	nameJSON  []byte // `"name":`
 	index     []int
 	omitEmpty bool
@@ -212,7 +214,10 @@ func (b *planBuilder) structFields(p *encPlan, t reflect.Type) {
 					return
 				}
 				if !sf.IsExported() {
-					continue // an unexported embedded non-struct
+					// An unexported embedded struct with a JSON name:
+					// encoding/json writes it, this encoder does not.
+					b.failed = true
+					return
 				}
 				c := candidate{name: name, tagged: name != "", index: idx, typ: sf.Type, opts: opts}
 				if c.name == "" {
@@ -259,7 +264,7 @@ func (b *planBuilder) structFields(p *encPlan, t reflect.Type) {
 			continue // annihilated, as encoding/json does
 		}
 		c := group[0]
-		f := fieldPlan{name: c.name, index: c.index, omitEmpty: hasOpt(c.opts, "omitempty"), omitZero: hasOpt(c.opts, "omitzero")}
+		f := fieldPlan{index: c.index, omitEmpty: hasOpt(c.opts, "omitempty"), omitZero: hasOpt(c.opts, "omitzero")}
 		f.nameJSON = appendJSONString(nil, c.name)
 		if f.nameJSON == nil {
 			b.failed = true
@@ -339,6 +344,11 @@ func emptyValue(v reflect.Value) bool {
 }
 
 func (e *sortedEncoder) value(p *encPlan, v reflect.Value) bool {
+	if e.depth >= canonMaxDepth {
+		return false
+	}
+	e.depth++
+	defer func() { e.depth-- }()
 	if p.addrMarshal && v.CanAddr() {
 		return e.marshaler(v.Addr())
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -256,7 +257,7 @@ func TestSortedEncoderShapes(t *testing.T) {
 		shapes{P: ptrMarshal{7, 8}}, // not addressable at the top
 		&struct {
 			Secret codec.RedactedSecret `json:"s"`
-		}{},
+		}{Secret: redactedForTest()},
 	}
 	for i, v := range values {
 		want, wok := previousEncoding(v)
@@ -283,11 +284,16 @@ func TestSortedEncoderShapes(t *testing.T) {
 		&struct{ B badMarshal }{`{"a":1,}`},
 		&struct{ B badMarshal }{`[1] 2`},
 		&struct{ B badMarshal }{``},
+		// encoding/json writes an unexported embedded struct given a
+		// JSON name.
+		&withUnexportedEmbedded{innerStruct: innerStruct{A: 1}, B: 2},
+		// Nested deeper than canonMaxDepth.
+		deepList(canonMaxDepth + 1),
 	}
 	for i, v := range declined {
 		var e sortedEncoder
 		if e.encode(v) {
-			t.Errorf("declined #%d written: %s", i, e.out)
+			t.Errorf("declined #%d written: %.200s", i, e.out)
 		}
 	}
 }
@@ -319,4 +325,39 @@ func TestRecordHead(t *testing.T) {
 			t.Errorf("%q not declined: %s", rec.Key, got)
 		}
 	}
+}
+
+// redactedForTest is a Secret with data and stringData redacted, so that
+// the encoders must take the redacted fields, not the Secret's own.
+func redactedForTest() codec.RedactedSecret {
+	r, ok := codec.RedactTypedSecret(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "s"},
+		Data:       map[string][]byte{"password": []byte("hunter2")},
+		StringData: map[string]string{"token": "abc"},
+	})
+	if !ok {
+		panic("declined")
+	}
+	return r
+}
+
+type innerStruct struct{ A int }
+
+type withUnexportedEmbedded struct {
+	innerStruct `json:"inner"`
+	B           int
+}
+
+// nested is a list nested in itself.
+type nested struct {
+	N *nested `json:"n,omitempty"`
+}
+
+// deepList is a nested value n levels deep.
+func deepList(n int) *nested {
+	v := &nested{}
+	for range n {
+		v = &nested{N: v}
+	}
+	return v
 }
