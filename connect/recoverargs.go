@@ -1,8 +1,6 @@
 package connect
 
 import (
-	"slices"
-
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
@@ -110,8 +108,8 @@ func (a RecoverArgs) CheckObject(wal bool) error {
 		return cliargs.Usagef("give --rev or --index, not both")
 	}
 	if a.Output != "" {
-		if outputs := []string{"yaml", "json", "raw"}; !slices.Contains(outputs, a.Output) {
-			return cliargs.Usagef("-o %q: must be one of %v", a.Output, outputs)
+		if err := cliargs.CheckOutput(a.Output, "yaml", "json", "raw"); err != nil {
+			return err
 		}
 		if a.Write.Out != "" || a.Write.Yes || a.Write.DryRun {
 			return cliargs.Usagef("-o prints the recovered object and writes nothing: leave out --out, --yes and --dry-run")

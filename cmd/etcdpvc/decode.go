@@ -43,7 +43,7 @@ etcdpvc decode value.bin --etcd-key /registry/secrets/demo/s --encryption-config
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := decodeOptions{Input: c.Args().First(), Key: c.String("etcd-key"),
 				Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: c.Bool("hide-managed-fields")}}
-			if err := checkOutput(o.Print.Output, "yaml", "json"); err != nil {
+			if err := cliargs.CheckOutput(o.Print.Output, "yaml", "json"); err != nil {
 				return err
 			}
 			if c.Bool("hide-managed-fields") && c.Bool("show-managed-fields") {

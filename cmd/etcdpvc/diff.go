@@ -56,7 +56,7 @@ etcdpvc diff before.db after.db secrets -n demo -o diff`,
 			o := diffOptions{A: c.Args().Get(0), B: c.Args().Get(1), Resource: c.Args().Get(2),
 				Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"), Output: c.String("output"),
 				ShowSecrets: c.Bool("show-secrets"), IgnoreMetadataOnly: c.Bool("ignore-metadata-only"), PageSize: c.Int64("page-size")}
-			if err := checkOutput(o.Output, "table", "diff", "json"); err != nil {
+			if err := cliargs.CheckOutput(o.Output, "table", "diff", "json"); err != nil {
 				return err
 			}
 			if o.PageSize <= 0 {

@@ -53,7 +53,7 @@ etcdpvc --db snapshot.db --encryption-config enc.yaml dump secrets -A --show-sec
 			o := dumpOptions{Resource: c.Args().First(), Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"),
 				AllRevisions: c.Bool("all-revisions"), Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"),
 				PageSize: c.Int64("page-size"), Rev: c.Int64("rev")}
-			if err := checkOutput(o.Output, "jsonl", "yaml"); err != nil {
+			if err := cliargs.CheckOutput(o.Output, "jsonl", "yaml"); err != nil {
 				return err
 			}
 			if o.PageSize <= 0 {

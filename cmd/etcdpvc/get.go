@@ -48,7 +48,7 @@ etcdpvc --db snapshot.db get sts web -n demo --rev 1200`,
 			if o.Index != 0 && o.Rev != 0 {
 				return usagef("give --rev or --index, not both")
 			}
-			if err := checkOutput(o.Print.Output, "yaml", "json", "raw"); err != nil {
+			if err := cliargs.CheckOutput(o.Print.Output, "yaml", "json", "raw"); err != nil {
 				return err
 			}
 			if o.Print.Output == "raw" && !o.Force {

@@ -36,7 +36,7 @@ etcdpvc --db snapshot.db history cm web-config -n demo -o json`,
 		},
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := historyOptions{Args: in.obj, Namespace: in.namespace, Key: in.key, Output: c.String("output"), ShowSecrets: c.Bool("show-secrets")}
-			if err := checkOutput(o.Output, "table", "json", "yaml"); err != nil {
+			if err := cliargs.CheckOutput(o.Output, "table", "json", "yaml"); err != nil {
 				return err
 			}
 			return runHistory(e, in.g, o)

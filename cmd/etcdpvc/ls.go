@@ -56,7 +56,7 @@ etcdpvc --db snapshot.db ls -A --deleted`,
 			o := lsOptions{Resource: c.Args().First(), Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"),
 				Terminating: c.Bool("terminating"), Deleted: c.Bool("deleted"), Output: c.String("output"),
 				ShowKeys: c.Bool("show-keys"), PageSize: c.Int64("page-size"), Rev: c.Int64("rev")}
-			if err := checkOutput(o.Output, "table", "wide", "json", "yaml"); err != nil {
+			if err := cliargs.CheckOutput(o.Output, "table", "wide", "json", "yaml"); err != nil {
 				return err
 			}
 			if o.PageSize <= 0 {

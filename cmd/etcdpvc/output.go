@@ -25,15 +25,6 @@ func openInput(e *env, name string) (io.ReadCloser, error) {
 // printOptions says how to print an object.
 type printOptions = inspect.ObjectFormat
 
-func checkOutput(o string, allowed ...string) error {
-	for _, a := range allowed {
-		if o == a {
-			return nil
-		}
-	}
-	return usagef("-o %q: must be one of %v", o, allowed)
-}
-
 // printObject writes an object's content as YAML or JSON.
 func printObject(w io.Writer, content map[string]any, o printOptions) error {
 	b, err := inspect.RenderObject(content, o)

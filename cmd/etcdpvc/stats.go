@@ -41,7 +41,7 @@ etcdpvc --db /var/lib/etcd/member/snap/db stats --top 50`,
 		args: cliargs.None,
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := statsOptions{Output: c.String("output"), Top: c.Int("top"), PageSize: c.Int64("page-size")}
-			if err := checkOutput(o.Output, "table", "json"); err != nil {
+			if err := cliargs.CheckOutput(o.Output, "table", "json"); err != nil {
 				return err
 			}
 			if o.Top < 0 || o.PageSize <= 0 {

@@ -212,3 +212,12 @@ func (p Program) Parse(args []string, partial bool) (Line, *Command, error) {
 	}
 	return l, cmd, nil
 }
+
+// CheckOutput checks -o against the forms a command writes: a usage error
+// naming them otherwise.
+func CheckOutput(o string, allowed ...string) error {
+	if slices.Contains(allowed, o) {
+		return nil
+	}
+	return Usagef("-o %q: must be one of %v", o, allowed)
+}

@@ -196,3 +196,13 @@ func TestProgramParse(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckOutput(t *testing.T) {
+	if err := CheckOutput("json", "yaml", "json"); err != nil {
+		t.Errorf("an allowed form: %v", err)
+	}
+	var ue *UsageError
+	if err := CheckOutput("jsn", "yaml", "json"); !errors.As(err, &ue) || ue.Msg != `-o "jsn": must be one of [yaml json]` {
+		t.Errorf("a typo: %v, want a usage error naming the forms", err)
+	}
+}
