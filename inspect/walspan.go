@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -16,8 +15,8 @@ import (
 // it wrote tell it: raft entries carry no time, but kube-apiserver stamps
 // each write's managed fields (and creation and deletion) with the time.
 // First is the newest time in the first dated write, Last in the last one;
-// zero when no write read carries one (values encrypted at rest, or
-// objects without times).
+// zero when no write read carries one (values not decrypted, or objects
+// without times).
 type WALSpan struct {
 	FirstIndex, LastIndex uint64
 	First, Last           time.Time
@@ -27,10 +26,9 @@ type WALSpan struct {
 // to find a dated one.
 const walSpanReads = 200
 
-// LogSpan reads the log's first and last dated writes. Only values stored
-// in the clear are read: a header line is not worth a call to a KMS
-// plugin, which may not answer.
-func LogSpan(ctx context.Context, w *store.WAL) (WALSpan, error) {
+// LogSpan reads the log's first and last dated writes, each value's
+// metadata through meta (false: not readable, the next one).
+func LogSpan(ctx context.Context, w *store.WAL, meta func(store.KeyValue) (*metav1.ObjectMeta, bool)) (WALSpan, error) {
 	var span WALSpan
 	find := func(reverse bool, index *uint64, at *time.Time) error {
 		n := 0
@@ -42,11 +40,11 @@ func LogSpan(ctx context.Context, w *store.WAL) (WALSpan, error) {
 			if kw.Event.Deleted {
 				return nil
 			}
-			obj, err := codec.Decode(kw.Event.KV.Value)
-			if err != nil {
-				return nil // encrypted, or not an object: the next one
+			m, ok := meta(kw.Event.KV)
+			if !ok {
+				return nil
 			}
-			if t := newestTime(obj.Meta); !t.IsZero() {
+			if t := newestTime(m); !t.IsZero() {
 				*index, *at = kw.Entry.Index, t
 				return errFound
 			}
@@ -86,7 +84,7 @@ func newestTime(m *metav1.ObjectMeta) time.Time {
 func (s WALSpan) Line() string {
 	switch {
 	case s.First.IsZero():
-		return "no write read from the log's ends carries a time (values encrypted at rest are not read for it, nor objects without managed fields)"
+		return "no write read from the log's ends carries a time (values encrypted by a KMS plugin or that cannot be decrypted are not read for it, nor objects without managed fields)"
 	case s.FirstIndex == s.LastIndex:
 		return fmt.Sprintf("object times: %s (entry %d) is the only dated write read", s.First.UTC().Format(time.RFC3339), s.FirstIndex)
 	}

@@ -34,9 +34,9 @@ func TestNewestTime(t *testing.T) {
 		}
 	}
 	lines := map[string]WALSpan{
-		"no write read from the log's ends carries a time (values encrypted at rest are not read for it, nor objects without managed fields)": {},
-		"object times: 2026-11-30T20:00:00Z (entry 7) is the only dated write read":                                                           {FirstIndex: 7, LastIndex: 7, First: t1.Time, Last: t1.Time},
-		"object times: from about 2026-11-30T20:00:00Z (entry 7) to 2026-11-30T22:00:00Z (entry 90), 2h0m0s":                                  {FirstIndex: 7, LastIndex: 90, First: t1.Time, Last: t3.Time},
+		"no write read from the log's ends carries a time (values encrypted by a KMS plugin or that cannot be decrypted are not read for it, nor objects without managed fields)": {},
+		"object times: 2026-11-30T20:00:00Z (entry 7) is the only dated write read":                                                                                               {FirstIndex: 7, LastIndex: 7, First: t1.Time, Last: t1.Time},
+		"object times: from about 2026-11-30T20:00:00Z (entry 7) to 2026-11-30T22:00:00Z (entry 90), 2h0m0s":                                                                      {FirstIndex: 7, LastIndex: 90, First: t1.Time, Last: t3.Time},
 	}
 	for want, span := range lines {
 		if got := span.Line(); got != want {
