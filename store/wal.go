@@ -107,6 +107,13 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 	if err != nil {
 		return nil, err
 	}
+	return OpenLogOver(ctx, l, base)
+}
+
+// OpenLogOver is OpenWALOver of a log already opened (one member's, or
+// several members' merged by raft index: walread.OpenMerged).
+func OpenLogOver(ctx context.Context, l *walread.Log, base *Bolt) (*WAL, error) {
+	var err error
 	w := &WAL{log: l, base: base}
 	r := newReplay(w.value)
 	w.cov = WALCoverage{Dir: l.Dir, Counts: r.counts}

@@ -755,11 +755,11 @@ func (p *pxSolver) markAmbiguous() {
 
 // verify checks the model against the db (see the comment at the top of
 // this file), in one pass over the db's keys, and keeps what fill needs.
-func (p *pxSolver) verify(ctx context.Context, b *Bolt) {
+func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 	x := p.segs[0].base
 	seen := make([]bool, len(p.keys))
 	p.dbState = map[int32][2]int64{}
-	_, err := b.List(ctx, "", ListOptions{}, func(kv *KeyValue) error {
+	err := b.live(ctx, func(kv *KeyValue) error {
 		var s *pxKey
 		id, ok := p.names.ids[kv.Key]
 		if ok && p.keys[id].touched {

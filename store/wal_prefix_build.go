@@ -13,9 +13,23 @@ const maxPinTries = 4
 
 // resolvePrefix works out the prefix (the log's entries the db already
 // holds; see wal_prefix.go) and returns it as a replay to put before the
-// rest: with outcomes and revisions when they are established, else with
-// every write unknown and the reason in the coverage.
+// rest: with outcomes and revisions where they are established, else with
+// the writes unknown and the reason in the coverage.
 func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool) *replay {
+	rp, v := solvePrefix(ctx, entries, keys, exact, w.cov.DBRevision, boltPrefixDB{w.base})
+	w.cov.PrefixRevision, w.cov.PrefixUnresolved = v.before, v.unresolved
+	return rp
+}
+
+// prefixVerdict is what solvePrefix established as a whole: the revision
+// before the log (when established), or why nothing is (unresolved).
+type prefixVerdict struct {
+	before     int64
+	unresolved string
+}
+
+// solvePrefix works the prefix out over db, whose revision is dbRev.
+func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, db prefixDB) (*replay, prefixVerdict) {
 	// The reason given is the one of the try that went furthest (a
 	// disagreement with the db says more than a wrong start).
 	var why string
@@ -26,7 +40,7 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys
 		reached := 0
 		if p.fail == "" {
 			reached = 1
-			p.solve(w.cov.DBRevision)
+			p.solve(dbRev)
 		}
 		if p.fail == "" {
 			reached = 2
@@ -34,12 +48,11 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys
 		}
 		if p.fail == "" {
 			p.markAmbiguous()
-			p.verify(ctx, w.base)
+			p.verify(ctx, db)
 		}
 		if p.fail == "" {
 			p.fill()
-			w.cov.PrefixRevision = p.segs[0].base
-			return p.replay()
+			return p.replay(), prefixVerdict{before: p.segs[0].base}
 		}
 		if reached > stage {
 			why, stage = p.fail, reached
@@ -48,8 +61,7 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys
 			break
 		}
 	}
-	w.cov.PrefixUnresolved = why
-	return unresolvedPrefix(entries, keys, why)
+	return unresolvedPrefix(entries, keys, why), prefixVerdict{unresolved: why}
 }
 
 // replay turns a solved prefix into replay records.
