@@ -57,6 +57,11 @@ type WALCoverage struct {
 	// writes are then listed with an unknown outcome).
 	PrefixRevision   int64
 	PrefixUnresolved string
+	// PrefixUnknown lists the stretches of those entries whose revisions
+	// are not established (their outcomes are; PrefixRevision is 0 when
+	// the first stretch starts the log): only their own writes' revisions
+	// are unknown, not the rest of the log's.
+	PrefixUnknown []WALStretch
 }
 
 // WAL is a member's write-ahead log read as a store: every write the log

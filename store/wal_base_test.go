@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +14,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	etcdwal "go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 )
@@ -50,6 +54,46 @@ func purgeCopy(t *testing.T, walDir string, from uint64) (dir string, dropped in
 		}
 	}
 	return dir, keep
+}
+
+// cutCopy writes a copy of a wal directory that starts exactly at raft
+// index from, as a member's log is after etcd snapshotted at from-1 and
+// purged: etcd's own wal package reads the log and writes the copy (a
+// snapshot record at from-1, the entries from from on, the last hard
+// state).
+func cutCopy(t *testing.T, src string, from uint64) string {
+	t.Helper()
+	lg := zap.NewNop()
+	r, err := etcdwal.OpenForRead(lg, src, &walpb.Snapshot{Index: new(uint64), Term: new(uint64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, hs, ents, err := r.ReadAll()
+	r.Close()
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("read %s: %v", src, err)
+	}
+	i := 0
+	for i < len(ents) && ents[i].GetIndex() < from {
+		i++
+	}
+	if i == 0 || i == len(ents) {
+		t.Fatalf("cut at %d: the log holds entries %d to %d", from, ents[0].GetIndex(), ents[len(ents)-1].GetIndex())
+	}
+	dst := filepath.Join(t.TempDir(), "wal")
+	w, err := etcdwal.Create(lg, dst, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	index, term := ents[i-1].GetIndex(), ents[i-1].GetTerm()
+	if err := w.SaveSnapshot(&walpb.Snapshot{Index: &index, Term: &term, ConfState: &raftpb.ConfState{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Save(hs, ents[i:]); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 // dropSegmentsFrom removes from a wal directory copy every segment

@@ -97,6 +97,7 @@ type pxWrite struct {
 	verKnown               bool
 	vdelta                 int64 // with !verKnown: puts since the unknown version, this one included
 	lease                  int64
+	hash                   uint64 // a put's value hash
 	// seg, for a delete that deleted the key or nothing, is the segment
 	// it starts: it deleted the key when that segment's start made a
 	// revision (revokeRev).
@@ -111,6 +112,9 @@ type pxSeg struct {
 	base     int64 // the absolute revision of startRel, once pinned
 	pinned   bool
 	revoke   int32 // the entry that started it: a revoke, or a delete (-1: the prefix's start)
+	// lo and hi bound the start of a segment left unresolved (not
+	// pinned) once solved: its writes' revisions are not established.
+	lo, hi int64
 }
 
 type pxEntryOut struct {
@@ -125,10 +129,24 @@ type pxEntryOut struct {
 
 // pxSolver works the prefix out.
 type pxSolver struct {
-	entries  []pxEntry
-	names    *pxKeys
-	exact    bool // the log starts at raft index 1: an empty keyspace before it
-	skipPins int
+	entries []pxEntry
+	names   *pxKeys
+	exact   bool // the log starts at raft index 1: an empty keyspace before it
+	// db, when not nil, is the db's items by revision: a compare's pin
+	// must agree with them (fitsSoFar).
+	db *dbIndex
+	// veto holds the entries whose compares may not pin a segment (a
+	// pin an earlier try found wrong); pins the pins made, in order.
+	veto map[int32]bool
+	pins []pxPin
+	// relFirst[r] is the index in writes of the first applied write of
+	// relative revision r.
+	relFirst []int32
+	// allowed, when not nil, holds the starts the db allows each segment,
+	// by the entry that starts it (-1: the prefix's start), from an
+	// earlier pass (see anchor): a compare may pin a segment only there,
+	// and a segment the db fixes is pinned when it starts.
+	allowed map[int32][]int64
 
 	keys         []pxKey // by number (pxKeys)
 	byLease      map[int64]map[int32]bool
@@ -155,17 +173,35 @@ type pxSolver struct {
 	dbState map[int32][2]int64
 }
 
-func newPxSolver(entries []pxEntry, names *pxKeys, exact bool, skipPins int) *pxSolver {
+// pxPin is a pin a compare made: the entry, and the revision it named.
+type pxPin struct {
+	entry int32
+	want  int64
+}
+
+func newPxSolver(entries []pxEntry, names *pxKeys, exact bool, db *dbIndex, veto map[int32]bool, allowed map[int32][]int64) *pxSolver {
 	p := &pxSolver{
-		entries: entries, names: names, exact: exact, skipPins: skipPins,
+		entries: entries, names: names, exact: exact, db: db, veto: veto, allowed: allowed, relFirst: []int32{0},
 		keys: make([]pxKey, len(names.names)), byLease: map[int64]map[int32]bool{},
 		leases: map[int64]int8{}, leaseGranted: map[int64]bool{}, leaseRevoked: map[int64]bool{},
-		segs: []pxSeg{{revoke: -1}},
 	}
+	p.newSeg(-1)
 	if exact {
 		p.segs[0].pinned, p.segs[0].base = true, 1 // a new etcd's keyspace starts at revision 1
 	}
 	return p
+}
+
+// newSeg starts a segment at the current revision (entry: the uncertain
+// entry that starts it, -1 for the prefix's start), pinned when the db
+// allows it one start only, and returns its number.
+func (p *pxSolver) newSeg(entry int32) int32 {
+	s := pxSeg{startRel: p.rel, revoke: entry}
+	if a := p.allowed[entry]; len(a) == 1 {
+		s.base, s.pinned = a[0], true
+	}
+	p.segs = append(p.segs, s)
+	return int32(len(p.segs) - 1)
 }
 
 func (p *pxSolver) failf(format string, args ...any) {
@@ -209,17 +245,19 @@ func (p *pxSolver) abs(rel int64) (int64, bool) {
 // with its pinned neighbours (a revoke makes one revision or none).
 func (p *pxSolver) pin(j int, rel, want int64) bool {
 	base := want - (rel - p.segs[j].startRel)
-	if j == 0 {
-		if base < 1 || base < p.maxPreMod {
-			return false
-		}
-		if p.skipPins > 0 {
-			p.skipPins--
-			return false
-		}
-	} else if prev := p.segs[j-1]; prev.pinned {
-		if d := base - (prev.base + p.segs[j].startRel - prev.startRel); d != 0 && d != 1 {
-			return false
+	if a, ok := p.allowed[p.segs[j].revoke]; ok && !slices.Contains(a, base) {
+		return false
+	}
+	// The segment starts after the revision before the log, which is at
+	// least every revision a first compare took as a key's state there.
+	if base < 1 || base < p.maxPreMod+p.segs[j].startRel || p.veto[p.cur] || !p.fitsSoFar(j, base) {
+		return false
+	}
+	if j > 0 {
+		if prev := p.segs[j-1]; prev.pinned {
+			if d := base - (prev.base + p.segs[j].startRel - prev.startRel); d != 0 && d != 1 {
+				return false
+			}
 		}
 	}
 	if j+1 < len(p.segs) && p.segs[j+1].pinned {
@@ -229,6 +267,38 @@ func (p *pxSolver) pin(j int, rel, want int64) bool {
 		}
 	}
 	p.segs[j].base, p.segs[j].pinned = base, true
+	p.pins = append(p.pins, pxPin{entry: p.cur, want: want})
+	return true
+}
+
+// fitsSoFar reports whether the db allows segment j to start at base,
+// with the writes the segment has made so far (see revisionFits; keys and
+// kinds only): a compare is then evaluated against the db, not trusted.
+func (p *pxSolver) fitsSoFar(j int, base int64) bool {
+	if p.db == nil {
+		return true
+	}
+	start, end := p.segSpan(j)
+	i := len(p.writes)
+	if int(start+1) < len(p.relFirst) {
+		i = int(p.relFirst[start+1])
+	}
+	for rel := start + 1; rel <= end; rel++ {
+		k := i
+		for k < len(p.writes) && (p.writes[k].rel == rel || p.writes[k].rel == 0) {
+			k++
+		}
+		var ws []int32
+		for ; i < k; i++ {
+			if w := &p.writes[i]; w.applied && w.rel == rel {
+				ws = append(ws, int32(i))
+			}
+		}
+		a := base + rel - start
+		if ok, _ := p.revisionFits(p.db.at(a), p.db.held(a), ws, nil); !ok {
+			return false
+		}
+	}
 	return true
 }
 
@@ -479,6 +549,7 @@ func (p *pxSolver) write(idx int32, ops []pxOp) {
 		}
 	}
 	rel := p.rel + 1
+	first := int32(len(p.writes))
 	changed := false
 	for _, op := range ops {
 		if !op.del {
@@ -495,6 +566,7 @@ func (p *pxSolver) write(idx int32, ops []pxOp) {
 	if changed {
 		p.rel = rel
 		o.rel = rel
+		p.relFirst = append(p.relFirst, first)
 	}
 }
 
@@ -526,7 +598,7 @@ func (p *pxSolver) recordPut(idx int32, op pxOp, rel int64) {
 		}
 		p.byLease[l][k] = true
 	}
-	w := pxWrite{entry: idx, key: k, path: op.path, inTxn: op.inTxn, applied: true, rel: rel, lease: op.lease,
+	w := pxWrite{entry: idx, key: k, path: op.path, inTxn: op.inTxn, applied: true, rel: rel, lease: op.lease, hash: op.hash,
 		create: s.create, createKnown: s.createKnown, createRel: s.createRel, verKnown: s.verKnown}
 	if s.verKnown {
 		w.version = s.version
@@ -553,8 +625,7 @@ func (p *pxSolver) uncertainDelete(idx int32, op pxOp) {
 	s := p.key(op.key)
 	p.setAbsent(s)
 	s.written = true
-	seg := int32(len(p.segs))
-	p.segs = append(p.segs, pxSeg{startRel: p.rel, revoke: idx})
+	seg := p.newSeg(idx)
 	p.writes = append(p.writes, pxWrite{entry: idx, key: op.key, path: op.path, inTxn: op.inTxn, del: true, applied: true, seg: seg})
 	o := &p.out[idx]
 	o.outcome, o.seg = OutcomeApplied, seg
@@ -579,6 +650,7 @@ func (p *pxSolver) revoke(idx int32, id int64) {
 	switch {
 	case len(attached) > 0:
 		rel := p.rel + 1
+		p.relFirst = append(p.relFirst, int32(len(p.writes)))
 		for _, k := range attached {
 			p.recordDelete(idx, k, 0, false, rel)
 		}
@@ -588,111 +660,112 @@ func (p *pxSolver) revoke(idx int32, id int64) {
 	default:
 		// Keys attached before the log may have been deleted (one
 		// revision) or not: a new segment.
-		o.seg = int32(len(p.segs))
-		p.segs = append(p.segs, pxSeg{startRel: p.rel, revoke: idx})
+		o.seg = p.newSeg(idx)
 	}
 }
 
-// solve fixes the segments' starts from the db's revision: the last
-// segment ends at dbRev; a segment not pinned by a compare is fixed by its
-// neighbours when only one answer fits.
+// solve fixes the segments' starts from the db's revision alone (see
+// anchor and settle): the last segment ends at dbRev; a segment no
+// compare pins is fixed by its neighbours when only one start fits.
 func (p *pxSolver) solve(dbRev int64) {
-	n := len(p.segs)
-	end := func(j int) int64 { // relative revisions in segment j
-		if j+1 < n {
-			return p.segs[j+1].startRel - p.segs[j].startRel
-		}
-		return p.rel - p.segs[j].startRel
-	}
-	last := &p.segs[n-1]
-	if last.pinned {
-		if last.base+end(n-1) != dbRev {
-			p.failf("the log's writes do not lead to the db's revision %d (they lead to %d)", dbRev, last.base+end(n-1))
-			return
-		}
-	} else {
-		last.base, last.pinned = dbRev-end(n-1), true
-		if n > 1 && p.segs[n-2].pinned {
-			if d := last.base - (p.segs[n-2].base + end(n-2)); d != 0 && d != 1 {
-				p.failf("the log's writes do not lead to the db's revision %d", dbRev)
-				return
-			}
-		}
-	}
-	// Runs of segments not pinned, between pinned ones (or the start).
-	for j := n - 2; j >= 0; j-- {
-		if p.segs[j].pinned {
-			if d := p.segs[j+1].base - (p.segs[j].base + end(j)); d != 0 && d != 1 {
-				p.failf("the log's writes do not lead to the db's revision %d", dbRev)
-				return
-			}
-			continue
-		}
-		// j is not pinned: find the run j-k..j.
-		lo := j
-		for lo > 0 && !p.segs[lo-1].pinned {
-			lo--
-		}
-		total := int64(0) // relative revisions in the run
-		for i := lo; i <= j; i++ {
-			total += end(i)
-		}
-		boundaries := int64(j - lo + 2) // the revokes starting segments lo..j+1
-		if lo == 0 {
-			// The start is free: no compare names a revision before the
-			// first entry that may or may not have made one.
-			p.failf("the revision before the log is not established: entry %d (a revoke of a lease, or a delete of a key, from before the log) may or may not have made a revision, and no compare names a revision before it", p.entries[p.segs[1].revoke].index)
-			return
-		}
-		gap := p.segs[j+1].base - (p.segs[lo-1].base + end(lo-1)) - total
-		var d int64
-		switch gap {
-		case 0:
-			d = 0
-		case boundaries:
-			d = 1
-		default:
-			p.failf("entry %d (a revoke of a lease, or a delete of a key, from before the log): whether it made a revision is not established", p.entries[p.segs[lo].revoke].index)
-			return
-		}
-		base := p.segs[lo-1].base + end(lo-1)
-		for i := lo; i <= j; i++ {
-			base += d
-			p.segs[i].base, p.segs[i].pinned = base, true
-			base += end(i)
-		}
-		j = lo
-	}
-	x := p.segs[0].base
-	if x < p.maxPreMod {
-		p.failf("a compare names revision %d before the log, past the revision %d the log starts after", p.maxPreMod, x)
+	F, bad := p.anchor(nil, dbRev, true)
+	if bad >= 0 {
+		p.failf("%s", p.misfit(bad, dbRev))
 		return
 	}
+	p.settle(F)
+}
+
+// misfit says why no start fits segment j.
+func (p *pxSolver) misfit(j int, dbRev int64) string {
+	if j+1 < len(p.segs) {
+		return fmt.Sprintf("the log's writes before entry %d do not fit the revisions the db and the compares give them", p.entries[p.segs[j+1].revoke].index)
+	}
+	return fmt.Sprintf("the log's writes do not lead to the db's revision %d", dbRev)
+}
+
+// settle takes the possible starts F (see anchor): a segment with one is
+// pinned there; one with several is left unresolved, with its bounds.
+func (p *pxSolver) settle(F [][]int64) {
+	for j := range p.segs {
+		s := &p.segs[j]
+		if len(F[j]) == 1 {
+			s.base, s.pinned = F[j][0], true
+			continue
+		}
+		s.pinned, s.lo, s.hi = false, F[j][0], F[j][len(F[j])-1]
+	}
 	for _, c := range p.compactions {
-		if a := p.relAbs(c.rel); c.rev > a {
-			p.failf("entry %d compacts revision %d, past the derived revision %d", p.entries[c.entry].index, c.rev, p.relAbs(c.rel))
+		if a, ok := p.relAbsOK(c.rel); ok && c.rev > a {
+			p.failf("entry %d compacts revision %d, past the derived revision %d", p.entries[c.entry].index, c.rev, a)
 			return
 		}
 	}
 }
 
-// revokeRev returns the revision an uncertain revoke made (0: none).
-func (p *pxSolver) revokeRev(seg int32) int64 {
-	s := p.segs[seg]
-	prev := p.segs[seg-1]
-	if s.base == prev.base+s.startRel-prev.startRel {
-		return 0
+// revokeRev returns the revision an uncertain revoke (or delete) that
+// starts segment seg made (0: none), and whether that is established.
+func (p *pxSolver) revokeRev(seg int32) (int64, bool) {
+	s, prev := p.segs[seg], p.segs[seg-1]
+	if !s.pinned || !prev.pinned {
+		return 0, false
 	}
-	return s.base
+	if s.base == prev.base+s.startRel-prev.startRel {
+		return 0, true
+	}
+	return s.base, true
 }
 
-// relAbs is abs for a solved prefix (rel 0 is the revision before it).
-func (p *pxSolver) relAbs(rel int64) int64 {
+// relAbsOK is abs for a solved prefix (rel 0 is the revision before it):
+// the revision, and whether it is established.
+func (p *pxSolver) relAbsOK(rel int64) (int64, bool) {
 	if rel == 0 {
-		return p.segs[0].base
+		return p.segs[0].base, p.segs[0].pinned
 	}
-	a, _ := p.abs(rel)
-	return a
+	return p.abs(rel)
+}
+
+// relAbs is relAbsOK's revision, 0 when not established.
+func (p *pxSolver) relAbs(rel int64) int64 {
+	if a, ok := p.relAbsOK(rel); ok {
+		return a
+	}
+	return 0
+}
+
+// xMax is the revision before the log, or its highest possible value when
+// the first segment is unresolved.
+func (p *pxSolver) xMax() int64 {
+	if s := p.segs[0]; !s.pinned {
+		return s.hi
+	}
+	return p.segs[0].base
+}
+
+// unresolvedRevs returns the revisions the unresolved segments' writes
+// (and the uncertain entries starting them) may have, as sorted disjoint
+// ranges.
+func (p *pxSolver) unresolvedRevs() [][2]int64 {
+	var out [][2]int64
+	for j, s := range p.segs {
+		if s.pinned {
+			continue
+		}
+		start, end := p.segSpan(j)
+		r := [2]int64{s.lo, s.hi + end - start}
+		if n := len(out); n > 0 && r[0] <= out[n-1][1]+1 {
+			out[n-1][1] = max(out[n-1][1], r[1])
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// inRanges reports whether rev is in one of the sorted disjoint ranges.
+func inRanges(ranges [][2]int64, rev int64) bool {
+	i := sort.Search(len(ranges), func(i int) bool { return ranges[i][1] >= rev })
+	return i < len(ranges) && ranges[i][0] <= rev
 }
 
 // checkRefs checks the solution against every compare of a key's mod
@@ -701,19 +774,25 @@ func (p *pxSolver) relAbs(rel int64) int64 {
 // wrong start of a segment (a stale compare taken to fix it) shifts the
 // log's revisions and breaks that.
 func (p *pxSolver) checkRefs() {
-	x := p.segs[0].base
+	x := p.xMax()
 	made := map[int32]map[int64]bool{}
 	for _, w := range p.writes {
 		if !w.applied || w.del {
 			continue
 		}
+		a, ok := p.relAbsOK(w.rel)
+		if !ok {
+			continue
+		}
 		if made[w.key] == nil {
 			made[w.key] = map[int64]bool{}
 		}
-		made[w.key][p.relAbs(w.rel)] = true
+		made[w.key][a] = true
 	}
+	// A compare may name a revision an unresolved segment's write made.
+	unknown := p.unresolvedRevs()
 	for _, r := range p.refs {
-		if r.rev == 0 || r.rev <= x || made[r.key][r.rev] {
+		if r.rev == 0 || r.rev <= x || made[r.key][r.rev] || inRanges(unknown, r.rev) {
 			continue
 		}
 		p.failf("entry %d compares %s with revision %d, which no write of it made (the log's revisions from %d on would be wrong)", p.entries[r.entry].index, p.name(r.key), r.rev, x+1)
@@ -728,7 +807,7 @@ func (p *pxSolver) checkRefs() {
 // writes applied is not established (one of them did, so the revisions
 // count the same). Their outcomes are left unknown.
 func (p *pxSolver) markAmbiguous() {
-	x := p.segs[0].base
+	x := p.xMax()
 	named := map[int32]map[int64]bool{}
 	for _, r := range p.refs {
 		if r.rev > x || p.keys[r.key].preRev == 0 {
@@ -756,7 +835,7 @@ func (p *pxSolver) markAmbiguous() {
 // verify checks the model against the db (see the comment at the top of
 // this file), in one pass over the db's keys, and keeps what fill needs.
 func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
-	x := p.segs[0].base
+	x := p.xMax()
 	seen := make([]bool, len(p.keys))
 	p.dbState = map[int32][2]int64{}
 	err := b.live(ctx, func(kv *KeyValue) error {
@@ -828,22 +907,24 @@ func (p *pxSolver) check(k string, s *pxKey, kv *KeyValue, x int64) string {
 	if s.exists == 0 {
 		return fmt.Sprintf("%s: the log's writes end with it absent, the db holds it", k)
 	}
-	mod := s.mod
+	mod, placed := s.mod, true
 	if s.modRel {
-		mod = p.relAbs(s.mod)
+		mod, placed = p.relAbsOK(s.mod)
 	}
 	switch {
+	case !placed:
+		// Its last write's revision is not established.
 	case s.modKnown && mod != kv.ModRevision:
 		return fmt.Sprintf("%s: the log's writes end at revision %d, the db holds revision %d", k, mod, kv.ModRevision)
 	case !s.modKnown && kv.ModRevision > x:
 		return fmt.Sprintf("%s: changed at revision %d in the db, after the log's start, by no write of the log", k, kv.ModRevision)
 	}
 	if s.createKnown {
-		cr := s.create
+		cr, placed := s.create, true
 		if s.createRel {
-			cr = p.relAbs(s.create)
+			cr, placed = p.relAbsOK(s.create)
 		}
-		if cr != kv.CreateRevision {
+		if placed && cr != kv.CreateRevision {
 			return fmt.Sprintf("%s: created at revision %d by the log, at %d in the db", k, cr, kv.CreateRevision)
 		}
 	} else if kv.CreateRevision > x {

@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/etcdpvc/etcdpvc/walread"
 )
@@ -12,47 +15,48 @@ import (
 const maxPinTries = 4
 
 // resolvePrefix works out the prefix (the log's entries the db already
-// holds; see wal_prefix.go) and returns it as a replay to put before the
-// rest: with outcomes and revisions where they are established, else with
-// the writes unknown and the reason in the coverage.
+// holds; see wal_prefix.go and wal_prefix_anchor.go) and returns it as a
+// replay to put before the rest: with outcomes and revisions where they
+// are established, else with the writes unknown and the reason in the
+// coverage.
 func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool) *replay {
 	rp, v := solvePrefix(ctx, entries, keys, exact, w.cov.DBRevision, boltPrefixDB{w.base})
-	w.cov.PrefixRevision, w.cov.PrefixUnresolved = v.before, v.unresolved
+	w.cov.PrefixRevision, w.cov.PrefixUnresolved, w.cov.PrefixUnknown = v.before, v.unresolved, v.unknown
 	return rp
 }
 
 // prefixVerdict is what solvePrefix established as a whole: the revision
-// before the log (when established), or why nothing is (unresolved).
+// before the log (0: not established), the stretches of entries whose
+// revisions are not established, or why nothing is (unresolved).
 type prefixVerdict struct {
 	before     int64
+	unknown    []WALStretch
 	unresolved string
 }
 
+// maxAnchorPasses bounds how many times a prefix is worked out again with
+// the starts the db allows its segments (see anchor): each pass can only
+// narrow them.
+const maxAnchorPasses = 4
+
 // solvePrefix works the prefix out over db, whose revision is dbRev.
 func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, db prefixDB) (*replay, prefixVerdict) {
+	// Every entry makes one revision at most: the prefix's lie in the
+	// db's last len(entries) revisions.
+	x, err := loadDBIndex(ctx, db, keys, dbRev-int64(len(entries)), dbRev)
+	if err != nil {
+		return unresolvedPrefix(entries, keys, err.Error()), prefixVerdict{unresolved: err.Error()}
+	}
 	// The reason given is the one of the try that went furthest (a
 	// disagreement with the db says more than a wrong start).
 	var why string
 	stage := -1
-	for try := range maxPinTries {
-		p := newPxSolver(entries, keys, exact, try)
-		p.run()
-		reached := 0
-		if p.fail == "" {
-			reached = 1
-			p.solve(dbRev)
-		}
-		if p.fail == "" {
-			reached = 2
-			p.checkRefs()
-		}
-		if p.fail == "" {
-			p.markAmbiguous()
-			p.verify(ctx, db)
-		}
+	veto := map[int32]bool{}
+	for range maxPinTries {
+		p, reached := solveOnce(ctx, entries, keys, exact, dbRev, x, db, veto)
 		if p.fail == "" {
 			p.fill()
-			return p.replay(), prefixVerdict{before: p.segs[0].base}
+			return p.replay(), p.verdict()
 		}
 		if reached > stage {
 			why, stage = p.fail, reached
@@ -60,8 +64,164 @@ func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact boo
 		if exact || ctx.Err() != nil {
 			break
 		}
+		// A compare that pinned a segment wrong read a stale state: the
+		// pins certainly wrong are passed over on the next try, else the
+		// first one not passed over yet.
+		next := p.wrongPins()
+		if len(next) == 0 {
+			for _, pn := range p.pins {
+				if !veto[pn.entry] {
+					next = append(next, pn.entry)
+					break
+				}
+			}
+		}
+		if len(next) == 0 {
+			break
+		}
+		veto = maps.Clone(veto)
+		for _, e := range next {
+			veto[e] = true
+		}
 	}
 	return unresolvedPrefix(entries, keys, why), prefixVerdict{unresolved: why}
+}
+
+// solveOnce works the prefix out, its compares' pins refused for the
+// entries in veto, anchoring the segments in the db (x) until the starts
+// it allows no longer change; then checks the result. It returns the
+// solver and how far it got (0: the model, 1: the revisions, 2: the checks
+// against the compares and the db).
+func solveOnce(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, x *dbIndex, db prefixDB, veto map[int32]bool) (*pxSolver, int) {
+	var allowed map[int32][]int64
+	var p *pxSolver
+	for pass := range maxAnchorPasses {
+		p = newPxSolver(entries, keys, exact, x, veto, allowed)
+		p.run()
+		if p.fail != "" {
+			return p, 0
+		}
+		if wrong := p.wrongPins(); len(wrong) > 0 {
+			p.failf("entry %d names a revision at or below one a compare took as a key's state before the log (a stale compare)", p.entries[wrong[0]].index)
+			return p, 0
+		}
+		F, bad := p.anchor(x, dbRev, true)
+		if bad >= 0 {
+			// A compare pinned a segment where the db allows it no start
+			// (a stale compare): work it out again with what the db
+			// allows, so that the compare is evaluated, not trusted.
+			var dbBad int
+			if F, dbBad = p.anchor(x, dbRev, false); dbBad >= 0 {
+				p.failf("%s", p.misfit(bad, dbRev))
+				return p, 1
+			}
+			next := p.allowedBy(F)
+			if sameStarts(next, allowed) || pass == maxAnchorPasses-1 {
+				p.failf("%s", p.misfit(bad, dbRev))
+				return p, 1
+			}
+			allowed = next
+			continue
+		}
+		next := p.allowedBy(F)
+		if sameStarts(next, allowed) || pass == maxAnchorPasses-1 {
+			p.settle(F)
+			break
+		}
+		allowed = next
+	}
+	if p.fail != "" {
+		return p, 1
+	}
+	p.checkRefs()
+	if p.fail != "" {
+		return p, 2
+	}
+	p.markAmbiguous()
+	p.verify(ctx, db)
+	return p, 2
+}
+
+// wrongPins returns the entries whose compares pinned a segment at a
+// revision no write of the log can have made: at or below one a first
+// compare took as a key's state before the log.
+func (p *pxSolver) wrongPins() []int32 {
+	var out []int32
+	for _, pn := range p.pins {
+		if pn.want <= p.maxPreMod {
+			out = append(out, pn.entry)
+		}
+	}
+	return out
+}
+
+// allowedBy keys the possible starts F by the entries that start the
+// segments (see pxSolver.allowed).
+func (p *pxSolver) allowedBy(F [][]int64) map[int32][]int64 {
+	m := make(map[int32][]int64, len(F))
+	for j, f := range F {
+		m[p.segs[j].revoke] = f
+	}
+	return m
+}
+
+func sameStarts(a, b map[int32][]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !slices.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// WALStretch is a run of the log's entries whose revisions are not
+// established, and why.
+type WALStretch struct {
+	FromIndex, ToIndex uint64
+	Reason             string
+}
+
+// stretchWhy says why segment j's revisions are not established.
+func (p *pxSolver) stretchWhy(j int) string {
+	next := "the db's revision"
+	if j+1 < len(p.segs) {
+		next = fmt.Sprintf("entry %d", p.entries[p.segs[j+1].revoke].index)
+	}
+	prev := "the log's start"
+	if e := p.segs[j].revoke; e >= 0 {
+		prev = fmt.Sprintf("entry %d", p.entries[e].index)
+	}
+	return fmt.Sprintf("they lie between %s and %s, where an entry (a revoke of a lease, or a delete of a key, from before the log) may or may not have made a revision, and neither a compare nor the db fixes which: revisions %d to %d fit",
+		prev, next, p.segs[j].lo+1, p.segs[j].hi+p.segLen(j))
+}
+
+// segLen is the number of revisions segment j's writes made.
+func (p *pxSolver) segLen(j int) int64 {
+	s, e := p.segSpan(j)
+	return e - s
+}
+
+// verdict sums up a solved prefix.
+func (p *pxSolver) verdict() prefixVerdict {
+	v := prefixVerdict{}
+	if p.segs[0].pinned {
+		v.before = p.segs[0].base
+	}
+	first := int32(0)
+	for j := range p.segs {
+		last := int32(len(p.entries) - 1)
+		if j+1 < len(p.segs) {
+			last = p.segs[j+1].revoke - 1
+		}
+		if !p.segs[j].pinned && p.segLen(j) > 0 && last >= first {
+			v.unknown = append(v.unknown, WALStretch{FromIndex: p.entries[first].index, ToIndex: p.entries[last].index, Reason: p.stretchWhy(j)})
+		}
+		first = last + 1
+	}
+	return v
 }
 
 // replay turns a solved prefix into replay records.
@@ -75,19 +235,39 @@ func (p *pxSolver) replay() *replay {
 		case o.ambiguous != "":
 			we.Outcome, we.Reason = OutcomeUnknown, o.ambiguous
 		case o.rel != 0:
-			we.Revision = p.relAbs(o.rel)
+			if a, ok := p.relAbsOK(o.rel); ok {
+				we.Revision = a
+			} else {
+				we.Reason = "applied; its revision is not established: " + p.stretchWhy(p.seg(o.rel))
+			}
 		case o.seg != 0:
-			we.Revision = p.revokeRev(o.seg)
+			rev, ok := p.revokeRev(o.seg)
+			switch {
+			case ok:
+				we.Revision = rev
+			case pe.kind == walread.KindLeaseRevoke:
+				we.Reason = "applied; whether it deleted keys attached to the lease before the log (and so made a revision) is not established"
+			default:
+				we.Outcome, we.Reason = OutcomeUnknown, "whether the key existed, and so was deleted, is not established: no compare or revision of the db fixes it"
+			}
 		}
 		rp.counts[pe.kind.String()]++
 		idx := int32(len(rp.entries))
 		for ; wi < len(p.writes) && p.writes[wi].entry == int32(i); wi++ {
 			pw := p.writes[wi]
-			mod := p.relAbs(pw.rel)
+			mod, placed := p.relAbsOK(pw.rel)
 			if pw.seg != 0 {
-				if mod = p.revokeRev(pw.seg); mod == 0 {
+				rev, ok := p.revokeRev(pw.seg)
+				if ok && rev == 0 {
 					// The key did not exist: nothing deleted.
 					we.Reason = "the key did not exist: nothing deleted"
+					continue
+				}
+				mod, placed = rev, ok
+				if !ok {
+					// Whether it deleted the key is not known: listed,
+					// with the entry's outcome unknown.
+					rp.newWrite(rp.key([]byte(p.name(pw.key))), idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
 					continue
 				}
 			}
@@ -97,7 +277,6 @@ func (p *pxSolver) replay() *replay {
 				continue
 			}
 			x := &rp.all[id]
-			x.mod = mod
 			if !pw.del {
 				switch {
 				case pw.createRel:
@@ -111,6 +290,16 @@ func (p *pxSolver) replay() *replay {
 				x.lease = pw.lease
 			}
 			s.last = id
+			if !placed {
+				// Applied, after the key's writes before it and before
+				// its writes after it; where among the revisions is not
+				// established.
+				j := p.seg(pw.rel)
+				start, _ := p.segSpan(j)
+				rp.unplaced[id] = [2]int64{p.segs[j].lo + pw.rel - start, p.segs[j].hi + pw.rel - start}
+				continue
+			}
+			x.mod = mod
 			rp.applied = append(rp.applied, id)
 		}
 		rp.push(we)
@@ -204,6 +393,10 @@ func (r *replay) prepend(p *replay) {
 		applied = append(applied, id+nw)
 	}
 	r.applied = applied
+	// p's writes keep their numbers: they come first.
+	for id, span := range p.unplaced {
+		r.unplaced[id] = span
+	}
 	for k, n := range p.counts {
 		r.counts[k] += n
 	}

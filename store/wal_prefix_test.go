@@ -31,6 +31,21 @@ type prefixScene struct {
 	live           map[string]*KeyValue
 	logStart       uint64
 	revokeRev      int64
+	// early are the keys written between the log's start and the early
+	// revoke (sceneOptions.earlyRevoke).
+	early []string
+}
+
+// sceneOptions vary the scene.
+type sceneOptions struct {
+	// earlyRevoke: right at the log's start, events are created that no
+	// later compare names, then a lease granted before the log is
+	// revoked (as etcd's lessor does all day with Events' leases).
+	earlyRevoke bool
+	// earlyBlind: those events are then overwritten by puts without a
+	// compare, so that neither a compare nor the compacted db holds the
+	// revisions they had.
+	earlyBlind bool
 }
 
 // writePrefixScene writes the scene: objects created before the log's
@@ -39,7 +54,7 @@ type prefixScene struct {
 // lease renewed every few writes; compactions as its compactor sends
 // them. It returns the member's current db, the purged log and what was
 // written.
-func writePrefixScene(t *testing.T) prefixScene {
+func writePrefixScene(t *testing.T, o sceneOptions) prefixScene {
 	t.Helper()
 	defer func(n int64) { etcdwal.SegmentSizeBytes = n }(etcdwal.SegmentSizeBytes)
 	etcdwal.SegmentSizeBytes = 64 << 10
@@ -111,10 +126,18 @@ func writePrefixScene(t *testing.T) prefixScene {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A second lease from before the log, with events attached to it.
+	old2, err := cli.Grant(ctx, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
 	compactor()
 	pvc := write(sc.pvcKey, 0, pending, false)
 	sec := write(sc.secKey, 0, secret1, false)
 	events("old", 60, old.ID)
+	if o.earlyRevoke {
+		events("old2", 5, old2.ID)
+	}
 	compactor()
 	events("filler", 150, 0)
 	st, err := cli.Status(ctx, c.Endpoints()[0])
@@ -124,6 +147,25 @@ func writePrefixScene(t *testing.T) prefixScene {
 	sc.logStart = st.RaftIndex
 
 	// After the log's start.
+	if o.earlyRevoke {
+		for i := range 3 {
+			key := fmt.Sprintf("/registry/events/demo/early-%d", i)
+			if _, ok := kubeWrite(t, cli, key, 0, filler, false); !ok {
+				t.Fatal("event create failed")
+			}
+			sc.early = append(sc.early, key)
+		}
+		if _, err := cli.Revoke(ctx, old2.ID); err != nil {
+			t.Fatal(err)
+		}
+		if o.earlyBlind {
+			for _, key := range sc.early {
+				if _, err := cli.Put(ctx, key, "blind"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 	renew()
 	created := pvc
 	pvc = write(sc.pvcKey, pvc, terminating, false)
@@ -178,6 +220,10 @@ func writePrefixScene(t *testing.T) prefixScene {
 	sc.db = copyFile(t, filepath.Join(c.DataDir(0), "member", "snap", "db"))
 	var dropped int
 	sc.wal, dropped = purgeCopy(t, filepath.Join(c.DataDir(0), "member", "wal"), sc.logStart)
+	if o.earlyRevoke {
+		// Exactly at the log's start, a few entries before the revoke.
+		sc.wal = cutCopy(t, filepath.Join(c.DataDir(0), "member", "wal"), sc.logStart)
+	}
 	if dropped == 0 {
 		t.Fatal("the purge dropped no segment: the log starts at raft index 1")
 	}
@@ -192,7 +238,7 @@ func writePrefixScene(t *testing.T) prefixScene {
 // conflicting write is not applied.
 func TestWALOverCurrentDB(t *testing.T) {
 	ctx := context.Background()
-	sc := writePrefixScene(t)
+	sc := writePrefixScene(t, sceneOptions{})
 	base := openBolt(t, sc.db, BoltOptions{})
 	w, err := OpenWALOver(ctx, sc.wal, base)
 	if err != nil {
@@ -369,7 +415,7 @@ func tamperValue(t *testing.T, path, key string, value []byte) {
 // with the first disagreement, and recovering from them is refused.
 func TestWALOverDBThatDisagrees(t *testing.T) {
 	ctx := context.Background()
-	sc := writePrefixScene(t)
+	sc := writePrefixScene(t, sceneOptions{})
 	tamperValue(t, sc.db, "/registry/leases/kube-system/apiserver-a", []byte("forged"))
 	base := openBolt(t, sc.db, BoltOptions{})
 	w, err := OpenWALOver(ctx, sc.wal, base)
@@ -418,7 +464,8 @@ func TestPrefixSolver(t *testing.T) {
 		name  string
 		reqs  []*pb.InternalRaftRequest
 		dbRev int64
-		skip  int
+		// veto: the entries whose compares may not pin.
+		veto []int32
 		// want: each entry's revision (0: none or not established), or
 		// the failure; ambiguous: the entries whose outcome is left
 		// unknown.
@@ -453,7 +500,7 @@ func TestPrefixSolver(t *testing.T) {
 		// two revisions before it: one of them applied at 20, the
 		// log does not tell which.
 		dbRev:     21,
-		skip:      1,
+		veto:      []int32{1},
 		want:      []int64{0, 0, 21},
 		ambiguous: []bool{true, true, false},
 	}, {
@@ -471,10 +518,11 @@ func TestPrefixSolver(t *testing.T) {
 		dbRev: 33,
 		want:  []int64{30, 31, 0, 32, 33},
 	}, {
-		name:  "nothing fixes the revision before an uncertain revoke",
-		reqs:  []*pb.InternalRaftRequest{putReq("/p", "1"), revoke(9), txnReq("/s", 6, "1"), txnReq("/s", 40, "2")},
+		name: "nothing fixes the revision before an uncertain revoke: only the writes before it are unknown",
+		reqs: []*pb.InternalRaftRequest{putReq("/p", "1"), revoke(9), txnReq("/s", 6, "1"), txnReq("/s", 40, "2")},
+		// /p's put made revision 37 or 38: nothing tells which.
 		dbRev: 41,
-		fail:  "the revision before the log is not established: entry 101",
+		want:  []int64{0, 0, 40, 41},
 	}, {
 		name: "a delete without a compare of a key from before the log (etcdctl del)",
 		reqs: []*pb.InternalRaftRequest{txnReq("/a", 5, "1"), txnReq("/a", 11, "2"),
@@ -483,10 +531,10 @@ func TestPrefixSolver(t *testing.T) {
 		dbRev: 15,
 		want:  []int64{11, 12, 13, 14, 15},
 	}, {
-		name:  "the same, with nothing to fix the revision before it",
+		name:  "the same, with nothing to fix the revision before it: whether it deleted /p is unknown, the put is at 9",
 		reqs:  []*pb.InternalRaftRequest{{DeleteRange: &pb.DeleteRangeRequest{Key: []byte("/p")}}, putReq("/c", "1")},
 		dbRev: 9,
-		fail:  "entry 100 (a revoke of a lease, or a delete of a key, from before the log) may or may not have made a revision",
+		want:  []int64{0, 9},
 	}, {
 		name:  "a lease granted in the log: its revoke deletes its keys",
 		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 4, "1"), grant(5), leasePutReq("/e", "x", 5), txnReq("/a", 10, "2"), revoke(5)},
@@ -512,7 +560,11 @@ func TestPrefixSolver(t *testing.T) {
 			for i, req := range tc.reqs {
 				entries = append(entries, compactEntry(mustEntry(t, uint64(100+i), req), walread.Pos{}, keys))
 			}
-			p := newPxSolver(entries, keys, false, tc.skip)
+			veto := map[int32]bool{}
+			for _, e := range tc.veto {
+				veto[e] = true
+			}
+			p := newPxSolver(entries, keys, false, nil, veto, nil)
 			p.run()
 			if p.fail == "" {
 				p.solve(tc.dbRev)
@@ -542,7 +594,8 @@ func TestPrefixSolver(t *testing.T) {
 				case o.rel != 0:
 					got = append(got, p.relAbs(o.rel))
 				case o.seg != 0:
-					got = append(got, p.revokeRev(o.seg))
+					rev, _ := p.revokeRev(o.seg)
+					got = append(got, rev)
 				default:
 					got = append(got, 0)
 				}
@@ -592,7 +645,7 @@ func FuzzPrefixSolver(f *testing.F) {
 			entries = append(entries, compactEntry(mustEntry(t, uint64(100+len(entries)), req), walread.Pos{}, keys))
 		}
 		for _, exact := range []bool{false, true} {
-			p := newPxSolver(entries, keys, exact, 0)
+			p := newPxSolver(entries, keys, exact, nil, nil, nil)
 			p.run()
 			if p.fail == "" {
 				p.solve(dbRev)
@@ -613,7 +666,7 @@ func FuzzPrefixSolver(f *testing.F) {
 				case o.rel != 0:
 					rev = p.relAbs(o.rel)
 				case o.seg != 0:
-					rev = p.revokeRev(o.seg)
+					rev, _ = p.revokeRev(o.seg)
 				}
 				if rev == 0 {
 					continue
@@ -623,7 +676,11 @@ func FuzzPrefixSolver(f *testing.F) {
 				}
 				last = rev
 			}
-			if last != dbRev {
+			pinned := true
+			for _, sg := range p.segs {
+				pinned = pinned && sg.pinned
+			}
+			if last > dbRev || pinned && last != dbRev {
 				t.Fatalf("solved to revision %d, the db's is %d", last, dbRev)
 			}
 		}
@@ -634,7 +691,7 @@ func FuzzPrefixSolver(f *testing.F) {
 // log's member is refused before anything is read from the log.
 func TestWALOverAnotherClustersDB(t *testing.T) {
 	ctx := context.Background()
-	sc := writePrefixScene(t)
+	sc := writePrefixScene(t, sceneOptions{})
 	other := etcdtest.Start(t, etcdtest.Options{InProcess: true})
 	other.Put(t, "/registry/configmaps/demo/x", []byte("x"))
 	other.StopMember(0)
@@ -651,5 +708,110 @@ func TestWALOverAnotherClustersDB(t *testing.T) {
 	}
 	if cov := w.Coverage(); cov.Member == 0 || cov.Cluster == 0 {
 		t.Errorf("coverage without the member's ids: %+v", cov)
+	}
+}
+
+// TestWALOverDBEarlyRevoke: a revoke of a lease granted before the log
+// sits a few entries after the log's start, and no compare names the
+// revisions of the writes before it (a member's real log, where Events'
+// leases expire all day). The db anchors those writes when it still holds
+// them; when it does not (they were overwritten, and compacted), only
+// their own revisions are unknown: every other write of the log keeps its
+// outcome and revision, and the deleted objects come back.
+func TestWALOverDBEarlyRevoke(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    sceneOptions
+	}{
+		{"the db holds the early writes", sceneOptions{earlyRevoke: true}},
+		{"the early writes are overwritten and compacted", sceneOptions{earlyRevoke: true, earlyBlind: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			sc := writePrefixScene(t, tc.o)
+			base := openBolt(t, sc.db, BoltOptions{})
+			w, err := OpenWALOver(ctx, sc.wal, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cov := w.Coverage()
+			for _, l := range cov.Lines() {
+				t.Log(l)
+			}
+			if cov.PrefixUnresolved != "" {
+				t.Fatalf("prefix not resolved: %s", cov.PrefixUnresolved)
+			}
+			var revoke WALEntry
+			if err := w.Entries(func(e WALEntry) error {
+				if e.Kind == walread.KindLeaseRevoke && revoke.Index == 0 {
+					revoke = e
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if revoke.Index == 0 || revoke.Index > cov.FirstIndex+8 {
+				t.Fatalf("the first revoke is entry %d, the log starts at %d: not the scene", revoke.Index, cov.FirstIndex)
+			}
+			if !tc.o.earlyBlind {
+				if len(cov.PrefixUnknown) != 0 || cov.PrefixRevision == 0 {
+					t.Fatalf("not anchored: before %d, unknown %+v", cov.PrefixRevision, cov.PrefixUnknown)
+				}
+			} else {
+				if len(cov.PrefixUnknown) != 1 || cov.PrefixUnknown[0].FromIndex != cov.FirstIndex || cov.PrefixUnknown[0].ToIndex != revoke.Index-1 {
+					t.Fatalf("unknown stretches %+v, want entries %d to %d", cov.PrefixUnknown, cov.FirstIndex, revoke.Index-1)
+				}
+				// The early events' creates applied, at revisions not
+				// established; the puts after them are placed.
+				for _, key := range sc.early {
+					var got []string
+					if err := w.KeyWrites(ctx, key, false, func(kw KeyWrite) error {
+						got = append(got, fmt.Sprintf("%v@%d", kw.Entry.Outcome, kw.Event.KV.ModRevision))
+						return nil
+					}); err != nil {
+						t.Fatal(err)
+					}
+					if len(got) != 2 || got[0] != "applied@0" || !strings.HasPrefix(got[1], "applied@") || got[1] == "applied@0" {
+						t.Errorf("%s: writes %v, want the create applied at an unknown revision, the put placed", key, got)
+					}
+				}
+			}
+			for key, revs := range sc.want {
+				evs, _ := historyOf(t, w, key)
+				want := revs[1:]
+				if len(evs) != len(want) {
+					t.Fatalf("%s: history has %d events, want %d: %+v", key, len(evs), len(want), evs)
+				}
+				for i, e := range evs {
+					if e.KV.ModRevision != want[i].rev || e.Deleted != want[i].deleted || !bytes.Equal(e.KV.Value, want[i].value) {
+						t.Errorf("%s event %d: revision %d deleted %v, want revision %d deleted %v", key, i, e.KV.ModRevision, e.Deleted, want[i].rev, want[i].deleted)
+					}
+				}
+				if un := w.Unsettled(key, 0); len(un) != 0 {
+					t.Errorf("%s: unsettled writes %+v", key, un)
+				}
+			}
+			deleted := map[string]*KeyValue{}
+			if err := w.ScanLatest(ctx, "/registry/", true, func(kv *KeyValue, del bool, delRev int64) error {
+				if del {
+					deleted[kv.Key] = kv
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for key, revs := range sc.want {
+				if kv := deleted[key]; kv == nil || !bytes.Equal(kv.Value, revs[1].value) {
+					t.Errorf("%s: not listed deleted with its last value", key)
+				}
+			}
+			// The latest state is the db's.
+			for k, l := range sc.live {
+				kv, err := w.Get(ctx, k, 0)
+				if err != nil || !bytes.Equal(kv.Value, l.Value) || kv.ModRevision != l.ModRevision {
+					t.Errorf("%s now: %+v, %v; live %+v", k, kv, err, l)
+				}
+			}
+		})
 	}
 }

@@ -119,7 +119,12 @@ type replay struct {
 	all       []walWrite
 	deepPaths map[int32][]int32
 	applied   []int32 // applied writes with revisions, in revision order
-	counts    map[string]int
+	// unplaced holds the applied writes whose revision is not established
+	// (a stretch of the log's entries the db holds that nothing anchors),
+	// with the revisions they may have: their order among the key's
+	// writes is the log's.
+	unplaced map[int32][2]int64
+	counts   map[string]int
 }
 
 func newReplay(valueOf func(int32) ([]byte, error)) *replay {
@@ -128,6 +133,7 @@ func newReplay(valueOf func(int32) ([]byte, error)) *replay {
 		keys:      map[string]*keyState{},
 		leases:    map[int64]bool{},
 		deepPaths: map[int32][]int32{},
+		unplaced:  map[int32][2]int64{},
 		counts:    map[string]int{},
 		valueOf:   valueOf,
 		known:     true,
