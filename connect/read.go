@@ -112,13 +112,16 @@ func (s *Session) Scope(res, namespace string, all bool) (inspect.Scope, error) 
 }
 
 // Unsettled returns an error wrapping ErrIncomplete when the session
-// reads a log that does not establish everything a listing would show:
-// revisions that stop before the log's end (a listing of the latest state
-// lacks the writes the log cannot place), or, with past (a listing of
-// deleted objects or of every revision), the log's entries the db holds
-// that could not be worked out back from it (what they deleted, and the
-// revisions the db compacted, are missing).
-func (s *Session) Unsettled(past bool) error {
+// reads a log that does not establish everything a listing of the keys
+// under prefix would show: revisions that stop before the log's end (a
+// listing of the latest state lacks the writes the log cannot place),
+// or, with past (a listing of deleted objects or of every revision), the
+// log's entries the db holds that could not be worked out back from it,
+// and writes under prefix whose outcome is not established (what they
+// deleted may be missing); with allRevisions, also writes under prefix
+// applied at revisions not established (a listing in revision order
+// cannot place them).
+func (s *Session) Unsettled(prefix string, past, allRevisions bool) error {
 	if s.WAL == nil {
 		return nil
 	}
@@ -131,9 +134,21 @@ func (s *Session) Unsettled(past bool) error {
 		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log establishes the keyspace up to %s: its later writes are not in this output (%s)", at, cov.RevisionsStop)},
 			s.undeterminedHint()}
 	}
-	if past && cov.PrefixUnresolved != "" {
+	if !past {
+		return nil
+	}
+	if cov.PrefixUnresolved != "" {
 		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log's %d entries up to the db's consistent index are not established (%s): objects they deleted and revisions the db compacted are not in this output", cov.InDB, cov.PrefixUnresolved)},
 			s.undeterminedHint()}
+	}
+	u := s.WAL.Unestablished(prefix)
+	switch {
+	case u.Unknown > 0:
+		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log holds %s under %s whose outcome it does not establish (the first at raft index %d: %s): what they deleted may be missing from this output",
+			inspect.Count(u.Unknown, "write", "writes"), prefix, u.First.Index, u.First.Reason)}, s.undeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes"}
+	case allRevisions && u.Unplaced > 0:
+		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log applied %s under %s at revisions it does not establish (the first at raft index %d): they are not in this output, which is in revision order",
+			inspect.Count(u.Unplaced, "write", "writes"), prefix, u.FirstUnplaced)}, s.undeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes, with those"}
 	}
 	return nil
 }
@@ -203,7 +218,7 @@ func (s *Session) Dump(ctx context.Context, out io.Writer, r DumpRequest) error 
 	if err != nil {
 		return err
 	}
-	if werr := s.Unsettled(r.AllRevisions); werr != nil && (r.Rev == 0 || r.AllRevisions) {
+	if werr := s.Unsettled(scope.Prefix, r.AllRevisions, r.AllRevisions); werr != nil && (r.Rev == 0 || r.AllRevisions) {
 		return werr
 	}
 	if res.Unread.Total() > 0 {

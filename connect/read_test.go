@@ -190,7 +190,7 @@ func TestDump(t *testing.T) {
 			}
 		})
 	}
-	if err := s.Unsettled(true); err != nil {
+	if err := s.Unsettled("", true, true); err != nil {
 		t.Errorf("Unsettled without a log: %v", err)
 	}
 }

@@ -50,7 +50,7 @@ func (s *Session) PreviewRecover(ctx context.Context, t Terminal, kv store.KeyVa
 // object that exists is refused: recover never replaces one.
 func (s *Session) Recover(ctx context.Context, t Terminal, src *Session, kv store.KeyValue, o WriteOptions) error {
 	if src != s {
-		t.Note(fmt.Sprintf("recovering %s from %s (revision %d) into %s", kv.Key, src.Description, kv.ModRevision, s.Description))
+		t.Note(fmt.Sprintf("recovering %s from %s (%s) into %s", kv.Key, src.Description, surgery.SourceRevision(kv), s.Description))
 	}
 	plan, err := s.Planner.PlanRecover(ctx, s.Reader, kv)
 	if err != nil {

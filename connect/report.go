@@ -79,7 +79,7 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 	case err != nil:
 		return err
 	}
-	if werr := s.Unsettled(r.Deleted); werr != nil && (r.Rev == 0 || r.Deleted) {
+	if werr := s.Unsettled(scope.Prefix, r.Deleted, false); werr != nil && (r.Rev == 0 || r.Deleted) {
 		if err := out.Close(); err != nil {
 			return err
 		}

@@ -32,7 +32,8 @@ type ListItem struct {
 	Version        int64
 	Lease          int64
 	// DeleteRevision is the revision of the deletion that ended the key
-	// (listings of deleted keys), else 0.
+	// (listings of deleted keys; -1: a deletion whose revision is not
+	// established), else 0.
 	DeleteRevision int64
 	// Summary is the value's metadata; nil when the value was not read.
 	Summary *codec.Summary

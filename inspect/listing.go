@@ -200,6 +200,8 @@ func (it ListItem) Status(now time.Time, phase string) string {
 	switch {
 	case it.Unread != "":
 		return it.Unread
+	case it.DeleteRevision < 0:
+		return "Deleted@?"
 	case it.DeleteRevision != 0:
 		return "Deleted@" + strconv.FormatInt(it.DeleteRevision, 10)
 	case it.Summary.Terminating():

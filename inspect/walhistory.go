@@ -67,7 +67,9 @@ func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOp
 	fromLog := map[int64]bool{}
 	if cov.DB != "" {
 		info, err := w.History(ctx, ref.Key, func(ev store.Event) error {
-			if ev.KV.ModRevision > cov.DBRevision {
+			if ev.KV.ModRevision > cov.DBRevision || ev.KV.ModRevision == 0 {
+				// The log's (0: a write it applied at a revision it does
+				// not establish): listed from its entries below.
 				return nil
 			}
 			row := HistoryRow{Revision: ev.KV.ModRevision, Version: ev.KV.Version, CreateRevision: ev.KV.CreateRevision, Lease: ev.KV.Lease, Deleted: ev.Deleted}
@@ -88,7 +90,9 @@ func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOp
 			fromLog[row.Revision] = true
 		} else if e.Outcome == store.OutcomeApplied {
 			row.Outcome = "applied, revision unknown"
-			row.Reason = cov.RevisionsStop
+			if row.Reason = e.Reason; row.Reason == "" {
+				row.Reason = cov.RevisionsStop
+			}
 		}
 		kv := kw.Event.KV
 		if !established {

@@ -172,7 +172,8 @@ type Archive interface {
 	// newest revision (deleted false, deleteRev 0); with includeDeleted,
 	// for a key whose newest revision is a deletion, the last live revision
 	// before it (or a KeyValue with only Key set when that is not held),
-	// deleted true and deleteRev the deletion's revision.
+	// deleted true and deleteRev the deletion's revision (-1: a deletion
+	// a write-ahead log establishes without its revision).
 	ScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error
 }
 

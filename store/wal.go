@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -78,6 +79,10 @@ type WAL struct {
 	lastRev  int64
 	// base, when not nil, is the db the replay started from.
 	base *Bolt
+	// prefixFloor is the lowest revision the log's entries the db holds
+	// establish reads at (the revision before the log, or its highest
+	// possible value when that is not established).
+	prefixFloor int64
 }
 
 var _ Archive = (*WAL)(nil)
@@ -446,7 +451,7 @@ func (w *WAL) keyWrite(id int32, withValue bool) (KeyWrite, error) {
 // ErrNotFound when the key did not exist then, ErrUndetermined when the
 // log does not establish it.
 func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyValue, WALEntry, error) {
-	if w.base != nil && index < w.cov.ConsistentIndex && (!w.prefixKnown(w.cov.PrefixRevision) || index < w.cov.FirstIndex) {
+	if w.base != nil && index < w.cov.ConsistentIndex && (!w.prefixResolved() || index < w.cov.FirstIndex) {
 		return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: the db holds the keyspace as of raft index %d only (read its revisions with --rev): %w", key, index, w.cov.ConsistentIndex, ErrUndetermined)
 	}
 	found := int32(-1)
@@ -456,7 +461,8 @@ func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyVal
 		if e.Index > index {
 			break
 		}
-		if e.Outcome == OutcomeApplied && x.mod != 0 {
+		if e.Outcome == OutcomeApplied && (x.mod != 0 || w.isUnplaced(id)) {
+			// Its value is established (its revision perhaps not).
 			found = id
 			continue
 		}
@@ -704,15 +710,37 @@ func (w *WAL) History(ctx context.Context, key string, fn func(Event) error) (Hi
 			inDB[ev.KV.ModRevision] = true
 		}
 		i := 0
+		// placed is the revision of the last write passed with one: a
+		// write applied at a revision not established comes after it.
+		var placed int64
 		emitLog := func(upTo int64) error {
 			for ; i < len(writes); i++ {
 				x := writes[i]
 				m := w.r.all[x].mod
-				if m == 0 || inDB[m] {
+				if span, ok := w.r.unplaced[x]; ok {
+					if max(span[0], placed+1) > upTo {
+						return nil
+					}
+					if dup, err := w.heldAs(x, span, held); err != nil || dup {
+						if err != nil {
+							return err
+						}
+						continue
+					}
+					if err := w.emit(x, "history "+key, fn); err != nil {
+						return err
+					}
+					continue
+				}
+				if m == 0 {
 					continue
 				}
 				if m > upTo {
 					return nil
+				}
+				placed = m
+				if inDB[m] {
+					continue
 				}
 				if err := w.emit(x, "history "+key, fn); err != nil {
 					return err
@@ -739,6 +767,36 @@ func (w *WAL) History(ctx context.Context, key string, fn func(Event) error) (Hi
 		}
 	}
 	return info, nil
+}
+
+// heldAs reports whether one of the db's events of the key (held) is write
+// x, applied at a revision not established (within span): the same value
+// at a revision it may have.
+func (w *WAL) heldAs(x int32, span [2]int64, held []Event) (bool, error) {
+	if w.deleted(x) {
+		for _, ev := range held {
+			if ev.Deleted && ev.KV.ModRevision >= span[0] && ev.KV.ModRevision <= span[1] {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	var v []byte
+	for _, ev := range held {
+		if ev.Deleted || ev.KV.ModRevision < span[0] || ev.KV.ModRevision > span[1] {
+			continue
+		}
+		if v == nil {
+			var err error
+			if v, err = w.value(x); err != nil {
+				return false, err
+			}
+		}
+		if bytes.Equal(v, ev.KV.Value) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Info describes the log as a store.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -156,7 +157,9 @@ func (w *WAL) joinedGet(ctx context.Context, key string, at int64) (*KeyValue, e
 		}
 		return kv, err
 	}
-	if x := w.at(key, at); x >= 0 {
+	// The db holds each key as the log's entries up to it left it: only
+	// the writes after it are read from the log.
+	if x := w.at(key, at); x >= 0 && w.r.all[x].mod > w.dbRev() {
 		if w.deleted(x) {
 			return nil, fmt.Errorf("get %s at revision %d: %w", key, at, ErrNotFound)
 		}
@@ -203,7 +206,8 @@ func (w *WAL) mergeLog(prefix string, scan func(func(key string, call func() err
 func (w *WAL) joinedList(ctx context.Context, prefix string, opts ListOptions, at int64, fn func(*KeyValue) error) (int64, error) {
 	fromLog := func(key string) (bool, error) {
 		x := w.at(key, at)
-		if x < 0 {
+		if x < 0 || w.r.all[x].mod <= w.dbRev() {
+			// Not written after the db: as the db holds it.
 			return false, nil
 		}
 		if w.deleted(x) {
@@ -241,11 +245,15 @@ func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDelete
 	// fromLog handles key when the log wrote it; baseKV is its newest live
 	// state in the db (nil: none).
 	fromLog := func(key string, baseKV *KeyValue) (bool, error) {
-		x := w.at(key, w.lastRev)
+		x := w.latest(key)
 		if x < 0 {
 			return false, nil
 		}
 		if !w.deleted(x) {
+			if baseKV != nil && w.r.all[x].mod <= w.dbRev() {
+				// Last written up to the db: as the db holds it.
+				return false, nil
+			}
 			kv, err := w.kv(x, true)
 			if err != nil {
 				return true, err
@@ -255,9 +263,14 @@ func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDelete
 		if !includeDeleted {
 			return true, nil
 		}
+		// A deletion whose revision is not established is reported with
+		// deleteRev -1.
 		delRev := w.r.all[x].mod
+		if delRev == 0 {
+			delRev = -1
+		}
 		kv := &KeyValue{Key: key}
-		switch prev := w.at(key, delRev-1); {
+		switch prev := w.before(key, x); {
 		case prev >= 0 && !w.deleted(prev):
 			var err error
 			if kv, err = w.kv(prev, true); err != nil {
@@ -307,6 +320,11 @@ func (c WALCoverage) Lines() []string {
 		case c.InDB == 0:
 		case c.PrefixUnresolved != "":
 			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index: outcomes and revisions not established (%s)", c.InDB, c.PrefixUnresolved))
+		case len(c.PrefixUnknown) > 0:
+			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db; revisions established %s", c.InDB, c.establishedStretches()))
+			for _, u := range c.PrefixUnknown {
+				out = append(out, fmt.Sprintf("entries %d to %d: revisions not established (%s)", u.FromIndex, u.ToIndex, u.Reason))
+			}
 		case c.PrefixRevision >= c.DBRevision:
 			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: they wrote no revision", c.InDB))
 		default:
@@ -330,6 +348,27 @@ func (c WALCoverage) Lines() []string {
 	return out
 }
 
+// establishedStretches names the entries, up to the db's consistent index,
+// whose revisions are established: "for entries 383 to 543" (the
+// complement of PrefixUnknown).
+func (c WALCoverage) establishedStretches() string {
+	var parts []string
+	next := c.FirstIndex
+	for _, u := range c.PrefixUnknown {
+		if u.FromIndex > next {
+			parts = append(parts, fmt.Sprintf("%d to %d", next, u.FromIndex-1))
+		}
+		next = u.ToIndex + 1
+	}
+	if next <= c.ConsistentIndex {
+		parts = append(parts, fmt.Sprintf("%d to %d", next, c.ConsistentIndex))
+	}
+	if len(parts) == 0 {
+		return "for none of them"
+	}
+	return "for entries " + strings.Join(parts, ", ")
+}
+
 // Unsettled lists the log's writes of key after its write at revision rev
 // (0: all of them) whose outcome or revision the log does not establish:
 // the key may have changed after rev in a way the log cannot tell.
@@ -341,6 +380,11 @@ func (w *WAL) Unsettled(key string, rev int64) []WALEntry {
 		e := w.r.entry(x.entry)
 		if x.mod != 0 {
 			after = after || x.mod >= rev
+			continue
+		}
+		if w.isUnplaced(id) {
+			// Applied, in the log's order among the key's writes: only
+			// its revision is not established.
 			continue
 		}
 		if rev != 0 && w.base != nil && e.Index <= w.cov.ConsistentIndex {
@@ -357,13 +401,110 @@ func (w *WAL) Unsettled(key string, rev int64) []WALEntry {
 // prefixKnown reports whether the log's entries the db holds were worked
 // out back from it, down to revision at.
 func (w *WAL) prefixKnown(at int64) bool {
-	return w.base != nil && w.cov.InDB > 0 && w.cov.PrefixUnresolved == "" && at >= w.cov.PrefixRevision
+	return w.prefixResolved() && at >= w.prefixFloor
+}
+
+// Unestablished counts what the log does not establish of its writes of
+// the keys under prefix.
+type Unestablished struct {
+	// Unknown counts the writes whose outcome is not established; First
+	// is the first one's entry.
+	Unknown int
+	First   WALEntry
+	// Unplaced counts the writes applied at revisions not established;
+	// FirstUnplaced is the first one's raft index.
+	Unplaced      int
+	FirstUnplaced uint64
+}
+
+// Unestablished counts the writes of keys under prefix whose outcome, or
+// revision, the log does not establish.
+func (w *WAL) Unestablished(prefix string) Unestablished {
+	var u Unestablished
+	for id := range w.r.all {
+		x := &w.r.all[id]
+		if !strings.HasPrefix(w.r.keyNames[x.key], prefix) {
+			continue
+		}
+		e := &w.r.entries[x.entry]
+		switch {
+		case e.outcome == OutcomeUnknown:
+			if u.Unknown == 0 {
+				u.First = w.r.entry(x.entry)
+			}
+			u.Unknown++
+		case w.isUnplaced(int32(id)):
+			if u.Unplaced == 0 {
+				u.FirstUnplaced = e.index
+			}
+			u.Unplaced++
+		}
+	}
+	return u
+}
+
+// prefixResolved reports whether the log's entries the db holds were
+// worked out back from it (their outcomes, and their revisions but for
+// the stretches of WALCoverage.PrefixUnknown).
+func (w *WAL) prefixResolved() bool {
+	return w.base != nil && w.cov.InDB > 0 && w.cov.PrefixUnresolved == ""
+}
+
+// isUnplaced reports whether write id applied at a revision the log does
+// not establish (see replay.unplaced).
+func (w *WAL) isUnplaced(id int32) bool {
+	_, ok := w.r.unplaced[id]
+	return ok
+}
+
+// unplacedAfter reports whether key has a write applied at a revision not
+// established that may be at or below at, after its write from (in the
+// log's order; -1: from its first): its state at revision at is then not
+// established.
+func (w *WAL) unplacedAfter(key string, from int32, at int64) bool {
+	for _, id := range w.writesOf(key) {
+		if id <= from {
+			continue
+		}
+		if span, ok := w.r.unplaced[id]; ok && span[0] <= at {
+			return true
+		}
+	}
+	return false
+}
+
+// latest returns key's last applied write in the log's order whose value
+// and order are established (with or without its revision), -1 if none.
+func (w *WAL) latest(key string) int32 {
+	ws := w.writesOf(key)
+	for i := len(ws) - 1; i >= 0; i-- {
+		if id := ws[i]; w.r.all[id].mod != 0 || w.isUnplaced(id) {
+			return id
+		}
+	}
+	return -1
+}
+
+// before returns key's last applied write before write id in the log's
+// order (as latest), -1 if none.
+func (w *WAL) before(key string, id int32) int32 {
+	ws := w.writesOf(key)
+	for i := len(ws) - 1; i >= 0; i-- {
+		if x := ws[i]; x < id && (w.r.all[x].mod != 0 || w.isUnplaced(x)) {
+			return x
+		}
+	}
+	return -1
 }
 
 // prefixGet is Get at a revision the db compacted, from the log's entries
 // before the db.
 func (w *WAL) prefixGet(ctx context.Context, key string, at int64) (*KeyValue, error) {
-	if x := w.at(key, at); x >= 0 {
+	x := w.at(key, at)
+	if w.unplacedAfter(key, x, at) {
+		return nil, fmt.Errorf("get %s at revision %d: the log applied a write of it whose revision it does not establish, and that may be before %d: %w", key, at, at, ErrUndetermined)
+	}
+	if x >= 0 {
 		if w.deleted(x) {
 			return nil, fmt.Errorf("get %s at revision %d: %w", key, at, ErrNotFound)
 		}

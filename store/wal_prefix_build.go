@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/etcdpvc/etcdpvc/walread"
 )
@@ -22,6 +24,7 @@ const maxPinTries = 4
 func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool) *replay {
 	rp, v := solvePrefix(ctx, entries, keys, exact, w.cov.DBRevision, boltPrefixDB{w.base})
 	w.cov.PrefixRevision, w.cov.PrefixUnresolved, w.cov.PrefixUnknown = v.before, v.unresolved, v.unknown
+	w.prefixFloor = v.floor
 	return rp
 }
 
@@ -30,6 +33,7 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys
 // revisions are not established, or why nothing is (unresolved).
 type prefixVerdict struct {
 	before     int64
+	floor      int64 // before, or its highest possible value
 	unknown    []WALStretch
 	unresolved string
 }
@@ -186,16 +190,17 @@ type WALStretch struct {
 
 // stretchWhy says why segment j's revisions are not established.
 func (p *pxSolver) stretchWhy(j int) string {
-	next := "the db's revision"
-	if j+1 < len(p.segs) {
-		next = fmt.Sprintf("entry %d", p.entries[p.segs[j+1].revoke].index)
+	var around []string
+	for _, k := range []int{j, j + 1} {
+		if k > 0 && k < len(p.segs) {
+			around = append(around, strconv.FormatUint(p.entries[p.segs[k].revoke].index, 10))
+		}
 	}
-	prev := "the log's start"
-	if e := p.segs[j].revoke; e >= 0 {
-		prev = fmt.Sprintf("entry %d", p.entries[e].index)
+	what := "entry " + strings.Join(around, " and entry ") + " (a revoke of a lease, or a delete of a key, from before the log) may or may not have made a revision"
+	if len(around) == 2 {
+		what = "entries " + strings.Join(around, " and ") + " (revokes of leases, or deletes of keys, from before the log) may or may not each have made a revision"
 	}
-	return fmt.Sprintf("they lie between %s and %s, where an entry (a revoke of a lease, or a delete of a key, from before the log) may or may not have made a revision, and neither a compare nor the db fixes which: revisions %d to %d fit",
-		prev, next, p.segs[j].lo+1, p.segs[j].hi+p.segLen(j))
+	return fmt.Sprintf("%s, and neither a compare nor the db fixes which: revisions %d to %d fit", what, p.segs[j].lo+1, p.segs[j].hi+p.segLen(j))
 }
 
 // segLen is the number of revisions segment j's writes made.
@@ -206,7 +211,7 @@ func (p *pxSolver) segLen(j int) int64 {
 
 // verdict sums up a solved prefix.
 func (p *pxSolver) verdict() prefixVerdict {
-	v := prefixVerdict{}
+	v := prefixVerdict{floor: p.xMax()}
 	if p.segs[0].pinned {
 		v.before = p.segs[0].base
 	}

@@ -28,8 +28,18 @@ func (c Planner) PlanRecoverPreview(ctx context.Context, src store.Reader, kv st
 	return c.planRecover(ctx, src, kv, false)
 }
 
+// SourceRevision names the revision a recovered value comes from:
+// "revision 1234", or, for a value a write-ahead log establishes without
+// its revision (store.WAL), what is known of it.
+func SourceRevision(kv store.KeyValue) string {
+	if kv.ModRevision == 0 {
+		return "the last value the write-ahead log applied before the deletion (its revision is not established; its value is)"
+	}
+	return fmt.Sprintf("revision %d", kv.ModRevision)
+}
+
 func (c Planner) planRecover(ctx context.Context, live store.Reader, kv store.KeyValue, checkAbsent bool) (*Plan, error) {
-	what := fmt.Sprintf("recover %s from revision %d", kv.Key, kv.ModRevision)
+	what := fmt.Sprintf("recover %s from %s", kv.Key, SourceRevision(kv))
 	if len(kv.Value) == 0 {
 		return nil, fmt.Errorf("%s: that revision holds no value (a deletion)", what)
 	}
@@ -66,12 +76,12 @@ func (c Planner) planRecover(ctx context.Context, live store.Reader, kv store.Ke
 	if p.NewStored, err = c.Seal(ctx, src.GR, kv.Key, newPlain); err != nil {
 		return nil, err
 	}
-	if p.Diff, err = c.renderDiff(kv.Key+" (absent)", nil, 0, fmt.Sprintf("%s (recovered from revision %d)", kv.Key, kv.ModRevision), after, 0); err != nil {
+	if p.Diff, err = c.renderDiff(kv.Key+" (absent)", nil, 0, fmt.Sprintf("%s (recovered from %s)", kv.Key, SourceRevision(kv)), after, 0); err != nil {
 		return nil, err
 	}
 	p.Warnings = append(p.Warnings, fmt.Sprintf("%s keeps its uid %s: objects that refer to it by uid must match (a PersistentVolume's spec.claimRef.uid, the ownerReferences of its dependents), or their controllers treat it as another object", after.GVK.Kind+" "+after.Name(), after.Meta.UID))
 	if terminating(src.Obj.Meta) {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("revision %d was already being deleted (deletionTimestamp %s); the recovered object is not", kv.ModRevision, src.Obj.Meta.DeletionTimestamp))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s was already being deleted (deletionTimestamp %s); the recovered object is not", SourceRevision(kv), src.Obj.Meta.DeletionTimestamp))
 	}
 	if kv.Lease != 0 {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("the key was attached to lease %d; it is recreated without a lease, so etcd will not expire it", kv.Lease))
