@@ -23,6 +23,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/verify"
+	"github.com/etcdpvc/etcdpvc/walread"
 )
 
 // Setting names, as the command-line flags name them: the keys of
@@ -40,6 +41,7 @@ const (
 	SettingServersOverrides = "etcd-servers-overrides"
 	SettingKubeadm          = "kubeadm"
 	SettingDB               = "db"
+	SettingWAL              = "wal"
 	SettingKubeconfig       = "kubeconfig"
 )
 
@@ -77,10 +79,12 @@ type Options struct {
 	// With Out, the session writes into a copy of DB at Out
 	// (store.SnapshotCopy), never into DB.
 	DB, Out string
-	// WAL is a member's write-ahead log directory (or data directory) to
-	// read instead of a live etcd, replayed over DB when DB is given
-	// (store.OpenWALOver). Read-only, as DB.
-	WAL string
+	// WAL are write-ahead log directories (or data directories) to read
+	// instead of a live etcd, one per member of one cluster: several are
+	// merged into one log by raft index (walread.OpenMerged). The log is
+	// replayed over DB when DB is given (store.OpenLogOver). Read-only, as
+	// DB.
+	WAL []string
 	// LockTimeout, SkipHashCheck and HashCacheDir open DB (see
 	// store.BoltOptions); LockTimeout 0 does not wait for the lock.
 	LockTimeout   time.Duration
@@ -236,6 +240,23 @@ func Kubeadm(o *Options) ([]string, error) {
 	return warnings, nil
 }
 
+// walDescription names the write-ahead logs of dirs for messages.
+func walDescription(dirs []string) string {
+	if len(dirs) == 1 {
+		return "write-ahead log " + dirs[0]
+	}
+	return "write-ahead logs " + strings.Join(dirs, ", ") + " (merged by raft index)"
+}
+
+// WALFlags spells dirs as the command line gives them: --wal A --wal B.
+func WALFlags(dirs []string) string {
+	parts := make([]string, len(dirs))
+	for i, d := range dirs {
+		parts[i] = "--wal " + d
+	}
+	return strings.Join(parts, " ")
+}
+
 // SplitList splits comma-separated values, dropping empty ones.
 func SplitList(vs []string) []string {
 	var out []string
@@ -337,10 +358,10 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	}
 	s := &Session{Enc: enc, Planner: surgery.Planner{Enc: enc, Prefix: o.Prefix}}
 	switch {
-	case o.WAL != "" && o.Out != "":
+	case len(o.WAL) > 0 && o.Out != "":
 		s.Close()
 		return nil, &OptionError{Option: "--out " + o.Out, Err: errors.New("a write-ahead log is read-only: recover from it into a live etcd (--endpoints or --kubeadm), or into a copy of a db with --db IN --out OUT without --wal")}
-	case o.WAL != "":
+	case len(o.WAL) > 0:
 		var base *store.Bolt
 		if o.DB != "" {
 			b, err := store.OpenBolt(o.DB, o.BoltOptions())
@@ -350,7 +371,11 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 			}
 			base = b
 		}
-		w, err := store.OpenWALOver(ctx, o.WAL, base)
+		var w *store.WAL
+		l, err := walread.OpenMerged(o.WAL)
+		if err == nil {
+			w, err = store.OpenLogOver(ctx, l, base)
+		}
 		if err != nil {
 			if base != nil {
 				base.Close()
@@ -358,7 +383,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 			s.Close()
 			return nil, openError(StoreWAL, err, o)
 		}
-		s.Reader, s.WAL, s.Bolt, s.Description = w, w, base, "write-ahead log "+o.WAL
+		s.Reader, s.WAL, s.Bolt, s.Description = w, w, base, walDescription(o.WAL)
 		if base != nil {
 			s.Description += " over " + o.DB
 		}

@@ -16,7 +16,8 @@ type DiffRequest struct {
 	A, B string
 	// DB is --db, the source of rev:N on both sides; WAL is --wal, which
 	// diff does not read.
-	DB, WAL             string
+	DB                  string
+	WAL                 []string
 	Resource, Namespace string
 	AllNamespaces       bool
 	Output              string
@@ -32,7 +33,7 @@ func (r DiffRequest) Sources() (a, b inspect.DiffSource, err error) {
 	if err != nil {
 		return a, b, &OptionError{Err: err}
 	}
-	if r.WAL != "" {
+	if len(r.WAL) > 0 {
 		// Each side opens its own source: --wal would be replayed over
 		// every side's db, and a log replays only the db it follows.
 		return a, b, usageError("read the log with `etcdpvc --wal DIR [--db DB] dump --all-revisions` (every revision it establishes) or `history KEY`",

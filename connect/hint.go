@@ -111,7 +111,7 @@ func openError(kind StoreKind, err error, o Options) *OpenError {
 		return e
 	case StoreWAL:
 		context := func(hint string) *OpenError {
-			e.Err, e.hint = fmt.Errorf("--wal %s --db %s: %w", o.WAL, o.DB, err), hint
+			e.Err, e.hint = fmt.Errorf("%s --db %s: %w", WALFlags(o.WAL), o.DB, err), hint
 			return e
 		}
 		switch {
@@ -127,6 +127,8 @@ func openError(kind StoreKind, err error, o Options) *OpenError {
 			return unavailable("this user cannot read the log: run as root, or read a copy")
 		case errors.Is(err, walread.ErrCorrupt):
 			e.hint = "a record in the middle of the log is damaged; read another member's log"
+		case errors.Is(err, walread.ErrConflict):
+			e.hint = "give the logs of one cluster's members, one --wal each; if they are, the log that disagrees is a diverged member's: read each --wal alone and leave the odd one out"
 		}
 		return e
 	case StoreSnapshotCopy:

@@ -23,7 +23,7 @@ func TestOpenErrorHint(t *testing.T) {
 	tlsErr := &store.ConnectError{Endpoints: []string{"https://a:2379"}, TLS: true, Cause: errors.New("tls: certificate required")}
 	refused := &store.ConnectError{Endpoints: []string{"a:2379"}, Cause: errors.New("connect: connection refused")}
 	timeout := &store.ConnectError{Endpoints: []string{"a:2379"}, Cause: errors.New("context deadline exceeded")}
-	walDB := Options{WAL: "/m/wal", DB: "/m/db"}
+	walDB := Options{WAL: []string{"/m/wal"}, DB: "/m/db"}
 	tests := []struct {
 		name        string
 		kind        StoreKind
@@ -55,6 +55,8 @@ func TestOpenErrorHint(t *testing.T) {
 		{name: "no wal", kind: StoreWAL, err: walread.ErrNoLog, msg: store.ErrUnavailable.Error() + ": " + walread.ErrNoLog.Error(), hint: "--wal takes a member's wal directory", unavailable: true},
 		{name: "wal unreadable", kind: StoreWAL, err: fs.ErrPermission, msg: store.ErrUnavailable.Error() + ": " + fs.ErrPermission.Error(), hint: "cannot read the log", unavailable: true},
 		{name: "wal corrupt", kind: StoreWAL, err: walread.ErrCorrupt, hint: "read another member's log"},
+		{name: "wals that disagree", kind: StoreWAL, err: walread.ErrConflict, hint: "read each --wal alone and leave the odd one out"},
+		{name: "merged wals after a newer db", kind: StoreWAL, err: store.ErrDBNewer, o: Options{WAL: []string{"/a/wal", "/b/wal"}, DB: "/m/db"}, msg: "--wal /a/wal --wal /b/wal --db /m/db: " + store.ErrDBNewer.Error(), hint: "copied together"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,7 +116,7 @@ func TestOpenHints(t *testing.T) {
 		hint string
 	}{
 		{Options{DB: filepath.Join(dir, "missing.db"), Prefix: "/registry"}, "check the path: --db takes"},
-		{Options{WAL: filepath.Join(dir, "nowal"), Prefix: "/registry"}, "--wal takes a member's wal directory"},
+		{Options{WAL: []string{filepath.Join(dir, "nowal")}, Prefix: "/registry"}, "--wal takes a member's wal directory"},
 	} {
 		_, err := Open(ctx, tc.o)
 		if err == nil {

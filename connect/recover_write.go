@@ -13,7 +13,7 @@ import (
 // ReadOnly reports whether s reads a source a recover cannot write into:
 // a db file or a write-ahead log, not a --out copy.
 func (s *Session) ReadOnly() bool {
-	return (s.Options.DB != "" || s.Options.WAL != "") && s.Options.Out == ""
+	return (s.Options.DB != "" || len(s.Options.WAL) > 0) && s.Options.Out == ""
 }
 
 // NoTarget is the refusal of a recover that reads the read-only s and was
@@ -104,7 +104,7 @@ type RecoverSet struct {
 // source it cannot read as a whole: a write-ahead log, or the live etcd
 // without a revision.
 func (r RecoverSet) CheckSource(o Options) error {
-	if o.WAL != "" {
+	if len(o.WAL) > 0 {
 		return usageError("", "recover of a namespace or a selection does not read --wal: recover each object (recover RESOURCE NAME), or give a snapshot with --db")
 	}
 	if o.DB == "" && r.Rev == 0 {

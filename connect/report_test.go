@@ -178,7 +178,7 @@ func TestDiffSessions(t *testing.T) {
 			err: inspect.ErrDiffer, opened: 1},
 		{name: "a file with itself", r: DiffRequest{A: db, B: db, AllNamespaces: true, Output: "table", PageSize: 10}, opened: 1},
 		{name: "not a revision", r: DiffRequest{A: "rev:x", B: db, Output: "table", PageSize: 10}, option: "rev:N needs a positive revision number"},
-		{name: "a log", r: DiffRequest{A: db, B: db, WAL: "wal", Output: "table", PageSize: 10}, option: "diff does not read --wal", hint: "dump --all-revisions"},
+		{name: "a log", r: DiffRequest{A: db, B: db, WAL: []string{"wal"}, Output: "table", PageSize: 10}, option: "diff does not read --wal", hint: "dump --all-revisions"},
 		{name: "a missing file", r: DiffRequest{A: db, B: filepath.Join(t.TempDir(), "none.db"), Output: "table", PageSize: 10},
 			err: fs.ErrNotExist, opened: 2},
 	} {

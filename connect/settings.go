@@ -21,7 +21,19 @@ const (
 	KindDuration Kind = 'd'
 	// KindList is a comma-separated list (a repeated flag adds to it).
 	KindList Kind = 'l'
+	// KindRepeated is one value per flag, never split (a path may hold a
+	// comma): a repeated flag adds one. Resolve and Set take its values
+	// joined by RepeatedSep.
+	KindRepeated Kind = 'r'
 )
+
+// RepeatedSep joins the values of a KindRepeated setting into the one
+// string Resolve and Set take: NUL, which no command-line argument or
+// environment variable can hold.
+const RepeatedSep = "\x00"
+
+// JoinRepeated is the value of a KindRepeated setting given values.
+func JoinRepeated(values []string) string { return strings.Join(values, RepeatedSep) }
 
 // Setting is one connection, file or verification setting every command
 // accepts (a global flag of the CLI), compatible with etcdctl's.
@@ -54,7 +66,7 @@ var Settings = []Setting{
 	{Name: SettingKubeadm, Kind: KindBool},
 	{Name: "manifests-dir", Kind: KindString, Default: "/etc/kubernetes/manifests"},
 	{Name: SettingDB, Kind: KindString},
-	{Name: "wal", Kind: KindString},
+	{Name: SettingWAL, Kind: KindRepeated},
 	{Name: "lock-timeout", Kind: KindDuration, Default: "2s"},
 	{Name: "skip-hash-check", Kind: KindBool},
 	{Name: SettingEncryptionConfig, Kind: KindString},
@@ -63,8 +75,8 @@ var Settings = []Setting{
 }
 
 // Resolve builds the options from the settings given on the command line
-// (flags: name -> value; a list joined by commas, a bool "true" or
-// "false") and the environment (getenv): a flag wins over its variable,
+// (flags: name -> value; a list joined by commas, a repeated setting's
+// values by RepeatedSep, a bool "true" or "false") and the environment (getenv): a flag wins over its variable,
 // which wins over the default. Options.Given names every setting given
 // either way, Options.FromEnv those given only by their variable (the
 // kube-apiserver manifest of --kubeadm wins over those, not over flags;
@@ -101,8 +113,9 @@ func Resolve(flags map[string]string, getenv func(string) string) (Options, erro
 	return o, nil
 }
 
-// Set stores the value of the setting name (a list comma-separated, a bool
-// "true" or "false"); a value that cannot be used is an *OptionError.
+// Set stores the value of the setting name (a list comma-separated, a
+// repeated setting's values joined by RepeatedSep, a bool "true" or
+// "false"); a value that cannot be used is an *OptionError.
 func (o *Options) Set(name, value string) error {
 	var err error
 	switch name {
@@ -137,8 +150,13 @@ func (o *Options) Set(name, value string) error {
 		o.ManifestsDir = value
 	case SettingDB:
 		o.DB = value
-	case "wal":
-		o.WAL = value
+	case SettingWAL:
+		o.WAL = nil
+		for _, v := range strings.Split(value, RepeatedSep) {
+			if v != "" {
+				o.WAL = append(o.WAL, v)
+			}
+		}
 	case "lock-timeout":
 		o.LockTimeout, err = parseDuration(value)
 	case "skip-hash-check":

@@ -121,6 +121,31 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestResolveRepeated: a repeated setting (--wal) keeps every value in
+// order, none split on commas or trimmed, and Set replaces them.
+func TestResolveRepeated(t *testing.T) {
+	o, err := Resolve(map[string]string{"wal": JoinRepeated([]string{"/m1/wal", "/data/m,2 ", "/m1/wal"})}, getenvOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"/m1/wal", "/data/m,2 ", "/m1/wal"}, o.WAL); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if !o.Given["wal"] {
+		t.Error("--wal not given")
+	}
+	if err := o.Set("wal", "/m3/wal"); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"/m3/wal"}, o.WAL); d != "" {
+		t.Errorf("after Set (-want +got):\n%s", d)
+	}
+	o, err = Resolve(nil, getenvOf(nil))
+	if err != nil || o.WAL != nil || o.Given["wal"] {
+		t.Errorf("without --wal: %q, given %v, %v", o.WAL, o.Given["wal"], err)
+	}
+}
+
 // TestResolveErrors: a value that cannot be used is an *OptionError naming
 // the flag (or variable's flag) and the value.
 func TestResolveErrors(t *testing.T) {

@@ -181,7 +181,7 @@ func TestRecoverSetCheckSource(t *testing.T) {
 	}{
 		{name: "db", o: Options{DB: "snap.db"}},
 		{name: "live at a revision", rev: 12},
-		{name: "wal", o: Options{WAL: "wal", DB: "snap.db"}, want: "does not read --wal"},
+		{name: "wal", o: Options{WAL: []string{"wal"}, DB: "snap.db"}, want: "does not read --wal"},
 		{name: "live now", want: "recover namespace demo: name the source", wantHint: "`etcdpvc history namespace NAME`"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

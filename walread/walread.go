@@ -18,8 +18,31 @@
 // in a torn record (a write interrupted mid-way, or a copy taken while the
 // record was being written): Scan stops there and reports where.
 //
-// Nothing here opens a file for writing, locks it or repairs it: the log is
-// read through plain read-only file handles.
+// Members of one cluster snapshot and purge their logs at different raft
+// indexes, so their logs cover different spans. OpenMerged reads several
+// members' logs as one, which Scan yields as a replay consumes one
+// member's: one metadata record (the first log's; every log must carry
+// the same cluster id), one state record (the one holding the highest
+// commit index any log records: a commit index is cluster-wide once a
+// member recorded it), then every entry once, in raft index order, from
+// whichever log holds it. Each log's own entries are read as etcd reads
+// them: an entry replaces those from its index on (a new leader overwrote
+// what was not committed). Across logs, one index and term must be the
+// same bytes everywhere. Where the logs hold different terms at one
+// index, the entry of a log that records that index committed wins (two
+// such logs that disagree are a diverged member: an error); where none
+// does, that of the most up-to-date log, as raft compares logs (highest
+// last term, then longest). A log whose entry lost, or that holds an
+// entry of a lower term than the entry chosen before it, has left the
+// cluster's history there: its later entries are not taken. An index no
+// log holds is left out (a gap the replay reports). Positions name the
+// member's segment (Log.Segments lists every log's), so that ReadRecord
+// reads a record again from the log it came from.
+//
+// Only regular files are read: a segment that is a FIFO or a device is
+// refused, as reading it could block forever. Nothing here opens a file
+// for writing, locks it or repairs it: the log is read through plain
+// read-only file handles.
 package walread
 
 import (
@@ -31,6 +54,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	"go.etcd.io/etcd/server/v3/storage/wal"
@@ -55,6 +79,8 @@ var ErrCorrupt = errors.New("write-ahead log corrupt")
 
 // Segment is one file of the log.
 type Segment struct {
+	// Dir is the wal directory holding it.
+	Dir string
 	// Name is the file name, e.g. 0000000000000000-0000000000000000.wal.
 	Name string
 	// Seq is the segment's sequence number; Index the raft index its name
@@ -63,6 +89,9 @@ type Segment struct {
 	// Size is the file's size in bytes.
 	Size int64
 }
+
+// Path is the segment's file path.
+func (s Segment) Path() string { return filepath.Join(s.Dir, s.Name) }
 
 // Pos locates a record: the segment (an index into Log.Segments), the
 // offset of its frame, and the running CRC before it (what the decoder
@@ -73,8 +102,9 @@ type Pos struct {
 	Offset  int64
 }
 
-// Tail says where a torn log stopped: the last segment's name, the offset
-// after the last valid record, and why the rest was not read.
+// Tail says where a torn log stopped: the last segment's name (its path,
+// in a log merged from several members'), the offset after the last valid
+// record, and why the rest was not read.
 type Tail struct {
 	Segment string
 	Offset  int64
@@ -85,17 +115,24 @@ func (t *Tail) String() string {
 	return fmt.Sprintf("%s at offset %d: %s", t.Segment, t.Offset, t.Reason)
 }
 
-// Log is an opened log directory.
+// Log is an opened log directory, or several members' logs merged into one
+// (OpenMerged).
 type Log struct {
-	// Dir is the wal directory.
+	// Dir is the wal directory (the directories, joined with ", ", of a
+	// merged log).
 	Dir string
-	// Segments are the segment files in sequence order.
+	// Segments are the segment files in sequence order (those of every
+	// member's log in turn, for a merged log).
 	Segments []Segment
+
+	// merged, when not nil, is the plan Scan follows for a merged log.
+	merged *merged
 }
 
 // Open finds the log in dir: dir itself when it holds *.wal files, else
 // dir/member/wal (a member's data directory) or dir/wal (its member
-// directory). It reads nothing but the directory listing.
+// directory). It reads nothing but the directory listing. A segment that
+// is not a regular file (a FIFO, a device) is refused, never opened.
 func Open(dir string) (*Log, error) {
 	for _, d := range []string{dir, filepath.Join(dir, "member", "wal"), filepath.Join(dir, "wal")} {
 		segs, err := listSegments(d)
@@ -123,15 +160,22 @@ func listSegments(dir string) ([]Segment, error) {
 		if e.IsDir() || !strings.HasSuffix(name, ".wal") {
 			continue
 		}
-		var s Segment
+		path := filepath.Join(dir, name)
+		s := Segment{Dir: dir, Name: name}
 		if _, err := fmt.Sscanf(name, "%016x-%016x.wal", &s.Seq, &s.Index); err != nil || len(name) != 16+1+16+4 {
-			return nil, fmt.Errorf("%s: not a write-ahead log segment name (want %%016x-%%016x.wal)", filepath.Join(dir, name))
+			return nil, fmt.Errorf("%s: not a write-ahead log segment name (want %%016x-%%016x.wal)", path)
 		}
-		info, err := e.Info()
+		info, err := os.Lstat(path)
+		if err == nil && info.Mode()&fs.ModeSymlink != 0 {
+			info, err = os.Stat(path) // a link to a segment: what it names
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		s.Name, s.Size = name, info.Size()
+		if !info.Mode().IsRegular() {
+			return nil, notRegular(path, info)
+		}
+		s.Size = info.Size()
 		segs = append(segs, s)
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].Seq < segs[j].Seq })
@@ -141,6 +185,32 @@ func listSegments(dir string) ([]Segment, error) {
 		}
 	}
 	return segs, nil
+}
+
+// notRegular is the error for a segment that is not a regular file:
+// reading a FIFO or a device could block forever or never end.
+func notRegular(path string, info fs.FileInfo) error {
+	return fmt.Errorf("%s: not a regular file (%v): a write-ahead log segment is a plain file", path, info.Mode().Type())
+}
+
+// openSegment opens a segment read-only. It opens without blocking (a
+// FIFO put in a segment's place after the listing would otherwise wait
+// for a writer) and refuses what is not a regular file.
+func openSegment(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open write-ahead log segment: %w", err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, notRegular(path, info)
+	}
+	return f, info, nil
 }
 
 // fileReader gives etcd's decoder a file (or the part of it from an offset).
@@ -166,79 +236,118 @@ func (s sizedInfo) Size() int64 { return s.size }
 // error; the returned Tail says where, and how many segments were not read
 // (nil when the log ends cleanly). A CRC mismatch or an undecodable record
 // is an error wrapping ErrCorrupt that names the segment and offset.
+//
+// A merged log (OpenMerged) yields its metadata record, its state record
+// and its entries in raft index order (see the package documentation);
+// its Tail is that of the first member's log that ended torn.
 func (l *Log) Scan(fn func(rec *walpb.Record, pos Pos) error) (*Tail, error) {
-	var prevCRC uint32
-	var rec walpb.Record
-	for i, seg := range l.Segments {
-		path := filepath.Join(l.Dir, seg.Name)
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("open write-ahead log segment: %w", err)
-		}
-		info, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		dec := wal.NewDecoder(fileReader{Reader: f, info: info})
-		last := i == len(l.Segments)-1
-		first := true
-		for {
-			off := dec.LastOffset()
-			before := dec.LastCRC()
-			err := dec.Decode(&rec)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				f.Close()
-				if errors.Is(err, io.ErrUnexpectedEOF) {
-					// A write cut short, or a copy taken while it was
-					// being written: the log ends here.
-					t := &Tail{Segment: seg.Name, Offset: off, Reason: "torn or incomplete record"}
-					if !last {
-						t.Reason += fmt.Sprintf("; %d later segment(s) not read", len(l.Segments)-1-i)
-					}
-					return t, nil
-				}
-				return nil, fmt.Errorf("%s at offset %d: %w: %w", path, off, ErrCorrupt, err)
-			}
-			if rec.GetType() == CrcType {
-				// The segment's first record carries the CRC the previous
-				// segment ended with: the chain must match.
-				if first && i > 0 && rec.GetCrc() != prevCRC {
-					f.Close()
-					return nil, fmt.Errorf("%s at offset %d: %w: segment starts with CRC %x, previous segment ended with %x", path, off, ErrCorrupt, rec.GetCrc(), prevCRC)
-				}
-				dec.UpdateCRC(rec.GetCrc())
-			}
-			first = false
-			if err := fn(&rec, Pos{Segment: int32(i), PrevCRC: before, Offset: off}); err != nil {
-				f.Close()
-				return nil, err
-			}
-		}
-		prevCRC = dec.LastCRC()
-		f.Close()
+	if l.merged != nil {
+		return l.scanMerged(fn)
 	}
-	return nil, nil
+	r := &reader{segs: l.Segments}
+	defer r.close()
+	for {
+		rec, pos, tail, err := r.next()
+		if err != nil || rec == nil {
+			return tail, err
+		}
+		if err := fn(rec, pos); err != nil {
+			return nil, err
+		}
+	}
 }
+
+// reader reads one member's log record by record, checking every CRC and
+// the chain between segments.
+type reader struct {
+	segs []Segment
+	// base is the index of segs[0] in the Log's Segments (for Pos).
+	base int32
+
+	i       int // the segment being read; len(segs): done
+	f       *os.File
+	dec     wal.Decoder
+	first   bool
+	prevCRC uint32
+	rec     walpb.Record
+}
+
+// next returns the next record (reused by the next call) and its
+// position; at the end of the log it returns a nil record, and the Tail
+// of a torn log.
+func (r *reader) next() (*walpb.Record, Pos, *Tail, error) {
+	for r.i < len(r.segs) {
+		seg := r.segs[r.i]
+		if r.f == nil {
+			f, info, err := openSegment(seg.Path())
+			if err != nil {
+				r.i = len(r.segs)
+				return nil, Pos{}, nil, err
+			}
+			r.f, r.first = f, true
+			r.dec = wal.NewDecoder(fileReader{Reader: f, info: info})
+		}
+		off := r.dec.LastOffset()
+		before := r.dec.LastCRC()
+		err := r.dec.Decode(&r.rec)
+		if errors.Is(err, io.EOF) {
+			r.prevCRC = r.dec.LastCRC()
+			r.closeSegment()
+			r.i++
+			continue
+		}
+		if err != nil {
+			r.close()
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				// A write cut short, or a copy taken while it was being
+				// written: the log ends here.
+				t := &Tail{Segment: seg.Name, Offset: off, Reason: "torn or incomplete record"}
+				if later := len(r.segs) - 1 - r.i; later > 0 {
+					t.Reason += fmt.Sprintf("; %d later segment(s) not read", later)
+				}
+				r.i = len(r.segs)
+				return nil, Pos{}, t, nil
+			}
+			r.i = len(r.segs)
+			return nil, Pos{}, nil, fmt.Errorf("%s at offset %d: %w: %w", seg.Path(), off, ErrCorrupt, err)
+		}
+		if r.rec.GetType() == CrcType {
+			// The segment's first record carries the CRC the previous
+			// segment ended with: the chain must match.
+			if r.first && r.i > 0 && r.rec.GetCrc() != r.prevCRC {
+				crc := r.rec.GetCrc()
+				r.close()
+				r.i = len(r.segs)
+				return nil, Pos{}, nil, fmt.Errorf("%s at offset %d: %w: segment starts with CRC %x, previous segment ended with %x", seg.Path(), off, ErrCorrupt, crc, r.prevCRC)
+			}
+			r.dec.UpdateCRC(r.rec.GetCrc())
+		}
+		r.first = false
+		return &r.rec, Pos{Segment: r.base + int32(r.i), PrevCRC: before, Offset: off}, nil, nil
+	}
+	return nil, Pos{}, nil, nil
+}
+
+func (r *reader) closeSegment() {
+	if r.f != nil {
+		r.f.Close()
+		r.f, r.dec = nil, nil
+	}
+}
+
+func (r *reader) close() { r.closeSegment() }
 
 // ReadRecord reads the record at pos again, checking its CRC.
 func (l *Log) ReadRecord(pos Pos) (*walpb.Record, error) {
 	if pos.Segment < 0 || int(pos.Segment) >= len(l.Segments) {
 		return nil, fmt.Errorf("write-ahead log: no segment %d", pos.Segment)
 	}
-	path := filepath.Join(l.Dir, l.Segments[pos.Segment].Name)
-	f, err := os.Open(path)
+	path := l.Segments[pos.Segment].Path()
+	f, info, err := openSegment(path)
 	if err != nil {
-		return nil, fmt.Errorf("open write-ahead log segment: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
 	if pos.Offset < 0 || pos.Offset > info.Size() {
 		return nil, fmt.Errorf("%s: offset %d beyond the file", path, pos.Offset)
 	}

@@ -65,7 +65,7 @@ var globalUsage = map[string]string{
 	"kubeadm":                  "take endpoints, certificates, overrides, prefix and encryption config from the kube-apiserver static pod manifest (they win over ETCDCTL_* variables, not over flags)",
 	"manifests-dir":            "where --kubeadm finds kube-apiserver.yaml",
 	"db":                       "read an etcd db or snapshot file instead of a live etcd",
-	"wal":                      "read a member's write-ahead log (its wal dir or data dir, read-only); with --db (the same member's db, copied before the wal, or a snapshot of it) the log's entries the db holds are worked out back from it and checked against it, the later ones replayed from its state",
+	"wal":                      "read a member's write-ahead log (its wal dir or data dir, read-only); repeatable, one dir per member of one cluster: the logs are merged by raft index into one (each entry once, from whichever log holds it; a dir given twice is read once); with --db (the same member's db, copied before the wal, or a snapshot of it) the log's entries the db holds are worked out back from it and checked against it, the later ones replayed from its state",
 	"lock-timeout":             "with --db: how long to wait for the file lock (0: do not wait)",
 	"skip-hash-check":          "with --db: go on when a snapshot's sha256 trailer does not match",
 	"encryption-config":        "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources",
@@ -91,10 +91,19 @@ func (g globalFlag) cliFlag(hidden bool) cli.Flag {
 		return &cli.BoolFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", Hidden: hidden}
 	case connect.KindList:
 		return &cli.StringSliceFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden}
+	case connect.KindRepeated:
+		return &cli.GenericFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden, Value: &repeatedValue{}}
 	default:
 		return &cli.StringFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden}
 	}
 }
+
+// repeatedValue is a connect.KindRepeated flag's values: every one given,
+// in order, none split (urfave/cli's StringSliceFlag splits on commas).
+type repeatedValue struct{ values []string }
+
+func (r *repeatedValue) Set(v string) error { r.values = append(r.values, v); return nil }
+func (r *repeatedValue) String() string     { return strings.Join(r.values, ", ") }
 
 func globalCLIFlags() []cli.Flag {
 	out := make([]cli.Flag, 0, len(globalFlags))
@@ -127,10 +136,25 @@ type globalOptions struct {
 }
 
 // flagsGiven returns the global flags on the command line, before or after
-// the command name (the command's own wins), as connect.Resolve takes them.
+// the command name (the command's own wins; a repeated one's values are
+// all kept, in command-line order), as connect.Resolve takes them.
 func flagsGiven(c *cli.Context) map[string]string {
 	m := map[string]string{}
 	for _, g := range globalFlags {
+		if g.kind == connect.KindRepeated {
+			var values []string
+			lineage := c.Lineage()
+			for i := len(lineage) - 1; i >= 0; i-- { // the app's first
+				cc := lineage[i]
+				if r, ok := cc.Generic(g.name).(*repeatedValue); ok && slices.Contains(cc.LocalFlagNames(), g.name) {
+					values = append(values, r.values...)
+				}
+			}
+			if len(values) > 0 {
+				m[g.name] = connect.JoinRepeated(values)
+			}
+			continue
+		}
 		for _, cc := range c.Lineage() {
 			if _, done := m[g.name]; done || !slices.Contains(cc.LocalFlagNames(), g.name) {
 				continue

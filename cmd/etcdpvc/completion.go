@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/surgery"
@@ -110,6 +111,9 @@ func (cl completionLookup) session(l cliargs.Line) (*session, *env, func()) {
 		v, ok := l.Flags[gf.name]
 		if !ok {
 			continue
+		}
+		if gf.kind == connect.KindRepeated {
+			v = connect.JoinRepeated(l.Values[gf.name])
 		}
 		g.Given[gf.name] = true
 		if g.Set(gf.name, v) != nil {

@@ -56,7 +56,7 @@ etcdpvc --db snapshot.db get sts web -n demo --rev 1200`,
 					return connect.RawToTerminal("redirect the output (-o raw > value.bin, or -o raw | xxd | less), or pass --force")
 				}
 			}
-			if o.Index != 0 && in.g.WAL == "" {
+			if o.Index != 0 && len(in.g.WAL) == 0 {
 				return usagef("--index N reads raft index N of a write-ahead log: give --wal")
 			}
 			return runGet(e, in.g, o)

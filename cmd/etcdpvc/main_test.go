@@ -92,6 +92,7 @@ type scriptCluster struct {
 //	etcd del KEY                   delete KEY
 //	etcd compact                   compact at the current revision
 //	etcd db VAR                    set VAR to member 0's bbolt db (member/snap/db)
+//	etcd wal VAR [MEMBER]          set VAR to member 0's (or MEMBER's) wal directory (member/wal)
 //	etcd stop                      stop the cluster
 //
 // `etcd -c NAME SUBCOMMAND ...` drives a second cluster NAME instead; its
@@ -188,10 +189,17 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ts.Setenv(args[1], filepath.Join(sc.c.DataDir(0), "member", "snap", "db"))
 	case "wal":
-		if len(args) != 2 {
-			ts.Fatalf("usage: etcd wal VAR")
+		if len(args) != 2 && len(args) != 3 {
+			ts.Fatalf("usage: etcd wal VAR [MEMBER]")
 		}
-		ts.Setenv(args[1], filepath.Join(sc.c.DataDir(0), "member", "wal"))
+		m := 0
+		if len(args) == 3 {
+			var err error
+			if m, err = strconv.Atoi(args[2]); err != nil {
+				ts.Fatalf("etcd wal: member %q: %v", args[2], err)
+			}
+		}
+		ts.Setenv(args[1], filepath.Join(sc.c.DataDir(m), "member", "wal"))
 	case "snapshot":
 		if len(args) != 2 {
 			ts.Fatalf("usage: etcd snapshot FILE")

@@ -63,7 +63,7 @@ etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm -l app=web -n demo --
 				return err
 			}
 			a.Args, a.Namespace, a.Key = in.obj, in.namespace, in.key
-			if err := a.CheckObject(in.g.WAL != ""); err != nil {
+			if err := a.CheckObject(len(in.g.WAL) > 0); err != nil {
 				return err
 			}
 			return runRecover(e, in.g, a)
@@ -131,7 +131,7 @@ func recoverTarget(e *env, g *globalOptions, src *session, liveGiven bool, key s
 		return nil, nil, src.NoTarget(key)
 	}
 	live := *g
-	live.DB, live.WAL = "", ""
+	live.DB, live.WAL = "", nil
 	if dst, err = openSession(e, &live); err != nil {
 		return nil, nil, err
 	}

@@ -46,8 +46,12 @@ type Line struct {
 	// Positional are the arguments ("--" ends the flags).
 	Positional []string
 	// Flags holds every flag given, by name as typed, with its value
-	// ("true" for one without).
+	// ("true" for one without); the last one of a flag given more than
+	// once.
 	Flags map[string]string
+	// Values holds every value of every flag given, by name as typed, in
+	// the order given: a repeatable flag's values.
+	Values map[string][]string
 	// Pending is the flag that ends the line still waiting for its value
 	// (a partial line only).
 	Pending string
@@ -68,7 +72,7 @@ func (e *MissingValueError) Error() string {
 // line is left positional as typed (the CLI reports the name); on a
 // partial line the unknown word is read as positional.
 func Parse(g Grammar, args []string, partial bool) (Line, error) {
-	l := Line{Flags: map[string]string{}}
+	l := Line{Flags: map[string]string{}, Values: map[string][]string{}}
 	args, err := SplitJoinedShort(args, g.Values, partial)
 	if err != nil {
 		return l, err
@@ -97,6 +101,7 @@ func Parse(g Grammar, args []string, partial bool) (Line, error) {
 				value = "true"
 			}
 			l.Flags[name] = value
+			l.Values[name] = append(l.Values[name], value)
 			switch {
 			case l.Name != "":
 				l.After = append(l.After, group...)

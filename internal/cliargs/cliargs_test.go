@@ -83,6 +83,31 @@ func TestParseReordered(t *testing.T) {
 	}
 }
 
+// TestParseRepeated: a flag given several times, before and after the
+// command name, keeps every value in order (Values); Flags holds the last,
+// and Reordered keeps them all.
+func TestParseRepeated(t *testing.T) {
+	args := []string{"--endpoints", "A", "get", "pvc", "x", "--endpoints=B,C", "-n", "demo", "--endpoints", "A"}
+	l, err := Parse(grammar(), args, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]string{"endpoints": {"A", "B,C", "A"}, "n": {"demo"}}, l.Values); diff != "" {
+		t.Errorf("Values (-want +got):\n%s", diff)
+	}
+	if l.Flags["endpoints"] != "A" {
+		t.Errorf("Flags[endpoints] = %q, want the last value", l.Flags["endpoints"])
+	}
+	want := []string{"--endpoints", "A", "get", "--endpoints=B,C", "-n", "demo", "--endpoints", "A", "--", "pvc", "x"}
+	if diff := cmp.Diff(want, l.Reordered()); diff != "" {
+		t.Errorf("Reordered (-want +got):\n%s", diff)
+	}
+	l, err = Parse(grammar(), []string{"--endpoints", "A", "get", "--endpoints"}, true)
+	if err != nil || l.Pending != "endpoints" || len(l.Values["endpoints"]) != 1 {
+		t.Errorf("partial: Values %v, Pending %q, %v", l.Values, l.Pending, err)
+	}
+}
+
 func TestParsePartial(t *testing.T) {
 	for _, tc := range []struct {
 		words      []string
