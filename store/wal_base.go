@@ -325,6 +325,8 @@ func (c WALCoverage) Lines() []string {
 			for _, u := range c.PrefixUnknown {
 				out = append(out, fmt.Sprintf("entries %d to %d: revisions not established (%s)", u.FromIndex, u.ToIndex, u.Reason))
 			}
+		case c.PrefixRevision == 0:
+			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: revisions up to %d (the revision before the log is not established: an entry at its start may or may not have made one)", c.InDB, c.DBRevision))
 		case c.PrefixRevision >= c.DBRevision:
 			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: they wrote no revision", c.InDB))
 		default:

@@ -838,6 +838,19 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 	x := p.xMax()
 	seen := make([]bool, len(p.keys))
 	p.dbState = map[int32][2]int64{}
+	// The revisions the log's puts of a key whose creation it does not
+	// know made: one of them may have created it.
+	puts := map[int32]map[int64]bool{}
+	for _, w := range p.writes {
+		if w.applied && !w.del && !p.keys[w.key].createKnown {
+			if a, ok := p.relAbsOK(w.rel); ok {
+				if puts[w.key] == nil {
+					puts[w.key] = map[int64]bool{}
+				}
+				puts[w.key][a] = true
+			}
+		}
+	}
 	err := b.live(ctx, func(kv *KeyValue) error {
 		var s *pxKey
 		id, ok := p.names.ids[kv.Key]
@@ -851,7 +864,7 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 			return nil
 		}
 		seen[id] = true
-		if why := p.check(kv.Key, s, kv, x); why != "" {
+		if why := p.check(kv.Key, s, kv, x, puts[id]); why != "" {
 			return errors.New(why)
 		}
 		if s.exists == 1 && s.pre == 1 {
@@ -903,7 +916,7 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 
 // check compares a key's model with the db's live kv; it returns why they
 // disagree ("" when they agree).
-func (p *pxSolver) check(k string, s *pxKey, kv *KeyValue, x int64) string {
+func (p *pxSolver) check(k string, s *pxKey, kv *KeyValue, x int64, puts map[int64]bool) string {
 	if s.exists == 0 {
 		return fmt.Sprintf("%s: the log's writes end with it absent, the db holds it", k)
 	}
@@ -927,10 +940,12 @@ func (p *pxSolver) check(k string, s *pxKey, kv *KeyValue, x int64) string {
 		if placed && cr != kv.CreateRevision {
 			return fmt.Sprintf("%s: created at revision %d by the log, at %d in the db", k, cr, kv.CreateRevision)
 		}
-	} else if kv.CreateRevision > x {
+	} else if kv.CreateRevision > x && !puts[kv.CreateRevision] {
 		return fmt.Sprintf("%s: created at revision %d in the db, after the log's start, by no write of the log", k, kv.CreateRevision)
 	}
-	if s.verKnown && s.version != kv.Version || !s.verKnown && kv.Version-s.version < 1 {
+	// A key whose state before the log is unknown had some version then
+	// (or none: a put of the log created it).
+	if s.verKnown && s.version != kv.Version || !s.verKnown && kv.Version < s.version {
 		return fmt.Sprintf("%s: version %d in the db does not follow from the log's writes", k, kv.Version)
 	}
 	if s.leaseKnown && s.lease != kv.Lease {
