@@ -43,6 +43,9 @@ type ClusterOptions struct {
 	// EncryptionConfig is an EncryptionConfiguration file passed as
 	// --encryption-provider-config; empty for none.
 	EncryptionConfig string
+	// APIServerFlags are more kube-apiserver flags (such as
+	// --event-ttl=20s), appended after the harness's own.
+	APIServerFlags []string
 }
 
 // Cluster is one etcd and one kube-apiserver on 127.0.0.1, each in its own
@@ -264,6 +267,7 @@ func (c *Cluster) startAPIServer() error {
 		if c.opts.EncryptionConfig != "" {
 			args = append(args, "--encryption-provider-config", c.opts.EncryptionConfig)
 		}
+		args = append(args, c.opts.APIServerFlags...)
 		p, err := startProc("kube-apiserver", filepath.Join(c.Dir, fmt.Sprintf("kube-apiserver-%d-%d.log", time.Now().UnixNano(), attempt)), suite.kubeAPIServer, args...)
 		if err != nil {
 			return err

@@ -6,16 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,15 +93,7 @@ func saveSnapshot(t *testing.T, c *Cluster) string {
 func purgeWAL(t *testing.T, src string, from uint64) string {
 	t.Helper()
 	lg := zap.NewNop()
-	r, err := wal.OpenForRead(lg, src, &walpb.Snapshot{Index: new(uint64), Term: new(uint64)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, hs, ents, err := r.ReadAll()
-	r.Close()
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Fatalf("read %s: %v", src, err)
-	}
+	meta, hs, ents := readWAL(t, src)
 	i := 0
 	for i < len(ents) && ents[i].GetIndex() < from {
 		i++
@@ -118,6 +115,23 @@ func purgeWAL(t *testing.T, src string, from uint64) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// readWAL reads a wal directory from its start with etcd's wal package:
+// its metadata, last hard state and entries. A torn last record (the copy
+// was taken while etcd wrote) ends the entries.
+func readWAL(t *testing.T, src string) (meta []byte, hs *raftpb.HardState, ents []*raftpb.Entry) {
+	t.Helper()
+	r, err := wal.OpenForRead(zap.NewNop(), src, &walpb.Snapshot{Index: new(uint64), Term: new(uint64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, hs, ents, err = r.ReadAll()
+	r.Close()
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("read %s: %v", src, err)
+	}
+	return meta, hs, ents
 }
 
 // TestRecoverFromWAL creates a PVC and a Secret (encrypted at rest)
@@ -378,4 +392,550 @@ func TestWALAgreesWithTheAPIServer(t *testing.T) {
 			t.Errorf("history %s: deleted %v, want %v", name, deleted, wantDeleted)
 		}
 	}
+}
+
+// walEntry is one entry of a member's log: its raft index and, for a
+// normal entry that carries one, the request (nil for an empty entry or a
+// conf change).
+type walEntry struct {
+	index uint64
+	req   *pb.InternalRaftRequest
+}
+
+// walEntries decodes every entry of a wal directory.
+func walEntries(t *testing.T, dir string) []walEntry {
+	t.Helper()
+	_, _, raw := readWAL(t, dir)
+	out := make([]walEntry, 0, len(raw))
+	for _, e := range raw {
+		we := walEntry{index: e.GetIndex()}
+		if e.GetType() == raftpb.EntryNormal && len(e.GetData()) > 0 {
+			var req pb.InternalRaftRequest
+			if err := proto.Unmarshal(e.GetData(), &req); err != nil {
+				t.Fatalf("entry %d of %s: %v", e.GetIndex(), dir, err)
+			}
+			we.req = &req
+		}
+		out = append(out, we)
+	}
+	return out
+}
+
+// eventCreate reports whether req is the apiserver's create of an Event:
+// a txn that puts a key under /registry/events/ if it does not exist. No
+// later compare names the revision it makes (nothing updates an Event).
+func eventCreate(req *pb.InternalRaftRequest) bool {
+	txn := req.GetTxn()
+	if txn == nil || len(txn.GetSuccess()) != 1 || len(txn.GetCompare()) == 0 {
+		return false
+	}
+	put := txn.GetSuccess()[0].GetRequestPut()
+	if put == nil || !strings.HasPrefix(string(put.GetKey()), "/registry/events/") {
+		return false
+	}
+	for _, cmp := range txn.GetCompare() {
+		if cmp.GetTarget() != pb.Compare_MOD || cmp.GetResult() != pb.Compare_EQUAL || cmp.GetModRevision() != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// putLeases returns the leases req's puts attach keys to.
+func putLeases(req *pb.InternalRaftRequest) []int64 {
+	var out []int64
+	if p := req.GetPut(); p != nil && p.GetLease() != 0 {
+		out = append(out, p.GetLease())
+	}
+	var ops func(txn *pb.TxnRequest)
+	ops = func(txn *pb.TxnRequest) {
+		for _, op := range append(append([]*pb.RequestOp{}, txn.GetSuccess()...), txn.GetFailure()...) {
+			if p := op.GetRequestPut(); p != nil && p.GetLease() != 0 {
+				out = append(out, p.GetLease())
+			}
+			if sub := op.GetRequestTxn(); sub != nil {
+				ops(sub)
+			}
+		}
+	}
+	if txn := req.GetTxn(); txn != nil {
+		ops(txn)
+	}
+	return out
+}
+
+// describeEntry says in a few words what an entry is, for the test's log.
+func describeEntry(e walEntry) string {
+	r := e.req
+	switch {
+	case r == nil:
+		return "no request"
+	case eventCreate(r):
+		return "create " + string(r.GetTxn().GetSuccess()[0].GetRequestPut().GetKey())
+	case r.GetLeaseGrant() != nil:
+		return fmt.Sprintf("lease grant %x", r.GetLeaseGrant().GetID())
+	case r.GetLeaseRevoke() != nil:
+		return fmt.Sprintf("lease revoke %x", r.GetLeaseRevoke().GetID())
+	case r.GetTxn() != nil:
+		var keys []string
+		for _, op := range r.GetTxn().GetSuccess() {
+			switch {
+			case op.GetRequestPut() != nil:
+				keys = append(keys, "put "+string(op.GetRequestPut().GetKey()))
+			case op.GetRequestDeleteRange() != nil:
+				keys = append(keys, "delete "+string(op.GetRequestDeleteRange().GetKey()))
+			case op.GetRequestRange() != nil:
+				keys = append(keys, "range "+string(op.GetRequestRange().GetKey()))
+			}
+		}
+		return "txn: " + strings.Join(keys, ", ")
+	case r.GetPut() != nil:
+		return "put " + string(r.GetPut().GetKey())
+	case r.GetDeleteRange() != nil:
+		return "delete " + string(r.GetDeleteRange().GetKey())
+	case r.GetCompaction() != nil:
+		return fmt.Sprintf("compaction at %d", r.GetCompaction().GetRevision())
+	}
+	return "other request"
+}
+
+// describeEntries says what entries are, one a line.
+func describeEntries(ents []walEntry) string {
+	var b strings.Builder
+	for _, e := range ents {
+		fmt.Fprintf(&b, "  %d: %s\n", e.index, describeEntry(e))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// cutBeforeRevoke finds in ents the first revoke, after raft index after,
+// of one of leases, and the run of Event creates (and lease grants) right
+// before it, at most 5 entries: a purged log that starts at ents[cut]
+// holds, before that revoke, only writes no later compare names. why says
+// what is missing when there is no such run.
+func cutBeforeRevoke(ents []walEntry, leases map[int64]bool, after uint64) (rev, cut int, why string) {
+	rev = slices.IndexFunc(ents, func(e walEntry) bool {
+		return e.index > after && leases[e.req.GetLeaseRevoke().GetID()]
+	})
+	if rev < 0 {
+		return -1, -1, fmt.Sprintf("no revoke of the leases %x in the log", slices.Sorted(maps.Keys(leases)))
+	}
+	id := ents[rev].req.GetLeaseRevoke().GetID()
+	cut = rev
+	for cut > 0 && rev-cut < 5 && ents[cut-1].index > after && ents[cut-1].req.GetLeaseGrant().GetID() != id &&
+		(eventCreate(ents[cut-1].req) || ents[cut-1].req.GetLeaseGrant() != nil) {
+		cut--
+	}
+	for _, e := range ents[cut:rev] {
+		if eventCreate(e.req) {
+			return rev, cut, ""
+		}
+	}
+	return rev, cut, fmt.Sprintf("the revoke of lease %x at %d does not follow Event creates:\n%s",
+		id, ents[rev].index, describeEntries(ents[max(0, cut-3):min(len(ents), rev+3)]))
+}
+
+// raftIndex is the member's raft index now.
+func raftIndex(t *testing.T, c *Cluster) uint64 {
+	t.Helper()
+	st, err := c.Etcd.Status(context.Background(), c.EtcdURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.RaftIndex
+}
+
+// leaseTTL is the seconds a lease has left, -1 once etcd revoked it.
+func leaseTTL(t *testing.T, c *Cluster, id int64) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Etcd.TimeToLive(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		t.Fatalf("lease %x: %v", id, err)
+	}
+	return resp.TTL
+}
+
+// walEventTTL is the --event-ttl of TestWALPurgedWithEarlyRevoke's
+// kube-apiserver. It stores each Event with an etcd lease of that TTL plus
+// 5% (1s), reused for the Events it creates within that 1s; etcd's lessor
+// revokes a lease when it expires, through a LeaseRevoke entry in the log.
+const walEventTTL = 20 * time.Second
+
+// TestWALPurgedWithEarlyRevoke is the issue "WAL recovery in the real
+// case": a member's log purged after a raft snapshot, with near its start
+// the revoke of a lease granted before it (an Event's lease expiring, as
+// they do all day long on a real cluster). Whether that revoke deleted keys
+// (made a revision) cannot be read from the log; nothing in the log
+// between its start and the revoke is named by a later compare.
+//
+// A ConfigMap, a Secret and a PVC (encrypted at rest) are created, then
+// Events stored with one lease; when that lease is about to expire, Events
+// are created every 50ms until etcd revokes it. The log is cut a few
+// entries before the revoke, at the first of a run of Event creates. After
+// the revoke the three objects are updated and deleted, other writes made,
+// etcd compacted and defragmented, its db saved (etcdctl snapshot save)
+// and its log copied. Read from the purged log over that db, the
+// deletions are listed, their history has the update and the deletion
+// applied with revisions, every object is recovered, and the apiserver
+// serves each with its uid and last values and accepts an update.
+func TestWALPurgedWithEarlyRevoke(t *testing.T) {
+	began := time.Now()
+	cfg := filepath.Join(t.TempDir(), "encryption-config.yaml")
+	if err := os.WriteFile(cfg, []byte(encryptionConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, "walrevoke", ClusterOptions{
+		EncryptionConfig: cfg,
+		APIServerFlags:   []string{"--event-ttl=" + walEventTTL.String()},
+	})
+	t.Logf("cluster started in %s", time.Since(began).Round(time.Second))
+	const ns = "revoke"
+	c.EnsureNamespace(t, ns)
+	ctx := context.Background()
+	cms := c.Client.CoreV1().ConfigMaps(ns)
+	secrets := c.Client.CoreV1().Secrets(ns)
+	pvcs := c.Client.CoreV1().PersistentVolumeClaims(ns)
+	events := c.Client.CoreV1().Events(ns)
+
+	// Before the log: the three objects.
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "rv-config", Labels: map[string]string{"app": "web"}},
+		Data:       map[string]string{"mode": "first"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create configmap: %v", err)
+	}
+	secret, err := secrets.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "rv-creds", Labels: map[string]string{"app": "web"}},
+		Data:       map[string][]byte{"password": []byte("first-test-value")},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create secret: %v", err)
+	}
+	pvc, err := pvcs.Create(ctx, newPVC("rv-data", "local-disks", "5Gi"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pvc: %v", err)
+	}
+	created := raftIndex(t, c)
+
+	newEvent := func(name string) error {
+		_, err := events.Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: ns, Name: "rv-config", UID: cm.UID},
+			Reason:         "Test", Message: "walrevoke", Type: corev1.EventTypeNormal,
+		}, metav1.CreateOptions{})
+		return err
+	}
+	// Still before the log: Events stored with a lease (one, unless the
+	// burst straddles the apiserver's 1s of reuse). When it is about to
+	// expire, Events are created every 50ms (each second's on a lease
+	// granted by then) until etcd has revoked it. The log will start a few
+	// entries before that revoke, at the first of the Event creates right
+	// before it; should the apiserver have written something else there
+	// (its own Lease object, say), the round is played again.
+	var (
+		rev, cut  int // in ents: the revoke, the purged log's first entry
+		ents      []walEntry
+		revokedID int64
+		revoked   time.Time
+	)
+	const rounds = 3
+	for round := 1; ; round++ {
+		early := map[int64]bool{}
+		for i := range 3 {
+			name := fmt.Sprintf("early-%d-%d", round, i)
+			if err := newEvent(name); err != nil {
+				t.Fatalf("create event: %v", err)
+			}
+			id := c.etcdGet(t, "/registry/events/"+ns+"/"+name).Lease
+			if id == 0 {
+				t.Fatalf("setup: event %s is stored without a lease", name)
+			}
+			early[id] = true
+		}
+		deadline := time.Now().Add(walEventTTL + 30*time.Second)
+		for {
+			left := int64(-1)
+			for id := range early {
+				if ttl := leaseTTL(t, c, id); left < 0 || (ttl >= 0 && ttl < left) {
+					left = ttl
+				}
+			}
+			if left <= 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("setup: the Events' leases still have %ds to live", left)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		genCtx, stopGen := context.WithCancel(ctx)
+		genDone := make(chan error, 1)
+		go func() {
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-genCtx.Done():
+					genDone <- nil
+					return
+				case <-tick.C:
+				}
+				if err := newEvent(fmt.Sprintf("tick-%d-%d", round, i)); err != nil {
+					genDone <- err
+					return
+				}
+			}
+		}()
+		for {
+			alive := 0
+			for id := range early {
+				if leaseTTL(t, c, id) >= 0 {
+					alive++
+				}
+			}
+			if alive == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				stopGen()
+				<-genDone
+				t.Fatalf("setup: %d of the Events' leases not revoked by etcd in time", alive)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		stopGen()
+		if err := <-genDone; err != nil {
+			t.Fatalf("create events: %v", err)
+		}
+		revoked = time.Now()
+		ents = walEntries(t, copyWAL(t, c))
+		var why string
+		if rev, cut, why = cutBeforeRevoke(ents, early, created); why == "" {
+			revokedID = ents[rev].req.GetLeaseRevoke().GetID()
+			break
+		}
+		if round == rounds {
+			t.Fatalf("setup: round %d: %s", round, why)
+		}
+		t.Logf("round %d: %s; once more", round, why)
+	}
+	from, revIndex := ents[cut].index, ents[rev].index
+	granted := uint64(0)
+	for _, e := range ents[:rev] {
+		if e.req.GetLeaseGrant().GetID() == revokedID {
+			granted = e.index
+		}
+	}
+
+	// In the log, after the revoke: the three objects updated, then
+	// deleted; other writes; etcd compacted past the deletions.
+	cm.Labels["stage"] = "updated"
+	cm.Data["mode"] = "second"
+	if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update configmap: %v", err)
+	}
+	secret.Labels["stage"] = "updated"
+	secret.Data["password"] = []byte("rotated-test-value")
+	if secret, err = secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update secret: %v", err)
+	}
+	pvc.Labels["tier"] = "gold"
+	if pvc, err = pvcs.Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update pvc: %v", err)
+	}
+	updateRV := map[string]int64{"rv-config": rv(t, cm.ResourceVersion), "rv-creds": rv(t, secret.ResourceVersion), "rv-data": rv(t, pvc.ResourceVersion)}
+	if err := cms.Delete(ctx, "rv-config", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete configmap: %v", err)
+	}
+	if err := secrets.Delete(ctx, "rv-creds", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete secret: %v", err)
+	}
+	if err := pvcs.Delete(ctx, "rv-data", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete pvc: %v", err)
+	}
+	terminating, err := pvcs.Get(ctx, "rv-data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	terminating.Finalizers = nil
+	if _, err := pvcs.Update(ctx, terminating, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("remove the pvc's finalizer through the API: %v", err)
+	}
+	if _, err := pvcs.Get(ctx, "rv-data", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("pvc after its finalizer was removed: %v, want not found", err)
+	}
+	other, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rv-other"}, Data: map[string]string{"n": "0"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		other.Data["n"] = fmt.Sprint(i)
+		if other, err = cms.Update(ctx, other, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := c.Etcd.Get(ctx, "compact-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Etcd.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Etcd.Defragment(ctx, c.EtcdURL); err != nil {
+		t.Fatal(err)
+	}
+	cur := saveSnapshot(t, c)
+	walDir := copyWAL(t, c)
+	t.Logf("db saved and log copied %s after the revoke", time.Since(revoked).Round(time.Millisecond))
+
+	// The log as the member holds it now, from the cut: the revokes in it
+	// of leases it neither grants nor attaches a key to before them may or
+	// may not have made a revision.
+	ents = walEntries(t, walDir)
+	inLog := map[int64]bool{}
+	var uncertain []string
+	start := slices.IndexFunc(ents, func(e walEntry) bool { return e.index == from })
+	if start < 0 || start+rev-cut >= len(ents) || ents[start+rev-cut].index != revIndex {
+		t.Fatalf("setup: the log copied last does not hold entries %d to %d", from, revIndex)
+	}
+	for _, e := range ents[start:] {
+		if id := e.req.GetLeaseGrant().GetID(); id != 0 {
+			inLog[id] = true
+		}
+		if id := e.req.GetLeaseRevoke().GetID(); id != 0 && !inLog[id] {
+			uncertain = append(uncertain, fmt.Sprintf("%d (lease %x)", e.index, id))
+		}
+		for _, id := range putLeases(e.req) {
+			inLog[id] = true
+		}
+	}
+	t.Logf("the purged log starts at raft index %d, %d entries before the revoke at %d of lease %x (granted at %d, before the log; the objects were created by %d); it ends at %d; its revokes of leases from before it: %s\n%s",
+		from, rev-cut, revIndex, revokedID, granted, created, ents[len(ents)-1].index, strings.Join(uncertain, ", "),
+		describeEntries(ents[max(0, start-3):min(len(ents), start+rev-cut+3)]))
+	purged := purgeWAL(t, walDir, from)
+
+	base := []string{"--wal", purged, "--db", cur, "--encryption-config", cfg}
+	run := func(args ...string) result {
+		t.Helper()
+		return c.etcdpvc(t, append(append([]string{}, base...), args...)...)
+	}
+	objs := []struct {
+		kind, plural, name, key, prefix string
+	}{
+		{"configmap", "configmaps", "rv-config", "/registry/configmaps/" + ns + "/rv-config", aesgcmPrefix},
+		{"secret", "secrets", "rv-creds", "/registry/secrets/" + ns + "/rv-creds", aescbcPrefix},
+		{"pvc", "pvc", "rv-data", "/registry/persistentvolumeclaims/" + ns + "/rv-data", secretboxPrefix},
+	}
+
+	t.Run("coverage", func(t *testing.T) {
+		r := run("ls", "configmaps", "--deleted", "-n", ns)
+		if strings.Contains(r.stderr, "outcomes and revisions not established") || !strings.Contains(r.stderr, "worked out back from the db") {
+			t.Errorf("the log's entries the db holds are not worked out back from it:\n%s", r)
+		}
+	})
+	t.Run("ls", func(t *testing.T) {
+		for _, o := range objs {
+			r := run("ls", o.plural, "--deleted", "-n", ns)
+			if r.code != 0 || !strings.Contains(r.stdout, o.name) {
+				t.Errorf("ls %s --deleted: want exit status 0 and %s listed:\n%s", o.plural, o.name, r)
+			}
+		}
+	})
+	t.Run("history", func(t *testing.T) {
+		for _, o := range objs {
+			r := run("history", o.kind, o.name, "-n", ns, "-o", "json")
+			if r.code != 0 {
+				t.Errorf("history %s: want exit status 0:\n%s", o.name, r)
+				continue
+			}
+			var rep struct {
+				Events []struct {
+					Revision int64  `json:"revision"`
+					Index    uint64 `json:"index"`
+					Outcome  string `json:"outcome"`
+					Reason   string `json:"reason"`
+					Deleted  bool   `json:"deleted"`
+				} `json:"events"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+				t.Errorf("history %s: %v\n%s", o.name, err, r)
+				continue
+			}
+			var update, deletion bool
+			var unknown int
+			var rows []string
+			for _, e := range rep.Events {
+				rows = append(rows, fmt.Sprintf("  entry %d: %s, revision %d, deleted %v %s", e.Index, e.Outcome, e.Revision, e.Deleted, e.Reason))
+				switch {
+				case e.Outcome == "unknown":
+					unknown++
+				case e.Outcome == "applied" && !e.Deleted && e.Revision == updateRV[o.name]:
+					update = true
+				case e.Outcome == "applied" && e.Deleted && e.Revision > updateRV[o.name]:
+					deletion = true
+				}
+			}
+			if unknown > 0 || !update || !deletion {
+				t.Errorf("history %s: %d rows unknown; the update applied at revision %d: %v; the deletion applied after it: %v; rows:\n%s\n--- stderr:\n%s",
+					o.name, unknown, updateRV[o.name], update, deletion, strings.Join(rows, "\n"), r.stderr)
+			}
+		}
+	})
+	recovered := t.Run("recover", func(t *testing.T) {
+		for _, o := range objs {
+			if r := run("recover", o.kind, o.name, "-n", ns, "--yes", "--backup-dir", t.TempDir()); r.code != 0 {
+				t.Errorf("recover %s: want exit status 0:\n%s", o.name, r)
+			}
+		}
+	})
+	if !recovered {
+		t.FailNow()
+	}
+
+	for _, o := range objs {
+		if p := storedPrefix(c.etcdGet(t, o.key).Value); p != o.prefix {
+			t.Errorf("the recovered %s is stored as %s, want %s", o.kind, p, o.prefix)
+		}
+	}
+	var gotCM *corev1.ConfigMap
+	eventually(t, "the apiserver serves the recovered configmap", func() error {
+		gotCM, err = cms.Get(ctx, "rv-config", metav1.GetOptions{})
+		return err
+	})
+	if gotCM.UID != cm.UID || gotCM.Labels["stage"] != "updated" || gotCM.Data["mode"] != "second" {
+		t.Errorf("recovered configmap: uid %s (want %s), labels %v, data %v", gotCM.UID, cm.UID, gotCM.Labels, gotCM.Data)
+	}
+	var gotSecret *corev1.Secret
+	eventually(t, "the apiserver serves the recovered secret", func() error {
+		gotSecret, err = secrets.Get(ctx, "rv-creds", metav1.GetOptions{})
+		return err
+	})
+	if gotSecret.UID != secret.UID || gotSecret.Labels["stage"] != "updated" || string(gotSecret.Data["password"]) != "rotated-test-value" {
+		t.Errorf("recovered secret: uid %s (want %s), labels %v, password %q", gotSecret.UID, secret.UID, gotSecret.Labels, gotSecret.Data["password"])
+	}
+	var gotPVC *corev1.PersistentVolumeClaim
+	eventually(t, "the apiserver serves the recovered pvc", func() error {
+		gotPVC, err = pvcs.Get(ctx, "rv-data", metav1.GetOptions{})
+		return err
+	})
+	if gotPVC.UID != pvc.UID || gotPVC.Labels["tier"] != "gold" || gotPVC.DeletionTimestamp != nil {
+		t.Errorf("recovered pvc: uid %s (want %s), labels %v, deletionTimestamp %v", gotPVC.UID, pvc.UID, gotPVC.Labels, gotPVC.DeletionTimestamp)
+	}
+
+	gotCM.Labels["touched"] = "by-api"
+	if _, err := cms.Update(ctx, gotCM, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("an API Update of the recovered configmap failed: %v", err)
+	}
+	gotSecret.Labels["touched"] = "by-api"
+	if _, err := secrets.Update(ctx, gotSecret, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("an API Update of the recovered secret failed: %v", err)
+	}
+	gotPVC.Labels["touched"] = "by-api"
+	if _, err := pvcs.Update(ctx, gotPVC, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("an API Update of the recovered pvc failed: %v", err)
+	}
+	t.Logf("took %s", time.Since(began).Round(time.Second))
 }
