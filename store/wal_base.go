@@ -323,7 +323,11 @@ func (c WALCoverage) Lines() []string {
 		case len(c.PrefixUnknown) > 0:
 			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db; revisions established %s", c.InDB, c.establishedStretches()))
 			for _, u := range c.PrefixUnknown {
-				out = append(out, fmt.Sprintf("entries %d to %d: revisions not established (%s)", u.FromIndex, u.ToIndex, u.Reason))
+				what := fmt.Sprintf("entries %d to %d: revisions", u.FromIndex, u.ToIndex)
+				if u.FromIndex == u.ToIndex {
+					what = fmt.Sprintf("entry %d: revision", u.FromIndex)
+				}
+				out = append(out, fmt.Sprintf("%s not established (%s)", what, u.Reason))
 			}
 		case c.PrefixRevision == 0:
 			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: revisions up to %d (the revision before the log is not established: an entry at its start may or may not have made one)", c.InDB, c.DBRevision))

@@ -32,8 +32,10 @@ type prefixScene struct {
 	logStart       uint64
 	revokeRev      int64
 	// early are the keys written between the log's start and the early
-	// revoke (sceneOptions.earlyRevoke).
-	early []string
+	// revoke (sceneOptions.earlyRevoke); earlyGone is one more, deleted
+	// without a compare after the revoke.
+	early     []string
+	earlyGone string
 }
 
 // sceneOptions vary the scene.
@@ -155,7 +157,14 @@ func writePrefixScene(t *testing.T, o sceneOptions) prefixScene {
 			}
 			sc.early = append(sc.early, key)
 		}
+		sc.earlyGone = "/registry/events/demo/early-gone"
+		if _, ok := kubeWrite(t, cli, sc.earlyGone, 0, filler, false); !ok {
+			t.Fatal("event create failed")
+		}
 		if _, err := cli.Revoke(ctx, old2.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Delete(ctx, sc.earlyGone); err != nil {
 			t.Fatal(err)
 		}
 		if o.earlyBlind {
@@ -804,6 +813,13 @@ func TestWALOverDBEarlyRevoke(t *testing.T) {
 				if kv := deleted[key]; kv == nil || !bytes.Equal(kv.Value, revs[1].value) {
 					t.Errorf("%s: not listed deleted with its last value", key)
 				}
+			}
+			// Created before the revoke, deleted after it by a delete
+			// without a compare: listed deleted with its value, whose
+			// revision only the db could fix.
+			gone := deleted[sc.earlyGone]
+			if gone == nil || len(gone.Value) == 0 || tc.o.earlyBlind != (gone.ModRevision == 0) {
+				t.Errorf("%s: listed deleted as %+v, want its value, with its revision unknown only when nothing anchors it", sc.earlyGone, gone)
 			}
 			// The latest state is the db's.
 			for k, l := range sc.live {

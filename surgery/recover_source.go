@@ -18,7 +18,8 @@ import (
 type RecoverFrom struct {
 	KV store.KeyValue
 	// DeletedAt is the revision of the deletion that ended the key after
-	// KV (0: the key was not deleted since, or the revision was named).
+	// KV (0: the key was not deleted since, or the revision was named; -1:
+	// deleted at a revision a write-ahead log does not establish).
 	DeletedAt int64
 }
 
@@ -47,7 +48,9 @@ func FindRecoverSource(ctx context.Context, r store.Reader, key string, rev int6
 	info, err := r.History(ctx, key, func(ev store.Event) error {
 		events++
 		if ev.Deleted {
-			deleted = ev.KV.ModRevision
+			if deleted = ev.KV.ModRevision; deleted == 0 {
+				deleted = -1 // a deletion a write-ahead log applied at a revision it does not establish
+			}
 			return nil
 		}
 		kv := ev.KV

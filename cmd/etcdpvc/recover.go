@@ -8,6 +8,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 func recoverCommand() command {
@@ -153,7 +154,11 @@ func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, 
 			// 0: written before the log the revision was read from.
 			version = fmt.Sprintf(" (version %d)", from.KV.Version)
 		}
-		fmt.Fprintf(e.stderr, "etcdpvc: %s was deleted at revision %d; recovering revision %d%s\n", key, from.DeletedAt, from.KV.ModRevision, version)
+		at := fmt.Sprintf("revision %d", from.DeletedAt)
+		if from.DeletedAt < 0 {
+			at = "a revision the log does not establish"
+		}
+		fmt.Fprintf(e.stderr, "etcdpvc: %s was deleted at %s; recovering %s%s\n", key, at, surgery.SourceRevision(from.KV), version)
 	}
 	return &from.KV, nil
 }
