@@ -233,12 +233,26 @@ func (p *pxSolver) verdict() prefixVerdict {
 func (p *pxSolver) replay() *replay {
 	rp := newReplay(nil)
 	wi := 0
+	// shaky holds the keys an assumed write of which did not apply, or
+	// may not have: their later writes' create revisions and versions,
+	// counted with it, are not established.
+	shaky := map[int32]bool{}
 	for i, pe := range p.entries {
 		o := p.out[i]
 		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: o.outcome, Reason: o.reason}
+		unsettled := false // the entry's writes did not apply, or may not have
 		switch {
 		case o.ambiguous != "":
 			we.Outcome, we.Reason = OutcomeUnknown, o.ambiguous
+		case o.assumed != 0:
+			switch d, ok := p.segDelta(int(o.assumed)); {
+			case ok && d == 0:
+				we.Revision = p.relAbs(o.rel)
+			case ok:
+				we.Outcome, we.Reason, unsettled = OutcomeNotApplied, "compare failed: it named a state of the key from before the log that was no longer current (a stale read), or a lease revoked before the log, as the revisions around it show", true
+			default:
+				we.Outcome, we.Reason, unsettled = OutcomeUnknown, "its compare names the key's state before the log (or a lease from before it), which the log does not hold, and neither the revisions around it nor the db settle whether it applied", true
+			}
 		case o.rel != 0:
 			if a, ok := p.relAbsOK(o.rel); ok {
 				we.Revision = a
@@ -248,10 +262,15 @@ func (p *pxSolver) replay() *replay {
 		case o.seg != 0:
 			rev, ok := p.revokeRev(o.seg)
 			switch {
-			case ok:
+			case ok && rev != 0:
 				we.Revision = rev
+			case ok && pe.kind == walread.KindLeaseRevoke:
+				// A revoke that deleted nothing: of a lease whose keys were
+				// gone, or of one revoked already before the log.
+				we.Outcome, we.Reason = OutcomeUnknown, "it made no revision: the lease had no key left, or was revoked already before the log (lease not found); the log does not tell which"
+			case ok:
 			case pe.kind == walread.KindLeaseRevoke:
-				we.Reason = "applied; whether it deleted keys attached to the lease before the log (and so made a revision) is not established"
+				we.Outcome, we.Reason = OutcomeUnknown, "whether the lease still existed, and so whether it deleted keys attached to it before the log (and made a revision), is not established"
 			default:
 				we.Outcome, we.Reason = OutcomeUnknown, "whether the key existed, and so was deleted, is not established: no compare or revision of the db fixes it"
 			}
@@ -278,11 +297,14 @@ func (p *pxSolver) replay() *replay {
 			}
 			s := rp.key([]byte(p.name(pw.key)))
 			id := rp.newWrite(s, idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
-			if !pw.applied || o.ambiguous != "" {
+			if unsettled || o.ambiguous != "" {
+				shaky[pw.key] = true
+			}
+			if !pw.applied || o.ambiguous != "" || unsettled {
 				continue
 			}
 			x := &rp.all[id]
-			if !pw.del {
+			if !pw.del && !shaky[pw.key] {
 				switch {
 				case pw.createRel:
 					x.create = p.relAbs(pw.create)
@@ -292,6 +314,8 @@ func (p *pxSolver) replay() *replay {
 				if pw.verKnown {
 					x.version = pw.version
 				}
+			}
+			if !pw.del {
 				x.lease = pw.lease
 			}
 			s.last = id
