@@ -46,22 +46,32 @@ type ClusterOptions struct {
 	// APIServerFlags are more kube-apiserver flags (such as
 	// --event-ttl=20s), appended after the harness's own.
 	APIServerFlags []string
+	// EtcdMembers, when more than 1, runs etcd as a cluster of that many
+	// members (each its own process, data dir, client and peer port) and
+	// the kube-apiserver with every member in --etcd-servers. 0 or 1: the
+	// one member "e2e" on etcd-data.
+	EtcdMembers int
 }
 
-// Cluster is one etcd and one kube-apiserver on 127.0.0.1, each in its own
+// Cluster is an etcd (one member unless ClusterOptions.EtcdMembers says
+// more) and one kube-apiserver on 127.0.0.1, each server in its own
 // process group, with their data, certificates and logs in Dir.
 type Cluster struct {
 	Name string
 	Dir  string
 
-	EtcdURL string // http://127.0.0.1:PORT, what etcdpvc's --endpoints takes
+	EtcdURL string // http://127.0.0.1:PORT, what etcdpvc's --endpoints takes (the first member's)
 	Etcd    *clientv3.Client
+
+	// Members are the etcd members of a cluster started with EtcdMembers
+	// > 1, in --initial-cluster order; nil for one member.
+	Members []*EtcdMember
 
 	APIServerURL string
 	Client       kubernetes.Interface
 	RESTConfig   *rest.Config
 
-	etcd  *proc
+	etcd  *proc // the one member's; nil with Members
 	kas   *proc
 	pki   *pki
 	token string
@@ -124,6 +134,7 @@ func (c *Cluster) Stop() {
 	if c.etcd != nil {
 		c.etcd.stop(stopGrace)
 	}
+	c.stopMembers()
 	if c.Dir != "" {
 		os.RemoveAll(c.Dir)
 		c.Dir = ""
@@ -136,7 +147,11 @@ func (c *Cluster) logOnFailure(t *testing.T) {
 		if !t.Failed() {
 			return
 		}
-		for _, p := range []*proc{c.etcd, c.kas} {
+		procs := []*proc{c.etcd}
+		for _, m := range c.Members {
+			procs = append(procs, m.proc)
+		}
+		for _, p := range append(procs, c.kas) {
 			if p != nil {
 				t.Logf("last lines of %s's log (%s):\n%s", p.name, p.logPath, p.tail(40))
 			}
@@ -145,7 +160,204 @@ func (c *Cluster) logOnFailure(t *testing.T) {
 }
 
 func (c *Cluster) startEtcd() error {
+	if c.opts.EtcdMembers > 1 {
+		return c.startEtcdMembers(c.opts.EtcdMembers)
+	}
 	return c.startEtcdOn(filepath.Join(c.Dir, "etcd-data"), nil)
+}
+
+// EtcdMember is one member of a multi-member etcd.
+type EtcdMember struct {
+	Name      string // e2e-1, e2e-2, ...
+	DataDir   string
+	ClientURL string
+	PeerURL   string
+	proc      *proc
+}
+
+// startEtcdMembers starts an etcd cluster of n members, each on its own
+// data dir under c.Dir and its own ports, bootstrapped together
+// (--initial-cluster names all of them), and waits until it serves a
+// quorum read and every member answers. c.Etcd is a client of all of them.
+func (c *Cluster) startEtcdMembers(n int) error {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		ports := map[int]bool{}
+		port := func() int {
+			for {
+				if p := freePort(); !ports[p] {
+					ports[p] = true
+					return p
+				}
+			}
+		}
+		c.Members = nil
+		var initial []string
+		for i := 1; i <= n; i++ {
+			m := &EtcdMember{
+				Name:      fmt.Sprintf("e2e-%d", i),
+				DataDir:   filepath.Join(c.Dir, fmt.Sprintf("etcd-data-%d", i)),
+				ClientURL: fmt.Sprintf("http://127.0.0.1:%d", port()),
+				PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", port()),
+			}
+			os.RemoveAll(m.DataDir)
+			c.Members = append(c.Members, m)
+			initial = append(initial, m.Name+"="+m.PeerURL)
+		}
+		c.EtcdURL = c.Members[0].ClientURL
+		for _, m := range c.Members {
+			p, err := startProc("etcd "+m.Name, filepath.Join(c.Dir, fmt.Sprintf("etcd-%s-%d-%d.log", m.Name, time.Now().UnixNano(), attempt)), suite.etcd,
+				"--name", m.Name,
+				"--data-dir", m.DataDir,
+				"--listen-client-urls", m.ClientURL,
+				"--advertise-client-urls", m.ClientURL,
+				"--listen-peer-urls", m.PeerURL,
+				"--initial-advertise-peer-urls", m.PeerURL,
+				"--initial-cluster", strings.Join(initial, ","),
+				"--initial-cluster-token", "e2e-"+c.Name,
+				"--unsafe-no-fsync",
+				"--log-level", "warn",
+			)
+			if err != nil {
+				c.stopMembers()
+				return err
+			}
+			m.proc = p
+		}
+		if lastErr = c.waitEtcdMembers(); lastErr == nil {
+			return nil
+		}
+		inUse := false
+		for _, m := range c.Members {
+			inUse = inUse || strings.Contains(m.proc.tail(20), "address already in use")
+		}
+		c.stopMembers()
+		if !inUse {
+			break
+		}
+	}
+	return lastErr
+}
+
+// stopMembers stops the members of a multi-member etcd: the followers
+// (all at once), then the leader. On SIGTERM a leader first moves its
+// leadership to a connected follower, within etcd's request timeout (7s
+// here): to one that is stopping too, that takes all of it; with none
+// connected, it skips the move.
+func (c *Cluster) stopMembers() {
+	leader := -1
+	for i, m := range c.Members {
+		if m.proc == nil || m.proc.exited() {
+			continue
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, err := cli.Status(ctx, m.ClientURL)
+		cancel()
+		cli.Close()
+		if err == nil && st.Header.GetMemberId() == st.Leader {
+			leader = i
+			break
+		}
+	}
+	done := make(chan struct{})
+	n := 0
+	for i, m := range c.Members {
+		if i == leader {
+			continue
+		}
+		n++
+		go func() {
+			m.proc.stop(stopGrace)
+			done <- struct{}{}
+		}()
+	}
+	for range n {
+		<-done
+	}
+	if leader >= 0 {
+		c.Members[leader].proc.stop(stopGrace)
+	}
+}
+
+// waitEtcdMembers waits until the members serve a quorum read and each
+// answers a status request.
+func (c *Cluster) waitEtcdMembers() error {
+	var urls []string
+	for _, m := range c.Members {
+		urls = append(urls, m.ClientURL)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   urls,
+		DialTimeout: 2 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	deadline := time.Now().Add(etcdStartTimeout)
+	for {
+		err = func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if _, err := cli.Get(ctx, "/e2e-health"); err != nil {
+				return err
+			}
+			for _, m := range c.Members {
+				if _, err := cli.Status(ctx, m.ClientURL); err != nil {
+					return fmt.Errorf("member %s: %w", m.Name, err)
+				}
+			}
+			return nil
+		}()
+		if err == nil {
+			c.Etcd = cli
+			return nil
+		}
+		for _, m := range c.Members {
+			if m.proc.exited() {
+				cli.Close()
+				return fmt.Errorf("etcd member %s exited before the cluster was ready: %v; log:\n%s", m.Name, err, m.proc.tail(20))
+			}
+		}
+		if time.Now().After(deadline) {
+			cli.Close()
+			return fmt.Errorf("etcd members at %s not ready: %v", strings.Join(urls, ","), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// etcdServers is the kube-apiserver's --etcd-servers: every member's
+// client URL.
+func (c *Cluster) etcdServers() string {
+	if len(c.Members) == 0 {
+		return c.EtcdURL
+	}
+	var urls []string
+	for _, m := range c.Members {
+		urls = append(urls, m.ClientURL)
+	}
+	return strings.Join(urls, ",")
+}
+
+// memberClient is a client of one member of a multi-member etcd only,
+// closed when the test ends.
+func (c *Cluster) memberClient(t *testing.T, m *EtcdMember) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{m.ClientURL},
+		DialTimeout: 2 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		t.Fatalf("etcd client of %s: %v", m.Name, err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
 }
 
 // startEtcdOn starts etcd on dataDir. When prepare is not nil, each attempt
@@ -196,6 +408,9 @@ func (c *Cluster) startEtcdOn(dataDir string, prepare func(dataDir, name, peerUR
 // operator restoring a snapshot. etcd's ports change; the old data dir is
 // left as it was.
 func (c *Cluster) RestartOnNewDataDir(prepare func(dataDir, name, peerURL string) error) error {
+	if len(c.Members) > 0 {
+		return fmt.Errorf("RestartOnNewDataDir restores one member, and cluster %s has %d", c.Name, len(c.Members))
+	}
 	c.kas.stop(stopGrace)
 	c.kas = nil
 	if c.Etcd != nil {
@@ -246,7 +461,7 @@ func (c *Cluster) startAPIServer() error {
 		port := freePort()
 		c.APIServerURL = fmt.Sprintf("https://127.0.0.1:%d", port)
 		args := []string{
-			"--etcd-servers", c.EtcdURL,
+			"--etcd-servers", c.etcdServers(),
 			"--etcd-compaction-interval", "0", // keep history: recover reads it
 			"--bind-address", "127.0.0.1",
 			"--advertise-address", "127.0.0.1",

@@ -30,7 +30,13 @@ import (
 // would on a control-plane node.
 func copyWAL(t *testing.T, c *Cluster) string {
 	t.Helper()
-	src := filepath.Join(c.Dir, "etcd-data", "member", "wal")
+	return copyWALDir(t, filepath.Join(c.Dir, "etcd-data", "member", "wal"))
+}
+
+// copyWALDir copies the wal directory src, which etcd may be writing to,
+// into a new temp dir.
+func copyWALDir(t *testing.T, src string) string {
+	t.Helper()
 	dst := t.TempDir()
 	ents, err := os.ReadDir(src)
 	if err != nil {
@@ -66,8 +72,14 @@ func copyWAL(t *testing.T, c *Cluster) string {
 // saveSnapshot saves a snapshot of the member's db (etcdctl snapshot save).
 func saveSnapshot(t *testing.T, c *Cluster) string {
 	t.Helper()
+	return saveSnapshotFrom(t, c.Etcd)
+}
+
+// saveSnapshotFrom saves a snapshot of the db of the member cli talks to.
+func saveSnapshotFrom(t *testing.T, cli *clientv3.Client) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "snap.db")
-	rc, err := c.Etcd.Snapshot(context.Background())
+	rc, err := cli.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,14 +104,33 @@ func saveSnapshot(t *testing.T, c *Cluster) string {
 // hard state).
 func purgeWAL(t *testing.T, src string, from uint64) string {
 	t.Helper()
+	return purgeWALRange(t, src, from, 0)
+}
+
+// purgeWALRange is purgeWAL of a log that also ends at raft index to (0:
+// where src ends), as the log of a member stopped, or cut off from its
+// peers, after it: its entries from from to to, and the last hard state
+// with its commit index at most to.
+func purgeWALRange(t *testing.T, src string, from, to uint64) string {
+	t.Helper()
 	lg := zap.NewNop()
 	meta, hs, ents := readWAL(t, src)
 	i := 0
 	for i < len(ents) && ents[i].GetIndex() < from {
 		i++
 	}
-	if i == 0 || i == len(ents) {
-		t.Fatalf("purge from %d: the log holds entries %d to %d", from, ents[0].GetIndex(), ents[len(ents)-1].GetIndex())
+	j := len(ents)
+	if to > 0 {
+		for j > i && ents[j-1].GetIndex() > to {
+			j--
+		}
+		if hs.GetCommit() > to {
+			hs = proto.Clone(hs).(*raftpb.HardState)
+			hs.Commit = &to
+		}
+	}
+	if i == 0 || i == j {
+		t.Fatalf("purge from %d to %d: the log holds entries %d to %d", from, to, ents[0].GetIndex(), ents[len(ents)-1].GetIndex())
 	}
 	dst := filepath.Join(t.TempDir(), "wal")
 	w, err := wal.Create(lg, dst, meta)
@@ -111,7 +142,7 @@ func purgeWAL(t *testing.T, src string, from uint64) string {
 	if err := w.SaveSnapshot(&walpb.Snapshot{Index: &index, Term: &term, ConfState: &raftpb.ConfState{}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Save(hs, ents[i:]); err != nil {
+	if err := w.Save(hs, ents[i:j]); err != nil {
 		t.Fatal(err)
 	}
 	return dst
