@@ -71,8 +71,11 @@ type pxKey struct {
 	written                bool
 	touched                bool
 	// preRev is the mod revision before the log taken from the key's
-	// first compare (0: none taken).
-	preRev int64
+	// first compare (0: none taken); preAssumed, whether its first
+	// compare took its state before the log as given (a revision, or
+	// that it did not exist).
+	preRev     int64
+	preAssumed bool
 }
 
 // pxRef is a compare of a key's mod revision with rev.
@@ -131,6 +134,8 @@ type pxEntryOut struct {
 	rel       int64 // relative revision made (0: none)
 	seg       int32 // for an uncertain revoke: the segment it starts
 	assumed   int32 // for an assumed write: the segment it starts
+	// assumedLease: its assumption was a lease (not only compares).
+	assumedLease bool
 }
 
 // pxSolver works the prefix out.
@@ -178,6 +183,8 @@ type pxSolver struct {
 	// log as given.
 	cur     int32
 	assumed bool
+	// assumedLease: of those, a put named a lease the log never granted.
+	assumedLease bool
 	refs []pxRef
 	// dbState is the db's create revision and version of the keys
 	// present before the log and still in the db (verify keeps them).
@@ -388,7 +395,7 @@ func (p *pxSolver) compare(c pxCmp) bool {
 				return false
 			}
 			p.setAbsent(s)
-			p.assumed = true
+			p.assumed, s.preAssumed = true, true
 			return true
 		}
 		if x, ok := p.x(); ok && r > x {
@@ -403,7 +410,7 @@ func (p *pxSolver) compare(c pxCmp) bool {
 		}
 		s.preRev = r
 		p.maxPreMod = max(p.maxPreMod, r)
-		p.assumed = true
+		p.assumed, s.preAssumed = true, true
 		return true
 	case pb.Compare_VERSION:
 		v := c.value
@@ -517,7 +524,7 @@ func (p *pxSolver) entry(idx int32) {
 		p.failf("entry %d: %s: not modelled", pe.index, pe.unmodelled)
 		return
 	}
-	p.assumed = false
+	p.assumed, p.assumedLease = false, false
 	switch pe.kind {
 	case walread.KindPut, walread.KindDeleteRange:
 		before := p.rel
@@ -584,6 +591,7 @@ func (p *pxSolver) assumeSeg(idx int32, before int64) {
 		return
 	}
 	o.assumed = p.newSegAt(idx, before, true)
+	o.assumedLease = p.assumedLease
 }
 
 // attempts records writes that were not applied.
@@ -607,7 +615,7 @@ func (p *pxSolver) write(idx int32, ops []pxOp) {
 					return
 				case !known:
 					p.leases[l] = 1 // assumed granted before the log and not revoked: see assumeSeg
-					p.assumed = true
+					p.assumed, p.assumedLease = true, true
 				}
 			}
 			continue
@@ -885,7 +893,7 @@ func (p *pxSolver) markAmbiguous() {
 	x := p.xMax()
 	named := map[int32]map[int64]bool{}
 	for _, r := range p.refs {
-		if r.rev > x || p.keys[r.key].preRev == 0 {
+		if r.rev > x || !p.keys[r.key].preAssumed {
 			continue
 		}
 		if named[r.key] == nil {

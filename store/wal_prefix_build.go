@@ -248,8 +248,10 @@ func (p *pxSolver) replay() *replay {
 			switch d, ok := p.segDelta(int(o.assumed)); {
 			case ok && d == 0:
 				we.Revision = p.relAbs(o.rel)
+			case ok && o.assumedLease:
+				we.Outcome, we.Reason, unsettled = OutcomeNotApplied, "it failed, as the revisions around it show: it was written on a state from before the log that was no longer so (a key's revision or existence read stale, or a lease revoked already)", true
 			case ok:
-				we.Outcome, we.Reason, unsettled = OutcomeNotApplied, "compare failed: it named a state of the key from before the log that was no longer current (a stale read), or a lease revoked before the log, as the revisions around it show", true
+				we.Outcome, we.Reason, unsettled = OutcomeNotApplied, "compare failed: it named a state of the key from before the log that was no longer current (a stale read), as the revisions around it show", true
 			default:
 				we.Outcome, we.Reason, unsettled = OutcomeUnknown, "its compare names the key's state before the log (or a lease from before it), which the log does not hold, and neither the revisions around it nor the db settle whether it applied", true
 			}
