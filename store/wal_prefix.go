@@ -185,7 +185,7 @@ type pxSolver struct {
 	assumed bool
 	// assumedLease: of those, a put named a lease the log never granted.
 	assumedLease bool
-	refs []pxRef
+	refs         []pxRef
 	// dbState is the db's create revision and version of the keys
 	// present before the log and still in the db (verify keeps them).
 	dbState map[int32][2]int64

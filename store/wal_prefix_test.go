@@ -553,8 +553,8 @@ func TestPrefixSolver(t *testing.T) {
 		dbRev: 9,
 		want:  []int64{0, 9},
 	}, {
-		name:  "a lease granted in the log: its revoke deletes its keys",
-		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 4, "1"), grant(5), leasePutReq("/e", "x", 5), txnReq("/a", 10, "2"), revoke(5)},
+		name:      "a lease granted in the log: its revoke deletes its keys",
+		reqs:      []*pb.InternalRaftRequest{txnReq("/a", 4, "1"), grant(5), leasePutReq("/e", "x", 5), txnReq("/a", 10, "2"), revoke(5)},
 		dbRev:     13,
 		want:      []int64{0, 0, 11, 0, 13},
 		ambiguous: []bool{true, false, false, true, false},
