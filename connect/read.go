@@ -143,9 +143,12 @@ func (s *Session) Unsettled(prefix string, past, allRevisions bool) error {
 	}
 	u := s.WAL.Unestablished(prefix)
 	switch {
-	case u.Unknown > 0:
-		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log holds %s under %s whose outcome it does not establish (the first at raft index %d: %s): what they deleted may be missing from this output",
+	case allRevisions && u.Unknown > 0:
+		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log holds %s under %s whose outcome it does not establish (the first at raft index %d: %s): they are not in this output",
 			inspect.Count(u.Unknown, "write", "writes"), prefix, u.First.Index, u.First.Reason)}, s.undeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes"}
+	case u.Hiding > 0:
+		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log holds %s under %s whose outcome it does not establish and that may delete an object or bring one back (the first at raft index %d: %s): this output may lack or wrongly hold what they did",
+			inspect.Count(u.Hiding, "write", "writes"), prefix, u.FirstHiding.Index, u.FirstHiding.Reason)}, s.undeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes"}
 	case allRevisions && u.Unplaced > 0:
 		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log applied %s under %s at revisions it does not establish (the first at raft index %d): they are not in this output, which is in revision order",
 			inspect.Count(u.Unplaced, "write", "writes"), prefix, u.FirstUnplaced)}, s.undeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes, with those"}

@@ -414,9 +414,11 @@ func (w *WAL) prefixKnown(at int64) bool {
 // the keys under prefix.
 type Unestablished struct {
 	// Unknown counts the writes whose outcome is not established; First
-	// is the first one's entry.
-	Unknown int
-	First   WALEntry
+	// is the first one's entry. Hiding counts those of them that may hide
+	// a deletion or undo one (a delete, or a put after the key's last
+	// applied delete); FirstHiding is the first one's entry.
+	Unknown, Hiding    int
+	First, FirstHiding WALEntry
 	// Unplaced counts the writes applied at revisions not established;
 	// FirstUnplaced is the first one's raft index.
 	Unplaced      int
@@ -427,6 +429,13 @@ type Unestablished struct {
 // revision, the log does not establish.
 func (w *WAL) Unestablished(prefix string) Unestablished {
 	var u Unestablished
+	deletedBy := map[int32]int32{} // key → its last applied delete
+	for id := range w.r.all {
+		x := &w.r.all[id]
+		if x.deleted && w.r.entries[x.entry].outcome == OutcomeApplied {
+			deletedBy[x.key] = int32(id)
+		}
+	}
 	for id := range w.r.all {
 		x := &w.r.all[id]
 		if !strings.HasPrefix(w.r.keyNames[x.key], prefix) {
@@ -439,6 +448,12 @@ func (w *WAL) Unestablished(prefix string) Unestablished {
 				u.First = w.r.entry(x.entry)
 			}
 			u.Unknown++
+			if d, ok := deletedBy[x.key]; x.deleted || ok && int32(id) > d {
+				if u.Hiding == 0 {
+					u.FirstHiding = w.r.entry(x.entry)
+				}
+				u.Hiding++
+			}
 		case w.isUnplaced(int32(id)):
 			if u.Unplaced == 0 {
 				u.FirstUnplaced = e.index

@@ -71,11 +71,8 @@ type pxKey struct {
 	written                bool
 	touched                bool
 	// preRev is the mod revision before the log taken from the key's
-	// first compare (0: none taken); preAssumed, whether its first
-	// compare took its state before the log as given (a revision, or
-	// that it did not exist).
-	preRev     int64
-	preAssumed bool
+	// first compare (0: none taken).
+	preRev int64
 }
 
 // pxRef is a compare of a key's mod revision with rev.
@@ -114,12 +111,7 @@ type pxSeg struct {
 	startRel int64
 	base     int64 // the absolute revision of startRel, once pinned
 	pinned   bool
-	revoke   int32 // the entry that started it: a revoke, a delete, or an assumed write (-1: the prefix's start)
-	// assumed: the entry that starts it is a write applied on an
-	// assumption about the state before the log (see assumeSeg): it made
-	// the segment's first revision (delta 0), or it did not apply and the
-	// segment starts one revision earlier (delta -1).
-	assumed bool
+	revoke   int32 // the entry that started it: a revoke, or a delete (-1: the prefix's start)
 	// lo and hi bound the start of a segment left unresolved (not
 	// pinned) once solved: its writes' revisions are not established.
 	lo, hi int64
@@ -133,9 +125,6 @@ type pxEntryOut struct {
 	ambiguous string
 	rel       int64 // relative revision made (0: none)
 	seg       int32 // for an uncertain revoke: the segment it starts
-	assumed   int32 // for an assumed write: the segment it starts
-	// assumedLease: its assumption was a lease (not only compares).
-	assumedLease bool
 }
 
 // pxSolver works the prefix out.
@@ -151,10 +140,8 @@ type pxSolver struct {
 	veto map[int32]bool
 	pins []pxPin
 	// relFirst[r] is the index in writes of the first applied write of
-	// relative revision r; lastWrite, by key, the index of its last
-	// applied write.
-	relFirst  []int32
-	lastWrite map[int32]int32
+	// relative revision r.
+	relFirst []int32
 	// allowed, when not nil, holds the starts the db allows each segment,
 	// by the entry that starts it (-1: the prefix's start), from an
 	// earlier pass (see anchor): a compare may pin a segment only there,
@@ -178,14 +165,9 @@ type pxSolver struct {
 	}
 	fail string
 	// cur is the entry being worked out; refs the compares of a key's
-	// mod revision (see checkRefs, markAmbiguous); assumed, whether the
-	// current entry's compares (or a put's lease) took a state before the
-	// log as given.
-	cur     int32
-	assumed bool
-	// assumedLease: of those, a put named a lease the log never granted.
-	assumedLease bool
-	refs         []pxRef
+	// mod revision (see checkRefs, markAmbiguous).
+	cur  int32
+	refs []pxRef
 	// dbState is the db's create revision and version of the keys
 	// present before the log and still in the db (verify keeps them).
 	dbState map[int32][2]int64
@@ -199,7 +181,7 @@ type pxPin struct {
 
 func newPxSolver(entries []pxEntry, names *pxKeys, exact bool, db *dbIndex, veto map[int32]bool, allowed map[int32][]int64) *pxSolver {
 	p := &pxSolver{
-		entries: entries, names: names, exact: exact, db: db, veto: veto, allowed: allowed, relFirst: []int32{0}, lastWrite: map[int32]int32{},
+		entries: entries, names: names, exact: exact, db: db, veto: veto, allowed: allowed, relFirst: []int32{0},
 		keys: make([]pxKey, len(names.names)), byLease: map[int64]map[int32]bool{},
 		leases: map[int64]int8{}, leaseGranted: map[int64]bool{}, leaseRevoked: map[int64]bool{},
 	}
@@ -214,12 +196,7 @@ func newPxSolver(entries []pxEntry, names *pxKeys, exact bool, db *dbIndex, veto
 // entry that starts it, -1 for the prefix's start), pinned when the db
 // allows it one start only, and returns its number.
 func (p *pxSolver) newSeg(entry int32) int32 {
-	return p.newSegAt(entry, p.rel, false)
-}
-
-// newSegAt starts a segment at relative revision startRel.
-func (p *pxSolver) newSegAt(entry int32, startRel int64, assumed bool) int32 {
-	s := pxSeg{startRel: startRel, revoke: entry, assumed: assumed}
+	s := pxSeg{startRel: p.rel, revoke: entry}
 	if a := p.allowed[entry]; len(a) == 1 {
 		s.base, s.pinned = a[0], true
 	}
@@ -264,31 +241,6 @@ func (p *pxSolver) abs(rel int64) (int64, bool) {
 	return s.base + rel - s.startRel, s.pinned
 }
 
-// deltas are the revisions segment j's start may be past where segment
-// j-1 ends: a revoke or delete made one revision or none, an assumed write
-// made its own (0) or did not apply (-1).
-func (p *pxSolver) deltas(j int) [2]int64 {
-	if p.segs[j].assumed {
-		return [2]int64{0, -1}
-	}
-	return [2]int64{0, 1}
-}
-
-func (p *pxSolver) deltaOK(j int, d int64) bool {
-	ds := p.deltas(j)
-	return d == ds[0] || d == ds[1]
-}
-
-// segDelta returns segment j's delta (see deltas), when both it and the
-// segment before are pinned.
-func (p *pxSolver) segDelta(j int) (int64, bool) {
-	s, prev := p.segs[j], p.segs[j-1]
-	if !s.pinned || !prev.pinned {
-		return 0, false
-	}
-	return s.base - (prev.base + s.startRel - prev.startRel), true
-}
-
 // pin fixes segment j's start so that rel is revision want, if that agrees
 // with its pinned neighbours (a revoke makes one revision or none).
 func (p *pxSolver) pin(j int, rel, want int64) bool {
@@ -303,14 +255,14 @@ func (p *pxSolver) pin(j int, rel, want int64) bool {
 	}
 	if j > 0 {
 		if prev := p.segs[j-1]; prev.pinned {
-			if d := base - (prev.base + p.segs[j].startRel - prev.startRel); !p.deltaOK(j, d) {
+			if d := base - (prev.base + p.segs[j].startRel - prev.startRel); d != 0 && d != 1 {
 				return false
 			}
 		}
 	}
 	if j+1 < len(p.segs) && p.segs[j+1].pinned {
 		next := p.segs[j+1]
-		if d := next.base - (base + next.startRel - p.segs[j].startRel); !p.deltaOK(j+1, d) {
+		if d := next.base - (base + next.startRel - p.segs[j].startRel); d != 0 && d != 1 {
 			return false
 		}
 	}
@@ -343,9 +295,6 @@ func (p *pxSolver) fitsSoFar(j int, base int64) bool {
 			}
 		}
 		a := base + rel - start
-		if p.segs[j].assumed && rel == start+1 {
-			continue // the assumed write's: it may not have applied
-		}
 		if ok, _ := p.revisionFits(p.db.at(a), p.db.held(a), ws, nil); !ok {
 			return false
 		}
@@ -395,7 +344,6 @@ func (p *pxSolver) compare(c pxCmp) bool {
 				return false
 			}
 			p.setAbsent(s)
-			p.assumed, s.preAssumed = true, true
 			return true
 		}
 		if x, ok := p.x(); ok && r > x {
@@ -410,7 +358,6 @@ func (p *pxSolver) compare(c pxCmp) bool {
 		}
 		s.preRev = r
 		p.maxPreMod = max(p.maxPreMod, r)
-		p.assumed, s.preAssumed = true, true
 		return true
 	case pb.Compare_VERSION:
 		v := c.value
@@ -429,7 +376,6 @@ func (p *pxSolver) compare(c pxCmp) bool {
 				return false
 			}
 			p.setAbsent(s)
-			p.assumed = true
 			return true
 		}
 		if v-s.version < 1 {
@@ -439,7 +385,6 @@ func (p *pxSolver) compare(c pxCmp) bool {
 			return false
 		}
 		s.verKnown, s.version = true, v
-		p.assumed = true
 		if s.exists == -1 {
 			s.exists = 1
 			if s.pre == -1 {
@@ -524,12 +469,9 @@ func (p *pxSolver) entry(idx int32) {
 		p.failf("entry %d: %s: not modelled", pe.index, pe.unmodelled)
 		return
 	}
-	p.assumed, p.assumedLease = false, false
 	switch pe.kind {
 	case walread.KindPut, walread.KindDeleteRange:
-		before := p.rel
 		p.write(idx, pe.succ)
-		p.assumeSeg(idx, before)
 	case walread.KindTxn:
 		succ := true
 		for _, c := range pe.cmps {
@@ -550,13 +492,7 @@ func (p *pxSolver) entry(idx int32) {
 			p.attempts(idx, pe.succ)
 			return
 		}
-		if succ && p.assumed && len(pe.fail) > 0 && !p.exact {
-			p.failf("entry %d: a transaction whose compare takes a state before the log as given, with writes if it fails: not modelled", pe.index)
-			return
-		}
-		before := p.rel
 		p.write(idx, ops)
-		p.assumeSeg(idx, before)
 	case walread.KindLeaseGrant:
 		if p.leases[pe.id] == 1 {
 			o.outcome, o.reason = OutcomeNotApplied, "lease already exists"
@@ -576,22 +512,6 @@ func (p *pxSolver) entry(idx int32) {
 	default:
 		o.outcome = OutcomeSkipped
 	}
-}
-
-// assumeSeg makes entry idx, whose writes made relative revision
-// before+1 on an assumption about the state before the log (its compare
-// named a key's state there, or a put named a lease the log never
-// granted), the start of a segment: a writer that read a stale state, or
-// a lease revoked before the log, would have made the entry fail, with no
-// revision. Whether it applied is then settled as a revoke's revision is
-// (see deltas): by the compares and the db around it.
-func (p *pxSolver) assumeSeg(idx int32, before int64) {
-	o := &p.out[idx]
-	if !p.assumed || p.exact || o.rel == 0 || o.seg != 0 || p.fail != "" {
-		return
-	}
-	o.assumed = p.newSegAt(idx, before, true)
-	o.assumedLease = p.assumedLease
 }
 
 // attempts records writes that were not applied.
@@ -614,8 +534,7 @@ func (p *pxSolver) write(idx int32, ops []pxOp) {
 					p.attempts(idx, ops)
 					return
 				case !known:
-					p.leases[l] = 1 // assumed granted before the log and not revoked: see assumeSeg
-					p.assumed, p.assumedLease = true, true
+					p.leases[l] = 1 // assumed granted before the log; verify checks it
 				}
 			}
 			continue
@@ -686,7 +605,6 @@ func (p *pxSolver) recordPut(idx int32, op pxOp, rel int64) {
 	} else {
 		w.vdelta = s.version
 	}
-	p.lastWrite[k] = int32(len(p.writes))
 	p.writes = append(p.writes, w)
 }
 
@@ -697,7 +615,6 @@ func (p *pxSolver) recordDelete(idx int32, k int32, path int32, inTxn bool, rel 
 	}
 	p.setAbsent(s)
 	s.written = true
-	p.lastWrite[k] = int32(len(p.writes))
 	p.writes = append(p.writes, pxWrite{entry: idx, key: k, path: path, inTxn: inTxn, del: true, applied: true, rel: rel})
 }
 
@@ -893,7 +810,7 @@ func (p *pxSolver) markAmbiguous() {
 	x := p.xMax()
 	named := map[int32]map[int64]bool{}
 	for _, r := range p.refs {
-		if r.rev > x || !p.keys[r.key].preAssumed {
+		if r.rev > x || p.keys[r.key].preRev == 0 {
 			continue
 		}
 		if named[r.key] == nil {

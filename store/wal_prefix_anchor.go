@@ -58,24 +58,12 @@ type dbIndex struct {
 	compact int64
 	off     []int32 // items of revision lo+i: items[off[i]:off[i+1]]
 	items   []dbItem
-	// puts holds the (key, value hash) of every put held in the range;
-	// live, the prefix's keys the db holds now.
-	puts map[[2]uint64]bool
-	live map[int32]bool
 }
 
 // loadDBIndex reads the db's items at revisions lo to hi.
 func loadDBIndex(ctx context.Context, db prefixDB, names *pxKeys, lo, hi int64) (*dbIndex, error) {
 	lo = max(lo, 1)
-	x := &dbIndex{lo: lo, hi: hi, compact: db.compactRevision(), puts: map[[2]uint64]bool{}, live: map[int32]bool{}}
-	if err := db.live(ctx, func(kv *KeyValue) error {
-		if id, ok := names.ids[kv.Key]; ok {
-			x.live[id] = true
-		}
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("read the db's keys: %w", err)
-	}
+	x := &dbIndex{lo: lo, hi: hi, compact: db.compactRevision()}
 	if hi < lo {
 		x.off = []int32{0}
 		return x, nil
@@ -93,9 +81,6 @@ func loadDBIndex(ctx context.Context, db prefixDB, names *pxKeys, lo, hi int64) 
 		it := dbItem{key: id, tomb: tomb}
 		if !tomb {
 			it.hash = valueHash(value)
-			if id >= 0 {
-				x.puts[[2]uint64{uint64(id), it.hash}] = true
-			}
 		}
 		x.items = append(x.items, it)
 		return nil
@@ -176,11 +161,9 @@ func (p *pxSolver) anchor(x *dbIndex, dbRev int64, pins bool) ([][]int64, int) {
 		for _, b := range cand {
 			keyFit, valueFit := true, true
 			for rel := start + 1; rel <= end && keyFit; rel++ {
-				if p.segs[j].assumed && rel == start+1 {
-					continue // the assumed write's revision: see boundary
-				}
 				a := b + rel - start
 				k, v := p.revisionFits(x.at(a), x.held(a), ws[off[rel]:off[rel+1]], hashOK)
+
 				keyFit, valueFit = k, valueFit && v
 			}
 			if keyFit {
@@ -196,23 +179,10 @@ func (p *pxSolver) anchor(x *dbIndex, dbRev int64, pins bool) ([][]int64, int) {
 		return byKey
 	}
 	delKey := p.uncertainDeletes()
-	// boundary reports whether segment j can start at b, d past where
-	// segment j-1 ends (see deltas): a revoke or delete that made a
-	// revision made b; an assumed write that applied made b+1.
-	boundary := func(j int, b, d int64) bool {
-		switch {
-		case p.segs[j].assumed && d == 0:
-			start, _ := p.segSpan(j)
-			ok, _ := p.revisionFits(x.at(b+1), x.held(b+1), ws[off[start+1]:off[start+2]], nil)
-			return ok
-		case p.segs[j].assumed:
-			// It did not apply: then what it wrote is nowhere.
-			start, _ := p.segSpan(j)
-			return !p.wroteSeen(x, ws[off[start+1]:off[start+2]])
-		case d != 1:
-			return true
-		}
-		v := b
+	// boundary reports whether segment j's uncertain entry can have made
+	// revision v (it made one when segment j starts one past where j-1
+	// ends).
+	boundary := func(j int, v int64) bool {
 		items := x.at(v)
 		if x.held(v) && len(items) == 0 {
 			return false
@@ -233,11 +203,10 @@ func (p *pxSolver) anchor(x *dbIndex, dbRev int64, pins bool) ([][]int64, int) {
 			cand = []int64{dbRev - length(j)}
 		} else {
 			for _, b := range F[j+1] {
-				for _, d := range p.deltas(j + 1) {
-					if boundary(j+1, b, d) {
-						cand = append(cand, b-length(j)-d)
-					}
+				if boundary(j+1, b) {
+					cand = append(cand, b-length(j)-1)
 				}
+				cand = append(cand, b-length(j))
 			}
 			slices.Sort(cand)
 			cand = slices.Compact(cand)
@@ -259,7 +228,8 @@ func (p *pxSolver) anchor(x *dbIndex, dbRev int64, pins bool) ([][]int64, int) {
 		prev := F[j-1]
 		F[j] = slices.DeleteFunc(F[j], func(b int64) bool {
 			for _, a := range prev {
-				if d := b - (a + length(j-1)); p.deltaOK(j, d) && boundary(j, b, d) {
+				end := a + length(j-1)
+				if b == end || b == end+1 && boundary(j, b) {
 					return false
 				}
 			}
@@ -270,25 +240,6 @@ func (p *pxSolver) anchor(x *dbIndex, dbRev int64, pins bool) ([][]int64, int) {
 		}
 	}
 	return F, -1
-}
-
-// wroteSeen reports whether the db shows that writes ws (an assumed
-// write's) applied: a value one of them put is held, or a key one of them
-// deleted, written last by it, is absent from the db.
-func (p *pxSolver) wroteSeen(x *dbIndex, ws []int32) bool {
-	if x == nil {
-		return false
-	}
-	for _, wi := range ws {
-		w := &p.writes[wi]
-		if !w.del && x.puts[[2]uint64{uint64(w.key), w.hash}] {
-			return true
-		}
-		if w.del && !x.live[w.key] && p.lastWrite[w.key] == wi {
-			return true
-		}
-	}
-	return false
 }
 
 // revisionFits checks one revision a candidate start gives: items are

@@ -233,28 +233,12 @@ func (p *pxSolver) verdict() prefixVerdict {
 func (p *pxSolver) replay() *replay {
 	rp := newReplay(nil)
 	wi := 0
-	// shaky holds the keys an assumed write of which did not apply, or
-	// may not have: their later writes' create revisions and versions,
-	// counted with it, are not established.
-	shaky := map[int32]bool{}
 	for i, pe := range p.entries {
 		o := p.out[i]
 		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: o.outcome, Reason: o.reason}
-		unsettled := false // the entry's writes did not apply, or may not have
 		switch {
 		case o.ambiguous != "":
 			we.Outcome, we.Reason = OutcomeUnknown, o.ambiguous
-		case o.assumed != 0:
-			switch d, ok := p.segDelta(int(o.assumed)); {
-			case ok && d == 0:
-				we.Revision = p.relAbs(o.rel)
-			case ok && o.assumedLease:
-				we.Outcome, we.Reason, unsettled = OutcomeNotApplied, "it failed, as the revisions around it show: it was written on a state from before the log that was no longer so (a key's revision or existence read stale, or a lease revoked already)", true
-			case ok:
-				we.Outcome, we.Reason, unsettled = OutcomeNotApplied, "compare failed: it named a state of the key from before the log that was no longer current (a stale read), as the revisions around it show", true
-			default:
-				we.Outcome, we.Reason, unsettled = OutcomeUnknown, "its compare names the key's state before the log (or a lease from before it), which the log does not hold, and neither the revisions around it nor the db settle whether it applied", true
-			}
 		case o.rel != 0:
 			if a, ok := p.relAbsOK(o.rel); ok {
 				we.Revision = a
@@ -299,14 +283,11 @@ func (p *pxSolver) replay() *replay {
 			}
 			s := rp.key([]byte(p.name(pw.key)))
 			id := rp.newWrite(s, idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
-			if unsettled || o.ambiguous != "" {
-				shaky[pw.key] = true
-			}
-			if !pw.applied || o.ambiguous != "" || unsettled {
+			if !pw.applied || o.ambiguous != "" {
 				continue
 			}
 			x := &rp.all[id]
-			if !pw.del && !shaky[pw.key] {
+			if !pw.del {
 				switch {
 				case pw.createRel:
 					x.create = p.relAbs(pw.create)
@@ -316,8 +297,6 @@ func (p *pxSolver) replay() *replay {
 				if pw.verKnown {
 					x.version = pw.version
 				}
-			}
-			if !pw.del {
 				x.lease = pw.lease
 			}
 			s.last = id

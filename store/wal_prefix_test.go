@@ -486,18 +486,13 @@ func TestPrefixSolver(t *testing.T) {
 		// /a existed at revision 7 before the log; /b is created in it.
 		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 7, "1"), txnReq("/b", 0, "1"), txnReq("/a", 11, "2"), txnReq("/a", 13, "")},
 		dbRev: 14,
-		// Without the db, /a's first write may have read a stale state
-		// (/a at 11 before the log, the first write lost): both stories
-		// fit, so only what both give is claimed.
-		want:      []int64{0, 12, 0, 14},
-		ambiguous: []bool{true, false, true, false},
+		want:  []int64{11, 12, 13, 14},
 	}, {
 		name: "a conflicting write is not applied",
 		reqs: []*pb.InternalRaftRequest{txnReq("/a", 7, "1"), txnReq("/a", 7, "2"), txnReq("/a", 11, "3")},
 		// The second compares the revision before the first: it lost.
-		dbRev:     12,
-		want:      []int64{0, 0, 0},
-		ambiguous: []bool{true, true, true},
+		dbRev: 12,
+		want:  []int64{11, 0, 12},
 	}, {
 		name: "a stale first compare pins the start wrong",
 		// /c was at revision 10 before the log (X = 19). The first
@@ -515,24 +510,22 @@ func TestPrefixSolver(t *testing.T) {
 		// log does not tell which.
 		dbRev:     21,
 		veto:      []int32{1},
-		want:      []int64{0, 0, 0},
-		ambiguous: []bool{true, true, true},
+		want:      []int64{0, 0, 21},
+		ambiguous: []bool{true, true, false},
 	}, {
 		name: "a revoke of a lease from before the log made a revision",
 		reqs: []*pb.InternalRaftRequest{txnReq("/r", 5, "1"), txnReq("/r", 30, "2"),
 			revoke(9),
 			txnReq("/s", 6, "1"), txnReq("/s", 33, "2")},
-		dbRev:     34,
-		want:      []int64{0, 0, 32, 33, 34},
-		ambiguous: []bool{true, true, false, false, false},
+		dbRev: 34,
+		want:  []int64{30, 31, 32, 33, 34},
 	}, {
 		name: "a revoke of a lease from before the log made none",
 		reqs: []*pb.InternalRaftRequest{txnReq("/r", 5, "1"), txnReq("/r", 30, "2"),
 			revoke(9),
 			txnReq("/s", 6, "1"), txnReq("/s", 32, "2")},
-		dbRev:     33,
-		want:      []int64{0, 0, 0, 32, 33},
-		ambiguous: []bool{true, true, false, false, false},
+		dbRev: 33,
+		want:  []int64{30, 31, 0, 32, 33},
 	}, {
 		name: "nothing fixes the revision before an uncertain revoke: only the writes before it are unknown",
 		reqs: []*pb.InternalRaftRequest{putReq("/p", "1"), revoke(9), txnReq("/s", 6, "1"), txnReq("/s", 40, "2")},
@@ -544,31 +537,25 @@ func TestPrefixSolver(t *testing.T) {
 		reqs: []*pb.InternalRaftRequest{txnReq("/a", 5, "1"), txnReq("/a", 11, "2"),
 			{DeleteRange: &pb.DeleteRangeRequest{Key: []byte("/p")}},
 			txnReq("/b", 0, "1"), txnReq("/b", 14, "2")},
-		dbRev:     15,
-		want:      []int64{0, 0, 13, 14, 15},
-		ambiguous: []bool{true, true, false, false, false},
+		dbRev: 15,
+		want:  []int64{11, 12, 13, 14, 15},
 	}, {
 		name:  "the same, with nothing to fix the revision before it: whether it deleted /p is unknown, the put is at 9",
 		reqs:  []*pb.InternalRaftRequest{{DeleteRange: &pb.DeleteRangeRequest{Key: []byte("/p")}}, putReq("/c", "1")},
 		dbRev: 9,
 		want:  []int64{0, 9},
 	}, {
-		name:      "a lease granted in the log: its revoke deletes its keys",
-		reqs:      []*pb.InternalRaftRequest{txnReq("/a", 4, "1"), grant(5), leasePutReq("/e", "x", 5), txnReq("/a", 10, "2"), revoke(5)},
-		dbRev:     13,
-		want:      []int64{0, 0, 11, 0, 13},
-		ambiguous: []bool{true, false, false, true, false},
+		name:  "a lease granted in the log: its revoke deletes its keys",
+		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 4, "1"), grant(5), leasePutReq("/e", "x", 5), txnReq("/a", 10, "2"), revoke(5)},
+		dbRev: 13,
+		want:  []int64{10, 0, 11, 12, 13},
 	}, {
 		name: "a compare names a revision no write of the key made",
 		// Revisions count right, but /b's last compare names /a's
 		// revision: not what a writer that read /b sends.
 		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 5, "1"), txnReq("/a", 11, "2"), txnReq("/b", 0, "1"), txnReq("/b", 11, "2")},
 		dbRev: 13,
-		// Without the db, /b may have existed at 11 before the log (its
-		// create lost): nothing is claimed of /b, nor of /a's writes,
-		// whose first may have read a stale state.
-		want:      []int64{0, 0, 0, 0},
-		ambiguous: []bool{true, true, false, false},
+		fail:  "entry 103 compares /b with revision 11, which no write of it made",
 	}, {
 		name:  "a nested transaction is not modelled",
 		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 4, "1"), nested},
