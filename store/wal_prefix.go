@@ -943,9 +943,14 @@ func (p *pxSolver) check(k string, s *pxKey, kv *KeyValue, x int64, puts map[int
 	} else if kv.CreateRevision > x && !puts[kv.CreateRevision] {
 		return fmt.Sprintf("%s: created at revision %d in the db, after the log's start, by no write of the log", k, kv.CreateRevision)
 	}
-	// A key whose state before the log is unknown had some version then
-	// (or none: a put of the log created it).
-	if s.verKnown && s.version != kv.Version || !s.verKnown && kv.Version < s.version {
+	// A key present before the log had a version then; one whose
+	// existence then is unknown may have had none (a put of the log
+	// created it).
+	least := s.version + 1
+	if s.pre != 1 {
+		least = s.version
+	}
+	if s.verKnown && s.version != kv.Version || !s.verKnown && kv.Version < least {
 		return fmt.Sprintf("%s: version %d in the db does not follow from the log's writes", k, kv.Version)
 	}
 	if s.leaseKnown && s.lease != kv.Lease {

@@ -12,8 +12,8 @@ import (
 )
 
 // maxPinTries bounds how many times the prefix is worked out again with
-// its first compares on a revision of the prefix passed over (a first
-// compare that names a stale revision, a conflict, pins the start wrong).
+// the pins of compares found wrong passed over (a compare that names a
+// stale revision, a conflict, pins a segment wrong; see solvePrefix).
 const maxPinTries = 4
 
 // resolvePrefix works out the prefix (the log's entries the db already

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -73,7 +72,7 @@ func (d boltPrefixDB) revisions(ctx context.Context, lo, hi int64, fn func(main 
 				val = []byte{}
 			}
 			g.inCallback = true
-			err = fn(bk.main, bytes.Clone(raw.key), bk.tombstone, val)
+			err = fn(bk.main, raw.key, bk.tombstone, val)
 			g.inCallback = false
 			if err != nil {
 				return err

@@ -33,7 +33,7 @@ func (c Planner) PlanRecoverPreview(ctx context.Context, src store.Reader, kv st
 // its revision (store.WAL), what is known of it.
 func SourceRevision(kv store.KeyValue) string {
 	if kv.ModRevision == 0 {
-		return "the last value the write-ahead log applied before the deletion (its revision is not established; its value is)"
+		return "a value the write-ahead log applied at a revision it does not establish (the value is established)"
 	}
 	return fmt.Sprintf("revision %d", kv.ModRevision)
 }

@@ -102,8 +102,16 @@ func (g globalFlag) cliFlag(hidden bool) cli.Flag {
 // in order, none split (urfave/cli's StringSliceFlag splits on commas).
 type repeatedValue struct{ values []string }
 
-func (r *repeatedValue) Set(v string) error { r.values = append(r.values, v); return nil }
-func (r *repeatedValue) String() string     { return strings.Join(r.values, ", ") }
+// Set adds v; an empty value is an error (an empty --wal would read the
+// live etcd instead).
+func (r *repeatedValue) Set(v string) error {
+	if v == "" {
+		return errors.New("must not be empty: name a directory")
+	}
+	r.values = append(r.values, v)
+	return nil
+}
+func (r *repeatedValue) String() string { return strings.Join(r.values, ", ") }
 
 func globalCLIFlags() []cli.Flag {
 	out := make([]cli.Flag, 0, len(globalFlags))
