@@ -27,9 +27,15 @@ func cmdWALMark(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st, err := sc.cli.Status(ctx, sc.c.Endpoints()[0])
-	ts.Check(err)
-	ts.Setenv(args[0], strconv.FormatUint(st.RaftIndex+1, 10))
+	// A follower may not have appended the last entries yet: the highest
+	// index any member reports (the leader's) is the log's.
+	var last uint64
+	for _, ep := range sc.c.Endpoints() {
+		st, err := sc.cli.Status(ctx, ep)
+		ts.Check(err)
+		last = max(last, st.RaftIndex)
+	}
+	ts.Setenv(args[0], strconv.FormatUint(last+1, 10))
 }
 
 // cmdWALPurge writes into DST a copy of the wal directory SRC that starts
