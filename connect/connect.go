@@ -42,6 +42,7 @@ const (
 	SettingKubeadm          = "kubeadm"
 	SettingDB               = "db"
 	SettingWAL              = "wal"
+	SettingWALBase          = "wal-base"
 	SettingKubeconfig       = "kubeconfig"
 )
 
@@ -85,6 +86,11 @@ type Options struct {
 	// replayed over DB when DB is given (store.OpenLogOver). Read-only, as
 	// DB.
 	WAL []string
+	// WALBase is an older db or snapshot of the log's cluster, whose
+	// consistent index lies inside the log: the log is replayed over it
+	// instead of over DB, and DB, when given, checks the replay
+	// (store.OpenLogChecked). Only with WAL.
+	WALBase string
 	// LockTimeout, SkipHashCheck and HashCacheDir open DB (see
 	// store.BoltOptions); LockTimeout 0 does not wait for the lock.
 	LockTimeout   time.Duration
@@ -361,20 +367,46 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	case len(o.WAL) > 0 && o.Out != "":
 		s.Close()
 		return nil, &OptionError{Option: "--out " + o.Out, Err: errors.New("a write-ahead log is read-only: recover from it into a live etcd (--endpoints or --kubeadm), or into a copy of a db with --db IN --out OUT without --wal")}
+	case o.WALBase != "" && len(o.WAL) == 0:
+		s.Close()
+		return nil, &OptionError{Option: "--wal-base " + o.WALBase, Err: errors.New("--wal-base is the db a write-ahead log is replayed over: give the log with --wal")}
 	case len(o.WAL) > 0:
-		var base *store.Bolt
-		if o.DB != "" {
-			b, err := store.OpenBolt(o.DB, o.BoltOptions())
+		// The db the log replays over, and the one that checks it.
+		baseFile, checkFile := o.DB, ""
+		if o.WALBase != "" {
+			baseFile, checkFile = o.WALBase, o.DB
+		}
+		var base, check *store.Bolt
+		closeDBs := func() {
+			for _, b := range []*store.Bolt{base, check} {
+				if b != nil {
+					b.Close()
+				}
+			}
+		}
+		for _, f := range []struct {
+			path string
+			db   **store.Bolt
+		}{{baseFile, &base}, {checkFile, &check}} {
+			if f.path == "" {
+				continue
+			}
+			b, err := store.OpenBolt(f.path, o.BoltOptions())
 			if err != nil {
+				closeDBs()
 				s.Close()
 				return nil, openError(StoreDB, err, o)
 			}
-			base = b
+			*f.db = b
 		}
 		var w *store.WAL
 		l, err := walread.OpenMerged(o.WAL)
 		if err == nil {
-			w, err = store.OpenLogOver(ctx, l, base)
+			w, err = store.OpenLogChecked(ctx, l, base, check)
+		}
+		if check != nil {
+			// What it established is in the log's coverage.
+			check.Close()
 		}
 		if err != nil {
 			if base != nil {
@@ -385,7 +417,10 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		}
 		s.Reader, s.WAL, s.Bolt, s.Description = w, w, base, walDescription(o.WAL)
 		if base != nil {
-			s.Description += " over " + o.DB
+			s.Description += " over " + baseFile
+		}
+		if check != nil {
+			s.Description += ", checked against " + checkFile
 		}
 	case o.Out != "":
 		sc, err := store.OpenSnapshotCopy(o.DB, o.Out, o.BoltOptions())

@@ -111,10 +111,21 @@ func openError(kind StoreKind, err error, o Options) *OpenError {
 		return e
 	case StoreWAL:
 		context := func(hint string) *OpenError {
-			e.Err, e.hint = fmt.Errorf("%s --db %s: %w", WALFlags(o.WAL), o.DB, err), hint
+			dbs := ""
+			if o.WALBase != "" {
+				dbs += " --wal-base " + o.WALBase
+			}
+			if o.DB != "" {
+				dbs += " --db " + o.DB
+			}
+			e.Err, e.hint = fmt.Errorf("%s%s: %w", WALFlags(o.WAL), dbs, err), hint
 			return e
 		}
 		switch {
+		case errors.Is(err, store.ErrCheckFailed):
+			return context("--wal-base, --db and --wal must be one member's (or one cluster's): read the log over each db alone (--wal DIR --db FILE) to find the odd one; a diverged member's data is not the cluster's")
+		case errors.Is(err, store.ErrCheckOrder):
+			return context("--wal-base takes the older db (the start of the replay), --db the current one: swap them")
 		case errors.Is(err, store.ErrDBNewer):
 			return context("give the same member's wal and db, copied together (the wal after the db), or an older snapshot of its db")
 		case errors.Is(err, store.ErrOtherCluster):

@@ -67,6 +67,7 @@ var Settings = []Setting{
 	{Name: "manifests-dir", Kind: KindString, Default: "/etc/kubernetes/manifests"},
 	{Name: SettingDB, Kind: KindString},
 	{Name: SettingWAL, Kind: KindRepeated},
+	{Name: SettingWALBase, Kind: KindString},
 	{Name: "lock-timeout", Kind: KindDuration, Default: "2s"},
 	{Name: "skip-hash-check", Kind: KindBool},
 	{Name: SettingEncryptionConfig, Kind: KindString},
@@ -157,6 +158,8 @@ func (o *Options) Set(name, value string) error {
 				o.WAL = append(o.WAL, v)
 			}
 		}
+	case SettingWALBase:
+		o.WALBase = value
 	case "lock-timeout":
 		o.LockTimeout, err = parseDuration(value)
 	case "skip-hash-check":

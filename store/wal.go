@@ -63,6 +63,9 @@ type WALCoverage struct {
 	// the first stretch starts the log): only their own writes' revisions
 	// are unknown, not the rest of the log's.
 	PrefixUnknown []WALStretch
+	// Check, when not nil, says what a second, newer db of the member
+	// established of the replay (OpenLogChecked).
+	Check *WALCheck
 }
 
 // WAL is a member's write-ahead log read as a store: every write the log
@@ -123,6 +126,16 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 // OpenLogOver is OpenWALOver of a log already opened (one member's, or
 // several members' merged by raft index: walread.OpenMerged).
 func OpenLogOver(ctx context.Context, l *walread.Log, base *Bolt) (*WAL, error) {
+	return OpenLogChecked(ctx, l, base, nil)
+}
+
+// OpenLogChecked is OpenLogOver with a second db of the same member, check,
+// newer than base (see wal_check.go): when the replay over base has
+// applied every entry up to check's consistent index, its keyspace must be
+// check's, or it fails with an error wrapping ErrCheckFailed.
+// WALCoverage.Check says what the check established. check nil is
+// OpenLogOver.
+func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WAL, error) {
 	var err error
 	w := &WAL{log: l, base: base}
 	r := newReplay(w.value)
@@ -130,6 +143,12 @@ func OpenLogOver(ctx context.Context, l *walread.Log, base *Bolt) (*WAL, error) 
 	var ci uint64
 	if base != nil {
 		if ci, err = w.startFromBase(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	var checker *walChecker
+	if check != nil {
+		if checker, err = w.newChecker(check, ci); err != nil {
 			return nil, err
 		}
 	}
@@ -146,14 +165,22 @@ func OpenLogOver(ctx context.Context, l *walread.Log, base *Bolt) (*WAL, error) 
 	// The db applied every entry up to its consistent index: they were
 	// committed, whatever state record the log kept.
 	commit = ci
+	if checker != nil {
+		// So did the checking db, up to its own.
+		commit = max(commit, checker.result.ConsistentIndex)
+	}
 	started := false
-	flush := func() {
+	flush := func() error {
 		n := 0
 		for n < len(queue) && queue[n].e.Index <= commit {
+			if err := checker.before(ctx, queue[n].e.Index, r); err != nil {
+				return err
+			}
 			r.apply(queue[n].e, queue[n].pos)
 			n++
 		}
 		queue = append(queue[:0], queue[n:]...)
+		return nil
 	}
 	var prefix []pxEntry
 	checked := false
@@ -175,8 +202,13 @@ func OpenLogOver(ctx context.Context, l *walread.Log, base *Bolt) (*WAL, error) 
 			w.cov.Member, w.cov.Cluster = md.GetNodeID(), md.GetClusterID()
 			if base != nil && !checked {
 				checked = true
-				if err := w.checkMember(md.GetNodeID()); err != nil {
+				if err := w.checkMember(w.base, md.GetNodeID()); err != nil {
 					return err
+				}
+				if check != nil {
+					if err := w.checkMember(check, md.GetNodeID()); err != nil {
+						return err
+					}
 				}
 			}
 		case walread.StateType:
@@ -186,7 +218,9 @@ func OpenLogOver(ctx context.Context, l *walread.Log, base *Bolt) (*WAL, error) 
 			}
 			if hs.GetCommit() > commit {
 				commit = hs.GetCommit()
-				flush()
+				if err := flush(); err != nil {
+					return err
+				}
 			}
 		case walread.EntryType:
 			e, err := walread.DecodeEntry(data)
@@ -242,14 +276,18 @@ func OpenLogOver(ctx context.Context, l *walread.Log, base *Bolt) (*WAL, error) 
 				}
 				queue = queue[:n]
 			case e.Index > last+1:
-				flush()
+				if err := flush(); err != nil {
+					return err
+				}
 				r.lose(e.Index, fmt.Sprintf("entries %d to %d are missing (a raft snapshot received from the leader)", last+1, e.Index-1))
 			}
 			last = e.Index
 			w.cov.LastIndex, w.cov.LastTerm = e.Index, e.Term
 			queue = append(queue, pending{e, pos})
 			if e.Index <= commit {
-				flush()
+				if err := flush(); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -258,6 +296,18 @@ func OpenLogOver(ctx context.Context, l *walread.Log, base *Bolt) (*WAL, error) 
 		return nil, fmt.Errorf("read write-ahead log: %w", err)
 	}
 	w.cov.Tail = tail
+	if checker != nil && started && w.cov.LastIndex >= checker.result.ConsistentIndex && !checker.done {
+		if err := checker.check(ctx, r); err != nil {
+			return nil, fmt.Errorf("read write-ahead log: %w", err)
+		}
+	}
+	if checker != nil && (!started || w.cov.LastIndex < checker.result.ConsistentIndex) {
+		end := "the log holds no entry"
+		if started {
+			end = fmt.Sprintf("the log ends at raft index %d", w.cov.LastIndex)
+		}
+		return nil, fmt.Errorf("%w: the db %s holds the entries up to raft index %d, %s", ErrDBNewer, check.path, checker.result.ConsistentIndex, end)
+	}
 	if base != nil && (!started || w.cov.LastIndex < ci) {
 		end := "the log holds no entry"
 		if started {
@@ -298,11 +348,18 @@ func OpenLogOver(ctx context.Context, l *walread.Log, base *Bolt) (*WAL, error) 
 		}
 		r.push(we)
 	}
+	writes := len(r.all)
 	if base != nil && len(prefix) > 0 {
 		w.cov.InDB = len(prefix)
 		r.prepend(w.resolvePrefix(ctx, prefix, prefixKeys, firstIndex == 1))
 	}
 	w.r = r
+	if checker != nil {
+		if err := checker.checkValues(ctx, w, int32(len(r.all)-writes)); err != nil {
+			return nil, fmt.Errorf("read write-ahead log: %w", err)
+		}
+		w.cov.Check = &checker.result
+	}
 	if len(r.applied) > 0 {
 		w.firstRev = r.all[r.applied[0]].mod
 		w.lastRev = r.all[r.applied[len(r.applied)-1]].mod

@@ -32,13 +32,16 @@ var (
 	// ErrOtherCluster means the db's members do not include the member
 	// whose log it is: the db is another cluster's.
 	ErrOtherCluster = errors.New("the db is not of the write-ahead log's cluster")
+	// ErrCheckOrder means the db given to check the replay is older than
+	// the one it starts from.
+	ErrCheckOrder = errors.New("the db that checks the replay is older than the db it starts from")
 )
 
 // checkMember returns an error wrapping ErrOtherCluster when the db lists
 // its cluster's members (etcd 3.5 and later do) and the log's member is not
 // among them, current or removed.
-func (w *WAL) checkMember(node uint64) error {
-	ids, err := w.base.memberIDs()
+func (w *WAL) checkMember(db *Bolt, node uint64) error {
+	ids, err := db.memberIDs()
 	if err != nil || len(ids) == 0 {
 		return err
 	}
@@ -47,7 +50,20 @@ func (w *WAL) checkMember(node uint64) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: the log is member %x's, the db's members are %x", ErrOtherCluster, node, ids)
+	return fmt.Errorf("%w: the log is member %x's, the members of db %s are %x", ErrOtherCluster, node, db.path, ids)
+}
+
+// newChecker is the checker of the replay over w.base (consistent index
+// ci) by check, a newer db of the same member.
+func (w *WAL) newChecker(check *Bolt, ci uint64) (*walChecker, error) {
+	if w.base == nil {
+		return nil, errors.New("a db that checks the replay needs the db the replay starts from")
+	}
+	c := newWALChecker(check)
+	if c.result.ConsistentIndex < ci {
+		return nil, fmt.Errorf("%w: the db %s that checks the replay holds the entries up to raft index %d, before those of the db %s it starts from (%d): the older one is the start", ErrCheckOrder, check.path, c.result.ConsistentIndex, w.base.path, ci)
+	}
+	return c, nil
 }
 
 // memberIDs lists the member ids the file's "members" and
@@ -335,6 +351,12 @@ func (c WALCoverage) Lines() []string {
 			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: they wrote no revision", c.InDB))
 		default:
 			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: revisions %d to %d", c.InDB, c.PrefixRevision+1, c.DBRevision))
+		}
+	}
+	if c.Check != nil {
+		out = append(out, c.Check.Line(c.DB))
+		if c.Check.NotChecked == "" && c.LastIndex > c.Check.ConsistentIndex {
+			out = append(out, fmt.Sprintf("entries %d to %d: replayed after the db %s's consistent index, not checked by it", c.Check.ConsistentIndex+1, c.LastIndex, c.Check.DB))
 		}
 	}
 	switch {

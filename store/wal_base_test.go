@@ -12,13 +12,17 @@ import (
 	"strings"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	etcdwal "go.etcd.io/etcd/server/v3/storage/wal"
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/walread"
 )
 
 // purgeCopy copies a wal directory as etcd's purge after a raft snapshot
@@ -334,10 +338,97 @@ func TestWALOverDB(t *testing.T) {
 	} else {
 		t.Log(err)
 	}
+	checkReplay(t, walDir, base, cur, len(live))
+
 	// A log resuming after the entry that follows the db's.
 	dropSegmentsFrom(t, walDir, ci+1)
 	if _, err := OpenWALOver(ctx, walDir, base); !errors.Is(err, ErrLogGap) {
 		t.Errorf("log resuming after the db: %v", err)
+	} else {
+		t.Log(err)
+	}
+}
+
+// checkReplay opens the log over base, an older snapshot, checked by cur,
+// the member's current db holding liveKeys keys: the check agrees; it
+// refuses the two dbs swapped, and a copy of cur with one value the replay
+// wrote edited.
+func checkReplay(t *testing.T, walDir string, base, cur *Bolt, liveKeys int) {
+	t.Helper()
+	ctx := context.Background()
+	open := func(base, check *Bolt) (*WAL, error) {
+		l, err := walread.Open(walDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return OpenLogChecked(ctx, l, base, check)
+	}
+	w, err := open(base, cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := w.Coverage().Check
+	if c == nil || c.NotChecked != "" || c.Keys != liveKeys || c.Values == 0 || c.ConsistentIndex != cur.Meta().ConsistentIndex {
+		t.Fatalf("check: %+v, want %d keys agreeing and values compared", c, liveKeys)
+	}
+	lines := strings.Join(w.Coverage().Lines(), "\n")
+	if !strings.Contains(lines, "checked against db "+cur.path) {
+		t.Errorf("coverage does not name the check:\n%s", lines)
+	}
+	t.Log(lines)
+
+	if _, err := open(cur, base); !errors.Is(err, ErrCheckOrder) {
+		t.Errorf("dbs swapped: %v, want ErrCheckOrder", err)
+	}
+
+	// An edited copy of the current db: one value the replay wrote is
+	// changed in place, every revision kept.
+	edited := filepath.Join(t.TempDir(), "edited.db")
+	data, err := os.ReadFile(cur.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(edited, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(edited, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := ""
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(keyBucketName)
+		cur := b.Cursor()
+		for k, v := cur.Last(); k != nil; k, v = cur.Prev() {
+			var kv mvccpb.KeyValue
+			if err := proto.Unmarshal(v, &kv); err != nil {
+				return err
+			}
+			if !strings.Contains(string(kv.Key), "/after-") || len(kv.Value) == 0 {
+				continue
+			}
+			kv.Value = append([]byte("edited "), kv.Value...)
+			out, err := proto.Marshal(&kv)
+			if err != nil {
+				return err
+			}
+			changed = string(kv.Key)
+			return b.Put(append([]byte(nil), k...), out)
+		}
+		return errors.New("no value written after the snapshot")
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ed, err := OpenBolt(edited, BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ed.Close()
+	_, err = open(base, ed)
+	if !errors.Is(err, ErrCheckFailed) || !strings.Contains(err.Error(), changed) {
+		t.Errorf("edited current db: %v, want ErrCheckFailed naming %s", err, changed)
 	} else {
 		t.Log(err)
 	}

@@ -66,6 +66,7 @@ var globalUsage = map[string]string{
 	"manifests-dir":            "where --kubeadm finds kube-apiserver.yaml",
 	"db":                       "read an etcd db or snapshot file instead of a live etcd",
 	"wal":                      "read a member's write-ahead log (its wal dir or data dir, read-only); repeatable, one dir per member of one cluster: the logs are merged by raft index into one (each entry once, from whichever log holds it; a dir given twice is read once); with --db (the same member's db, copied before the wal, or a snapshot of it) the log's entries the db holds are worked out back from it and checked against it, the later ones replayed from its state",
+	"wal-base":                 "with --wal: an older db or snapshot of the same cluster (last night's `etcdctl snapshot save`) whose consistent index lies inside the log: the log's later entries are replayed over it exactly, and --db, the member's current db, checks the replay at its own consistent index (a disagreement refuses to answer)",
 	"lock-timeout":             "with --db: how long to wait for the file lock (0: do not wait)",
 	"skip-hash-check":          "with --db: go on when a snapshot's sha256 trailer does not match",
 	"encryption-config":        "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources",

@@ -66,7 +66,7 @@ var rules = []struct {
 		surgery.ErrChangedSinceBackup, surgery.ErrBadBackup, surgery.ErrTooLarge,
 		surgery.ErrInvalid, surgery.ErrNotApplicable,
 		surgery.ErrKeyMismatch, surgery.ErrOtherCluster, surgery.ErrPlaintextIntoEncrypted,
-		surgery.ErrUnsafeBackupDir, verify.ErrRejected, verify.ErrCannotVerify)},
+		surgery.ErrUnsafeBackupDir, verify.ErrRejected, verify.ErrCannotVerify, store.ErrCheckFailed)},
 	{Decode, is(encryption.ErrKeyNotFound, encryption.ErrNoConfig,
 		codec.ErrEncrypted, codec.ErrMalformed, codec.ErrNotObject, codec.ErrUnsupported, codec.ErrEmpty)},
 }
