@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/url"
@@ -484,6 +485,9 @@ func generateMain(ctx context.Context, args []string) error {
 	if err := os.Rename(part, dbPath); err != nil {
 		return err
 	}
+	if err := keepWAL(filepath.Join(tmp, "member", "wal"), walDir(dbPath)); err != nil {
+		return fmt.Errorf("keep the write-ahead log: %w", err)
+	}
 	fi, err := os.Stat(dbPath)
 	if err != nil {
 		return err
@@ -674,4 +678,52 @@ func startEtcd(dir string) (*embed.Etcd, *clientv3.Client, error) {
 		return nil, nil, err
 	}
 	return e, cli, nil
+}
+
+// keepWAL copies the member's wal segments from src into dst (through a
+// temporary directory renamed into place), as an operator copies them from
+// a node after `etcdctl snapshot save`: the log reaches past the
+// snapshot's consistent index and starts where etcd last purged it.
+func keepWAL(src, dst string) error {
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	part := dst + ".part"
+	_ = os.RemoveAll(part)
+	if err := os.MkdirAll(part, 0o755); err != nil {
+		return err
+	}
+	n := 0
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".wal") {
+			continue
+		}
+		if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(part, e.Name())); err != nil {
+			return err
+		}
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("%s holds no segment", src)
+	}
+	_ = os.RemoveAll(dst)
+	return os.Rename(part, dst)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 func main() {
@@ -74,6 +75,11 @@ func dataset(dir string, n int) (db, manifest string) {
 	base := filepath.Join(dir, fmt.Sprintf("bench-%d", n))
 	return base + ".db", base + ".json"
 }
+
+// walDir is where the data set of db keeps its etcd's write-ahead log:
+// the segments the member had not purged when the snapshot was saved, as
+// an operator finds them on a node (they start after a raft snapshot).
+func walDir(db string) string { return strings.TrimSuffix(db, ".db") + "-wal" }
 
 func exists(p string) bool {
 	_, err := os.Stat(p)

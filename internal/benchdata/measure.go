@@ -27,6 +27,13 @@ type result struct {
 	peakRssAnon int64 // bytes, sampled
 	outBytes    int64
 	err         error
+	note        string // said of a run that exited 10
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 func measureMain(ctx context.Context, args []string) error {
@@ -63,9 +70,21 @@ func measureMain(ctx context.Context, args []string) error {
 		{"bbolt scan, populate (limit)", []string{self, "scan", "-populate", dbPath}},
 		{"ls -A", []string{*bin, "--db", dbPath, "ls", "-A"}},
 		{"ls -A --terminating", []string{*bin, "--db", dbPath, "ls", "-A", "--terminating"}},
+		{"wal ls -A --deleted", []string{*bin, "--wal", walDir(dbPath), "--db", dbPath, "ls", "-A", "--deleted"}},
 		{"history (1 key)", []string{*bin, "--db", dbPath, "history", "--etcd-key", m.HistoryKey}},
 		{"dump", []string{*bin, "--db", dbPath, "dump"}},
 		{"stats", []string{*bin, "--db", dbPath, "stats"}},
+	}
+	if !exists(walDir(dbPath)) {
+		// A data set generated before its wal was kept.
+		fmt.Printf("%s is missing: the --wal case is skipped (remove %s and generate again)\n", walDir(dbPath), dbPath)
+		kept := cases[:0]
+		for _, c := range cases {
+			if !strings.HasPrefix(c.name, "wal ") {
+				kept = append(kept, c)
+			}
+		}
+		cases = kept
 	}
 	fmt.Printf("data set: %s, %.2f GB, %d revisions, %d live objects, %d Terminating PVCs, history key %s (%d revisions)\n",
 		dbPath, float64(fi.Size())/1e9, m.Revisions, m.Live, m.Terminating, m.HistoryKey, m.HistoryRevisions)
@@ -97,6 +116,9 @@ func measureMain(ctx context.Context, args []string) error {
 			}
 			fmt.Printf("%-5s %-30s %9.2f %12.0f %9.0f %12.0f %14.0f %12.1f\n", mode, c.name, r.seconds,
 				float64(m.Revisions)/r.seconds, float64(fi.Size())/1e6/r.seconds, float64(r.maxRSS)/1e6, float64(r.peakRssAnon)/1e6, float64(r.outBytes)/1e6)
+			if r.note != "" {
+				fmt.Printf("      %s\n", r.note)
+			}
 		}
 	}
 	return nil
@@ -131,10 +153,16 @@ func runOne(ctx context.Context, name string, argv []string) (*result, error) {
 	err := cmd.Wait()
 	elapsed := time.Since(start)
 	close(done)
-	if err != nil {
+	r := &result{name: name, seconds: elapsed.Seconds(), outBytes: cw.n, peakRssAnon: peakAnon}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.ExitCode() == 10:
+		// Incomplete: it read everything it could and said what it could
+		// not establish; the run is measured, and its last words shown.
+		r.note = "exit 10: " + lastLine(stderr.String())
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(stderr.String()))
 	}
-	r := &result{name: name, seconds: elapsed.Seconds(), outBytes: cw.n, peakRssAnon: peakAnon}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.maxRSS = ru.Maxrss * 1024
 	}
