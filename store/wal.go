@@ -351,7 +351,11 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WA
 	writes := len(r.all)
 	if base != nil && len(prefix) > 0 {
 		w.cov.InDB = len(prefix)
-		r.prepend(w.resolvePrefix(ctx, prefix, prefixKeys, firstIndex == 1))
+		p, err := w.resolvePrefix(ctx, prefix, prefixKeys, firstIndex == 1)
+		if err != nil {
+			return nil, fmt.Errorf("read write-ahead log: %w", err)
+		}
+		r.prepend(p)
 	}
 	w.r = r
 	if checker != nil {

@@ -21,11 +21,17 @@ const maxPinTries = 4
 // replay to put before the rest: with outcomes and revisions where they
 // are established, else with the writes unknown and the reason in the
 // coverage.
-func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool) *replay {
+// It fails with an error wrapping ErrOtherCluster when the db holds
+// writes the entries cannot have made (foreignDB): nothing the db says
+// can then be taken for the log's.
+func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool) (*replay, error) {
 	rp, v := solvePrefix(ctx, entries, keys, exact, w.cov.DBRevision, boltPrefixDB{w.base})
+	if v.foreign != "" {
+		return nil, fmt.Errorf("%w: %s: %s", ErrOtherCluster, w.base.path, v.foreign)
+	}
 	w.cov.PrefixRevision, w.cov.PrefixUnresolved, w.cov.PrefixUnknown = v.before, v.unresolved, v.unknown
 	w.prefixFloor = v.floor
-	return rp
+	return rp, nil
 }
 
 // prefixVerdict is what solvePrefix established as a whole: the revision
@@ -36,6 +42,8 @@ type prefixVerdict struct {
 	floor      int64 // before, or its highest possible value
 	unknown    []WALStretch
 	unresolved string
+	// foreign says why the db cannot be the one the entries lead to.
+	foreign string
 }
 
 // maxAnchorPasses bounds how many times a prefix is worked out again with
@@ -50,6 +58,9 @@ func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact boo
 	x, err := loadDBIndex(ctx, db, keys, dbRev-int64(len(entries)), dbRev)
 	if err != nil {
 		return unresolvedPrefix(entries, keys, err.Error()), prefixVerdict{unresolved: err.Error()}
+	}
+	if why := foreignDB(entries, keys, x, dbRev); why != "" {
+		return nil, prefixVerdict{foreign: why}
 	}
 	// The reason given is the one of the try that went furthest (a
 	// disagreement with the db says more than a wrong start).

@@ -1,0 +1,75 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// foreignDB says why the db cannot be the one the prefix's entries lead
+// to ("" when nothing refutes it). It rests on no solve, only on counting:
+// every plain put without a lease, and every transaction without compares
+// that puts without a lease, makes exactly one revision, so the prefix
+// made at least that many (certain) and the db's revisions from
+// dbRev-certain+1 to dbRev are all its own. An item the db holds there
+// must then be one of the prefix's writes: a put of that key with that
+// value (whichever branch of its transaction), or a tombstone of a key
+// the prefix deletes (any key, when it revokes a lease). A db of another
+// cluster that shares the member's id (built on the same node with the
+// same name, peer URL and token) fails this as soon as the log holds a
+// few puts. Entries the solver does not model (range deletes, nested
+// transactions) may write what no op lists: the check is then not made.
+func foreignDB(entries []pxEntry, keys *pxKeys, x *dbIndex, dbRev int64) string {
+	certain := int64(0)
+	revokes := false
+	type write struct {
+		key  int32
+		hash uint64
+	}
+	puts := map[write]bool{}
+	dels := map[int32]bool{}
+	for i := range entries {
+		pe := &entries[i]
+		if pe.unmodelled != "" {
+			return ""
+		}
+		if pe.kind == walread.KindLeaseRevoke {
+			revokes = true
+		}
+		leaseless := false
+		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for _, o := range ops {
+				if o.del {
+					dels[o.key] = true
+					continue
+				}
+				puts[write{o.key, o.hash}] = true
+			}
+		}
+		if len(pe.cmps) == 0 {
+			for _, o := range pe.succ {
+				if !o.del && o.lease == 0 {
+					leaseless = true
+				}
+			}
+		}
+		if leaseless {
+			certain++
+		}
+	}
+	from := dbRev - certain + 1
+	for rev := max(from, x.lo); rev <= dbRev && rev <= x.hi; rev++ {
+		for _, it := range x.at(rev) {
+			switch {
+			case it.tomb && (revokes || it.key >= 0 && dels[it.key]):
+			case it.tomb:
+				return fmt.Sprintf("the db's revision %d deletes %s, which none of the log's entries up to its consistent index deletes, yet those entries made every revision from %d on", rev, keys.names[it.key], from)
+			case it.key < 0:
+				return fmt.Sprintf("the db's revision %d writes a key none of the log's entries up to its consistent index writes, yet those entries made every revision from %d on", rev, from)
+			case !puts[write{it.key, it.hash}]:
+				return fmt.Sprintf("the db's revision %d holds a value of %s that none of the log's entries up to its consistent index puts, yet those entries made every revision from %d on", rev, keys.names[it.key], from)
+			}
+		}
+	}
+	return ""
+}
