@@ -512,6 +512,11 @@ func (w *WAL) keyWrite(id int32, withValue bool) (KeyWrite, error) {
 // ErrNotFound when the key did not exist then, ErrUndetermined when the
 // log does not establish it.
 func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyValue, WALEntry, error) {
+	if index > w.cov.LastIndex {
+		// Entries after the log's end may exist (in another member's
+		// log, or written since the copy): the key then is not known.
+		return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: past the log's end (raft index %d): the log does not tell what the entries after it wrote: %w", key, index, w.cov.LastIndex, ErrUndetermined)
+	}
 	if w.base != nil && index < w.cov.ConsistentIndex && (!w.prefixResolved() || index < w.cov.FirstIndex) {
 		return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: the db holds the keyspace as of raft index %d only (read its revisions with --rev): %w", key, index, w.cov.ConsistentIndex, ErrUndetermined)
 	}
