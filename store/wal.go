@@ -86,6 +86,9 @@ type WAL struct {
 	// establish reads at (the revision before the log, or its highest
 	// possible value when that is not established).
 	prefixFloor int64
+	// baseStates are base's live keys as the replay read them, until the
+	// prefix is worked out (see boltPrefixDB).
+	baseStates []KeyValue
 }
 
 var _ Archive = (*WAL)(nil)
@@ -349,6 +352,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WA
 		r.push(we)
 	}
 	writes := len(r.all)
+	defer func() { w.baseStates = nil }()
 	if base != nil && len(prefix) > 0 {
 		w.cov.InDB = len(prefix)
 		p, err := w.resolvePrefix(ctx, prefix, prefixKeys, firstIndex == 1)

@@ -117,6 +117,7 @@ func (w *WAL) startFromBase(ctx context.Context, r *replay) (uint64, error) {
 	_, err = b.List(ctx, "", ListOptions{KeysOnly: true}, func(kv *KeyValue) error {
 		s := r.key([]byte(kv.Key))
 		s.exists, s.create, s.mod, s.version, s.lease = true, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease
+		w.baseStates = append(w.baseStates, KeyValue{Key: r.keyNames[s.id], CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease})
 		if kv.Lease != 0 {
 			// A live key's lease exists: revoking it deletes the key.
 			r.leases[kv.Lease] = true

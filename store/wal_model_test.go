@@ -324,7 +324,7 @@ func (m *mvccModel) revisions(ctx context.Context, lo, hi int64, fn func(main in
 }
 
 // live lists the live keys in key order.
-func (m *mvccModel) live(ctx context.Context, fn func(kv *KeyValue) error) error {
+func (m *mvccModel) live(ctx context.Context, _ func(string) bool, fn func(kv *KeyValue) error) error {
 	names := make([]string, 0, len(m.keys))
 	for k := range m.keys {
 		names = append(names, k)
@@ -1246,7 +1246,7 @@ func TestMVCCModelAgainstEtcd(t *testing.T) {
 				}
 			}
 			c.StopMember(0)
-			db := boltPrefixDB{openBolt(t, copyFile(t, filepath.Join(c.DataDir(0), "member", "snap", "db")), BoltOptions{})}
+			db := boltPrefixDB{b: openBolt(t, copyFile(t, filepath.Join(c.DataDir(0), "member", "snap", "db")), BoltOptions{})}
 			dump := func(d prefixDB) string {
 				var b strings.Builder
 				if err := d.revisions(ctx, 0, 1<<62, func(main int64, key []byte, tomb bool, value []byte) error {
@@ -1255,7 +1255,7 @@ func TestMVCCModelAgainstEtcd(t *testing.T) {
 				}); err != nil {
 					t.Fatal(err)
 				}
-				if err := d.live(ctx, func(kv *KeyValue) error {
+				if err := d.live(ctx, nil, func(kv *KeyValue) error {
 					fmt.Fprintf(&b, "live %s %q create %d mod %d version %d lease %x\n", kv.Key, kv.Value, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease)
 					return nil
 				}); err != nil {

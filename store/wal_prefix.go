@@ -851,7 +851,12 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 			}
 		}
 	}
-	err := b.live(ctx, func(kv *KeyValue) error {
+	// Only the values of the keys the log writes are compared.
+	need := func(key string) bool {
+		id, ok := p.names.ids[key]
+		return ok && p.keys[id].touched
+	}
+	err := b.live(ctx, need, func(kv *KeyValue) error {
 		var s *pxKey
 		id, ok := p.names.ids[kv.Key]
 		if ok && p.keys[id].touched {
