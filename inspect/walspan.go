@@ -87,6 +87,11 @@ func (s WALSpan) Line() string {
 		return "no write read from the log's ends carries a time (values encrypted by a KMS plugin or that cannot be decrypted are not read for it, nor objects without managed fields)"
 	case s.FirstIndex == s.LastIndex:
 		return fmt.Sprintf("object times: %s (entry %d) is the only dated write read", s.First.UTC().Format(time.RFC3339), s.FirstIndex)
+	case s.Last.Before(s.First):
+		// Each time is a lower bound: an object's own newest change, which
+		// a later write that does not stamp it carries unchanged.
+		return fmt.Sprintf("object times: the first dated write (entry %d) carries %s, the last (entry %d) an older one, %s: they are the objects' own last changes, not the writes' times; the log ends at %s or later",
+			s.FirstIndex, s.First.UTC().Format(time.RFC3339), s.LastIndex, s.Last.UTC().Format(time.RFC3339), s.First.UTC().Format(time.RFC3339))
 	}
 	return fmt.Sprintf("object times: from about %s (entry %d) to %s (entry %d), %s", s.First.UTC().Format(time.RFC3339), s.FirstIndex,
 		s.Last.UTC().Format(time.RFC3339), s.LastIndex, s.Last.Sub(s.First).Round(time.Second))
