@@ -144,10 +144,15 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WA
 	r := newReplay(w.value)
 	w.cov = WALCoverage{Dir: l.Dir, Counts: r.counts}
 	var ci uint64
+	// ready waits for the db's keys (read while the log is): r is not
+	// touched before.
+	ready := func() error { return nil }
 	if base != nil {
-		if ci, err = w.startFromBase(ctx, r); err != nil {
+		if ci, ready, err = w.startFromBase(ctx, r); err != nil {
 			return nil, err
 		}
+		// Whatever ends the read first, the keys' reader is waited for.
+		defer func() { _ = ready() }()
 	}
 	var checker *walChecker
 	if check != nil {
@@ -174,6 +179,9 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WA
 	}
 	started := false
 	flush := func() error {
+		if err := ready(); err != nil {
+			return err
+		}
 		n := 0
 		for n < len(queue) && queue[n].e.Index <= commit {
 			if err := checker.before(ctx, queue[n].e.Index, r); err != nil {
@@ -271,6 +279,9 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WA
 			case e.Index <= last:
 				// A new leader replaced uncommitted entries from e.Index on.
 				if e.Index <= commit {
+					if err := ready(); err != nil {
+						return err
+					}
 					r.lose(e.Index, fmt.Sprintf("entry %d rewritten after the log recorded it committed", e.Index))
 				}
 				n := 0
@@ -295,6 +306,9 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WA
 		}
 		return nil
 	})
+	if err == nil {
+		err = ready()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read write-ahead log: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -97,24 +98,40 @@ func (b *Bolt) memberIDs() ([]uint64, error) {
 const valueFromBase = -2
 
 // startFromBase loads w.base's state into r and returns the db's
-// consistent index.
-func (w *WAL) startFromBase(ctx context.Context, r *replay) (uint64, error) {
+// consistent index. Its keys are read in a goroutine of their own, while
+// the log is read: the returned wait must be called (and its error
+// checked) before r is used, and is called once.
+func (w *WAL) startFromBase(ctx context.Context, r *replay) (ci uint64, wait func() error, err error) {
 	b := w.base
 	m := b.Meta()
 	if m.ConsistentIndex == 0 {
-		return 0, fmt.Errorf("db %s records no consistent index: it cannot tell which log entries it holds", b.path)
+		return 0, nil, fmt.Errorf("db %s records no consistent index: it cannot tell which log entries it holds", b.path)
 	}
 	r.rev = m.Revision
 	r.compact = b.compactRevision()
 	r.baseValue = w.baseValue
 	leases, err := b.leaseIDs()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for _, id := range leases {
 		r.leases[id] = true
 	}
-	_, err = b.List(ctx, "", ListOptions{KeysOnly: true}, func(kv *KeyValue) error {
+	w.cov.DB, w.cov.ConsistentIndex, w.cov.DBRevision = b.path, m.ConsistentIndex, m.Revision
+	done := make(chan error, 1)
+	go func() { done <- w.loadBaseKeys(ctx, r) }()
+	var once sync.Once
+	var loadErr error
+	wait = func() error {
+		once.Do(func() { loadErr = <-done })
+		return loadErr
+	}
+	return m.ConsistentIndex, wait, nil
+}
+
+// loadBaseKeys reads every live key of w.base into r.
+func (w *WAL) loadBaseKeys(ctx context.Context, r *replay) error {
+	_, err := w.base.List(ctx, "", ListOptions{KeysOnly: true}, func(kv *KeyValue) error {
 		s := r.key([]byte(kv.Key))
 		s.exists, s.create, s.mod, s.version, s.lease = true, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease
 		w.baseStates = append(w.baseStates, KeyValue{Key: r.keyNames[s.id], CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease})
@@ -125,10 +142,9 @@ func (w *WAL) startFromBase(ctx context.Context, r *replay) (uint64, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("read the db's keys: %w", err)
+		return fmt.Errorf("read the db's keys: %w", err)
 	}
-	w.cov.DB, w.cov.ConsistentIndex, w.cov.DBRevision = b.path, m.ConsistentIndex, m.Revision
-	return m.ConsistentIndex, nil
+	return nil
 }
 
 // leaseIDs lists the leases the file's "lease" bucket holds.
