@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,6 +95,60 @@ type Verifier struct {
 	mu       sync.Mutex
 	said     bool
 	verdicts map[*surgery.Plan]error
+	tally    Tally
+	access   map[accessKey]accessAnswer
+	// missingNS is, for a plan whose dry run found no namespace, that
+	// namespace.
+	missingNS map[*surgery.Plan]string
+}
+
+// Tally counts what a Verifier found, for a summary of many writes.
+type Tally struct {
+	// Validated and Unvalidated count the plans a dry run accepted
+	// before the write, and those it could not check.
+	Validated, Unvalidated int
+	// Verified, Unverified and NotAccepted count the writes the
+	// apiserver serves and accepts updates of, those it could not be
+	// asked about (its permission refused, a kind it cannot be asked
+	// about), and those it does not accept.
+	Verified, Unverified, NotAccepted int
+}
+
+// Tally returns the counts so far.
+func (v *Verifier) Tally() Tally {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.tally
+}
+
+func (v *Verifier) count(f func(*Tally)) {
+	v.mu.Lock()
+	f(&v.tally)
+	v.mu.Unlock()
+}
+
+// Summary says in one line what verification established for the writes
+// made: "verification: 12 verified, 1 not verified, 0 not accepted", or
+// why nothing was verified.
+func (v *Verifier) Summary() string {
+	if v.reach != Reachable {
+		return "verification: nothing verified: " + v.why
+	}
+	t := v.Tally()
+	return fmt.Sprintf("verification: %d verified, %d not verified, %d not accepted by the apiserver", t.Verified, t.Unverified, t.NotAccepted)
+}
+
+// accessKey is one question of a SelfSubjectAccessReview.
+type accessKey struct {
+	verb      string
+	gvr       schema.GroupVersionResource
+	namespace string
+}
+
+// accessAnswer is its answer: allowed, or why it could not be asked.
+type accessAnswer struct {
+	allowed bool
+	err     error
 }
 
 // New connects to the apiserver unless mode is Never or the target is
@@ -112,7 +167,7 @@ func New(ctx context.Context, o Options) *Verifier {
 	if o.Note == nil {
 		o.Note = func(string) {}
 	}
-	v := &Verifier{o: o, verdicts: map[*surgery.Plan]error{}}
+	v := &Verifier{o: o, verdicts: map[*surgery.Plan]error{}, access: map[accessKey]accessAnswer{}, missingNS: map[*surgery.Plan]string{}}
 	switch {
 	case o.Mode == Never:
 		v.reach, v.why = Unreachable, "--verify=never"
@@ -175,18 +230,25 @@ func (v *Verifier) connect(ctx context.Context) {
 
 // sameCluster checks that the apiserver serves the etcd written: the
 // namespace kube-system has the same uid in both. It returns why not, or
-// "" (also when etcd holds no kube-system to compare with).
+// "" when it does. An etcd that holds no kube-system to compare with (or
+// one that cannot be read) cannot tell: that is a reason too, never a
+// match.
 func (v *Verifier) sameCluster(ctx context.Context) string {
 	if v.o.Reader == nil || v.o.Planner == nil {
-		return ""
+		return fmt.Sprintf("whether apiserver %s serves the etcd written cannot be told (nothing to compare it with)", v.host)
 	}
 	prefix := v.o.Planner.Prefix
 	if prefix == "" {
 		prefix = "/registry"
 	}
 	cur, err := v.o.Planner.Load(ctx, v.o.Reader, prefix+"/namespaces/kube-system", 0)
-	if err != nil || cur.Obj == nil || cur.Obj.Meta == nil {
-		return ""
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Sprintf("whether apiserver %s serves the etcd written cannot be told: etcd holds no namespace kube-system to compare with the apiserver's", v.host)
+	case err != nil:
+		return fmt.Sprintf("whether apiserver %s serves the etcd written cannot be told: namespace kube-system cannot be read from etcd (%v)", v.host, err)
+	case cur.Obj == nil || cur.Obj.Meta == nil || cur.Obj.Meta.UID == "":
+		return fmt.Sprintf("whether apiserver %s serves the etcd written cannot be told: etcd's namespace kube-system has no uid to compare", v.host)
 	}
 	ns, err := v.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, "kube-system", metav1.GetOptions{})
 	if err != nil {
@@ -232,11 +294,20 @@ func (v *Verifier) before(ctx context.Context, p *surgery.Plan) error {
 	if v.reach == Reachable {
 		verdict, msg = v.dryRun(ctx, p)
 	}
+	if verdict == Accepted && v.o.Mode == Always {
+		// The write will be made only if it can be verified after it:
+		// the user must be allowed to read it and update it (dry runs).
+		if why := v.canCheckAfter(ctx, p); why != "" {
+			verdict, msg = Unknown, why
+		}
+	}
 	switch Decide(v.o.Mode, v.reach, verdict) {
 	case WriteVerified:
+		v.count(func(t *Tally) { t.Validated++ })
 		v.o.Note(fmt.Sprintf("validated: the apiserver accepts %s (%s)", name, msg))
 		return nil
 	case WriteUnverified:
+		v.count(func(t *Tally) { t.Unvalidated++ })
 		if v.reach == Reachable {
 			v.o.Note(fmt.Sprintf("not verified: %s: %s", name, msg))
 		} else {
@@ -246,9 +317,30 @@ func (v *Verifier) before(ctx context.Context, p *surgery.Plan) error {
 	case RefuseRejected:
 		return &RejectedError{Object: name, Message: msg}
 	default:
-		return fmt.Errorf("%s: %w: %s (--verify=always); nothing written", name, ErrCannotVerify, msg)
+		ue := &UnverifiableError{Object: name, Reason: msg}
+		if verdict == Unknown && v.reach == Reachable && v.missingNS[p] != "" {
+			ue.MissingNamespace = v.missingNS[p]
+		}
+		return ue
 	}
 }
+
+// UnverifiableError is the refusal, under --verify=always, of a write
+// that cannot be verified; nothing was written. It matches
+// ErrCannotVerify.
+type UnverifiableError struct {
+	Object, Reason string
+	// MissingNamespace is the namespace the apiserver does not have,
+	// when that is why the object cannot be checked before the write.
+	MissingNamespace string
+}
+
+func (e *UnverifiableError) Error() string {
+	return fmt.Sprintf("%s: %v: %s (--verify=always); nothing written", e.Object, ErrCannotVerify, e.Reason)
+}
+
+// Unwrap returns ErrCannotVerify.
+func (e *UnverifiableError) Unwrap() error { return ErrCannotVerify }
 
 // RejectedError is the apiserver's refusal of an edited object before
 // the write. It matches ErrRejected.
@@ -297,13 +389,107 @@ func (v *Verifier) dryRun(ctx context.Context, p *surgery.Plan) (Verdict, string
 		how += " under a generated name"
 	}
 	_, err = ri.Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
-	if err == nil {
+	switch {
+	case err == nil:
 		return Accepted, how
-	}
-	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		return Rejected, apiMessage(err, obj.Meta.Name)
+	case apierrors.IsForbidden(err) && hasCause(err, corev1.NamespaceTerminatingCause):
+		return Rejected, apiMessage(err, obj.Meta.Name)
+	case apierrors.IsForbidden(err):
+		// The authorizer (this user may not create it) or admission
+		// (the apiserver refuses it): ask which.
+		gvr, _ := v.gvrFor(obj.GVK)
+		allowed, aerr := v.allowed(ctx, "create", gvr, u.GetNamespace())
+		switch {
+		case aerr != nil:
+			return Unknown, fmt.Sprintf("%s is forbidden (%s), and whether this user may create it cannot be told (%v)", how, shortErr(err), aerr)
+		case !allowed:
+			return Unknown, fmt.Sprintf("the kubeconfig's user may not create %s (%s): %s", gvr.Resource, shortErr(err), how+" not made")
+		}
+		return Rejected, apiMessage(err, obj.Meta.Name)
+	case apierrors.IsNotFound(err) && u.GetNamespace() != "":
+		v.mu.Lock()
+		v.missingNS[p] = u.GetNamespace()
+		v.mu.Unlock()
+		return Unknown, fmt.Sprintf("the apiserver has no namespace %s (yet), so a %s cannot be made before it exists (%s)", u.GetNamespace(), how, shortErr(err))
 	}
 	return Unknown, fmt.Sprintf("%s failed: %v", how, shortErr(err))
+}
+
+// hasCause reports whether err is an API status with a cause of type t.
+func hasCause(err error, t metav1.CauseType) bool {
+	_, ok := apierrors.StatusCause(err, t)
+	return ok
+}
+
+// canCheckAfter returns why the write of p could not be verified after
+// it (this user may not get it, or update it, as After does), or "".
+func (v *Verifier) canCheckAfter(ctx context.Context, p *surgery.Plan) string {
+	id, err := identify(p)
+	if err != nil {
+		return err.Error()
+	}
+	gvr, err := v.gvrFor(id.gvk)
+	if err != nil {
+		return err.Error()
+	}
+	verbs := []string{"get", "update"}
+	if p.Delete {
+		verbs = verbs[:1]
+	}
+	for _, verb := range verbs {
+		allowed, err := v.allowed(ctx, verb, gvr, id.namespace)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("whether the kubeconfig's user may %s %s cannot be told (%v), so the write could not be verified after it", verb, gvr.Resource, err)
+		case !allowed:
+			where := ""
+			if id.namespace != "" {
+				where = " in namespace " + id.namespace
+			}
+			return fmt.Sprintf("the kubeconfig's user may not %s %s%s, so the write could not be verified after it", verb, gvr.Resource, where)
+		}
+	}
+	return ""
+}
+
+// allowed asks the apiserver (a SelfSubjectAccessReview, remembered)
+// whether the kubeconfig's user may do verb on gvr in namespace.
+func (v *Verifier) allowed(ctx context.Context, verb string, gvr schema.GroupVersionResource, namespace string) (bool, error) {
+	k := accessKey{verb: verb, gvr: gvr, namespace: namespace}
+	v.mu.Lock()
+	a, ok := v.access[k]
+	v.mu.Unlock()
+	if ok {
+		return a.allowed, a.err
+	}
+	ssar := v.dyn.Resource(schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"})
+	req := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "authorization.k8s.io/v1",
+		"kind":       "SelfSubjectAccessReview",
+		"spec": map[string]any{"resourceAttributes": map[string]any{
+			"verb": verb, "group": gvr.Group, "resource": gvr.Resource, "namespace": namespace,
+		}},
+	}}
+	got, err := ssar.Create(ctx, req, metav1.CreateOptions{})
+	if err != nil {
+		a.err = fmt.Errorf("self subject access review: %s", shortErr(err))
+	} else {
+		a.allowed, _, _ = unstructured.NestedBool(got.Object, "status", "allowed")
+	}
+	v.mu.Lock()
+	v.access[k] = a
+	v.mu.Unlock()
+	return a.allowed, a.err
+}
+
+// forbiddenAfter is what After says of a request forbidden to this user:
+// nothing is verified, and nothing is known to be wrong with the write.
+func (v *Verifier) forbiddenAfter(name, verb string, err error) error {
+	v.count(func(t *Tally) { t.Unverified++ })
+	v.o.Note(fmt.Sprintf("not verified: %s: the kubeconfig's user may not %s it (%s)", name, verb, shortErr(err)))
+	return nil
 }
 
 // prepare strips what a create may not carry (server-set metadata, the
@@ -351,6 +537,15 @@ func apiMessage(err error, name string) string {
 	return msg
 }
 
+// gvrFor maps gvk to its resource.
+func (v *Verifier) gvrFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	m, err := v.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("the apiserver does not serve %s: %v", gvk, shortErr(err))
+	}
+	return m.Resource, nil
+}
+
 // resourceFor maps gvk to its resource client in namespace ns.
 func (v *Verifier) resourceFor(gvk schema.GroupVersionKind, ns string) (dynamic.ResourceInterface, error) {
 	m, err := v.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -383,11 +578,13 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 	name := p.ObjectName()
 	ident, err := identify(p)
 	if err != nil {
+		v.count(func(t *Tally) { t.Unverified++ })
 		v.o.Note(fmt.Sprintf("not verified: %s: %v", name, err))
 		return nil
 	}
 	ri, err := v.resourceFor(ident.gvk, ident.namespace)
 	if err != nil {
+		v.count(func(t *Tally) { t.NotAccepted++ })
 		return fmt.Errorf("the apiserver cannot be asked about it: %w", err)
 	}
 	want := strconv.FormatInt(st.Result.Revision, 10)
@@ -396,7 +593,10 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 	for {
 		got, err := ri.Get(ctx, ident.name, metav1.GetOptions{})
 		switch {
+		case apierrors.IsForbidden(err):
+			return v.forbiddenAfter(name, "get", err)
 		case p.Delete && apierrors.IsNotFound(err):
+			v.count(func(t *Tally) { t.Verified++ })
 			v.o.Note(fmt.Sprintf("verified: the apiserver no longer serves %s", name))
 			return nil
 		case p.Delete && err == nil:
@@ -404,11 +604,12 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 		case err != nil:
 			last = fmt.Sprintf("the apiserver does not serve it: %v", shortErr(err))
 		case got.GetResourceVersion() == want:
-			return v.dryRunUpdate(ctx, ri, got, name, want)
+			return v.dryRunUpdate(ctx, ri, got, ident, name, want)
 		default:
 			last = fmt.Sprintf("the apiserver serves resourceVersion %s, not the written revision %s", got.GetResourceVersion(), want)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
+			v.count(func(t *Tally) { t.NotAccepted++ })
 			return fmt.Errorf("%s (waited %s)", last, v.o.ServeWait)
 		}
 		select {
@@ -418,11 +619,25 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 	}
 }
 
-func (v *Verifier) dryRunUpdate(ctx context.Context, ri dynamic.ResourceInterface, got *unstructured.Unstructured, name, rev string) error {
+func (v *Verifier) dryRunUpdate(ctx context.Context, ri dynamic.ResourceInterface, got *unstructured.Unstructured, id ident, name, rev string) error {
 	_, err := ri.Update(ctx, got, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
+	if apierrors.IsForbidden(err) {
+		// The authorizer (this user may not update it: nothing is
+		// known) or admission (the apiserver refuses it): ask which.
+		gvr, gerr := v.gvrFor(id.gvk)
+		if gerr != nil {
+			return v.forbiddenAfter(name, "update", err)
+		}
+		allowed, aerr := v.allowed(ctx, "update", gvr, id.namespace)
+		if aerr != nil || !allowed {
+			return v.forbiddenAfter(name, "update", err)
+		}
+	}
 	if err != nil {
+		v.count(func(t *Tally) { t.NotAccepted++ })
 		return fmt.Errorf("the apiserver serves revision %s but refuses an update of it (server-side dry run): %s", rev, apiMessage(err, ""))
 	}
+	v.count(func(t *Tally) { t.Verified++ })
 	v.o.Note(fmt.Sprintf("verified: the apiserver serves %s at revision %s and accepts updates", name, rev))
 	return nil
 }
