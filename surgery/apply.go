@@ -206,9 +206,11 @@ type ExecuteOptions struct {
 	MaxTxnOps int
 }
 
-// Execute makes the writes of plans that belong together (one plan, or a
-// recipe's several), in order, each with its own backup and
-// compare-and-swap, as Apply does; no-op plans are skipped. It checks
+// Execute makes the writes of plans that belong together (one plan, a
+// recipe's several, or a recovery's many), in order, each with its own
+// backup and compare-and-swap, as Apply does, or with o.MaxTxnOps each run
+// of creates in transactions of several keys (writeBatch); no-op plans
+// are skipped. It checks
 // every plan before writing any, so a refusal (ErrNoOp aside, ErrTooLarge)
 // writes nothing. It stops at the first failure and returns one Step per
 // plan, in order.
