@@ -317,7 +317,7 @@ func (v *Verifier) before(ctx context.Context, p *surgery.Plan) error {
 	case RefuseRejected:
 		return &RejectedError{Object: name, Message: msg}
 	default:
-		ue := &UnverifiableError{Object: name, Reason: msg}
+		ue := &UnverifiableError{Object: name, Reason: msg, Reachable: v.reach == Reachable}
 		if verdict == Unknown && v.reach == Reachable && v.missingNS[p] != "" {
 			ue.MissingNamespace = v.missingNS[p]
 		}
@@ -333,6 +333,18 @@ type UnverifiableError struct {
 	// MissingNamespace is the namespace the apiserver does not have,
 	// when that is why the object cannot be checked before the write.
 	MissingNamespace string
+	// Reachable is true when an apiserver of the cluster answers, but
+	// cannot check this object (or this user may not).
+	Reachable bool
+}
+
+// Hint says what to do: for an apiserver that answers, "" (the
+// sentinel's hint, to make one reachable, applies only when none does).
+func (e *UnverifiableError) Hint() string {
+	if !e.Reachable {
+		return ""
+	}
+	return "the apiserver answers but cannot check this object before the write (or this user may not): --verify=auto writes it and checks what it can after the write (exit 12 if the apiserver does not accept it); or give a kubeconfig whose user may create, get and update it"
 }
 
 func (e *UnverifiableError) Error() string {
@@ -372,7 +384,7 @@ func (v *Verifier) dryRun(ctx context.Context, p *surgery.Plan) (Verdict, string
 		return Unknown, fmt.Sprintf("%s is a kind this tool cannot turn into JSON for the apiserver", obj.GVK.Kind)
 	}
 	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj.Content)}
-	ri, err := v.resourceFor(obj.GVK, u.GetNamespace())
+	ri, err := v.resourceFor(obj.GVK, u.GetNamespace(), true)
 	if err != nil {
 		return Unknown, err.Error()
 	}
@@ -537,20 +549,41 @@ func apiMessage(err error, name string) string {
 	return msg
 }
 
-// gvrFor maps gvk to its resource.
-func (v *Verifier) gvrFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+// mapping maps gvk to its resource. With exact, only gvk's own version
+// will do (an object of that version is sent); otherwise, when the
+// apiserver no longer serves the version the object is stored in (a
+// CustomResourceDefinition stored as v1beta1), its preferred version of
+// the kind.
+func (v *Verifier) mapping(gvk schema.GroupVersionKind, exact bool) (*meta.RESTMapping, error) {
 	m, err := v.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err == nil {
+		return m, nil
+	}
+	other, oerr := v.mapper.RESTMapping(gvk.GroupKind())
+	switch {
+	case oerr == nil && !exact:
+		return other, nil
+	case oerr == nil:
+		return nil, fmt.Errorf("the object is stored as %s, a version the apiserver does not serve (it serves %s), so it cannot be sent to it as it is", gvk.GroupVersion(), other.GroupVersionKind.GroupVersion())
+	}
+	return nil, fmt.Errorf("the apiserver does not serve %s: %v", gvk, shortErr(err))
+}
+
+// gvrFor maps gvk to its resource, in any version served.
+func (v *Verifier) gvrFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	m, err := v.mapping(gvk, false)
 	if err != nil {
-		return schema.GroupVersionResource{}, fmt.Errorf("the apiserver does not serve %s: %v", gvk, shortErr(err))
+		return schema.GroupVersionResource{}, err
 	}
 	return m.Resource, nil
 }
 
-// resourceFor maps gvk to its resource client in namespace ns.
-func (v *Verifier) resourceFor(gvk schema.GroupVersionKind, ns string) (dynamic.ResourceInterface, error) {
-	m, err := v.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+// resourceFor maps gvk to its resource client in namespace ns (exact: in
+// gvk's own version, see mapping).
+func (v *Verifier) resourceFor(gvk schema.GroupVersionKind, ns string, exact bool) (dynamic.ResourceInterface, error) {
+	m, err := v.mapping(gvk, exact)
 	if err != nil {
-		return nil, fmt.Errorf("the apiserver does not serve %s: %v", gvk, shortErr(err))
+		return nil, err
 	}
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		return v.dyn.Resource(m.Resource).Namespace(ns), nil
@@ -582,13 +615,26 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 		v.o.Note(fmt.Sprintf("not verified: %s: %v", name, err))
 		return nil
 	}
-	ri, err := v.resourceFor(ident.gvk, ident.namespace)
+	deadline := time.Now().Add(v.o.ServeWait)
+	// A kind the apiserver does not serve yet (a custom resource whose
+	// CustomResourceDefinition was just written) is looked up again, with
+	// fresh discovery, until it is served or the wait is over.
+	ri, err := v.resourceFor(ident.gvk, ident.namespace, false)
+	for err != nil && time.Now().Before(deadline) && ctx.Err() == nil {
+		if rm, ok := v.mapper.(meta.ResettableRESTMapper); ok {
+			rm.Reset()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+		ri, err = v.resourceFor(ident.gvk, ident.namespace, false)
+	}
 	if err != nil {
 		v.count(func(t *Tally) { t.NotAccepted++ })
-		return fmt.Errorf("the apiserver cannot be asked about it: %w", err)
+		return fmt.Errorf("the apiserver cannot be asked about it: %w (waited %s)", err, v.o.ServeWait)
 	}
 	want := strconv.FormatInt(st.Result.Revision, 10)
-	deadline := time.Now().Add(v.o.ServeWait)
 	var last string
 	for {
 		got, err := ri.Get(ctx, ident.name, metav1.GetOptions{})
