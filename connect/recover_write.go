@@ -186,11 +186,17 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 		t.Print("nothing to write: every object is skipped or exists\n")
 		return incomplete()
 	}
+	items := plan.Writes()
+	for _, it := range items {
+		// A replace overwrites what exists: its diff, as any edit shows.
+		if it.Action == surgery.ActionReplace && it.Plan.Diff != "" {
+			t.Diff(it.Plan.Diff)
+		}
+	}
 	v, err := s.NewVerifier(ctx, func(msg string) { t.Print(msg + "\n") })
 	if err != nil {
 		return err
 	}
-	items := plan.Writes()
 	for _, it := range items {
 		if err := v.Before(ctx, it.Plan); err != nil {
 			return setVerifyRefusal(plan, err)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -596,6 +597,14 @@ func (c Planner) checkExisting(ctx context.Context, live store.Reader, plan *Set
 		it.Action = ActionReplace
 		it.Plan.Before, it.Plan.Expect, it.Plan.Lease = cur, cur.KV.ModRevision, cur.KV.Lease
 		it.Plan.Description = fmt.Sprintf("recover: replace %s with revision %d of the source", it.Key, it.SourceRevision)
+		after, err := codec.Decode(it.Plan.NewPlain)
+		if err != nil {
+			return fmt.Errorf("decode the recovered %s: %w", it.What(), err)
+		}
+		if it.Plan.Diff, err = c.renderDiff(fmt.Sprintf("%s (revision %d)", it.Key, cur.KV.ModRevision), cur.Obj, cur.KV.ModRevision,
+			fmt.Sprintf("%s (recovered from revision %d)", it.Key, it.SourceRevision), after, cur.KV.ModRevision); err != nil {
+			return err
+		}
 	}
 	return nil
 }
