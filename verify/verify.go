@@ -5,7 +5,12 @@
 // surgery bypasses do not apply) shows the apiserver's own validation
 // errors; after it, the apiserver must serve the object at the key's new
 // mod revision and accept a dry-run update of it as it stands. When no
-// apiserver answers, nothing is verified and the Verifier says so.
+// apiserver answers, or it cannot be shown to serve the etcd written (the
+// uid of kube-system, which an etcd without one cannot tell), nothing is
+// verified and the Verifier says so. A request the kubeconfig's user is
+// not authorized to make (a 403 the authorizer gives, told apart from
+// admission's by a SelfSubjectAccessReview) verifies nothing and rejects
+// nothing: "not verified".
 //
 // Verifier implements surgery.Verifier; package surgery does not import
 // client-go.
@@ -75,7 +80,8 @@ type Options struct {
 	// DefaultServeWait).
 	ServeWait time.Duration
 	// Reader and Planner read the etcd written, to check that the
-	// apiserver is the one of that cluster (kube-system's uid).
+	// apiserver is the one of that cluster (kube-system's uid); without
+	// them nothing is verified.
 	Reader  store.Reader
 	Planner *surgery.Planner
 	// Note prints one line for the operator ("verified: ...").
