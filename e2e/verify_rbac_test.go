@@ -120,7 +120,7 @@ func TestVerifyWithLimitedCredentials(t *testing.T) {
 		r := label(t, reader, "auto", "reader")
 		notRejected(t, r)
 		for _, want := range []string{
-			"not verified: configmap rbac-config in namespace verify-rbac: the kubeconfig's user may not create configmaps",
+			"not validated before the write (it is checked after it): configmap rbac-config in namespace verify-rbac: the kubeconfig's user may not create configmaps",
 			"not verified: configmap rbac-config in namespace verify-rbac: the kubeconfig's user may not update it",
 		} {
 			if !strings.Contains(r.stdout, want) {

@@ -315,7 +315,8 @@ func (v *Verifier) before(ctx context.Context, p *surgery.Plan) error {
 	case WriteUnverified:
 		v.count(func(t *Tally) { t.Unvalidated++ })
 		if v.reach == Reachable {
-			v.o.Note(fmt.Sprintf("not verified: %s: %s", name, msg))
+			// After still checks the write: nothing is concluded yet.
+			v.o.Note(fmt.Sprintf("not validated before the write (it is checked after it): %s: %s", name, msg))
 		} else {
 			v.notVerified()
 		}
