@@ -56,6 +56,14 @@ func Hint(err error) string {
 	if errors.As(err, &enc) {
 		return enc.Hint()
 	}
+	var tm *surgery.TooManyOpsError
+	if errors.As(err, &tm) {
+		return tm.Hint()
+	}
+	var ue *verify.UnverifiableError
+	if errors.As(err, &ue) && ue.Hint() != "" {
+		return ue.Hint()
+	}
 	for _, h := range sentinelHints {
 		if errors.Is(err, h.err) {
 			return h.hint

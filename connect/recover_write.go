@@ -8,6 +8,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/verify"
 )
 
 // ReadOnly reports whether s reads a source a recover cannot write into:
@@ -120,7 +121,10 @@ func (r RecoverSet) CheckSource(o Options) error {
 
 // PlanRecoverSet plans r, read from src and written into dst
 // (surgery.Planner.PlanRecoverSet), and says where from and to. A custom
-// resource whose CustomResourceDefinition is nowhere is refused.
+// resource whose CustomResourceDefinition is nowhere is refused, and so is
+// a write into a namespace Terminating in dst. A nil dst (a dry run with
+// no write target) plans every object as a create, checking nothing of a
+// live cluster.
 func PlanRecoverSet(ctx context.Context, t Terminal, src, dst *Session, r RecoverSet) (*surgery.SetPlan, error) {
 	so, err := r.Resolve(src.Resolver)
 	if err != nil {
@@ -130,10 +134,18 @@ func PlanRecoverSet(ctx context.Context, t Terminal, src, dst *Session, r Recove
 		}
 		return nil, usageError("", "%w", err)
 	}
-	plan, err := dst.Planner.PlanRecoverSet(ctx, src.Reader, dst.Reader, so)
+	planner, live, into := src.Planner, store.Reader(nil), "no write target (a dry run: nothing is checked against a live cluster)"
+	if dst != nil {
+		planner, live, into = dst.Planner, dst.Reader, dst.Target("")
+	}
+	plan, err := planner.PlanRecoverSet(ctx, src.Reader, live, so)
 	if err != nil {
-		if errors.Is(err, surgery.ErrMissingCRD) {
+		var te *surgery.TerminatingError
+		switch {
+		case errors.Is(err, surgery.ErrMissingCRD):
 			return nil, &RefusedError{Msg: err.Error() + "; nothing written", Hint: "recover the CustomResourceDefinition from an older snapshot first, or leave the custom resources out with --exclude"}
+		case errors.As(err, &te):
+			return nil, &RefusedError{Msg: err.Error(), Hint: te.Hint()}
 		}
 		return nil, err
 	}
@@ -141,15 +153,19 @@ func PlanRecoverSet(ctx context.Context, t Terminal, src, dst *Session, r Recove
 	if r.Rev != 0 {
 		from = fmt.Sprintf("%s at revision %d", from, r.Rev)
 	}
-	t.Note(fmt.Sprintf("recovering from %s (source revision %d) into %s", from, plan.SourceRevision, dst.Target("")))
+	t.Note(fmt.Sprintf("recovering from %s (source revision %d) into %s", from, plan.SourceRevision, into))
 	return plan, nil
 }
 
-// WriteRecoverSet writes plan into s (surgery.WriteRecoverSet) unless it
-// has nothing to write or r.Write.DryRun, after asking (unless
-// r.Write.Yes), telling each object written, then the summary and how to
-// undo it. Objects of the source that could not be read make it
-// incomplete (ErrIncomplete).
+// WriteRecoverSet writes plan into s unless it has nothing to write, as
+// every write is made: each object is checked with the apiserver first
+// (Session.NewVerifier, the decision table of single writes: a refusal
+// refuses the whole plan), r.Write.DryRun stops there, then it asks
+// (unless r.Write.Yes) and surgery.WriteRecoverSet writes through
+// surgery.Execute, telling each object written and verified, then the
+// summary, the verification's and how to undo it. Objects of the source
+// that could not be read make it incomplete (ErrIncomplete). A plan with
+// no write target (plan.Preview) is only printed.
 func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery.SetPlan, r RecoverSet) error {
 	totals := plan.Totals()
 	writes, unread := totals.Writes(), totals.Unreadable
@@ -159,9 +175,32 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 		}
 		return &incompleteError{msg: fmt.Sprintf("%d objects of the source could not be read and were not recovered (listed as unreadable)", unread)}
 	}
+	if plan.Preview {
+		if !r.Write.DryRun {
+			return s.NoTarget("")
+		}
+		t.Print("dry run: nothing written; not verified: no write target was given, so no apiserver was asked\n")
+		return incomplete()
+	}
 	if writes == 0 {
 		t.Print("nothing to write: every object is skipped or exists\n")
 		return incomplete()
+	}
+	items := plan.Writes()
+	for _, it := range items {
+		// A replace overwrites what exists: its diff, as any edit shows.
+		if it.Action == surgery.ActionReplace && it.Plan.Diff != "" {
+			t.Diff(it.Plan.Diff)
+		}
+	}
+	v, err := s.NewVerifier(ctx, func(msg string) { t.Print(msg + "\n") })
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if err := v.Before(ctx, it.Plan); err != nil {
+			return setVerifyRefusal(plan, err)
+		}
 	}
 	if r.Write.DryRun {
 		t.Print("dry run: nothing written\n")
@@ -177,7 +216,7 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 		}
 	}
 	ao := s.ApplyOptions(ctx, t, r.Write)
-	res, werr := surgery.WriteRecoverSet(ctx, w, plan, surgery.RecoverSetWriteOptions{ApplyOptions: ao, MaxTxnOps: r.MaxTxnOps,
+	res, werr := surgery.WriteRecoverSet(ctx, w, plan, surgery.RecoverSetWriteOptions{ApplyOptions: ao, MaxTxnOps: r.MaxTxnOps, Verifier: v,
 		OnWritten: func(it *surgery.SetItem) {
 			t.Print(fmt.Sprintf("written: %s (%s)\n", it.Key, string(it.Action)))
 		}})
@@ -190,13 +229,34 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 	t.Print(fmt.Sprintf("summary: %d written, %s, %d not written, %d unreadable; backups and audit.log in %s\n",
 		out.Written, out.SkipReasons, out.NotWritten, out.Unreadable, ao.BackupDir))
 	if out.Written > 0 {
+		t.Print(v.Summary() + "\n")
 		t.Print(fmt.Sprintf("undo: `etcdpvc restore BACKUP` deletes what a create wrote (each backup is listed in %s/audit.log)\n", ao.BackupDir))
 	}
 	if werr != nil {
+		if errors.Is(werr, surgery.ErrNotAccepted) {
+			return &hintedError{werr, fmt.Sprintf("the writes are made, but the apiserver does not accept those named: undo each with `etcdpvc restore BACKUP` (its backup is named above, and listed in %s/audit.log) and see the runbook's section on verification", ao.BackupDir)}
+		}
 		return s.partialCopy(werr)
 	}
 	if done, err := s.finishSnapshot(t); done && err != nil {
 		return err
 	}
 	return incomplete()
+}
+
+// setVerifyRefusal is the refusal of a RecoverSet by the verification
+// before it (err, from Verifier.Before); an object that cannot be checked
+// because its namespace is created by the plan itself gets a hint of its
+// own.
+func setVerifyRefusal(plan *surgery.SetPlan, err error) error {
+	var ue *verify.UnverifiableError
+	if !errors.As(err, &ue) || ue.MissingNamespace == "" {
+		return err
+	}
+	for _, it := range plan.Items {
+		if it.Resource.Path == "namespaces" && it.Action == surgery.ActionCreate && it.Name == ue.MissingNamespace {
+			return &hintedError{err, fmt.Sprintf("the objects of namespace %s cannot be checked before the namespace exists: recover the namespace object first with the same flags (`recover --etcd-key %s --verify=always`), then run this command again; or use --verify=auto, which checks each object after its write", it.Name, it.Key)}
+		}
+	}
+	return err
 }

@@ -22,8 +22,8 @@ type BatchCreator interface {
 	// On success it returns the transaction's revision. When a key exists
 	// it writes nothing and returns a *BatchConflictError (matching
 	// ErrConflict). A request larger than etcd accepts, or with more
-	// operations than its --max-txn-ops, wraps ErrTooLarge and was not
-	// applied. An error wrapping ErrUnavailable or a context error leaves
+	// operations than its --max-txn-ops (then also ErrTooManyOps), wraps
+	// ErrTooLarge and was not applied. An error wrapping ErrUnavailable or a context error leaves
 	// the outcome unknown, as for CompareAndSwap.
 	CreateBatch(ctx context.Context, kvs []KeyValue) (int64, error)
 }
@@ -82,7 +82,10 @@ func (e *Etcd) CreateBatch(ctx context.Context, kvs []KeyValue) (int64, error) {
 		return err
 	})
 	if err != nil {
-		if tooLarge(err) || strings.Contains(err.Error(), "too many operations in txn request") {
+		if strings.Contains(err.Error(), "too many operations in txn request") {
+			return 0, fmt.Errorf("%s: %w: %w: %w", op, ErrTooManyOps, ErrTooLarge, cleanRPCError(err))
+		}
+		if tooLarge(err) {
 			return 0, fmt.Errorf("%s: %w (%d bytes): %w", op, ErrTooLarge, CreateBatchSize(kvs), cleanRPCError(err))
 		}
 		return 0, rpcError(op, err)
@@ -120,6 +123,10 @@ func (r *Routed) CreateBatch(ctx context.Context, kvs []KeyValue) (int64, error)
 	}
 	return bc.CreateBatch(ctx, kvs)
 }
+
+// ErrTooManyOps means etcd refused a transaction for holding more
+// operations than its --max-txn-ops; it was not applied.
+var ErrTooManyOps = errors.New("etcd refuses more operations in one transaction than its --max-txn-ops")
 
 // ErrCrossStore means a CreateBatch's keys are not all in one store that
 // can create them together; nothing was written.

@@ -198,11 +198,19 @@ type ExecuteOptions struct {
 	// Verifier, when set, checks every plan before the first write and
 	// each written plan after its write.
 	Verifier Verifier
+	// MaxTxnOps, when above 0 and the store is a store.BatchCreator,
+	// writes each run of consecutive creates in transactions of at most
+	// MaxTxnOps keys (and etcd's request size), each all or nothing, with
+	// every backup of a transaction durable before it is sent
+	// (writeBatch). 0 writes one compare-and-swap per plan.
+	MaxTxnOps int
 }
 
-// Execute makes the writes of plans that belong together (one plan, or a
-// recipe's several), in order, each with its own backup and
-// compare-and-swap, as Apply does; no-op plans are skipped. It checks
+// Execute makes the writes of plans that belong together (one plan, a
+// recipe's several, or a recovery's many), in order, each with its own
+// backup and compare-and-swap, as Apply does, or with o.MaxTxnOps each run
+// of creates in transactions of several keys (writeBatch); no-op plans
+// are skipped. It checks
 // every plan before writing any, so a refusal (ErrNoOp aside, ErrTooLarge)
 // writes nothing. It stops at the first failure and returns one Step per
 // plan, in order.
@@ -238,18 +246,18 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 		}
 	}
 	written := 0
-	for i, p := range plans {
-		if p == nil || p.NoOp {
-			continue
+	// fail records err for the steps from..to (one plan, or a
+	// transaction of several) and returns Execute's error.
+	fail := func(from, to int, err error) ([]Step, error) {
+		for j := from; j < to; j++ {
+			steps[j].Err = err
 		}
-		res, err := Apply(ctx, w, p, o.ApplyOptions)
-		if err != nil {
-			steps[i].Err = err
-			if written == 0 {
-				return steps, err
-			}
-			return steps, &PartialError{Steps: steps, Failed: i}
+		if written == 0 {
+			return steps, err
 		}
+		return steps, &PartialError{Steps: steps, Failed: from}
+	}
+	done := func(i int, res *Result) {
 		steps[i].Result = res
 		written++
 		if o.OnWritten != nil {
@@ -259,12 +267,71 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 			steps[i].VerifyErr = o.Verifier.After(ctx, steps[i])
 		}
 	}
+	bc, batched := w.(store.BatchCreator)
+	single := 0 // plans before this index are written one by one
+	for i := 0; i < len(plans); {
+		p := plans[i]
+		if p == nil || p.NoOp {
+			i++
+			continue
+		}
+		if end := batchEnd(plans, i, o); batched && i >= single && end-i > 1 {
+			results, err := writeBatch(ctx, w, bc, plans[i:end], o.ApplyOptions)
+			switch {
+			case err == nil:
+				for j := i; j < end; j++ {
+					done(j, results[j-i])
+				}
+				i = end
+				continue
+			case errors.Is(err, store.ErrCrossStore):
+				// Not one store: one transaction per key.
+				single = end
+			default:
+				var tm *TooManyOpsError
+				if errors.As(err, &tm) {
+					tm.Asked = o.MaxTxnOps
+				}
+				return fail(i, end, err)
+			}
+		}
+		res, err := Apply(ctx, w, p, o.ApplyOptions)
+		if err != nil {
+			return fail(i, i+1, err)
+		}
+		done(i, res)
+		i++
+	}
 	for _, st := range steps {
 		if st.VerifyErr != nil {
 			return steps, &NotAcceptedError{Steps: steps}
 		}
 	}
 	return steps, nil
+}
+
+// batchEnd returns the end of the transaction of creates that starts at
+// plans[i]: at most o.MaxTxnOps consecutive creates within etcd's request
+// size; i+1 when plans[i] is not a create or o.MaxTxnOps is 0.
+func batchEnd(plans []*Plan, i int, o ExecuteOptions) int {
+	isCreate := func(p *Plan) bool { return p != nil && !p.NoOp && !p.Delete && p.Expect == 0 }
+	if o.MaxTxnOps <= 0 || !isCreate(plans[i]) {
+		return i + 1
+	}
+	limit := o.MaxRequestBytes
+	if limit <= 0 {
+		limit = store.MaxRequestBytes
+	}
+	end, size := i, 512
+	for end < len(plans) && end-i < o.MaxTxnOps && isCreate(plans[end]) {
+		n := store.CompareAndSwapSize(plans[end].Key, plans[end].NewStored)
+		if end > i && size+n > limit {
+			break
+		}
+		size += n
+		end++
+	}
+	return end
 }
 
 // NotAcceptedError reports an Execute whose writes were all made and
@@ -317,6 +384,10 @@ func (e *PartialError) Error() string {
 			parts = append(parts, fmt.Sprintf("%s may or may not have been written: %v", name, s.Err))
 		case i == e.Failed:
 			parts = append(parts, fmt.Sprintf("%s was not written: %v", name, s.Err))
+		case s.Err != nil && errors.Is(s.Err, ErrUncertain):
+			parts = append(parts, fmt.Sprintf("%s may or may not have been written (the same transaction)", name))
+		case s.Err != nil:
+			parts = append(parts, fmt.Sprintf("%s was not written (the same transaction)", name))
 		default:
 			parts = append(parts, fmt.Sprintf("%s was not written (not attempted)", name))
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -122,6 +123,9 @@ type SetPlan struct {
 	SourceRevision int64
 	// Warnings concern the whole plan.
 	Warnings []string
+	// Preview is a plan made with no write target (PlanRecoverSet with a
+	// nil live): only to print, never to write.
+	Preview bool
 }
 
 // Count returns how many items have action a.
@@ -203,7 +207,14 @@ func rankOf(r resource.Resource) int {
 // in live is never overwritten unless o.ReplaceDifferent: identical is
 // reported and skipped, different too. A custom resource whose
 // CustomResourceDefinition is in neither live nor src refuses the whole
-// plan (ErrMissingCRD); one found only in src is recovered first.
+// plan (ErrMissingCRD); one found only in src is recovered first. A
+// namespace written into that is Terminating in live refuses the whole
+// plan (a *TerminatingError): its namespace controller would delete what
+// is recovered.
+//
+// A nil live is a plan with no write target, only to print: every object
+// is a create, CustomResourceDefinitions are taken from src, and nothing
+// of a live cluster is checked (Preview says so).
 func (c Planner) PlanRecoverSet(ctx context.Context, src, live store.Reader, o RecoverSetOptions) (*SetPlan, error) {
 	prefix := c.prefix()
 	var listPrefix, what string
@@ -326,6 +337,10 @@ func (c Planner) PlanRecoverSet(ctx context.Context, src, live store.Reader, o R
 	}
 
 	c.skipOwned(plan, included)
+	if live == nil {
+		plan.Preview = true
+		plan.Warnings = append(plan.Warnings, "no write target was given: every object is shown as it would be created where its key is absent; whether it exists in the live cluster, and whether a namespace written into is Terminating there, was not checked (add --endpoints or --kubeadm)")
+	}
 	if err := c.addCRDs(ctx, src, live, plan, crds, o.Rev); err != nil {
 		return nil, fmt.Errorf("recover %s: %w", what, err)
 	}
@@ -335,11 +350,87 @@ func (c Planner) PlanRecoverSet(ctx context.Context, src, live store.Reader, o R
 		}
 		return strings.Compare(a.Key, b.Key)
 	})
+	if live == nil {
+		return plan, nil
+	}
 	if err := c.checkExisting(ctx, live, plan, o.ReplaceDifferent); err != nil {
+		return nil, fmt.Errorf("recover %s: %w", what, err)
+	}
+	if err := c.checkTerminating(ctx, live, plan); err != nil {
 		return nil, fmt.Errorf("recover %s: %w", what, err)
 	}
 	c.claimWarnings(ctx, live, plan)
 	return plan, nil
+}
+
+// ErrNamespaceTerminating means objects would be written into a
+// namespace that is being deleted: its namespace controller would delete
+// them again.
+var ErrNamespaceTerminating = errors.New("the namespace is Terminating in the live cluster")
+
+// TerminatingError refuses a RecoverSet into namespaces that are
+// Terminating in the live cluster. It matches ErrNamespaceTerminating.
+type TerminatingError struct {
+	// Namespaces are the namespaces Terminating, sorted; Since their
+	// deletionTimestamps.
+	Namespaces, Since []string
+}
+
+func (e *TerminatingError) Error() string {
+	parts := make([]string, len(e.Namespaces))
+	for i, ns := range e.Namespaces {
+		parts[i] = fmt.Sprintf("%s (deletionTimestamp %s)", ns, e.Since[i])
+	}
+	return fmt.Sprintf("namespace %s: %v: its namespace controller would delete again every object recovered into it; nothing written", strings.Join(parts, ", "), ErrNamespaceTerminating)
+}
+
+// Unwrap returns ErrNamespaceTerminating.
+func (e *TerminatingError) Unwrap() error { return ErrNamespaceTerminating }
+
+// Hint says the way out.
+func (e *TerminatingError) Hint() string {
+	cmds := make([]string, len(e.Namespaces))
+	for i, ns := range e.Namespaces {
+		cmds[i] = "etcdpvc undelete namespace " + ns
+	}
+	return fmt.Sprintf("take the namespace out of Terminating first (%s, with the same connection flags; it goes back to Active and the namespace controller stops deleting), then run this command again: what the controller deleted meanwhile is recovered then", strings.Join(cmds, "; "))
+}
+
+// checkTerminating refuses (a *TerminatingError) a plan that writes into
+// a namespace Terminating in live: the namespace recovered, or the
+// namespace of any object created or replaced.
+func (c Planner) checkTerminating(ctx context.Context, live store.Reader, plan *SetPlan) error {
+	names := map[string]bool{}
+	for _, it := range plan.Items {
+		switch {
+		case it.Resource.Path == "namespaces" && it.Action != ActionSkipped && it.Action != ActionUnreadable:
+			names[it.Name] = true
+		case it.Plan != nil && it.Namespace != "":
+			names[it.Namespace] = true
+		}
+	}
+	te := &TerminatingError{}
+	prefix := strings.TrimSuffix(path.Join("/", c.prefix()), "/") + "/namespaces/"
+	for _, ns := range slices.Sorted(mapsKeys(names)) {
+		cur, err := c.Load(ctx, live, prefix+ns, 0)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue
+		case err != nil:
+			return fmt.Errorf("read the live namespace %s (to check that it is not Terminating): %w", ns, err)
+		}
+		if terminating(cur.Obj.Meta) {
+			since := "set"
+			if cur.Obj.Meta.DeletionTimestamp != nil {
+				since = cur.Obj.Meta.DeletionTimestamp.UTC().Format("2006-01-02T15:04:05Z")
+			}
+			te.Namespaces, te.Since = append(te.Namespaces, ns), append(te.Since, since)
+		}
+	}
+	if len(te.Namespaces) > 0 {
+		return te
+	}
+	return nil
 }
 
 // recoverValue works out the value recover writes for cur: its deletion
@@ -411,10 +502,12 @@ func (c Planner) addCRDs(ctx context.Context, src, live store.Reader, plan *SetP
 	}
 	for _, name := range slices.Sorted(mapsKeys(need)) {
 		key := strings.TrimSuffix(path.Join("/", c.prefix()), "/") + "/" + crdPath + "/" + name
-		if _, err := live.Get(ctx, key, 0); err == nil {
-			continue
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("check customresourcedefinition %s: %w", name, err)
+		if live != nil {
+			if _, err := live.Get(ctx, key, 0); err == nil {
+				continue
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("check customresourcedefinition %s: %w", name, err)
+			}
 		}
 		kv, ok := crds[name]
 		if !ok {
@@ -504,6 +597,14 @@ func (c Planner) checkExisting(ctx context.Context, live store.Reader, plan *Set
 		it.Action = ActionReplace
 		it.Plan.Before, it.Plan.Expect, it.Plan.Lease = cur, cur.KV.ModRevision, cur.KV.Lease
 		it.Plan.Description = fmt.Sprintf("recover: replace %s with revision %d of the source", it.Key, it.SourceRevision)
+		after, err := codec.Decode(it.Plan.NewPlain)
+		if err != nil {
+			return fmt.Errorf("decode the recovered %s: %w", it.What(), err)
+		}
+		if it.Plan.Diff, err = c.renderDiff(fmt.Sprintf("%s (revision %d)", it.Key, cur.KV.ModRevision), cur.Obj, cur.KV.ModRevision,
+			fmt.Sprintf("%s (recovered from revision %d)", it.Key, it.SourceRevision), after, cur.KV.ModRevision); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -20,6 +21,9 @@ type RecoverSetWriteOptions struct {
 	MaxTxnOps int
 	// OnWritten, when set, is called after each item written, in order.
 	OnWritten func(*SetItem)
+	// Verifier, when set, checks every item before the first write and
+	// each item written after it, as for any write (Execute).
+	Verifier Verifier
 }
 
 // SetWritten is what WriteRecoverSet did with one item.
@@ -27,6 +31,8 @@ type SetWritten struct {
 	Item       *SetItem
 	Revision   int64
 	BackupPath string
+	// VerifyErr is why the Verifier does not accept the item as written.
+	VerifyErr error
 }
 
 // RecoverSetResult reports WriteRecoverSet.
@@ -71,16 +77,91 @@ func joinNames(names []string) string {
 	return fmt.Sprintf("%s and %d more in the same transaction", names[0], len(names)-1)
 }
 
-// WriteRecoverSet writes a RecoverSet plan: the creates in plan order, in
-// transactions of at most o.MaxTxnOps keys and etcd's request size, each
-// all or nothing (store.BatchCreator; one create-only compare-and-swap per
-// key on a store that cannot), each batch's backups (recording the absent
+// WriteRecoverSet writes a RecoverSet plan through Execute, the executor
+// of every write: the creates first, in plan order, in transactions of at
+// most o.MaxTxnOps keys and etcd's request size, each all or nothing
+// (store.BatchCreator; one create-only compare-and-swap per key on a
+// store that cannot), each transaction's backups (recording the absent
 // keys, so that restore deletes what was created) written durably before
-// the batch; then each replace with its own compare-and-swap and backup,
-// as Apply does. It stops at the first failure: the error is the failure's
-// when nothing was written, else a *SetPartialError (ErrPartial). A
-// second run of the same plan resumes: what was created exists identical.
+// it; then each replace with its own compare-and-swap and backup. With
+// o.Verifier, every item is checked before the first write and each one
+// after its write. It stops at the first failure: the error is the
+// failure's when nothing was written, else a *SetPartialError
+// (ErrPartial); writes the Verifier does not accept make a
+// *NotAcceptedError (ErrNotAccepted). A second run of the same plan
+// resumes: what was created exists identical.
 func WriteRecoverSet(ctx context.Context, w store.Writer, plan *SetPlan, o RecoverSetWriteOptions) (*RecoverSetResult, error) {
+	if o.BackupDir == "" {
+		o.BackupDir = DefaultBackupDir()
+	}
+	if abs, err := filepath.Abs(o.BackupDir); err == nil {
+		o.BackupDir = abs
+	}
+	maxOps := o.MaxTxnOps
+	if maxOps <= 0 {
+		maxOps = store.MaxTxnOps
+	}
+	items := plan.Writes()
+	plans := make([]*Plan, len(items))
+	item := make(map[*Plan]*SetItem, len(items))
+	for i, it := range items {
+		plans[i], item[it.Plan] = it.Plan, it
+	}
+	res := &RecoverSetResult{BackupDir: o.BackupDir}
+	steps, err := Execute(ctx, w, plans, ExecuteOptions{ApplyOptions: o.ApplyOptions, Verifier: o.Verifier, MaxTxnOps: maxOps,
+		OnWritten: func(st Step) {
+			res.Warnings = append(res.Warnings, st.Result.Warnings...)
+			res.Written = append(res.Written, SetWritten{Item: item[st.Plan], Revision: st.Result.Revision, BackupPath: st.Result.BackupPath})
+			if o.OnWritten != nil {
+				o.OnWritten(item[st.Plan])
+			}
+		}})
+	for i := range res.Written {
+		for _, st := range steps {
+			if st.Plan == res.Written[i].Item.Plan {
+				res.Written[i].VerifyErr = st.VerifyErr
+			}
+		}
+	}
+	var pe *PartialError
+	if errors.As(err, &pe) {
+		var names []string
+		for _, st := range steps {
+			if st.Err != nil {
+				names = append(names, st.Plan.ObjectName())
+			}
+		}
+		return res, &SetPartialError{Written: len(res.Written), Total: len(plans), Failed: names, Cause: steps[pe.Failed].Err}
+	}
+	return res, err
+}
+
+// Writes returns the items the plan writes, in the order WriteRecoverSet
+// writes them: the creates, then the replaces.
+func (p *SetPlan) Writes() []*SetItem {
+	var creates, replaces []*SetItem
+	for _, it := range p.Items {
+		switch it.Action {
+		case ActionCreate:
+			creates = append(creates, it)
+		case ActionReplace:
+			replaces = append(replaces, it)
+		}
+	}
+	return append(creates, replaces...)
+}
+
+// backupWriters is how many backup files of a batch are written and
+// fsynced at once: the file system commits concurrent fsyncs together.
+const backupWriters = 16
+
+// writeBatch writes the backups of a batch of creates (each file fsynced,
+// several at once, then the directory once), then creates them in one
+// transaction, then appends them to the audit log with one fsync. When
+// the transaction is known not to have been applied (a conflict, keys in
+// several stores, more than etcd takes in one transaction), the batch's
+// backups are removed: they record writes that were never made.
+func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batch []*Plan, o ApplyOptions) ([]*Result, error) {
 	if o.BackupDir == "" {
 		o.BackupDir = DefaultBackupDir()
 	}
@@ -90,117 +171,8 @@ func WriteRecoverSet(ctx context.Context, w store.Writer, plan *SetPlan, o Recov
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	maxOps := o.MaxTxnOps
-	if maxOps <= 0 {
-		maxOps = store.MaxTxnOps
-	}
-	limit := o.MaxRequestBytes
-	if limit <= 0 {
-		limit = store.MaxRequestBytes
-	}
-	var creates, replaces []*SetItem
-	for _, it := range plan.Items {
-		switch it.Action {
-		case ActionCreate:
-			creates = append(creates, it)
-		case ActionReplace:
-			replaces = append(replaces, it)
-		}
-	}
-	total := len(creates) + len(replaces)
-	for _, it := range append(append([]*SetItem(nil), creates...), replaces...) {
-		if err := checkPlan(it.Plan, o.ApplyOptions); err != nil {
-			return nil, err
-		}
-	}
-	res := &RecoverSetResult{BackupDir: o.BackupDir}
-	fail := func(items []*SetItem, err error) (*RecoverSetResult, error) {
-		if len(res.Written) == 0 {
-			return res, err
-		}
-		var names []string
-		for _, it := range items {
-			names = append(names, it.Plan.ObjectName())
-		}
-		return res, &SetPartialError{Written: len(res.Written), Total: total, Failed: names, Cause: err}
-	}
-	bc, batched := w.(store.BatchCreator)
-	for start := 0; start < len(creates); {
-		end := start
-		size := 512
-		for end < len(creates) && end-start < maxOps {
-			n := store.CompareAndSwapSize(creates[end].Key, creates[end].Plan.NewStored)
-			if end > start && size+n > limit {
-				break
-			}
-			size += n
-			end++
-		}
-		batch := creates[start:end]
-		start = end
-		// oneByOne writes the batch one compare-and-swap per key: on a
-		// store that cannot batch, or keys kept in several etcds.
-		oneByOne := func() (failed *SetItem, err error) {
-			for _, it := range batch {
-				r, err := Apply(ctx, w, it.Plan, o.ApplyOptions)
-				if err != nil {
-					return it, err
-				}
-				res.Warnings = append(res.Warnings, r.Warnings...)
-				res.record(o, it, r.Revision, r.BackupPath)
-			}
-			return nil, nil
-		}
-		if !batched {
-			if it, err := oneByOne(); err != nil {
-				return fail([]*SetItem{it}, err)
-			}
-			continue
-		}
-		ws, err := writeBatch(ctx, w, bc, batch, o.ApplyOptions)
-		if errors.Is(err, store.ErrCrossStore) {
-			// Not one store: one transaction per key (the backups
-			// written for the batch are harmless: nothing was written).
-			if it, err := oneByOne(); err != nil {
-				return fail([]*SetItem{it}, err)
-			}
-			continue
-		}
-		if err != nil {
-			return fail(batch, err)
-		}
-		for _, sw := range ws {
-			res.record(o, sw.Item, sw.Revision, sw.BackupPath)
-		}
-	}
-	for _, it := range replaces {
-		r, err := Apply(ctx, w, it.Plan, o.ApplyOptions)
-		if err != nil {
-			return fail([]*SetItem{it}, err)
-		}
-		res.Warnings = append(res.Warnings, r.Warnings...)
-		res.record(o, it, r.Revision, r.BackupPath)
-	}
-	return res, nil
-}
-
-func (r *RecoverSetResult) record(o RecoverSetWriteOptions, it *SetItem, rev int64, backup string) {
-	r.Written = append(r.Written, SetWritten{Item: it, Revision: rev, BackupPath: backup})
-	if o.OnWritten != nil {
-		o.OnWritten(it)
-	}
-}
-
-// backupWriters is how many backup files of a batch are written and
-// fsynced at once: the file system commits concurrent fsyncs together.
-const backupWriters = 16
-
-// writeBatch writes the backups of a batch of creates (each file fsynced,
-// several at once, then the directory once), then creates them in one
-// transaction, then appends them to the audit log with one fsync.
-func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batch []*SetItem, o ApplyOptions) ([]SetWritten, error) {
 	now := o.Now().UTC()
-	out := make([]SetWritten, len(batch))
+	out := make([]*Result, len(batch))
 	kvs := make([]store.KeyValue, len(batch))
 	errs := make([]error, len(batch))
 	var wg sync.WaitGroup
@@ -210,12 +182,13 @@ func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batc
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				p := batch[i].Plan
+				p := batch[i]
 				b := &Backup{
 					Kind: BackupKind, Version: BackupVersion, Key: p.Key, Endpoints: o.Endpoints, Absent: true,
 					NewSHA256: digest(p.NewStored), SHA256: digest(nil), Timestamp: now.Format(time.RFC3339Nano),
 					ToolVersion: o.ToolVersion, Operation: p.Description, Source: o.Source,
 				}
+				out[i] = &Result{}
 				out[i].BackupPath, errs[i] = writeBackupFile(o.BackupDir, b, now)
 			}
 		}()
@@ -225,25 +198,40 @@ func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batc
 	}
 	close(next)
 	wg.Wait()
-	for i, it := range batch {
-		if errs[i] != nil {
-			return nil, fmt.Errorf("write %s: back up before writing: %w; this batch of %d was not written", it.Plan.ObjectName(), errs[i], len(batch))
+	// unsent removes the batch's backups: the transaction was not
+	// applied, and never will be.
+	unsent := func() string {
+		var failed int
+		for _, r := range out {
+			if r != nil && r.BackupPath != "" {
+				if err := os.Remove(r.BackupPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+					failed++
+				}
+			}
 		}
-		out[i].Item = it
-		kvs[i] = store.KeyValue{Key: it.Plan.Key, Value: it.Plan.NewStored}
+		if err := syncDir(o.BackupDir); err != nil || failed > 0 {
+			return "; its backups could not all be removed (they record creates that were not made, and are harmless)"
+		}
+		return "; its backups were removed"
+	}
+	for i, p := range batch {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("write %s: back up before writing: %w; this batch of %d was not written%s", p.ObjectName(), errs[i], len(batch), unsent())
+		}
+		kvs[i] = store.KeyValue{Key: p.Key, Value: p.NewStored}
 	}
 	if err := syncDir(o.BackupDir); err != nil {
 		return nil, fmt.Errorf("create %d objects: back up before writing: %w; this batch was not written", len(batch), err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("create %d objects: %w before the transaction was sent; this batch was not written", len(batch), err)
+		return nil, fmt.Errorf("create %d objects: %w before the transaction was sent; this batch was not written%s", len(batch), err, unsent())
 	}
 	logPath := filepath.Join(o.BackupDir, AuditLogName)
 	audit := func(rev int64, outcome string) error {
 		recs := make([]AuditRecord, len(batch))
-		for i, it := range batch {
-			recs[i] = AuditRecord{Time: now.Format(time.RFC3339Nano), Key: it.Key, Op: it.Plan.Description, ToRevision: rev,
-				Backup: out[i].BackupPath, SHA256: digest(nil), NewSHA256: digest(it.Plan.NewStored),
+		for i, p := range batch {
+			recs[i] = AuditRecord{Time: now.Format(time.RFC3339Nano), Key: p.Key, Op: p.Description, ToRevision: rev,
+				Backup: out[i].BackupPath, SHA256: digest(nil), NewSHA256: digest(p.NewStored),
 				Endpoints: o.Endpoints, ToolVersion: o.ToolVersion, Outcome: outcome}
 		}
 		return appendAudits(logPath, recs)
@@ -252,10 +240,15 @@ func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batc
 	if err != nil {
 		var ce *store.BatchConflictError
 		switch {
-		case errors.As(err, &ce), errors.Is(err, store.ErrCrossStore):
+		case errors.As(err, &ce):
+			return nil, fmt.Errorf("%w; nothing of this transaction was written%s", err, unsent())
+		case errors.Is(err, store.ErrCrossStore):
+			unsent()
 			return nil, fmt.Errorf("%w; nothing of this transaction was written", err)
+		case errors.Is(err, store.ErrTooManyOps):
+			return nil, &TooManyOpsError{Ops: len(batch), Cause: err, Removed: unsent()}
 		case errors.Is(err, store.ErrTooLarge):
-			return nil, fmt.Errorf("create %d objects: %w: %w; nothing of this transaction was written", len(batch), ErrTooLarge, err)
+			return nil, fmt.Errorf("create %d objects: %w: %w; nothing of this transaction was written%s", len(batch), ErrTooLarge, err, unsent())
 		}
 		rev, err = resolveBatch(ctx, w, bc, kvs, err)
 		if err != nil {
@@ -270,8 +263,51 @@ func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batc
 	for i := range out {
 		out[i].Revision = rev
 	}
-	_ = audit(rev, "") // the writes are made; a failing audit log is not a failed write
+	if err := audit(rev, ""); err != nil {
+		// The writes are made; a failing audit log is not a failed write.
+		for i := range out {
+			out[i].Warnings = []string{fmt.Sprintf("the write succeeded but the audit log could not be appended to: %v", err)}
+		}
+	} else {
+		for i := range out {
+			out[i].AuditLog = logPath
+		}
+	}
 	return out, nil
+}
+
+// ErrTooManyOps means a transaction held more operations than etcd
+// accepts in one (its --max-txn-ops); nothing of it was written.
+var ErrTooManyOps = errors.New("more operations in one transaction than etcd accepts")
+
+// TooManyOpsError reports a transaction of creates that etcd refused for
+// holding more operations than its --max-txn-ops; nothing of it was
+// written. It matches ErrTooManyOps and its cause (store.ErrTooManyOps,
+// store.ErrTooLarge).
+type TooManyOpsError struct {
+	// Ops is the number of keys the transaction created; Asked the most
+	// a transaction was allowed to hold (--max-txn-ops).
+	Ops, Asked int
+	Cause      error
+	// Removed says what became of the transaction's backups.
+	Removed string
+}
+
+func (e *TooManyOpsError) Error() string {
+	asked := ""
+	if e.Asked > 0 {
+		asked = fmt.Sprintf(" (--max-txn-ops %d here)", e.Asked)
+	}
+	return fmt.Sprintf("create %d objects in one transaction%s: %v: etcd's own --max-txn-ops is below %d (its default is %d); nothing of this transaction was written%s",
+		e.Ops, asked, ErrTooManyOps, e.Ops, store.MaxTxnOps, e.Removed)
+}
+
+// Unwrap returns ErrTooManyOps and the cause.
+func (e *TooManyOpsError) Unwrap() []error { return []error{ErrTooManyOps, e.Cause} }
+
+// Hint says what to do.
+func (e *TooManyOpsError) Hint() string {
+	return fmt.Sprintf("lower --max-txn-ops to at most etcd's own --max-txn-ops (%d unless etcd was started with another value) and run the same command again", store.MaxTxnOps)
 }
 
 // resolveBatch finds out, after a batch create failed without an answer,

@@ -5,7 +5,12 @@
 // surgery bypasses do not apply) shows the apiserver's own validation
 // errors; after it, the apiserver must serve the object at the key's new
 // mod revision and accept a dry-run update of it as it stands. When no
-// apiserver answers, nothing is verified and the Verifier says so.
+// apiserver answers, or it cannot be shown to serve the etcd written (the
+// uid of kube-system, which an etcd without one cannot tell), nothing is
+// verified and the Verifier says so. A request the kubeconfig's user is
+// not authorized to make (a 403 the authorizer gives, told apart from
+// admission's by a SelfSubjectAccessReview) verifies nothing and rejects
+// nothing: "not verified".
 //
 // Verifier implements surgery.Verifier; package surgery does not import
 // client-go.
@@ -20,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,7 +80,8 @@ type Options struct {
 	// DefaultServeWait).
 	ServeWait time.Duration
 	// Reader and Planner read the etcd written, to check that the
-	// apiserver is the one of that cluster (kube-system's uid).
+	// apiserver is the one of that cluster (kube-system's uid); without
+	// them nothing is verified.
 	Reader  store.Reader
 	Planner *surgery.Planner
 	// Note prints one line for the operator ("verified: ...").
@@ -94,6 +101,60 @@ type Verifier struct {
 	mu       sync.Mutex
 	said     bool
 	verdicts map[*surgery.Plan]error
+	tally    Tally
+	access   map[accessKey]accessAnswer
+	// missingNS is, for a plan whose dry run found no namespace, that
+	// namespace.
+	missingNS map[*surgery.Plan]string
+}
+
+// Tally counts what a Verifier found, for a summary of many writes.
+type Tally struct {
+	// Validated and Unvalidated count the plans a dry run accepted
+	// before the write, and those it could not check.
+	Validated, Unvalidated int
+	// Verified, Unverified and NotAccepted count the writes the
+	// apiserver serves and accepts updates of, those it could not be
+	// asked about (its permission refused, a kind it cannot be asked
+	// about), and those it does not accept.
+	Verified, Unverified, NotAccepted int
+}
+
+// Tally returns the counts so far.
+func (v *Verifier) Tally() Tally {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.tally
+}
+
+func (v *Verifier) count(f func(*Tally)) {
+	v.mu.Lock()
+	f(&v.tally)
+	v.mu.Unlock()
+}
+
+// Summary says in one line what verification established for the writes
+// made: "verification: 12 verified, 1 not verified, 0 not accepted", or
+// why nothing was verified.
+func (v *Verifier) Summary() string {
+	if v.reach != Reachable {
+		return "verification: nothing verified: " + v.why
+	}
+	t := v.Tally()
+	return fmt.Sprintf("verification: %d verified, %d not verified, %d not accepted by the apiserver", t.Verified, t.Unverified, t.NotAccepted)
+}
+
+// accessKey is one question of a SelfSubjectAccessReview.
+type accessKey struct {
+	verb      string
+	gvr       schema.GroupVersionResource
+	namespace string
+}
+
+// accessAnswer is its answer: allowed, or why it could not be asked.
+type accessAnswer struct {
+	allowed bool
+	err     error
 }
 
 // New connects to the apiserver unless mode is Never or the target is
@@ -112,7 +173,7 @@ func New(ctx context.Context, o Options) *Verifier {
 	if o.Note == nil {
 		o.Note = func(string) {}
 	}
-	v := &Verifier{o: o, verdicts: map[*surgery.Plan]error{}}
+	v := &Verifier{o: o, verdicts: map[*surgery.Plan]error{}, access: map[accessKey]accessAnswer{}, missingNS: map[*surgery.Plan]string{}}
 	switch {
 	case o.Mode == Never:
 		v.reach, v.why = Unreachable, "--verify=never"
@@ -175,18 +236,25 @@ func (v *Verifier) connect(ctx context.Context) {
 
 // sameCluster checks that the apiserver serves the etcd written: the
 // namespace kube-system has the same uid in both. It returns why not, or
-// "" (also when etcd holds no kube-system to compare with).
+// "" when it does. An etcd that holds no kube-system to compare with (or
+// one that cannot be read) cannot tell: that is a reason too, never a
+// match.
 func (v *Verifier) sameCluster(ctx context.Context) string {
 	if v.o.Reader == nil || v.o.Planner == nil {
-		return ""
+		return fmt.Sprintf("whether apiserver %s serves the etcd written cannot be told (nothing to compare it with)", v.host)
 	}
 	prefix := v.o.Planner.Prefix
 	if prefix == "" {
 		prefix = "/registry"
 	}
 	cur, err := v.o.Planner.Load(ctx, v.o.Reader, prefix+"/namespaces/kube-system", 0)
-	if err != nil || cur.Obj == nil || cur.Obj.Meta == nil {
-		return ""
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Sprintf("whether apiserver %s serves the etcd written cannot be told: etcd holds no namespace kube-system to compare with the apiserver's", v.host)
+	case err != nil:
+		return fmt.Sprintf("whether apiserver %s serves the etcd written cannot be told: namespace kube-system cannot be read from etcd (%v)", v.host, err)
+	case cur.Obj == nil || cur.Obj.Meta == nil || cur.Obj.Meta.UID == "":
+		return fmt.Sprintf("whether apiserver %s serves the etcd written cannot be told: etcd's namespace kube-system has no uid to compare", v.host)
 	}
 	ns, err := v.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, "kube-system", metav1.GetOptions{})
 	if err != nil {
@@ -232,13 +300,23 @@ func (v *Verifier) before(ctx context.Context, p *surgery.Plan) error {
 	if v.reach == Reachable {
 		verdict, msg = v.dryRun(ctx, p)
 	}
+	if verdict == Accepted && v.o.Mode == Always {
+		// The write will be made only if it can be verified after it:
+		// the user must be allowed to read it and update it (dry runs).
+		if why := v.canCheckAfter(ctx, p); why != "" {
+			verdict, msg = Unknown, why
+		}
+	}
 	switch Decide(v.o.Mode, v.reach, verdict) {
 	case WriteVerified:
+		v.count(func(t *Tally) { t.Validated++ })
 		v.o.Note(fmt.Sprintf("validated: the apiserver accepts %s (%s)", name, msg))
 		return nil
 	case WriteUnverified:
+		v.count(func(t *Tally) { t.Unvalidated++ })
 		if v.reach == Reachable {
-			v.o.Note(fmt.Sprintf("not verified: %s: %s", name, msg))
+			// After still checks the write: nothing is concluded yet.
+			v.o.Note(fmt.Sprintf("not validated before the write (it is checked after it): %s: %s", name, msg))
 		} else {
 			v.notVerified()
 		}
@@ -246,9 +324,42 @@ func (v *Verifier) before(ctx context.Context, p *surgery.Plan) error {
 	case RefuseRejected:
 		return &RejectedError{Object: name, Message: msg}
 	default:
-		return fmt.Errorf("%s: %w: %s (--verify=always); nothing written", name, ErrCannotVerify, msg)
+		ue := &UnverifiableError{Object: name, Reason: msg, Reachable: v.reach == Reachable}
+		if verdict == Unknown && v.reach == Reachable && v.missingNS[p] != "" {
+			ue.MissingNamespace = v.missingNS[p]
+		}
+		return ue
 	}
 }
+
+// UnverifiableError is the refusal, under --verify=always, of a write
+// that cannot be verified; nothing was written. It matches
+// ErrCannotVerify.
+type UnverifiableError struct {
+	Object, Reason string
+	// MissingNamespace is the namespace the apiserver does not have,
+	// when that is why the object cannot be checked before the write.
+	MissingNamespace string
+	// Reachable is true when an apiserver of the cluster answers, but
+	// cannot check this object (or this user may not).
+	Reachable bool
+}
+
+// Hint says what to do: for an apiserver that answers, "" (the
+// sentinel's hint, to make one reachable, applies only when none does).
+func (e *UnverifiableError) Hint() string {
+	if !e.Reachable {
+		return ""
+	}
+	return "the apiserver answers but cannot check this object before the write (or this user may not): --verify=auto writes it and checks what it can after the write (exit 12 if the apiserver does not accept it); or give a kubeconfig whose user may create, get and update it"
+}
+
+func (e *UnverifiableError) Error() string {
+	return fmt.Sprintf("%s: %v: %s (--verify=always); nothing written", e.Object, ErrCannotVerify, e.Reason)
+}
+
+// Unwrap returns ErrCannotVerify.
+func (e *UnverifiableError) Unwrap() error { return ErrCannotVerify }
 
 // RejectedError is the apiserver's refusal of an edited object before
 // the write. It matches ErrRejected.
@@ -280,7 +391,7 @@ func (v *Verifier) dryRun(ctx context.Context, p *surgery.Plan) (Verdict, string
 		return Unknown, fmt.Sprintf("%s is a kind this tool cannot turn into JSON for the apiserver", obj.GVK.Kind)
 	}
 	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj.Content)}
-	ri, err := v.resourceFor(obj.GVK, u.GetNamespace())
+	ri, err := v.resourceFor(obj.GVK, u.GetNamespace(), true)
 	if err != nil {
 		return Unknown, err.Error()
 	}
@@ -297,13 +408,107 @@ func (v *Verifier) dryRun(ctx context.Context, p *surgery.Plan) (Verdict, string
 		how += " under a generated name"
 	}
 	_, err = ri.Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
-	if err == nil {
+	switch {
+	case err == nil:
 		return Accepted, how
-	}
-	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		return Rejected, apiMessage(err, obj.Meta.Name)
+	case apierrors.IsForbidden(err) && hasCause(err, corev1.NamespaceTerminatingCause):
+		return Rejected, apiMessage(err, obj.Meta.Name)
+	case apierrors.IsForbidden(err):
+		// The authorizer (this user may not create it) or admission
+		// (the apiserver refuses it): ask which.
+		gvr, _ := v.gvrFor(obj.GVK)
+		allowed, aerr := v.allowed(ctx, "create", gvr, u.GetNamespace())
+		switch {
+		case aerr != nil:
+			return Unknown, fmt.Sprintf("%s is forbidden (%s), and whether this user may create it cannot be told (%v)", how, shortErr(err), aerr)
+		case !allowed:
+			return Unknown, fmt.Sprintf("the kubeconfig's user may not create %s (%s): %s", gvr.Resource, shortErr(err), how+" not made")
+		}
+		return Rejected, apiMessage(err, obj.Meta.Name)
+	case apierrors.IsNotFound(err) && u.GetNamespace() != "":
+		v.mu.Lock()
+		v.missingNS[p] = u.GetNamespace()
+		v.mu.Unlock()
+		return Unknown, fmt.Sprintf("the apiserver has no namespace %s (yet), so a %s cannot be made before it exists (%s)", u.GetNamespace(), how, shortErr(err))
 	}
 	return Unknown, fmt.Sprintf("%s failed: %v", how, shortErr(err))
+}
+
+// hasCause reports whether err is an API status with a cause of type t.
+func hasCause(err error, t metav1.CauseType) bool {
+	_, ok := apierrors.StatusCause(err, t)
+	return ok
+}
+
+// canCheckAfter returns why the write of p could not be verified after
+// it (this user may not get it, or update it, as After does), or "".
+func (v *Verifier) canCheckAfter(ctx context.Context, p *surgery.Plan) string {
+	id, err := identify(p)
+	if err != nil {
+		return err.Error()
+	}
+	gvr, err := v.gvrFor(id.gvk)
+	if err != nil {
+		return err.Error()
+	}
+	verbs := []string{"get", "update"}
+	if p.Delete {
+		verbs = verbs[:1]
+	}
+	for _, verb := range verbs {
+		allowed, err := v.allowed(ctx, verb, gvr, id.namespace)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("whether the kubeconfig's user may %s %s cannot be told (%v), so the write could not be verified after it", verb, gvr.Resource, err)
+		case !allowed:
+			where := ""
+			if id.namespace != "" {
+				where = " in namespace " + id.namespace
+			}
+			return fmt.Sprintf("the kubeconfig's user may not %s %s%s, so the write could not be verified after it", verb, gvr.Resource, where)
+		}
+	}
+	return ""
+}
+
+// allowed asks the apiserver (a SelfSubjectAccessReview, remembered)
+// whether the kubeconfig's user may do verb on gvr in namespace.
+func (v *Verifier) allowed(ctx context.Context, verb string, gvr schema.GroupVersionResource, namespace string) (bool, error) {
+	k := accessKey{verb: verb, gvr: gvr, namespace: namespace}
+	v.mu.Lock()
+	a, ok := v.access[k]
+	v.mu.Unlock()
+	if ok {
+		return a.allowed, a.err
+	}
+	ssar := v.dyn.Resource(schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"})
+	req := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "authorization.k8s.io/v1",
+		"kind":       "SelfSubjectAccessReview",
+		"spec": map[string]any{"resourceAttributes": map[string]any{
+			"verb": verb, "group": gvr.Group, "resource": gvr.Resource, "namespace": namespace,
+		}},
+	}}
+	got, err := ssar.Create(ctx, req, metav1.CreateOptions{})
+	if err != nil {
+		a.err = fmt.Errorf("self subject access review: %s", shortErr(err))
+	} else {
+		a.allowed, _, _ = unstructured.NestedBool(got.Object, "status", "allowed")
+	}
+	v.mu.Lock()
+	v.access[k] = a
+	v.mu.Unlock()
+	return a.allowed, a.err
+}
+
+// forbiddenAfter is what After says of a request forbidden to this user:
+// nothing is verified, and nothing is known to be wrong with the write.
+func (v *Verifier) forbiddenAfter(name, verb string, err error) error {
+	v.count(func(t *Tally) { t.Unverified++ })
+	v.o.Note(fmt.Sprintf("not verified: %s: the kubeconfig's user may not %s it (%s)", name, verb, shortErr(err)))
+	return nil
 }
 
 // prepare strips what a create may not carry (server-set metadata, the
@@ -351,11 +556,41 @@ func apiMessage(err error, name string) string {
 	return msg
 }
 
-// resourceFor maps gvk to its resource client in namespace ns.
-func (v *Verifier) resourceFor(gvk schema.GroupVersionKind, ns string) (dynamic.ResourceInterface, error) {
+// mapping maps gvk to its resource. With exact, only gvk's own version
+// will do (an object of that version is sent); otherwise, when the
+// apiserver no longer serves the version the object is stored in (a
+// CustomResourceDefinition stored as v1beta1), its preferred version of
+// the kind.
+func (v *Verifier) mapping(gvk schema.GroupVersionKind, exact bool) (*meta.RESTMapping, error) {
 	m, err := v.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err == nil {
+		return m, nil
+	}
+	other, oerr := v.mapper.RESTMapping(gvk.GroupKind())
+	switch {
+	case oerr == nil && !exact:
+		return other, nil
+	case oerr == nil:
+		return nil, fmt.Errorf("the object is stored as %s, a version the apiserver does not serve (it serves %s), so it cannot be sent to it as it is", gvk.GroupVersion(), other.GroupVersionKind.GroupVersion())
+	}
+	return nil, fmt.Errorf("the apiserver does not serve %s: %v", gvk, shortErr(err))
+}
+
+// gvrFor maps gvk to its resource, in any version served.
+func (v *Verifier) gvrFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	m, err := v.mapping(gvk, false)
 	if err != nil {
-		return nil, fmt.Errorf("the apiserver does not serve %s: %v", gvk, shortErr(err))
+		return schema.GroupVersionResource{}, err
+	}
+	return m.Resource, nil
+}
+
+// resourceFor maps gvk to its resource client in namespace ns (exact: in
+// gvk's own version, see mapping).
+func (v *Verifier) resourceFor(gvk schema.GroupVersionKind, ns string, exact bool) (dynamic.ResourceInterface, error) {
+	m, err := v.mapping(gvk, exact)
+	if err != nil {
+		return nil, err
 	}
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		return v.dyn.Resource(m.Resource).Namespace(ns), nil
@@ -383,20 +618,38 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 	name := p.ObjectName()
 	ident, err := identify(p)
 	if err != nil {
+		v.count(func(t *Tally) { t.Unverified++ })
 		v.o.Note(fmt.Sprintf("not verified: %s: %v", name, err))
 		return nil
 	}
-	ri, err := v.resourceFor(ident.gvk, ident.namespace)
+	deadline := time.Now().Add(v.o.ServeWait)
+	// A kind the apiserver does not serve yet (a custom resource whose
+	// CustomResourceDefinition was just written) is looked up again, with
+	// fresh discovery, until it is served or the wait is over.
+	ri, err := v.resourceFor(ident.gvk, ident.namespace, false)
+	for err != nil && time.Now().Before(deadline) && ctx.Err() == nil {
+		if rm, ok := v.mapper.(meta.ResettableRESTMapper); ok {
+			rm.Reset()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+		ri, err = v.resourceFor(ident.gvk, ident.namespace, false)
+	}
 	if err != nil {
-		return fmt.Errorf("the apiserver cannot be asked about it: %w", err)
+		v.count(func(t *Tally) { t.NotAccepted++ })
+		return fmt.Errorf("the apiserver cannot be asked about it: %w (waited %s)", err, v.o.ServeWait)
 	}
 	want := strconv.FormatInt(st.Result.Revision, 10)
-	deadline := time.Now().Add(v.o.ServeWait)
 	var last string
 	for {
 		got, err := ri.Get(ctx, ident.name, metav1.GetOptions{})
 		switch {
+		case apierrors.IsForbidden(err):
+			return v.forbiddenAfter(name, "get", err)
 		case p.Delete && apierrors.IsNotFound(err):
+			v.count(func(t *Tally) { t.Verified++ })
 			v.o.Note(fmt.Sprintf("verified: the apiserver no longer serves %s", name))
 			return nil
 		case p.Delete && err == nil:
@@ -404,11 +657,12 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 		case err != nil:
 			last = fmt.Sprintf("the apiserver does not serve it: %v", shortErr(err))
 		case got.GetResourceVersion() == want:
-			return v.dryRunUpdate(ctx, ri, got, name, want)
+			return v.dryRunUpdate(ctx, ri, got, ident, name, want)
 		default:
 			last = fmt.Sprintf("the apiserver serves resourceVersion %s, not the written revision %s", got.GetResourceVersion(), want)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
+			v.count(func(t *Tally) { t.NotAccepted++ })
 			return fmt.Errorf("%s (waited %s)", last, v.o.ServeWait)
 		}
 		select {
@@ -418,11 +672,25 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 	}
 }
 
-func (v *Verifier) dryRunUpdate(ctx context.Context, ri dynamic.ResourceInterface, got *unstructured.Unstructured, name, rev string) error {
+func (v *Verifier) dryRunUpdate(ctx context.Context, ri dynamic.ResourceInterface, got *unstructured.Unstructured, id ident, name, rev string) error {
 	_, err := ri.Update(ctx, got, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: fieldManager})
+	if apierrors.IsForbidden(err) {
+		// The authorizer (this user may not update it: nothing is
+		// known) or admission (the apiserver refuses it): ask which.
+		gvr, gerr := v.gvrFor(id.gvk)
+		if gerr != nil {
+			return v.forbiddenAfter(name, "update", err)
+		}
+		allowed, aerr := v.allowed(ctx, "update", gvr, id.namespace)
+		if aerr != nil || !allowed {
+			return v.forbiddenAfter(name, "update", err)
+		}
+	}
 	if err != nil {
+		v.count(func(t *Tally) { t.NotAccepted++ })
 		return fmt.Errorf("the apiserver serves revision %s but refuses an update of it (server-side dry run): %s", rev, apiMessage(err, ""))
 	}
+	v.count(func(t *Tally) { t.Verified++ })
 	v.o.Note(fmt.Sprintf("verified: the apiserver serves %s at revision %s and accepts updates", name, rev))
 	return nil
 }

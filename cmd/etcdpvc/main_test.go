@@ -129,6 +129,9 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 				opts.TLS = true
 			case strings.HasPrefix(a, "members="):
 				opts.Members, _ = strconv.Atoi(strings.TrimPrefix(a, "members="))
+			case strings.HasPrefix(a, "max-txn-ops="):
+				n, _ := strconv.Atoi(strings.TrimPrefix(a, "max-txn-ops="))
+				opts.MaxTxnOps = uint(n)
 			default:
 				ts.Fatalf("etcd start: unknown option %q", a)
 			}

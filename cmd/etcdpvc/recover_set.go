@@ -33,6 +33,17 @@ func runRecoverSet(e *env, g *globalOptions, o connect.RecoverSet, liveTarget bo
 		return err
 	}
 	defer src.Close()
+	src.Planner.ShowSecrets = o.Write.ShowSecrets
+	if src.ReadOnly() && !liveTarget && o.Write.DryRun {
+		// A dry run needs no write target: the plan as it would be
+		// made where every key is absent.
+		plan, err := connect.PlanRecoverSet(e.ctx, e, src.Session, nil, o)
+		if err != nil {
+			return err
+		}
+		printSetPlan(e, plan)
+		return src.WriteRecoverSet(e.ctx, e, plan, o)
+	}
 	dst, closeDst, err := recoverTarget(e, g, src, liveTarget, "")
 	if err != nil {
 		return err
@@ -60,6 +71,9 @@ func printSetPlan(e *env, plan *surgery.SetPlan) {
 		}
 	}
 	_ = t.Flush()
+	for _, w := range plan.Warnings {
+		e.warn(w)
+	}
 	t2 := plan.Totals()
 	fmt.Fprintf(e.stdout, "plan: %d to create, %d to replace, %s, %d unreadable\n", t2.Create, t2.Replace, t2.SkipReasons, t2.Unreadable)
 }

@@ -48,8 +48,10 @@ type Cluster struct {
 	EncryptionConfig string
 	// Backups is the --backup-dir of the writes.
 	Backups string
-	// Global are the global flags of every step: the endpoint and the
-	// encryption config.
+	// Global are the global flags of every step: the endpoint, the
+	// encryption config, and --verify=never (no apiserver serves the
+	// demo's etcd, so none is asked: a $KUBECONFIG of another cluster
+	// would answer for it).
 	Global []string
 }
 
@@ -61,7 +63,7 @@ func Start(ctx context.Context, dir string) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{srv: srv, EncryptionConfig: filepath.Join(dir, "encryption-config.yaml"), Backups: filepath.Join(dir, "backups")}
-	c.Global = []string{"--endpoints", srv.Endpoints()[0], "--encryption-config", c.EncryptionConfig}
+	c.Global = []string{"--endpoints", srv.Endpoints()[0], "--encryption-config", c.EncryptionConfig, "--verify=never"}
 	b, err := fs.ReadFile(fixtures.Corpus, "corpus/encryption/encryption-config.yaml")
 	if err == nil {
 		err = os.WriteFile(c.EncryptionConfig, b, 0o600)
@@ -112,6 +114,9 @@ Each command below is the real one, run by the same code as against a cluster, w
   %s
 (on a control-plane node, --kubeadm finds the endpoints, certificates and encryption config)
 and, for writes, --backup-dir %s.
+No apiserver serves this etcd, so writes are not verified with one (--verify=never): your
+$KUBECONFIG, if set, names another cluster and is not used. Against a real cluster the
+apiserver checks every write before and after it (--verify=auto, the default).
 `, c.EncryptionConfig, strings.Join(c.Global, " "), c.Backups)
 }
 

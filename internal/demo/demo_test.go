@@ -27,7 +27,7 @@ func TestStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if len(c.Global) != 4 || c.Global[0] != "--endpoints" || !strings.HasPrefix(c.Global[1], "http://127.0.0.1:") || c.Global[3] != c.EncryptionConfig {
+	if len(c.Global) != 5 || c.Global[0] != "--endpoints" || !strings.HasPrefix(c.Global[1], "http://127.0.0.1:") || c.Global[3] != c.EncryptionConfig || c.Global[4] != "--verify=never" {
 		t.Errorf("Global = %q", c.Global)
 	}
 	want, err := fs.ReadFile(fixtures.Corpus, "corpus/encryption/encryption-config.yaml")

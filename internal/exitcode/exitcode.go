@@ -63,7 +63,7 @@ var rules = []struct {
 	{NotFound, is(store.ErrNotFound)},
 	{Connection, is(store.ErrUnavailable)},
 	{Refused, is(codec.ErrLossy, surgery.ErrImmutableField, surgery.ErrExists,
-		surgery.ErrChangedSinceBackup, surgery.ErrBadBackup, surgery.ErrTooLarge,
+		surgery.ErrChangedSinceBackup, surgery.ErrBadBackup, surgery.ErrTooLarge, surgery.ErrTooManyOps,
 		surgery.ErrInvalid, surgery.ErrNotApplicable,
 		surgery.ErrKeyMismatch, surgery.ErrOtherCluster, surgery.ErrPlaintextIntoEncrypted,
 		surgery.ErrUnsafeBackupDir, verify.ErrRejected, verify.ErrCannotVerify, store.ErrCheckFailed)},
