@@ -56,6 +56,9 @@ func Hint(err error) string {
 	if errors.As(err, &enc) {
 		return enc.Hint()
 	}
+	if errors.As(err, new(*store.CompactedError)) {
+		return compactedHint
+	}
 	for _, h := range sentinelHints {
 		if errors.Is(err, h.err) {
 			return h.hint

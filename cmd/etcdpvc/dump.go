@@ -77,7 +77,7 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	}
 	defer s.Close()
 	r := connect.DumpRequest{Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces, AllRevisions: o.AllRevisions,
-		Rev: o.Rev, PageSize: o.PageSize, YAML: o.Output == "yaml", ShowSecrets: o.ShowSecrets}
+		Rev: o.Rev, PageSize: o.PageSize, YAML: o.Output == "yaml", ShowSecrets: o.ShowSecrets, Warn: e.Warn}
 	if isTerminal(e.stderr) {
 		r.Progress = newProgress(e.stderr, "dump")
 	}

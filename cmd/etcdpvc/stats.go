@@ -62,5 +62,5 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 	if isTerminal(e.stderr) {
 		p = newProgress(e.stderr, "stats")
 	}
-	return s.Stats(e.ctx, e.stdout, o.Output == "json", o.Top, o.PageSize, p)
+	return s.Stats(e.ctx, e.stdout, o.Output == "json", o.Top, o.PageSize, p, e.Warn)
 }
