@@ -20,5 +20,17 @@ func compactedIncomplete(err error, what, done string) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
-	return &hintedError{&incompleteError{msg: fmt.Sprintf("%s stopped after %s (the rest of revision %d is gone): %v", what, done, ce.Revision, err)}, compactedHint}
+	return &hintedError{&compactedError{
+		incompleteError: incompleteError{msg: fmt.Sprintf("%s stopped after %s (the rest of revision %d is gone): %v", what, done, ce.Revision, err)},
+		cause:           err,
+	}, compactedHint}
 }
+
+// compactedError is an incomplete read (ErrIncomplete) whose cause is a
+// *store.CompactedError.
+type compactedError struct {
+	incompleteError
+	cause error
+}
+
+func (e *compactedError) Unwrap() error { return e.cause }
