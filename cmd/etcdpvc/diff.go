@@ -72,7 +72,7 @@ etcdpvc diff before.db after.db secrets -n demo -o diff`,
 
 func runDiff(e *env, g *globalOptions, o diffOptions) error {
 	r := connect.DiffRequest{A: o.A, B: o.B, DB: g.DB, WAL: g.WAL, Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces,
-		Output: o.Output, ShowSecrets: o.ShowSecrets, IgnoreMetadataOnly: o.IgnoreMetadataOnly, PageSize: o.PageSize}
+		Output: o.Output, ShowSecrets: o.ShowSecrets, IgnoreMetadataOnly: o.IgnoreMetadataOnly, PageSize: o.PageSize, Warn: e.Warn}
 	if _, _, err := r.Sources(); err != nil {
 		return err
 	}
