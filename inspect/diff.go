@@ -109,9 +109,9 @@ type DiffSummary struct {
 	// latest revision of a live etcd was read at: etcd was compacted
 	// during the read, which continued from the last key read at the
 	// newer revision (RevA or RevB is then the first).
-	ReadToA int64 `json:"readToRevisionA,omitempty"`
-	ReadToB int64 `json:"readToRevisionB,omitempty"`
-	Totals []*DiffTotals `json:"totals"`
+	ReadToA int64         `json:"readToRevisionA,omitempty"`
+	ReadToB int64         `json:"readToRevisionB,omitempty"`
+	Totals  []*DiffTotals `json:"totals"`
 	// Differ counts the objects reported (hidden ones excluded).
 	Differ int `json:"differ"`
 	// Unreadable counts the objects that could not be compared.
