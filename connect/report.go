@@ -196,7 +196,13 @@ func (s *Session) History(ctx context.Context, w io.Writer, ref resource.Ref, ou
 		if errors.As(err, &none) && none.Hint() != "" {
 			return &hintedError{err, none.Hint()}
 		}
+		if errors.Is(err, store.ErrCompacted) && s.WAL == nil {
+			return &hintedError{err, historyCompactedHint}
+		}
 		return err
+	}
+	if _, isDB := s.Reader.(*store.Bolt); s.WAL == nil && !isDB && rep.CompactedStart != "" && rep.CompactRevision > 0 {
+		rep.CompactedStart += fmt.Sprintf("; older revisions may be in a snapshot or member db taken before revision %d (--db FILE) or in a member's write-ahead log (--wal DIR)", rep.CompactRevision)
 	}
 	if err := rep.Write(w, output); err != nil {
 		return err
