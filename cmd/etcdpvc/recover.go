@@ -35,7 +35,11 @@ func recoverCommand() command {
 			"owner is recovered (their controllers recreate them) and pods bound to a node. uids and\n" +
 			"finalizers are kept, deletions cleared, a namespace made Active. Creates are written in\n" +
 			"transactions of --max-txn-ops keys, each all or nothing, their backups first; after a failure\n" +
-			"(exit status 9) the same command resumes: what was created is reported exists-identical.\n\n" +
+			"(exit status 9) the same command resumes: what was created is reported exists-identical.\n" +
+			"The plan is of one state of the source: the latest state of a live etcd that a compaction\n" +
+			"passes while it is read is read again whole (three times at most); with --rev N a compaction\n" +
+			"past N refuses the plan with status 10, nothing written. Which keys exist in the live cluster\n" +
+			"may be read across a compaction: each create is checked again by its transaction.\n\n" +
 			writeHelp,
 		examples: `etcdpvc recover pvc www-web-0 -n demo --dry-run
 etcdpvc --db /backup/etcd-snapshot.db recover pvc www-web-0 -n demo -o yaml
