@@ -870,6 +870,9 @@ func (e *Etcd) Info(ctx context.Context) (Info, error) {
 	if err != nil {
 		return info, fmt.Errorf("info: %w", err)
 	}
+	// A compaction between the two reads may pass the revision read
+	// first; the store's revision is at least its compact revision.
+	info.Revision = max(info.Revision, info.CompactRevision)
 	return info, nil
 }
 

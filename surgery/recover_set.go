@@ -355,6 +355,12 @@ func (c Planner) PlanRecoverSet(ctx context.Context, src, live store.Reader, o R
 	return plan, nil
 }
 
+// acrossCompaction is the store.ListOptions.OnCompacted of the reads of
+// the latest state that may span revisions: which keys exist, the volumes
+// a warning is about, the namespaces that hold a name not found; each key
+// is read once, as of the revision its page was read at.
+func acrossCompaction(from, to int64) {}
+
 // sourceReadAttempts is how many times PlanRecoverSet reads the latest
 // state of a live source whole when etcd's compaction passes the revision
 // it reads at.
@@ -486,7 +492,7 @@ func (c Planner) checkExisting(ctx context.Context, live store.Reader, plan *Set
 	for _, p := range slices.Sorted(mapsKeys(prefixes)) {
 		// Which keys exist may be read across a compaction: each create
 		// is checked again by its compare-and-swap.
-		if _, err := live.List(ctx, p, store.ListOptions{KeysOnly: true, OnCompacted: func(int64, int64) {}}, func(kv *store.KeyValue) error {
+		if _, err := live.List(ctx, p, store.ListOptions{KeysOnly: true, OnCompacted: acrossCompaction}, func(kv *store.KeyValue) error {
 			exists[kv.Key] = true
 			return nil
 		}); err != nil {
@@ -561,7 +567,7 @@ func (c Planner) claimWarnings(ctx context.Context, live store.Reader, plan *Set
 			wanted[pvPrefix+it.claim.Spec.VolumeName] = true
 		}
 		found := map[string]*Current{}
-		_, err := live.List(ctx, pvPrefix, store.ListOptions{OnCompacted: func(int64, int64) {}}, func(kv *store.KeyValue) error {
+		_, err := live.List(ctx, pvPrefix, store.ListOptions{OnCompacted: acrossCompaction}, func(kv *store.KeyValue) error {
 			if !wanted[kv.Key] {
 				return nil
 			}
