@@ -5,6 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,6 +17,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -47,15 +53,33 @@ func (w *compactingWriter) Write(p []byte) (int, error) {
 // they span; at a set revision (--rev) they stop at the compaction,
 // incomplete (ErrIncomplete), after the objects written, with the hint of
 // where else to read.
-func TestReadsAcrossCompaction(t *testing.T) {
+// compactionState starts an etcd holding n ConfigMaps in namespace demo
+// (labelled version=label when label is set) and opens a session on it.
+func compactionState(t *testing.T, label string) (*etcdtest.Cluster, *clientv3.Client, *Session) {
 	c := etcdtest.Start(t, etcdtest.Options{})
+	putConfigMaps(t, c.Client(t), label)
+	s, err := Open(context.Background(), Options{Endpoints: c.Endpoints(), Prefix: "/registry"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return c, c.Client(t), s
+}
+
+// n is how many ConfigMaps compactionState writes.
+const n = 600
+
+// putConfigMaps writes the n ConfigMaps, labelled version=label when
+// label is set.
+func putConfigMaps(t *testing.T, cli *clientv3.Client, label string) {
 	ctx := context.Background()
-	cli := c.Client(t)
 	obj, err := codec.Decode(corpus(t, "configmaps__demo__web-config"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 600
+	if label != "" {
+		obj.Meta.Labels = map[string]string{"version": label}
+	}
 	var ops []clientv3.Op
 	for i := range n {
 		name := fmt.Sprintf("cm-%04d", i)
@@ -72,11 +96,11 @@ func TestReadsAcrossCompaction(t *testing.T) {
 			ops = nil
 		}
 	}
-	s, err := Open(ctx, Options{Endpoints: c.Endpoints(), Prefix: "/registry"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+}
+
+func TestReadsAcrossCompaction(t *testing.T) {
+	_, cli, s := compactionState(t, "")
+	ctx := context.Background()
 	head := func() int64 {
 		resp, err := cli.Get(ctx, "/x")
 		if err != nil {
@@ -143,4 +167,69 @@ func TestReadsAcrossCompaction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDiffAcrossCompaction: a live side of diff continues across
+// compactions, compares every object once and says which revisions it
+// spans; a rev:N side stops at the compaction, incomplete.
+func TestDiffAcrossCompaction(t *testing.T) {
+	c, cli, _ := compactionState(t, "1")
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "before.db")
+	rc, err := cli.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	if err := os.WriteFile(db, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	putConfigMaps(t, cli, "2") // every object differs
+	open := func(file string) (*Session, error) {
+		if file == "" {
+			return Open(ctx, Options{Endpoints: c.Endpoints(), Prefix: "/registry"})
+		}
+		return Open(ctx, Options{DB: file, Prefix: "/registry"})
+	}
+
+	t.Run("live", func(t *testing.T) {
+		w := &compactingWriter{t: t, cli: cli}
+		var warnings []string
+		err := Diff(ctx, w, open, DiffRequest{A: db, B: "live", Resource: "configmaps", AllNamespaces: true, Output: "diff", PageSize: 10,
+			Warn: func(m string) { warnings = append(warnings, m) }})
+		if !errors.Is(err, inspect.ErrDiffer) {
+			t.Fatalf("error %v, want the states to differ", err)
+		}
+		if got := len(regexp.MustCompile(`(?m)^MODIFIED `).FindAllString(w.out.String(), -1)); got != n {
+			t.Errorf("%d objects MODIFIED, want %d", got, n)
+		}
+		if !strings.Contains(w.out.String(), "(etcd was compacted during the read)") {
+			t.Errorf("summary does not say the live side spans revisions:\n...%s", w.out.String()[max(0, w.out.Len()-300):])
+		}
+		if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "B (live) spans revisions ") || w.compactions < 2 {
+			t.Errorf("warnings %q after %d compactions", warnings, w.compactions)
+		}
+	})
+	t.Run("rev", func(t *testing.T) {
+		w := &compactingWriter{t: t, cli: cli, once: true}
+		head, err := cli.Get(ctx, "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev := head.Header.Revision
+		putConfigMaps(t, cli, "3") // live differs from rev
+		err = Diff(ctx, w, open, DiffRequest{A: "rev:" + strconv.FormatInt(rev, 10), B: "live", Resource: "configmaps", AllNamespaces: true, Output: "diff", PageSize: 10,
+			Warn: func(m string) { t.Errorf("warned %q", m) }})
+		var ce *store.CompactedError
+		if !errors.Is(err, ErrIncomplete) || !errors.As(err, &ce) || ce.Revision != rev || Hint(err) != compactedHint {
+			t.Fatalf("error %v (hint %q), want an incomplete diff of revision %d with the compaction hint", err, Hint(err), rev)
+		}
+		if !strings.HasPrefix(err.Error(), "diff stopped after ") {
+			t.Errorf("error %v", err)
+		}
+	})
 }
