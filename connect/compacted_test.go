@@ -3,6 +3,7 @@ package connect
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -145,6 +146,9 @@ func TestReadsAcrossCompaction(t *testing.T) {
 			}
 			if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "the read spans revisions ") {
 				t.Errorf("warnings %q, want one of the revisions spanned (%d compactions)", warnings, w.compactions)
+			}
+			if tc.name == "ls" && !json.Valid(w.out.Bytes()) {
+				t.Errorf("the List is not valid JSON:\n...%s", w.out.String()[max(0, w.out.Len()-200):])
 			}
 			if tc.name == "ls" && !strings.Contains(w.out.String(), `"readFromRevision": `) {
 				t.Errorf("the List does not carry the revisions read:\n...%s", w.out.String()[max(0, w.out.Len()-200):])
