@@ -24,6 +24,9 @@ type DiffRequest struct {
 	ShowSecrets         bool
 	IgnoreMetadataOnly  bool
 	PageSize            int64
+	// Warn, when set, is told after the summary that a live side spans
+	// revisions because etcd was compacted while it was read.
+	Warn func(msg string)
 }
 
 // Sources are the states r compares (inspect.DiffSources); arguments that
@@ -87,13 +90,23 @@ func Diff(ctx context.Context, w io.Writer, open func(file string) (*Session, er
 		if ferr := out.Flush(); ferr != nil {
 			return ferr
 		}
-		return fmt.Errorf("diff %s with %s: %w", sa, sb, err)
+		// rev:N compacted part way: what was compared stands, the rest
+		// cannot be.
+		return compactedIncomplete(fmt.Errorf("diff %s with %s: %w", sa, sb, err), "diff", inspect.Count(sum.Compared, "key", "keys"))
 	}
 	if err := p.Summary(sa, sb, sum); err != nil {
 		return err
 	}
 	if err := out.Flush(); err != nil {
 		return err
+	}
+	for _, side := range []struct {
+		name     string
+		from, to int64
+	}{{"A", sum.RevA, sum.ReadToA}, {"B", sum.RevB, sum.ReadToB}} {
+		if side.to != 0 && r.Warn != nil {
+			r.Warn(fmt.Sprintf("%s (live) spans revisions %d–%d: etcd was compacted while it was read, so it continued from the last key read at the newer revision", side.name, side.from, side.to))
+		}
 	}
 	switch {
 	case sum.Unreadable > 0:

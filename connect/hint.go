@@ -64,6 +64,9 @@ func Hint(err error) string {
 	if errors.As(err, &ue) && ue.Hint() != "" {
 		return ue.Hint()
 	}
+	if errors.As(err, new(*store.CompactedError)) {
+		return compactedHint
+	}
 	for _, h := range sentinelHints {
 		if errors.Is(err, h.err) {
 			return h.hint

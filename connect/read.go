@@ -166,6 +166,11 @@ type DumpRequest struct {
 	YAML, ShowSecrets   bool
 	// Progress, when set, is told of the dump as it goes.
 	Progress Progress
+	// Warn, when set, is told after the records that a dump of the latest
+	// revision of a live etcd spans revisions because etcd was compacted
+	// while it ran (it continues from the last key read at the newer
+	// revision; a dump at Rev stops, incomplete, instead).
+	Warn func(msg string)
 }
 
 // Progress is told of a long read: Start with the revisions it reads
@@ -195,6 +200,10 @@ func (s *Session) Dump(ctx context.Context, out io.Writer, r DumpRequest) error 
 		YAML: r.YAML, ShowSecrets: r.ShowSecrets,
 		Match: func(key string) (resource.Resource, string, string, bool, bool) { return scope.Match(prefix, key) },
 	}
+	var span store.Span
+	if r.Rev == 0 && !r.AllRevisions {
+		do.OnCompacted = span.Record
+	}
 	if p := r.Progress; p != nil {
 		var total int64
 		if r.AllRevisions {
@@ -219,7 +228,11 @@ func (s *Session) Dump(ctx context.Context, out io.Writer, r DumpRequest) error 
 			damagedDBHint}
 	}
 	if err != nil {
-		return err
+		// The records written of a compacted revision stand too.
+		return compactedIncomplete(err, "dump", inspect.Count(int(res.Records), "record", "records"))
+	}
+	if span.Spans() && r.Warn != nil {
+		r.Warn(span.Note())
 	}
 	if werr := s.Unsettled(scope.Prefix, r.AllRevisions, r.AllRevisions); werr != nil && (r.Rev == 0 || r.AllRevisions) {
 		return werr

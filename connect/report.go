@@ -57,6 +57,12 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 				inspect.Count(unread, "persistentvolume could", "persistentvolumes could")))
 		}
 	}
+	// The latest revision is read across a compaction; a pinned one is not.
+	var span store.Span
+	var onCompacted func(from, to int64)
+	if r.Rev == 0 {
+		onCompacted = span.Record
+	}
 	sum, err := inspect.List(ctx, s.Reader, enc, inspect.ListingOptions{
 		StorePrefix: prefix, KeyPrefix: scope.Prefix,
 		Match: func(key string) (resource.Resource, string, string, bool) {
@@ -64,8 +70,12 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 			return r, ns, name, parsed && ok
 		},
 		Kind: cols.Kind, Objects: out.IsTable(), Terminating: r.Terminating, Deleted: r.Deleted,
-		PageSize: r.PageSize, Revision: r.Rev,
+		PageSize: r.PageSize, Revision: r.Rev, OnCompacted: onCompacted,
 	}, out.Row)
+	if span.Spans() {
+		out.Spans(span.From, span.To)
+		defer t.Warn(span.Note())
+	}
 	switch {
 	case errors.Is(err, inspect.ErrNeedsArchive):
 		return usageError("", "--deleted needs --db or --wal: live etcd keeps no index of deleted keys (use `etcdpvc history` on one key)")
@@ -76,6 +86,12 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 		}
 		return &hintedError{&incompleteError{msg: fmt.Sprintf("listing stopped after %s: %v", inspect.Count(sum.Listed, "object", "objects"), err)},
 			damagedDBHint}
+	case errors.As(err, new(*store.CompactedError)):
+		// What was read of the revision is printed; the rest is gone.
+		if cerr := out.Close(); cerr != nil {
+			return cerr
+		}
+		return compactedIncomplete(err, "listing", inspect.Count(sum.Listed, "object", "objects"))
 	case err != nil:
 		return err
 	}
@@ -108,8 +124,10 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 // Stats writes the stats report to w (inspect.BoltStats of a db file,
 // else inspect.LiveStats; a log's coverage with --wal), as JSON or as
 // tables, telling progress (when set) of the read. A report that covers
-// only part of the store is written, then incomplete (ErrIncomplete).
-func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pageSize int64, progress Progress) error {
+// only part of the store is written, then incomplete (ErrIncomplete). A
+// live read that etcd's compaction made span revisions is told to warn
+// (when set) after the report, which says so too.
+func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pageSize int64, progress Progress, warn func(msg string)) error {
 	prefix := s.Options.Prefix + "/"
 	var update inspect.Progress
 	if progress != nil {
@@ -145,6 +163,9 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pa
 	if werr := rep.Write(w, json); werr != nil {
 		return werr
 	}
+	if rep.ReadFrom != 0 && warn != nil {
+		warn(fmt.Sprintf("the read spans revisions %d–%d: etcd was compacted while it ran, so it continued from the last key read at the newer revision", rep.ReadFrom, rep.ReadTo))
+	}
 	if rep.Incomplete != "" {
 		// The counts above cover what was read: before the damaged page,
 		// or up to the last revision the log establishes.
@@ -175,7 +196,13 @@ func (s *Session) History(ctx context.Context, w io.Writer, ref resource.Ref, ou
 		if errors.As(err, &none) && none.Hint() != "" {
 			return &hintedError{err, none.Hint()}
 		}
+		if errors.Is(err, store.ErrCompacted) && s.WAL == nil {
+			return &hintedError{err, historyCompactedHint}
+		}
 		return err
+	}
+	if _, isDB := s.Reader.(*store.Bolt); s.WAL == nil && !isDB && rep.CompactedStart != "" && rep.CompactRevision > 0 {
+		rep.CompactedStart += fmt.Sprintf("; older revisions may be in a snapshot or member db taken before revision %d (--db FILE) or in a member's write-ahead log (--wal DIR)", rep.CompactRevision)
 	}
 	if err := rep.Write(w, output); err != nil {
 		return err

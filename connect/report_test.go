@@ -102,7 +102,7 @@ func TestReports(t *testing.T) {
 	t.Run("stats", func(t *testing.T) {
 		var out bytes.Buffer
 		p := &progressLog{}
-		if err := s.Stats(ctx, &out, true, 5, 10, p); err != nil {
+		if err := s.Stats(ctx, &out, true, 5, 10, p, nil); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(out.String(), `"configmaps"`) || !strings.Contains(out.String(), db) {

@@ -103,9 +103,15 @@ type DiffSummary struct {
 	// Compared counts the keys read on either side.
 	Compared int `json:"compared"`
 	// RevA and RevB are the revisions each side was read at.
-	RevA   int64         `json:"revisionA"`
-	RevB   int64         `json:"revisionB"`
-	Totals []*DiffTotals `json:"totals"`
+	RevA int64 `json:"revisionA"`
+	RevB int64 `json:"revisionB"`
+	// ReadToA and ReadToB, when set, are the last revisions a side of the
+	// latest revision of a live etcd was read at: etcd was compacted
+	// during the read, which continued from the last key read at the
+	// newer revision (RevA or RevB is then the first).
+	ReadToA int64         `json:"readToRevisionA,omitempty"`
+	ReadToB int64         `json:"readToRevisionB,omitempty"`
+	Totals  []*DiffTotals `json:"totals"`
 	// Differ counts the objects reported (hidden ones excluded).
 	Differ int `json:"differ"`
 	// Unreadable counts the objects that could not be compared.
@@ -129,11 +135,17 @@ type listing struct {
 	stop func()
 	err  error
 	rev  int64
+	// span is the revisions a read of the latest revision spans.
+	span store.Span
 }
 
 func pullList(ctx context.Context, s DiffSide, prefix string, pageSize int64) *listing {
 	l := &listing{}
 	opts := store.ListOptions{Revision: s.Rev, PageSize: pageSize}
+	if s.Rev == 0 {
+		// The latest state is read across a compaction; rev:N is not.
+		opts.OnCompacted = l.span.Record
+	}
 	seq := func(yield func(*store.KeyValue) bool) {
 		fn := func(kv *store.KeyValue) error {
 			if !yield(kv) {
@@ -212,6 +224,12 @@ func Diff(ctx context.Context, a, b DiffSide, o DiffOptions, emit func(DiffRecor
 		err = errors.Join(la.err, lb.err)
 	}
 	sum.RevA, sum.RevB = la.rev, lb.rev
+	if la.span.Spans() {
+		sum.ReadToA = la.span.To
+	}
+	if lb.span.Spans() {
+		sum.ReadToB = lb.span.To
+	}
 	for _, t := range d.totals {
 		sum.Totals = append(sum.Totals, t)
 		sum.Differ += t.Added + t.Deleted + t.Modified

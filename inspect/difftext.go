@@ -68,7 +68,17 @@ func (s *DiffSummary) Line(a, b DiffSource) string {
 	case s.Hidden > 0:
 		verdict = "the same apart from " + Count(s.Hidden, "metadata-only change", "metadata-only changes") + " (not shown: --ignore-metadata-only)"
 	}
-	return fmt.Sprintf("compared %s: A %s, B %s: %s", Count(s.Compared, "key", "keys"), a.At(s.RevA), b.At(s.RevB), verdict)
+	return fmt.Sprintf("compared %s: A %s, B %s: %s", Count(s.Compared, "key", "keys"), atSpan(a, s.RevA, s.ReadToA), atSpan(b, s.RevB, s.ReadToB), verdict)
+}
+
+// atSpan is s.At(rev), or, for a read that etcd's compaction made
+// continue up to revision to, the revisions it spans.
+func atSpan(s DiffSource, rev, to int64) string {
+	if to == 0 {
+		return s.At(rev)
+	}
+	s.Rev = 0
+	return fmt.Sprintf("%s at revisions %d–%d (etcd was compacted during the read)", s, rev, to)
 }
 
 // DiffWriter writes a diff as it comes: as text, one line per record (its

@@ -211,7 +211,7 @@ func Doctor(ctx context.Context, r *DoctorReport, in DoctorInputs) {
 	checkOverrides(ctx, r, in)
 	prefix := in.Planner.Prefix + "/"
 	var firstKey string
-	_, err := in.Store.List(ctx, prefix, store.ListOptions{PageSize: 1, KeysOnly: true}, func(kv *store.KeyValue) error {
+	_, err := in.Store.List(ctx, prefix, store.ListOptions{PageSize: 1, KeysOnly: true, OnCompacted: anyRevision}, func(kv *store.KeyValue) error {
 		firstKey = kv.Key
 		return errStopList
 	})
@@ -314,7 +314,7 @@ func checkOverrides(ctx context.Context, r *DoctorReport, in DoctorInputs) {
 // first stored Secret.
 func checkEncryption(ctx context.Context, r *DoctorReport, in DoctorInputs) {
 	var sample *store.KeyValue
-	_, err := in.Store.List(ctx, in.Planner.Prefix+"/secrets/", store.ListOptions{PageSize: 1}, func(kv *store.KeyValue) error {
+	_, err := in.Store.List(ctx, in.Planner.Prefix+"/secrets/", store.ListOptions{PageSize: 1, OnCompacted: anyRevision}, func(kv *store.KeyValue) error {
 		sample = kv
 		return errStopList
 	})

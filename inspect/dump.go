@@ -70,6 +70,9 @@ type DumpOptions struct {
 	Revision int64
 	// PageSize is the number of keys per range request (live etcd).
 	PageSize int64
+	// OnCompacted is the store's ListOptions.OnCompacted: with it, a dump
+	// of the latest revision of a live etcd continues across a compaction.
+	OnCompacted func(from, to int64)
 	// YAML writes YAML documents (each preceded by "---") instead of JSON
 	// Lines.
 	YAML bool
@@ -251,7 +254,7 @@ func Dump(ctx context.Context, src store.Reader, w io.Writer, o DumpOptions) (Du
 	if o.AllRevisions {
 		err = arch.ScanRevisions(ctx, o.Prefix, func(ev store.Event) error { return add(&ev.KV, ev.Deleted) })
 	} else {
-		_, err = src.List(ctx, o.Prefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Revision}, func(kv *store.KeyValue) error {
+		_, err = src.List(ctx, o.Prefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Revision, OnCompacted: o.OnCompacted}, func(kv *store.KeyValue) error {
 			return add(kv, false)
 		})
 	}

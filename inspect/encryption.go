@@ -27,7 +27,7 @@ type ClearSecrets struct {
 func SecretsInClear(ctx context.Context, r store.Reader, prefix string, max int) (ClearSecrets, error) {
 	var out ClearSecrets
 	listPrefix := prefix + "/secrets/"
-	_, err := r.List(ctx, listPrefix, store.ListOptions{}, func(kv *store.KeyValue) error {
+	_, err := r.List(ctx, listPrefix, store.ListOptions{OnCompacted: anyRevision}, func(kv *store.KeyValue) error {
 		out.Total++
 		if codec.Detect(kv.Value) == codec.FormatEncrypted {
 			return nil

@@ -6,6 +6,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/etcdpvc/etcdpvc/codec"
@@ -99,7 +100,7 @@ func (e *NoHistoryError) Hint() string {
 	if e.CompactRevision == 0 {
 		return ""
 	}
-	return fmt.Sprintf("an etcd snapshot or member db taken before revision %d may still hold it: etcdpvc --db FILE history ...", e.CompactRevision)
+	return fmt.Sprintf("an etcd snapshot or member db taken before revision %d may still hold it: etcdpvc --db FILE history ...; so may a member's write-ahead log: etcdpvc --wal DIR history ...", e.CompactRevision)
 }
 
 // Is reports whether target is store.ErrNotFound.
@@ -109,8 +110,24 @@ func (e *NoHistoryError) Is(target error) bool { return target == store.ErrNotFo
 // first, deletions and re-creations included, and says for each what
 // changed since the one before. A history whose start was compacted away
 // says so in CompactedStart. A key of which r holds no revision gives a
-// *NoHistoryError.
+// *NoHistoryError. A history that etcd's compaction cuts while it is read
+// (store.ErrCompacted) is read again whole, a few times at most: nothing
+// of it has been shown yet.
 func History(ctx context.Context, r store.Reader, ref resource.Ref, o HistoryOptions) (*HistoryReport, error) {
+	for attempt := 1; ; attempt++ {
+		rep, err := history(ctx, r, ref, o)
+		if attempt == historyAttempts || !errors.Is(err, store.ErrCompacted) {
+			return rep, err
+		}
+	}
+}
+
+// historyAttempts is how many times History reads a history that etcd's
+// compaction cuts.
+const historyAttempts = 3
+
+// history is one read of History.
+func history(ctx context.Context, r store.Reader, ref resource.Ref, o HistoryOptions) (*HistoryReport, error) {
 	rep := &HistoryReport{Key: ref.Key}
 	var prev map[string]any
 	var prevEnc string

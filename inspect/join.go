@@ -117,7 +117,7 @@ func (x *Volumes) Get(name string) (Volume, bool) {
 // e.g. "/registry") at revision rev (0: the latest).
 func LoadVolumes(ctx context.Context, r store.Reader, enc Decrypter, prefix string, rev int64) (*Volumes, error) {
 	x := NewVolumes()
-	_, err := r.List(ctx, prefix+"/persistentvolumes/", store.ListOptions{Revision: rev}, func(kv *store.KeyValue) error {
+	_, err := r.List(ctx, prefix+"/persistentvolumes/", store.ListOptions{Revision: rev, OnCompacted: latestAnyRevision(rev)}, func(kv *store.KeyValue) error {
 		obj, err := decodeValue(ctx, enc, prefix, kv)
 		if err != nil {
 			x.Unread++
@@ -271,7 +271,7 @@ type Mounts struct {
 // nothing. A generic ephemeral volume's claim is named <pod>-<volume>.
 func LoadMounts(ctx context.Context, r store.Reader, enc Decrypter, prefix, namespace string, rev int64) (*Mounts, error) {
 	m := &Mounts{Namespace: namespace, byClaim: map[string][]string{}}
-	_, err := r.List(ctx, prefix+"/pods/"+namespace+"/", store.ListOptions{Revision: rev}, func(kv *store.KeyValue) error {
+	_, err := r.List(ctx, prefix+"/pods/"+namespace+"/", store.ListOptions{Revision: rev, OnCompacted: latestAnyRevision(rev)}, func(kv *store.KeyValue) error {
 		obj, err := decodeValue(ctx, enc, prefix, kv)
 		if err != nil {
 			m.Unread++
@@ -338,4 +338,15 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// latestAnyRevision is the OnCompacted of a join's read at revision rev:
+// at the latest (0), which a listing's own read does not share anyway,
+// the volumes and pods may be read across a compaction; at a revision
+// named, not.
+func latestAnyRevision(rev int64) func(from, to int64) {
+	if rev != 0 {
+		return nil
+	}
+	return anyRevision
 }

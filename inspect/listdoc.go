@@ -15,6 +15,9 @@ type ListDocument struct {
 	// json: JSON, else YAML.
 	json  bool
 	first bool
+	// readFrom and readTo are the revisions a read across a compaction
+	// spans (0: it kept to one).
+	readFrom, readTo int64
 }
 
 const (
@@ -56,17 +59,31 @@ func (d *ListDocument) Add(obj ListObject) error {
 	return err
 }
 
+// Spans records that the items were read at revisions from to to (etcd
+// was compacted during the read): Close writes them after the items, as
+// readFromRevision and readToRevision, fields a kubectl List does not have.
+func (d *ListDocument) Spans(from, to int64) { d.readFrom, d.readTo = from, to }
+
 // Close ends the List (an empty one when no item was added), also that of
 // a listing cut short.
 func (d *ListDocument) Close() error {
 	var end string
 	switch {
 	case d.json && d.first:
-		end = jsonListHead + "[]\n}\n"
+		end = jsonListHead + "[]"
 	case d.json:
-		end = "\n]\n}\n"
+		end = "\n]"
 	case d.first:
 		end = yamlListHead + " []\n"
+	}
+	switch {
+	case d.json && d.readFrom != 0:
+		end += fmt.Sprintf(",\n\"readFromRevision\": %d,\n\"readToRevision\": %d", d.readFrom, d.readTo)
+	case d.readFrom != 0:
+		end += fmt.Sprintf("readFromRevision: %d\nreadToRevision: %d\n", d.readFrom, d.readTo)
+	}
+	if d.json {
+		end += "\n}\n"
 	}
 	_, err := io.WriteString(d.w, end)
 	return err

@@ -74,9 +74,10 @@ type ListingOptions struct {
 	// Deleted lists the keys whose newest revision is a deletion (the
 	// store must be a store.Archive: else ErrNeedsArchive).
 	Deleted bool
-	// PageSize and Revision are the store's ListOptions.
-	PageSize int64
-	Revision int64
+	// PageSize, Revision and OnCompacted are the store's ListOptions.
+	PageSize    int64
+	Revision    int64
+	OnCompacted func(from, to int64)
 }
 
 // ListSummary is what a listing read.
@@ -156,7 +157,7 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 			return send(prepare(kv, deleteRev))
 		})
 	} else {
-		_, err = store.ListMap(ctx, r, o.KeyPrefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Revision}, 0,
+		_, err = store.ListMap(ctx, r, o.KeyPrefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Revision, OnCompacted: o.OnCompacted}, 0,
 			func(kv *store.KeyValue) (prepared, error) { return prepare(kv, 0), nil }, send)
 	}
 	return sum, err

@@ -62,6 +62,14 @@ func (p *ListWriter) Row(it Listed) error {
 	return p.t.Row(p.Table.Row(it)...)
 }
 
+// Spans records, for a List, that the listing was read at revisions from
+// to to (ListDocument.Spans); a table does not show it.
+func (p *ListWriter) Spans(from, to int64) {
+	if p.doc != nil {
+		p.doc.Spans(from, to)
+	}
+}
+
 // Close writes what is buffered, ending a List (also of a listing cut
 // short).
 func (p *ListWriter) Close() error {

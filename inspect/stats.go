@@ -100,6 +100,11 @@ type StatsReport struct {
 	// Incomplete says why the counts cover only part of the store ("" when
 	// everything was read).
 	Incomplete string `json:"incomplete,omitempty"`
+	// ReadFrom and ReadTo, when set, are the revisions a live read spans
+	// because etcd was compacted while it ran (it continued from the last
+	// key read at the newer revision).
+	ReadFrom int64 `json:"readFromRevision,omitempty"`
+	ReadTo   int64 `json:"readToRevision,omitempty"`
 }
 
 // DBStats describes a db file.
@@ -317,7 +322,10 @@ func BoltStats(ctx context.Context, b *store.Bolt, prefix string, top int, progr
 // LiveStats reads every key under prefix (ending in "/") from live etcd,
 // page by page, and reports the counts and the top largest objects.
 // Deleted keys, tombstones and the revisions held are unknown there.
-// Objects are counted by provider and key as in BoltStats.
+// Objects are counted by provider and key as in BoltStats. A compaction
+// while it reads does not stop it: it continues from the last key read at
+// the newer revision (store.ListOptions.OnCompacted), and the report says
+// which revisions it spans (ReadFrom, ReadTo, and a note).
 func LiveStats(ctx context.Context, r store.Reader, prefix string, top int, pageSize int64, progress Progress, write WriteProviderFunc) (*StatsReport, error) {
 	s := newStats(prefix, top, false)
 	s.write = write
@@ -330,7 +338,8 @@ func LiveStats(ctx context.Context, r store.Reader, prefix string, top int, page
 	rep.Snapshot = "not a file (live etcd)"
 	rep.Notes = append(rep.Notes, "live etcd: deleted keys, tombstones and the revisions held are unknown (read a snapshot with --db for them)")
 	var n int64
-	rev, err := r.List(ctx, prefix, store.ListOptions{PageSize: pageSize}, func(kv *store.KeyValue) error {
+	var span store.Span
+	rev, err := r.List(ctx, prefix, store.ListOptions{PageSize: pageSize, OnCompacted: span.Record}, func(kv *store.KeyValue) error {
 		n++
 		sz := int64(len(kv.Value))
 		s.object(s.group(kv.Key), kv.Key, sz, kv.ModRevision, kv.Lease != 0, StoredUnder(kv.Value))
@@ -343,6 +352,15 @@ func LiveStats(ctx context.Context, r store.Reader, prefix string, top int, page
 		return nil, err
 	}
 	rep.Revision = max(rep.Revision, rev)
+	if span.Spans() {
+		rep.ReadFrom, rep.ReadTo = span.From, span.To
+		rep.Revision = max(rep.Revision, span.To)
+		rep.Notes = append(rep.Notes, span.Note())
+		// The compaction read before is out of date.
+		if info, err := r.Info(ctx); err == nil {
+			rep.Revision, rep.CompactRevision = max(rep.Revision, info.Revision), info.CompactRevision
+		}
+	}
 	return s.finish(), nil
 }
 

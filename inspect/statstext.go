@@ -40,6 +40,9 @@ func (r *StatsReport) Summary() []string {
 	} else {
 		out = append(out, fmt.Sprintf("revision:     %d", r.Revision))
 	}
+	if r.ReadFrom != 0 {
+		out = append(out, fmt.Sprintf("read at:      revisions %d to %d (etcd was compacted during the read)", r.ReadFrom, r.ReadTo))
+	}
 	if r.ScheduledCompactRevision != nil {
 		out = append(out, fmt.Sprintf("compaction:   finished %d, scheduled %d", r.CompactRevision, *r.ScheduledCompactRevision))
 	} else {

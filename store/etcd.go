@@ -493,6 +493,17 @@ func (e *Etcd) Get(ctx context.Context, key string, rev int64) (*KeyValue, error
 // the last key + "\x00" and pinned to one revision (the first page's, or
 // opts.Revision).
 //
+// A compaction past that revision while the list runs (kube-apiserver
+// compacts every 5 minutes) fails the next page. With opts.OnCompacted set
+// and opts.Revision 0, List then continues from the key after the last one
+// it handed fn, at the store's current revision, as kube-apiserver's
+// reflectors relist: every key is handed over once, each as of the
+// revision its page was read at, and OnCompacted is told each revision
+// the read moves to. A compaction that keeps meeting the read before it
+// reads a key (maxRelists times in a row) fails it with ErrCompacted.
+// Otherwise a compaction after some keys were handed over fails List with
+// a *CompactedError (which matches ErrCompacted), saying how far it got.
+//
 // Each page is read without making the server count the rest of the range.
 // A unary Range with a limit makes etcd count every remaining key in the
 // range on every page, so paging N keys costs O(N²/page) server CPU (on
@@ -502,6 +513,8 @@ func (e *Etcd) Get(ctx context.Context, key string, rev int64) (*KeyValue, error
 // short read transactions and never counts; the client stops the stream as
 // soon as it has the page. An older etcd answers Unimplemented and pages
 // fall back to unary Range requests.
+//
+// It returns the revision the list started at.
 func (e *Etcd) List(ctx context.Context, prefix string, opts ListOptions, fn func(*KeyValue) error) (int64, error) {
 	op := "list " + prefix
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
@@ -525,6 +538,21 @@ func (e *Etcd) List(ctx context.Context, prefix string, opts ListOptions, fn fun
 		}
 		rev = resp.Header.Revision
 	}
+	first := rev
+	var (
+		read    int64  // keys handed to fn
+		lastKey string // the last of them
+		relists int    // compactions met since a key was last handed over
+	)
+	count := func(kv *KeyValue) error {
+		if err := fn(kv); err != nil {
+			return err
+		}
+		read++
+		lastKey = kv.Key
+		relists = 0
+		return nil
+	}
 	stream := !e.noStream.Load()
 	for {
 		var (
@@ -533,28 +561,73 @@ func (e *Etcd) List(ctx context.Context, prefix string, opts ListOptions, fn fun
 			err  error
 		)
 		if stream {
-			last, more, err = e.streamPage(ctx, start, end, rev, pageSize, opts.KeysOnly, fn)
+			last, more, err = e.streamPage(ctx, start, end, rev, pageSize, opts.KeysOnly, count)
 			if status.Code(errors.Unwrap(err)) == codes.Unimplemented || status.Code(err) == codes.Unimplemented {
 				e.noStream.Store(true)
 				stream = false
 				continue
 			}
 		} else {
-			last, more, err = e.rangePage(ctx, start, end, rev, pageSize, opts.KeysOnly, fn)
+			last, more, err = e.rangePage(ctx, start, end, rev, pageSize, opts.KeysOnly, count)
 		}
 		if err != nil {
 			var cb *callbackError
 			if errors.As(err, &cb) {
-				return rev, fmt.Errorf("%s: %w", op, cb.err)
+				return first, fmt.Errorf("%s: %w", op, cb.err)
 			}
-			return rev, rpcError(fmt.Sprintf("%s at revision %d", op, rev), err)
+			if !errors.Is(err, rpctypes.ErrCompacted) {
+				return first, rpcError(fmt.Sprintf("%s at revision %d", op, rev), err)
+			}
+			if read > 0 {
+				start = lastKey + "\x00"
+			}
+			if opts.OnCompacted == nil || opts.Revision != 0 {
+				if read == 0 {
+					return first, rpcError(fmt.Sprintf("%s at revision %d", op, rev), err)
+				}
+				return first, &CompactedError{Op: op, Revision: rev, Read: read, Last: lastKey}
+			}
+			if relists++; relists > maxRelists {
+				return first, fmt.Errorf("%s: etcd compacted each revision read %d times in a row before a key could be read: %w", op, maxRelists, ErrCompacted)
+			}
+			resp, gerr := e.get(ctx, start)
+			if gerr != nil {
+				return first, rpcError(op, gerr)
+			}
+			opts.OnCompacted(rev, resp.Header.Revision)
+			rev = resp.Header.Revision
+			continue
 		}
 		if !more {
-			return rev, nil
+			return first, nil
 		}
 		start = last + "\x00"
 	}
 }
+
+// maxRelists is how many compactions in a row List continues after
+// without reading a key in between.
+const maxRelists = 5
+
+// CompactedError is a List of one revision that etcd compacted away after
+// part of it had been handed to the callback: Read keys, up to Last, were
+// read at Revision; the rest of that revision is gone. It matches
+// ErrCompacted.
+type CompactedError struct {
+	// Op is the read ("list /registry/").
+	Op       string
+	Revision int64
+	Read     int64
+	Last     string
+}
+
+func (e *CompactedError) Error() string {
+	return fmt.Sprintf("%s at revision %d: etcd compacted the revision while it was being read, after %d keys (the last %s): %v",
+		e.Op, e.Revision, e.Read, e.Last, ErrCompacted)
+}
+
+// Unwrap returns ErrCompacted.
+func (e *CompactedError) Unwrap() error { return ErrCompacted }
 
 // callbackError carries an error returned by List's callback, so that it
 // is not mistaken for an RPC error.
@@ -585,7 +658,8 @@ func (e *Etcd) rangePage(ctx context.Context, start, end string, rev, pageSize i
 
 // streamPage reads one page of at most pageSize keys with a RangeStream
 // and stops the stream when the page is full. more is true when the page
-// filled up before the range ended.
+// filled up before the range ended. A stream that fails part way returns
+// the last key handed to fn with the error.
 func (e *Etcd) streamPage(ctx context.Context, start, end string, rev, pageSize int64, keysOnly bool, fn func(*KeyValue) error) (last string, more bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.CommandTimeout)
 	defer cancel()
@@ -608,9 +682,9 @@ func (e *Etcd) streamPage(ctx context.Context, start, end string, rev, pageSize 
 		if err := r.Err(); err != nil {
 			drain()
 			if n > 0 && status.Code(err) == codes.Unimplemented {
-				return "", false, fmt.Errorf("range stream failed mid-page: %w", err)
+				return last, false, fmt.Errorf("range stream failed mid-page: %w", err)
 			}
-			return "", false, err
+			return last, false, err
 		}
 		for _, kv := range r.Kvs {
 			if n == pageSize {
@@ -796,6 +870,9 @@ func (e *Etcd) Info(ctx context.Context) (Info, error) {
 	if err != nil {
 		return info, fmt.Errorf("info: %w", err)
 	}
+	// A compaction between the two reads may pass the revision read
+	// first; the store's revision is at least its compact revision.
+	info.Revision = max(info.Revision, info.CompactRevision)
 	return info, nil
 }
 

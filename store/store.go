@@ -105,6 +105,60 @@ type ListOptions struct {
 	PageSize int64
 	// KeysOnly skips the values (KeyValue.Value is nil).
 	KeysOnly bool
+	// OnCompacted, when set on a read of the latest revision (Revision 0)
+	// of a live etcd, lets the read outlive a compaction that passes the
+	// revision it reads at: instead of failing, List continues from the
+	// key after the last one it handed over, at the store's current
+	// revision, and calls OnCompacted with the revision it read at until
+	// then and the one it continues at. Every key is still handed over
+	// once, but the keys after the call are as of a later revision than
+	// those before it: set it only where that is acceptable, and tell the
+	// user. Without it, or with a Revision, the read keeps to one
+	// revision and a compaction fails it (ErrCompacted). Stores that are
+	// not compacted while they are read (db files) never call it.
+	OnCompacted func(from, to int64)
+}
+
+// Span is the revisions a read of the latest revision was made at: From
+// the one it started at, To the last one a compaction moved it to (0: the
+// read kept to From), Compactions how many it met. Record feeds it as a
+// ListOptions.OnCompacted.
+type Span struct {
+	From, To    int64
+	Compactions int
+}
+
+// Record notes that a read moved from revision from to revision to.
+func (s *Span) Record(from, to int64) {
+	if s.Compactions == 0 {
+		s.From = from
+	}
+	s.To = to
+	s.Compactions++
+}
+
+// Spans reports whether the read was made at more than one revision.
+func (s *Span) Spans() bool { return s != nil && s.Compactions > 0 }
+
+// Note says, for the user, that the read spans revisions because etcd was
+// compacted during it ("" when it kept to one revision).
+func (s *Span) Note() string {
+	if !s.Spans() {
+		return ""
+	}
+	return fmt.Sprintf("the read spans revisions %d–%d: etcd was compacted %s while it ran, so it continued from the last key read at the newer revision (each key was read once, as of the revision its page was read at)",
+		s.From, s.To, times(s.Compactions))
+}
+
+// times is "once", "twice" or "N times".
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 // Info describes the store itself, for `stats`, `doctor` and reports.

@@ -89,7 +89,7 @@ func NotFound(ctx context.Context, r store.Reader, prefix, key string, rev int64
 		return nf
 	}
 	var elsewhere []string
-	_, lerr := r.List(ctx, res.ListPrefix(prefix, ""), store.ListOptions{KeysOnly: true}, func(kv *store.KeyValue) error {
+	_, lerr := r.List(ctx, res.ListPrefix(prefix, ""), store.ListOptions{KeysOnly: true, OnCompacted: acrossCompaction}, func(kv *store.KeyValue) error {
 		if _, kns, kname, ok := resource.ParseKey(prefix, kv.Key); ok && kname == name && kns != ns {
 			elsewhere = append(elsewhere, kns)
 		}

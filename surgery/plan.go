@@ -438,7 +438,7 @@ func (c Planner) checkPreboundVolume(ctx context.Context, r store.Reader, pvc *c
 	}
 	what := fmt.Sprintf("PersistentVolumeClaim %s/%s", pvc.Namespace, pvc.Name)
 	var found string
-	_, err = r.List(ctx, res.ListPrefix(c.prefix(), ""), store.ListOptions{}, func(kv *store.KeyValue) error {
+	_, err = r.List(ctx, res.ListPrefix(c.prefix(), ""), store.ListOptions{OnCompacted: acrossCompaction}, func(kv *store.KeyValue) error {
 		cur, err := c.open(ctx, *kv)
 		if err != nil {
 			return nil // an unreadable volume cannot be checked; others still are

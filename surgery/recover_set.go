@@ -311,21 +311,34 @@ func (c Planner) PlanRecoverSet(ctx context.Context, src, live store.Reader, o R
 		it.Plan, it.Action = p, ActionCreate
 		return listed{it: it}, nil
 	}
-	rev, err := store.ListMap(ctx, src, listPrefix, store.ListOptions{Revision: o.Rev}, 0, mapFn, func(l listed) error {
-		switch {
-		case l.crd != nil:
-			_, _, name, _ := resource.ParseKey(prefix, l.crd.Key)
-			crds[name] = *l.crd
-		case l.it != nil:
-			if l.it.Resource.Path == "namespaces" {
-				nsItem = l.it
+	// The source is read at one revision, so that the plan is of one
+	// state: the latest of a live etcd that a compaction passes while it
+	// is read is read again, whole, at the newer revision (a few times at
+	// most); a revision named (o.Rev) cannot be, and the plan is refused.
+	var rev int64
+	var err error
+	for attempt := 1; ; attempt++ {
+		rev, err = store.ListMap(ctx, src, listPrefix, store.ListOptions{Revision: o.Rev}, 0, mapFn, func(l listed) error {
+			switch {
+			case l.crd != nil:
+				_, _, name, _ := resource.ParseKey(prefix, l.crd.Key)
+				crds[name] = *l.crd
+			case l.it != nil:
+				if l.it.Resource.Path == "namespaces" {
+					nsItem = l.it
+				}
+				plan.Items = append(plan.Items, l.it)
 			}
-			plan.Items = append(plan.Items, l.it)
+			return nil
+		})
+		if o.Rev != 0 || attempt == sourceReadAttempts || !errors.Is(err, store.ErrCompacted) {
+			break
 		}
-		return nil
-	})
+		plan.Items, nsItem = nil, nil
+		clear(crds)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("recover %s: read the source: %w", what, err)
+		return nil, fmt.Errorf("recover %s: read the source (nothing written): %w", what, err)
 	}
 	plan.SourceRevision = rev
 	if o.Namespace != "" && nsItem == nil {
@@ -432,6 +445,16 @@ func (c Planner) checkTerminating(ctx context.Context, live store.Reader, plan *
 	}
 	return nil
 }
+// acrossCompaction is the store.ListOptions.OnCompacted of the reads of
+// the latest state that may span revisions: which keys exist, the volumes
+// a warning is about, the namespaces that hold a name not found; each key
+// is read once, as of the revision its page was read at.
+func acrossCompaction(from, to int64) {}
+
+// sourceReadAttempts is how many times PlanRecoverSet reads the latest
+// state of a live source whole when etcd's compaction passes the revision
+// it reads at.
+const sourceReadAttempts = 3
 
 // recoverValue works out the value recover writes for cur: its deletion
 // cleared (finalizers kept), checked to decode to the same object, sealed.
@@ -559,7 +582,9 @@ func (c Planner) checkExisting(ctx context.Context, live store.Reader, plan *Set
 	}
 	exists := map[string]bool{}
 	for _, p := range slices.Sorted(mapsKeys(prefixes)) {
-		if _, err := live.List(ctx, p, store.ListOptions{KeysOnly: true}, func(kv *store.KeyValue) error {
+		// Which keys exist may be read across a compaction: each create
+		// is checked again by its compare-and-swap.
+		if _, err := live.List(ctx, p, store.ListOptions{KeysOnly: true, OnCompacted: acrossCompaction}, func(kv *store.KeyValue) error {
 			exists[kv.Key] = true
 			return nil
 		}); err != nil {
@@ -642,7 +667,7 @@ func (c Planner) claimWarnings(ctx context.Context, live store.Reader, plan *Set
 			wanted[pvPrefix+it.claim.Spec.VolumeName] = true
 		}
 		found := map[string]*Current{}
-		_, err := live.List(ctx, pvPrefix, store.ListOptions{}, func(kv *store.KeyValue) error {
+		_, err := live.List(ctx, pvPrefix, store.ListOptions{OnCompacted: acrossCompaction}, func(kv *store.KeyValue) error {
 			if !wanted[kv.Key] {
 				return nil
 			}

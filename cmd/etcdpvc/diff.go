@@ -38,7 +38,12 @@ func diffCommand() command {
 			"\"object\" per object, then \"type\": \"total\" per resource and one \"type\": \"summary\").\n" +
 			"Exit status: 0 when the states are the same, 11 when they differ, 10 when a value could not\n" +
 			"be read on a side (listed: its line says why), never reported as equal. diff does not read\n" +
-			"--wal (a log replays over one db only): dump --all-revisions or history read it.",
+			"--wal (a log replays over one db only): dump --all-revisions or history read it.\n" +
+			"A `live` side is the latest state: a compaction of etcd while it is read does not stop it (it\n" +
+			"continues from the last key read at the current revision, each key compared once), and the\n" +
+			"summary and a warning say which revisions it spans (-o json: readToRevisionA/B). A `rev:N`\n" +
+			"side is one revision: a compaction past N stops the diff after the records written, with\n" +
+			"status 10 and where else to read revision N (--db, --wal); it is never reported as equal.",
 		examples: `etcdpvc diff before.db after.db
 etcdpvc --db snapshot.db diff rev:1200 rev:1500 pvc -A
 etcdpvc --kubeadm diff snapshot.db live -A --ignore-metadata-only
@@ -72,7 +77,7 @@ etcdpvc diff before.db after.db secrets -n demo -o diff`,
 
 func runDiff(e *env, g *globalOptions, o diffOptions) error {
 	r := connect.DiffRequest{A: o.A, B: o.B, DB: g.DB, WAL: g.WAL, Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces,
-		Output: o.Output, ShowSecrets: o.ShowSecrets, IgnoreMetadataOnly: o.IgnoreMetadataOnly, PageSize: o.PageSize}
+		Output: o.Output, ShowSecrets: o.ShowSecrets, IgnoreMetadataOnly: o.IgnoreMetadataOnly, PageSize: o.PageSize, Warn: e.Warn}
 	if _, _, err := r.Sources(); err != nil {
 		return err
 	}

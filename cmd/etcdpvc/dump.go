@@ -34,7 +34,12 @@ func dumpCommand() command {
 			"and it then exits with status 10.\n" +
 			"--all-revisions (with --db) writes every revision the file holds, in revision order, deletions\n" +
 			"as records with \"deleted\": true. Secret values are redacted unless --show-secrets. Records\n" +
-			"stream: nothing is held in memory. Without RESOURCE every key under --prefix is dumped.",
+			"stream: nothing is held in memory. Without RESOURCE every key under --prefix is dumped.\n" +
+			"A compaction of etcd that passes the revision of a live dump while it runs does not stop it:\n" +
+			"it continues from the last key read at the current revision, each object written once, and\n" +
+			"warns that the dump spans revisions R1–R2 (each record's modRevision is its own). With --rev N\n" +
+			"it does not mix revisions: a compaction past N stops the dump after the records written, with\n" +
+			"status 10 and where else to read revision N (--db, --wal).",
 		examples: `etcdpvc --db snapshot.db dump > objects.jsonl
 etcdpvc --db snapshot.db dump --all-revisions pvc -A | jq -c 'select(.name=="www-web-0")'
 etcdpvc dump configmaps -n demo -o yaml
@@ -77,7 +82,7 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	}
 	defer s.Close()
 	r := connect.DumpRequest{Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces, AllRevisions: o.AllRevisions,
-		Rev: o.Rev, PageSize: o.PageSize, YAML: o.Output == "yaml", ShowSecrets: o.ShowSecrets}
+		Rev: o.Rev, PageSize: o.PageSize, YAML: o.Output == "yaml", ShowSecrets: o.ShowSecrets, Warn: e.Warn}
 	if isTerminal(e.stderr) {
 		r.Progress = newProgress(e.stderr, "dump")
 	}

@@ -27,7 +27,11 @@ func historyCommand() command {
 			"mod revision: a re-created object starts again at version 1. A Secret's changed values (data,\n" +
 			"stringData, the last-applied-configuration annotation) are reported by size unless\n" +
 			"--show-secrets is given. A key of which no revision is held exits with status 3, saying over\n" +
-			"which revisions that is known; an undecodable revision is listed and the status is 10.",
+			"which revisions that is known; an undecodable revision is listed and the status is 10.\n" +
+			"Where a compacted history starts, and a key of which no revision is held, the output names\n" +
+			"the compaction revision and where older revisions may be: a snapshot or member db (--db), a\n" +
+			"member's write-ahead log (--wal). A history that etcd's compaction cuts while it is read is\n" +
+			"read again whole (three times at most, then it fails saying so): nothing is printed before.",
 		examples: `etcdpvc history pvc www-web-0 -n demo
 etcdpvc --db snapshot.db history cm web-config -n demo -o json`,
 		flags: []cli.Flag{

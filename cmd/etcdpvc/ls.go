@@ -25,7 +25,8 @@ func lsCommand() command {
 		name:      "ls",
 		usage:     "list stored objects, reading only their metadata",
 		argsUsage: "[RESOURCE]",
-		desc: "ls lists objects page by page (every page pinned to the first page's revision), decoding\n" +
+		desc: "ls lists objects page by page (every page pinned to the first page's revision, unless a\n" +
+			"compaction moves it: see below), decoding\n" +
 			"only their metadata; claims and volumes are decoded whole for kubectl's columns (a claim\n" +
 			"without spec.volumeName shows the volume whose claimRef names it). Without RESOURCE it\n" +
 			"lists every resource. --terminating keeps objects with a deletionTimestamp; --deleted (with\n" +
@@ -34,7 +35,13 @@ func lsCommand() command {
 			"why in STATUS, and ls then exits with status 10. -o wide adds ENCRYPTION: how each value is\n" +
 			"stored at rest, from its k8s:enc: header (identity, aescbc/key1, kms/NAME). -o json and -o yaml\n" +
 			"write a Kubernetes List of the objects' metadata, with each key's revisions and encryption\n" +
-			"under \"etcd\".",
+			"under \"etcd\".\n" +
+			"A compaction of etcd (kube-apiserver compacts every 5 minutes) that passes the revision of a\n" +
+			"live listing while it runs does not stop it: it continues from the last key read at the\n" +
+			"current revision, each object listed once, and warns that the listing spans revisions R1–R2\n" +
+			"(a List then ends with readFromRevision and readToRevision, fields kubectl's List does not\n" +
+			"have). With --rev N it does not mix revisions: a compaction past N stops the listing after\n" +
+			"the objects written, with status 10 and where else to read revision N (--db, --wal).",
 		examples: `etcdpvc ls -A --terminating
 etcdpvc ls pvc -n demo
 etcdpvc ls pv

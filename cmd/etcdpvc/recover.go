@@ -40,6 +40,10 @@ func recoverCommand() command {
 			"write into a namespace still Terminating in the live cluster is refused (its namespace\n" +
 			"controller would delete it again): undelete the namespace first. --dry-run with only --db\n" +
 			"prints the plan as it would be made where every key is absent.\n\n" +
+			"The plan is of one state of the source: the latest state of a live etcd that a compaction\n" +
+			"passes while it is read is read again whole (three times at most); with --rev N a compaction\n" +
+			"past N refuses the plan with status 10, nothing written. Which keys exist in the live cluster\n" +
+			"may be read across a compaction: each create is checked again by its transaction.\n\n" +
 			writeHelp,
 		examples: `etcdpvc recover pvc www-web-0 -n demo --dry-run
 etcdpvc --db /backup/etcd-snapshot.db recover pvc www-web-0 -n demo -o yaml

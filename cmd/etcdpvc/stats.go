@@ -29,7 +29,10 @@ func statsCommand() command {
 			"deletion, and reports the scheduled and finished compaction, the snapshot's sha256 trailer\n" +
 			"and the bbolt sizes. Live etcd keeps no record of deletions it can list: those columns say\n" +
 			"\"unknown\" there. With --wal it counts the keyspace the log's replay establishes; when the\n" +
-			"log's revisions stop before its end, stats says so and exits with status 10.",
+			"log's revisions stop before its end, stats says so and exits with status 10.\n" +
+			"A compaction of live etcd while stats reads does not stop it: it continues from the last key\n" +
+			"read at the current revision, each object counted once, and the report (\"read at\", with\n" +
+			"-o json readFromRevision and readToRevision) and a warning say which revisions it spans.",
 		examples: `etcdpvc --db snapshot.db stats
 etcdpvc --kubeadm stats -o json | jq '.resources[] | select(.objects > 1000)'
 etcdpvc --db /var/lib/etcd/member/snap/db stats --top 50`,
@@ -62,5 +65,5 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 	if isTerminal(e.stderr) {
 		p = newProgress(e.stderr, "stats")
 	}
-	return s.Stats(e.ctx, e.stdout, o.Output == "json", o.Top, o.PageSize, p)
+	return s.Stats(e.ctx, e.stdout, o.Output == "json", o.Top, o.PageSize, p, e.Warn)
 }

@@ -58,6 +58,7 @@ var rules = []struct {
 	{Partial, is(surgery.ErrPartial)},
 	{NotAccepted, is(surgery.ErrNotAccepted)},
 	{Incomplete, is(connect.ErrIncomplete, store.ErrUndetermined)},
+	{Incomplete, []func(error) bool{as[*store.CompactedError]}},
 	{Differ, is(inspect.ErrDiffer)},
 	{Conflict, is(store.ErrConflict)},
 	{NotFound, is(store.ErrNotFound)},

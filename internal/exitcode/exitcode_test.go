@@ -32,6 +32,8 @@ func TestOf(t *testing.T) {
 		{"not accepted", wrap(surgery.ErrNotAccepted), NotAccepted},
 		{"incomplete", wrap(connect.ErrIncomplete), Incomplete},
 		{"undetermined", wrap(store.ErrUndetermined), Incomplete},
+		{"compacted part way", wrap(&store.CompactedError{Op: "list /registry/", Revision: 9, Read: 3, Last: "/registry/x"}), Incomplete},
+		{"compacted", wrap(store.ErrCompacted), Error},
 		{"differ", wrap(inspect.ErrDiffer), Differ},
 		{"conflict", wrap(store.ErrConflict), Conflict},
 		{"not found", wrap(store.ErrNotFound), NotFound},
