@@ -445,6 +445,7 @@ func (c Planner) checkTerminating(ctx context.Context, live store.Reader, plan *
 	}
 	return nil
 }
+
 // acrossCompaction is the store.ListOptions.OnCompacted of the reads of
 // the latest state that may span revisions: which keys exist, the volumes
 // a warning is about, the namespaces that hold a name not found; each key
