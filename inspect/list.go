@@ -73,7 +73,11 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 		}
 		plain = p
 	}
-	sum, err := codec.Summarize(plain)
+	summarize := codec.Summarize
+	if r.GroupResource() == (schema.GroupResource{Resource: "secrets"}) || codec.IsSecretKey(kv.Key) {
+		summarize = codec.SummarizeSecret
+	}
+	sum, err := summarize(plain)
 	if err != nil {
 		it.Unread = UndecodableStatus(err)
 		return it, nil

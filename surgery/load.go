@@ -105,7 +105,12 @@ func (c Planner) open(ctx context.Context, kv store.KeyValue) (*Current, error) 
 		return nil, err
 	}
 	cur.Plain, cur.Encrypted, cur.Stale = plain, env, stale
-	obj, err := codec.Decode(plain)
+	decode := codec.Decode
+	if (gr == secretsGR || codec.IsSecretKey(kv.Key)) && !c.ShowSecrets {
+		// A Secret's bytes are never quoted in an error.
+		decode = codec.DecodeSecret
+	}
+	obj, err := decode(plain)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
 	}
