@@ -8,6 +8,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/verify"
@@ -71,6 +72,7 @@ var sentinelHints = []struct {
 	hint string
 }{
 	{encryption.ErrKeyNotFound, "the value was encrypted with a key this EncryptionConfiguration does not hold: use the file the kube-apiserver runs with (--kubeadm finds it)"},
+	{encryption.ErrWrongKey, inspect.WrongKeyHint},
 	{encryption.ErrNoConfig, "pass --encryption-config with the kube-apiserver's EncryptionConfiguration (or --kubeadm on a control-plane node)"},
 	{verify.ErrRejected, "fix the edit so that the apiserver accepts it; --verify=never writes it anyway, and the apiserver will then likely refuse to update the object"},
 	{verify.ErrCannotVerify, "make the apiserver reachable (--kubeconfig, $KUBECONFIG, --kubeadm), or use --verify=auto to write unverified"},

@@ -21,7 +21,7 @@ const exitStatusHelp = `EXIT STATUS:
    3  not found
    4  conflict: the object changed since it was read; nothing written
    5  refused: unsafe, or not confirmed (use --yes); nothing written
-   6  the stored value cannot be decoded
+   6  the stored value cannot be decoded (or decrypted: no key given, or the key of its name does not decrypt it)
    7  cannot reach etcd or open the db file
    8  outcome unknown: a write was sent and may or may not have been applied; see the backup named
    9  partly written: a write of several keys stopped after writing some of them (listed)

@@ -24,7 +24,7 @@ const (
 	NotFound   = 3 // the object or key does not exist
 	Conflict   = 4 // the object changed between read and write; nothing written
 	Refused    = 5 // refused as unsafe, or needs --yes / confirmation; nothing written
-	Decode     = 6 // the stored value cannot be decoded (malformed, encrypted without a key, unsupported)
+	Decode     = 6 // the stored value cannot be decoded (malformed, encrypted without a key or with a key that does not decrypt it, unsupported)
 	Connection = 7 // etcd or the db file cannot be reached (dial, TLS, timeout, lock)
 	// Uncertain: a write was sent but its outcome is not known (the
 	// answer was lost, or Ctrl-C came while it was under way); the key may
@@ -67,7 +67,7 @@ var rules = []struct {
 		surgery.ErrInvalid, surgery.ErrNotApplicable,
 		surgery.ErrKeyMismatch, surgery.ErrOtherCluster, surgery.ErrPlaintextIntoEncrypted,
 		surgery.ErrUnsafeBackupDir, verify.ErrRejected, verify.ErrCannotVerify)},
-	{Decode, is(encryption.ErrKeyNotFound, encryption.ErrNoConfig,
+	{Decode, is(encryption.ErrKeyNotFound, encryption.ErrNoConfig, encryption.ErrWrongKey,
 		codec.ErrEncrypted, codec.ErrMalformed, codec.ErrNotObject, codec.ErrUnsupported, codec.ErrEmpty)},
 }
 
