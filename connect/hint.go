@@ -101,6 +101,12 @@ func openError(kind StoreKind, err error, o Options) *OpenError {
 		e.hint = "is this the etcd client port (2379)? on a control-plane node try --kubeadm"
 		msg := err.Error()
 		switch {
+		// A probe's diagnosis of a TLS mismatch comes first: the error's
+		// words then name TLS, for the other side's choice.
+		case errors.Is(err, store.ErrNotTLS):
+			e.hint = "this etcd does not speak TLS: give an http:// endpoint (or host:port) and no --cacert, --cert or --key"
+		case errors.Is(err, store.ErrWantsTLS):
+			e.hint = "this etcd speaks TLS: give an https:// endpoint with --cacert, --cert and --key (kubeadm: /etc/kubernetes/pki/etcd/ca.crt, /etc/kubernetes/pki/apiserver-etcd-client.crt and .key), or use --kubeadm"
 		case strings.Contains(msg, "certificate") || strings.Contains(msg, "tls"):
 			if o.CACert == "" || o.Cert == "" {
 				e.hint = "etcd wants TLS client certificates: give --cacert, --cert and --key (kubeadm: /etc/kubernetes/pki/etcd/ca.crt, /etc/kubernetes/pki/apiserver-etcd-client.crt and .key), or use --kubeadm"
