@@ -28,7 +28,8 @@ const exitStatusHelp = `EXIT STATUS:
   10  incomplete: some values could not be read (listed); the output holds the rest
   11  diff: the two states differ (0: they are the same)
 
-  12  written, but the apiserver rejects it (does not serve it at the new revision, or refuses to update it); restore the backup named`
+  12  written, but the apiserver rejects it (does not serve it at the new revision, or refuses to update it); restore the backup named
+  13  diff: no verdict: the namespace compared holds nothing of the scope on either side, while other namespaces do (-A compares them)`
 
 // usageError marks errors in flags or arguments.
 type usageError = cliargs.UsageError

@@ -63,14 +63,15 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"etcd":     cmdEtcd,
-			"sha256":   cmdSHA256,
-			"mode":     cmdMode,
-			"glob":     cmdGlob,
-			"status":   cmdStatus,
-			"damage":   cmdDamage,
-			"walmark":  cmdWALMark,
-			"walpurge": cmdWALPurge,
+			"etcd":       cmdEtcd,
+			"sha256":     cmdSHA256,
+			"mode":       cmdMode,
+			"glob":       cmdGlob,
+			"status":     cmdStatus,
+			"damage":     cmdDamage,
+			"walmark":    cmdWALMark,
+			"walpurge":   cmdWALPurge,
+			"protofield": cmdProtoField,
 		},
 	})
 }

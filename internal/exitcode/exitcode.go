@@ -44,6 +44,10 @@ const (
 	// serve the object at the new revision or refuses an update of it.
 	// The message names each backup to restore.
 	NotAccepted = 12
+	// NothingCompared: diff was narrowed to one namespace (-n, or
+	// "default") that holds nothing of the scope on either side, while
+	// other namespaces do: no verdict; -A compares them.
+	NothingCompared = 13
 )
 
 // rules map errors onto exit statuses: the first rule one of whose
@@ -59,6 +63,7 @@ var rules = []struct {
 	{NotAccepted, is(surgery.ErrNotAccepted)},
 	{Incomplete, is(connect.ErrIncomplete, store.ErrUndetermined)},
 	{Differ, is(inspect.ErrDiffer)},
+	{NothingCompared, is(inspect.ErrNothingCompared)},
 	{Conflict, is(store.ErrConflict)},
 	{NotFound, is(store.ErrNotFound)},
 	{Connection, is(store.ErrUnavailable)},
