@@ -99,6 +99,20 @@ func TestDecodeSecretQuotesNothing(t *testing.T) {
 	if _, err := Decode([]byte(secret + "-x")); err == nil || !strings.Contains(err.Error(), `starts "hunter2-PLAINTEX"`) {
 		t.Errorf("Decode of a value that is no Secret's: %v, want its start quoted", err)
 	}
+	for _, tc := range []struct {
+		key   string
+		show  bool
+		quote bool
+	}{
+		{"/registry/secrets/demo/s", false, false},
+		{"/registry/secrets/demo/s", true, true},
+		{"/registry/configmaps/demo/s", false, true},
+	} {
+		_, err := DecodeAt(tc.key, []byte(secret+"-x"), tc.show)
+		if got := err != nil && strings.Contains(err.Error(), secret[:7]); got != tc.quote {
+			t.Errorf("DecodeAt(%s, show %v): %v, want the start quoted: %v", tc.key, tc.show, err, tc.quote)
+		}
+	}
 	for key, want := range map[string]bool{
 		"/registry/secrets/demo/s":          true,
 		"/custom/prefix/secrets/demo/s":     true,

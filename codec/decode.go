@@ -50,6 +50,12 @@ func DecodeSecret(value []byte) (*Object, error) {
 	return decode(value, true)
 }
 
+// DecodeAt is Decode for the value stored at key: DecodeSecret when the
+// key may hold a Secret (IsSecretKey), unless showSecrets.
+func DecodeAt(key string, value []byte, showSecrets bool) (*Object, error) {
+	return decode(value, IsSecretKey(key) && !showSecrets)
+}
+
 // IsSecretKey reports whether key may hold a Secret: it has a path
 // segment "secrets" (<prefix>/secrets/NAMESPACE/NAME, whatever the
 // apiserver's --etcd-prefix). A key of another resource named secrets

@@ -250,7 +250,7 @@ func DecodeInput(t Terminal, r io.Reader, key string, decrypt func(key string, v
 	if err != nil {
 		return nil, err
 	}
-	obj, err := codec.Decode(plain)
+	obj, err := codec.DecodeAt(key, plain, false)
 	if err != nil {
 		return nil, err
 	}
