@@ -131,7 +131,9 @@ func patchCommand() command {
 			"volumeName, a StatefulSet's volumeClaimTemplates, a PV's claimRef). Metadata-only patches are\n" +
 			"made at the wire level; others re-encode the object and are refused when this build does not\n" +
 			"know every stored field (nothing is ever dropped). apiVersion, kind, name, namespace and uid\n" +
-			"cannot change.\n\n" + writeHelp,
+			"cannot change. A patch that is not valid JSON, or not of its type (a merge patch is an\n" +
+			"object, a JSON patch an array of operations), is a usage error (exit status 2) that says\n" +
+			"where, before anything is read.\n\n" + writeHelp,
 		examples: `etcdpvc patch pvc www-web-0 -n demo -p '{"spec":{"storageClassName":"fast"}}' --yes
 etcdpvc patch sts web -n demo --type json -p '[{"op":"replace","path":"/spec/volumeClaimTemplates/0/spec/storageClassName","value":"fast"}]'
 etcdpvc patch pv pv-www-web-0 --patch-file claimref.json --dry-run`,
