@@ -103,7 +103,7 @@ func openError(kind StoreKind, err error, o Options) *OpenError {
 		switch {
 		// A probe's diagnosis of a TLS mismatch comes first: the error's
 		// words then name TLS, for the other side's choice.
-		case errors.Is(err, store.ErrNotTLS):
+		case errors.Is(err, store.ErrNotTLS), strings.Contains(msg, "does not look like a TLS handshake"):
 			e.hint = "this etcd does not speak TLS: give an http:// endpoint (or host:port) and no --cacert, --cert or --key"
 		case errors.Is(err, store.ErrWantsTLS):
 			e.hint = "this etcd speaks TLS: give an https:// endpoint with --cacert, --cert and --key (kubeadm: /etc/kubernetes/pki/etcd/ca.crt, /etc/kubernetes/pki/apiserver-etcd-client.crt and .key), or use --kubeadm"

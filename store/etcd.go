@@ -318,6 +318,10 @@ func (c EtcdConfig) probe(ctx context.Context, ep string) error {
 		if !isTLSAlert(err) && speaksPlainHTTP2(ctx, addr) {
 			return fmt.Errorf("%w (it answers plaintext gRPC), and the client spoke TLS", ErrNotTLS)
 		}
+		var rh tls.RecordHeaderError
+		if errors.As(err, &rh) {
+			return fmt.Errorf("%w (it answered bytes that are no TLS record), and the client spoke TLS", ErrNotTLS)
+		}
 		return err
 	}
 	if _, err := tconn.Write([]byte(http2Preface)); err != nil {

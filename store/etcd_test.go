@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -98,6 +100,10 @@ func TestEtcdConnect(t *testing.T) {
 	tlsEP := tlsCluster.Endpoints()[0]
 	plainEP := plainCluster.Endpoints()[0]
 	closed := etcdClosedPort(t)
+	// A server that is neither etcd nor TLS (a wrong port).
+	web := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(web.Close)
+	webAddr := strings.TrimPrefix(web.URL, "http://")
 
 	ok := []struct {
 		name string
@@ -145,6 +151,8 @@ func TestEtcdConnect(t *testing.T) {
 			[]string{etcdHostPort(plainEP), "does not speak TLS"}, ErrNotTLS},
 		{"https scheme to plaintext port", EtcdConfig{Endpoints: []string{"https://" + etcdHostPort(plainEP)}},
 			[]string{etcdHostPort(plainEP), "does not speak TLS"}, ErrNotTLS},
+		{"TLS to an HTTP/1 server", EtcdConfig{Endpoints: []string{"https://" + webAddr}},
+			[]string{webAddr, "does not speak TLS (it answered bytes that are no TLS record)"}, ErrNotTLS},
 		{"two endpoints, one plaintext spoken TLS to", EtcdConfig{Endpoints: []string{closed, "https://" + etcdHostPort(plainEP)}},
 			[]string{closed + ": connect: connection refused", "does not speak TLS"}, ErrNotTLS},
 		{"wrong CA", EtcdConfig{Endpoints: []string{tlsEP}, CACert: otherCA, Cert: cert, Key: key},
