@@ -420,6 +420,11 @@ func (d *differ) modified(ka, kb *store.KeyValue, ca, cb *surgery.Current, rec *
 	switch {
 	case len(changes) > 0:
 		notes = append(notes, codec.SummarizeChanges(changes, 4))
+		if unknownKind(ca.Obj) && unknownKind(cb.Obj) && !bytes.Equal(ca.Obj.Undecoded, cb.Obj.Undecoded) {
+			// A kind this build does not know: what is beyond its
+			// metadata changed too.
+			notes = append(notes, "changed in fields this build does not decode too")
+		}
 	case reflect.DeepEqual(ca.Obj.Content, cb.Obj.Content):
 		switch {
 		case !whole() && ca.Obj.Format != cb.Obj.Format:
@@ -445,6 +450,13 @@ func (d *differ) modified(ka, kb *store.KeyValue, ca, cb *surgery.Current, rec *
 		notes = append(notes, "now stored "+storedPhrase(encB)+" (was "+storedPhrase(encA)+")")
 	}
 	rec.Summary = strings.Join(notes, "; ")
+}
+
+// unknownKind reports whether o is a protobuf of a kind this build's
+// scheme does not hold: only its metadata is decoded (the rest is
+// o.Undecoded).
+func unknownKind(o *codec.Object) bool {
+	return o.Format == codec.FormatProtobuf && o.Typed == nil
 }
 
 // decodedWhole reports whether o's Content holds every field stored:

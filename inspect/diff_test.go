@@ -245,8 +245,9 @@ func TestDiff(t *testing.T) {
 // every key of the other side reported ADDED or DELETED; a protobuf value
 // that changed only in a field this build does not know is changed "in
 // fields this build does not decode", never "content unchanged" nor
-// metadata only (so never left out); OtherNamespaces counts the keys of
-// a scope outside its namespace.
+// metadata only (so never left out), and of a kind this build does not
+// know, a change beyond its metadata is told; OtherNamespaces counts the
+// keys of a scope outside its namespace.
 func TestDiffTrust(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -312,6 +313,47 @@ func TestDiffTrust(t *testing.T) {
 		n, err := OtherNamespaces(ctx, s, "/registry", ns.res, ns.ns, 0)
 		if err != nil || n != ns.want {
 			t.Errorf("OtherNamespaces(%v, %s) = %d, %v, want %d", ns.res, ns.ns, n, err, ns.want)
+		}
+	}
+
+	// A kind this build does not know, whose label and spec change: its
+	// spec is not decoded, but its change is told.
+	const gadgetKey = "/registry/example.com/gadgets/demo/g"
+	gadget := func(spec string, labels ...string) []byte {
+		meta := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "g")
+		meta = protowire.AppendString(protowire.AppendTag(meta, 3, protowire.BytesType), "demo")
+		for i := 0; i+1 < len(labels); i += 2 {
+			entry := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), labels[i])
+			entry = protowire.AppendString(protowire.AppendTag(entry, 2, protowire.BytesType), labels[i+1])
+			meta = protowire.AppendBytes(protowire.AppendTag(meta, 11, protowire.BytesType), entry)
+		}
+		raw := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), meta)
+		raw = protowire.AppendString(protowire.AppendTag(raw, 2, protowire.BytesType), spec)
+		tm := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "example.com/v1")
+		tm = protowire.AppendString(protowire.AppendTag(tm, 2, protowire.BytesType), "Gadget")
+		v := protowire.AppendBytes(protowire.AppendTag(append([]byte{}, codec.ProtobufMagic...), 1, protowire.BytesType), tm)
+		return protowire.AppendBytes(protowire.AppendTag(v, 2, protowire.BytesType), raw)
+	}
+	if _, err := cli.Put(ctx, gadgetKey, string(gadget("spec-a"))); err != nil {
+		t.Fatal(err)
+	}
+	gadgetRevA := put(gadgetKey+"-same-meta", gadget("spec-a"))
+	put(gadgetKey, gadget("spec-b", "team", "ops"))
+	put(gadgetKey+"-same-meta", gadget("spec-b"))
+	wantGadget := map[string]string{
+		gadgetKey:                "+labels.team; changed in fields this build does not decode too",
+		gadgetKey + "-same-meta": "changed in fields this build does not decode",
+	}
+	for key, want := range wantGadget {
+		sum, err := Diff(ctx, DiffSide{Reader: s, Rev: gadgetRevA}, DiffSide{Reader: s},
+			DiffOptions{StorePrefix: "/registry", ListPrefix: "/registry/example.com/gadgets/demo/", Match: func(k string) bool { return k == key }}, func(r DiffRecord) error {
+				if r.Summary != want {
+					t.Errorf("%s: summary %q, want %q", key, r.Summary, want)
+				}
+				return nil
+			})
+		if err != nil || sum.Differ != 1 {
+			t.Errorf("%s: %+v, %v; want 1 differ", key, sum, err)
 		}
 	}
 
