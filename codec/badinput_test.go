@@ -62,3 +62,65 @@ func TestNoEtcdOrCLIImports(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeSecretQuotesNothing: an undecodable Secret's value is
+// described by what it is not and its size, never by its bytes, whether
+// it is text, JSON a decoder chokes on (a number where a string goes) or
+// a protobuf it cannot read; Decode of the same bytes still quotes their
+// start, for other kinds.
+func TestDecodeSecretQuotesNothing(t *testing.T) {
+	const secret = "hunter2-PLAINTEXT"
+	typedSecret := `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"demo"},"data":{"password":1234567` + "\n"
+	for _, tc := range []struct {
+		name  string
+		value string
+		leak  string // what must not be in a DecodeSecret error
+		want  error
+	}{
+		{"text", secret + "-password-xyz", secret[:7], ErrNotObject},
+		{"eight bytes", "hunter22", "hunter22", ErrNotObject},
+		{"broken JSON", `{"apiVersion":"v1","kind":"Secret","data":{"password":"` + secret + `"`, secret, ErrMalformed},
+		{"a number where a string goes", typedSecret[:len(typedSecret)-1] + `}}`, "1234567", ErrMalformed},
+		{"metadata of the wrong type", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":1234567}}`, "1234567", ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeSecret([]byte(tc.value))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("DecodeSecret: %v, want %v", err, tc.want)
+			}
+			if strings.Contains(err.Error(), tc.leak) {
+				t.Errorf("DecodeSecret error quotes the value: %v", err)
+			}
+			if _, err := SummarizeSecret([]byte(tc.value)); err != nil && strings.Contains(err.Error(), tc.leak) {
+				t.Errorf("SummarizeSecret error quotes the value: %v", err)
+			}
+		})
+	}
+	if _, err := Decode([]byte(secret + "-x")); err == nil || !strings.Contains(err.Error(), `starts "hunter2-PLAINTEX"`) {
+		t.Errorf("Decode of a value that is no Secret's: %v, want its start quoted", err)
+	}
+	for _, tc := range []struct {
+		key   string
+		show  bool
+		quote bool
+	}{
+		{"/registry/secrets/demo/s", false, false},
+		{"/registry/secrets/demo/s", true, true},
+		{"/registry/configmaps/demo/s", false, true},
+	} {
+		_, err := DecodeAt(tc.key, []byte(secret+"-x"), tc.show)
+		if got := err != nil && strings.Contains(err.Error(), secret[:7]); got != tc.quote {
+			t.Errorf("DecodeAt(%s, show %v): %v, want the start quoted: %v", tc.key, tc.show, err, tc.quote)
+		}
+	}
+	for key, want := range map[string]bool{
+		"/registry/secrets/demo/s":          true,
+		"/custom/prefix/secrets/demo/s":     true,
+		"/registry/configmaps/demo/secrets": false,
+		"/registry/configmaps/demo/s":       false,
+	} {
+		if got := IsSecretKey(key); got != want {
+			t.Errorf("IsSecretKey(%q) = %v, want %v", key, got, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	encjson "encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,8 +36,60 @@ type Object struct {
 }
 
 // Decode decodes a stored value (plaintext: an encrypted value yields an
-// *EncryptedError).
+// *EncryptedError). An error about a value that is not an object quotes
+// its first bytes; for a Secret's value, use DecodeSecret.
 func Decode(value []byte) (*Object, error) {
+	return decode(value, false)
+}
+
+// DecodeSecret is Decode for a value that is, or may be, a Secret's
+// (IsSecretKey): its errors say what is wrong with the value and give its
+// size, but never quote its bytes, nor the words of a JSON decoder that
+// could (only the position of a syntax error, the field of a wrong type).
+func DecodeSecret(value []byte) (*Object, error) {
+	return decode(value, true)
+}
+
+// DecodeAt is Decode for the value stored at key: DecodeSecret when the
+// key may hold a Secret (IsSecretKey), unless showSecrets.
+func DecodeAt(key string, value []byte, showSecrets bool) (*Object, error) {
+	return decode(value, IsSecretKey(key) && !showSecrets)
+}
+
+// IsSecretKey reports whether key may hold a Secret: it has a path
+// segment "secrets" (<prefix>/secrets/NAMESPACE/NAME, whatever the
+// apiserver's --etcd-prefix). A key of another resource named secrets
+// matches too: its values are treated as secret, the safe side.
+func IsSecretKey(key string) bool {
+	return strings.Contains(key, "/secrets/")
+}
+
+// secretDetail is what a redacted error says instead of a decoder's words.
+const secretDetail = "details not shown: a Secret's value"
+
+// detail is a JSON decoder's error as an error message shows it: its
+// words, or with redact only what cannot hold the value's bytes: where a
+// syntax error is (and its words when they quote nothing), which field
+// has the wrong type.
+func detail(err error, redact bool) string {
+	if !redact {
+		return err.Error()
+	}
+	var se *encjson.SyntaxError
+	var te *encjson.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se) && !strings.ContainsAny(se.Error(), `'"`):
+		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at byte %d (%s)", se.Offset, secretDetail)
+	case errors.As(err, &te):
+		what, _, _ := strings.Cut(te.Value, " ") // "number 123": the kind only
+		return fmt.Sprintf("cannot unmarshal %s into field %s of type %v", what, te.Field, te.Type)
+	}
+	return secretDetail
+}
+
+func decode(value []byte, redact bool) (*Object, error) {
 	if len(value) == 0 {
 		return nil, fmt.Errorf("decode: %w", ErrEmpty)
 	}
@@ -48,18 +101,25 @@ func Decode(value []byte) (*Object, error) {
 		}
 		return nil, &EncryptedError{Header: env}
 	case FormatProtobuf:
-		return decodeProtobuf(value)
+		return decodeProtobuf(value, redact)
 	case FormatJSON:
-		return decodeJSON(value)
+		return decodeJSON(value, redact)
 	case FormatCBOR:
 		return nil, fmt.Errorf("decode: CBOR-encoded value (apiserver CBOR storage): %w", ErrUnsupported)
 	default:
-		return nil, fmt.Errorf("decode: %d bytes that are neither a protobuf envelope, JSON, CBOR nor an encrypted value (%s): %w", len(value), sniff(value), ErrNotObject)
+		return nil, fmt.Errorf("decode: %d bytes that are neither a protobuf envelope, JSON, CBOR nor an encrypted value (%s): %w", len(value), sniff(value, redact), ErrNotObject)
 	}
 }
 
-// sniff describes bytes that are not an object, for error messages.
-func sniff(b []byte) string {
+// sniff describes bytes that are not an object, for error messages: their
+// start, quoted, unless redact.
+func sniff(b []byte, redact bool) string {
+	if redact {
+		if len(b) == 8 {
+			return "its bytes not shown: a Secret's value; an 8-byte value such as etcd's compact_rev_key is a revision, not an object"
+		}
+		return "its bytes not shown: a Secret's value"
+	}
 	const max = 16
 	s := b
 	if len(s) > max {
@@ -71,7 +131,7 @@ func sniff(b []byte) string {
 	return fmt.Sprintf("starts %q", s)
 }
 
-func decodeProtobuf(value []byte) (*Object, error) {
+func decodeProtobuf(value []byte, redact bool) (*Object, error) {
 	env, err := ParseUnknown(value)
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
@@ -85,6 +145,8 @@ func decodeProtobuf(value []byte) (*Object, error) {
 	if Known(gvk) {
 		typed, _, err := protoSerializer.Decode(value, nil, nil)
 		if err != nil {
+			// The protobuf decoder's words name fields and wire types,
+			// never values.
 			return nil, malformed("decode %s: %v", gvk.Kind, err)
 		}
 		obj.Typed = typed
@@ -94,7 +156,7 @@ func decodeProtobuf(value []byte) (*Object, error) {
 			}
 			// Bytes the protobuf carries unchecked (managedFields'
 			// fieldsV1 is raw JSON) that do not convert.
-			return nil, malformed("decode %s: %v", gvk.Kind, err)
+			return nil, malformed("decode %s: %s", gvk.Kind, detail(err, redact))
 		}
 		return obj, nil
 	}
@@ -171,14 +233,14 @@ func (o *Object) fillFromTyped() error {
 	return nil
 }
 
-func decodeJSON(value []byte) (*Object, error) {
+func decodeJSON(value []byte, redact bool) (*Object, error) {
 	doc := bytes.TrimRight(value, "\r\n")
 	if !encjson.Valid(doc) {
-		return nil, malformed("decode: invalid JSON: %v", jsonError(doc))
+		return nil, malformed("decode: invalid JSON: %s", detail(jsonError(doc), redact))
 	}
 	content := map[string]any{}
 	if err := utiljson.Unmarshal(doc, &content); err != nil {
-		return nil, malformed("decode: JSON: %v", err)
+		return nil, malformed("decode: JSON: %s", detail(err, redact))
 	}
 	apiVersion, _ := content["apiVersion"].(string)
 	kind, _ := content["kind"].(string)
@@ -196,13 +258,13 @@ func decodeJSON(value []byte) (*Object, error) {
 	}
 	meta := &metav1.ObjectMeta{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(metaMap, meta); err != nil {
-		return nil, malformed("decode %s: metadata: %v", kind, err)
+		return nil, malformed("decode %s: metadata: %s", kind, detail(err, redact))
 	}
 	obj.Meta = meta
 	if Known(obj.GVK) {
 		typed, _, err := jsonSerializer.Decode(doc, nil, nil)
 		if err != nil {
-			return nil, malformed("decode %s: %v", kind, err)
+			return nil, malformed("decode %s: %s", kind, detail(err, redact))
 		}
 		typed.GetObjectKind().SetGroupVersionKind(obj.GVK)
 		obj.Typed = typed

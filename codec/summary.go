@@ -29,8 +29,18 @@ type Summary struct {
 func (s *Summary) Terminating() bool { return !s.DeletionTimestamp.IsZero() }
 
 // Summarize reads a stored value's Summary (plaintext: an encrypted value
-// yields an *EncryptedError).
+// yields an *EncryptedError). For a Secret's value, use SummarizeSecret.
 func Summarize(value []byte) (*Summary, error) {
+	return summarize(value, false)
+}
+
+// SummarizeSecret is Summarize for a value that is, or may be, a Secret's:
+// its errors never quote the value's bytes (see DecodeSecret).
+func SummarizeSecret(value []byte) (*Summary, error) {
+	return summarize(value, true)
+}
+
+func summarize(value []byte, redact bool) (*Summary, error) {
 	switch Detect(value) {
 	case FormatProtobuf:
 		apiVersion, kind, raw, err := scanEnvelope(value)
@@ -50,9 +60,9 @@ func Summarize(value []byte) (*Summary, error) {
 		}
 		return s, nil
 	case FormatJSON:
-		return summarizeJSON(value)
+		return summarizeJSON(value, redact)
 	default:
-		_, err := Decode(value)
+		_, err := decode(value, redact)
 		if err == nil {
 			err = fmt.Errorf("%w", ErrUnsupported)
 		}
@@ -164,10 +174,10 @@ type jsonSummary struct {
 	} `json:"metadata"`
 }
 
-func summarizeJSON(value []byte) (*Summary, error) {
+func summarizeJSON(value []byte, redact bool) (*Summary, error) {
 	var j jsonSummary
 	if err := encjson.Unmarshal(bytes.TrimRight(value, "\r\n"), &j); err != nil {
-		return nil, malformed("summarize: JSON: %v", err)
+		return nil, malformed("summarize: JSON: %s", detail(err, redact))
 	}
 	if j.APIVersion == "" || j.Kind == "" {
 		return nil, fmt.Errorf("summarize: JSON without apiVersion and kind: %w", ErrNotObject)

@@ -3,10 +3,12 @@ package connect
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // DiffRequest is what diff compares: two states A and B (a db or snapshot
@@ -49,7 +51,11 @@ func (r DiffRequest) Sources() (a, b inspect.DiffSource, err error) {
 // and the summary to w. open opens one side's store: file a db or
 // snapshot file, "" the live etcd; a side that reads the other's source
 // shares its session. States that differ are inspect.ErrDiffer; values a
-// side could not read, ErrIncomplete.
+// side could not read, ErrIncomplete; a namespace empty on both sides
+// while other namespaces hold keys of the scope, inspect.ErrNothingCompared
+// (no verdict). Both sides' first pages are read before anything is
+// written, so that a side that cannot be read (a compacted rev:N) prints
+// no line.
 func Diff(ctx context.Context, w io.Writer, open func(file string) (*Session, error), r DiffRequest) error {
 	sa, sb, err := r.Sources()
 	if err != nil {
@@ -90,9 +96,33 @@ func Diff(ctx context.Context, w io.Writer, open func(file string) (*Session, er
 		if ferr := out.Flush(); ferr != nil {
 			return ferr
 		}
-		// rev:N compacted part way: what was compared stands, the rest
-		// cannot be.
-		return compactedIncomplete(fmt.Errorf("diff %s with %s: %w", sa, sb, err), "diff", inspect.Count(sum.Compared, "key", "keys"))
+		err = fmt.Errorf("diff %s with %s: %w", sa, sb, err)
+		if errors.As(err, new(*store.CompactedError)) {
+			// rev:N compacted part way: what was compared stands, the
+			// rest cannot be.
+			return compactedIncomplete(err, "diff", inspect.Count(sum.Compared, "key", "keys"))
+		}
+		if errors.Is(err, store.ErrCompacted) {
+			return &hintedError{err, "etcd holds only the revisions after its last compaction (`etcdpvc stats` shows it): compare a later rev:N, or a snapshot taken before (`etcdpvc diff SNAPSHOT live`)"}
+		}
+		return err
+	}
+	if scope.Namespace != "" {
+		sum.Namespace = scope.Namespace
+		if scope.Resource != nil {
+			sum.Resource = scope.Resource.String()
+		}
+	}
+	if sum.Compared == 0 && scope.Namespace != "" {
+		// An empty namespace: is it what was meant, or did the objects
+		// live in another one (-n forgotten, or "default" assumed)?
+		if sum.OtherNamespacesA, err = inspect.OtherNamespaces(ctx, a.Reader, prefix, scope.Resource, scope.Namespace, sum.RevA); err != nil {
+			return fmt.Errorf("diff %s with %s: count the other namespaces of A: %w", sa, sb, err)
+		}
+		if sum.OtherNamespacesB, err = inspect.OtherNamespaces(ctx, b.Reader, prefix, scope.Resource, scope.Namespace, sum.RevB); err != nil {
+			return fmt.Errorf("diff %s with %s: count the other namespaces of B: %w", sa, sb, err)
+		}
+		sum.NothingCompared = sum.OtherNamespacesA+sum.OtherNamespacesB > 0
 	}
 	if err := p.Summary(sa, sb, sum); err != nil {
 		return err
@@ -109,6 +139,15 @@ func Diff(ctx context.Context, w io.Writer, open func(file string) (*Session, er
 		}
 	}
 	switch {
+	case sum.NothingCompared:
+		what, ls := "objects", "etcdpvc ls -A"
+		if scope.Resource != nil {
+			what = scope.Resource.String()
+			ls = "etcdpvc ls " + what + " -A"
+		}
+		return &hintedError{fmt.Errorf("diff compared nothing: no %s in namespace %s on either side, while other namespaces hold %d in A and %d in B: %w",
+			what, scope.Namespace, sum.OtherNamespacesA, sum.OtherNamespacesB, inspect.ErrNothingCompared),
+			"-A compares every namespace; -n NAMESPACE names one (`" + ls + "` lists where they are)"}
 	case sum.Unreadable > 0:
 		return &hintedError{&incompleteError{msg: fmt.Sprintf("diff incomplete: %s could not be compared (listed, with why)",
 			inspect.Count(sum.Unreadable, "object", "objects"))},

@@ -35,6 +35,16 @@ func TestPatchEdit(t *testing.T) {
 		{name: "both", typ: surgery.PatchMerge, inline: `{}`, file: file(`{}`), option: "give -p or --patch-file, not both"},
 		{name: "neither", typ: surgery.PatchMerge, option: "patch needs -p PATCH or --patch-file FILE"},
 		{name: "a blank file", typ: surgery.PatchMerge, file: file(" \n"), option: "patch needs -p PATCH or --patch-file FILE"},
+		{name: "a merge patch cut short", typ: surgery.PatchMerge, inline: `{"spec":`,
+			option: "-p: the merge patch is not valid JSON: at line 1, column 9 (byte 8): unexpected end of JSON input"},
+		{name: "a bad character", typ: surgery.PatchMerge, inline: `{"spec":x}`,
+			option: "-p: the merge patch is not valid JSON: at line 1, column 9 (byte 9): invalid character 'x' looking for beginning of value"},
+		{name: "a bad line of a file", typ: surgery.PatchJSON, file: file("[\n  {\"op\": \"remove\",,\n"),
+			option: "--patch-file: the JSON patch is not valid JSON: at line 2, column 19 (byte 21): invalid character ',' looking for beginning of object key string"},
+		{name: "a merge patch that is a list", typ: surgery.PatchMerge, inline: `[{"op":"remove","path":"/a"}]`,
+			option: `-p: the merge patch is an array, not a JSON object ({"field": value, ...})`},
+		{name: "a JSON patch that is an object", typ: surgery.PatchJSON, inline: `{"a":1}`,
+			option: `-p: the JSON patch is an object, not an array of operations ([{"op": ..., "path": ...}, ...]; --type merge takes a merge patch)`},
 		{name: "a file that cannot be opened", typ: surgery.PatchMerge, file: func() (io.ReadCloser, error) { return nil, unreadable }, err: unreadable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/verify"
@@ -82,6 +83,7 @@ var sentinelHints = []struct {
 	hint string
 }{
 	{encryption.ErrKeyNotFound, "the value was encrypted with a key this EncryptionConfiguration does not hold: use the file the kube-apiserver runs with (--kubeadm finds it)"},
+	{encryption.ErrWrongKey, inspect.WrongKeyHint},
 	{encryption.ErrNoConfig, "pass --encryption-config with the kube-apiserver's EncryptionConfiguration (or --kubeadm on a control-plane node)"},
 	{verify.ErrRejected, "fix the edit so that the apiserver accepts it; --verify=never writes it anyway, and the apiserver will then likely refuse to update the object"},
 	{verify.ErrCannotVerify, "make the apiserver reachable (--kubeconfig, $KUBECONFIG, --kubeadm), or use --verify=auto to write unverified"},
@@ -110,6 +112,12 @@ func openError(kind StoreKind, err error, o Options) *OpenError {
 		e.hint = "is this the etcd client port (2379)? on a control-plane node try --kubeadm"
 		msg := err.Error()
 		switch {
+		// A probe's diagnosis of a TLS mismatch comes first: the error's
+		// words then name TLS, for the other side's choice.
+		case errors.Is(err, store.ErrNotTLS), strings.Contains(msg, "does not look like a TLS handshake"):
+			e.hint = "this etcd does not speak TLS: give an http:// endpoint (or host:port) and no --cacert, --cert or --key"
+		case errors.Is(err, store.ErrWantsTLS):
+			e.hint = "this etcd speaks TLS: give an https:// endpoint with --cacert, --cert and --key (kubeadm: /etc/kubernetes/pki/etcd/ca.crt, /etc/kubernetes/pki/apiserver-etcd-client.crt and .key), or use --kubeadm"
 		case strings.Contains(msg, "certificate") || strings.Contains(msg, "tls"):
 			if o.CACert == "" || o.Cert == "" {
 				e.hint = "etcd wants TLS client certificates: give --cacert, --cert and --key (kubeadm: /etc/kubernetes/pki/etcd/ca.crt, /etc/kubernetes/pki/apiserver-etcd-client.crt and .key), or use --kubeadm"

@@ -23,6 +23,10 @@ func TestOpenErrorHint(t *testing.T) {
 	tlsErr := &store.ConnectError{Endpoints: []string{"https://a:2379"}, TLS: true, Cause: errors.New("tls: certificate required")}
 	refused := &store.ConnectError{Endpoints: []string{"a:2379"}, Cause: errors.New("connect: connection refused")}
 	timeout := &store.ConnectError{Endpoints: []string{"a:2379"}, Cause: errors.New("context deadline exceeded")}
+	// A probe's diagnoses name TLS, for the other side's choice.
+	notTLS := &store.ConnectError{Endpoints: []string{"https://a:2379"}, TLS: true,
+		Cause: fmt.Errorf("%w (it answers plaintext gRPC), and the client spoke TLS (%w)", store.ErrNotTLS, errors.New("tls: first record does not look like a TLS handshake"))}
+	wantsTLS := &store.ConnectError{Endpoints: []string{"a:2379"}, Cause: fmt.Errorf("%w, and the client spoke plaintext (%w)", store.ErrWantsTLS, errors.New("context deadline exceeded"))}
 	walDB := Options{WAL: []string{"/m/wal"}, DB: "/m/db"}
 	tests := []struct {
 		name        string
@@ -36,6 +40,11 @@ func TestOpenErrorHint(t *testing.T) {
 	}{
 		{name: "TLS without certificates", kind: StoreEtcd, err: tlsErr, hint: "etcd wants TLS client certificates: give --cacert, --cert and --key", unavailable: true},
 		{name: "TLS with certificates", kind: StoreEtcd, err: tlsErr, o: Options{CACert: "ca", Cert: "c"}, hint: "check that --cacert signed etcd's certificate", unavailable: true},
+		{name: "TLS to a plaintext etcd", kind: StoreEtcd, err: notTLS, hint: "this etcd does not speak TLS: give an http:// endpoint (or host:port) and no --cacert, --cert or --key", unavailable: true},
+		{name: "TLS with certificates to a plaintext etcd", kind: StoreEtcd, err: notTLS, o: Options{CACert: "ca", Cert: "c", Key: "k"}, hint: "this etcd does not speak TLS", unavailable: true},
+		{name: "TLS to a server that answers no TLS, unprobed", kind: StoreEtcd, err: &store.ConnectError{Endpoints: []string{"https://a:2379"}, TLS: true, Cause: errors.New("tls: first record does not look like a TLS handshake")},
+			hint: "this etcd does not speak TLS", unavailable: true},
+		{name: "plaintext to a TLS etcd", kind: StoreEtcd, err: wantsTLS, hint: "this etcd speaks TLS: give an https:// endpoint with --cacert, --cert and --key", unavailable: true},
 		{name: "refused", kind: StoreEtcd, err: refused, hint: "nothing listens there", unavailable: true},
 		{name: "timeout", kind: StoreEtcd, err: timeout, hint: "is this the etcd client port (2379)?", unavailable: true},
 		{name: "not a connection failure", kind: StoreEtcd, err: errors.New("bad endpoint")},

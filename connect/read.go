@@ -195,8 +195,10 @@ func (s *Session) Dump(ctx context.Context, out io.Writer, r DumpRequest) error 
 		return err
 	}
 	prefix := s.Options.Prefix
+	planner := s.Planner
+	planner.ShowSecrets = r.ShowSecrets // the start of an undecodable Secret's value, in its error
 	do := inspect.DumpOptions{
-		Planner: s.Planner, Prefix: scope.Prefix, AllRevisions: r.AllRevisions, Revision: r.Rev, PageSize: r.PageSize,
+		Planner: planner, Prefix: scope.Prefix, AllRevisions: r.AllRevisions, Revision: r.Rev, PageSize: r.PageSize,
 		YAML: r.YAML, ShowSecrets: r.ShowSecrets,
 		Match: func(key string) (resource.Resource, string, string, bool, bool) { return scope.Match(prefix, key) },
 	}
@@ -261,7 +263,7 @@ func DecodeInput(t Terminal, r io.Reader, key string, decrypt func(key string, v
 	if err != nil {
 		return nil, err
 	}
-	obj, err := codec.Decode(plain)
+	obj, err := codec.DecodeAt(key, plain, false)
 	if err != nil {
 		return nil, err
 	}

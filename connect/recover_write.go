@@ -86,7 +86,7 @@ func (s *Session) Recovered(ctx context.Context, kv store.KeyValue, raw bool) (*
 		}
 		return &Recovered{Stored: stored}, nil
 	}
-	obj, err := codec.Decode(rec.Plain)
+	obj, err := codec.DecodeAt(kv.Key, rec.Plain, false)
 	if err != nil {
 		return nil, fmt.Errorf("recover %s: %w", kv.Key, err)
 	}

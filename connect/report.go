@@ -183,7 +183,9 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pa
 // (inspect.History). Revisions that could not be read are listed, then
 // incomplete (ErrIncomplete).
 func (s *Session) History(ctx context.Context, w io.Writer, ref resource.Ref, output string, showSecrets bool) error {
-	o := inspect.HistoryOptions{Planner: s.Planner, ShowSecrets: showSecrets}
+	planner := s.Planner
+	planner.ShowSecrets = showSecrets // the start of an undecodable Secret's value, in its error
+	o := inspect.HistoryOptions{Planner: planner, ShowSecrets: showSecrets}
 	var rep *inspect.HistoryReport
 	var err error
 	if s.WAL != nil {

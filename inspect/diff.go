@@ -20,6 +20,30 @@ import (
 // (exit status 11, as diff(1) says 1).
 var ErrDiffer = errors.New("the states differ")
 
+// ErrNothingCompared is the outcome of a diff narrowed to one namespace
+// that holds no key of the scope on either side while other namespaces
+// do (exit status 13): neither "same" nor "differ" would be an answer to
+// what was likely asked.
+var ErrNothingCompared = errors.New("no verdict")
+
+// OtherNamespaces counts the keys of resource res (nil: of every
+// resource) that r holds at revision rev under the store prefix
+// storePrefix in namespaces other than ns.
+func OtherNamespaces(ctx context.Context, r store.Reader, storePrefix string, res *resource.Resource, ns string, rev int64) (int, error) {
+	prefix := storePrefix + "/"
+	if res != nil {
+		prefix = res.ListPrefix(storePrefix, "")
+	}
+	n := 0
+	_, err := r.List(ctx, prefix, store.ListOptions{KeysOnly: true, Revision: rev}, func(kv *store.KeyValue) error {
+		if _, kns, _, ok := resource.ParseKey(storePrefix, kv.Key); ok && kns != "" && kns != ns {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
 // DiffSide is one of the two states Diff compares: a store read at a
 // revision, with the planner that decrypts and decodes its values.
 type DiffSide struct {
@@ -118,6 +142,16 @@ type DiffSummary struct {
 	Unreadable int `json:"unreadable"`
 	// Hidden counts the metadata-only changes left out.
 	Hidden int `json:"hidden,omitempty"`
+	// Resource and Namespace are the scope compared when it is narrowed
+	// to one namespace ("": every resource, every namespace).
+	Resource  string `json:"resource,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	// NothingCompared: no key of the namespace compared on either side,
+	// while other namespaces hold OtherNamespacesA keys of the scope in A
+	// and OtherNamespacesB in B: no verdict.
+	NothingCompared  bool `json:"nothingCompared,omitempty"`
+	OtherNamespacesA int  `json:"otherNamespacesA,omitempty"`
+	OtherNamespacesB int  `json:"otherNamespacesB,omitempty"`
 }
 
 // borrowLister is a store that can hand out values without copying them
@@ -198,7 +232,17 @@ func Diff(ctx context.Context, a, b DiffSide, o DiffOptions, emit func(DiffRecor
 	sum := &DiffSummary{}
 	ka, kb := la.pull(o.Match), lb.pull(o.Match)
 	var err error
-	for (ka != nil || kb != nil) && err == nil {
+	for err == nil {
+		// A listing that ended on an error ends the comparison before
+		// anything more is emitted: the other side's keys are not
+		// ADDED or DELETED for want of this side's. Both sides' first
+		// pages are read before the first record.
+		if ka == nil && la.err != nil || kb == nil && lb.err != nil {
+			break
+		}
+		if ka == nil && kb == nil {
+			break
+		}
 		sum.Compared++
 		switch {
 		case kb == nil || (ka != nil && ka.Key < kb.Key):
@@ -221,7 +265,7 @@ func Diff(ctx context.Context, a, b DiffSide, o DiffOptions, emit func(DiffRecor
 	la.stop()
 	lb.stop()
 	if err == nil {
-		err = errors.Join(la.err, lb.err)
+		err = errors.Join(sideErr("A", la.err), sideErr("B", lb.err))
 	}
 	sum.RevA, sum.RevB = la.rev, lb.rev
 	if la.span.Spans() {
@@ -241,6 +285,14 @@ func Diff(ctx context.Context, a, b DiffSide, o DiffOptions, emit func(DiffRecor
 		sum.Totals = []*DiffTotals{}
 	}
 	return sum, err
+}
+
+// sideErr names the side of a listing error.
+func sideErr(side string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", side, err)
 }
 
 // differ holds what Diff needs while comparing.
@@ -377,15 +429,36 @@ func (d *differ) modified(ka, kb *store.KeyValue, ca, cb *surgery.Current, rec *
 		return
 	}
 	changes := codec.Changes(ca.Obj.Content, cb.Obj.Content, d.o.ShowSecrets)
+	// The decoded content says everything about a value only when it
+	// holds every stored field: JSON is decoded whole, a protobuf only
+	// when re-encoding it gives its bytes back. Otherwise fields this
+	// build does not decode (a newer apiserver's, an unknown kind's) may
+	// be what changed.
+	whole := func() bool { return decodedWhole(ca.Obj) && decodedWhole(cb.Obj) }
 	switch {
 	case len(changes) > 0:
 		notes = append(notes, codec.SummarizeChanges(changes, 4))
-	case reflect.DeepEqual(withoutVolatile(ca.Obj.Content), withoutVolatile(cb.Obj.Content)):
-		if reflect.DeepEqual(ca.Obj.Content, cb.Obj.Content) {
+		if unknownKind(ca.Obj) && unknownKind(cb.Obj) && !bytes.Equal(ca.Obj.Undecoded, cb.Obj.Undecoded) {
+			// A kind this build does not know: what is beyond its
+			// metadata changed too.
+			notes = append(notes, "changed in fields this build does not decode too")
+		}
+	case reflect.DeepEqual(ca.Obj.Content, cb.Obj.Content):
+		switch {
+		case !whole() && ca.Obj.Format != cb.Obj.Format:
+			notes = append(notes, fmt.Sprintf("changed in fields this build does not decode, now stored as %s (was %s)", cb.Obj.Format, ca.Obj.Format))
+		case !whole():
+			notes = append(notes, "changed in fields this build does not decode")
+		default:
 			notes = append(notes, fmt.Sprintf("content unchanged, stored as %s (was %s)", cb.Obj.Format, ca.Obj.Format))
-		} else {
+		}
+	case reflect.DeepEqual(withoutVolatile(ca.Obj.Content), withoutVolatile(cb.Obj.Content)):
+		if whole() {
 			rec.MetadataOnly = len(notes) == 0
 			notes = append(notes, "metadata only (resourceVersion, managedFields times)")
+		} else {
+			// Not metadata only as far as is known: never left out.
+			notes = append(notes, "resourceVersion or managedFields times changed, and maybe fields this build does not decode")
 		}
 	default:
 		notes = append(notes, "managedFields changed")
@@ -395,6 +468,20 @@ func (d *differ) modified(ka, kb *store.KeyValue, ca, cb *surgery.Current, rec *
 		notes = append(notes, "now stored "+storedPhrase(encB)+" (was "+storedPhrase(encA)+")")
 	}
 	rec.Summary = strings.Join(notes, "; ")
+}
+
+// unknownKind reports whether o is a protobuf of a kind this build's
+// scheme does not hold: only its metadata is decoded (the rest is
+// o.Undecoded).
+func unknownKind(o *codec.Object) bool {
+	return o.Format == codec.FormatProtobuf && o.Typed == nil
+}
+
+// decodedWhole reports whether o's Content holds every field stored:
+// always for JSON (every member is decoded, known or not); for protobuf,
+// when re-encoding o gives its stored bytes back.
+func decodedWhole(o *codec.Object) bool {
+	return o.Format == codec.FormatJSON || o.RoundTrips() == nil
 }
 
 // storedPhrase turns storedAs into a phrase after "stored".

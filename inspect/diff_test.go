@@ -2,16 +2,20 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
@@ -233,5 +237,136 @@ func TestDiff(t *testing.T) {
 		})
 	if err != nil || sum.Differ != 0 || sum.Unreadable != 0 || sum.Compared != 8 {
 		t.Errorf("same state: %+v, %v", sum, err)
+	}
+}
+
+// TestDiffTrust: what Diff must not claim. A side that cannot be listed (a
+// compacted revision) ends the comparison before any record, instead of
+// every key of the other side reported ADDED or DELETED; a protobuf value
+// that changed only in a field this build does not know is changed "in
+// fields this build does not decode", never "content unchanged" nor
+// metadata only (so never left out), and of a kind this build does not
+// know, a change beyond its metadata is told; OtherNamespaces counts the
+// keys of a scope outside its namespace.
+func TestDiffTrust(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := etcdtest.Start(t, etcdtest.Options{})
+	cli := c.Client(t)
+	s, err := store.OpenEtcd(ctx, store.EtcdConfig{Endpoints: c.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put := func(key string, value []byte) int64 {
+		t.Helper()
+		resp, err := cli.Put(ctx, key, string(value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	const cmKey = "/registry/configmaps/demo/web-config"
+	cm := corpus(t, "plain/configmaps__demo__web-config.bin")
+	revA := put(cmKey, cm)
+	put("/registry/pods/demo/web-0", corpus(t, "plain/pods__demo__web-0.bin"))
+	env, err := codec.ParseUnknown(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := protowire.AppendBytes(protowire.AppendTag(append([]byte{}, env.Raw...), 99, protowire.BytesType), []byte("new"))
+	put(cmKey, env.WithRaw(raw))
+
+	o := DiffOptions{StorePrefix: "/registry", ListPrefix: "/registry/", IgnoreMetadataOnly: true}
+	var got []DiffRecord
+	sum, err := Diff(ctx, DiffSide{Reader: s, Rev: revA}, DiffSide{Reader: s}, o, func(r DiffRecord) error {
+		got = append(got, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmRec *DiffRecord
+	for i := range got {
+		if got[i].Key == cmKey {
+			cmRec = &got[i]
+		}
+	}
+	if cmRec == nil || cmRec.Summary != "changed in fields this build does not decode" || cmRec.MetadataOnly || cmRec.ReEncrypted {
+		t.Errorf("a new unknown field: record %+v, want MODIFIED \"changed in fields this build does not decode\"", cmRec)
+	}
+	if sum.Differ != 2 || sum.Hidden != 0 {
+		t.Errorf("summary %+v, want 2 differ (the ConfigMap, the pod added), none hidden", sum)
+	}
+
+	cms, err := resource.Lookup("configmaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []struct {
+		res  *resource.Resource
+		ns   string
+		want int
+	}{
+		{nil, "default", 2}, {nil, "demo", 0}, {&cms, "default", 1},
+	} {
+		n, err := OtherNamespaces(ctx, s, "/registry", ns.res, ns.ns, 0)
+		if err != nil || n != ns.want {
+			t.Errorf("OtherNamespaces(%v, %s) = %d, %v, want %d", ns.res, ns.ns, n, err, ns.want)
+		}
+	}
+
+	// A kind this build does not know, whose label and spec change: its
+	// spec is not decoded, but its change is told.
+	const gadgetKey = "/registry/example.com/gadgets/demo/g"
+	gadget := func(spec string, labels ...string) []byte {
+		meta := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "g")
+		meta = protowire.AppendString(protowire.AppendTag(meta, 3, protowire.BytesType), "demo")
+		for i := 0; i+1 < len(labels); i += 2 {
+			entry := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), labels[i])
+			entry = protowire.AppendString(protowire.AppendTag(entry, 2, protowire.BytesType), labels[i+1])
+			meta = protowire.AppendBytes(protowire.AppendTag(meta, 11, protowire.BytesType), entry)
+		}
+		raw := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), meta)
+		raw = protowire.AppendString(protowire.AppendTag(raw, 2, protowire.BytesType), spec)
+		tm := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "example.com/v1")
+		tm = protowire.AppendString(protowire.AppendTag(tm, 2, protowire.BytesType), "Gadget")
+		v := protowire.AppendBytes(protowire.AppendTag(append([]byte{}, codec.ProtobufMagic...), 1, protowire.BytesType), tm)
+		return protowire.AppendBytes(protowire.AppendTag(v, 2, protowire.BytesType), raw)
+	}
+	if _, err := cli.Put(ctx, gadgetKey, string(gadget("spec-a"))); err != nil {
+		t.Fatal(err)
+	}
+	gadgetRevA := put(gadgetKey+"-same-meta", gadget("spec-a"))
+	put(gadgetKey, gadget("spec-b", "team", "ops"))
+	put(gadgetKey+"-same-meta", gadget("spec-b"))
+	wantGadget := map[string]string{
+		gadgetKey:                "+labels.team; changed in fields this build does not decode too",
+		gadgetKey + "-same-meta": "changed in fields this build does not decode",
+	}
+	for key, want := range wantGadget {
+		sum, err := Diff(ctx, DiffSide{Reader: s, Rev: gadgetRevA}, DiffSide{Reader: s},
+			DiffOptions{StorePrefix: "/registry", ListPrefix: "/registry/example.com/gadgets/demo/", Match: func(k string) bool { return k == key }}, func(r DiffRecord) error {
+				if r.Summary != want {
+					t.Errorf("%s: summary %q, want %q", key, r.Summary, want)
+				}
+				return nil
+			})
+		if err != nil || sum.Differ != 1 {
+			t.Errorf("%s: %+v, %v; want 1 differ", key, sum, err)
+		}
+	}
+
+	if _, err := cli.Compact(ctx, sum.RevB); err != nil {
+		t.Fatal(err)
+	}
+	for _, sides := range [][2]DiffSide{{{Reader: s, Rev: revA}, {Reader: s}}, {{Reader: s}, {Reader: s, Rev: revA}}} {
+		_, err := Diff(ctx, sides[0], sides[1], o, func(r DiffRecord) error {
+			t.Errorf("a compacted side: record %+v before the error", r)
+			return nil
+		})
+		if !errors.Is(err, store.ErrCompacted) {
+			t.Errorf("a compacted side: error %v, want store.ErrCompacted", err)
+		}
 	}
 }

@@ -56,11 +56,23 @@ func (t *DiffTotals) Line() string {
 }
 
 // Line is the closing line of a diff of a with b: how many keys were
-// compared, at which revisions, and the verdict (incomplete, differ, the
-// same apart from hidden metadata-only changes, the same).
+// compared (of which namespace, when one), at which revisions, and the
+// verdict (nothing compared while other namespaces hold keys, incomplete,
+// differ, the same apart from hidden metadata-only changes, the same).
 func (s *DiffSummary) Line(a, b DiffSource) string {
 	verdict := "the states are the same"
+	scope := ""
+	if s.Namespace != "" {
+		scope = " in namespace " + s.Namespace
+		if s.Resource != "" {
+			scope = " of " + s.Resource + scope
+		}
+		verdict += " in namespace " + s.Namespace + " (-A compares every namespace)"
+	}
 	switch {
+	case s.NothingCompared:
+		verdict = fmt.Sprintf("nothing to compare in namespace %s, while other namespaces hold %d in A and %d in B: no verdict (-A compares every namespace, -n NS one of them)",
+			s.Namespace, s.OtherNamespacesA, s.OtherNamespacesB)
 	case s.Unreadable > 0:
 		verdict = "incomplete: " + Count(s.Unreadable, "object", "objects") + " could not be compared"
 	case s.Differ > 0:
@@ -68,7 +80,7 @@ func (s *DiffSummary) Line(a, b DiffSource) string {
 	case s.Hidden > 0:
 		verdict = "the same apart from " + Count(s.Hidden, "metadata-only change", "metadata-only changes") + " (not shown: --ignore-metadata-only)"
 	}
-	return fmt.Sprintf("compared %s: A %s, B %s: %s", Count(s.Compared, "key", "keys"), atSpan(a, s.RevA, s.ReadToA), atSpan(b, s.RevB, s.ReadToB), verdict)
+	return fmt.Sprintf("compared %s%s: A %s, B %s: %s", Count(s.Compared, "key", "keys"), scope, atSpan(a, s.RevA, s.ReadToA), atSpan(b, s.RevB, s.ReadToB), verdict)
 }
 
 // atSpan is s.At(rev), or, for a read that etcd's compaction made

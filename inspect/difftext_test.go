@@ -33,6 +33,12 @@ func TestDiffText(t *testing.T) {
 		{DiffSummary{Compared: 10, RevA: 7, RevB: 9, Differ: 2, Unreadable: 1}, "compared 10 keys: A before.db at revision 7, B live etcd at revision 9: incomplete: 1 object could not be compared"},
 		{DiffSummary{Compared: 10, RevA: 7, RevB: 9, Differ: 2}, "compared 10 keys: A before.db at revision 7, B live etcd at revision 9: 2 objects differ"},
 		{DiffSummary{Compared: 10, RevA: 7, RevB: 9, Hidden: 1}, "compared 10 keys: A before.db at revision 7, B live etcd at revision 9: the same apart from 1 metadata-only change (not shown: --ignore-metadata-only)"},
+		{DiffSummary{Compared: 2, RevA: 7, RevB: 9, Resource: "configmaps", Namespace: "demo"},
+			"compared 2 keys of configmaps in namespace demo: A before.db at revision 7, B live etcd at revision 9: the states are the same in namespace demo (-A compares every namespace)"},
+		{DiffSummary{Compared: 2, RevA: 7, RevB: 9, Namespace: "demo", Differ: 1},
+			"compared 2 keys in namespace demo: A before.db at revision 7, B live etcd at revision 9: 1 object differs"},
+		{DiffSummary{RevA: 7, RevB: 9, Resource: "configmaps", Namespace: "default", NothingCompared: true, OtherNamespacesA: 3, OtherNamespacesB: 4},
+			"compared 0 keys of configmaps in namespace default: A before.db at revision 7, B live etcd at revision 9: nothing to compare in namespace default, while other namespaces hold 3 in A and 4 in B: no verdict (-A compares every namespace, -n NS one of them)"},
 	} {
 		if got := tc.sum.Line(a, b); got != tc.want {
 			t.Errorf("Line:\n got %q\nwant %q", got, tc.want)

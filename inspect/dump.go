@@ -123,6 +123,11 @@ type unreadKind uint8
 const (
 	readOK unreadKind = iota
 	unreadEncrypted
+	// unreadNotHeld and unreadWrongKey are encrypted values the config
+	// given does not hold the key of, or holds a key of that name for
+	// that does not decrypt them.
+	unreadNotHeld
+	unreadWrongKey
 	unreadUndecodable
 )
 
@@ -201,7 +206,11 @@ func Dump(ctx context.Context, src store.Reader, w io.Writer, o DumpOptions) (Du
 				res.Records++
 				switch it.unread {
 				case unreadEncrypted:
-					res.Unread.Encrypted++
+					res.Unread.AddEncrypted(nil)
+				case unreadNotHeld:
+					res.Unread.AddEncrypted(encryption.ErrKeyNotFound)
+				case unreadWrongKey:
+					res.Unread.AddEncrypted(encryption.ErrWrongKey)
 				case unreadUndecodable:
 					res.Unread.Undecodable++
 				}
@@ -431,7 +440,12 @@ func (d *dumpWorker) decode(kv *store.KeyValue, rec *DumpRecord) unreadKind {
 	cur, err := d.o.Planner.Open(d.ctx, *kv)
 	if err != nil {
 		rec.Error = err.Error()
-		if errors.Is(err, codec.ErrEncrypted) || errors.Is(err, encryption.ErrKeyNotFound) || errors.Is(err, encryption.ErrNoConfig) {
+		switch {
+		case errors.Is(err, encryption.ErrWrongKey):
+			return unreadWrongKey
+		case errors.Is(err, encryption.ErrKeyNotFound):
+			return unreadNotHeld
+		case errors.Is(err, codec.ErrEncrypted) || errors.Is(err, encryption.ErrNoConfig):
 			return unreadEncrypted
 		}
 		return unreadUndecodable

@@ -44,6 +44,9 @@ type ListItem struct {
 	// UnreadEncrypted is true when the value was not read because it is
 	// encrypted and could not be decrypted.
 	UnreadEncrypted bool
+	// DecryptErr is why an encrypted value could not be decrypted with the
+	// encryption config given (nil: it was, or no config was given).
+	DecryptErr error
 	// Encryption is how the value is stored at rest (StoredUnder):
 	// "identity", "aescbc/key1", "kms/NAME".
 	Encryption string
@@ -68,12 +71,16 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 		}
 		p, err := enc.Decrypt(ctx, r.GroupResource(), kv.Key, plain)
 		if err != nil {
-			it.Unread, it.UnreadEncrypted = EncryptedStatus(env, err), true
+			it.Unread, it.UnreadEncrypted, it.DecryptErr = EncryptedStatus(env, err), true, err
 			return it, nil
 		}
 		plain = p
 	}
-	sum, err := codec.Summarize(plain)
+	summarize := codec.Summarize
+	if r.GroupResource() == (schema.GroupResource{Resource: "secrets"}) || codec.IsSecretKey(kv.Key) {
+		summarize = codec.SummarizeSecret
+	}
+	sum, err := summarize(plain)
 	if err != nil {
 		it.Unread = UndecodableStatus(err)
 		return it, nil
@@ -98,6 +105,8 @@ func EncryptedStatus(env codec.EncryptionHeader, err error) string {
 		return what + ": no key"
 	case errors.Is(err, encryption.ErrKeyNotFound):
 		return what + ": key not in the encryption config"
+	case errors.Is(err, encryption.ErrWrongKey):
+		return what + ": the config's key of that name does not decrypt it"
 	default:
 		return what + ": cannot decrypt: " + shorten(err.Error(), 60)
 	}
@@ -124,6 +133,11 @@ type Unread struct {
 	Encrypted int
 	// Undecodable are values that could not be decoded.
 	Undecodable int
+	// NotHeld and WrongKey are among Encrypted: values whose key the
+	// encryption config given does not hold (encryption.ErrKeyNotFound),
+	// or holds under the value's key name but with other key material
+	// (encryption.ErrWrongKey).
+	NotHeld, WrongKey int
 }
 
 // Add counts it when it was not read.
@@ -131,9 +145,21 @@ func (u *Unread) Add(it ListItem) {
 	switch {
 	case it.Unread == "":
 	case it.UnreadEncrypted:
-		u.Encrypted++
+		u.AddEncrypted(it.DecryptErr)
 	default:
 		u.Undecodable++
+	}
+}
+
+// AddEncrypted counts an encrypted value not read: err is the decryption
+// error, nil when no encryption config was given.
+func (u *Unread) AddEncrypted(err error) {
+	u.Encrypted++
+	switch {
+	case errors.Is(err, encryption.ErrWrongKey):
+		u.WrongKey++
+	case errors.Is(err, encryption.ErrKeyNotFound):
+		u.NotHeld++
 	}
 }
 
@@ -148,6 +174,8 @@ func (u Unread) Message() string {
 	switch {
 	case u.Total() == 0:
 		return ""
+	case u.Undecodable == 0 && u.WrongKey == u.Encrypted:
+		return head + "encrypted at rest, and the config's keys of their names do not decrypt them"
 	case u.Undecodable == 0:
 		return head + "encrypted at rest, no usable key"
 	case u.Encrypted == 0:
@@ -157,9 +185,18 @@ func (u Unread) Message() string {
 	}
 }
 
+// WrongKeyHint is what to do about a value the encryption config's key of
+// the right name does not decrypt (encryption.ErrWrongKey).
+const WrongKeyHint = "this EncryptionConfiguration has a key of that name, but not the one the value was written with: use the file this cluster's kube-apiserver runs with (--kubeadm finds it); after a key was rotated under the same name, a config that still holds the old key material"
+
 // Hint says how to read the values not read.
 func (u Unread) Hint() string {
-	if u.Encrypted > 0 {
+	switch {
+	case u.WrongKey > 0:
+		return WrongKeyHint
+	case u.NotHeld > 0:
+		return "the EncryptionConfiguration given does not hold the keys these values were written with: use the file the kube-apiserver runs with (--kubeadm finds it)"
+	case u.Encrypted > 0:
 		return "pass --encryption-config with the apiserver's EncryptionConfiguration, or --kubeadm"
 	}
 	return "see one value's bytes with `etcdpvc get --etcd-key KEY -o raw | xxd | head`"

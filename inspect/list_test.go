@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
@@ -113,9 +114,36 @@ func TestUnreadMessage(t *testing.T) {
 		{Unread{Encrypted: 2}, "2 values were not read: encrypted at rest, no usable key"},
 		{Unread{Undecodable: 1}, "1 value was not read: undecodable"},
 		{Unread{Encrypted: 2, Undecodable: 1}, "3 values were not read: 2 encrypted (no usable key), 1 undecodable"},
+		{Unread{Encrypted: 2, WrongKey: 2}, "2 values were not read: encrypted at rest, and the config's keys of their names do not decrypt them"},
+		{Unread{Encrypted: 2, WrongKey: 1}, "2 values were not read: encrypted at rest, no usable key"},
 	} {
 		if got := tc.u.Message(); got != tc.want {
 			t.Errorf("%+v: got %q, want %q", tc.u, got, tc.want)
+		}
+	}
+}
+
+// TestUnreadHint: the hint says what to do about the values not read,
+// never to pass an --encryption-config that was passed.
+func TestUnreadHint(t *testing.T) {
+	var u Unread
+	for _, err := range []error{nil, encryption.ErrKeyNotFound, encryption.ErrWrongKey} {
+		u.AddEncrypted(err)
+	}
+	if u != (Unread{Encrypted: 3, NotHeld: 1, WrongKey: 1}) {
+		t.Errorf("counted %+v", u)
+	}
+	for _, tc := range []struct {
+		u    Unread
+		want string
+	}{
+		{Unread{Encrypted: 1}, "pass --encryption-config"},
+		{Unread{Encrypted: 1, NotHeld: 1}, "the EncryptionConfiguration given does not hold the keys"},
+		{Unread{Encrypted: 2, NotHeld: 1, WrongKey: 1}, WrongKeyHint},
+		{Unread{Undecodable: 1}, "etcdpvc get --etcd-key KEY -o raw"},
+	} {
+		if got := tc.u.Hint(); !strings.Contains(got, tc.want) {
+			t.Errorf("%+v: hint %q, want it to hold %q", tc.u, got, tc.want)
 		}
 	}
 }

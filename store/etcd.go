@@ -250,18 +250,21 @@ func (c EtcdConfig) connectError(ctx context.Context, rpcErr error) *ConnectErro
 		wg.Go(func() { causes[i] = c.probe(ctx, ep) })
 	}
 	wg.Wait()
-	var found []string
+	// Each cause found is wrapped, so that a caller can tell a TLS
+	// mismatch (ErrNotTLS, ErrWantsTLS) from the rest.
+	var format []string
+	var args []any
 	for i, cause := range causes {
 		switch {
 		case cause == nil:
 		case len(c.Endpoints) == 1: // the message names it already
-			found = append(found, cause.Error())
+			format, args = append(format, "%w"), append(args, cause)
 		default:
-			found = append(found, fmt.Sprintf("%s: %v", c.Endpoints[i], cause))
+			format, args = append(format, "%s: %w"), append(args, c.Endpoints[i], cause)
 		}
 	}
-	if len(found) > 0 {
-		ce.Cause = fmt.Errorf("%s (%w)", strings.Join(found, "; "), ce.Cause)
+	if len(format) > 0 {
+		ce.Cause = fmt.Errorf(strings.Join(format, "; ")+" (%w)", append(args, ce.Cause)...)
 	}
 	return ce
 }
@@ -272,7 +275,8 @@ const http2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 // probe dials ep and, for TLS, shakes hands and waits for the server's
 // first frame (a server that rejects the client certificate says so only
 // then); without TLS it checks whether the server expects TLS. It returns
-// nil when it finds nothing wrong.
+// nil when it finds nothing wrong; a TLS mismatch wraps ErrNotTLS or
+// ErrWantsTLS.
 func (c EtcdConfig) probe(ctx context.Context, ep string) error {
 	addr, secure, ok := endpointAddr(ep)
 	if !ok {
@@ -296,7 +300,7 @@ func (c EtcdConfig) probe(ctx context.Context, ep string) error {
 		// Does the server answer a TLS hello?
 		tc := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}} //nolint:gosec // a probe, no data sent
 		if err := tls.Client(conn, tc).HandshakeContext(ctx); err == nil || isTLSAlert(err) {
-			return errors.New("the server speaks TLS: use an https:// endpoint or --cacert/--cert/--key")
+			return fmt.Errorf("%w, and the client spoke plaintext", ErrWantsTLS)
 		}
 		return nil
 	}
@@ -312,7 +316,11 @@ func (c EtcdConfig) probe(ctx context.Context, ep string) error {
 	tconn := tls.Client(conn, tc)
 	if err := tconn.HandshakeContext(ctx); err != nil {
 		if !isTLSAlert(err) && speaksPlainHTTP2(ctx, addr) {
-			return errors.New("the server does not speak TLS: use an http:// endpoint and no certificate flags")
+			return fmt.Errorf("%w (it answers plaintext gRPC), and the client spoke TLS", ErrNotTLS)
+		}
+		var rh tls.RecordHeaderError
+		if errors.As(err, &rh) {
+			return fmt.Errorf("%w (it answered bytes that are no TLS record), and the client spoke TLS", ErrNotTLS)
 		}
 		return err
 	}

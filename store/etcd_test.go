@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -98,6 +100,10 @@ func TestEtcdConnect(t *testing.T) {
 	tlsEP := tlsCluster.Endpoints()[0]
 	plainEP := plainCluster.Endpoints()[0]
 	closed := etcdClosedPort(t)
+	// A server that is neither etcd nor TLS (a wrong port).
+	web := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(web.Close)
+	webAddr := strings.TrimPrefix(web.URL, "http://")
 
 	ok := []struct {
 		name string
@@ -133,23 +139,30 @@ func TestEtcdConnect(t *testing.T) {
 		name     string
 		cfg      EtcdConfig
 		contains []string // in the error text
+		is       error    // a TLS mismatch the error wraps
 	}{
 		{"closed port", EtcdConfig{Endpoints: []string{closed}},
-			[]string{closed, "connection refused"}},
+			[]string{closed, "connection refused"}, nil},
 		{"plaintext to TLS port", EtcdConfig{Endpoints: []string{etcdHostPort(tlsEP)}},
-			[]string{etcdHostPort(tlsEP), "the server speaks TLS"}},
+			[]string{etcdHostPort(tlsEP), "the server speaks TLS"}, ErrWantsTLS},
 		{"http scheme to TLS port", EtcdConfig{Endpoints: []string{"http://" + etcdHostPort(tlsEP)}},
-			[]string{etcdHostPort(tlsEP), "the server speaks TLS"}},
+			[]string{etcdHostPort(tlsEP), "the server speaks TLS"}, ErrWantsTLS},
 		{"TLS to plaintext port", EtcdConfig{Endpoints: []string{etcdHostPort(plainEP)}, CACert: ca, Cert: cert, Key: key},
-			[]string{etcdHostPort(plainEP), "does not speak TLS"}},
+			[]string{etcdHostPort(plainEP), "does not speak TLS"}, ErrNotTLS},
+		{"https scheme to plaintext port", EtcdConfig{Endpoints: []string{"https://" + etcdHostPort(plainEP)}},
+			[]string{etcdHostPort(plainEP), "does not speak TLS"}, ErrNotTLS},
+		{"TLS to an HTTP/1 server", EtcdConfig{Endpoints: []string{"https://" + webAddr}},
+			[]string{webAddr, "does not speak TLS (it answered bytes that are no TLS record)"}, ErrNotTLS},
+		{"two endpoints, one plaintext spoken TLS to", EtcdConfig{Endpoints: []string{closed, "https://" + etcdHostPort(plainEP)}},
+			[]string{closed + ": connect: connection refused", "does not speak TLS"}, ErrNotTLS},
 		{"wrong CA", EtcdConfig{Endpoints: []string{tlsEP}, CACert: otherCA, Cert: cert, Key: key},
-			[]string{tlsEP, "x509: certificate signed by unknown authority"}},
+			[]string{tlsEP, "x509: certificate signed by unknown authority"}, nil},
 		{"untrusted client certificate", EtcdConfig{Endpoints: []string{tlsEP}, CACert: ca, Cert: otherCert, Key: otherKey},
-			[]string{tlsEP, "tls: unknown certificate authority"}},
+			[]string{tlsEP, "tls: unknown certificate authority"}, nil},
 		{"no client certificate", EtcdConfig{Endpoints: []string{tlsEP}, CACert: ca},
-			[]string{tlsEP, "certificate required"}},
+			[]string{tlsEP, "certificate required"}, nil},
 		{"all endpoints dead", EtcdConfig{Endpoints: []string{closed, "http://" + closed}},
-			[]string{closed + ": connect: connection refused", "http://" + closed + ": connect: connection refused"}},
+			[]string{closed + ": connect: connection refused", "http://" + closed + ": connect: connection refused"}, nil},
 	}
 	for _, tt := range fail {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,6 +209,11 @@ func TestEtcdConnect(t *testing.T) {
 			for _, s := range tt.contains {
 				if !strings.Contains(msg, s) {
 					t.Errorf("error %q does not contain %q", msg, s)
+				}
+			}
+			for _, mismatch := range []error{ErrNotTLS, ErrWantsTLS} {
+				if got := errors.Is(err, mismatch); got != (mismatch == tt.is) {
+					t.Errorf("errors.Is(%q, %v) = %v", msg, mismatch, got)
 				}
 			}
 		})

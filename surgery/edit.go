@@ -3,6 +3,7 @@ package surgery
 import (
 	"bytes"
 	encjson "encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -38,15 +39,32 @@ var gcFinalizers = []string{metav1.FinalizerDeleteDependents, metav1.FinalizerOr
 // garbage collector's foregroundDeletion and orphan finalizers. Every other
 // finalizer (kubernetes.io/pvc-protection, …) stays. It edits metadata at
 // the wire level, so it works on every kind and keeps every other byte. On
-// an object that is not being deleted it changes nothing, or refuses with
-// ErrNotApplicable when RequireTerminating is set.
+// an object that is not being deleted it changes nothing; with
+// SayNotTerminating the plan says so (Plan.NoOpReason).
 type Undelete struct {
 	KeepGCFinalizers bool
-	// RequireTerminating refuses an object that is not being deleted
-	// (ErrNotApplicable), as the undelete command does: naming such an
-	// object is a typo or the wrong object. Without it (recover), such an
-	// object is left as it is.
-	RequireTerminating bool
+	// SayNotTerminating makes the plan of an object that is not being
+	// deleted say "… is not Terminating" (NoOpReason), as the undelete
+	// command does: naming such an object may be a typo or the wrong
+	// object. Without it (recover), such an object is left as it is,
+	// silently.
+	SayNotTerminating bool
+}
+
+// NoOpReason implements NoOpReasoner: with SayNotTerminating, that the
+// object is not Terminating.
+func (u Undelete) NoOpReason(cur *Current) string {
+	if !u.SayNotTerminating || terminating(cur.Obj.Meta) {
+		return ""
+	}
+	return objectName(cur.Obj) + " is not Terminating"
+}
+
+// NoOpReasoner is an Edit that can say why it changes nothing in an
+// object (MakePlan puts it in Plan.NoOpReason); "" when it has nothing to
+// say.
+type NoOpReasoner interface {
+	NoOpReason(cur *Current) string
 }
 
 // Transform implements Edit.
@@ -61,9 +79,6 @@ func (u Undelete) Transform(cur *Current) ([]byte, error) {
 				return nil, fmt.Errorf("undelete Namespace %s: %w", cur.Obj.Name(), err)
 			}
 			return out, nil
-		}
-		if u.RequireTerminating {
-			return nil, &notApplicableError{msg: objectName(cur.Obj) + " is not Terminating; nothing to do"}
 		}
 		return cur.Plain, nil
 	}
@@ -347,9 +362,109 @@ type Patch struct {
 	Patch []byte
 }
 
+// ErrBadPatch means a patch document is not one of its type: JSON that
+// does not parse, a merge patch that is not an object, a JSON patch that
+// is not an array of operations. Patch.Check returns an error matching it
+// that says which, with the position of a syntax error.
+var ErrBadPatch = errors.New("the patch is not valid")
+
+// Check reports whether the patch document is one of its type, before any
+// object is read: valid JSON (else the line, column and byte of the
+// error), a JSON object for a merge patch (RFC 7386: another value would
+// replace the whole object), an array of operations for a JSON patch
+// (RFC 6902). The error matches ErrBadPatch.
+func (p Patch) Check() error {
+	var name string
+	switch p.Type {
+	case PatchMerge:
+		name = "merge patch"
+	case PatchJSON:
+		name = "JSON patch"
+	default:
+		return badPatch("patch type %q: want %q or %q", p.Type, PatchMerge, PatchJSON)
+	}
+	var v any
+	if err := encjson.Unmarshal(p.Patch, &v); err != nil {
+		var se *encjson.SyntaxError
+		if errors.As(err, &se) {
+			end := se.Error() == "unexpected end of JSON input"
+			line, col := position(p.Patch, se.Offset, end)
+			return badPatch("the %s is not valid JSON: at line %d, column %d (byte %d): %s", name, line, col, se.Offset, se.Error())
+		}
+		return badPatch("the %s is not valid JSON: %v", name, err)
+	}
+	switch p.Type {
+	case PatchMerge:
+		if _, ok := v.(map[string]any); !ok {
+			return badPatch("the merge patch is %s, not a JSON object ({\"field\": value, ...})", jsonKind(v))
+		}
+	case PatchJSON:
+		if _, ok := v.([]any); !ok {
+			return badPatch("the JSON patch is %s, not an array of operations ([{\"op\": ..., \"path\": ...}, ...]; --type merge takes a merge patch)", jsonKind(v))
+		}
+		if _, err := jsonpatch.DecodePatch(p.Patch); err != nil {
+			return badPatch("the JSON patch is not an array of operations: %v", err)
+		}
+	}
+	return nil
+}
+
+// badPatchError is a patch that is not one of its type; it matches
+// ErrBadPatch.
+type badPatchError struct{ msg string }
+
+func (e *badPatchError) Error() string { return e.msg }
+
+// Is reports whether target is ErrBadPatch.
+func (e *badPatchError) Is(target error) bool { return target == ErrBadPatch }
+
+func badPatch(format string, args ...any) error {
+	return &badPatchError{msg: fmt.Sprintf(format, args...)}
+}
+
+// position returns the line and column (from 1) of a json.SyntaxError's
+// Offset in b: the bytes read, the bad one included; with end (the input
+// ended too soon), the place just past b's last byte.
+func position(b []byte, offset int64, end bool) (line, col int) {
+	n := min(max(offset, 1), int64(len(b))+1) - 1
+	if end {
+		n = min(offset, int64(len(b)))
+	}
+	line, col = 1, 1
+	for _, c := range b[:n] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+// jsonKind names the JSON type of a decoded value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	default:
+		return "an object"
+	}
+}
+
 // Transform implements Edit.
 func (p Patch) Transform(cur *Current) ([]byte, error) {
 	what := fmt.Sprintf("%s patch of %s %s", p.Type, cur.Obj.GVK.Kind, cur.Obj.Name())
+	if err := p.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
 	var doc, text []byte
 	var err error
 	if cur.Obj.Format == codec.FormatJSON {
@@ -364,6 +479,10 @@ func (p Patch) Transform(cur *Current) ([]byte, error) {
 	switch p.Type {
 	case PatchMerge:
 		out, err = jsonpatch.MergePatch(doc, p.Patch)
+		if errors.Is(err, jsonpatch.ErrBadJSONPatch) {
+			// The library's words name the other patch type.
+			err = badPatch("the merge patch does not apply to the object's JSON")
+		}
 	case PatchJSON:
 		var ops jsonpatch.Patch
 		ops, err = jsonpatch.DecodePatch(p.Patch)

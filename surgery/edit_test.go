@@ -427,3 +427,36 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// TestPatchCheck: a patch that is not one of its type is refused before
+// any object is read, saying where and naming the type it was given as.
+func TestPatchCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		patch Patch
+		want  string // "": valid
+	}{
+		{"merge", Patch{PatchMerge, []byte(`{"spec":{"a":1}}`)}, ""},
+		{"json", Patch{PatchJSON, []byte(`[{"op":"remove","path":"/a"}]`)}, ""},
+		{"merge cut short", Patch{PatchMerge, []byte(`{"spec":`)}, "the merge patch is not valid JSON: at line 1, column 9 (byte 8): unexpected end of JSON input"},
+		{"merge cut short at a new line", Patch{PatchMerge, []byte("{\n\"spec\":\n")}, "the merge patch is not valid JSON: at line 3, column 1 (byte 10): unexpected end of JSON input"},
+		{"merge bad character", Patch{PatchMerge, []byte("{\n \"a\": 1 2}")}, "the merge patch is not valid JSON: at line 2, column 9 (byte 11): invalid character '2' after object key:value pair"},
+		{"merge not an object", Patch{PatchMerge, []byte(`"x"`)}, `the merge patch is a string, not a JSON object ({"field": value, ...})`},
+		{"json bad", Patch{PatchJSON, []byte(`[{"op":`)}, "the JSON patch is not valid JSON: at line 1, column 8 (byte 7): unexpected end of JSON input"},
+		{"json not an array", Patch{PatchJSON, []byte(`null`)}, `the JSON patch is null, not an array of operations ([{"op": ..., "path": ...}, ...]; --type merge takes a merge patch)`},
+		{"json not operations", Patch{PatchJSON, []byte(`[1]`)}, "the JSON patch is not an array of operations: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.patch.Check()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want == "":
+			case err == nil || !errors.Is(err, ErrBadPatch) || !strings.HasPrefix(err.Error(), tc.want):
+				t.Fatalf("error %v, want one matching ErrBadPatch that starts %q", err, tc.want)
+			case tc.patch.Type == PatchMerge && strings.Contains(err.Error(), "JSON patch"):
+				t.Errorf("a merge patch called a JSON patch: %v", err)
+			}
+		})
+	}
+}

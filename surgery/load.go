@@ -105,7 +105,8 @@ func (c Planner) open(ctx context.Context, kv store.KeyValue) (*Current, error) 
 		return nil, err
 	}
 	cur.Plain, cur.Encrypted, cur.Stale = plain, env, stale
-	obj, err := codec.Decode(plain)
+	// A Secret's bytes are never quoted in an error (unless ShowSecrets).
+	obj, err := codec.DecodeAt(kv.Key, plain, c.ShowSecrets)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
 	}

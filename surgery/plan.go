@@ -42,6 +42,10 @@ type Plan struct {
 	// NoOp is true when the edit changes nothing; such a plan must not be
 	// applied.
 	NoOp bool
+	// NoOpReason says why the edit changes nothing, when it says
+	// (NoOpReasoner): "persistentvolumeclaim x in namespace demo is not
+	// Terminating".
+	NoOpReason string
 	// Diff is a unified diff of the object's YAML before and after.
 	Diff string
 	// Warnings are things that could undo the edit or that the operator
@@ -84,6 +88,9 @@ func (c Planner) MakePlan(ctx context.Context, r store.Reader, key string, e Edi
 	if bytes.Equal(newPlain, cur.Plain) {
 		p.NoOp = true
 		p.NewPlain, p.NewStored = cur.Plain, cur.KV.Value
+		if r, ok := e.(NoOpReasoner); ok {
+			p.NoOpReason = r.NoOpReason(cur)
+		}
 		return p, nil
 	}
 	after, err := verifyNew(key, cur.Obj, newPlain)

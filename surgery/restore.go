@@ -146,7 +146,7 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 	if err != nil {
 		return nil, fmt.Errorf("%s: backup value: %w", what, err)
 	}
-	bobj, err := codec.Decode(plain)
+	bobj, err := codec.DecodeAt(b.Key, plain, c.ShowSecrets)
 	if err != nil {
 		return nil, fmt.Errorf("%s: backup value: %w", what, err)
 	}

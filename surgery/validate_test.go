@@ -191,12 +191,11 @@ func TestTypoRules(t *testing.T) {
 			errText:  `secret web-secret in namespace demo: 'note' already has a value (<redacted>), and --overwrite is false; nothing written`,
 			notInErr: "s3cr3t"},
 		{name: "undelete an object not Terminating", key: pvcKey, value: pvc,
-			edit:    Undelete{RequireTerminating: true},
-			errText: "persistentvolumeclaim www-web-1 in namespace demo is not Terminating; nothing to do"},
-		{name: "undelete without RequireTerminating", key: pvcKey, value: pvc,
+			edit: Undelete{SayNotTerminating: true}},
+		{name: "undelete without SayNotTerminating", key: pvcKey, value: pvc,
 			edit: Undelete{}},
 		{name: "undelete a Terminating object", key: pvcKey, value: terminating, changed: true,
-			edit: Undelete{RequireTerminating: true}},
+			edit: Undelete{SayNotTerminating: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,6 +217,30 @@ func TestTypoRules(t *testing.T) {
 			}
 			if tc.notInErr != "" && strings.Contains(err.Error(), tc.notInErr) {
 				t.Errorf("err %q shows %q", err, tc.notInErr)
+			}
+		})
+	}
+}
+
+// TestUndeleteNoOpReason: undelete of an object that is not Terminating
+// changes nothing and, with SayNotTerminating, says why; of a Terminating
+// one, it has nothing to say.
+func TestUndeleteNoOpReason(t *testing.T) {
+	pvc := current(t, "/registry/persistentvolumeclaims/demo/www-web-1", corpus(t, pvcBound))
+	terminating := current(t, "/registry/persistentvolumeclaims/demo/www-web-0", corpus(t, pvcFile))
+	for _, tc := range []struct {
+		name string
+		edit Undelete
+		cur  *Current
+		want string
+	}{
+		{"not Terminating", Undelete{SayNotTerminating: true}, pvc, "persistentvolumeclaim www-web-1 in namespace demo is not Terminating"},
+		{"not Terminating, silently", Undelete{}, pvc, ""},
+		{"Terminating", Undelete{SayNotTerminating: true}, terminating, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.edit.NoOpReason(tc.cur); got != tc.want {
+				t.Errorf("NoOpReason %q, want %q", got, tc.want)
 			}
 		})
 	}

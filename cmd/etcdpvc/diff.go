@@ -28,17 +28,24 @@ func diffCommand() command {
 			"ADDED (only in B), DELETED (only in A) or MODIFIED, its resource, namespace, name, its mod\n" +
 			"revision in A and in B, and for MODIFIED what changed (as history says it). A and B are each\n" +
 			"a db or snapshot file, `live` (the etcd of the connection flags) or `rev:N`: revision N of\n" +
-			"the other side's source (of --db, or of the live etcd, when both are rev:N).\n" +
+			"the other side's source (of --db, or of the live etcd, when both are rev:N). A namespaced\n" +
+			"RESOURCE is compared in one namespace, as in kubectl: -n NAMESPACE, else default; -A compares\n" +
+			"every namespace. The closing line names the namespace compared.\n" +
 			"Stored bytes are compared first; only values that differ are decrypted (--encryption-config)\n" +
 			"and decoded. A value rewritten with another key or provider, same plaintext, is reported as\n" +
 			"re-encrypted, content unchanged; an object of which only resourceVersion or the times of\n" +
-			"managedFields changed as metadata only (--ignore-metadata-only leaves those out). A Secret's\n" +
+			"managedFields changed as metadata only (--ignore-metadata-only leaves those out); one whose\n" +
+			"stored fields differ only where this build does not decode them (a newer apiserver's field)\n" +
+			"as changed in fields this build does not decode. A Secret's\n" +
 			"values are shown by size unless --show-secrets. Totals per resource end the output.\n" +
 			"-o diff adds a unified YAML diff per object; -o json writes one JSON object a line (\"type\":\n" +
 			"\"object\" per object, then \"type\": \"total\" per resource and one \"type\": \"summary\").\n" +
 			"Exit status: 0 when the states are the same, 11 when they differ, 10 when a value could not\n" +
-			"be read on a side (listed: its line says why), never reported as equal. diff does not read\n" +
-			"--wal (a log replays over one db only): dump --all-revisions or history read it.\n" +
+			"be read on a side (listed: its line says why), never reported as equal; 13 (no verdict) when\n" +
+			"the namespace compared holds nothing of the scope on either side while other namespaces do.\n" +
+			"Both sides are read before the first line: a side that cannot be (a compacted rev:N) prints\n" +
+			"none. diff does not read --wal (a log replays over one db only): dump --all-revisions or\n" +
+			"history read it.\n" +
 			"A `live` side is the latest state: a compaction of etcd while it is read does not stop it (it\n" +
 			"continues from the last key read at the current revision, each key compared once), and the\n" +
 			"summary and a warning say which revisions it spans (-o json: readToRevisionA/B). A `rev:N`\n" +

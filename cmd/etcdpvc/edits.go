@@ -35,23 +35,21 @@ func undeleteCommand() command {
 			"content in a Terminating namespace) and drops the namespace controller's deletion conditions.\n" +
 			"It warns when the object is likely to be deleted again (its owner is gone, its namespace\n" +
 			"is Terminating, its StatefulSet's retention policy says Delete). An object that is not\n" +
-			"Terminating is refused (exit status 5): it is a typo or the wrong object.\n\n" + writeHelp,
+			"Terminating is left as it is: \"nothing to do: … is not Terminating\", exit status 0, as\n" +
+			"every edit that changes nothing (check the name: `ls -A --terminating` lists those being\n" +
+			"deleted).\n\n" + writeHelp,
 		examples: `etcdpvc undelete pvc www-web-0 -n demo --dry-run
 etcdpvc undelete pvc www-web-0 -n demo --yes
 etcdpvc --kubeadm undelete pv pv-www-web-0`,
 		flags: withWrite(&cli.BoolFlag{Name: "keep-gc-finalizers", Usage: "keep foregroundDeletion and orphan"},
 			&cli.BoolFlag{Name: "force", Usage: "undelete even when the stored value is another object than its key names"}),
 		action: func(c *cli.Context, e *env, in *input) error {
-			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers"), RequireTerminating: true}
-			err := planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
+			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers"), SayNotTerminating: true}
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
 				func(s *session, _ string) (surgery.Edit, error) {
 					s.Planner.AllowKeyMismatch = c.Bool("force")
 					return ed, nil
 				})
-			if errors.Is(err, surgery.ErrNotApplicable) {
-				return withHint(err, "etcdpvc ls -A --terminating lists the objects being deleted")
-			}
-			return err
 		},
 	}
 }
@@ -133,7 +131,9 @@ func patchCommand() command {
 			"volumeName, a StatefulSet's volumeClaimTemplates, a PV's claimRef). Metadata-only patches are\n" +
 			"made at the wire level; others re-encode the object and are refused when this build does not\n" +
 			"know every stored field (nothing is ever dropped). apiVersion, kind, name, namespace and uid\n" +
-			"cannot change.\n\n" + writeHelp,
+			"cannot change. A patch that is not valid JSON, or not of its type (a merge patch is an\n" +
+			"object, a JSON patch an array of operations), is a usage error (exit status 2) that says\n" +
+			"where, before anything is read.\n\n" + writeHelp,
 		examples: `etcdpvc patch pvc www-web-0 -n demo -p '{"spec":{"storageClassName":"fast"}}' --yes
 etcdpvc patch sts web -n demo --type json -p '[{"op":"replace","path":"/spec/volumeClaimTemplates/0/spec/storageClassName","value":"fast"}]'
 etcdpvc patch pv pv-www-web-0 --patch-file claimref.json --dry-run`,

@@ -21,14 +21,15 @@ const exitStatusHelp = `EXIT STATUS:
    3  not found
    4  conflict: the object changed since it was read; nothing written
    5  refused: unsafe, or not confirmed (use --yes); nothing written
-   6  the stored value cannot be decoded
+   6  the stored value cannot be decoded (or decrypted: no key given, or the key of its name does not decrypt it)
    7  cannot reach etcd or open the db file
    8  outcome unknown: a write was sent and may or may not have been applied; see the backup named
    9  partly written: a write of several keys stopped after writing some of them (listed)
   10  incomplete: some values could not be read (listed); the output holds the rest
   11  diff: the two states differ (0: they are the same)
 
-  12  written, but the apiserver rejects it (does not serve it at the new revision, or refuses to update it); restore the backup named`
+  12  written, but the apiserver rejects it (does not serve it at the new revision, or refuses to update it); restore the backup named
+  13  diff: no verdict: the namespace compared holds nothing of the scope on either side, while other namespaces do (-A compares them)`
 
 // usageError marks errors in flags or arguments.
 type usageError = cliargs.UsageError

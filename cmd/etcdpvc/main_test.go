@@ -75,6 +75,7 @@ func TestScripts(t *testing.T) {
 			"etcdload":    cmdEtcdLoad,
 			"etcdcount":   cmdEtcdCount,
 			"lines":       cmdLines,
+			"protofield":  cmdProtoField,
 		},
 	})
 }

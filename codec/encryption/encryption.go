@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/etcdpvc/etcdpvc/codec"
@@ -284,9 +285,38 @@ func (c *Config) DecryptStale(ctx context.Context, gr schema.GroupResource, etcd
 	}
 	out, stale, err := transformFromStorage(ctx, c.transformer(gr), etcdKey, stored)
 	if err != nil {
+		if wrongKey(p, err) {
+			return nil, false, fmt.Errorf("decrypt value at %q: %w", etcdKey, &KeyError{Encryption: env, Resource: gr, Err: ErrWrongKey, Cause: err})
+		}
 		return nil, false, fmt.Errorf("decrypt value at %q with %s: %w", etcdKey, p.describe(), err)
 	}
 	return out, stale, nil
+}
+
+// damaged are the words of the apiserver's local ciphers for a value too
+// short or misshapen to be a ciphertext, whatever the key.
+var damaged = []string{"shorter than the required size", "not a multiple of the block size"}
+
+// wrongKey reports whether err, from provider p's decryption of a value
+// whose header names p, says that p's key does not decrypt it: the
+// padding (aescbc) or the authentication (aesgcm, secretbox) failed on a
+// value of the right shape. A KMS plugin's failure says nothing of the
+// key; a panic is not an answer.
+func wrongKey(p provider, err error) bool {
+	switch p.kind {
+	case "aescbc", "aesgcm", "secretbox":
+	default:
+		return false
+	}
+	if errors.Is(err, errTransformerPanic) {
+		return false
+	}
+	for _, d := range damaged {
+		if strings.Contains(err.Error(), d) {
+			return false
+		}
+	}
+	return true
 }
 
 // errTransformerPanic marks a panic recovered from the apiserver's

@@ -19,10 +19,21 @@ var (
 	// given (a nil *Config). The error returned is a *KeyError naming the
 	// provider and key.
 	ErrNoConfig = errors.New("no encryption config given")
+
+	// ErrWrongKey means the encryption config holds a key of the name a
+	// value's header gives, for its provider (aescbc, aesgcm, secretbox),
+	// but that key does not decrypt the value: the key of that name was
+	// rotated (new key material under the old name), the config is
+	// another cluster's, or the value is damaged or was copied from
+	// another etcd key (the key is authenticated data). The error
+	// returned is a *KeyError naming the provider and key, with the
+	// cipher's words as its Cause.
+	ErrWrongKey = errors.New("the encryption key of that name does not decrypt the value")
 )
 
 // KeyError reports an encrypted value whose provider or key is not
-// available. It matches ErrKeyNotFound or ErrNoConfig with errors.Is.
+// available, or does not decrypt it. It matches ErrKeyNotFound,
+// ErrNoConfig or ErrWrongKey with errors.Is.
 type KeyError struct {
 	// Encryption is the value's parsed header. It is the zero value when
 	// the header did not parse (only with ErrNoConfig: with a config, such
@@ -33,8 +44,10 @@ type KeyError struct {
 	Header string
 	// Resource is the resource the value was read for.
 	Resource schema.GroupResource
-	// Err is ErrKeyNotFound or ErrNoConfig.
+	// Err is ErrKeyNotFound, ErrNoConfig or ErrWrongKey.
 	Err error
+	// Cause is, with ErrWrongKey, what the cipher said.
+	Cause error
 }
 
 // Error returns, for example, `value encrypted with aescbc key "key2",
@@ -44,13 +57,16 @@ func (e *KeyError) Error() string {
 	if e.Encryption.Provider == "" {
 		what = "encrypted value with unparsable header " + strconv.Quote(e.Header)
 	}
-	if errors.Is(e.Err, ErrNoConfig) {
+	switch {
+	case errors.Is(e.Err, ErrNoConfig):
 		return what + ", but no encryption config was given"
+	case errors.Is(e.Err, ErrWrongKey):
+		return fmt.Sprintf("%s, but the encryption config's key of that name does not decrypt it: a key rotated under the same name, another cluster's config, or a damaged value (%v)", what, e.Cause)
 	}
 	return fmt.Sprintf("%s, which the encryption config does not hold for %s", what, e.Resource.String())
 }
 
-// Unwrap returns ErrKeyNotFound or ErrNoConfig.
+// Unwrap returns ErrKeyNotFound, ErrNoConfig or ErrWrongKey.
 func (e *KeyError) Unwrap() error { return e.Err }
 
 // headerExcerpt returns the start of stored for messages about a header

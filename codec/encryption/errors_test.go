@@ -102,24 +102,24 @@ func TestDecryptErrors(t *testing.T) {
 			`value encrypted with aescbc key "key1", but no encryption config was given`},
 		{"nil config, malformed header", nil, secrets, []byte("k8s:enc:aescbc"), ErrNoConfig,
 			`encrypted value with unparsable header "k8s:enc:aescbc", but no encryption config was given`},
-		{"same key name, other secret", c, schema.GroupResource{Resource: "configmaps"}, wrongSecretValue, nil,
-			`decrypt value at "/registry/secrets/demo/s" with aesgcm key "key1": `},
+		{"same key name, other secret", c, schema.GroupResource{Resource: "configmaps"}, wrongSecretValue, ErrWrongKey,
+			`decrypt value at "/registry/secrets/demo/s": value encrypted with aesgcm key "key1", but the encryption config's key of that name does not decrypt it: a key rotated under the same name, another cluster's config, or a damaged value (cipher: message authentication failed)`},
 		{"malformed header", c, secrets, []byte("k8s:enc:aescbc"), nil,
 			`decrypt value at "/registry/secrets/demo/s": value starts with "k8s:enc:" but has no valid header: "k8s:enc:aescbc"`},
 		{"empty ciphertext", c, secrets, []byte("k8s:enc:aescbc:v1:key1:"), nil,
 			`decrypt value at "/registry/secrets/demo/s" with aescbc key "key1": the stored data was shorter than the required size`},
-		{"cbc garbage", c, secrets, []byte("k8s:enc:aescbc:v1:key1:0123456789abcdef0123456789abcdef"), nil,
-			`decrypt value at "/registry/secrets/demo/s" with aescbc key "key1": `},
+		{"cbc garbage", c, secrets, []byte("k8s:enc:aescbc:v1:key1:0123456789abcdef0123456789abcdef"), ErrWrongKey,
+			`decrypt value at "/registry/secrets/demo/s": value encrypted with aescbc key "key1", but the encryption config's key of that name does not decrypt it: `},
 		{"cbc IV only", c, secrets, []byte("k8s:enc:aescbc:v1:key1:0000000000000000"), nil,
 			`decrypt value at "/registry/secrets/demo/s" with aescbc key "key1": the stored data holds an IV but no ciphertext`},
 		{"cbc not block aligned", c, secrets, []byte("k8s:enc:aescbc:v1:key1:0123456789abcdef0123"), nil,
 			`with aescbc key "key1": the stored data is not a multiple of the block size`},
-		{"gcm garbage", c, schema.GroupResource{Resource: "configmaps"}, []byte("k8s:enc:aesgcm:v1:key1:garbage garbage garbage"), nil,
-			`decrypt value at "/registry/secrets/demo/s" with aesgcm key "key1": `},
+		{"gcm garbage", c, schema.GroupResource{Resource: "configmaps"}, []byte("k8s:enc:aesgcm:v1:key1:garbage garbage garbage"), ErrWrongKey,
+			`decrypt value at "/registry/secrets/demo/s": value encrypted with aesgcm key "key1", but the encryption config's key of that name does not decrypt it: `},
 		{"gcm short", c, schema.GroupResource{Resource: "configmaps"}, []byte("k8s:enc:aesgcm:v1:key1:xy"), nil,
 			`with aesgcm key "key1": the stored data was shorter than the required size`},
-		{"secretbox garbage", c, schema.GroupResource{Resource: "persistentvolumeclaims"}, []byte("k8s:enc:secretbox:v1:key1:" + strings.Repeat("x", 64)), nil,
-			`decrypt value at "/registry/secrets/demo/s" with secretbox key "key1": `},
+		{"secretbox garbage", c, schema.GroupResource{Resource: "persistentvolumeclaims"}, []byte("k8s:enc:secretbox:v1:key1:" + strings.Repeat("x", 64)), ErrWrongKey,
+			`decrypt value at "/registry/secrets/demo/s": value encrypted with secretbox key "key1", but the encryption config's key of that name does not decrypt it: `},
 		{"secretbox short", c, schema.GroupResource{Resource: "persistentvolumeclaims"}, []byte("k8s:enc:secretbox:v1:key1:x"), nil,
 			`with secretbox key "key1": the stored data was shorter than the required size`},
 	}
@@ -136,7 +136,7 @@ func TestDecryptErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("error %q\nwant it to contain %q", err, tt.wantMsg)
 			}
-			for _, sentinel := range []error{ErrKeyNotFound, ErrNoConfig} {
+			for _, sentinel := range []error{ErrKeyNotFound, ErrNoConfig, ErrWrongKey} {
 				if is := errors.Is(err, sentinel); is != (sentinel == tt.wantIs) {
 					t.Errorf("errors.Is(err, %v) = %v", sentinel, is)
 				}

@@ -24,7 +24,7 @@ const (
 	NotFound   = 3 // the object or key does not exist
 	Conflict   = 4 // the object changed between read and write; nothing written
 	Refused    = 5 // refused as unsafe, or needs --yes / confirmation; nothing written
-	Decode     = 6 // the stored value cannot be decoded (malformed, encrypted without a key, unsupported)
+	Decode     = 6 // the stored value cannot be decoded (malformed, encrypted without a key or with a key that does not decrypt it, unsupported)
 	Connection = 7 // etcd or the db file cannot be reached (dial, TLS, timeout, lock)
 	// Uncertain: a write was sent but its outcome is not known (the
 	// answer was lost, or Ctrl-C came while it was under way); the key may
@@ -44,6 +44,10 @@ const (
 	// serve the object at the new revision or refuses an update of it.
 	// The message names each backup to restore.
 	NotAccepted = 12
+	// NothingCompared: diff was narrowed to one namespace (-n, or
+	// "default") that holds nothing of the scope on either side, while
+	// other namespaces do: no verdict; -A compares them.
+	NothingCompared = 13
 )
 
 // rules map errors onto exit statuses: the first rule one of whose
@@ -60,6 +64,7 @@ var rules = []struct {
 	{Incomplete, is(connect.ErrIncomplete, store.ErrUndetermined)},
 	{Incomplete, []func(error) bool{as[*store.CompactedError]}},
 	{Differ, is(inspect.ErrDiffer)},
+	{NothingCompared, is(inspect.ErrNothingCompared)},
 	{Conflict, is(store.ErrConflict)},
 	{NotFound, is(store.ErrNotFound)},
 	{Connection, is(store.ErrUnavailable)},
@@ -68,7 +73,7 @@ var rules = []struct {
 		surgery.ErrInvalid, surgery.ErrNotApplicable,
 		surgery.ErrKeyMismatch, surgery.ErrOtherCluster, surgery.ErrPlaintextIntoEncrypted,
 		surgery.ErrUnsafeBackupDir, verify.ErrRejected, verify.ErrCannotVerify, store.ErrCheckFailed)},
-	{Decode, is(encryption.ErrKeyNotFound, encryption.ErrNoConfig,
+	{Decode, is(encryption.ErrKeyNotFound, encryption.ErrNoConfig, encryption.ErrWrongKey,
 		codec.ErrEncrypted, codec.ErrMalformed, codec.ErrNotObject, codec.ErrUnsupported, codec.ErrEmpty)},
 }
 
