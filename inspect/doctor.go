@@ -7,13 +7,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
@@ -106,7 +106,7 @@ func CheckCertificates(r *DoctorReport, in CertInputs) {
 // CheckCertFile reads a PEM certificate file (one certificate or a bundle)
 // and reports its earliest expiry.
 func CheckCertFile(path string, now time.Time, expiryWarning time.Duration) (CheckStatus, string) {
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path)
 	if err != nil {
 		return CheckFail, fmt.Sprintf("cannot read %s: %v", path, err)
 	}
@@ -160,7 +160,7 @@ func CheckKeyPair(certFile, keyFile string) (CheckStatus, string) {
 	case keyFile == "":
 		return CheckFail, fmt.Sprintf("--cert %s without --key: a client certificate needs its key", certFile)
 	}
-	if _, err := os.ReadFile(keyFile); err != nil {
+	if _, err := regular.ReadFile(keyFile); err != nil {
 		return CheckFail, fmt.Sprintf("cannot read %s: %v", keyFile, err)
 	}
 	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {

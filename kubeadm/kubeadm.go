@@ -14,6 +14,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
 
 // DefaultManifestsDir is where kubeadm writes static pod manifests.
@@ -111,7 +113,7 @@ func Read(dir string) (*APIServer, error) {
 		dir = DefaultManifestsDir
 	}
 	path := filepath.Join(dir, ManifestName)
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", path, ErrNoManifest)
 	}

@@ -20,6 +20,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
 
 // Defaults for EtcdConfig, as etcdctl has them.
@@ -219,6 +221,15 @@ func (c EtcdConfig) tlsConfig() (*tls.Config, error) {
 	}
 	if (c.Cert == "") != (c.Key == "") {
 		return nil, errors.New("tls: client certificate and key go together")
+	}
+	for _, f := range []string{c.Cert, c.Key, c.CACert} {
+		if f == "" {
+			continue
+		}
+		// etcd's transport reads them itself: a FIFO would block it.
+		if err := regular.Check(f); err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
 	}
 	info := transport.TLSInfo{
 		CertFile:           c.Cert,

@@ -3,13 +3,16 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
 )
 
@@ -111,6 +114,13 @@ func (k Kubeconfig) RESTConfig() (*rest.Config, error) {
 	if len(k.Paths) == 0 {
 		return nil, ErrNoKubeconfig
 	}
+	// client-go opens these files itself: a FIFO or a device would block
+	// it, out of Ctrl-C's reach.
+	for _, p := range k.Paths {
+		if err := regular.Check(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("load kubeconfig %s: %w", k, err)
+		}
+	}
 	rules := &clientcmd.ClientConfigLoadingRules{Precedence: k.Paths}
 	cfg, err := rules.Load()
 	if err != nil {
@@ -118,6 +128,11 @@ func (k Kubeconfig) RESTConfig() (*rest.Config, error) {
 	}
 	if k.HostRoot != "" {
 		rebase(cfg, k.HostRoot)
+	}
+	for _, p := range referencedFiles(cfg) {
+		if err := regular.Check(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("kubeconfig %s: %w", k, err)
+		}
 	}
 	rc, err := clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
@@ -141,4 +156,17 @@ func rebase(cfg *clientcmdapi.Config, root string) {
 		move(&a.ClientKey)
 		move(&a.TokenFile)
 	}
+}
+
+// referencedFiles lists the files a kubeconfig names (certificates, keys,
+// CAs, token files).
+func referencedFiles(cfg *clientcmdapi.Config) []string {
+	var out []string
+	for _, c := range cfg.Clusters {
+		out = append(out, c.CertificateAuthority)
+	}
+	for _, a := range cfg.AuthInfos {
+		out = append(out, a.ClientCertificate, a.ClientKey, a.TokenFile)
+	}
+	return slices.DeleteFunc(out, func(p string) bool { return p == "" })
 }

@@ -4,9 +4,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
 
 func TestFind(t *testing.T) {
@@ -115,5 +119,27 @@ current-context: k
 	got := [3]string{rc.CAFile, rc.CertFile, rc.KeyFile}
 	if got != want || rc.Host != "https://127.0.0.1:6443" {
 		t.Errorf("RESTConfig: host %s, files %v; want %v", rc.Host, got, want)
+	}
+}
+
+// TestKubeconfigFIFO: a kubeconfig that is a FIFO is refused at once, not
+// opened for a writer that never comes.
+func TestKubeconfigFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Kubeconfig{Paths: []string{fifo}}.RESTConfig()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, regular.ErrNotRegular) {
+			t.Errorf("a FIFO kubeconfig: %v, want ErrNotRegular", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("loading a FIFO kubeconfig hangs")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -210,7 +211,7 @@ func runEditor(e *env, doc []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("edit: editor %q: %w", editor, err)
 	}
-	return os.ReadFile(path)
+	return regular.ReadFile(path)
 }
 
 func restoreCommand() command {

@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
 
 // openInput opens a named input; "-" or "" is stdin.
@@ -15,7 +15,7 @@ func openInput(e *env, name string) (io.ReadCloser, error) {
 	if name == "" || name == "-" {
 		return io.NopCloser(e.stdin), nil
 	}
-	f, err := os.Open(name)
+	f, err := regular.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("open input: %w", err)
 	}

@@ -7,11 +7,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -94,6 +94,10 @@ func (p provider) describe() string {
 // Those probes and connections live until Close; canceling ctx only aborts
 // Load itself.
 func Load(ctx context.Context, path string) (*Config, error) {
+	// The apiserver's loader opens the file itself: a FIFO would block it.
+	if err := regular.Check(path); err != nil {
+		return nil, fmt.Errorf("load encryption config %q: %w", path, err)
+	}
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, cancel)
 	ec, err := encryptionconfig.LoadEncryptionConfig(tctx, path, false, apiServerID)
@@ -122,7 +126,7 @@ func Load(ctx context.Context, path string) (*Config, error) {
 // loader's hash of the file it read; a different hash means the file
 // changed in between.
 func readRules(path, wantHash string) (map[schema.GroupResource][]provider, error) {
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
