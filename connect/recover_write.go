@@ -56,13 +56,37 @@ func (s *Session) Recover(ctx context.Context, t Terminal, src *Session, kv stor
 	plan, err := s.Planner.PlanRecover(ctx, s.Reader, kv)
 	if err != nil {
 		if errors.Is(err, surgery.ErrExists) {
-			return &RefusedError{Msg: err.Error() + "; nothing written",
-				Hint: "recover never replaces an object: `etcdpvc get` it, and use undelete, patch or edit to change it"}
+			msg, hint := err.Error()+"; nothing written", "recover never replaces an object: `etcdpvc get` it, and use undelete, patch or edit to change it"
+			if other := s.otherIncarnation(ctx, src, kv); other != "" {
+				msg += ": " + other
+				hint = "recover never replaces an object, and the one that exists is not the one recovered: `etcdpvc get` it, `etcdpvc history` lists the incarnations; the deleted one can be recovered only where its name is free"
+			}
+			return &RefusedError{Msg: msg, Hint: hint}
 		}
 		return err
 	}
 	_, err = s.Write(ctx, t, []*surgery.Plan{plan}, o)
 	return err
+}
+
+// otherIncarnation says, for a recover of kv (read from src) refused
+// because its key exists in s, that the object there is another one than
+// the one recovered, with another uid (the key was created again after the
+// deletion); "" when both uids are not read, or are the same.
+func (s *Session) otherIncarnation(ctx context.Context, src *Session, kv store.KeyValue) string {
+	cur, err := s.Planner.Load(ctx, s.Reader, kv.Key, 0)
+	if err != nil {
+		return ""
+	}
+	rec, err := src.Planner.Open(ctx, kv)
+	if err != nil {
+		return ""
+	}
+	have, want := string(cur.Obj.Meta.UID), string(rec.Obj.Meta.UID)
+	if have == "" || want == "" || have == want {
+		return ""
+	}
+	return fmt.Sprintf("the key holds another object, uid %s (created at revision %d), not the one recovered, uid %s: the name was taken again after the deletion", have, cur.KV.CreateRevision, want)
 }
 
 // Recovered is what a recover would create, to print instead of writing

@@ -104,6 +104,10 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 	if err := out.Close(); err != nil {
 		return err
 	}
+	if sum.Recreated > 0 {
+		t.Note(fmt.Sprintf("%s created again after the deletion (STATUS re-created@REVISION): another object holds the name now, with another uid; recover creates only, and refuses while it exists: `etcdpvc history` lists the incarnations, `get --rev N` (or --index N of the log) reads the deleted one",
+			inspect.Count(sum.Recreated, "deleted object listed was", "deleted objects listed were")))
+	}
 	if sum.Listed == 0 {
 		what := "objects"
 		switch {
@@ -117,6 +121,10 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 	}
 	if sum.Unread.Total() > 0 {
 		return &hintedError{&incompleteError{msg: sum.Unread.Message()}, sum.Unread.Hint()}
+	}
+	if sum.NotHeld > 0 {
+		return &hintedError{&incompleteError{msg: fmt.Sprintf("%s without its last state (its uid, its metadata): the log does not establish the outcome of its writes before the deletion",
+			inspect.Count(sum.NotHeld, "re-created object is listed", "re-created objects are listed"))}, s.undeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes"}
 	}
 	return nil
 }

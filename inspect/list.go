@@ -35,6 +35,12 @@ type ListItem struct {
 	// (listings of deleted keys; -1: a deletion whose revision is not
 	// established), else 0.
 	DeleteRevision int64
+	// RecreateRevision, in a listing of deleted keys, is set for an
+	// incarnation the deletion ended and that another followed (the key
+	// exists again, or was deleted again, as another object: a new uid):
+	// the create revision of the one after it, -1 when that is not
+	// established. 0 otherwise.
+	RecreateRevision int64
 	// Summary is the value's metadata; nil when the value was not read.
 	Summary *codec.Summary
 	// Unread says why the value was not read ("" when it was), as a

@@ -72,7 +72,11 @@ type ListingOptions struct {
 	// Terminating keeps only objects with a deletionTimestamp.
 	Terminating bool
 	// Deleted lists the keys whose newest revision is a deletion (the
-	// store must be a store.Archive: else ErrNeedsArchive).
+	// store must be a store.Archive: else ErrNeedsArchive), and, from a
+	// store that tells a key's incarnations apart (store.Incarnations),
+	// the incarnations a deletion ended that another followed (the key
+	// created again: ListItem.RecreateRevision), each before its key's
+	// newer ones.
 	Deleted bool
 	// PageSize, Revision and OnCompacted are the store's ListOptions.
 	PageSize    int64
@@ -86,6 +90,11 @@ type ListSummary struct {
 	Listed int
 	// Unread counts the listed values that could not be read.
 	Unread Unread
+	// Recreated counts the deleted objects listed whose key was created
+	// again after them (ListItem.RecreateRevision); NotHeld those of them
+	// whose last state the source does not establish (listed without
+	// their metadata).
+	Recreated, NotHeld int
 }
 
 // List reads the keys o selects from r, decrypting with enc (nil: none),
@@ -120,6 +129,11 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 		if !ok {
 			return prepared{} // apiserver-internal keys (ranges, leases of masters), or out of scope
 		}
+		if o.Deleted && kv.ModRevision == 0 && len(kv.Value) == 0 {
+			// A past incarnation whose last state the source does not
+			// establish: nothing to read (ListSummary.NotHeld).
+			return prepared{Listed: Listed{ListItem: ListItem{Resource: res, Namespace: ns, Name: name, Key: kv.Key, DeleteRevision: deleteRev}}, show: true}
+		}
 		li, plain := Read(ctx, enc, res, ns, name, kv, deleteRev)
 		it := prepared{Listed: Listed{ListItem: li}, show: true}
 		if li.Summary == nil {
@@ -146,16 +160,51 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 		}
 		sum.Unread.Add(it.ListItem)
 		sum.Listed++
+		if it.RecreateRevision != 0 {
+			sum.Recreated++
+			if it.Summary == nil && it.Unread == "" {
+				sum.NotHeld++
+			}
+		}
 		return emit(it.Listed)
 	}
 	var err error
 	if o.Deleted {
+		var past []store.PastIncarnation
+		if inc, ok := r.(store.Incarnations); ok {
+			if err := inc.PastIncarnations(ctx, o.KeyPrefix, func(p store.PastIncarnation) error {
+				past = append(past, p)
+				return nil
+			}); err != nil {
+				return sum, err
+			}
+		}
+		// sendPast sends the past incarnations of the keys up to key (""
+		// : all of them), in key order and each key's oldest first.
+		sendPast := func(key string) error {
+			for len(past) > 0 && (key == "" || past[0].KV.Key <= key) {
+				p := past[0]
+				past = past[1:]
+				it := prepare(&p.KV, p.DeleteRevision)
+				it.RecreateRevision = p.RecreateRevision
+				if err := send(it); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		err = archive.ScanLatest(ctx, o.KeyPrefix, true, func(kv *store.KeyValue, deleted bool, deleteRev int64) error {
+			if err := sendPast(kv.Key); err != nil {
+				return err
+			}
 			if !deleted {
 				return nil
 			}
 			return send(prepare(kv, deleteRev))
 		})
+		if err == nil {
+			err = sendPast("")
+		}
 	} else {
 		_, err = store.ListMap(ctx, r, o.KeyPrefix, store.ListOptions{PageSize: o.PageSize, Revision: o.Revision, OnCompacted: o.OnCompacted}, 0,
 			func(kv *store.KeyValue) (prepared, error) { return prepare(kv, 0), nil }, send)
@@ -201,6 +250,14 @@ func (it ListItem) Status(now time.Time, phase string) string {
 	switch {
 	case it.Unread != "":
 		return it.Unread
+	case it.RecreateRevision != 0:
+		// Another object holds the name since: this one's uid tells
+		// them apart.
+		s := "Deleted@" + revisionOrUnknown(it.DeleteRevision)
+		if uid := it.UID(); uid != "-" {
+			s += " (uid " + uid + ")"
+		}
+		return s + ", re-created@" + revisionOrUnknown(it.RecreateRevision)
 	case it.DeleteRevision < 0:
 		return "Deleted@?"
 	case it.DeleteRevision != 0:
@@ -210,6 +267,14 @@ func (it ListItem) Status(now time.Time, phase string) string {
 	default:
 		return phase
 	}
+}
+
+// revisionOrUnknown is rev, "?" when not established (-1).
+func revisionOrUnknown(rev int64) string {
+	if rev < 0 {
+		return "?"
+	}
+	return strconv.FormatInt(rev, 10)
 }
 
 // Age is the object's age at now, "-" when unknown.
@@ -294,6 +359,9 @@ type ListStored struct {
 	Version        int64  `json:"version"`
 	Lease          int64  `json:"lease,omitempty"`
 	DeleteRevision int64  `json:"deleteRevision,omitempty"`
+	// RecreateRevision is ListItem.RecreateRevision: the key was created
+	// again after this deletion (-1: at a revision not established).
+	RecreateRevision int64 `json:"recreateRevision,omitempty"`
 	// Encryption is how the value is stored at rest: "identity",
 	// "aescbc/key1", "kms/NAME" (StoredUnder).
 	Encryption string `json:"encryption,omitempty"`
@@ -306,7 +374,7 @@ func (it ListItem) Object() ListObject {
 	r := it.Resource
 	o := ListObject{Kind: r.Kind, Metadata: ListMeta{Name: it.Name, Namespace: it.Namespace, ResourceVersion: strconv.FormatInt(it.ModRevision, 10)},
 		Etcd: ListStored{Key: it.Key, Resource: r.String(), ModRevision: it.ModRevision, CreateRevision: it.CreateRevision, Version: it.Version,
-			Lease: it.Lease, DeleteRevision: it.DeleteRevision, Encryption: it.Encryption, Unread: it.Unread}}
+			Lease: it.Lease, DeleteRevision: it.DeleteRevision, RecreateRevision: it.RecreateRevision, Encryption: it.Encryption, Unread: it.Unread}}
 	if r.Version != "" {
 		o.APIVersion = r.Version
 		if r.Group != "" {

@@ -193,6 +193,10 @@ func TestListItemColumns(t *testing.T) {
 	sealed := read("encrypted/persistentvolumeclaims__demo__www-web-1__bound__secretbox.bin")
 	deleted := bound
 	deleted.DeleteRevision = 9
+	recreated := deleted
+	recreated.RecreateRevision = 11
+	recreatedUnplaced := deleted
+	recreatedUnplaced.DeleteRevision, recreatedUnplaced.RecreateRevision = -1, -1
 	for _, tc := range []struct {
 		name                   string
 		it                     ListItem
@@ -202,6 +206,8 @@ func TestListItemColumns(t *testing.T) {
 		{"bound", bound, "Bound", "PersistentVolumeClaim", bound.Summary.UID, strings.Join(bound.Summary.Finalizers, ",")},
 		{"encrypted, unread", sealed, "Encrypted (secretbox/key1): no key", "PersistentVolumeClaim", "-", "-"},
 		{"deleted", deleted, "Deleted@9", "PersistentVolumeClaim", bound.Summary.UID, strings.Join(bound.Summary.Finalizers, ",")},
+		{"deleted and re-created", recreated, "Deleted@9 (uid " + bound.Summary.UID + "), re-created@11", "PersistentVolumeClaim", bound.Summary.UID, strings.Join(bound.Summary.Finalizers, ",")},
+		{"re-created, revisions not established", recreatedUnplaced, "Deleted@? (uid " + bound.Summary.UID + "), re-created@?", "PersistentVolumeClaim", bound.Summary.UID, strings.Join(bound.Summary.Finalizers, ",")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.it.Status(now, "Bound"); !strings.HasPrefix(got, tc.status) || (tc.status != "Terminating " && got != tc.status) {
@@ -220,7 +226,7 @@ func TestListItemColumns(t *testing.T) {
 				t.Errorf("Finalizers = %q, want %q", got, tc.fin)
 			}
 			o := tc.it.Object()
-			if o.Etcd.Key != tc.it.Key || o.Etcd.ModRevision != 7 || o.Metadata.ResourceVersion != "7" || o.Etcd.DeleteRevision != tc.it.DeleteRevision || o.Etcd.Unread != tc.it.Unread {
+			if o.Etcd.Key != tc.it.Key || o.Etcd.ModRevision != 7 || o.Metadata.ResourceVersion != "7" || o.Etcd.DeleteRevision != tc.it.DeleteRevision || o.Etcd.RecreateRevision != tc.it.RecreateRevision || o.Etcd.Unread != tc.it.Unread {
 				t.Errorf("Object().Etcd = %+v, metadata %+v", o.Etcd, o.Metadata)
 			}
 			if o.APIVersion != "v1" || o.Kind != "PersistentVolumeClaim" {

@@ -8,26 +8,47 @@ import (
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
+// objectUID is the metadata.uid of an object's content ("" when none).
+func objectUID(content map[string]any) string {
+	md, _ := content["metadata"].(map[string]any)
+	uid, _ := md["uid"].(string)
+	return uid
+}
+
 // WALHistory reads every write of ref's key a write-ahead log holds, in
 // log order, each with its raft index and term, its outcome (applied, not
 // applied, unknown), its revision where the log establishes it, and what
 // it changed. When the log was replayed over a db (store.OpenWALOver),
-// the db's revisions of the key come first. A write not applied, or whose
-// outcome is unknown, never shows a revision. A key the log never wrote
-// (and the db does not hold) gives an error wrapping store.ErrNotFound
-// that says what the log covers.
+// the db's revisions of the key the log's writes do not give are placed
+// in revision order among those: first when older than all of them. A
+// write not applied, or whose outcome is unknown, never shows a revision.
+// Incarnations are separate: a create after a deletion is "created (new
+// incarnation, uid UID)", and a write is never compared field by field
+// with another object (another uid). A key the log never wrote (and the
+// db does not hold) gives an error wrapping store.ErrNotFound that says
+// what the log covers.
 func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOptions) (*HistoryReport, error) {
 	cov := w.Coverage()
 	rep := &HistoryReport{Key: ref.Key, Log: &cov}
 	var prev map[string]any
 	var prevEnc string
+	// Incarnations are separate: a row is compared only with the one
+	// before of the same object. lastUID is the uid of the last object a
+	// row wrote ("": none read); ended says that an applied deletion
+	// came after the last applied write; earlier that a row before wrote
+	// or deleted the key.
+	var lastUID string
+	ended, earlier := false, false
 	// row fills a row's change label from kv; keep says whether the state
 	// it reaches is the key's next state (applied or unknown writes).
 	label := func(row *HistoryRow, kv store.KeyValue, deleted, keep bool) {
+		settled := row.Index == 0 || row.Outcome == store.OutcomeApplied.String() || row.Outcome == "applied, revision unknown"
+		defer func() { earlier = earlier || keep }()
 		if deleted {
 			row.Change = "deleted"
 			if keep {
 				prev = nil
+				ended = ended || settled
 			}
 			return
 		}
@@ -37,7 +58,7 @@ func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOp
 			row.Undecodable = true
 			rep.Undecodable++
 			if keep {
-				prev = nil
+				prev, lastUID = nil, ""
 			}
 			return
 		}
@@ -45,15 +66,29 @@ func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOp
 		if cur.Encrypted != nil {
 			enc = "encrypted with " + cur.Encrypted.String()
 		}
+		uid := objectUID(cur.Obj.Content)
+		other := lastUID != "" && uid != "" && uid != lastUID
 		version := kv.Version
-		if version == 0 && prev == nil {
+		switch {
+		case version == 1 && earlier && (other || ended):
+			// A create after a deletion: a new incarnation.
+			row.Change = "created (new incarnation, uid " + uid + ")"
+		case other && prev != nil:
+			// Never a field diff across two objects.
+			row.Change = fmt.Sprintf("wrote another object: uid %s (was %s)", uid, lastUID)
+		case other && version == 0:
+			row.Change = "wrote the object (uid " + uid + ", another than " + lastUID + ")"
+		case version == 0 && prev == nil:
 			// Revision not established: say what it wrote.
 			row.Change = "wrote the object"
-		} else {
+		default:
 			row.Change = changeLabel(version, prev, cur.Obj.Content, prevEnc, enc, o.ShowSecrets)
 		}
 		if keep {
-			prev, prevEnc = cur.Obj.Content, enc
+			prev, prevEnc, lastUID = cur.Obj.Content, enc, uid
+			if settled {
+				ended = false
+			}
 		}
 	}
 	// The db's revisions first (those the log did not write: before it),
@@ -104,16 +139,43 @@ func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOp
 	if err != nil {
 		return nil, err
 	}
+	// The db's revisions go in revision order among the log's writes
+	// whose revisions are established: a db revision before all of them
+	// first (before the log), any other after the last one below it and
+	// the writes without an established revision that follow it (one of
+	// which may have made it).
+	var before [][]pending // before[i]: the db's rows to place before logRows[i]
+	before = make([][]pending, len(logRows)+1)
 	for _, p := range dbRows {
 		if fromLog[p.row.Revision] {
 			continue
 		}
-		label(&p.row, p.kv, p.deleted, p.keep)
-		rep.Rows = append(rep.Rows, p.row)
+		pos := -1
+		for i, l := range logRows {
+			if l.row.Revision != 0 && l.row.Revision < p.row.Revision {
+				pos = i
+			}
+		}
+		if pos < 0 {
+			pos = 0
+		} else {
+			pos++
+			for pos < len(logRows) && logRows[pos].row.Revision == 0 {
+				pos++
+			}
+		}
+		before[pos] = append(before[pos], p)
 	}
-	for _, p := range logRows {
-		label(&p.row, p.kv, p.deleted, p.keep)
-		rep.Rows = append(rep.Rows, p.row)
+	for i := range len(logRows) + 1 {
+		for _, p := range before[i] {
+			label(&p.row, p.kv, p.deleted, p.keep)
+			rep.Rows = append(rep.Rows, p.row)
+		}
+		if i < len(logRows) {
+			p := logRows[i]
+			label(&p.row, p.kv, p.deleted, p.keep)
+			rep.Rows = append(rep.Rows, p.row)
+		}
 	}
 	if cov.DB != "" && len(rep.Rows) > 0 {
 		rep.CompactedStart = compactedStart(rep.Rows[0], rep.CompactRevision)

@@ -276,10 +276,19 @@ func (w *WAL) joinedList(ctx context.Context, prefix string, opts ListOptions, a
 // joinedScanLatest is ScanLatest over the db and the log.
 func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error {
 	// fromLog handles key when the log wrote it; baseKV is its newest live
-	// state in the db (nil: none).
-	fromLog := func(key string, baseKV *KeyValue) (bool, error) {
+	// state in the db (nil: none), baseLive whether the db holds it (not
+	// deleted).
+	fromLog := func(key string, baseKV *KeyValue, baseLive bool) (bool, error) {
 		x := w.latest(key)
 		if x < 0 {
+			return false, nil
+		}
+		if w.deleted(x) && baseLive && w.r.entries[w.r.all[x].entry].index <= w.cov.ConsistentIndex &&
+			(w.r.all[x].mod == 0 || baseKV.ModRevision > w.r.all[x].mod) {
+			// A deletion among the log's entries the db holds, and the db
+			// holds the key again, newer: a later entry (whose outcome
+			// the log may not establish) created it again. As the db
+			// holds it; PastIncarnations lists the deleted one.
 			return false, nil
 		}
 		if !w.deleted(x) {
@@ -321,7 +330,7 @@ func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDelete
 				if kv.ModRevision != 0 {
 					live = kv
 				}
-				done, err := fromLog(kv.Key, live)
+				done, err := fromLog(kv.Key, live, live != nil && !deleted)
 				if done || err != nil {
 					return err
 				}
@@ -332,7 +341,7 @@ func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDelete
 			})
 		})
 	}, func(key string) error {
-		_, err := fromLog(key, nil)
+		_, err := fromLog(key, nil, false)
 		return err
 	})
 	if err != nil {
@@ -487,7 +496,11 @@ func (w *WAL) Unestablished(prefix string) Unestablished {
 				u.First = w.r.entry(x.entry)
 			}
 			u.Unknown++
-			if d, ok := deletedBy[x.key]; x.deleted || ok && int32(id) > d {
+			// A put among the log's entries the db holds hides nothing:
+			// the db's state is after it, and says whether the key was
+			// brought back.
+			inDB := w.base != nil && e.index <= w.cov.ConsistentIndex
+			if d, ok := deletedBy[x.key]; x.deleted || ok && int32(id) > d && !inDB {
 				if u.Hiding == 0 {
 					u.FirstHiding = w.r.entry(x.entry)
 				}

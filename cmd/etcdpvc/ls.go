@@ -30,7 +30,9 @@ func lsCommand() command {
 			"only their metadata; claims and volumes are decoded whole for kubectl's columns (a claim\n" +
 			"without spec.volumeName shows the volume whose claimRef names it). Without RESOURCE it\n" +
 			"lists every resource. --terminating keeps objects with a deletionTimestamp; --deleted (with\n" +
-			"--db) lists objects whose newest revision is a deletion. STATUS shows \"Terminating 3d\"\n" +
+			"--db or --wal) lists objects whose newest revision is a deletion; with --wal also an object\n" +
+			"deleted and created again (another uid) inside the log, as \"Deleted@REV (uid UID),\n" +
+			"re-created@REV\". STATUS shows \"Terminating 3d\"\n" +
 			"with the deletionTimestamp's age. A value that cannot be decrypted or decoded is listed with\n" +
 			"why in STATUS, and ls then exits with status 10. -o wide adds ENCRYPTION: how each value is\n" +
 			"stored at rest, from its k8s:enc: header (identity, aescbc/key1, kms/NAME). -o json and -o yaml\n" +
@@ -52,7 +54,7 @@ etcdpvc --db snapshot.db ls -A --deleted`,
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "list this namespace only"},
 			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "list every namespace"},
 			&cli.BoolFlag{Name: "terminating", Usage: "only objects with a deletionTimestamp"},
-			&cli.BoolFlag{Name: "deleted", Usage: "only objects whose newest revision is a deletion (--db)"},
+			&cli.BoolFlag{Name: "deleted", Usage: "only objects whose newest revision is a deletion (--db, --wal), and with --wal objects deleted and created again"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table, wide, json or yaml"},
 			&cli.BoolFlag{Name: "show-keys", Usage: "add the UID and etcd KEY columns to the table"},
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request"},

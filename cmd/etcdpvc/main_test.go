@@ -95,6 +95,8 @@ type scriptCluster struct {
 //	etcd get KEY FILE              write KEY's value to FILE
 //	etcd meta KEY                  print mod_revision, create_revision, version and lease
 //	etcd del KEY                   delete KEY
+//	etcd txnput KEY FILE           store FILE's bytes at KEY as kube-apiserver writes: one transaction comparing the key's mod revision (0: absent) with the one read just before
+//	etcd txndel KEY                delete KEY the same way
 //	etcd compact                   compact at the current revision
 //	etcd db VAR                    set VAR to member 0's bbolt db (member/snap/db)
 //	etcd wal VAR [MEMBER]          set VAR to member 0's (or MEMBER's) wal directory (member/wal)
@@ -186,6 +188,25 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 	case "del":
 		_, err := sc.cli.Delete(ctx, args[1])
 		ts.Check(err)
+	case "txnput", "txndel":
+		if (args[0] == "txnput") != (len(args) == 3) || len(args) < 2 {
+			ts.Fatalf("usage: etcd txnput KEY FILE | etcd txndel KEY")
+		}
+		resp, err := sc.cli.Get(ctx, args[1])
+		ts.Check(err)
+		var mod int64
+		if len(resp.Kvs) > 0 {
+			mod = resp.Kvs[0].ModRevision
+		}
+		then := clientv3.OpDelete(args[1])
+		if args[0] == "txnput" {
+			then = clientv3.OpPut(args[1], ts.ReadFile(args[2]))
+		}
+		tr, err := sc.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(args[1]), "=", mod)).Then(then).Else(clientv3.OpGet(args[1])).Commit()
+		ts.Check(err)
+		if !tr.Succeeded {
+			ts.Fatalf("etcd %s %s: the compare on mod revision %d failed", args[0], args[1], mod)
+		}
 	case "compact":
 		resp, err := sc.cli.Get(ctx, "compact-probe")
 		ts.Check(err)
