@@ -91,6 +91,8 @@ var sentinelHints = []struct {
 	{surgery.ErrUncertain, "the write may or may not have been applied: read the object again (etcdpvc get) and compare it with the backup before doing anything else"},
 	{surgery.ErrKeyMismatch, "the stored value is another object than its key names: look at it with `etcdpvc get --etcd-key KEY -o yaml`; undelete --force edits it anyway"},
 	{store.ErrUndetermined, UndeterminedHint},
+	// A revision compacted before anything of it was read.
+	{store.ErrCompacted, compactedHint},
 	{codec.ErrLossy, "edit metadata with undelete, finalizers, label or annotate: they work at the wire level and keep unknown fields"},
 }
 
