@@ -248,7 +248,11 @@ func (p *pxSolver) replay() *replay {
 	for i, pe := range p.entries {
 		o := p.out[i]
 		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: o.outcome, Reason: o.reason}
+		// unsure: a range delete whose deletes are not all established.
+		unsure := false
 		switch {
+		case pe.ranged:
+			unsure = p.rangeReplay(int32(i), &we)
 		case o.ambiguous != "":
 			we.Outcome, we.Reason = OutcomeUnknown, o.ambiguous
 		case o.rel != 0:
@@ -278,6 +282,20 @@ func (p *pxSolver) replay() *replay {
 		for ; wi < len(p.writes) && p.writes[wi].entry == int32(i); wi++ {
 			pw := p.writes[wi]
 			mod, placed := p.relAbsOK(pw.rel)
+			if pw.maybe && !unsure {
+				deleted, _ := p.rangeDeleted(int32(i), pw.key)
+				if !deleted {
+					// The key did not exist: nothing deleted.
+					continue
+				}
+				pw.applied = true
+				mod, placed = p.rangeRev(int32(i))
+			}
+			if unsure {
+				// Listed, with the entry's outcome unknown.
+				rp.newWrite(rp.key([]byte(p.name(pw.key))), idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
+				continue
+			}
 			if pw.seg != 0 {
 				rev, ok := p.revokeRev(pw.seg)
 				if ok && rev == 0 {
@@ -327,6 +345,77 @@ func (p *pxSolver) replay() *replay {
 		rp.push(we)
 	}
 	return rp
+}
+
+// rangeRev returns the revision range delete idx made (0: none), and
+// whether that is established.
+func (p *pxSolver) rangeRev(idx int32) (int64, bool) {
+	switch o := p.out[idx]; {
+	case o.rel != 0:
+		return p.relAbsOK(o.rel)
+	case o.seg != 0:
+		return p.revokeRev(o.seg)
+	}
+	return 0, true // from raft index 1: it deleted nothing
+}
+
+// rangeDeleted reports whether range delete idx deleted key k, one whose
+// existence there the log does not tell (pxWrite.maybe), and whether that
+// is established: not when the entry's revision is not, or when the db
+// compacted it (its tombstones are gone); else the db holds every
+// tombstone that revision made.
+func (p *pxSolver) rangeDeleted(idx, k int32) (deleted, ok bool) {
+	rev, ok := p.rangeRev(idx)
+	switch {
+	case !ok:
+		return false, false
+	case rev == 0:
+		return false, true
+	case !p.db.held(rev):
+		return false, false
+	}
+	for _, it := range p.db.at(rev) {
+		if it.key == k && it.tomb {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// rangeReplay sets range delete idx's outcome, revision and reason in we;
+// it reports whether which keys it deleted is not established (its writes
+// are then listed with the outcome unknown).
+func (p *pxSolver) rangeReplay(idx int32, we *WALEntry) bool {
+	var unsure []string
+	for i := range p.writes {
+		if w := &p.writes[i]; w.entry == idx && w.maybe {
+			if _, ok := p.rangeDeleted(idx, w.key); !ok {
+				unsure = append(unsure, p.name(w.key))
+			}
+		}
+	}
+	rev, ok := p.rangeRev(idx)
+	o := p.out[idx]
+	switch {
+	case len(unsure) > 0:
+		what := "its revision is not established"
+		switch {
+		case ok && rev != 0:
+			what = fmt.Sprintf("it applied at revision %d, which the db compacted", rev)
+		case ok:
+			what = "it made no revision"
+		}
+		we.Outcome, we.Reason = OutcomeUnknown, fmt.Sprintf("a range delete: which keys it deleted is not established (%s): of %s, the log does not tell whether they existed", what, strings.Join(unsure, ", "))
+	case ok && rev != 0:
+		we.Revision = rev
+	case ok:
+		we.Reason = "no key of its range existed: nothing deleted"
+	case o.rel != 0:
+		we.Reason = "applied; its revision is not established: " + p.stretchWhy(p.seg(o.rel))
+	default:
+		we.Outcome, we.Reason = OutcomeUnknown, "whether a key of its range existed, and so whether it deleted keys (and made a revision), is not established: no compare or revision of the db fixes it"
+	}
+	return len(unsure) > 0
 }
 
 // unresolvedPrefix lists the prefix's entries with an unknown outcome, and
