@@ -1427,20 +1427,33 @@ func TestMVCCModelAgainstEtcd(t *testing.T) {
 		t.Skip("starts etcd")
 	}
 	type input struct {
-		seed uint64
-		data []byte
+		seed   uint64
+		data   []byte
+		ranged bool // a case of TestPrefixModelRangeDelete
 	}
 	// Seeds with a revoke of several keys, a tombstone at the
-	// compaction revision, both; then the regressions.
+	// compaction revision, both; then the regressions; then cases with
+	// range deletes (of a prefix, of [a, b), to the end, of keys that do
+	// not exist).
 	inputs := []input{{seed: 14}, {seed: 3}, {seed: 35}}
 	for _, r := range prefixModelRegressions {
-		inputs = append(inputs, input{r.seed, r.data})
+		inputs = append(inputs, input{seed: r.seed, data: r.data})
+	}
+	for _, seed := range []uint64{824, 180, 1, 7, 42} {
+		inputs = append(inputs, input{seed: seed, ranged: true})
 	}
 	for _, in := range inputs {
-		t.Run(fmt.Sprintf("seed-%d", in.seed), func(t *testing.T) {
+		name := fmt.Sprintf("seed-%d", in.seed)
+		if in.ranged {
+			name = fmt.Sprintf("range-seed-%d", in.seed)
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			mc := genModelCase(&modelChooser{data: in.data, rng: rand.New(rand.NewPCG(in.seed, modelStream))})
+			if in.ranged {
+				mc = rangeModelCase(in.seed, nil)
+			}
 			// The etcd server linked in keeps a tombstone at the
 			// compaction revision.
 			m := newMVCCModel(true)
