@@ -405,7 +405,7 @@ func (p *pxSolver) rangeReplay(idx int32, we *WALEntry) bool {
 		case ok:
 			what = "it made no revision"
 		}
-		we.Outcome, we.Reason = OutcomeUnknown, fmt.Sprintf("a range delete: which keys it deleted is not established (%s): of %s, the log does not tell whether they existed", what, strings.Join(unsure, ", "))
+		we.Outcome, we.Reason = OutcomeUnknown, fmt.Sprintf("a range delete: which keys it deleted is not established (%s): the log does not tell whether %s existed then", what, strings.Join(unsure, " or "))
 	case ok && rev != 0:
 		we.Revision = rev
 	case ok:
