@@ -35,6 +35,18 @@ import (
 //     Such an entry starts a segment whose
 //     first revision is fixed by the first compare that names a revision
 //     written in the segment (or, at the end, by the db's revision).
+//   - A range delete outside a transaction (etcdctl del --prefix) deletes
+//     every key of its range that exists, in key order, in one revision
+//     (none when it deletes nothing). The keys the log names whose
+//     existence there is known are deleted or not, certainly; those whose
+//     existence before the log is not known, and every key the log never
+//     names, may or may not have existed; after it every key of the range
+//     is absent. With a certain delete its revision is certain, else it
+//     starts a segment like an uncertain revoke. Which of the uncertain
+//     keys it deleted, the db's tombstones at its revision tell when the
+//     db holds that revision; when it does not, the entry's outcome is
+//     left unknown (its writes listed, none claimed). A range delete in a
+//     transaction is not modelled.
 //   - The result is then checked against the db: every key the prefix
 //     wrote or compared must end as the db holds it (existence, mod and
 //     create revision, version, lease, value), no other key may have

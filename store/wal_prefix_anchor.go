@@ -9,7 +9,8 @@ import (
 // Anchoring the prefix's revisions in the db.
 //
 // The entries that may or may not have made a revision (a revoke of a
-// lease granted before the log, a lone delete of a key from before it)
+// lease granted before the log, a lone delete of a key from before it, a
+// range delete the log knows no key of to exist)
 // cut the prefix into segments; within a segment the revisions follow
 // from counting, but where a segment starts is one unknown. Compares fix
 // some starts (a writer names the revision it read). The db fixes more:
@@ -23,6 +24,12 @@ import (
 //     exactly the writes the segment's entry made there (keys, puts or
 //     tombstones, and the value's hash);
 //   - at or below it, every item the db holds there is one of them.
+//
+// A range delete's revision may hold more tombstones than the deletes the
+// log establishes: of the keys it names whose existence there is unknown,
+// and of keys it never names. Those are allowed there (and at the
+// revision an uncertain range delete may have made), never taken for a
+// misfit.
 //
 // The possible starts are worked out segment by segment from the end (the
 // last segment ends at the db's revision) and back from the start (each

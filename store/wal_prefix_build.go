@@ -423,6 +423,7 @@ func (p *pxSolver) rangeReplay(idx int32, we *WALEntry) bool {
 func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 	rp := newReplay(nil)
 	reason := "in the db; its outcome is not established: " + why
+	var sorted []string // the keys' names, sorted, for range deletes
 	for _, pe := range entries {
 		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: OutcomeUnknown, Reason: reason}
 		rp.counts[pe.kind.String()]++
@@ -435,6 +436,17 @@ func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
 			for _, o := range ops {
 				rp.newWrite(rp.key([]byte(keys.names[o.key])), idx, op{path: opPath(o.path, o.inTxn)}, o.del)
+			}
+		}
+		if pe.ranged {
+			// Every key of its range the log names, in key order.
+			if sorted == nil {
+				sorted = slices.Clone(keys.names)
+				slices.Sort(sorted)
+			}
+			i, _ := slices.BinarySearch(sorted, pe.from)
+			for ; i < len(sorted) && pe.inRange(sorted[i]); i++ {
+				rp.newWrite(rp.key([]byte(sorted[i])), idx, op{}, true)
 			}
 		}
 		rp.push(we)
