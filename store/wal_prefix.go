@@ -943,12 +943,7 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 	// The range deletes: every key in their ranges is absent after them,
 	// so a key the log does not write, live in the db from before the
 	// log, must be outside them all.
-	var ranged []int32
-	for i := range p.entries {
-		if p.entries[i].ranged {
-			ranged = append(ranged, int32(i))
-		}
-	}
+	deletedRanges := p.rangeUnion()
 	// Only the values of the keys the log writes are compared.
 	need := func(key string) bool {
 		id, ok := p.names.ids[key]
@@ -964,9 +959,11 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 			if kv.ModRevision > x && (s == nil || !s.written) {
 				return fmt.Errorf("%s: changed at revision %d in the db, after the log's start (revision %d), by no write of the log", kv.Key, kv.ModRevision, x)
 			}
-			for _, e := range ranged {
-				if p.entries[e].inRange(kv.Key) {
-					return fmt.Errorf("%s: in the db from revision %d, before the log, yet entry %d deletes every key of its range", kv.Key, kv.ModRevision, p.entries[e].index)
+			if deletedRanges.has(kv.Key) {
+				for i := range p.entries {
+					if e := &p.entries[i]; e.ranged && e.inRange(kv.Key) {
+						return fmt.Errorf("%s: in the db from revision %d, before the log, yet entry %d deletes every key of its range", kv.Key, kv.ModRevision, e.index)
+					}
 				}
 			}
 			return nil
@@ -1020,6 +1017,44 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 	} else if k := b.compactRevision(); k > x {
 		p.failf("the db is compacted at revision %d, after the log's start (revision %d), by no entry of the log", k, x)
 	}
+}
+
+// keyRanges is a union of key ranges [from, end) (end "": no end),
+// sorted and disjoint.
+type keyRanges [][2]string
+
+// rangeUnion returns the union of the prefix's range deletes' ranges.
+func (p *pxSolver) rangeUnion() keyRanges {
+	var rs keyRanges
+	for i := range p.entries {
+		if e := &p.entries[i]; e.ranged {
+			end := e.end
+			if end == "\x00" {
+				end = ""
+			}
+			if end == "" || e.from < end {
+				rs = append(rs, [2]string{e.from, end})
+			}
+		}
+	}
+	slices.SortFunc(rs, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	var out keyRanges
+	for _, r := range rs {
+		if n := len(out); n > 0 && (out[n-1][1] == "" || r[0] <= out[n-1][1]) {
+			if out[n-1][1] != "" && (r[1] == "" || r[1] > out[n-1][1]) {
+				out[n-1][1] = r[1]
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// has reports whether key is in one of the ranges.
+func (rs keyRanges) has(key string) bool {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i][0] > key }) - 1
+	return i >= 0 && (rs[i][1] == "" || key < rs[i][1])
 }
 
 // check compares a key's model with the db's live kv; it returns why they
