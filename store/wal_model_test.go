@@ -867,7 +867,7 @@ type modelStats struct {
 	// ranges, rangesEstablished: the range deletes; those whose outcome
 	// (and revision, or none) was given.
 	ranges, rangesEstablished int
-	reasons                     map[string]int
+	reasons                   map[string]int
 }
 
 // add adds o's counts to s.
