@@ -203,14 +203,19 @@ type WALStretch struct {
 // stretchWhy says why segment j's revisions are not established.
 func (p *pxSolver) stretchWhy(j int) string {
 	var around []string
+	one, many := "a delete of a key", "deletes of keys"
 	for _, k := range []int{j, j + 1} {
 		if k > 0 && k < len(p.segs) {
-			around = append(around, strconv.FormatUint(p.entries[p.segs[k].revoke].index, 10))
+			e := &p.entries[p.segs[k].revoke]
+			around = append(around, strconv.FormatUint(e.index, 10))
+			if e.ranged {
+				one, many = "a delete of a key or of a range", "deletes of keys or of ranges"
+			}
 		}
 	}
-	what := "entry " + strings.Join(around, " and entry ") + " (a revoke of a lease, or a delete of a key, from before the log) may or may not have made a revision"
+	what := "entry " + strings.Join(around, " and entry ") + " (a revoke of a lease, or " + one + ", from before the log) may or may not have made a revision"
 	if len(around) == 2 {
-		what = "entries " + strings.Join(around, " and ") + " (revokes of leases, or deletes of keys, from before the log) may or may not each have made a revision"
+		what = "entries " + strings.Join(around, " and ") + " (revokes of leases, or " + many + ", from before the log) may or may not each have made a revision"
 	}
 	return fmt.Sprintf("%s, and neither a compare nor the db fixes which: revisions %d to %d fit", what, p.segs[j].lo+1, p.segs[j].hi+p.segLen(j))
 }
