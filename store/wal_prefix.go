@@ -672,6 +672,9 @@ func (p *pxSolver) rangeDelete(idx int32) {
 	pe := &p.entries[idx]
 	o := &p.out[idx]
 	o.outcome = OutcomeApplied
+	if pe.end != "\x00" && pe.end <= pe.from {
+		return // an empty range: nothing deleted
+	}
 	if p.sorted == nil {
 		p.sorted = make([]int32, len(p.names.names))
 		for i := range p.sorted {

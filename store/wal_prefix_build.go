@@ -361,7 +361,7 @@ func (p *pxSolver) rangeRev(idx int32) (int64, bool) {
 	case o.seg != 0:
 		return p.revokeRev(o.seg)
 	}
-	return 0, true // from raft index 1: it deleted nothing
+	return 0, true // it deleted nothing: an empty range, or a log from raft index 1
 }
 
 // rangeDeleted reports whether range delete idx deleted key k, one whose
@@ -400,7 +400,7 @@ func (p *pxSolver) rangeReplay(idx int32, we *WALEntry) bool {
 		}
 	}
 	rev, ok := p.rangeRev(idx)
-	o := p.out[idx]
+	o, pe := p.out[idx], &p.entries[idx]
 	switch {
 	case len(unsure) > 0:
 		what := "its revision is not established"
@@ -413,6 +413,8 @@ func (p *pxSolver) rangeReplay(idx int32, we *WALEntry) bool {
 		we.Outcome, we.Reason = OutcomeUnknown, fmt.Sprintf("a range delete: which keys it deleted is not established (%s): the log does not tell whether %s existed then", what, strings.Join(unsure, " or "))
 	case ok && rev != 0:
 		we.Revision = rev
+	case ok && pe.end != "\x00" && pe.end <= pe.from:
+		we.Reason = "its range is empty: nothing deleted"
 	case ok:
 		we.Reason = "no key of its range existed: nothing deleted"
 	case o.rel != 0:
