@@ -492,8 +492,7 @@ func (p *pxSolver) entry(idx int32) {
 		p.failf("entry %d: %s: not modelled", pe.index, pe.unmodelled)
 		return
 	}
-	switch {
-	case pe.ranged:
+	if pe.ranged {
 		p.rangeDelete(idx)
 		return
 	}

@@ -253,11 +253,13 @@ func (p *pxSolver) replay() *replay {
 	for i, pe := range p.entries {
 		o := p.out[i]
 		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: o.outcome, Reason: o.reason}
-		// unsure: a range delete whose deletes are not all established.
+		// unsure: a range delete whose deletes are not all established;
+		// tombs: the keys it deleted that the log does not know existed.
 		unsure := false
+		var tombs map[int32]bool
 		switch {
 		case pe.ranged:
-			unsure = p.rangeReplay(int32(i), &we)
+			tombs, unsure = p.rangeReplay(int32(i), wi, &we)
 		case o.ambiguous != "":
 			we.Outcome, we.Reason = OutcomeUnknown, o.ambiguous
 		case o.rel != 0:
@@ -288,8 +290,7 @@ func (p *pxSolver) replay() *replay {
 			pw := p.writes[wi]
 			mod, placed := p.relAbsOK(pw.rel)
 			if pw.maybe && !unsure {
-				deleted, _ := p.rangeDeleted(int32(i), pw.key)
-				if !deleted {
+				if !tombs[pw.key] {
 					// The key did not exist: nothing deleted.
 					continue
 				}
@@ -364,39 +365,42 @@ func (p *pxSolver) rangeRev(idx int32) (int64, bool) {
 	return 0, true // it deleted nothing: an empty range, or a log from raft index 1
 }
 
-// rangeDeleted reports whether range delete idx deleted key k, one whose
-// existence there the log does not tell (pxWrite.maybe), and whether that
-// is established: not when the entry's revision is not, or when the db
-// compacted it (its tombstones are gone); else the db holds every
-// tombstone that revision made.
-func (p *pxSolver) rangeDeleted(idx, k int32) (deleted, ok bool) {
+// rangeTombs returns the keys the log names that range delete idx
+// deleted, of those whose existence there the log does not tell
+// (pxWrite.maybe), and whether that is established: not when the entry's
+// revision is not, or when the db compacted it (its tombstones are gone);
+// else the db holds every tombstone that revision made (none: it made
+// none).
+func (p *pxSolver) rangeTombs(idx int32) (map[int32]bool, bool) {
 	rev, ok := p.rangeRev(idx)
 	switch {
 	case !ok:
-		return false, false
+		return nil, false
 	case rev == 0:
-		return false, true
+		return nil, true
 	case !p.db.held(rev):
-		return false, false
+		return nil, false
 	}
+	tombs := map[int32]bool{}
 	for _, it := range p.db.at(rev) {
-		if it.key == k && it.tomb {
-			return true, true
+		if it.tomb && it.key >= 0 {
+			tombs[it.key] = true
 		}
 	}
-	return false, true
+	return tombs, true
 }
 
 // rangeReplay sets range delete idx's outcome, revision and reason in we;
-// it reports whether which keys it deleted is not established (its writes
-// are then listed with the outcome unknown).
-func (p *pxSolver) rangeReplay(idx int32, we *WALEntry) bool {
+// its writes are p.writes from first on. It returns the keys it deleted
+// that the log does not know existed (rangeTombs), and whether which keys
+// it deleted is not established (its writes are then listed with the
+// outcome unknown).
+func (p *pxSolver) rangeReplay(idx int32, first int, we *WALEntry) (map[int32]bool, bool) {
+	tombs, known := p.rangeTombs(idx)
 	var unsure []string
-	for i := range p.writes {
-		if w := &p.writes[i]; w.entry == idx && w.maybe {
-			if _, ok := p.rangeDeleted(idx, w.key); !ok {
-				unsure = append(unsure, p.name(w.key))
-			}
+	for i := first; !known && i < len(p.writes) && p.writes[i].entry == idx; i++ {
+		if w := &p.writes[i]; w.maybe {
+			unsure = append(unsure, p.name(w.key))
 		}
 	}
 	rev, ok := p.rangeRev(idx)
@@ -422,7 +426,7 @@ func (p *pxSolver) rangeReplay(idx int32, we *WALEntry) bool {
 	default:
 		we.Outcome, we.Reason = OutcomeUnknown, "whether a key of its range existed, and so whether it deleted keys (and made a revision), is not established: no compare or revision of the db fixes it"
 	}
-	return len(unsure) > 0
+	return tombs, len(unsure) > 0
 }
 
 // unresolvedPrefix lists the prefix's entries with an unknown outcome, and
