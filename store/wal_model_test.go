@@ -201,10 +201,18 @@ func (m *mvccModel) write(ops []*pb.RequestOp) modelOutcome {
 			out.writes = append(out.writes, m.put(string(p.Key), p.Value, p.Lease, main, sub))
 			sub++
 		case *pb.RequestOp_RequestDeleteRange:
-			if len(x.RequestDeleteRange.RangeEnd) != 0 {
-				panic("model: range deletes are not generated")
+			d := x.RequestDeleteRange
+			if len(d.RangeEnd) != 0 {
+				// Every key in [key, range_end) (range_end "\x00":
+				// every key from key on), in key order.
+				for _, k := range m.rangeKeys(string(d.Key), string(d.RangeEnd)) {
+					w, _ := m.del(k, main, sub)
+					out.writes = append(out.writes, w)
+					sub++
+				}
+				continue
 			}
-			if w, ok := m.del(string(x.RequestDeleteRange.Key), main, sub); ok {
+			if w, ok := m.del(string(d.Key), main, sub); ok {
 				out.writes = append(out.writes, w)
 				sub++
 			}
@@ -216,6 +224,19 @@ func (m *mvccModel) write(ops []*pb.RequestOp) modelOutcome {
 		m.rev, out.rev = main, main
 	}
 	return out
+}
+
+// rangeKeys lists the live keys in [from, end) (end "\x00": every key
+// from from on), sorted.
+func (m *mvccModel) rangeKeys(from, end string) []string {
+	var ks []string
+	for k := range m.keys {
+		if k >= from && (end == "\x00" || k < end) {
+			ks = append(ks, k)
+		}
+	}
+	sort.Strings(ks)
+	return ks
 }
 
 // put writes key at revision main.sub: created when absent, its version
@@ -421,6 +442,11 @@ const (
 	genCompactor          // the apiserver's compactor: version-compared txn, then Compaction
 	genOther              // an empty entry or a lease checkpoint
 	genKinds
+	// genRangeDelete (etcdctl del --prefix, or of a key range) is drawn
+	// only when a case is generated with range deletes (its weight is
+	// modelGen.rangeWeight, outside genDefaultWeights, so that the cases
+	// without them draw as before).
+	genRangeDelete = genKinds
 )
 
 // genDefaultWeights are the default mix's weights, by generator kind.
@@ -448,6 +474,8 @@ type modelGen struct {
 	nextLease             int64
 	compactT, compactPrev int64
 	steps                 []modelStep
+	// rangeWeight is genRangeDelete's weight (0: none drawn).
+	rangeWeight int
 }
 
 // compactRevKey is the key kube-apiserver's compactor writes.
@@ -466,7 +494,12 @@ type modelCase struct {
 // genModelCase draws a case: 4 to 12 keys, 8 to 80 entries (a compactor
 // run adds two), a mix of request kinds, the log's start, and whether the
 // history ends with a compaction.
-func genModelCase(c *modelChooser) *modelCase {
+func genModelCase(c *modelChooser) *modelCase { return genModelCaseWith(c, false) }
+
+// genModelCaseWith is genModelCase, with range deletes drawn too when
+// ranged (the choices then differ from the seed's without them: such
+// cases are drawn from modelRangeStream).
+func genModelCaseWith(c *modelChooser, ranged bool) *modelCase {
 	g := &modelGen{c: c, past: map[string][]int64{}, nextLease: 0x7a10}
 	g.m = newMVCCModel(c.intn(2) == 0)
 	nkeys := 4 + c.intn(9)
@@ -497,6 +530,9 @@ func genModelCase(c *modelChooser) *modelCase {
 		}
 		g.weights[genUpdate]++
 	}
+	if ranged {
+		g.rangeWeight = []int{4, 0, 8, 3, c.intn(8)}[mix]
+	}
 	n := 8 + c.intn(73)
 	for len(g.steps) < n {
 		g.step()
@@ -523,12 +559,15 @@ func (g *modelGen) pick() int {
 	for _, w := range g.weights {
 		total += w
 	}
-	r := g.c.intn(total)
+	r := g.c.intn(total + g.rangeWeight)
 	for i, w := range g.weights {
 		if r < w {
 			return i
 		}
 		r -= w
+	}
+	if r < g.rangeWeight {
+		return genRangeDelete
 	}
 	return genUpdate
 }
@@ -549,6 +588,14 @@ func (g *modelGen) add(req *pb.InternalRaftRequest, desc string) {
 	switch {
 	case req.Put != nil:
 		names[string(req.Put.Key)] = true
+	case req.DeleteRange != nil && len(req.DeleteRange.RangeEnd) != 0:
+		// Every key of the range, existing or not.
+		from, end := string(req.DeleteRange.Key), string(req.DeleteRange.RangeEnd)
+		for _, k := range append(slices.Clone(g.keys), compactRevKey) {
+			if k >= from && (end == "\x00" || k < end) {
+				names[k] = true
+			}
+		}
 	case req.DeleteRange != nil:
 		names[string(req.DeleteRange.Key)] = true
 	case req.Txn != nil:
@@ -702,6 +749,8 @@ func (g *modelGen) step() {
 	case genPlainDelete:
 		k := g.anyKey()
 		g.add(&pb.InternalRaftRequest{DeleteRange: &pb.DeleteRangeRequest{Key: []byte(k)}}, "delete "+k)
+	case genRangeDelete:
+		g.rangeDelete()
 	case genGrant:
 		g.grant()
 	case genRevoke:
@@ -730,6 +779,43 @@ func (g *modelGen) step() {
 	}
 }
 
+// rangeDelete deletes a range (etcdctl del --prefix, or del KEY END):
+// a resource's keys, a namespace's, every key under /registry/, keys
+// between two of the case's, one that holds none of them, or rarely every
+// key from one on (range_end "\x00": compact_rev_key too).
+func (g *modelGen) rangeDelete() {
+	c := g.c
+	var from, end, desc string
+	switch c.intn(8) {
+	case 0, 1:
+		parts := strings.SplitN(g.anyKey(), "/", 4) // "", registry, resource, rest
+		from = "/" + parts[1] + "/" + parts[2] + "/"
+	case 2:
+		k := g.anyKey()
+		from = k[:strings.LastIndexByte(k, '/')+1]
+	case 3:
+		from = "/registry/"
+	case 4:
+		from = "/registry/secrets/"
+	case 5:
+		from = g.anyKey()
+		end = "\x00"
+		desc = fmt.Sprintf("delrange %s to the end", from)
+	default:
+		a, b := g.anyKey(), g.anyKey()
+		if a > b {
+			a, b = b, a
+		}
+		from, end = a, b
+		desc = fmt.Sprintf("delrange [%s, %s)", a, b)
+	}
+	if end == "" {
+		end = from[:len(from)-1] + string(from[len(from)-1]+1)
+		desc = "delrange --prefix " + from
+	}
+	g.add(&pb.InternalRaftRequest{DeleteRange: &pb.DeleteRangeRequest{Key: []byte(from), RangeEnd: []byte(end)}}, desc)
+}
+
 // grant grants a new lease.
 func (g *modelGen) grant() {
 	g.nextLease += 1 + int64(g.c.intn(3))
@@ -756,7 +842,9 @@ func (g *modelGen) compactor() {
 	}}
 	g.add(req, fmt.Sprintf("if version(%s)==%d put", compactRevKey, t))
 	if g.steps[len(g.steps)-1].truth.outcome != OutcomeApplied {
-		// The loser reads the key's version and the revision.
+		// The loser reads the key's version (0: a range delete deleted
+		// it) and the revision.
+		g.compactT = 0
 		if k := g.m.keys[compactRevKey]; k != nil {
 			g.compactT = k.version
 		}
@@ -776,7 +864,10 @@ type modelStats struct {
 	entries, entriesEstablished int
 	revEntries, revEstablished  int // entries that made a revision; those whose revision was given
 	writes, writesEstablished   int // key changes; those whose revision was given
-	reasons                     map[string]int
+	// ranges, rangesEstablished: the range deletes; those whose outcome
+	// (and revision, or none) was given.
+	ranges, rangesEstablished int
+	reasons                   map[string]int
 }
 
 // add adds o's counts to s.
@@ -789,6 +880,8 @@ func (s *modelStats) add(o modelStats) {
 	s.revEstablished += o.revEstablished
 	s.writes += o.writes
 	s.writesEstablished += o.writesEstablished
+	s.ranges += o.ranges
+	s.rangesEstablished += o.rangesEstablished
 	if s.reasons == nil {
 		s.reasons = map[string]int{}
 	}
@@ -812,6 +905,9 @@ func (s *modelStats) log(t *testing.T) {
 	t.Logf("entries with an established outcome: %d of %d (%s)", s.entriesEstablished, s.entries, pct(s.entriesEstablished, s.entries))
 	t.Logf("entries that made a revision, revision established: %d of %d (%s)", s.revEstablished, s.revEntries, pct(s.revEstablished, s.revEntries))
 	t.Logf("key changes with an established revision: %d of %d (%s)", s.writesEstablished, s.writes, pct(s.writesEstablished, s.writes))
+	if s.ranges > 0 {
+		t.Logf("range deletes with an established outcome and revision: %d of %d (%s)", s.rangesEstablished, s.ranges, pct(s.rangesEstablished, s.ranges))
+	}
 	type rc struct {
 		why string
 		n   int
@@ -902,6 +998,12 @@ func (mc *modelCase) run(t *testing.T, exact bool) (modelStats, prefixVerdict, [
 		}
 		if e.revision != 0 && e.revision != tr.rev {
 			claim("%s: claimed revision %d, true %d (%v)", at, e.revision, tr.rev, tr.outcome)
+		}
+		if d := s.req.DeleteRange; d != nil && len(d.RangeEnd) != 0 {
+			st.ranges++
+			if e.outcome == OutcomeApplied && e.revision == tr.rev && (tr.rev != 0 || rp.entry(int32(i)).Reason != "") {
+				st.rangesEstablished++
+			}
 		}
 		st.writes += len(tr.writes)
 	}
@@ -1001,7 +1103,20 @@ func (mc *modelCase) describe() string {
 // it: from its cut, and, when the log holds the whole history, from raft
 // index 1 as well. It returns the wrong claims.
 func checkModelSeed(t *testing.T, seed uint64, data []byte) (*modelCase, modelStats, prefixVerdict, []string) {
-	mc := genModelCase(&modelChooser{data: data, rng: rand.New(rand.NewPCG(seed, modelStream))})
+	return checkModelCase(t, genModelCase(&modelChooser{data: data, rng: rand.New(rand.NewPCG(seed, modelStream))}))
+}
+
+// modelRangeStream is the second word of the PCG source of the cases
+// drawn with range deletes (genModelCaseWith).
+const modelRangeStream = 0x72616e6765
+
+// rangeModelCase is seed's case with range deletes.
+func rangeModelCase(seed uint64, data []byte) *modelCase {
+	return genModelCaseWith(&modelChooser{data: data, rng: rand.New(rand.NewPCG(seed, modelRangeStream))}, true)
+}
+
+// checkModelCase checks mc as checkModelSeed does.
+func checkModelCase(t *testing.T, mc *modelCase) (*modelCase, modelStats, prefixVerdict, []string) {
 	st, v, wrong := mc.run(t, false)
 	if mc.cut == 0 {
 		_, _, w := mc.run(t, true)
@@ -1118,6 +1233,202 @@ var prefixModelKnownWrong = map[uint64]bool{
 	1699: true, 1863: true, 1889: true, 1952: true,
 }
 
+// knownClass says which known residual class of wrong claim (see
+// prefixModelKnownWrong) mc's log holds ("": none): a compare that is
+// the log's first mention of its key and did not hold (a stale first
+// compare, taken to hold), a put with a lease revoked before the log, or
+// another compare that did not hold (it may pin a stretch of revisions
+// the log does not fix, as in regression seed 1).
+// A key is mentioned by the requests that name it (a range delete names
+// every key of its range), not by a revoke that deletes it.
+func (mc *modelCase) knownClass() string {
+	seen := map[string]bool{}
+	revoked := map[int64]bool{}
+	for _, s := range mc.steps[:mc.cut] {
+		if r := s.req.LeaseRevoke; r != nil && s.truth.outcome == OutcomeApplied {
+			revoked[r.ID] = true
+		}
+	}
+	for _, s := range mc.steps[mc.cut:] {
+		req := s.req
+		if t := req.Txn; t != nil && s.truth.why == "compare failed" {
+			for _, c := range t.Compare {
+				if !seen[string(c.Key)] {
+					return "a stale first compare"
+				}
+			}
+		}
+		var puts []*pb.PutRequest
+		if req.Put != nil {
+			puts = append(puts, req.Put)
+		}
+		if req.Txn != nil {
+			for _, u := range req.Txn.Success {
+				if p := u.GetRequestPut(); p != nil {
+					puts = append(puts, p)
+				}
+			}
+		}
+		for _, p := range puts {
+			if revoked[p.Lease] {
+				return "a put with a lease revoked before the log"
+			}
+		}
+		if r := req.LeaseRevoke; r != nil {
+			revoked[r.ID] = true
+		}
+		for k := range s.names {
+			if req.LeaseRevoke == nil {
+				seen[k] = true
+			}
+		}
+	}
+	for _, s := range mc.steps[mc.cut:] {
+		if s.req.Txn != nil && s.truth.why == "compare failed" {
+			// A stale compare on a key the log wrote without a
+			// compare, in a stretch whose start the log does not fix:
+			// taken to hold, it fixes it (see regression seed 1).
+			return "a stale compare"
+		}
+	}
+	return ""
+}
+
+// withoutKnownClass returns mc without the log's entries of the known
+// residual classes (knownClass): every transaction whose compare did not
+// hold, and every put refused for a lease revoked before the log. Those
+// entries changed nothing, so the db is the same: a wrong claim that goes
+// with them is of their class.
+func (mc *modelCase) withoutKnownClass() *modelCase {
+	revoked := map[int64]bool{}
+	for _, s := range mc.steps[:mc.cut] {
+		if r := s.req.LeaseRevoke; r != nil && s.truth.outcome == OutcomeApplied {
+			revoked[r.ID] = true
+		}
+	}
+	steps := slices.Clone(mc.steps[:mc.cut])
+	for _, s := range mc.steps[mc.cut:] {
+		switch {
+		case s.req.Txn != nil && s.truth.why == "compare failed":
+		case s.truth.outcome == OutcomeNotApplied && strings.Contains(s.truth.why, "lease") && revoked[leaseOf(s.req)]:
+		default:
+			steps = append(steps, s)
+		}
+	}
+	return &modelCase{steps: steps, cut: mc.cut, before: mc.before, m: mc.m, mix: mc.mix}
+}
+
+// leaseOf is the lease of a request's first put (0: none).
+func leaseOf(req *pb.InternalRaftRequest) int64 {
+	if req.Put != nil {
+		return req.Put.Lease
+	}
+	if req.Txn != nil {
+		for _, u := range req.Txn.Success {
+			if p := u.GetRequestPut(); p != nil {
+				return p.Lease
+			}
+		}
+	}
+	return 0
+}
+
+// TestPrefixModelRangeDelete is TestPrefixModel over cases with range
+// deletes too (etcdctl del --prefix, del KEY END, del KEY --from-key),
+// drawn from their own stream. A wrong claim in a case whose log holds a
+// known residual class (knownClass), and that goes once the entries of
+// that class are taken out (withoutKnownClass: the same db), is logged,
+// not failed, with whether it names a range delete; any other fails the
+// test.
+func TestPrefixModelRangeDelete(t *testing.T) {
+	n := 2000
+	if testing.Short() {
+		n = 300
+	}
+	var total modelStats
+	var bad, known, knownRange, unconfirmed []uint64
+	classes := map[string]int{}
+	ranged := 0
+	for seed := range uint64(n) {
+		mc := rangeModelCase(seed, nil)
+		for _, s := range mc.steps[mc.cut:] {
+			if s.req.DeleteRange != nil && len(s.req.DeleteRange.RangeEnd) != 0 {
+				ranged++
+			}
+		}
+		_, st, _, wrong := checkModelCase(t, mc)
+		total.add(st)
+		if len(wrong) == 0 {
+			continue
+		}
+		if c := mc.knownClass(); c != "" {
+			// Confirmed only when the case without those entries
+			// (the same db) is solved without a wrong claim.
+			if _, _, _, w := checkModelCase(t, mc.withoutKnownClass()); len(w) > 0 {
+				unconfirmed = append(unconfirmed, seed)
+				t.Errorf("seed %d (class %s): wrong claims remain without those entries, the first: %s", seed, c, w[0])
+			}
+			known = append(known, seed)
+			classes[c]++
+			for _, w := range wrong {
+				if strings.Contains(w, "delrange") {
+					knownRange = append(knownRange, seed)
+					break
+				}
+			}
+			if os.Getenv("ETCDPVC_MODEL_ALL") != "" {
+				t.Logf("seed %d (known class: %s): %d wrong claims, the first: %s", seed, c, len(wrong), wrong[0])
+			}
+			continue
+		}
+		bad = append(bad, seed)
+		if len(bad) <= 10 || os.Getenv("ETCDPVC_MODEL_ALL") != "" {
+			t.Errorf("seed %d: %d wrong claims, the first: %s", seed, len(wrong), wrong[0])
+		}
+	}
+	total.log(t)
+	t.Logf("range deletes in the logs: %d", ranged)
+	if len(known) > 0 {
+		t.Logf("wrong claims of a known residual class in %d of %d cases %v: %v; of them naming a range delete: %v", len(known), n, classes, known, knownRange)
+	}
+	if len(unconfirmed) > 0 {
+		t.Errorf("wrong claims left once the known classes' entries are taken out, in seeds %v", unconfirmed)
+	}
+	if len(bad) > 0 {
+		t.Errorf("wrong claims in %d of %d cases, seeds %v (FuzzPrefixModelRangeDelete with the seed gives its details)", len(bad), n, bad)
+	}
+}
+
+// FuzzPrefixModelRangeDelete runs one case of TestPrefixModelRangeDelete
+// whose choices are drawn from the input; a wrong claim of a known
+// residual class (gone once its entries are taken out) is not reported.
+func FuzzPrefixModelRangeDelete(f *testing.F) {
+	f.Add(uint64(1), []byte{})
+	f.Add(uint64(7), []byte{2, 4, 40, 1, 1, 1, 1})
+	f.Fuzz(func(t *testing.T, seed uint64, data []byte) {
+		mc := rangeModelCase(seed, data)
+		_, _, _, wrong := checkModelCase(t, mc)
+		if len(wrong) > 0 && mc.knownClass() != "" {
+			// Of the known class when the case without its entries
+			// (the same db) has no wrong claim.
+			mc = mc.withoutKnownClass()
+			_, _, _, wrong = checkModelCase(t, mc)
+		}
+		if len(wrong) > 0 {
+			reportRangeCase(t, seed, mc, wrong)
+		}
+	})
+}
+
+// reportRangeCase reports a range-delete case's wrong claims, with its
+// history.
+func reportRangeCase(t *testing.T, seed uint64, mc *modelCase, wrong []string) {
+	for _, w := range wrong {
+		t.Errorf("seed %d: wrong claim: %s", seed, w)
+	}
+	t.Logf("the case:\n%s", mc.describe())
+}
+
 // FuzzPrefixModel runs one case of TestPrefixModel whose choices are
 // drawn from the input (then from the seed's random source).
 func FuzzPrefixModel(f *testing.F) {
@@ -1197,20 +1508,35 @@ func TestMVCCModelAgainstEtcd(t *testing.T) {
 		t.Skip("starts etcd")
 	}
 	type input struct {
-		seed uint64
-		data []byte
+		seed   uint64
+		data   []byte
+		ranged bool // a case of TestPrefixModelRangeDelete
 	}
 	// Seeds with a revoke of several keys, a tombstone at the
-	// compaction revision, both; then the regressions.
+	// compaction revision, both; then the regressions; then cases with
+	// range deletes: of a prefix, of [a, b), to the end, of none of the
+	// keys; of 6 keys (22, 37); of compact_rev_key with others, the
+	// compactor then starting over (12, 25); two of the known class (824,
+	// 180).
 	inputs := []input{{seed: 14}, {seed: 3}, {seed: 35}}
 	for _, r := range prefixModelRegressions {
-		inputs = append(inputs, input{r.seed, r.data})
+		inputs = append(inputs, input{seed: r.seed, data: r.data})
+	}
+	for _, seed := range []uint64{824, 180, 12, 22, 25, 37} {
+		inputs = append(inputs, input{seed: seed, ranged: true})
 	}
 	for _, in := range inputs {
-		t.Run(fmt.Sprintf("seed-%d", in.seed), func(t *testing.T) {
+		name := fmt.Sprintf("seed-%d", in.seed)
+		if in.ranged {
+			name = fmt.Sprintf("range-seed-%d", in.seed)
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			mc := genModelCase(&modelChooser{data: in.data, rng: rand.New(rand.NewPCG(in.seed, modelStream))})
+			if in.ranged {
+				mc = rangeModelCase(in.seed, nil)
+			}
 			// The etcd server linked in keeps a tombstone at the
 			// compaction revision.
 			m := newMVCCModel(true)

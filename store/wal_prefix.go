@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sort"
+	"strings"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
@@ -34,6 +35,18 @@ import (
 //     Such an entry starts a segment whose
 //     first revision is fixed by the first compare that names a revision
 //     written in the segment (or, at the end, by the db's revision).
+//   - A range delete outside a transaction (etcdctl del --prefix) deletes
+//     every key of its range that exists, in key order, in one revision
+//     (none when it deletes nothing). The keys the log names whose
+//     existence there is known are deleted or not, certainly; those whose
+//     existence before the log is not known, and every key the log never
+//     names, may or may not have existed; after it every key of the range
+//     is absent. With a certain delete its revision is certain, else it
+//     starts a segment like an uncertain revoke. Which of the uncertain
+//     keys it deleted, the db's tombstones at its revision tell when the
+//     db holds that revision; when it does not, the entry's outcome is
+//     left unknown (its writes listed, none claimed). A range delete in a
+//     transaction is not modelled.
 //   - The result is then checked against the db: every key the prefix
 //     wrote or compared must end as the db holds it (existence, mod and
 //     create revision, version, lease, value), no other key may have
@@ -102,6 +115,11 @@ type pxWrite struct {
 	// it starts: it deleted the key when that segment's start made a
 	// revision (revokeRev).
 	seg int32
+	// maybe marks a range delete's delete of a key whose existence there
+	// is unknown (not applied: it may have deleted it or not): the db's
+	// tombstones at the entry's revision tell, where it holds that
+	// revision (see rangeDeleted).
+	maybe bool
 }
 
 // pxSeg is a run of relative revisions whose absolute start is one
@@ -171,6 +189,11 @@ type pxSolver struct {
 	// dbState is the db's create revision and version of the keys
 	// present before the log and still in the db (verify keeps them).
 	dbState map[int32][2]int64
+	// sorted is the keys' numbers in key order (for range deletes);
+	// maybeOf the keys each range delete may have deleted (see
+	// pxWrite.maybe), by entry.
+	sorted  []int32
+	maybeOf map[int32]map[int32]bool
 }
 
 // pxPin is a pin a compare made: the entry, and the revision it named.
@@ -469,6 +492,10 @@ func (p *pxSolver) entry(idx int32) {
 		p.failf("entry %d: %s: not modelled", pe.index, pe.unmodelled)
 		return
 	}
+	if pe.ranged {
+		p.rangeDelete(idx)
+		return
+	}
 	switch pe.kind {
 	case walread.KindPut, walread.KindDeleteRange:
 		p.write(idx, pe.succ)
@@ -629,6 +656,70 @@ func (p *pxSolver) uncertainDelete(idx int32, op pxOp) {
 	p.writes = append(p.writes, pxWrite{entry: idx, key: op.key, path: op.path, inTxn: op.inTxn, del: true, applied: true, seg: seg})
 	o := &p.out[idx]
 	o.outcome, o.seg = OutcomeApplied, seg
+}
+
+// rangeDelete applies a plain range delete (etcdctl del --prefix): it
+// deletes every key in its range that exists, in one revision, none when
+// it deletes nothing. A key the log names whose existence there is known
+// is deleted or not, certainly; one whose existence before the log is not
+// known, and every key the log never names, may or may not have existed:
+// after it, every key in the range is absent. When it certainly deleted a
+// key its revision is certain (the others it may have deleted are
+// tombstones at that revision too: see revisionFits); else, like an
+// uncertain revoke, it starts a segment.
+func (p *pxSolver) rangeDelete(idx int32) {
+	pe := &p.entries[idx]
+	o := &p.out[idx]
+	o.outcome = OutcomeApplied
+	if pe.end != "\x00" && pe.end <= pe.from {
+		return // an empty range: nothing deleted
+	}
+	if p.sorted == nil {
+		p.sorted = make([]int32, len(p.names.names))
+		for i := range p.sorted {
+			p.sorted[i] = int32(i)
+		}
+		slices.SortFunc(p.sorted, func(a, b int32) int { return strings.Compare(p.name(a), p.name(b)) })
+		p.maybeOf = map[int32]map[int32]bool{}
+	}
+	i := sort.Search(len(p.sorted), func(i int) bool { return p.name(p.sorted[i]) >= pe.from })
+	var ks []int32
+	for ; i < len(p.sorted) && pe.inRange(p.name(p.sorted[i])); i++ {
+		ks = append(ks, p.sorted[i])
+	}
+	sure := false
+	for _, k := range ks {
+		if p.key(k).exists == 1 {
+			sure = true
+		}
+	}
+	rel := p.rel + 1
+	if sure {
+		p.relFirst = append(p.relFirst, int32(len(p.writes)))
+	}
+	// In key order: the tombstones' order at the revision.
+	for _, k := range ks {
+		s := p.key(k)
+		switch s.exists {
+		case 1:
+			p.recordDelete(idx, k, 0, false, rel)
+		case -1:
+			p.setAbsent(s)
+			s.pre, s.written = -1, true
+			p.writes = append(p.writes, pxWrite{entry: idx, key: k, del: true, maybe: true})
+			if p.maybeOf[idx] == nil {
+				p.maybeOf[idx] = map[int32]bool{}
+			}
+			p.maybeOf[idx][k] = true
+		}
+	}
+	switch {
+	case sure:
+		p.rel, o.rel = rel, rel
+	case !p.exact:
+		// It deleted keys from before the log (one revision) or none.
+		o.seg = p.newSeg(idx)
+	}
 }
 
 func (p *pxSolver) revoke(idx int32, id int64) {
@@ -851,6 +942,10 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 			}
 		}
 	}
+	// The range deletes: every key in their ranges is absent after them,
+	// so a key the log does not write, live in the db from before the
+	// log, must be outside them all.
+	deletedRanges := p.rangeUnion()
 	// Only the values of the keys the log writes are compared.
 	need := func(key string) bool {
 		id, ok := p.names.ids[key]
@@ -865,6 +960,13 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 		if s == nil || s.exists == -1 {
 			if kv.ModRevision > x && (s == nil || !s.written) {
 				return fmt.Errorf("%s: changed at revision %d in the db, after the log's start (revision %d), by no write of the log", kv.Key, kv.ModRevision, x)
+			}
+			if deletedRanges.has(kv.Key) {
+				for i := range p.entries {
+					if e := &p.entries[i]; e.ranged && e.inRange(kv.Key) {
+						return fmt.Errorf("%s: in the db from revision %d, before the log, yet entry %d deletes every key of its range", kv.Key, kv.ModRevision, e.index)
+					}
+				}
 			}
 			return nil
 		}
@@ -917,6 +1019,44 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 	} else if k := b.compactRevision(); k > x {
 		p.failf("the db is compacted at revision %d, after the log's start (revision %d), by no entry of the log", k, x)
 	}
+}
+
+// keyRanges is a union of key ranges [from, end) (end "": no end),
+// sorted and disjoint.
+type keyRanges [][2]string
+
+// rangeUnion returns the union of the prefix's range deletes' ranges.
+func (p *pxSolver) rangeUnion() keyRanges {
+	var rs keyRanges
+	for i := range p.entries {
+		if e := &p.entries[i]; e.ranged {
+			end := e.end
+			if end == "\x00" {
+				end = ""
+			}
+			if end == "" || e.from < end {
+				rs = append(rs, [2]string{e.from, end})
+			}
+		}
+	}
+	slices.SortFunc(rs, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	var out keyRanges
+	for _, r := range rs {
+		if n := len(out); n > 0 && (out[n-1][1] == "" || r[0] <= out[n-1][1]) {
+			if out[n-1][1] != "" && (r[1] == "" || r[1] > out[n-1][1]) {
+				out[n-1][1] = r[1]
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// has reports whether key is in one of the ranges.
+func (rs keyRanges) has(key string) bool {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i][0] > key }) - 1
+	return i >= 0 && (rs[i][1] == "" || key < rs[i][1])
 }
 
 // check compares a key's model with the db's live kv; it returns why they
@@ -973,7 +1113,7 @@ func (p *pxSolver) check(k string, s *pxKey, kv *KeyValue, x int64, puts map[int
 func (p *pxSolver) fill() {
 	deleted := map[int32]bool{}
 	for _, w := range p.writes {
-		if w.applied && w.del {
+		if w.applied && w.del || w.maybe {
 			deleted[w.key] = true
 		}
 	}

@@ -9,7 +9,8 @@ import (
 // Anchoring the prefix's revisions in the db.
 //
 // The entries that may or may not have made a revision (a revoke of a
-// lease granted before the log, a lone delete of a key from before it)
+// lease granted before the log, a lone delete of a key from before it, a
+// range delete the log knows no key of to exist)
 // cut the prefix into segments; within a segment the revisions follow
 // from counting, but where a segment starts is one unknown. Compares fix
 // some starts (a writer names the revision it read). The db fixes more:
@@ -23,6 +24,12 @@ import (
 //     exactly the writes the segment's entry made there (keys, puts or
 //     tombstones, and the value's hash);
 //   - at or below it, every item the db holds there is one of them.
+//
+// A range delete's revision may hold more tombstones than the deletes the
+// log establishes: of the keys it names whose existence there is unknown,
+// and of keys it never names. Those are allowed there (and at the
+// revision an uncertain range delete may have made), never taken for a
+// misfit.
 //
 // The possible starts are worked out segment by segment from the end (the
 // last segment ends at the db's revision) and back from the start (each
@@ -188,8 +195,17 @@ func (p *pxSolver) anchor(x *dbIndex, dbRev int64, pins bool) ([][]int64, int) {
 			return false
 		}
 		del := delKey[j]
+		ranged := int32(-1)
+		if e := p.segs[j].revoke; e >= 0 && p.entries[e].ranged {
+			ranged = e
+		}
 		for _, it := range items {
 			if !it.tomb || del >= 0 && it.key != del {
+				return false
+			}
+			// A range delete's: of a key it may have deleted, or one
+			// the log never names.
+			if ranged >= 0 && it.key >= 0 && !p.maybeOf[ranged][it.key] {
 				return false
 			}
 		}
@@ -246,11 +262,21 @@ func (p *pxSolver) anchor(x *dbIndex, dbRev int64, pins bool) ([][]int64, int) {
 // what the db holds there (held: every revision there is held), ws the
 // writes the segment made at it. keyFit: the keys and kinds agree;
 // valueFit: the values too (for the keys in hashOK).
+//
+// A range delete's revision may hold more tombstones than its certain
+// deletes: of the keys it may have deleted (pxWrite.maybe) and of keys the
+// log never names (key -1). Its certain deletes must all be there when
+// the revision is held.
 func (p *pxSolver) revisionFits(items []dbItem, held bool, ws []int32, hashOK []bool) (keyFit, valueFit bool) {
-	if held && len(items) != len(ws) {
+	ranged := int32(-1)
+	if len(ws) > 0 && p.entries[p.writes[ws[0]].entry].ranged {
+		ranged = p.writes[ws[0]].entry
+	}
+	if held && ranged < 0 && len(items) != len(ws) {
 		return false, false
 	}
 	valueFit = true
+	matched := 0
 	for _, it := range items {
 		found := false
 		for _, wi := range ws {
@@ -264,9 +290,16 @@ func (p *pxSolver) revisionFits(items []dbItem, held bool, ws []int32, hashOK []
 			}
 			break
 		}
-		if !found {
+		switch {
+		case found:
+			matched++
+		case ranged >= 0 && it.tomb && (it.key < 0 || p.maybeOf[ranged][it.key]):
+		default:
 			return false, false
 		}
+	}
+	if held && matched != len(ws) {
+		return false, false
 	}
 	return true, valueFit
 }
@@ -281,7 +314,7 @@ func (p *pxSolver) hashCheckable() []bool {
 		ok[i] = true
 	}
 	for i := range p.writes {
-		if w := &p.writes[i]; !w.applied {
+		if w := &p.writes[i]; !w.applied && !w.maybe {
 			ok[w.key] = false
 		}
 	}

@@ -203,14 +203,19 @@ type WALStretch struct {
 // stretchWhy says why segment j's revisions are not established.
 func (p *pxSolver) stretchWhy(j int) string {
 	var around []string
+	one, many := "a delete of a key", "deletes of keys"
 	for _, k := range []int{j, j + 1} {
 		if k > 0 && k < len(p.segs) {
-			around = append(around, strconv.FormatUint(p.entries[p.segs[k].revoke].index, 10))
+			e := &p.entries[p.segs[k].revoke]
+			around = append(around, strconv.FormatUint(e.index, 10))
+			if e.ranged {
+				one, many = "a delete of a key or of a range", "deletes of keys or of ranges"
+			}
 		}
 	}
-	what := "entry " + strings.Join(around, " and entry ") + " (a revoke of a lease, or a delete of a key, from before the log) may or may not have made a revision"
+	what := "entry " + strings.Join(around, " and entry ") + " (a revoke of a lease, or " + one + ", from before the log) may or may not have made a revision"
 	if len(around) == 2 {
-		what = "entries " + strings.Join(around, " and ") + " (revokes of leases, or deletes of keys, from before the log) may or may not each have made a revision"
+		what = "entries " + strings.Join(around, " and ") + " (revokes of leases, or " + many + ", from before the log) may or may not each have made a revision"
 	}
 	return fmt.Sprintf("%s, and neither a compare nor the db fixes which: revisions %d to %d fit", what, p.segs[j].lo+1, p.segs[j].hi+p.segLen(j))
 }
@@ -248,7 +253,13 @@ func (p *pxSolver) replay() *replay {
 	for i, pe := range p.entries {
 		o := p.out[i]
 		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: o.outcome, Reason: o.reason}
+		// unsure: a range delete whose deletes are not all established;
+		// tombs: the keys it deleted that the log does not know existed.
+		unsure := false
+		var tombs map[int32]bool
 		switch {
+		case pe.ranged:
+			tombs, unsure = p.rangeReplay(int32(i), wi, &we)
 		case o.ambiguous != "":
 			we.Outcome, we.Reason = OutcomeUnknown, o.ambiguous
 		case o.rel != 0:
@@ -278,6 +289,19 @@ func (p *pxSolver) replay() *replay {
 		for ; wi < len(p.writes) && p.writes[wi].entry == int32(i); wi++ {
 			pw := p.writes[wi]
 			mod, placed := p.relAbsOK(pw.rel)
+			if pw.maybe && !unsure {
+				if !tombs[pw.key] {
+					// The key did not exist: nothing deleted.
+					continue
+				}
+				pw.applied = true
+				mod, placed = p.rangeRev(int32(i))
+			}
+			if unsure {
+				// Listed, with the entry's outcome unknown.
+				rp.newWrite(rp.key([]byte(p.name(pw.key))), idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
+				continue
+			}
 			if pw.seg != 0 {
 				rev, ok := p.revokeRev(pw.seg)
 				if ok && rev == 0 {
@@ -329,11 +353,88 @@ func (p *pxSolver) replay() *replay {
 	return rp
 }
 
+// rangeRev returns the revision range delete idx made (0: none), and
+// whether that is established.
+func (p *pxSolver) rangeRev(idx int32) (int64, bool) {
+	switch o := p.out[idx]; {
+	case o.rel != 0:
+		return p.relAbsOK(o.rel)
+	case o.seg != 0:
+		return p.revokeRev(o.seg)
+	}
+	return 0, true // it deleted nothing: an empty range, or a log from raft index 1
+}
+
+// rangeTombs returns the keys the log names that range delete idx
+// deleted, of those whose existence there the log does not tell
+// (pxWrite.maybe), and whether that is established: not when the entry's
+// revision is not, or when the db compacted it (its tombstones are gone);
+// else the db holds every tombstone that revision made (none: it made
+// none).
+func (p *pxSolver) rangeTombs(idx int32) (map[int32]bool, bool) {
+	rev, ok := p.rangeRev(idx)
+	switch {
+	case !ok:
+		return nil, false
+	case rev == 0:
+		return nil, true
+	case !p.db.held(rev):
+		return nil, false
+	}
+	tombs := map[int32]bool{}
+	for _, it := range p.db.at(rev) {
+		if it.tomb && it.key >= 0 {
+			tombs[it.key] = true
+		}
+	}
+	return tombs, true
+}
+
+// rangeReplay sets range delete idx's outcome, revision and reason in we;
+// its writes are p.writes from first on. It returns the keys it deleted
+// that the log does not know existed (rangeTombs), and whether which keys
+// it deleted is not established (its writes are then listed with the
+// outcome unknown).
+func (p *pxSolver) rangeReplay(idx int32, first int, we *WALEntry) (map[int32]bool, bool) {
+	tombs, known := p.rangeTombs(idx)
+	var unsure []string
+	for i := first; !known && i < len(p.writes) && p.writes[i].entry == idx; i++ {
+		if w := &p.writes[i]; w.maybe {
+			unsure = append(unsure, p.name(w.key))
+		}
+	}
+	rev, ok := p.rangeRev(idx)
+	o, pe := p.out[idx], &p.entries[idx]
+	switch {
+	case len(unsure) > 0:
+		what := "its revision is not established"
+		switch {
+		case ok && rev != 0:
+			what = fmt.Sprintf("it applied at revision %d, which the db compacted", rev)
+		case ok:
+			what = "it made no revision"
+		}
+		we.Outcome, we.Reason = OutcomeUnknown, fmt.Sprintf("a range delete: which keys it deleted is not established (%s): the log does not tell whether %s existed then", what, strings.Join(unsure, " or "))
+	case ok && rev != 0:
+		we.Revision = rev
+	case ok && pe.end != "\x00" && pe.end <= pe.from:
+		we.Reason = "its range is empty: nothing deleted"
+	case ok:
+		we.Reason = "no key of its range existed: nothing deleted"
+	case o.rel != 0:
+		we.Reason = "applied; its revision is not established: " + p.stretchWhy(p.seg(o.rel))
+	default:
+		we.Outcome, we.Reason = OutcomeUnknown, "whether a key of its range existed, and so whether it deleted keys (and made a revision), is not established: no compare or revision of the db fixes it"
+	}
+	return tombs, len(unsure) > 0
+}
+
 // unresolvedPrefix lists the prefix's entries with an unknown outcome, and
 // what each would have written, for the keys' stories.
 func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 	rp := newReplay(nil)
 	reason := "in the db; its outcome is not established: " + why
+	var sorted []string // the keys' names, sorted, for range deletes
 	for _, pe := range entries {
 		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: OutcomeUnknown, Reason: reason}
 		rp.counts[pe.kind.String()]++
@@ -346,6 +447,17 @@ func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
 			for _, o := range ops {
 				rp.newWrite(rp.key([]byte(keys.names[o.key])), idx, op{path: opPath(o.path, o.inTxn)}, o.del)
+			}
+		}
+		if pe.ranged {
+			// Every key of its range the log names, in key order.
+			if sorted == nil {
+				sorted = slices.Clone(keys.names)
+				slices.Sort(sorted)
+			}
+			i, _ := slices.BinarySearch(sorted, pe.from)
+			for ; i < len(sorted) && pe.inRange(sorted[i]); i++ {
+				rp.newWrite(rp.key([]byte(sorted[i])), idx, op{}, true)
 			}
 		}
 		rp.push(we)

@@ -66,6 +66,12 @@ type pxEntry struct {
 	// unmodelled says what of the entry the solver does not model ("":
 	// nothing): it then stops there.
 	unmodelled string
+	// ranged marks a plain range delete (not in a transaction): it
+	// deletes every key in [from, end) that exists (end "\x00": every
+	// key from from on). Its keys are not in succ: which exist there is
+	// worked out by the solver (see pxSolver.rangeDelete).
+	ranged    bool
+	from, end string
 }
 
 // compactEntry turns a decoded entry into a pxEntry.
@@ -81,8 +87,8 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 		}
 		return pxOp{key: keys.id(p.Key), lease: p.Lease, hash: valueHash(p.Value), path: path, inTxn: inTxn}
 	}
-	// A range delete is not a write of one key: it is left out, and the
-	// entry is not modelled.
+	// A range delete in a transaction is not modelled (a plain one is:
+	// see ranged).
 	del := func(out []pxOp, d *pb.DeleteRangeRequest, path int32, inTxn bool) []pxOp {
 		if len(d.RangeEnd) != 0 {
 			pe.unmodelled = "a range delete"
@@ -107,6 +113,9 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 	switch {
 	case req.Put != nil:
 		pe.succ = []pxOp{put(req.Put, 0, false)}
+	case req.DeleteRange != nil && len(req.DeleteRange.RangeEnd) != 0:
+		d := req.DeleteRange
+		pe.ranged, pe.from, pe.end = true, string(d.Key), string(d.RangeEnd)
 	case req.DeleteRange != nil:
 		pe.succ = del(nil, req.DeleteRange, 0, false)
 	case req.Txn != nil:
@@ -143,6 +152,11 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 		pe.unmodelled = fmt.Sprintf("the %v alarm raised: writes refused under it are not modelled", req.Alarm.Alarm)
 	}
 	return pe
+}
+
+// inRange reports whether key is in the range a ranged entry deletes.
+func (pe *pxEntry) inRange(key string) bool {
+	return key >= pe.from && (pe.end == "\x00" || key < pe.end)
 }
 
 // opPath is an op's path in its entry's request (see walWrite.path).

@@ -14,11 +14,12 @@ import (
 // dbRev-certain+1 to dbRev are all its own. An item the db holds there
 // must then be one of the prefix's writes: a put of that key with that
 // value (whichever branch of its transaction), or a tombstone of a key
-// the prefix deletes (any key, when it revokes a lease). A db of another
-// cluster that shares the member's id (built on the same node with the
-// same name, peer URL and token) fails this as soon as the log holds a
-// few puts. Entries the solver does not model (range deletes, nested
-// transactions) may write what no op lists: the check is then not made.
+// the prefix deletes (any key, when it revokes a lease or deletes a
+// range). A db of another cluster that shares the member's id (built on
+// the same node with the same name, peer URL and token) fails this as
+// soon as the log holds a few puts. Entries the solver does not model (range deletes in
+// transactions, nested transactions) may write what no op lists: the
+// check is then not made.
 func foreignDB(entries []pxEntry, keys *pxKeys, x *dbIndex, dbRev int64) string {
 	certain := int64(0)
 	revokes := false
@@ -33,7 +34,8 @@ func foreignDB(entries []pxEntry, keys *pxKeys, x *dbIndex, dbRev int64) string 
 		if pe.unmodelled != "" {
 			return ""
 		}
-		if pe.kind == walread.KindLeaseRevoke {
+		if pe.kind == walread.KindLeaseRevoke || pe.ranged {
+			// Either may delete keys the log never names.
 			revokes = true
 		}
 		leaseless := false

@@ -94,8 +94,8 @@ type scriptCluster struct {
 //	etcd put KEY FILE [ttl=S]      store FILE's bytes at KEY (with a lease of S seconds)
 //	etcd get KEY FILE              write KEY's value to FILE
 //	etcd meta KEY                  print mod_revision, create_revision, version and lease
-//	etcd del KEY                   delete KEY
-//	etcd txnput KEY FILE           store FILE's bytes at KEY as kube-apiserver writes: one transaction comparing the key's mod revision (0: absent) with the one read just before
+//	etcd del KEY [--prefix]        delete KEY (every key it prefixes: one range delete)
+//	etcd txnput KEY FILE           store FILE's bytes at KEY as kube-apiserver writes: one transaction comparing the key's mod revision (0: absent)
 //	etcd txndel KEY                delete KEY the same way
 //	etcd compact                   compact at the current revision
 //	etcd db VAR                    set VAR to member 0's bbolt db (member/snap/db)
@@ -186,7 +186,14 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 		kv := resp.Kvs[0]
 		fmt.Fprintf(ts.Stdout(), "mod_revision=%d create_revision=%d version=%d lease=%x\n", kv.ModRevision, kv.CreateRevision, kv.Version, kv.Lease)
 	case "del":
-		_, err := sc.cli.Delete(ctx, args[1])
+		var opts []clientv3.OpOption
+		switch {
+		case len(args) == 3 && args[2] == "--prefix":
+			opts = append(opts, clientv3.WithPrefix())
+		case len(args) != 2:
+			ts.Fatalf("usage: etcd del KEY [--prefix]")
+		}
+		_, err := sc.cli.Delete(ctx, args[1], opts...)
 		ts.Check(err)
 	case "txnput", "txndel":
 		if (args[0] == "txnput") != (len(args) == 3) || len(args) < 2 {
