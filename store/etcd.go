@@ -518,8 +518,10 @@ func (e *Etcd) Get(ctx context.Context, key string, rev int64) (*KeyValue, error
 // it handed fn, at the store's current revision, as kube-apiserver's
 // reflectors relist: every key is handed over once, each as of the
 // revision its page was read at, and OnCompacted is told each revision
-// the read moves to. A compaction that keeps meeting the read before it
-// reads a key (maxRelists times in a row) fails it with ErrCompacted.
+// the read moves to. The page after a compaction is read at the latest
+// revision, which no compaction can remove, and pins the pages after it:
+// the read always moves on (maxRelists bounds compactions met in a row
+// without a key read, which that leaves for a store that loses pages).
 // Otherwise a compaction after some keys were handed over fails List with
 // a *CompactedError (which matches ErrCompacted), saying how far it got.
 //
@@ -573,13 +575,25 @@ func (e *Etcd) List(ctx context.Context, prefix string, opts ListOptions, fn fun
 		return nil
 	}
 	stream := !e.noStream.Load()
+	// relist: the last page met a compaction; the next is read at the
+	// latest revision (a compaction cannot remove it), which then pins
+	// the rest.
+	relist := false
 	for {
 		var (
 			last string
 			more bool
 			err  error
 		)
-		if stream {
+		if relist {
+			var at int64
+			last, more, at, err = e.rangePage(ctx, start, end, 0, pageSize, opts.KeysOnly, count)
+			if err == nil {
+				relist = false
+				opts.OnCompacted(rev, at)
+				rev = at
+			}
+		} else if stream {
 			last, more, err = e.streamPage(ctx, start, end, rev, pageSize, opts.KeysOnly, count)
 			if status.Code(errors.Unwrap(err)) == codes.Unimplemented || status.Code(err) == codes.Unimplemented {
 				e.noStream.Store(true)
@@ -587,7 +601,7 @@ func (e *Etcd) List(ctx context.Context, prefix string, opts ListOptions, fn fun
 				continue
 			}
 		} else {
-			last, more, err = e.rangePage(ctx, start, end, rev, pageSize, opts.KeysOnly, count)
+			last, more, _, err = e.rangePage(ctx, start, end, rev, pageSize, opts.KeysOnly, count)
 		}
 		if err != nil {
 			var cb *callbackError
@@ -609,12 +623,7 @@ func (e *Etcd) List(ctx context.Context, prefix string, opts ListOptions, fn fun
 			if relists++; relists > maxRelists {
 				return first, fmt.Errorf("%s: etcd compacted each revision read %d times in a row before a key could be read: %w", op, maxRelists, ErrCompacted)
 			}
-			resp, gerr := e.get(ctx, start)
-			if gerr != nil {
-				return first, rpcError(op, gerr)
-			}
-			opts.OnCompacted(rev, resp.Header.Revision)
-			rev = resp.Header.Revision
+			relist = true
 			continue
 		}
 		if !more {
@@ -655,24 +664,27 @@ type callbackError struct{ err error }
 func (c *callbackError) Error() string { return c.err.Error() }
 
 // rangePage reads one page with a unary Range.
-func (e *Etcd) rangePage(ctx context.Context, start, end string, rev, pageSize int64, keysOnly bool, fn func(*KeyValue) error) (last string, more bool, err error) {
+// rangePage reads one page with a unary range at rev (0: the latest, which
+// no compaction can remove; at is then the revision read).
+func (e *Etcd) rangePage(ctx context.Context, start, end string, rev, pageSize int64, keysOnly bool, fn func(*KeyValue) error) (last string, more bool, at int64, err error) {
 	ropts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(pageSize), clientv3.WithRev(rev)}
 	if keysOnly {
 		ropts = append(ropts, clientv3.WithKeysOnly())
 	}
 	resp, err := e.get(ctx, start, ropts...)
 	if err != nil {
-		return "", false, err
+		return "", false, 0, err
 	}
 	for _, kv := range resp.Kvs {
 		if err := fn(keyValue(kv, !keysOnly)); err != nil {
-			return "", false, &callbackError{err}
+			return "", false, 0, &callbackError{err}
 		}
 	}
+	at = resp.Header.Revision
 	if !resp.More || len(resp.Kvs) == 0 {
-		return "", false, nil
+		return "", false, at, nil
 	}
-	return string(resp.Kvs[len(resp.Kvs)-1].Key), true, nil
+	return string(resp.Kvs[len(resp.Kvs)-1].Key), true, at, nil
 }
 
 // streamPage reads one page of at most pageSize keys with a RangeStream
