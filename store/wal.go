@@ -86,8 +86,10 @@ type WAL struct {
 	// establish reads at (the revision before the log, or its highest
 	// possible value when that is not established).
 	prefixFloor int64
-	// baseStates are base's live keys as the replay read them, until the
-	// prefix is worked out (see boltPrefixDB).
+	// baseStates are base's live keys (without values) in key order, as
+	// the replay read them: the prefix's check against the db reads them
+	// (see boltPrefixDB), and baseState looks a key up without walking the
+	// db (Bolt.Get reads every revision).
 	baseStates []KeyValue
 }
 
@@ -366,7 +368,6 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WA
 		r.push(we)
 	}
 	writes := len(r.all)
-	defer func() { w.baseStates = nil }()
 	if base != nil && len(prefix) > 0 {
 		w.cov.InDB = len(prefix)
 		p, err := w.resolvePrefix(ctx, prefix, prefixKeys, firstIndex == 1)
@@ -1075,8 +1076,10 @@ func (w *WAL) PastIncarnations(ctx context.Context, prefix string, fn func(PastI
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		live := int32(-1)
-		var ended *PastIncarnation
+		// The incarnation a deletion ended is read (endedBy: a read of
+		// the db for a key the log first writes with its deletion) only
+		// when a new one follows it.
+		live, del, delLive := int32(-1), int32(-1), int32(-1)
 		for _, id := range w.writesOf(k) {
 			x := &w.r.all[id]
 			if x.mod == 0 && !w.isUnplaced(id) {
@@ -1084,14 +1087,14 @@ func (w *WAL) PastIncarnations(ctx context.Context, prefix string, fn func(PastI
 			}
 			index := w.r.entries[x.entry].index
 			if x.deleted {
-				p, err := w.endedBy(ctx, k, id, live)
+				del, delLive, live = id, live, -1
+				continue
+			}
+			if del >= 0 {
+				ended, err := w.endedBy(ctx, k, del, delLive)
 				if err != nil {
 					return err
 				}
-				ended, live = p, -1
-				continue
-			}
-			if ended != nil {
 				ended.RecreateRevision, ended.RecreateIndex = -1, index
 				if x.mod != 0 && x.create != 0 {
 					ended.RecreateRevision = x.create
@@ -1099,23 +1102,26 @@ func (w *WAL) PastIncarnations(ctx context.Context, prefix string, fn func(PastI
 				if err := fn(*ended); err != nil {
 					return err
 				}
-				ended = nil
+				del = -1
 			}
 			live = id
 		}
-		if ended == nil || w.base == nil || ended.DeleteIndex > w.cov.ConsistentIndex {
+		if del < 0 || w.base == nil || w.r.entries[w.r.all[del].entry].index > w.cov.ConsistentIndex {
 			continue
 		}
 		// A deletion among the entries the db holds: the db's state is
 		// after it; a live key there was created again.
-		cur, err := w.base.Get(ctx, k, 0)
+		cur, ok := w.baseState(k)
+		delRev := w.r.all[del].mod
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case !ok:
 			continue
-		case err != nil:
-			return fmt.Errorf("past incarnations of %s: %w", k, err)
-		case ended.DeleteRevision > 0 && cur.ModRevision <= ended.DeleteRevision:
+		case delRev > 0 && cur.ModRevision <= delRev:
 			continue
+		}
+		ended, err := w.endedBy(ctx, k, del, delLive)
+		if err != nil {
+			return err
 		}
 		ended.RecreateRevision = -1
 		if cur.CreateRevision > ended.DeleteRevision && ended.DeleteRevision > 0 {
@@ -1182,4 +1188,14 @@ func (w *WAL) WritesInOrder(ctx context.Context, reverse bool, fn func(KeyWrite)
 		}
 	}
 	return nil
+}
+
+// baseState is key's state in the db the replay started from (no value),
+// found among the states it read; false when the db does not hold it.
+func (w *WAL) baseState(key string) (KeyValue, bool) {
+	i := sort.Search(len(w.baseStates), func(i int) bool { return w.baseStates[i].Key >= key })
+	if i < len(w.baseStates) && w.baseStates[i].Key == key {
+		return w.baseStates[i], true
+	}
+	return KeyValue{}, false
 }

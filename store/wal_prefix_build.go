@@ -26,7 +26,6 @@ const maxPinTries = 4
 // can then be taken for the log's.
 func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool) (*replay, error) {
 	rp, v := solvePrefix(ctx, entries, keys, exact, w.cov.DBRevision, boltPrefixDB{b: w.base, states: w.baseStates})
-	w.baseStates = nil
 	if v.foreign != "" {
 		return nil, fmt.Errorf("%w: %s: %s", ErrOtherCluster, w.base.path, v.foreign)
 	}
