@@ -66,6 +66,9 @@ type pxEntry struct {
 	// unmodelled says what of the entry the solver does not model ("":
 	// nothing): it then stops there.
 	unmodelled string
+	// authed: the request was made under etcd authentication, whose
+	// permission check may refuse it when applied.
+	authed bool
 	// ranged marks a plain range delete (not in a transaction): it
 	// deletes every key in [from, end) that exists (end "\x00": every
 	// key from from on). Its keys are not in succ: which exist there is
@@ -81,6 +84,7 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 	if req == nil {
 		return pe
 	}
+	pe.authed = req.Header != nil && (req.Header.Username != "" || req.Header.AuthRevision != 0)
 	put := func(p *pb.PutRequest, path int32, inTxn bool) pxOp {
 		if p.IgnoreValue || p.IgnoreLease {
 			pe.unmodelled = "a put keeping the value or lease"

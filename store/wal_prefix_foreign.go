@@ -11,7 +11,8 @@ import (
 // every plain put without a lease, and every transaction without compares
 // that puts without a lease, makes exactly one revision, so the prefix
 // made at least that many (certain) and the db's revisions from
-// dbRev-certain+1 to dbRev are all its own. An item the db holds there
+// dbRev-certain+1 to dbRev are all its own (a request made under etcd
+// authentication is not counted: its permission check may refuse it). An item the db holds there
 // must then be one of the prefix's writes: a put of that key with that
 // value (whichever branch of its transaction), or a tombstone of a key
 // the prefix deletes (any key, when it revokes a lease or deletes a
@@ -55,7 +56,7 @@ func foreignDB(entries []pxEntry, keys *pxKeys, x *dbIndex, dbRev int64) string 
 				}
 			}
 		}
-		if leaseless {
+		if leaseless && !pe.authed {
 			certain++
 		}
 	}

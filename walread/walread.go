@@ -54,11 +54,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
 
 // Record types, as etcd's wal package numbers them.
@@ -193,22 +194,18 @@ func notRegular(path string, info fs.FileInfo) error {
 	return fmt.Errorf("%s: not a regular file (%v): a write-ahead log segment is a plain file", path, info.Mode().Type())
 }
 
-// openSegment opens a segment read-only. It opens without blocking (a
-// FIFO put in a segment's place after the listing would otherwise wait
-// for a writer) and refuses what is not a regular file.
+// openSegment opens a segment read-only through regular.Open: without
+// blocking (a FIFO put in a segment's place after the listing would
+// otherwise wait for a writer), refusing what is not a regular file.
 func openSegment(path string) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := regular.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open write-ahead log segment: %w", err)
+		return nil, nil, fmt.Errorf("open write-ahead log segment (a plain file): %w", err)
 	}
 	info, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if !info.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, notRegular(path, info)
 	}
 	return f, info, nil
 }
