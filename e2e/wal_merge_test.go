@@ -151,6 +151,9 @@ func TestWALMergedFromThreeMembers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create pvc: %v", err)
 	}
+	// A ConfigMap nothing writes again: the merged log's first entry
+	// (see leadWrite).
+	leadWrite(t, c, ns)
 	// The apiserver's watch of each, from its creation: the DELETED event
 	// carries the revision of the deletion as its resourceVersion.
 	watchOf := func(name, rv string, w func(context.Context, metav1.ListOptions) (watch.Interface, error)) watch.Interface {

@@ -27,6 +27,7 @@ func TestWALRecreated(t *testing.T) {
 	ctx := context.Background()
 	cms := c.Client.CoreV1().ConfigMaps(ns)
 	logStart := raftIndex(t, c) + 1
+	leadWrite(t, c, ns)
 
 	first, err := cms.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "twice", Labels: map[string]string{"app": "web"}},

@@ -335,6 +335,11 @@ func TestWALAgreesWithTheAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	logStart := st.RaftIndex + 1
+	// As in a member's real log, other writes come before the ones the
+	// test follows: a ConfigMap written once and kept, which the db holds
+	// (a first compare at the log's very start, with nothing the db holds
+	// before it, may have failed for all the log and db tell).
+	leadWrite(t, c, ns)
 
 	// In the log: two updates each (their resourceVersions are the
 	// revisions etcd gave them), a stale update the apiserver refuses,
@@ -969,4 +974,16 @@ func TestWALPurgedWithEarlyRevoke(t *testing.T) {
 		t.Errorf("an API Update of the recovered pvc failed: %v", err)
 	}
 	t.Logf("took %s", time.Since(began).Round(time.Second))
+}
+
+// leadWrite creates a ConfigMap in ns that nothing writes again: in a
+// member's real log, other objects' writes come before those a test
+// follows, and the db holds their values.
+func leadWrite(t *testing.T, c *Cluster, ns string) {
+	t.Helper()
+	if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "lead"}, Data: map[string]string{"kept": "yes"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create the lead configmap: %v", err)
+	}
 }

@@ -27,7 +27,12 @@ import (
 //     writes through transactions that compare the key's mod revision (or,
 //     for its compaction key, version) with what it read. The first compare
 //     on a key the log has not written is taken to hold, which gives the
-//     key's state before the log; every later compare is evaluated.
+//     key's state before the log; every later compare is evaluated. A
+//     writer may have read a stale state, though: each entry whose outcome
+//     rests on such a compare, and that the db does not corroborate, is
+//     challenged (wal_prefix_challenge.go): worked out again with that
+//     compare failed, whatever that world says differently is left not
+//     established.
 //   - A lease revoked in the prefix that was granted before the log may
 //     have had keys attached before the log: whether its revoke made a
 //     revision is not known there (nor whether a lone delete without a
@@ -92,6 +97,9 @@ type pxKey struct {
 type pxRef struct {
 	entry, key int32
 	rev        int64
+	// pre: not made on a key the log itself deleted (a create's
+	// compare then names no revision from before the log).
+	pre bool
 }
 
 // pxWrite is one write of a key by a prefix entry.
@@ -120,6 +128,11 @@ type pxWrite struct {
 	// tombstones at the entry's revision tell, where it holds that
 	// revision (see rangeDeleted).
 	maybe bool
+	// vague: its create revision and version are not established (an
+	// alternative world gives others; see challenge); lo and hi, when
+	// not 0, bound its revision, not established either.
+	vague  bool
+	lo, hi int64
 }
 
 // pxSeg is a run of relative revisions whose absolute start is one
@@ -143,6 +156,11 @@ type pxEntryOut struct {
 	ambiguous string
 	rel       int64 // relative revision made (0: none)
 	seg       int32 // for an uncertain revoke: the segment it starts
+	// vague, when not empty, says why the revision it made is not
+	// established (an alternative world gives another: see challenge);
+	// lo and hi bound it.
+	vague  string
+	lo, hi int64
 }
 
 // pxSolver works the prefix out.
@@ -157,6 +175,16 @@ type pxSolver struct {
 	// pin an earlier try found wrong); pins the pins made, in order.
 	veto map[int32]bool
 	pins []pxPin
+	// force holds the entries whose first compares on keys from before
+	// the log are taken to fail, not to hold (an alternative world a
+	// challenge works out); assumed the entries whose compares were
+	// taken to hold that way (see challenge).
+	force   map[int32]bool
+	assumed map[int32]bool
+	// failed holds the compares on keys' states from before the log
+	// taken to fail that way: the same compare later, with no write of
+	// the key between, fails too.
+	failed map[pxCmpKey]bool
 	// relFirst[r] is the index in writes of the first applied write of
 	// relative revision r.
 	relFirst []int32
@@ -182,6 +210,11 @@ type pxSolver struct {
 		rel   int64
 	}
 	fail string
+	// xWhy, when not empty, says why the revision before the log is not
+	// established although segment 0 is pinned (see challenge); xHi is
+	// its highest possible value.
+	xWhy string
+	xHi  int64
 	// cur is the entry being worked out; refs the compares of a key's
 	// mod revision (see checkRefs, markAmbiguous).
 	cur  int32
@@ -207,6 +240,7 @@ func newPxSolver(entries []pxEntry, names *pxKeys, exact bool, db *dbIndex, veto
 		entries: entries, names: names, exact: exact, db: db, veto: veto, allowed: allowed, relFirst: []int32{0},
 		keys: make([]pxKey, len(names.names)), byLease: map[int64]map[int32]bool{},
 		leases: map[int64]int8{}, leaseGranted: map[int64]bool{}, leaseRevoked: map[int64]bool{},
+		assumed: map[int32]bool{}, failed: map[pxCmpKey]bool{},
 	}
 	p.newSeg(-1)
 	if exact {
@@ -318,7 +352,7 @@ func (p *pxSolver) fitsSoFar(j int, base int64) bool {
 			}
 		}
 		a := base + rel - start
-		if ok, _ := p.revisionFits(p.db.at(a), p.db.held(a), ws, nil); !ok {
+		if ok, _ := p.revisionFits(p.db.at(a), p.db.held(a), ws, false); !ok {
 			return false
 		}
 	}
@@ -338,7 +372,7 @@ func (p *pxSolver) compare(c pxCmp) bool {
 	case pb.Compare_MOD:
 		r := c.value
 		if eq {
-			p.refs = append(p.refs, pxRef{entry: p.cur, key: c.key, rev: r})
+			p.refs = append(p.refs, pxRef{entry: p.cur, key: c.key, rev: r, pre: !(s.written && s.exists == 0) && !p.force[p.cur]})
 		}
 		if s.exists == 0 {
 			return compareInts(c.result, 0, r)
@@ -363,7 +397,7 @@ func (p *pxSolver) compare(c pxCmp) bool {
 			return false
 		}
 		if r == 0 {
-			if s.exists == 1 {
+			if s.exists == 1 || !p.takeToHold(c) {
 				return false
 			}
 			p.setAbsent(s)
@@ -373,6 +407,9 @@ func (p *pxSolver) compare(c pxCmp) bool {
 			// Read at a revision after the log's start that no write
 			// of the log made.
 			p.failf("entry compares %s with revision %d, after the log's start (revision %d), and no write of the log made it", p.name(c.key), r, x)
+			return false
+		}
+		if !p.takeToHold(c) {
 			return false
 		}
 		s.exists, s.modKnown, s.modRel, s.mod = 1, true, false, r
@@ -395,7 +432,7 @@ func (p *pxSolver) compare(c pxCmp) bool {
 			return false
 		}
 		if v == 0 {
-			if s.exists == 1 {
+			if s.exists == 1 || !p.takeToHold(c) {
 				return false
 			}
 			p.setAbsent(s)
@@ -405,6 +442,9 @@ func (p *pxSolver) compare(c pxCmp) bool {
 			if s.written {
 				p.failf("compare on the version of %s: its state before the log is not modelled", p.name(c.key))
 			}
+			return false
+		}
+		if !p.takeToHold(c) {
 			return false
 		}
 		s.verKnown, s.version = true, v
@@ -449,6 +489,30 @@ func (p *pxSolver) compare(c pxCmp) bool {
 	}
 	p.failf("compare on %s before the log: not modelled", p.name(c.key))
 	return false
+}
+
+// takeToHold decides a compare on a key's state from before the log:
+// taken to hold (and the entry marked assumed), or, in the alternative
+// world of a challenge, to fail, and so the same compare after it (the key
+// still in its state from before the log).
+func (p *pxSolver) takeToHold(c pxCmp) bool {
+	k := pxCmpKey{key: c.key, target: c.target, value: c.value}
+	if p.force[p.cur] {
+		p.failed[k] = true
+		return false
+	}
+	if p.failed[k] {
+		return false
+	}
+	p.assumed[p.cur] = true
+	return true
+}
+
+// pxCmpKey is a compare of a key's state, for pxSolver.failed.
+type pxCmpKey struct {
+	key    int32
+	target pb.Compare_CompareTarget
+	value  int64
 }
 
 func compareInts(res pb.Compare_CompareResult, a, b int64) bool {
@@ -609,7 +673,7 @@ func (p *pxSolver) recordPut(idx int32, op pxOp, rel int64) {
 	default:
 		s.createKnown, s.verKnown, s.version = false, false, s.version+1
 	}
-	if s.pre == -1 && s.exists != -1 {
+	if s.pre == -1 && s.exists != -1 && !s.written {
 		s.pre = s.exists
 	}
 	if s.leaseKnown && s.exists == 1 && s.lease != 0 {
@@ -828,9 +892,9 @@ func (p *pxSolver) relAbs(rel int64) int64 {
 // the first segment is unresolved.
 func (p *pxSolver) xMax() int64 {
 	if s := p.segs[0]; !s.pinned {
-		return s.hi
+		return max(s.hi, p.xHi)
 	}
-	return p.segs[0].base
+	return max(p.segs[0].base, p.xHi)
 }
 
 // unresolvedRevs returns the revisions the unresolved segments' writes
@@ -901,7 +965,7 @@ func (p *pxSolver) markAmbiguous() {
 	x := p.xMax()
 	named := map[int32]map[int64]bool{}
 	for _, r := range p.refs {
-		if r.rev > x || p.keys[r.key].preRev == 0 {
+		if r.rev > x || !r.pre || p.keys[r.key].preRev == 0 {
 			continue
 		}
 		if named[r.key] == nil {
@@ -911,7 +975,7 @@ func (p *pxSolver) markAmbiguous() {
 	}
 	for _, r := range p.refs {
 		revs := named[r.key]
-		if r.rev > x || len(revs) < 2 {
+		if r.rev > x || !r.pre || len(revs) < 2 {
 			continue
 		}
 		list := make([]int64, 0, len(revs))

@@ -156,9 +156,10 @@ func (p *pxSolver) byRel() (off []int32, ws []int32) {
 func (p *pxSolver) anchor(x *dbIndex, dbRev int64, pins bool) ([][]int64, int) {
 	n := len(p.segs)
 	off, ws := p.byRel()
-	hashOK := p.hashCheckable()
 	// fits filters segment j's candidate starts by the db: first by keys
-	// and kinds, then by values where that leaves any.
+	// and kinds, then by values where that leaves any. A start fitting
+	// keys alone gives some write another value than the db holds at its
+	// revision: checkValues then refuses the solve, naming the key.
 	fits := func(j int, cand []int64) []int64 {
 		start, end := p.segSpan(j)
 		if x == nil || int64(len(cand))*(end-start) > anchorBudget {
@@ -169,8 +170,7 @@ func (p *pxSolver) anchor(x *dbIndex, dbRev int64, pins bool) ([][]int64, int) {
 			keyFit, valueFit := true, true
 			for rel := start + 1; rel <= end && keyFit; rel++ {
 				a := b + rel - start
-				k, v := p.revisionFits(x.at(a), x.held(a), ws[off[rel]:off[rel+1]], hashOK)
-
+				k, v := p.revisionFits(x.at(a), x.held(a), ws[off[rel]:off[rel+1]], true)
 				keyFit, valueFit = k, valueFit && v
 			}
 			if keyFit {
@@ -261,13 +261,13 @@ func (p *pxSolver) anchor(x *dbIndex, dbRev int64, pins bool) ([][]int64, int) {
 // revisionFits checks one revision a candidate start gives: items are
 // what the db holds there (held: every revision there is held), ws the
 // writes the segment made at it. keyFit: the keys and kinds agree;
-// valueFit: the values too (for the keys in hashOK).
+// valueFit: the values too (checked when values).
 //
 // A range delete's revision may hold more tombstones than its certain
 // deletes: of the keys it may have deleted (pxWrite.maybe) and of keys the
 // log never names (key -1). Its certain deletes must all be there when
 // the revision is held.
-func (p *pxSolver) revisionFits(items []dbItem, held bool, ws []int32, hashOK []bool) (keyFit, valueFit bool) {
+func (p *pxSolver) revisionFits(items []dbItem, held bool, ws []int32, values bool) (keyFit, valueFit bool) {
 	ranged := int32(-1)
 	if len(ws) > 0 && p.entries[p.writes[ws[0]].entry].ranged {
 		ranged = p.writes[ws[0]].entry
@@ -285,7 +285,7 @@ func (p *pxSolver) revisionFits(items []dbItem, held bool, ws []int32, hashOK []
 				continue
 			}
 			found = true
-			if !w.del && hashOK != nil && hashOK[w.key] && w.hash != it.hash {
+			if !w.del && values && w.hash != it.hash {
 				valueFit = false
 			}
 			break
@@ -304,23 +304,6 @@ func (p *pxSolver) revisionFits(items []dbItem, held bool, ws []int32, hashOK []
 	return true, valueFit
 }
 
-// hashCheckable marks the keys whose values the anchoring may compare: a
-// key with a write that was not applied may have been given the wrong one
-// of two values (a stale compare taken as its state before the log; see
-// markAmbiguous), so only its key is compared.
-func (p *pxSolver) hashCheckable() []bool {
-	ok := make([]bool, len(p.keys))
-	for i := range ok {
-		ok[i] = true
-	}
-	for i := range p.writes {
-		if w := &p.writes[i]; !w.applied && !w.maybe {
-			ok[w.key] = false
-		}
-	}
-	return ok
-}
-
 // uncertainDeletes returns, per segment, the key the uncertain delete
 // starting it deletes (-1: the segment starts with a revoke, or is the
 // first).
@@ -335,4 +318,27 @@ func (p *pxSolver) uncertainDeletes() []int32 {
 		}
 	}
 	return keys
+}
+
+// checkValues refuses a solve that gives a put a revision at which the db
+// holds another value of its key: the model gave some write the wrong
+// value (a stale compare taken to hold, or a db changed by hand), and its
+// revisions would be claimed for it.
+func (p *pxSolver) checkValues() {
+	for i := range p.writes {
+		w := &p.writes[i]
+		if !w.applied || w.del {
+			continue
+		}
+		a, ok := p.relAbsOK(w.rel)
+		if !ok {
+			continue
+		}
+		for _, it := range p.db.at(a) {
+			if it.key == w.key && !it.tomb && it.hash != w.hash {
+				p.failf("%s: the db's value at revision %d is not the one entry %d wrote there", p.name(w.key), a, p.entries[w.entry].index)
+				return
+			}
+		}
+	}
 }

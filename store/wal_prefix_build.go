@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -62,16 +63,29 @@ func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact boo
 	if why := foreignDB(entries, keys, x, dbRev); why != "" {
 		return nil, prefixVerdict{foreign: why}
 	}
+	p, why := solveTries(ctx, entries, keys, exact, dbRev, x, db, nil)
+	if p != nil {
+		p.challenge(ctx, dbRev, db)
+		return p.replay(), p.verdict()
+	}
+	return unresolvedPrefix(entries, keys, why), prefixVerdict{unresolved: why}
+}
+
+// solveTries works the prefix out (solveOnce), again with the pins of
+// compares found wrong passed over, at most maxPinTries times; force is
+// passed on (see pxSolver.force). It returns the solved prefix, filled,
+// or nil and why none was found.
+func solveTries(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, x *dbIndex, db prefixDB, force map[int32]bool) (*pxSolver, string) {
 	// The reason given is the one of the try that went furthest (a
 	// disagreement with the db says more than a wrong start).
 	var why string
 	stage := -1
 	veto := map[int32]bool{}
 	for range maxPinTries {
-		p, reached := solveOnce(ctx, entries, keys, exact, dbRev, x, db, veto)
+		p, reached := solveOnce(ctx, entries, keys, exact, dbRev, x, db, veto, force)
 		if p.fail == "" {
 			p.fill()
-			return p.replay(), p.verdict()
+			return p, ""
 		}
 		if reached > stage {
 			why, stage = p.fail, reached
@@ -99,7 +113,7 @@ func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact boo
 			veto[e] = true
 		}
 	}
-	return unresolvedPrefix(entries, keys, why), prefixVerdict{unresolved: why}
+	return nil, why
 }
 
 // solveOnce works the prefix out, its compares' pins refused for the
@@ -107,11 +121,12 @@ func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact boo
 // it allows no longer change; then checks the result. It returns the
 // solver and how far it got (0: the model, 1: the revisions, 2: the checks
 // against the compares and the db).
-func solveOnce(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, x *dbIndex, db prefixDB, veto map[int32]bool) (*pxSolver, int) {
+func solveOnce(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, x *dbIndex, db prefixDB, veto, force map[int32]bool) (*pxSolver, int) {
 	var allowed map[int32][]int64
 	var p *pxSolver
 	for pass := range maxAnchorPasses {
 		p = newPxSolver(entries, keys, exact, x, veto, allowed)
+		p.force = force
 		p.run()
 		if p.fail != "" {
 			return p, 0
@@ -148,7 +163,10 @@ func solveOnce(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool,
 	if p.fail != "" {
 		return p, 1
 	}
-	p.checkRefs()
+	p.checkValues()
+	if p.fail == "" {
+		p.checkRefs()
+	}
 	if p.fail != "" {
 		return p, 2
 	}
@@ -228,9 +246,10 @@ func (p *pxSolver) segLen(j int) int64 {
 // verdict sums up a solved prefix.
 func (p *pxSolver) verdict() prefixVerdict {
 	v := prefixVerdict{floor: p.xMax()}
-	if p.segs[0].pinned {
+	if p.segs[0].pinned && p.xWhy == "" {
 		v.before = p.segs[0].base
 	}
+	v.unknown = p.vagueStretches()
 	first := int32(0)
 	for j := range p.segs {
 		last := int32(len(p.entries) - 1)
@@ -242,6 +261,7 @@ func (p *pxSolver) verdict() prefixVerdict {
 		}
 		first = last + 1
 	}
+	slices.SortStableFunc(v.unknown, func(a, b WALStretch) int { return cmp.Compare(a.FromIndex, b.FromIndex) })
 	return v
 }
 
@@ -261,6 +281,8 @@ func (p *pxSolver) replay() *replay {
 			tombs, unsure = p.rangeReplay(int32(i), wi, &we)
 		case o.ambiguous != "":
 			we.Outcome, we.Reason = OutcomeUnknown, o.ambiguous
+		case o.rel != 0 && o.vague != "":
+			we.Reason = "applied; its revision is not established: " + o.vague
 		case o.rel != 0:
 			if a, ok := p.relAbsOK(o.rel); ok {
 				we.Revision = a
@@ -269,6 +291,7 @@ func (p *pxSolver) replay() *replay {
 			}
 		case o.seg != 0:
 			rev, ok := p.revokeRev(o.seg)
+			ok = ok && o.vague == ""
 			switch {
 			case ok && rev != 0:
 				we.Revision = rev
@@ -301,8 +324,12 @@ func (p *pxSolver) replay() *replay {
 				rp.newWrite(rp.key([]byte(p.name(pw.key))), idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
 				continue
 			}
+			if pw.lo != 0 {
+				placed = false
+			}
 			if pw.seg != 0 {
 				rev, ok := p.revokeRev(pw.seg)
+				ok = ok && o.vague == ""
 				if ok && rev == 0 {
 					// The key did not exist: nothing deleted.
 					we.Reason = "the key did not exist: nothing deleted"
@@ -324,12 +351,13 @@ func (p *pxSolver) replay() *replay {
 			x := &rp.all[id]
 			if !pw.del {
 				switch {
+				case pw.vague:
 				case pw.createRel:
 					x.create = p.relAbs(pw.create)
 				case pw.createKnown:
 					x.create = pw.create
 				}
-				if pw.verKnown {
+				if pw.verKnown && !pw.vague {
 					x.version = pw.version
 				}
 				x.lease = pw.lease
@@ -339,6 +367,10 @@ func (p *pxSolver) replay() *replay {
 				// Applied, after the key's writes before it and before
 				// its writes after it; where among the revisions is not
 				// established.
+				if pw.lo != 0 {
+					rp.unplaced[id] = [2]int64{pw.lo, pw.hi}
+					continue
+				}
 				j := p.seg(pw.rel)
 				start, _ := p.segSpan(j)
 				rp.unplaced[id] = [2]int64{p.segs[j].lo + pw.rel - start, p.segs[j].hi + pw.rel - start}

@@ -1,0 +1,402 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// Challenging the first compares taken to hold.
+//
+// The solver takes a key's first compare in the log (on a state from
+// before the log) to hold: a writer names what it read. But a writer may
+// have read a stale state (a conflict): its transaction then failed, the
+// revision it would have made was some other write's, and every revision
+// before it is one higher. Where the db compacted the revisions that
+// would tell, both worlds lead to the same db: the log's first writes of
+// a key, near the log's start or a stretch nothing else fixes, then look
+// applied at the revision a write from before the log made.
+//
+// So each entry whose outcome rests on such a compare is challenged: the
+// prefix is worked out again with that compare taken to fail. When that
+// world, too, leads to the db, whatever it says differently (the entry's
+// outcome, revisions, create revisions, versions) is not established.
+// An entry needs no challenge when the db corroborates it: a put whose key
+// and value the db holds at the revision it is given, or one whose
+// revision a later compare on its key names when that revision is
+// certainly after the log's start (at or above a revision the db holds a
+// value of the log's at: anchorFloor).
+
+// maxChallenges bounds the prefix's alternative solves. Past it the
+// entries left are not worked out: each is left unknown, and the
+// revisions before it as well (one higher in the other world).
+const maxChallenges = 48
+
+// challenge works out the alternative worlds of the entries that rest on
+// a first compare taken to hold and that nothing corroborates, and takes
+// out of p's claims what one of them contradicts.
+func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
+	if p.exact {
+		return // nothing is taken to hold on an empty keyspace
+	}
+	floor := p.anchorFloor()
+	// The groups are those of markAmbiguous, with the revision before the
+	// log as it was worked out (a challenge may raise its bound).
+	groups := p.ambiguousGroups()
+	anchored := p.anchoredRels()
+	done := 0
+	try := func(force map[int32]bool, first int32) {
+		why := fmt.Sprintf("entry %d's compare on a key from before the log may have failed (a stale read), and the db does not tell", p.entries[first].index)
+		if len(force) > 1 {
+			why = fmt.Sprintf("entry %d's and the other compares naming revisions of its key from before the log may all have failed (stale reads), and the db does not tell", p.entries[first].index)
+		}
+		if done == maxChallenges {
+			for e := range force {
+				p.concede(e, why)
+			}
+			return
+		}
+		done++
+		if q, _ := solveTries(ctx, p.entries, p.names, p.exact, dbRev, p.db, db, force); q != nil {
+			p.yield(q, why)
+		}
+	}
+	for i := range p.entries {
+		idx := int32(i)
+		if ctx.Err() != nil {
+			return
+		}
+		if p.assumed[idx] && p.out[i].outcome == OutcomeApplied && p.out[i].ambiguous == "" && !p.corroborated(idx, floor) && !p.anchoredBefore(idx, anchored) {
+			try(map[int32]bool{idx: true}, idx)
+		}
+	}
+	// The compares markAmbiguous found naming two revisions of a key
+	// from before the log: one of them was taken to hold, so that the
+	// revisions count the same; but all of them may have failed.
+	for _, g := range groups {
+		if ctx.Err() != nil {
+			return
+		}
+		force := map[int32]bool{}
+		first := g[0]
+		for _, e := range g {
+			force[e] = true
+			first = min(first, e)
+		}
+		try(force, first)
+	}
+}
+
+// ambiguousGroups returns, per key whose compares name two revisions from
+// before the log (see markAmbiguous), the entries whose compares name
+// them, when one of those made a revision.
+func (p *pxSolver) ambiguousGroups() [][]int32 {
+	x := p.xMax()
+	named := map[int32]map[int64]bool{}
+	byKey := map[int32][]int32{}
+	for _, r := range p.refs {
+		if r.rev > x || !r.pre || p.keys[r.key].preRev == 0 {
+			continue
+		}
+		if named[r.key] == nil {
+			named[r.key] = map[int64]bool{}
+		}
+		named[r.key][r.rev] = true
+		if l := byKey[r.key]; len(l) == 0 || l[len(l)-1] != r.entry {
+			byKey[r.key] = append(l, r.entry)
+		}
+	}
+	keys := make([]int32, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out [][]int32
+	for _, k := range keys {
+		if len(named[k]) < 2 {
+			continue
+		}
+		made := false
+		for _, e := range byKey[k] {
+			made = made || p.out[e].rel != 0
+		}
+		if made {
+			out = append(out, byKey[k])
+		}
+	}
+	return out
+}
+
+// anchorFloor returns the lowest revision at which the db holds a put
+// whose key and value a put of the log has (0: none): a log's write made
+// it, so every revision from it on is after the log's start.
+func (p *pxSolver) anchorFloor() int64 {
+	puts := map[[2]uint64]bool{}
+	for _, pe := range p.entries {
+		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for _, o := range ops {
+				if !o.del {
+					puts[[2]uint64{uint64(o.key), o.hash}] = true
+				}
+			}
+		}
+	}
+	x := p.db
+	if x == nil {
+		return 0
+	}
+	for rev := x.lo; rev <= x.hi; rev++ {
+		for _, it := range x.at(rev) {
+			if !it.tomb && it.key >= 0 && puts[[2]uint64{uint64(it.key), it.hash}] {
+				return rev
+			}
+		}
+	}
+	return 0
+}
+
+// anchoredRels returns, per segment, the lowest relative revision of a put
+// the db holds, key and value, at the revision it is given (0: none).
+func (p *pxSolver) anchoredRels() []int64 {
+	out := make([]int64, len(p.segs))
+	for i := range p.writes {
+		w := &p.writes[i]
+		if !w.applied || w.del || w.rel == 0 {
+			continue
+		}
+		j := p.seg(w.rel)
+		if out[j] != 0 && out[j] <= w.rel {
+			continue
+		}
+		rev, ok := p.relAbsOK(w.rel)
+		if !ok {
+			continue
+		}
+		for _, it := range p.db.at(rev) {
+			if it.key == w.key && !it.tomb && it.hash == w.hash {
+				out[j] = w.rel
+				break
+			}
+		}
+	}
+	return out
+}
+
+// anchoredBefore reports whether entry idx's other world (its compare
+// failed) is refuted by a put the db holds before it in its segment: the
+// revision idx made gone, every revision before it in the segment would be
+// one higher (the ones after it stay, counted back from the db), and that
+// put's with them. Nothing between can make up for it: no uncertain entry
+// (it would start a segment), and no other key's entry sees another state
+// (idx's key is not in the log before it).
+func (p *pxSolver) anchoredBefore(idx int32, anchored []int64) bool {
+	r := p.out[idx].rel
+	if r == 0 {
+		return false
+	}
+	a := anchored[p.seg(r)]
+	return a != 0 && a < r
+}
+
+// corroborated reports whether entry idx's writes are confirmed whatever
+// its compares read: one of its puts is in the db at the revision it is
+// given, or a later compare on its key names that revision, which is
+// after the log's start (floor), and no write of that key comes between.
+func (p *pxSolver) corroborated(idx int32, floor int64) bool {
+	for wi := range p.writes {
+		w := &p.writes[wi]
+		if w.entry != idx || !w.applied || w.del {
+			continue
+		}
+		rev, ok := p.relAbsOK(w.rel)
+		if !ok {
+			continue
+		}
+		for _, it := range p.db.at(rev) {
+			if it.key == w.key && !it.tomb && it.hash == w.hash {
+				return true
+			}
+		}
+		if floor == 0 || rev < floor {
+			continue
+		}
+		next := int32(len(p.entries))
+		for _, v := range p.writes[wi+1:] {
+			if v.key == w.key {
+				next = v.entry
+				break
+			}
+		}
+		for _, r := range p.refs {
+			if r.key == w.key && r.rev == rev && r.entry > idx && r.entry <= next {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// claim is what a solved prefix says of one entry: its outcome (unknown
+// when ambiguous) and the revision it made, when established.
+type claim struct {
+	outcome Outcome
+	rev     int64
+	revOK   bool
+}
+
+func (p *pxSolver) claimOf(i int) claim {
+	o := p.out[i]
+	c := claim{outcome: o.outcome}
+	switch {
+	case o.ambiguous != "":
+		c.outcome = OutcomeUnknown
+	case p.entries[i].ranged:
+		c.rev, c.revOK = p.rangeRev(int32(i))
+	case o.rel != 0:
+		c.rev, c.revOK = p.relAbsOK(o.rel)
+	case o.seg != 0:
+		c.rev, c.revOK = p.revokeRev(o.seg)
+	default:
+		c.revOK = true
+	}
+	return c
+}
+
+// writeClaim is what a solved prefix says of one write: applied, and its
+// create revision and version (0: not established).
+type writeClaim struct {
+	applied         bool
+	create, version int64
+}
+
+func (p *pxSolver) writeClaimOf(w *pxWrite) writeClaim {
+	c := writeClaim{applied: w.applied}
+	switch {
+	case w.createRel:
+		c.create = p.relAbs(w.create)
+	case w.createKnown:
+		c.create = w.create
+	}
+	if w.verKnown {
+		c.version = w.version
+	}
+	return c
+}
+
+// yield takes out of p what the other world q says differently: an
+// entry's outcome (left unknown, why), the revision it made or the one
+// before the log (not established, bounded by both), a write's create
+// revision or version.
+func (p *pxSolver) yield(q *pxSolver, why string) {
+	for i := range p.entries {
+		a, b := p.claimOf(i), q.claimOf(i)
+		if a.outcome == OutcomeUnknown {
+			continue
+		}
+		if a.outcome != b.outcome {
+			p.out[i].ambiguous = "its outcome is not established: " + why
+			continue
+		}
+		if a.revOK && a.rev != 0 && (!b.revOK || b.rev != a.rev) {
+			lo, hi := a.rev-1, a.rev+1
+			if b.revOK && b.rev != 0 {
+				lo, hi = min(a.rev, b.rev), max(a.rev, b.rev)
+			}
+			p.blur(int32(i), lo, hi, why)
+		}
+	}
+	if x, ok := p.x(); ok {
+		if y, yok := q.x(); !yok || y != x || q.xWhy != "" {
+			p.xWhy, p.xHi = why, max(p.xHi, x+1, q.xMax())
+		}
+	}
+	qw := map[[2]int32][]*pxWrite{}
+	for i := range q.writes {
+		w := &q.writes[i]
+		k := [2]int32{w.entry, w.key}
+		qw[k] = append(qw[k], w)
+	}
+	for i := range p.writes {
+		w := &p.writes[i]
+		k := [2]int32{w.entry, w.key}
+		var other *pxWrite
+		if l := qw[k]; len(l) > 0 {
+			other, qw[k] = l[0], l[1:]
+		}
+		if !w.applied {
+			continue
+		}
+		if other == nil || p.writeClaimOf(w) != q.writeClaimOf(other) {
+			w.vague = true
+		}
+	}
+}
+
+// blur leaves the revision entry i made not established, between lo and
+// hi (widened by an earlier blur).
+func (p *pxSolver) blur(i int32, lo, hi int64, why string) {
+	o := &p.out[i]
+	if o.vague == "" {
+		o.vague, o.lo, o.hi = why, lo, hi
+	} else {
+		o.lo, o.hi = min(o.lo, lo), max(o.hi, hi)
+	}
+	for wi := range p.writes {
+		if w := &p.writes[wi]; w.entry == i && w.applied {
+			w.vague = true
+			if w.lo == 0 {
+				w.lo, w.hi = lo, hi
+			} else {
+				w.lo, w.hi = min(w.lo, lo), max(w.hi, hi)
+			}
+		}
+	}
+}
+
+// concede is challenge's answer for entries past maxChallenges: the
+// entry's outcome is left unknown, its keys' later writes' too, and the
+// revisions before it (one higher in the other world) not established.
+func (p *pxSolver) concede(idx int32, why string) {
+	p.out[idx].ambiguous = "its outcome is not established: " + why
+	for i := range idx {
+		if c := p.claimOf(int(i)); c.revOK && c.rev != 0 {
+			p.blur(i, c.rev, c.rev+1, why)
+		}
+	}
+	if x, ok := p.x(); ok {
+		p.xWhy, p.xHi = why, max(p.xHi, x+1)
+	}
+	keys := map[int32]bool{}
+	for i := range p.writes {
+		if w := &p.writes[i]; w.entry == idx {
+			keys[w.key] = true
+		}
+	}
+	for i := range p.writes {
+		w := &p.writes[i]
+		if w.entry > idx && keys[w.key] && p.out[w.entry].ambiguous == "" {
+			p.out[w.entry].ambiguous = "its outcome is not established: " + why
+		}
+	}
+}
+
+// vagueStretches returns the runs of entries whose revisions a challenge
+// left not established (entries that made none between them join runs).
+func (p *pxSolver) vagueStretches() []WALStretch {
+	var out []WALStretch
+	open := false
+	for i, o := range p.out {
+		switch {
+		case o.vague != "":
+			if open {
+				out[len(out)-1].ToIndex = p.entries[i].index
+				continue
+			}
+			out = append(out, WALStretch{FromIndex: p.entries[i].index, ToIndex: p.entries[i].index, Reason: o.vague})
+			open = true
+		case o.rel != 0 || o.seg != 0:
+			open = false
+		}
+	}
+	return out
+}
