@@ -91,6 +91,11 @@ type pxKey struct {
 	// preRev is the mod revision before the log taken from the key's
 	// first compare (0: none taken).
 	preRev int64
+	// fc is what a compare taken to hold said of the key before the log
+	// (0: nothing, 1: present, 2: absent), fcEntry that compare's entry:
+	// checkPreStates holds it against the db's revisions before the log.
+	fc      int8
+	fcEntry int32
 }
 
 // pxRef is a compare of a key's mod revision with rev.
@@ -401,6 +406,7 @@ func (p *pxSolver) compare(c pxCmp) bool {
 				return false
 			}
 			p.setAbsent(s)
+			p.took(s, 2)
 			return true
 		}
 		if x, ok := p.x(); ok && r > x {
@@ -417,6 +423,7 @@ func (p *pxSolver) compare(c pxCmp) bool {
 			s.pre = 1
 		}
 		s.preRev = r
+		p.took(s, 1)
 		p.maxPreMod = max(p.maxPreMod, r)
 		return true
 	case pb.Compare_VERSION:
@@ -436,6 +443,7 @@ func (p *pxSolver) compare(c pxCmp) bool {
 				return false
 			}
 			p.setAbsent(s)
+			p.took(s, 2)
 			return true
 		}
 		if v-s.version < 1 {
@@ -454,6 +462,7 @@ func (p *pxSolver) compare(c pxCmp) bool {
 				s.pre = 1
 			}
 		}
+		p.took(s, 1)
 		return true
 	case pb.Compare_CREATE:
 		if s.exists == 0 {
@@ -506,6 +515,14 @@ func (p *pxSolver) takeToHold(c pxCmp) bool {
 	}
 	p.assumed[p.cur] = true
 	return true
+}
+
+// took records what a compare taken to hold said of the key before the
+// log (see pxKey.fc), when it is the key's first.
+func (p *pxSolver) took(s *pxKey, fc int8) {
+	if s.fc == 0 && !s.written {
+		s.fc, s.fcEntry = fc, p.cur
+	}
 }
 
 // pxCmpKey is a compare of a key's state, for pxSolver.failed.

@@ -342,3 +342,63 @@ func (p *pxSolver) checkValues() {
 		}
 	}
 }
+
+// checkPreStates holds what the compares taken to hold said of keys before
+// the log against the db's revisions there: above its compaction the db
+// holds every revision, so a key said present at mod revision M has no
+// write between M and the revision before the log (and its put at M is
+// there when the db holds M), and a key said absent is not present at
+// the last of its revisions there. Revisions up to the lowest the
+// revision before the log may be are read.
+func (p *pxSolver) checkPreStates() {
+	x := p.db
+	if x == nil {
+		return
+	}
+	xLo := p.segs[0].lo
+	if p.segs[0].pinned {
+		xLo = p.segs[0].base
+	}
+	from := max(x.lo, x.compact+1)
+	if xLo < from {
+		return
+	}
+	type item struct {
+		rev  int64
+		tomb bool
+	}
+	last := map[int32]item{}
+	at := map[[2]int64]bool{} // key, revision: a put there
+	for rev := from; rev <= xLo; rev++ {
+		for _, it := range x.at(rev) {
+			if it.key < 0 || p.keys[it.key].fc == 0 {
+				continue
+			}
+			last[it.key] = item{rev, it.tomb}
+			if !it.tomb {
+				at[[2]int64{int64(it.key), rev}] = true
+			}
+		}
+	}
+	for k := range p.keys {
+		s := &p.keys[k]
+		if s.fc == 0 {
+			continue
+		}
+		l, ok := last[int32(k)]
+		e := p.entries[s.fcEntry].index
+		switch {
+		case s.fc == 2 && ok && !l.tomb:
+			p.failf("%s: the db holds it at revision %d, before the log's start, where entry %d's compare takes it to be absent", p.name(int32(k)), l.rev, e)
+		case s.fc == 1 && ok && l.tomb:
+			p.failf("%s: the db holds its deletion at revision %d, before the log's start, where entry %d's compare takes it to be present", p.name(int32(k)), l.rev, e)
+		case s.fc == 1 && s.preRev > 0 && ok && l.rev > s.preRev:
+			p.failf("%s: the db holds a write of it at revision %d, before the log's start and after revision %d, which entry %d's compare takes for its state there", p.name(int32(k)), l.rev, s.preRev, e)
+		case s.fc == 1 && s.preRev >= from && s.preRev <= xLo && !at[[2]int64{int64(k), s.preRev}]:
+			p.failf("%s: the db does not hold its write at revision %d, which entry %d's compare takes for its state before the log", p.name(int32(k)), s.preRev, e)
+		}
+		if p.fail != "" {
+			return
+		}
+	}
+}

@@ -165,6 +165,9 @@ func solveOnce(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool,
 	}
 	p.checkValues()
 	if p.fail == "" {
+		p.checkPreStates()
+	}
+	if p.fail == "" {
 		p.checkRefs()
 	}
 	if p.fail != "" {
