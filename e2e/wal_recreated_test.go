@@ -101,8 +101,12 @@ func TestWALRecreated(t *testing.T) {
 				t.Errorf("ls --deleted lists the live incarnation %s as deleted:\n%s", second.UID, r)
 			case src.exact && (r.code != 0 || !strings.Contains(r.stdout, "twice") || !strings.Contains(r.stdout, string(first.UID)) || !strings.Contains(r.stdout, "re-created@"+second.ResourceVersion)):
 				t.Errorf("ls --deleted: want the first incarnation, uid %s, re-created at %s:\n%s", first.UID, second.ResourceVersion, r)
-			case !src.exact && (r.code != 10 || !strings.Contains(r.stdout, "re-created@"+second.ResourceVersion) || !strings.Contains(r.stderr, "without its last state")):
-				t.Errorf("ls --deleted: want the first incarnation re-created at %s, without its last state, exit 10:\n%s", second.ResourceVersion, r)
+			case !src.exact && (r.code != 10 || !(strings.Contains(r.stdout, "re-created@"+second.ResourceVersion) && strings.Contains(r.stderr, "without its last state") || strings.Contains(r.stderr, "whose outcome it does not establish"))):
+				// The log starts with the deletion: its compare, and the
+				// re-create's, may both have been stale (the object
+				// deleted and created again before the log), which the
+				// compacted db does not tell.
+				t.Errorf("ls --deleted: want the first incarnation re-created at %s, without its last state, or the deletion not established, exit 10:\n%s", second.ResourceVersion, r)
 			}
 			r = run("ls", "cm", "-n", ns)
 			if r.code != 0 || !strings.Contains(r.stdout, "twice") {
@@ -112,8 +116,9 @@ func TestWALRecreated(t *testing.T) {
 			// The history: the second create is a new incarnation, never
 			// a diff against the first.
 			r = run("history", "cm", "twice", "-n", ns)
-			if r.code != 0 || !strings.Contains(r.stdout, "created (new incarnation, uid "+string(second.UID)+")") {
-				t.Errorf("history: want the second create as a new incarnation, uid %s:\n%s", second.UID, r)
+			newIncarnation := strings.Contains(r.stdout, "created (new incarnation, uid "+string(second.UID)+")")
+			if r.code != 0 || !newIncarnation && (src.exact || !strings.Contains(r.stdout, "unknown")) {
+				t.Errorf("history: want the second create as a new incarnation, uid %s (or, from a log that starts with the deletion, unknown):\n%s", second.UID, r)
 			}
 			if strings.Contains(r.stdout, "first→third") || strings.Contains(r.stdout, "second→third") || strings.Contains(r.stdout, "third→") || strings.Contains(r.stdout, string(first.UID)+"→") || strings.Contains(r.stdout, string(second.UID)+"→") {
 				t.Errorf("history compares the two incarnations:\n%s", r)

@@ -197,6 +197,7 @@ func TestRecoverFromWAL(t *testing.T) {
 		t.Fatal(err)
 	}
 	logStart := st.RaftIndex + 1
+	leadWrite(t, c, ns)
 	secret, err := secrets.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "wal-creds", Labels: map[string]string{"app": "web"}},
 		Data:       map[string][]byte{"password": []byte("first-test-value")},

@@ -96,6 +96,8 @@ type pxKey struct {
 	// checkPreStates holds it against the db's revisions before the log.
 	fc      int8
 	fcEntry int32
+	// blindMod: its last write was made without a compare.
+	blindMod bool
 }
 
 // pxRef is a compare of a key's mod revision with rev.
@@ -182,8 +184,10 @@ type pxSolver struct {
 	pins []pxPin
 	// force holds the entries whose first compares on keys from before
 	// the log are taken to fail, not to hold (an alternative world a
-	// challenge works out); assumed the entries whose compares were
-	// taken to hold that way (see challenge).
+	// challenge works out), and, with leaseBit set, those whose leases
+	// from before the log are taken to be gone; assumed the entries
+	// whose compares were taken to hold, or leases to exist, that way
+	// (see challenge).
 	force   map[int32]bool
 	assumed map[int32]bool
 	// failed holds the compares on keys' states from before the log
@@ -224,6 +228,14 @@ type pxSolver struct {
 	// mod revision (see checkRefs, markAmbiguous).
 	cur  int32
 	refs []pxRef
+	// vrefs are the compares of a key's version (see staleChains).
+	vrefs []pxRef
+	// onBlind holds the entries whose compares named the revision of a
+	// write made without a compare (see challenge).
+	onBlind map[int32]bool
+	// blind: an entry so far may have changed keys the log does not name
+	// (a revoke of a lease from before the log, a range delete; see took).
+	blind bool
 	// dbState is the db's create revision and version of the keys
 	// present before the log and still in the db (verify keeps them).
 	dbState map[int32][2]int64
@@ -245,7 +257,7 @@ func newPxSolver(entries []pxEntry, names *pxKeys, exact bool, db *dbIndex, veto
 		entries: entries, names: names, exact: exact, db: db, veto: veto, allowed: allowed, relFirst: []int32{0},
 		keys: make([]pxKey, len(names.names)), byLease: map[int64]map[int32]bool{},
 		leases: map[int64]int8{}, leaseGranted: map[int64]bool{}, leaseRevoked: map[int64]bool{},
-		assumed: map[int32]bool{}, failed: map[pxCmpKey]bool{},
+		assumed: map[int32]bool{}, failed: map[pxCmpKey]bool{}, onBlind: map[int32]bool{},
 	}
 	p.newSeg(-1)
 	if exact {
@@ -312,7 +324,7 @@ func (p *pxSolver) pin(j int, rel, want int64) bool {
 	}
 	// The segment starts after the revision before the log, which is at
 	// least every revision a first compare took as a key's state there.
-	if base < 1 || base < p.maxPreMod+p.segs[j].startRel || p.veto[p.cur] || !p.fitsSoFar(j, base) {
+	if base < 1 || base < p.maxPreMod+p.segs[j].startRel || p.veto[p.cur] || p.force[p.cur] || !p.fitsSoFar(j, base) {
 		return false
 	}
 	if j > 0 {
@@ -385,6 +397,15 @@ func (p *pxSolver) compare(c pxCmp) bool {
 		if s.exists == 1 && s.modKnown {
 			m := s.mod
 			if s.modRel {
+				if eq && s.blindMod {
+					// Naming the revision of a write made without a
+					// compare: a stale read of the state before it
+					// names another (see challenge).
+					if p.force[p.cur] {
+						return false
+					}
+					p.onBlind[p.cur] = true
+				}
 				a, ok := p.abs(m)
 				if !ok {
 					if !eq {
@@ -428,6 +449,7 @@ func (p *pxSolver) compare(c pxCmp) bool {
 		return true
 	case pb.Compare_VERSION:
 		v := c.value
+		p.vrefs = append(p.vrefs, pxRef{entry: p.cur, key: c.key, rev: v})
 		if s.exists == 0 {
 			return compareInts(c.result, 0, v)
 		}
@@ -519,11 +541,18 @@ func (p *pxSolver) takeToHold(c pxCmp) bool {
 
 // took records what a compare taken to hold said of the key before the
 // log (see pxKey.fc), when it is the key's first.
+// Only while no entry before may have changed keys the log does not name
+// (a revoke of a lease from before the log, a range delete) is a key's
+// state at the compare the one at the log's start.
 func (p *pxSolver) took(s *pxKey, fc int8) {
-	if s.fc == 0 && !s.written {
+	if s.fc == 0 && !s.written && !p.blind {
 		s.fc, s.fcEntry = fc, p.cur
 	}
 }
+
+// leaseBit marks, in pxSolver.force and assumed, an entry's lease from
+// before the log (the entry's number is below it).
+const leaseBit = 1 << 30
 
 // pxCmpKey is a compare of a key's state, for pxSolver.failed.
 type pxCmpKey struct {
@@ -641,8 +670,15 @@ func (p *pxSolver) write(idx int32, ops []pxOp) {
 					o.outcome, o.reason = OutcomeNotApplied, fmt.Sprintf("lease %x not found", l)
 					p.attempts(idx, ops)
 					return
+				case !known && p.force[p.cur|leaseBit]:
+					// The other world: the lease was gone already.
+					p.leases[l] = 0
+					o.outcome, o.reason = OutcomeNotApplied, fmt.Sprintf("lease %x not found", l)
+					p.attempts(idx, ops)
+					return
 				case !known:
 					p.leases[l] = 1 // assumed granted before the log; verify checks it
+					p.assumed[p.cur|leaseBit] = true
 				}
 			}
 			continue
@@ -697,6 +733,7 @@ func (p *pxSolver) recordPut(idx int32, op pxOp, rel int64) {
 		delete(p.byLease[s.lease], k)
 	}
 	s.exists, s.modKnown, s.modRel, s.mod = 1, true, true, rel
+	s.blindMod = len(p.entries[idx].cmps) == 0
 	s.leaseKnown, s.lease = true, op.lease
 	s.valKnown, s.val = true, op.hash
 	s.written = true
@@ -752,6 +789,7 @@ func (p *pxSolver) rangeDelete(idx int32) {
 	pe := &p.entries[idx]
 	o := &p.out[idx]
 	o.outcome = OutcomeApplied
+	p.blind = true
 	if pe.end != "\x00" && pe.end <= pe.from {
 		return // an empty range: nothing deleted
 	}
@@ -813,6 +851,9 @@ func (p *pxSolver) revoke(idx int32, id int64) {
 	p.leases[id] = 0
 	p.leaseRevoked[id] = true
 	o.outcome = OutcomeApplied
+	if !p.leaseGranted[id] {
+		p.blind = true
+	}
 	attached := make([]int32, 0, len(p.byLease[id]))
 	for k := range p.byLease[id] {
 		attached = append(attached, k)

@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Challenging the first compares taken to hold.
@@ -45,11 +48,8 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 	groups := p.ambiguousGroups()
 	anchored := p.anchoredRels()
 	done := 0
-	try := func(force map[int32]bool, first int32) {
-		why := fmt.Sprintf("entry %d's compare on a key from before the log may have failed (a stale read), and the db does not tell", p.entries[first].index)
-		if len(force) > 1 {
-			why = fmt.Sprintf("entry %d's and the other compares naming revisions of its key from before the log may all have failed (stale reads), and the db does not tell", p.entries[first].index)
-		}
+	try := func(force map[int32]bool) {
+		why := p.challengeWhy(force)
 		if done == maxChallenges {
 			for e := range force {
 				p.concede(e, why)
@@ -61,30 +61,146 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 			p.yield(q, why)
 		}
 	}
+	// The units challenged: each entry that rests on a first compare
+	// taken to hold and that nothing corroborates; the compares
+	// markAmbiguous found naming two revisions of a key from before the
+	// log (one of them was taken to hold, so that the revisions count the
+	// same; but all of them may have failed).
+	var units []map[int32]bool
+	var chains []map[int32]bool
 	for i := range p.entries {
 		idx := int32(i)
-		if ctx.Err() != nil {
-			return
+		// An entry markAmbiguous left unknown is challenged too when it
+		// made a revision: the revisions between it and the other
+		// compares of its key depend on which of them held. So is one
+		// refused for its lease after its compare was taken to hold: what
+		// the compare said of the key stays.
+		if o := p.out[i]; o.outcome == OutcomeUnknown || o.ambiguous != "" && o.rel == 0 || p.corroborated(idx, floor) {
+			continue
 		}
-		if p.assumed[idx] && p.out[i].outcome == OutcomeApplied && p.out[i].ambiguous == "" && !p.corroborated(idx, floor) && !p.anchoredBefore(idx, anchored) {
-			try(map[int32]bool{idx: true}, idx)
+		if p.assumed[idx] && !p.anchoredBefore(idx, anchored) {
+			units = append(units, map[int32]bool{idx: true})
+		}
+		// A put naming a lease from before the log, taken to exist: it
+		// may have been revoked already (etcd then refuses the put).
+		if p.assumed[idx|leaseBit] {
+			units = append(units, map[int32]bool{idx | leaseBit: true})
 		}
 	}
-	// The compares markAmbiguous found naming two revisions of a key
-	// from before the log: one of them was taken to hold, so that the
-	// revisions count the same; but all of them may have failed.
-	for _, g := range groups {
-		if ctx.Err() != nil {
-			return
+	// A compare that named the revision of a write made without a
+	// compare, and held: a stale read of the key's state from before that
+	// write names its revision too where the stretch is not fixed, and
+	// failed.
+	for _, e := range slices.Sorted(maps.Keys(p.onBlind)) {
+		if p.out[e].outcome == OutcomeApplied && !p.corroborated(e, floor) {
+			units = append(units, map[int32]bool{e: true})
 		}
+	}
+	for _, g := range groups {
 		force := map[int32]bool{}
-		first := g[0]
 		for _, e := range g {
 			force[e] = true
-			first = min(first, e)
 		}
-		try(force, first)
+		units = append(units, force)
 	}
+	for _, u := range units {
+		chains = append(chains, p.staleChains(u)...)
+	}
+	units = append(units, chains...)
+	for _, u := range units {
+		if ctx.Err() != nil {
+			return
+		}
+		try(u)
+	}
+	// Two at once, among the first single entries: a stale compare on one
+	// key and one on another make up for each other's revision.
+	var singles []map[int32]bool
+	for _, u := range units {
+		if len(u) == 1 && len(singles) < maxPairUnits {
+			singles = append(singles, u)
+		}
+	}
+	for i := 0; i < len(singles) && done < maxChallenges; i++ {
+		for j := i + 1; j < len(singles) && done < maxChallenges; j++ {
+			if ctx.Err() != nil {
+				return
+			}
+			u := maps.Clone(singles[i])
+			maps.Copy(u, singles[j])
+			try(u)
+		}
+	}
+}
+
+// maxChain bounds the compares after a challenged one on its key that are
+// taken to have failed with it (see staleChains).
+const maxChain = 3
+
+// staleChains returns the worlds in which unit u's compares and the next
+// ones on its first entry's keys failed too: with u's failed, a key is
+// still in its state from before the log, and the next compare on it
+// (evaluated against u's write, and held) is one on that state, which may
+// have been stale as well. One set for each of the next maxChain compares
+// of those keys' mod revisions (and versions).
+func (p *pxSolver) staleChains(u map[int32]bool) []map[int32]bool {
+	first := minKey(u)
+	var out []map[int32]bool
+	for _, refs := range [][]pxRef{p.refs, p.vrefs} {
+		keys := map[int32]bool{}
+		for _, r := range refs {
+			if r.entry == first {
+				keys[r.key] = true
+			}
+		}
+		cur, n := u, 0
+		for _, r := range refs {
+			if n == maxChain {
+				break
+			}
+			if r.entry <= first || !keys[r.key] || cur[r.entry] {
+				continue
+			}
+			cur = maps.Clone(cur)
+			cur[r.entry] = true
+			out = append(out, cur)
+			n++
+		}
+	}
+	return out
+}
+
+// minKey returns the lowest entry of a non-empty set (leaseBit left out).
+func minKey(m map[int32]bool) int32 {
+	first := int32(-1)
+	for e := range m {
+		if e &^= leaseBit; first < 0 || e < first {
+			first = e
+		}
+	}
+	return first
+}
+
+// maxPairUnits bounds the single entries challenged two at once (see
+// challenge).
+const maxPairUnits = 8
+
+// challengeWhy says why what the world with force's compares failed says
+// differently is not established.
+func (p *pxSolver) challengeWhy(force map[int32]bool) string {
+	var idx []string
+	lease := false
+	for _, e := range slices.Sorted(maps.Keys(force)) {
+		lease = lease || e&leaseBit != 0
+		idx = append(idx, strconv.FormatUint(p.entries[e&^leaseBit].index, 10))
+	}
+	switch {
+	case len(idx) == 1 && lease:
+		return fmt.Sprintf("entry %s's lease, granted before the log, may have been revoked already (etcd then refuses the put), and the db does not tell", idx[0])
+	case len(idx) == 1:
+		return fmt.Sprintf("entry %s's compare on a key from before the log may have failed (a stale read), and the db does not tell", idx[0])
+	}
+	return fmt.Sprintf("the compares (or leases) of entries %s on states from before the log may all have failed (stale reads, revoked leases), and the db does not tell", strings.Join(idx, ", "))
 }
 
 // ambiguousGroups returns, per key whose compares name two revisions from
@@ -186,16 +302,40 @@ func (p *pxSolver) anchoredRels() []int64 {
 // failed) is refuted by a put the db holds before it in its segment: the
 // revision idx made gone, every revision before it in the segment would be
 // one higher (the ones after it stay, counted back from the db), and that
-// put's with them. Nothing between can make up for it: no uncertain entry
+// put's with them. Nothing before can make up for it: no uncertain entry
 // (it would start a segment), and no other key's entry sees another state
-// (idx's key is not in the log before it).
+// (idx's keys are not in the log before it). Nor after, when every later
+// write of its keys applied (a later compare on them that failed would be
+// one on their state from before the log in that world, and may hold
+// there, making up the revision) and every uncertain entry after it made
+// a revision (one that made none may have made one there).
 func (p *pxSolver) anchoredBefore(idx int32, anchored []int64) bool {
 	r := p.out[idx].rel
 	if r == 0 {
 		return false
 	}
-	a := anchored[p.seg(r)]
-	return a != 0 && a < r
+	j := p.seg(r)
+	if a := anchored[j]; a == 0 || a >= r {
+		return false
+	}
+	// Every uncertain entry after it made a revision: none can make one
+	// more, in that world, for the one gone.
+	for k := j + 1; k < len(p.segs); k++ {
+		if rev, ok := p.revokeRev(int32(k)); !ok || rev == 0 {
+			return false
+		}
+	}
+	keys := map[int32]bool{}
+	for i := range p.writes {
+		w := &p.writes[i]
+		switch {
+		case w.entry == idx:
+			keys[w.key] = true
+		case w.entry > idx && keys[w.key] && !w.applied:
+			return false
+		}
+	}
+	return true
 }
 
 // corroborated reports whether entry idx's writes are confirmed whatever
@@ -296,6 +436,10 @@ func (p *pxSolver) yield(q *pxSolver, why string) {
 		if a.outcome != b.outcome {
 			p.out[i].ambiguous = "its outcome is not established: " + why
 			continue
+		}
+		if a.outcome == OutcomeNotApplied && p.out[i].reason != q.out[i].reason {
+			// Refused in both worlds, for another reason in each.
+			p.out[i].reason = "not applied: its compare failed, or etcd refused it (its lease not found); which is not established: " + why
 		}
 		if a.revOK && a.rev != 0 && (!b.revOK || b.rev != a.rev) {
 			lo, hi := a.rev-1, a.rev+1
