@@ -249,6 +249,15 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WA
 					// out backwards from the db (wal_prefix.go).
 					if !started {
 						firstIndex = e.Index
+						// The entries up to the db's: as many as their
+						// indexes (a new leader's rewrites aside), and no
+						// more than the log's records can hold (a record
+						// takes 16 bytes at least).
+						var size int64
+						for _, sg := range l.Segments {
+							size += sg.Size
+						}
+						prefix = make([]pxEntry, 0, min(ci-e.Index+1, uint64(size/16)))
 					}
 					started = true
 					if e.Index <= last {

@@ -1021,16 +1021,7 @@ func (p *pxSolver) checkRefs() {
 // count the same). Their outcomes are left unknown.
 func (p *pxSolver) markAmbiguous() {
 	x := p.xMax()
-	named := map[int32]map[int64]bool{}
-	for _, r := range p.refs {
-		if r.rev > x || !r.pre || p.keys[r.key].preRev == 0 {
-			continue
-		}
-		if named[r.key] == nil {
-			named[r.key] = map[int64]bool{}
-		}
-		named[r.key][r.rev] = true
-	}
+	named, _ := p.preLogNames(x)
 	for _, r := range p.refs {
 		revs := named[r.key]
 		if r.rev > x || !r.pre || len(revs) < 2 {
@@ -1043,6 +1034,26 @@ func (p *pxSolver) markAmbiguous() {
 		slices.Sort(list)
 		p.out[r.entry].ambiguous = fmt.Sprintf("compares name revisions %v of %s from before the log: which of its writes applied is not established", list, p.name(r.key))
 	}
+}
+
+// preLogNames returns, per key, the revisions from before the log (at or
+// below x) its compares name, and the entries that name them, in order.
+func (p *pxSolver) preLogNames(x int64) (map[int32]map[int64]bool, map[int32][]int32) {
+	named := map[int32]map[int64]bool{}
+	byKey := map[int32][]int32{}
+	for _, r := range p.refs {
+		if r.rev > x || !r.pre || p.keys[r.key].preRev == 0 {
+			continue
+		}
+		if named[r.key] == nil {
+			named[r.key] = map[int64]bool{}
+		}
+		named[r.key][r.rev] = true
+		if l := byKey[r.key]; len(l) == 0 || l[len(l)-1] != r.entry {
+			byKey[r.key] = append(l, r.entry)
+		}
+	}
+	return named, byKey
 }
 
 // verify checks the model against the db (see the comment at the top of

@@ -207,21 +207,7 @@ func (p *pxSolver) challengeWhy(force map[int32]bool) string {
 // before the log (see markAmbiguous), the entries whose compares name
 // them, when one of those made a revision.
 func (p *pxSolver) ambiguousGroups() [][]int32 {
-	x := p.xMax()
-	named := map[int32]map[int64]bool{}
-	byKey := map[int32][]int32{}
-	for _, r := range p.refs {
-		if r.rev > x || !r.pre || p.keys[r.key].preRev == 0 {
-			continue
-		}
-		if named[r.key] == nil {
-			named[r.key] = map[int64]bool{}
-		}
-		named[r.key][r.rev] = true
-		if l := byKey[r.key]; len(l) == 0 || l[len(l)-1] != r.entry {
-			byKey[r.key] = append(l, r.entry)
-		}
-	}
+	named, byKey := p.preLogNames(p.xMax())
 	keys := make([]int32, 0, len(byKey))
 	for k := range byKey {
 		keys = append(keys, k)
@@ -284,15 +270,8 @@ func (p *pxSolver) anchoredRels() []int64 {
 		if out[j] != 0 && out[j] <= w.rel {
 			continue
 		}
-		rev, ok := p.relAbsOK(w.rel)
-		if !ok {
-			continue
-		}
-		for _, it := range p.db.at(rev) {
-			if it.key == w.key && !it.tomb && it.hash == w.hash {
-				out[j] = w.rel
-				break
-			}
+		if _, ok := p.dbHolds(w); ok {
+			out[j] = w.rel
 		}
 	}
 	return out
@@ -338,6 +317,21 @@ func (p *pxSolver) anchoredBefore(idx int32, anchored []int64) bool {
 	return true
 }
 
+// dbHolds returns the revision applied put w is given (0: not
+// established), and whether the db holds its key and value there.
+func (p *pxSolver) dbHolds(w *pxWrite) (int64, bool) {
+	rev, ok := p.relAbsOK(w.rel)
+	if !ok {
+		return 0, false
+	}
+	for _, it := range p.db.at(rev) {
+		if it.key == w.key && !it.tomb && it.hash == w.hash {
+			return rev, true
+		}
+	}
+	return rev, false
+}
+
 // corroborated reports whether entry idx's writes are confirmed whatever
 // its compares read: one of its puts is in the db at the revision it is
 // given, or a later compare on its key names that revision, which is
@@ -348,14 +342,12 @@ func (p *pxSolver) corroborated(idx int32, floor int64) bool {
 		if w.entry != idx || !w.applied || w.del {
 			continue
 		}
-		rev, ok := p.relAbsOK(w.rel)
-		if !ok {
+		rev, held := p.dbHolds(w)
+		switch {
+		case held:
+			return true
+		case rev == 0:
 			continue
-		}
-		for _, it := range p.db.at(rev) {
-			if it.key == w.key && !it.tomb && it.hash == w.hash {
-				return true
-			}
 		}
 		if floor == 0 || rev < floor {
 			continue
