@@ -1175,6 +1175,7 @@ var prefixModelRegressions = []struct {
 	{seed: 70, data: []byte("071CCCC00700"), what: "a put with a lease revoked before the log is the log's first entry, taken to have applied; a create whose compare was taken to hold is then refused for its lease, and what its compare said of the key (absent) stays: the refused entries are challenged too, and a refusal whose reason differs between the worlds names both"},
 	{seed: 44, data: []byte("0Z100"), what: "a blind put at the log's start, then a stale compare naming the revision a write before the log gave its key: taken to hold, it fixed the put's revision one too low; a compare naming a blind write's revision is challenged"},
 	{seed: 48, data: []byte("011C1C1C$0$107C0"), known: true, what: "a losing compactor at the log's start, taken to hold; the world where it failed needs etcdctl deletes of keys from before the log to have made the revisions it lost, and the solver, working that world out, does not find it (so it is taken as refuted)"},
+	{seed: 325, data: []byte("0812"), known: true, what: "a stale delete of a key that existed, taken to hold, then a blind put of the key: claimed to create it (create revision and version wrong); the world where the delete failed is the true one, and the solver, working it out, does not find it"},
 	{seed: 1318, what: "the log starts at raft index 1 (solved without exact): the try that passes over the first pin counts that compare as failed, and a write etcd applied is claimed not applied"},
 }
 

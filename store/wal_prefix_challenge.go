@@ -78,7 +78,7 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 		if o := p.out[i]; o.outcome == OutcomeUnknown || o.ambiguous != "" && o.rel == 0 || p.corroborated(idx, floor) {
 			continue
 		}
-		if p.assumed[idx] && !p.anchoredBefore(idx, anchored) {
+		if p.assumed[idx] {
 			units = append(units, map[int32]bool{idx: true})
 		}
 		// A put naming a lease from before the log, taken to exist: it
@@ -107,6 +107,7 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 		chains = append(chains, p.staleChains(u)...)
 	}
 	units = append(units, chains...)
+	units = slices.DeleteFunc(units, func(u map[int32]bool) bool { return p.anchoredBefore(u, anchored) })
 	for _, u := range units {
 		if ctx.Err() != nil {
 			return
@@ -257,60 +258,82 @@ func (p *pxSolver) anchorFloor() int64 {
 	return 0
 }
 
-// anchoredRels returns, per segment, the lowest relative revision of a put
-// the db holds, key and value, at the revision it is given (0: none).
+// anchoredRels returns the relative revisions of the puts the db holds,
+// key and value, at the revision they are given, in order.
 func (p *pxSolver) anchoredRels() []int64 {
-	out := make([]int64, len(p.segs))
+	var out []int64
 	for i := range p.writes {
 		w := &p.writes[i]
 		if !w.applied || w.del || w.rel == 0 {
 			continue
 		}
-		j := p.seg(w.rel)
-		if out[j] != 0 && out[j] <= w.rel {
-			continue
-		}
 		if _, ok := p.dbHolds(w); ok {
-			out[j] = w.rel
+			out = append(out, w.rel)
 		}
 	}
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
-// anchoredBefore reports whether entry idx's other world (its compare
-// failed) is refuted by a put the db holds before it in its segment: the
-// revision idx made gone, every revision before it in the segment would be
-// one higher (the ones after it stay, counted back from the db), and that
-// put's with them. Nothing before can make up for it: no uncertain entry
-// (it would start a segment), and no other key's entry sees another state
-// (idx's keys are not in the log before it). Nor after, when every later
-// write of its keys applied (a later compare on them that failed would be
-// one on their state from before the log in that world, and may hold
-// there, making up the revision) and every uncertain entry after it made
-// a revision (one that made none may have made one there).
-func (p *pxSolver) anchoredBefore(idx int32, anchored []int64) bool {
-	r := p.out[idx].rel
+// anchoredIn reports whether a put the db holds has a relative revision
+// in (lo, hi].
+func anchoredIn(anchored []int64, lo, hi int64) bool {
+	i, _ := slices.BinarySearch(anchored, lo+1)
+	return i < len(anchored) && anchored[i] <= hi
+}
+
+// anchoredBefore reports whether the world in which unit u's compares
+// failed is refuted by a put the db holds before them in their segment:
+// the revisions they made gone, every revision before them in the segment
+// would be as many higher (the ones after stay, counted back from the db),
+// and that put's with them. Nothing before can make up for it: no
+// uncertain entry (it would start a segment), and no other key's entry
+// sees another state (u's keys are not in the log before it). Nor after,
+// when every later write of its keys outside u applied (a later compare
+// on them that failed would be one on their state from before the log in
+// that world, and may hold there, making up a revision), and an uncertain
+// entry after them that may make one more revision there has a put the
+// db holds before it too. A lease taken to be gone changes more (every
+// later use of it): never refuted so.
+func (p *pxSolver) anchoredBefore(u map[int32]bool, anchored []int64) bool {
+	first, r := int32(-1), int64(0)
+	for e := range u {
+		if e&leaseBit != 0 {
+			return false
+		}
+		if first < 0 || e < first {
+			first = e
+		}
+		if rel := p.out[e].rel; rel != 0 && (r == 0 || rel < r) {
+			r = rel
+		}
+	}
 	if r == 0 {
 		return false
 	}
 	j := p.seg(r)
-	if a := anchored[j]; a == 0 || a >= r {
+	if !anchoredIn(anchored, p.segs[j].startRel, r-1) {
 		return false
 	}
-	// Every uncertain entry after it made a revision: none can make one
-	// more, in that world, for the one gone.
+	// An uncertain entry after them that made no revision (or may have
+	// made none) may have made one in that world, for theirs: then the
+	// revisions between them and it are one lower there, refuted only by
+	// a put the db holds between.
 	for k := j + 1; k < len(p.segs); k++ {
 		if rev, ok := p.revokeRev(int32(k)); !ok || rev == 0 {
-			return false
+			if !anchoredIn(anchored, r, p.segs[k].startRel) {
+				return false
+			}
+			break
 		}
 	}
 	keys := map[int32]bool{}
 	for i := range p.writes {
 		w := &p.writes[i]
 		switch {
-		case w.entry == idx:
+		case u[w.entry]:
 			keys[w.key] = true
-		case w.entry > idx && keys[w.key] && !w.applied:
+		case w.entry > first && keys[w.key] && !w.applied:
 			return false
 		}
 	}
