@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -24,11 +25,27 @@ import (
 // prefix is worked out again with that compare taken to fail. When that
 // world, too, leads to the db, whatever it says differently (the entry's
 // outcome, revisions, create revisions, versions) is not established.
+// The same goes for the other things taken on a writer's word: a lease
+// from before the log taken to exist (the other world: revoked already,
+// etcd refuses the put), a compare naming the revision of a write made
+// without a compare (the other world: a stale read, failed). Worlds with
+// several at once are worked out too: a challenged compare with the next
+// ones on its key (the key is still in its state from before the log in
+// that world), the compares markAmbiguous groups, and two single entries
+// among the first few.
+//
 // An entry needs no challenge when the db corroborates it: a put whose key
 // and value the db holds at the revision it is given, or one whose
 // revision a later compare on its key names when that revision is
 // certainly after the log's start (at or above a revision the db holds a
-// value of the log's at: anchorFloor).
+// value of the log's at: anchorFloor); a lease the db still holds. Nor
+// does a world that a put the db holds before it refutes (anchoredBefore):
+// in a member's real log, traffic of other objects comes first, and only
+// the log's very first writes are left to challenge.
+//
+// What is left: a world the solver, working it out, does not find is taken
+// for refuted (FuzzPrefixModel finds such cases now and then: see the
+// regressions marked known in wal_model_test.go).
 
 // maxChallenges bounds the prefix's alternative solves. Past it the
 // entries left are not worked out: each is left unknown, and the
@@ -47,6 +64,13 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 	// log as it was worked out (a challenge may raise its bound).
 	groups := p.ambiguousGroups()
 	anchored := p.anchoredRels()
+	ix := p.challengeIndex()
+	dbLeases := map[int64]bool{}
+	if ids, err := db.leaseIDs(); err == nil {
+		for _, id := range ids {
+			dbLeases[id] = true
+		}
+	}
 	done := 0
 	try := func(force map[int32]bool) {
 		why := p.challengeWhy(force)
@@ -75,15 +99,17 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 		// compares of its key depend on which of them held. So is one
 		// refused for its lease after its compare was taken to hold: what
 		// the compare said of the key stays.
-		if o := p.out[i]; o.outcome == OutcomeUnknown || o.ambiguous != "" && o.rel == 0 || p.corroborated(idx, floor) {
+		// A put naming a lease from before the log, taken to exist: it
+		// may have been revoked already (etcd then refuses the put),
+		// unless the db still holds the lease.
+		cmp, lease := p.assumed[idx], p.assumed[idx|leaseBit] && !dbLeases[p.leaseOf(idx)]
+		if o := p.out[i]; !cmp && !lease || o.outcome == OutcomeUnknown || o.ambiguous != "" && o.rel == 0 || p.corroborated(idx, floor, ix) {
 			continue
 		}
-		if p.assumed[idx] {
+		if cmp {
 			units = append(units, map[int32]bool{idx: true})
 		}
-		// A put naming a lease from before the log, taken to exist: it
-		// may have been revoked already (etcd then refuses the put).
-		if p.assumed[idx|leaseBit] {
+		if lease {
 			units = append(units, map[int32]bool{idx | leaseBit: true})
 		}
 	}
@@ -92,7 +118,7 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 	// write names its revision too where the stretch is not fixed, and
 	// failed.
 	for _, e := range slices.Sorted(maps.Keys(p.onBlind)) {
-		if p.out[e].outcome == OutcomeApplied && !p.corroborated(e, floor) {
+		if p.out[e].outcome == OutcomeApplied && !p.corroborated(e, floor, ix) {
 			units = append(units, map[int32]bool{e: true})
 		}
 	}
@@ -107,7 +133,7 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 		chains = append(chains, p.staleChains(u)...)
 	}
 	units = append(units, chains...)
-	units = slices.DeleteFunc(units, func(u map[int32]bool) bool { return p.anchoredBefore(u, anchored) })
+	units = slices.DeleteFunc(units, func(u map[int32]bool) bool { return p.anchoredBefore(u, anchored, ix) })
 	for _, u := range units {
 		if ctx.Err() != nil {
 			return
@@ -180,6 +206,19 @@ func minKey(m map[int32]bool) int32 {
 		}
 	}
 	return first
+}
+
+// leaseOf returns the lease of entry idx's first put with one (0: none).
+func (p *pxSolver) leaseOf(idx int32) int64 {
+	pe := &p.entries[idx]
+	for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+		for _, o := range ops {
+			if !o.del && o.lease != 0 {
+				return o.lease
+			}
+		}
+	}
+	return 0
 }
 
 // maxPairUnits bounds the single entries challenged two at once (see
@@ -295,7 +334,7 @@ func anchoredIn(anchored []int64, lo, hi int64) bool {
 // entry after them that may make one more revision there has a put the
 // db holds before it too. A lease taken to be gone changes more (every
 // later use of it): never refuted so.
-func (p *pxSolver) anchoredBefore(u map[int32]bool, anchored []int64) bool {
+func (p *pxSolver) anchoredBefore(u map[int32]bool, anchored []int64, ix *challengeIndex) bool {
 	first, r := int32(-1), int64(0)
 	for e := range u {
 		if e&leaseBit != 0 {
@@ -328,13 +367,16 @@ func (p *pxSolver) anchoredBefore(u map[int32]bool, anchored []int64) bool {
 		}
 	}
 	keys := map[int32]bool{}
-	for i := range p.writes {
-		w := &p.writes[i]
-		switch {
-		case u[w.entry]:
-			keys[w.key] = true
-		case w.entry > first && keys[w.key] && !w.applied:
-			return false
+	for e := range u {
+		for wi := ix.firstWrite(p, e); wi < len(p.writes) && p.writes[wi].entry == e; wi++ {
+			keys[p.writes[wi].key] = true
+		}
+	}
+	for k := range keys {
+		for _, wi := range ix.writesOf[k] {
+			if w := &p.writes[wi]; w.entry > first && !u[w.entry] && !w.applied {
+				return false
+			}
 		}
 	}
 	return true
@@ -359,36 +401,59 @@ func (p *pxSolver) dbHolds(w *pxWrite) (int64, bool) {
 // its compares read: one of its puts is in the db at the revision it is
 // given, or a later compare on its key names that revision, which is
 // after the log's start (floor), and no write of that key comes between.
-func (p *pxSolver) corroborated(idx int32, floor int64) bool {
-	for wi := range p.writes {
+func (p *pxSolver) corroborated(idx int32, floor int64, ix *challengeIndex) bool {
+	for wi := ix.firstWrite(p, idx); wi < len(p.writes) && p.writes[wi].entry == idx; wi++ {
 		w := &p.writes[wi]
-		if w.entry != idx || !w.applied || w.del {
+		if !w.applied || w.del {
 			continue
 		}
 		rev, held := p.dbHolds(w)
 		switch {
 		case held:
 			return true
-		case rev == 0:
+		case rev == 0 || floor == 0 || rev < floor:
 			continue
 		}
-		if floor == 0 || rev < floor {
-			continue
-		}
+		// The key's next write after this one, and the compares on it
+		// between.
+		ws := ix.writesOf[w.key]
+		k, _ := slices.BinarySearch(ws, int32(wi))
 		next := int32(len(p.entries))
-		for _, v := range p.writes[wi+1:] {
-			if v.key == w.key {
-				next = v.entry
-				break
-			}
+		if k+1 < len(ws) {
+			next = p.writes[ws[k+1]].entry
 		}
-		for _, r := range p.refs {
-			if r.key == w.key && r.rev == rev && r.entry > idx && r.entry <= next {
+		for _, r := range ix.refsOf[w.key] {
+			if r.rev == rev && r.entry > idx && r.entry <= next {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// challengeIndex indexes a solved prefix's writes and compares by key, for
+// challenge.
+type challengeIndex struct {
+	writesOf map[int32][]int32 // positions in writes, in order
+	refsOf   map[int32][]pxRef
+}
+
+func (p *pxSolver) challengeIndex() *challengeIndex {
+	ix := &challengeIndex{writesOf: map[int32][]int32{}, refsOf: map[int32][]pxRef{}}
+	for i := range p.writes {
+		k := p.writes[i].key
+		ix.writesOf[k] = append(ix.writesOf[k], int32(i))
+	}
+	for _, r := range p.refs {
+		ix.refsOf[r.key] = append(ix.refsOf[r.key], r)
+	}
+	return ix
+}
+
+// firstWrite returns the position of entry idx's first write in writes
+// (which are in entry order), or where it would be.
+func (ix *challengeIndex) firstWrite(p *pxSolver, idx int32) int {
+	return sort.Search(len(p.writes), func(i int) bool { return p.writes[i].entry >= idx })
 }
 
 // claim is what a solved prefix says of one entry: its outcome (unknown
