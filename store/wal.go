@@ -403,9 +403,12 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WA
 	if !r.known {
 		w.cov.RevisionsStop = r.stopWhy
 	}
+	// The keys with an applied write: at its revision, or at one not
+	// established (a key whose only applied write is such a deletion is
+	// listed deleted, not left out).
 	for k, ks := range r.keys {
 		for _, x := range ks.writes {
-			if r.all[x].mod != 0 {
+			if r.all[x].mod != 0 || w.isUnplaced(x) {
 				w.keys = append(w.keys, k)
 				break
 			}

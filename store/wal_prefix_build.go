@@ -66,6 +66,12 @@ func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact boo
 	p, why := solveTries(ctx, entries, keys, exact, dbRev, x, db, nil)
 	if p != nil {
 		p.challenge(ctx, dbRev, db)
+		if err := ctx.Err(); err != nil {
+			// A challenge cut short (its other world taken for refuted)
+			// leaves claims it did not check: none stand.
+			why = "working out the log's entries the db holds was interrupted: " + err.Error()
+			return unresolvedPrefix(entries, keys, why), prefixVerdict{unresolved: why}
+		}
 		return p.replay(), p.verdict()
 	}
 	return unresolvedPrefix(entries, keys, why), prefixVerdict{unresolved: why}

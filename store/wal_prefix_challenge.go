@@ -65,6 +65,8 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 	groups := p.ambiguousGroups()
 	anchored := p.anchoredRels()
 	ix := p.challengeIndex()
+	// The leases the db holds (unread: none, so that every lease from
+	// before the log is challenged).
 	dbLeases := map[int64]bool{}
 	if ids, err := db.leaseIDs(); err == nil {
 		for _, id := range ids {
@@ -94,14 +96,14 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 	var chains []map[int32]bool
 	for i := range p.entries {
 		idx := int32(i)
-		// An entry markAmbiguous left unknown is challenged too when it
-		// made a revision: the revisions between it and the other
-		// compares of its key depend on which of them held. So is one
-		// refused for its lease after its compare was taken to hold: what
-		// the compare said of the key stays.
-		// A put naming a lease from before the log, taken to exist: it
-		// may have been revoked already (etcd then refuses the put),
-		// unless the db still holds the lease.
+		// cmp: a compare on a key from before the log taken to hold;
+		// lease: a lease from before the log taken to exist, which may
+		// have been revoked already (etcd then refuses the put), unless
+		// the db still holds it. An entry markAmbiguous left unknown is
+		// challenged too when it made a revision (the revisions between
+		// it and its key's other compares depend on which of them held),
+		// and so is one refused for its lease after its compare was taken
+		// to hold (what the compare said of the key stays).
 		cmp, lease := p.assumed[idx], p.assumed[idx|leaseBit] && !dbLeases[p.leaseOf(idx)]
 		if o := p.out[i]; !cmp && !lease || o.outcome == OutcomeUnknown || o.ambiguous != "" && o.rel == 0 || p.corroborated(idx, floor, ix) {
 			continue
@@ -326,8 +328,9 @@ func anchoredIn(anchored []int64, lo, hi int64) bool {
 // the revisions they made gone, every revision before them in the segment
 // would be as many higher (the ones after stay, counted back from the db),
 // and that put's with them. Nothing before can make up for it: no
-// uncertain entry (it would start a segment), and no other key's entry
-// sees another state (u's keys are not in the log before it). Nor after,
+// uncertain entry (it would start a segment), and every entry before u's
+// is worked out the same in that world (a put the db holds fixes the
+// segment's start, whatever u's compares pinned). Nor after,
 // when every later write of its keys outside u applied (a later compare
 // on them that failed would be one on their state from before the log in
 // that world, and may hold there, making up a revision), and an uncertain
