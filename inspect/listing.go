@@ -193,12 +193,9 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 			}
 			return nil
 		}
-		err = archive.ScanLatest(ctx, o.KeyPrefix, true, func(kv *store.KeyValue, deleted bool, deleteRev int64) error {
+		err = archive.ScanDeleted(ctx, o.KeyPrefix, func(kv *store.KeyValue, deleteRev int64) error {
 			if err := sendPast(kv.Key); err != nil {
 				return err
-			}
-			if !deleted {
-				return nil
 			}
 			return send(prepare(kv, deleteRev))
 		})

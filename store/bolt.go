@@ -644,5 +644,66 @@ func (b *Bolt) ScanLatest(ctx context.Context, prefix string, includeDeleted boo
 	return nil
 }
 
+// ScanDeleted calls fn once per key under prefix whose newest revision in
+// the file is a tombstone, in key order, as ScanLatest with includeDeleted
+// does; the live keys' values are not read.
+func (b *Bolt) ScanDeleted(ctx context.Context, prefix string, fn func(kv *KeyValue, deleteRev int64) error) error {
+	m, err := prefixMatch(prefix)
+	if err != nil {
+		return fmt.Errorf("scan deleted: %w", err)
+	}
+	err = b.scanLatest(ctx, latestQuery{
+		match:          m,
+		atRev:          b.meta.Revision,
+		includeDeleted: true,
+		deletedOnly:    true,
+		withValues:     true,
+	}, fn)
+	if err != nil {
+		return fmt.Errorf("scan deleted %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// getAt reads key's put at main revision main, with its value: one seek
+// of the key bucket, where Get walks it. The file must hold that put (a
+// revision the file named as key's).
+func (b *Bolt) getAt(ctx context.Context, key string, main int64) (*KeyValue, error) {
+	var kv *KeyValue
+	err := b.view(func(tx *bolt.Tx, _ *viewGuard) error {
+		var rk [revBytesLen]byte
+		bucketKey{main: main}.put(rk[:])
+		c := keyBucket(tx).Cursor()
+		for k, v := c.Seek(rk[:]); k != nil; k, v = c.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			bk, err := parseBucketKey(k)
+			if err != nil {
+				return err
+			}
+			if bk.main != main {
+				break
+			}
+			if bk.tombstone || len(v) == 0 {
+				continue
+			}
+			raw, err := decodeKV(v)
+			if err != nil {
+				return fmt.Errorf("%v: %w", bk, err)
+			}
+			if string(raw.key) == key {
+				kv = raw.keyValue(true)
+				return nil
+			}
+		}
+		return fmt.Errorf("revision %d: %w: no put of the key there", main, ErrCorrupt)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get %s at revision %d: %w", key, main, err)
+	}
+	return kv, nil
+}
+
 // Compile-time check: *Bolt is a Reader and nothing more.
 var _ Reader = (*Bolt)(nil)

@@ -259,6 +259,7 @@ type latestQuery struct {
 	match          keyMatch
 	atRev          int64 // ignore revisions above (0: none)
 	includeDeleted bool  // report keys whose newest revision is a tombstone
+	deletedOnly    bool  // report only those (with includeDeleted)
 	withValues     bool  // hand out values (else KeyValue.Value is nil)
 }
 
@@ -465,7 +466,7 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 					return err
 				}
 			}
-			if e.deleted != 0 && !q.includeDeleted {
+			if e.deleted != 0 && !q.includeDeleted || e.deleted == 0 && q.deletedOnly {
 				continue
 			}
 			var kv *KeyValue

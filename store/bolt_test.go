@@ -934,6 +934,7 @@ func TestBoltEtcd(t *testing.T) {
 			DeleteRev int64
 		}
 		var got []entry
+		checkScanDeleted(t, b, "/t/")
 		if err := b.ScanLatest(ctx, "/t/", true, func(kv *KeyValue, deleted bool, deleteRev int64) error {
 			got = append(got, entry{kv, deleted, deleteRev})
 			return nil

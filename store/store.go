@@ -229,6 +229,10 @@ type Archive interface {
 	// deleted true and deleteRev the deletion's revision (-1: a deletion
 	// a write-ahead log establishes without its revision).
 	ScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error
+	// ScanDeleted calls fn for the keys ScanLatest with includeDeleted
+	// reports deleted, with the same kv and deleteRev, and reads nothing
+	// of the live keys' values: what `ls --deleted` reads.
+	ScanDeleted(ctx context.Context, prefix string, fn func(kv *KeyValue, deleteRev int64) error) error
 }
 
 var _ Archive = (*Bolt)(nil)

@@ -91,6 +91,17 @@ type WAL struct {
 	// (see boltPrefixDB), and baseState looks a key up without walking the
 	// db (Bolt.Get reads every revision).
 	baseStates []KeyValue
+	// baseDeleted are base's keys whose newest revision is a tombstone,
+	// in key order, read in the same walk: the last live revision before
+	// it (no value; only Key when the db does not hold it) and the
+	// tombstone's revision.
+	baseDeleted []baseTombstone
+}
+
+// baseTombstone is a key of the db whose newest revision is a deletion.
+type baseTombstone struct {
+	kv        KeyValue
+	deleteRev int64
 }
 
 var _ Archive = (*WAL)(nil)
@@ -1036,6 +1047,25 @@ func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool
 		}
 	}
 	return nil
+}
+
+// ScanDeleted calls fn for the keys ScanLatest with includeDeleted reports
+// deleted, in key order (see Archive). Over a db it walks no db.
+func (w *WAL) ScanDeleted(ctx context.Context, prefix string, fn func(kv *KeyValue, deleteRev int64) error) error {
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("scan deleted: prefix %q must end in \"/\"", prefix)
+	}
+	if w.base != nil {
+		return w.joinedScanDeleted(ctx, prefix, fn)
+	}
+	// Without a db the log's keys are all there is: ScanLatest reads
+	// nothing else.
+	return w.ScanLatest(ctx, prefix, true, func(kv *KeyValue, deleted bool, deleteRev int64) error {
+		if !deleted {
+			return nil
+		}
+		return fn(kv, deleteRev)
+	})
 }
 
 // PastIncarnation is an incarnation of a key that a deletion ended and

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,9 +130,16 @@ func (w *WAL) startFromBase(ctx context.Context, r *replay) (ci uint64, wait fun
 	return m.ConsistentIndex, wait, nil
 }
 
-// loadBaseKeys reads every live key of w.base into r.
+// loadBaseKeys reads every live key of w.base into r, and the keys it
+// holds deleted into w.baseDeleted (one walk of the db).
 func (w *WAL) loadBaseKeys(ctx context.Context, r *replay) error {
-	_, err := w.base.List(ctx, "", ListOptions{KeysOnly: true}, func(kv *KeyValue) error {
+	b := w.base
+	q := latestQuery{match: keyMatch{prefix: true}, atRev: b.meta.Revision, includeDeleted: true}
+	err := b.scanLatest(ctx, q, func(kv *KeyValue, deleteRev int64) error {
+		if deleteRev != 0 {
+			w.baseDeleted = append(w.baseDeleted, baseTombstone{kv: *kv, deleteRev: deleteRev})
+			return nil
+		}
 		s := r.key([]byte(kv.Key))
 		s.exists, s.create, s.mod, s.version, s.lease = true, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease
 		w.baseStates = append(w.baseStates, KeyValue{Key: r.keyNames[s.id], CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease})
@@ -273,79 +281,158 @@ func (w *WAL) joinedList(ctx context.Context, prefix string, opts ListOptions, a
 	return at, nil
 }
 
+// joinedState is a key's newest state over the db and the log: kv (nil
+// when not read: see joinedLatest), whether it is a deletion and its
+// revision (-1: a deletion whose revision is not established).
+type joinedState struct {
+	kv        *KeyValue
+	deleted   bool
+	deleteRev int64
+}
+
+// joinedLatest is key's newest state when the log decides it; fromLog is
+// false when the db's own state stands (the log never wrote key, or last
+// wrote it as the db holds it). base is key's newest live revision in the
+// db, or for a key the db holds deleted the last one before the deletion
+// (nil: none); baseLive whether the db holds it live; baseValue returns
+// base with its value, read only when the answer is base. A live state is
+// read only when wantLive (else its kv is nil).
+func (w *WAL) joinedLatest(key string, base *KeyValue, baseLive, wantLive bool, baseValue func() (*KeyValue, error)) (st joinedState, fromLog bool, err error) {
+	x := w.latest(key)
+	if x < 0 {
+		return st, false, nil
+	}
+	if w.deleted(x) && baseLive && w.r.entries[w.r.all[x].entry].index <= w.cov.ConsistentIndex &&
+		(w.r.all[x].mod == 0 || base.ModRevision > w.r.all[x].mod) {
+		// A deletion among the log's entries the db holds, and the db
+		// holds the key again, newer: a later entry (whose outcome the
+		// log may not establish) created it again. As the db holds it;
+		// PastIncarnations lists the deleted one.
+		return st, false, nil
+	}
+	if !w.deleted(x) {
+		if base != nil && w.r.all[x].mod <= w.dbRev() {
+			// Last written up to the db: as the db holds it.
+			return st, false, nil
+		}
+		if wantLive {
+			st.kv, err = w.kv(x, true)
+		}
+		return st, true, err
+	}
+	// A deletion whose revision is not established is reported with
+	// deleteRev -1.
+	st.deleted, st.deleteRev = true, w.r.all[x].mod
+	if st.deleteRev == 0 {
+		st.deleteRev = -1
+	}
+	st.kv = &KeyValue{Key: key}
+	switch prev := w.before(key, x); {
+	case prev >= 0 && !w.deleted(prev):
+		st.kv, err = w.kv(prev, true)
+	case prev < 0 && base != nil:
+		st.kv, err = baseValue()
+	}
+	return st, true, err
+}
+
 // joinedScanLatest is ScanLatest over the db and the log.
 func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error {
-	// fromLog handles key when the log wrote it; baseKV is its newest live
-	// state in the db (nil: none), baseLive whether the db holds it (not
-	// deleted).
-	fromLog := func(key string, baseKV *KeyValue, baseLive bool) (bool, error) {
-		x := w.latest(key)
-		if x < 0 {
-			return false, nil
-		}
-		if w.deleted(x) && baseLive && w.r.entries[w.r.all[x].entry].index <= w.cov.ConsistentIndex &&
-			(w.r.all[x].mod == 0 || baseKV.ModRevision > w.r.all[x].mod) {
-			// A deletion among the log's entries the db holds, and the db
-			// holds the key again, newer: a later entry (whose outcome
-			// the log may not establish) created it again. As the db
-			// holds it; PastIncarnations lists the deleted one.
-			return false, nil
-		}
-		if !w.deleted(x) {
-			if baseKV != nil && w.r.all[x].mod <= w.dbRev() {
-				// Last written up to the db: as the db holds it.
-				return false, nil
-			}
-			kv, err := w.kv(x, true)
-			if err != nil {
-				return true, err
-			}
-			return true, fn(kv, false, 0)
-		}
-		if !includeDeleted {
-			return true, nil
-		}
-		// A deletion whose revision is not established is reported with
-		// deleteRev -1.
-		delRev := w.r.all[x].mod
-		if delRev == 0 {
-			delRev = -1
-		}
-		kv := &KeyValue{Key: key}
-		switch prev := w.before(key, x); {
-		case prev >= 0 && !w.deleted(prev):
-			var err error
-			if kv, err = w.kv(prev, true); err != nil {
-				return true, err
-			}
-		case prev < 0 && baseKV != nil:
-			kv = baseKV
-		}
-		return true, fn(kv, true, delRev)
-	}
 	err := w.mergeLog(prefix, func(each func(string, func() error) error) error {
 		return w.base.ScanLatest(ctx, prefix, true, func(kv *KeyValue, deleted bool, deleteRev int64) error {
 			return each(kv.Key, func() error {
-				var live *KeyValue
+				var base *KeyValue
 				if kv.ModRevision != 0 {
-					live = kv
+					base = kv
 				}
-				done, err := fromLog(kv.Key, live, live != nil && !deleted)
-				if done || err != nil {
+				st, fromLog, err := w.joinedLatest(kv.Key, base, base != nil && !deleted, true, func() (*KeyValue, error) { return base, nil })
+				switch {
+				case err != nil:
 					return err
-				}
-				if deleted && !includeDeleted {
+				case fromLog:
+					if st.deleted && !includeDeleted {
+						return nil
+					}
+					return fn(st.kv, st.deleted, st.deleteRev)
+				case deleted && !includeDeleted:
 					return nil
 				}
 				return fn(kv, deleted, deleteRev)
 			})
 		})
 	}, func(key string) error {
-		_, err := fromLog(key, nil, false)
-		return err
+		st, fromLog, err := w.joinedLatest(key, nil, false, true, nil)
+		if err != nil || !fromLog || st.deleted && !includeDeleted {
+			return err
+		}
+		return fn(st.kv, st.deleted, st.deleteRev)
 	})
 	if err != nil {
 		return fmt.Errorf("scan latest %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// joinedScanDeleted is ScanDeleted over the db and the log. It walks no
+// db: the keys the db holds deleted were read with its live keys when
+// the log was opened, and only the keys the log wrote can be deleted
+// otherwise; a value of the db is read by its revision.
+func (w *WAL) joinedScanDeleted(ctx context.Context, prefix string, fn func(kv *KeyValue, deleteRev int64) error) error {
+	logKeys := w.keysUnder(prefix)
+	dbDel := w.baseDeleted[sort.Search(len(w.baseDeleted), func(i int) bool { return w.baseDeleted[i].kv.Key >= prefix }):]
+	n := 0
+	for len(logKeys) > 0 || len(dbDel) > 0 && strings.HasPrefix(dbDel[0].kv.Key, prefix) {
+		if n++; n%ctxCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		var key string
+		var tomb *baseTombstone
+		switch {
+		case len(dbDel) == 0 || !strings.HasPrefix(dbDel[0].kv.Key, prefix):
+			key, logKeys = logKeys[0], logKeys[1:]
+		case len(logKeys) == 0 || dbDel[0].kv.Key < logKeys[0]:
+			key, tomb, dbDel = dbDel[0].kv.Key, &dbDel[0], dbDel[1:]
+		default:
+			key = logKeys[0]
+			if dbDel[0].kv.Key == key {
+				tomb, dbDel = &dbDel[0], dbDel[1:]
+			}
+			logKeys = logKeys[1:]
+		}
+		// The db's state of key: as ScanLatest's walk of it hands it.
+		var base *KeyValue
+		baseLive := false
+		if tomb != nil {
+			if tomb.kv.ModRevision != 0 {
+				base = &tomb.kv
+			}
+		} else if kv, ok := w.baseState(key); ok {
+			base, baseLive = &kv, true
+		}
+		baseValue := func() (*KeyValue, error) { return w.base.getAt(ctx, key, base.ModRevision) }
+		st, fromLog, err := w.joinedLatest(key, base, baseLive, false, baseValue)
+		switch {
+		case err != nil:
+			return fmt.Errorf("scan deleted %s: %w", prefix, err)
+		case fromLog:
+			if !st.deleted {
+				continue
+			}
+		case tomb == nil:
+			continue // live in the db
+		default:
+			st = joinedState{kv: &KeyValue{Key: key}, deleted: true, deleteRev: tomb.deleteRev}
+			if base != nil {
+				if st.kv, err = baseValue(); err != nil {
+					return fmt.Errorf("scan deleted %s: %w", prefix, err)
+				}
+			}
+		}
+		if err := fn(st.kv, st.deleteRev); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -302,6 +303,7 @@ func TestWALOverDB(t *testing.T) {
 		}
 	}
 	deleted := map[string]int64{}
+	checkScanDeleted(t, w, "/registry/")
 	if err := w.ScanLatest(ctx, "/registry/", true, func(kv *KeyValue, del bool, delRev int64) error {
 		if del {
 			deleted[kv.Key] = delRev
@@ -431,5 +433,36 @@ func checkReplay(t *testing.T, walDir string, base, cur *Bolt, liveKeys int) {
 		t.Errorf("edited current db: %v, want ErrCheckFailed naming %s", err, changed)
 	} else {
 		t.Log(err)
+	}
+}
+
+// checkScanDeleted checks that a.ScanDeleted(prefix), which reads no live
+// key's value, reports what ScanLatest with includeDeleted reports
+// deleted: the same keys, in the same order, with the same values and
+// revisions.
+func checkScanDeleted(t *testing.T, a Archive, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	type deleted struct {
+		KV        *KeyValue
+		DeleteRev int64
+	}
+	var want, got []deleted
+	if err := a.ScanLatest(ctx, prefix, true, func(kv *KeyValue, del bool, delRev int64) error {
+		if del {
+			want = append(want, deleted{kv, delRev})
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("ScanLatest(%q): %v", prefix, err)
+	}
+	if err := a.ScanDeleted(ctx, prefix, func(kv *KeyValue, delRev int64) error {
+		got = append(got, deleted{kv, delRev})
+		return nil
+	}); err != nil {
+		t.Fatalf("ScanDeleted(%q): %v", prefix, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ScanDeleted(%q) differs from ScanLatest's deleted keys (-ScanLatest +ScanDeleted):\n%s", prefix, diff)
 	}
 }

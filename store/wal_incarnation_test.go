@@ -88,6 +88,7 @@ func TestWALRecreatedIncarnations(t *testing.T) {
 	}{{"log alone", alone, true}, {"purged log over the db", over, true}, {"purged log starting with the update, over the db", first, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var latest []string
+			checkScanDeleted(t, tc.w, "/registry/configmaps/")
 			err := tc.w.ScanLatest(ctx, "/registry/configmaps/", true, func(kv *KeyValue, del bool, delRev int64) error {
 				if kv.Key == key && (del || kv.ModRevision != again || !bytes.Contains(kv.Value, []byte(uid2))) {
 					t.Errorf("scan latest: deleted %v (at %d), revision %d, value %s; want live at revision %d, uid %s", del, delRev, kv.ModRevision, kv.Value, again, uid2)

@@ -191,6 +191,7 @@ func TestWALOverDBDeletePrefix(t *testing.T) {
 				}
 			}
 			deleted := map[string]int64{}
+			checkScanDeleted(t, w, prefix)
 			if err := w.ScanLatest(ctx, prefix, true, func(kv *KeyValue, del bool, delRev int64) error {
 				if del {
 					deleted[kv.Key] = delRev

@@ -324,6 +324,7 @@ func TestWALOverCurrentDB(t *testing.T) {
 	}
 
 	deleted := map[string]*KeyValue{}
+	checkScanDeleted(t, w, "/registry/")
 	if err := w.ScanLatest(ctx, "/registry/", true, func(kv *KeyValue, del bool, delRev int64) error {
 		if del {
 			deleted[kv.Key] = kv
@@ -809,6 +810,7 @@ func TestWALOverDBEarlyRevoke(t *testing.T) {
 				}
 			}
 			deleted := map[string]*KeyValue{}
+			checkScanDeleted(t, w, "/registry/")
 			if err := w.ScanLatest(ctx, "/registry/", true, func(kv *KeyValue, del bool, delRev int64) error {
 				if del {
 					deleted[kv.Key] = kv

@@ -232,6 +232,7 @@ func TestWALRecoversDeletedObjects(t *testing.T) {
 			}
 			// Deleted keys with their last value.
 			var deleted []string
+			checkScanDeleted(t, w, "/registry/")
 			err = w.ScanLatest(ctx, "/registry/", true, func(kv *KeyValue, del bool, delRev int64) error {
 				if !del {
 					return nil
