@@ -665,44 +665,21 @@ func (b *Bolt) ScanDeleted(ctx context.Context, prefix string, fn func(kv *KeyVa
 	return nil
 }
 
-// getAt reads key's put at main revision main, with its value: one seek
-// of the key bucket, where Get walks it. The file must hold that put (a
-// revision the file named as key's).
-func (b *Bolt) getAt(ctx context.Context, key string, main int64) (*KeyValue, error) {
-	var kv *KeyValue
+// valueCopy reads key's value put at main revision mod (a revision the
+// file named as the key's), copied out of the file (nil when empty).
+func (b *Bolt) valueCopy(key string, mod int64) ([]byte, error) {
+	var out []byte
 	err := b.view(func(tx *bolt.Tx, _ *viewGuard) error {
-		var rk [revBytesLen]byte
-		bucketKey{main: main}.put(rk[:])
-		c := keyBucket(tx).Cursor()
-		for k, v := c.Seek(rk[:]); k != nil; k, v = c.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			bk, err := parseBucketKey(k)
-			if err != nil {
-				return err
-			}
-			if bk.main != main {
-				break
-			}
-			if bk.tombstone || len(v) == 0 {
-				continue
-			}
-			raw, err := decodeKV(v)
-			if err != nil {
-				return fmt.Errorf("%v: %w", bk, err)
-			}
-			if string(raw.key) == key {
-				kv = raw.keyValue(true)
-				return nil
-			}
+		v, err := valueAt(keyBucket(tx).Cursor(), key, mod)
+		if len(v) > 0 {
+			out = bytes.Clone(v)
 		}
-		return fmt.Errorf("revision %d: %w: no put of the key there", main, ErrCorrupt)
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("get %s at revision %d: %w", key, main, err)
+		return nil, fmt.Errorf("get %s at revision %d: %w", key, mod, err)
 	}
-	return kv, nil
+	return out, nil
 }
 
 // Compile-time check: *Bolt is a Reader and nothing more.

@@ -177,8 +177,14 @@ type rawKV struct {
 
 // keyValue copies r out of the transaction; the value only if withValue.
 func (r rawKV) keyValue(withValue bool) *KeyValue {
+	return r.keyValueNamed(string(r.key), withValue)
+}
+
+// keyValueNamed is keyValue with r's key given as a string already
+// copied out (not copied again).
+func (r rawKV) keyValueNamed(key string, withValue bool) *KeyValue {
 	kv := &KeyValue{
-		Key:            string(r.key),
+		Key:            key,
 		CreateRevision: r.create,
 		ModRevision:    r.mod,
 		Version:        r.version,
@@ -261,6 +267,12 @@ type latestQuery struct {
 	includeDeleted bool  // report keys whose newest revision is a tombstone
 	deletedOnly    bool  // report only those (with includeDeleted)
 	withValues     bool  // hand out values (else KeyValue.Value is nil)
+	// count, when set, is told how many keys the scan found (deleted
+	// ones included) before the first is handed out.
+	count func(n int)
+	// oneWorker: step 1 runs on the calling goroutine alone (a caller
+	// that keeps the other cores busy meanwhile).
+	oneWorker bool
 }
 
 // latestEntry is scanLatest's per-key state: the key, the encoded value
@@ -460,6 +472,9 @@ var scanWorkersForTest int
 // order.
 func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyValue, deleteRev int64) error) error {
 	return b.latestIndexed(ctx, q, func(g *viewGuard, order []*latestEntry) error {
+		if q.count != nil {
+			q.count(len(order))
+		}
 		for n, e := range order {
 			if n%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
@@ -478,7 +493,7 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 				if err != nil {
 					return fmt.Errorf("%v: %w", bucketKey{main: e.liveMain, sub: e.liveSub}, err)
 				}
-				kv = raw.keyValue(q.withValues)
+				kv = raw.keyValueNamed(e.key, q.withValues)
 			}
 			g.inCallback = true
 			err := fn(kv, e.deleted)
@@ -498,6 +513,9 @@ func (b *Bolt) latestIndexed(ctx context.Context, q latestQuery, then func(g *vi
 		kb := keyBucket(tx)
 		seed := maphash.MakeSeed()
 		parts := scanWorkers(tx)
+		if q.oneWorker {
+			parts = 1
+		}
 		sorted := make([][]*latestEntry, parts)
 		errs := make([]error, parts)
 		panics := make([]any, parts)

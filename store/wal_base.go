@@ -134,13 +134,19 @@ func (w *WAL) startFromBase(ctx context.Context, r *replay) (ci uint64, wait fun
 // holds deleted into w.baseDeleted (one walk of the db).
 func (w *WAL) loadBaseKeys(ctx context.Context, r *replay) error {
 	b := w.base
-	q := latestQuery{match: keyMatch{prefix: true}, atRev: b.meta.Revision, includeDeleted: true}
+	// The log is read meanwhile, on the other cores.
+	q := latestQuery{match: keyMatch{prefix: true}, atRev: b.meta.Revision, includeDeleted: true, oneWorker: true}
+	q.count = func(n int) {
+		// Sized once: the db's keys may be millions.
+		r.sizeKeys(n)
+		w.baseStates = make([]KeyValue, 0, n)
+	}
 	err := b.scanLatest(ctx, q, func(kv *KeyValue, deleteRev int64) error {
 		if deleteRev != 0 {
 			w.baseDeleted = append(w.baseDeleted, baseTombstone{kv: *kv, deleteRev: deleteRev})
 			return nil
 		}
-		s := r.key([]byte(kv.Key))
+		s := r.keyString(kv.Key)
 		s.exists, s.create, s.mod, s.version, s.lease = true, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease
 		w.baseStates = append(w.baseStates, KeyValue{Key: r.keyNames[s.id], CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease})
 		if kv.Lease != 0 {
@@ -411,7 +417,12 @@ func (w *WAL) joinedScanDeleted(ctx context.Context, prefix string, fn func(kv *
 		} else if kv, ok := w.baseState(key); ok {
 			base, baseLive = &kv, true
 		}
-		baseValue := func() (*KeyValue, error) { return w.base.getAt(ctx, key, base.ModRevision) }
+		baseValue := func() (*KeyValue, error) {
+			v, err := w.base.valueCopy(key, base.ModRevision)
+			kv := *base
+			kv.Value = v
+			return &kv, err
+		}
 		st, fromLog, err := w.joinedLatest(key, base, baseLive, false, baseValue)
 		switch {
 		case err != nil:

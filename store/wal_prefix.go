@@ -259,6 +259,13 @@ func newPxSolver(entries []pxEntry, names *pxKeys, exact bool, db *dbIndex, veto
 		leases: map[int64]int8{}, leaseGranted: map[int64]bool{}, leaseRevoked: map[int64]bool{},
 		assumed: map[int32]bool{}, failed: map[pxCmpKey]bool{}, onBlind: map[int32]bool{},
 	}
+	// One write per op of the branch an entry takes: sized once (the
+	// prefix may hold a million entries; range deletes may add more).
+	n := 0
+	for i := range entries {
+		n += max(len(entries[i].succ), len(entries[i].fail))
+	}
+	p.writes = make([]pxWrite, 0, n)
 	p.newSeg(-1)
 	if exact {
 		p.segs[0].pinned, p.segs[0].base = true, 1 // a new etcd's keyspace starts at revision 1
@@ -1080,13 +1087,25 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 	// log, must be outside them all.
 	deletedRanges := p.rangeUnion()
 	// Only the values of the keys the log writes are compared.
+	// live asks need of each key, then calls back with it: the key's
+	// number is looked up once (the db's keys are many).
+	var lastKey string
+	var lastID int32
+	var lastOK bool
+	lookup := func(key string) (int32, bool) {
+		if key != lastKey || lastKey == "" {
+			lastKey = key
+			lastID, lastOK = p.names.ids[key]
+		}
+		return lastID, lastOK
+	}
 	need := func(key string) bool {
-		id, ok := p.names.ids[key]
+		id, ok := lookup(key)
 		return ok && p.keys[id].touched
 	}
 	err := b.live(ctx, need, func(kv *KeyValue) error {
 		var s *pxKey
-		id, ok := p.names.ids[kv.Key]
+		id, ok := lookup(kv.Key)
 		if ok && p.keys[id].touched {
 			s = &p.keys[id]
 		}

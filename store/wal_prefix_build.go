@@ -277,6 +277,9 @@ func (p *pxSolver) verdict() prefixVerdict {
 // replay turns a solved prefix into replay records.
 func (p *pxSolver) replay() *replay {
 	rp := newReplay(nil)
+	rp.sizeKeys(len(p.names.names))
+	rp.all = make([]walWrite, 0, len(p.writes))
+	rp.entries = make([]walEntry, 0, len(p.entries))
 	wi := 0
 	for i, pe := range p.entries {
 		o := p.out[i]
@@ -330,7 +333,7 @@ func (p *pxSolver) replay() *replay {
 			}
 			if unsure {
 				// Listed, with the entry's outcome unknown.
-				rp.newWrite(rp.key([]byte(p.name(pw.key))), idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
+				rp.newWrite(rp.keyString(p.name(pw.key)), idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
 				continue
 			}
 			if pw.lo != 0 {
@@ -348,11 +351,11 @@ func (p *pxSolver) replay() *replay {
 				if !ok {
 					// Whether it deleted the key is not known: listed,
 					// with the entry's outcome unknown.
-					rp.newWrite(rp.key([]byte(p.name(pw.key))), idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
+					rp.newWrite(rp.keyString(p.name(pw.key)), idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
 					continue
 				}
 			}
-			s := rp.key([]byte(p.name(pw.key)))
+			s := rp.keyString(p.name(pw.key))
 			id := rp.newWrite(s, idx, op{path: opPath(pw.path, pw.inTxn)}, pw.del)
 			if !pw.applied || o.ambiguous != "" {
 				continue
@@ -486,7 +489,7 @@ func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 		idx := int32(len(rp.entries))
 		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
 			for _, o := range ops {
-				rp.newWrite(rp.key([]byte(keys.names[o.key])), idx, op{path: opPath(o.path, o.inTxn)}, o.del)
+				rp.newWrite(rp.keyString(keys.names[o.key]), idx, op{path: opPath(o.path, o.inTxn)}, o.del)
 			}
 		}
 		if pe.ranged {
@@ -497,7 +500,7 @@ func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 			}
 			i, _ := slices.BinarySearch(sorted, pe.from)
 			for ; i < len(sorted) && pe.inRange(sorted[i]); i++ {
-				rp.newWrite(rp.key([]byte(sorted[i])), idx, op{}, true)
+				rp.newWrite(rp.keyString(sorted[i]), idx, op{}, true)
 			}
 		}
 		rp.push(we)
@@ -517,24 +520,46 @@ func (r *replay) prepend(p *replay) {
 	r.entries = append(p.entries, r.entries...)
 	r.notes = append(p.notes, r.notes...)
 
-	// Key ids: p's first, then r's others.
-	names := append([]string(nil), p.keyNames...)
-	remap := make([]int32, len(r.keyNames))
-	for i, k := range r.keyNames {
-		if ps := p.keys[k]; ps != nil {
-			remap[i] = ps.id
-			continue
-		}
-		remap[i] = int32(len(names))
-		names = append(names, k)
-	}
+	// Key ids: r's keep theirs (every key of the db, which are not walked
+	// here), p's are mapped to them, and p's keys r does not know added.
+	// Writes: p's keep their numbers, r's follow them.
 	for i := range r.all {
 		x := &r.all[i]
 		x.entry += ne
-		x.key = remap[x.key]
 		if x.valueFrom >= 0 {
 			x.valueFrom += nw
 		}
+	}
+	shifted := make(map[int32]bool)
+	for i := range r.all {
+		id := r.all[i].key
+		if shifted[id] {
+			continue
+		}
+		shifted[id] = true
+		s := r.keys[r.keyNames[id]]
+		for j := range s.writes {
+			s.writes[j] += nw
+		}
+		if s.last >= 0 {
+			s.last += nw
+		}
+	}
+	remap := make([]int32, len(p.keyNames))
+	for i, k := range p.keyNames {
+		ps := p.keys[k]
+		if s := r.keys[k]; s != nil {
+			remap[i] = s.id
+			s.writes = append(append([]int32(nil), ps.writes...), s.writes...)
+			continue
+		}
+		// Not in the db and not written after it: absent.
+		remap[i] = int32(len(r.keyNames))
+		r.keyNames = append(r.keyNames, k)
+		r.keys[k] = &keyState{id: remap[i], last: -1, writes: ps.writes}
+	}
+	for i := range p.all {
+		p.all[i].key = remap[p.all[i].key]
 	}
 	deep := p.deepPaths
 	for id, path := range r.deepPaths {
@@ -542,25 +567,6 @@ func (r *replay) prepend(p *replay) {
 	}
 	r.deepPaths = deep
 	r.all = append(p.all, r.all...)
-	for k, s := range r.keys {
-		for i := range s.writes {
-			s.writes[i] += nw
-		}
-		if s.last >= 0 {
-			s.last += nw
-		}
-		s.id = remap[s.id]
-		if ps := p.keys[k]; ps != nil {
-			s.writes = append(append([]int32(nil), ps.writes...), s.writes...)
-		}
-	}
-	for k, ps := range p.keys {
-		if r.keys[k] == nil {
-			// Not in the db and not written after it: absent.
-			r.keys[k] = &keyState{id: ps.id, last: -1, writes: ps.writes}
-		}
-	}
-	r.keyNames = names
 	applied := make([]int32, 0, len(p.applied)+len(r.applied))
 	applied = append(applied, p.applied...)
 	for _, id := range r.applied {

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -108,8 +109,11 @@ type replay struct {
 	compact  int64
 	keys     map[string]*keyState
 	keyNames []string
-	leases   map[int64]bool // granted and not revoked
-	valueOf  func(int32) ([]byte, error)
+	// slab, when sized (sizeKeys), holds the key states addKey hands out
+	// (one allocation for the db's keys, not one each).
+	slab    []keyState
+	leases  map[int64]bool // granted and not revoked
+	valueOf func(int32) ([]byte, error)
 	// baseValue, when not nil, reads a key's value in the db the replay
 	// started from (for a key the log has not written yet).
 	baseValue func(key string) ([]byte, error)
@@ -145,10 +149,38 @@ func (r *replay) key(key []byte) *keyState {
 	if s := r.keys[string(key)]; s != nil {
 		return s
 	}
-	k := string(key)
-	s := &keyState{id: int32(len(r.keyNames)), last: -1}
-	r.keys[k] = s
-	r.keyNames = append(r.keyNames, k)
+	return r.addKey(string(key))
+}
+
+// keyString is key with the key as a string (not copied again).
+func (r *replay) keyString(key string) *keyState {
+	if s := r.keys[key]; s != nil {
+		return s
+	}
+	return r.addKey(key)
+}
+
+// sizeKeys makes room for n more keys, before they are added.
+func (r *replay) sizeKeys(n int) {
+	if len(r.keys) == 0 {
+		r.keys = make(map[string]*keyState, n)
+	}
+	r.keyNames = slices.Grow(r.keyNames, n)
+	r.slab = make([]keyState, 0, n)
+}
+
+// addKey adds key, which r does not know, and returns its state.
+func (r *replay) addKey(key string) *keyState {
+	var s *keyState
+	if n := len(r.slab); n < cap(r.slab) {
+		r.slab = r.slab[:n+1]
+		s = &r.slab[n]
+	} else {
+		s = new(keyState)
+	}
+	*s = keyState{id: int32(len(r.keyNames)), last: -1}
+	r.keys[key] = s
+	r.keyNames = append(r.keyNames, key)
 	return s
 }
 
@@ -563,7 +595,7 @@ func (r *replay) rangeKeys(key, end []byte) []string {
 // r.rev afterwards) and appends it to the key's writes.
 func (r *replay) record(idx int32, key string, o op, del bool) {
 	rev := r.rev + 1
-	s := r.key([]byte(key))
+	s := r.keyString(key)
 	id := r.newWrite(s, idx, o, del)
 	w := &r.all[id]
 	if del {

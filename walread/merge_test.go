@@ -138,6 +138,19 @@ func scanAll(t *testing.T, l *Log) scanned {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// ReadRecord keeps the segments it opened open until Close; the log
+	// reads again after it.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.pos) > 0 {
+		if _, err := l.ReadRecord(s.pos[0]); err != nil {
+			t.Fatalf("read again after Close: %v", err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	s.tail = tail
 	return s
 }

@@ -54,6 +54,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	"go.etcd.io/etcd/server/v3/storage/wal"
@@ -128,6 +129,52 @@ type Log struct {
 
 	// merged, when not nil, is the plan Scan follows for a merged log.
 	merged *merged
+
+	// files are the segments ReadRecord opened, kept open (with their
+	// size then) until Close: reading the values of thousands of entries
+	// again opens each segment once.
+	mu    sync.Mutex
+	files map[int32]openedSegment
+}
+
+// openedSegment is a segment file ReadRecord keeps open.
+type openedSegment struct {
+	f    *os.File
+	info fs.FileInfo
+}
+
+// Close closes the segment files ReadRecord opened. The log can be read
+// again after it.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var first error
+	for _, o := range l.files {
+		if err := o.f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	l.files = nil
+	return first
+}
+
+// segmentFile returns segment i, opened once.
+func (l *Log) segmentFile(i int32) (openedSegment, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if o, ok := l.files[i]; ok {
+		return o, nil
+	}
+	f, info, err := openSegment(l.Segments[i].Path())
+	if err != nil {
+		return openedSegment{}, err
+	}
+	if l.files == nil {
+		l.files = map[int32]openedSegment{}
+	}
+	o := openedSegment{f: f, info: info}
+	l.files[i] = o
+	return o, nil
 }
 
 // Open finds the log in dir: dir itself when it holds *.wal files, else
@@ -340,11 +387,11 @@ func (l *Log) ReadRecord(pos Pos) (*walpb.Record, error) {
 		return nil, fmt.Errorf("write-ahead log: no segment %d", pos.Segment)
 	}
 	path := l.Segments[pos.Segment].Path()
-	f, info, err := openSegment(path)
+	o, err := l.segmentFile(pos.Segment)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	f, info := o.f, o.info
 	if pos.Offset < 0 || pos.Offset > info.Size() {
 		return nil, fmt.Errorf("%s: offset %d beyond the file", path, pos.Offset)
 	}
