@@ -417,12 +417,12 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WA
 	// The keys with an applied write: at its revision, or at one not
 	// established (a key whose only applied write is such a deletion is
 	// listed deleted, not left out).
-	for k, ks := range r.keys {
-		for _, x := range ks.writes {
-			if r.all[x].mod != 0 || w.isUnplaced(x) {
-				w.keys = append(w.keys, k)
-				break
-			}
+	// Found from the writes, not by walking every key of the db.
+	listed := make([]bool, len(r.keyNames))
+	for x := range r.all {
+		if k := r.all[x].key; !listed[k] && (r.all[x].mod != 0 || w.isUnplaced(int32(x))) {
+			listed[k] = true
+			w.keys = append(w.keys, r.keyNames[k])
 		}
 	}
 	sort.Strings(w.keys)
