@@ -333,7 +333,8 @@ func anchoredIn(anchored []int64, lo, hi int64) bool {
 // segment's start, whatever u's compares pinned). Nor after,
 // when every later write of its keys outside u applied (a later compare
 // on them that failed would be one on their state from before the log in
-// that world, and may hold there, making up a revision), and an uncertain
+// that world, and may hold there, making up a revision; a later delete of
+// them that deleted nothing may delete there), and an uncertain
 // entry after them that may make one more revision there has a put the
 // db holds before it too. A lease taken to be gone changes more (every
 // later use of it): never refuted so.
@@ -378,6 +379,14 @@ func (p *pxSolver) anchoredBefore(u map[int32]bool, anchored []int64, ix *challe
 	for k := range keys {
 		for _, wi := range ix.writesOf[k] {
 			if w := &p.writes[wi]; w.entry > first && !u[w.entry] && !w.applied {
+				return false
+			}
+		}
+		// A later delete of it that deleted nothing (the key absent after
+		// u's writes) may delete it in that world, where u's did not
+		// apply: one more revision there, making up for u's.
+		for _, e := range ix.deletesOf[k] {
+			if e > first && !u[e] && !slices.ContainsFunc(ix.writesOf[k], func(wi int32) bool { return p.writes[wi].entry == e }) {
 				return false
 			}
 		}
@@ -439,13 +448,25 @@ func (p *pxSolver) corroborated(idx int32, floor int64, ix *challengeIndex) bool
 type challengeIndex struct {
 	writesOf map[int32][]int32 // positions in writes, in order
 	refsOf   map[int32][]pxRef
+	// deletesOf lists, by key, the entries with a delete of it in either
+	// branch (a delete that deleted nothing leaves no write).
+	deletesOf map[int32][]int32
 }
 
 func (p *pxSolver) challengeIndex() *challengeIndex {
-	ix := &challengeIndex{writesOf: map[int32][]int32{}, refsOf: map[int32][]pxRef{}}
+	ix := &challengeIndex{writesOf: map[int32][]int32{}, refsOf: map[int32][]pxRef{}, deletesOf: map[int32][]int32{}}
 	for i := range p.writes {
 		k := p.writes[i].key
 		ix.writesOf[k] = append(ix.writesOf[k], int32(i))
+	}
+	for i := range p.entries {
+		for _, ops := range [2][]pxOp{p.entries[i].succ, p.entries[i].fail} {
+			for _, o := range ops {
+				if o.del {
+					ix.deletesOf[o.key] = append(ix.deletesOf[o.key], int32(i))
+				}
+			}
+		}
 	}
 	for _, r := range p.refs {
 		ix.refsOf[r.key] = append(ix.refsOf[r.key], r)
