@@ -49,8 +49,9 @@ import (
 
 // maxChallenges bounds the prefix's alternative solves. Past it the
 // entries left are not worked out: each is left unknown, and the
-// revisions before it as well (one higher in the other world).
-const maxChallenges = 48
+// revisions before it as well (higher in the other world). A variable
+// for tests (TestPrefixModelConceded sets it to 0).
+var maxChallenges = 48
 
 // challenge works out the alternative worlds of the entries that rest on
 // a first compare taken to hold and that nothing corroborates, and takes
@@ -603,20 +604,46 @@ func (p *pxSolver) blur(i int32, lo, hi int64, why string) {
 
 // concede is challenge's answer for entries past maxChallenges: the
 // entry's outcome is left unknown, its keys' later writes' too, and the
-// revisions before it (one higher in the other world) not established.
-func (p *pxSolver) concede(idx int32, why string) {
-	p.out[idx].ambiguous = "its outcome is not established: " + why
-	for i := range idx {
-		if c := p.claimOf(int(i)); c.revOK && c.rev != 0 {
-			p.blur(i, c.rev, c.rev+1, why)
+// revisions before it (higher in the other world) not established. e
+// may carry leaseBit (the entry's lease taken to exist): every later put
+// with that lease is left unknown as well (refused in the other world),
+// and the revisions before each are not established by as many.
+func (p *pxSolver) concede(e int32, why string) {
+	idx := e &^ leaseBit
+	conceded := []int32{idx}
+	if l := p.leaseOf(idx); e&leaseBit != 0 && l != 0 {
+		for i := idx + 1; int(i) < len(p.entries); i++ {
+			if p.leaseOf(i) == l {
+				conceded = append(conceded, i)
+			}
+		}
+	}
+	// In the other world each of them that made a revision made none:
+	// the revisions before them are up to that many higher there (at
+	// least one: the entry may have made one it was not given).
+	made := 0
+	isConceded := map[int32]bool{}
+	for _, c := range conceded {
+		isConceded[c] = true
+		if p.out[c].rel != 0 {
+			made++
+		}
+	}
+	made = max(made, 1)
+	for i := range conceded[len(conceded)-1] {
+		if c := p.claimOf(int(i)); !isConceded[i] && c.revOK && c.rev != 0 {
+			p.blur(i, c.rev, c.rev+int64(made), why)
 		}
 	}
 	if x, ok := p.x(); ok {
-		p.xWhy, p.xHi = why, max(p.xHi, x+1)
+		p.xWhy, p.xHi = why, max(p.xHi, x+int64(made))
 	}
 	keys := map[int32]bool{}
+	for _, c := range conceded {
+		p.out[c].ambiguous = "its outcome is not established: " + why
+	}
 	for i := range p.writes {
-		if w := &p.writes[i]; w.entry == idx {
+		if w := &p.writes[i]; isConceded[w.entry] {
 			keys[w.key] = true
 		}
 	}
