@@ -1179,6 +1179,7 @@ var prefixModelRegressions = []struct {
 	{seed: 325, data: []byte("0812"), known: true, what: "a stale delete of a key that existed, taken to hold, then a blind put of the key: claimed to create it (create revision and version wrong); the world where the delete failed is the true one, and the solver, working it out, does not find it"},
 	{seed: 142, data: []byte("00122C1012&$&1000000000000"), known: true, what: "a stale put of a key deleted before the log, then a blind delete of it, among revokes of leases from before the log: the put is claimed applied; in the world where it failed the solver pins a stretch the db then refutes (compact_rev_key's value), and does not try the other starts"},
 	{seed: 367, data: []byte("00270A0"), known: true, what: "two stale compares naming two revisions of a key from before the log, both failed: one is taken to hold, and the world where both failed, challenged, is not found by the solver (taken as refuted): the revisions after them are claimed one too low"},
+	{seed: 687, data: []byte("0027XA0"), known: true, what: "a stale create (ModRevision==0) of a key that exists is the log's first compare on it: taken to hold, it is given the revision the key's last write before the log made, which the next compare names; the world where it failed is the true one, and the solver, working it out, does not find it"},
 	{seed: 1318, what: "the log starts at raft index 1 (solved without exact): the try that passes over the first pin counts that compare as failed, and a write etcd applied is claimed not applied"},
 }
 
