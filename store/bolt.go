@@ -628,18 +628,20 @@ func (b *Bolt) ScanRevisions(ctx context.Context, prefix string, fn func(Event) 
 // holds that revision, a KeyValue with only Key set. A key deleted and
 // created again is live: kv is the new incarnation.
 func (b *Bolt) ScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error {
+	q := latestQuery{includeDeleted: includeDeleted, withValues: true}
+	return b.scanNewest(ctx, "scan latest", prefix, q, func(kv *KeyValue, deleteRev int64) error { return fn(kv, deleteRev != 0, deleteRev) })
+}
+
+// scanNewest is scanLatest of q under prefix at the file's revision, its
+// errors named by what.
+func (b *Bolt) scanNewest(ctx context.Context, what, prefix string, q latestQuery, fn func(kv *KeyValue, deleteRev int64) error) error {
 	m, err := prefixMatch(prefix)
 	if err != nil {
-		return fmt.Errorf("scan latest: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	err = b.scanLatest(ctx, latestQuery{
-		match:          m,
-		atRev:          b.meta.Revision,
-		includeDeleted: includeDeleted,
-		withValues:     true,
-	}, func(kv *KeyValue, deleteRev int64) error { return fn(kv, deleteRev != 0, deleteRev) })
-	if err != nil {
-		return fmt.Errorf("scan latest %s: %w", prefix, err)
+	q.match, q.atRev = m, b.meta.Revision
+	if err := b.scanLatest(ctx, q, fn); err != nil {
+		return fmt.Errorf("%s %s: %w", what, prefix, err)
 	}
 	return nil
 }
@@ -648,21 +650,7 @@ func (b *Bolt) ScanLatest(ctx context.Context, prefix string, includeDeleted boo
 // the file is a tombstone, in key order, as ScanLatest with includeDeleted
 // does; the live keys' values are not read.
 func (b *Bolt) ScanDeleted(ctx context.Context, prefix string, fn func(kv *KeyValue, deleteRev int64) error) error {
-	m, err := prefixMatch(prefix)
-	if err != nil {
-		return fmt.Errorf("scan deleted: %w", err)
-	}
-	err = b.scanLatest(ctx, latestQuery{
-		match:          m,
-		atRev:          b.meta.Revision,
-		includeDeleted: true,
-		deletedOnly:    true,
-		withValues:     true,
-	}, fn)
-	if err != nil {
-		return fmt.Errorf("scan deleted %s: %w", prefix, err)
-	}
-	return nil
+	return b.scanNewest(ctx, "scan deleted", prefix, latestQuery{includeDeleted: true, deletedOnly: true, withValues: true}, fn)
 }
 
 // valueCopy reads key's value put at main revision mod (a revision the
