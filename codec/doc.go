@@ -31,5 +31,13 @@
 // enclosing it, or at the JSON level with the original key order and literals
 // kept.
 //
+// JSON is written sorted where a record must read the same whatever the
+// value's own member order (dump): SortedEncoder writes a typed object
+// with every object's members sorted, in one pass, or declines, and
+// CanonicalJSON rewrites what encoding/json wrote into the bytes a
+// decode into maps and an encode give. Both follow encoding/json's rules
+// byte for byte; what they cannot reproduce exactly they decline, and the
+// caller takes the long way.
+//
 // Package codec imports neither etcd nor the CLI; a test asserts it.
 package codec

@@ -1,4 +1,4 @@
-package inspect
+package codec
 
 import (
 	"encoding"
@@ -14,26 +14,35 @@ import (
 	"unicode/utf8"
 )
 
-// sortedEncoder writes a typed object as JSON with the members of every
+// SortedEncoder writes a typed object as JSON with the members of every
 // object sorted by name: the bytes encoding/json.Marshal followed by
-// canonJSON.rewrite gives, in one pass and without the intermediate
+// CanonicalJSON.Rewrite gives, in one pass and without the intermediate
 // document. It follows encoding/json's rules for the types it accepts
 // (struct fields and their tags, omitempty, omitzero, embedded structs,
 // json.Marshaler, []byte as base64, maps with string keys) and declines
 // everything else (a plan-time refusal of the type, or a run-time refusal
 // of a value), so that the caller takes the previous path: it never writes
 // different bytes, it only refuses.
-type sortedEncoder struct {
+type SortedEncoder struct {
 	out   []byte
-	canon canonJSON // for the output of MarshalJSON methods
+	canon CanonicalJSON // for the output of MarshalJSON methods
 	keys  []reflect.Value
 	// depth is the nesting of the value being written; past canonMaxDepth
-	// the object takes the long way, as canonJSON declines it.
+	// the object takes the long way, as CanonicalJSON declines it.
 	depth int
 }
 
-// encode appends the JSON of v (a pointer to a typed object) to e.out.
-func (e *sortedEncoder) encode(v any) bool {
+// Reset empties what the encoder wrote, keeping its buffer.
+func (e *SortedEncoder) Reset() { e.out = e.out[:0] }
+
+// Bytes is what the encoder wrote since Reset: valid until the next
+// Reset or Encode.
+func (e *SortedEncoder) Bytes() []byte { return e.out }
+
+// Encode appends the JSON of v (a pointer to a typed object) to what the
+// encoder wrote, and reports false where it declines (what it appended
+// is then to be dropped with Reset).
+func (e *SortedEncoder) Encode(v any) bool {
 	rv := reflect.ValueOf(v)
 	p := planFor(rv.Type())
 	if p == nil {
@@ -265,7 +274,7 @@ func (b *planBuilder) structFields(p *encPlan, t reflect.Type) {
 		}
 		c := group[0]
 		f := fieldPlan{index: c.index, omitEmpty: hasOpt(c.opts, "omitempty"), omitZero: hasOpt(c.opts, "omitzero")}
-		f.nameJSON = appendJSONString(nil, c.name)
+		f.nameJSON = AppendJSONString(nil, c.name)
 		if f.nameJSON == nil {
 			b.failed = true
 			return
@@ -343,7 +352,7 @@ func emptyValue(v reflect.Value) bool {
 	return false
 }
 
-func (e *sortedEncoder) value(p *encPlan, v reflect.Value) bool {
+func (e *SortedEncoder) value(p *encPlan, v reflect.Value) bool {
 	if e.depth >= canonMaxDepth {
 		return false
 	}
@@ -360,11 +369,11 @@ func (e *sortedEncoder) value(p *encPlan, v reflect.Value) bool {
 	case planUint:
 		n := v.Uint()
 		if n > math.MaxInt64 {
-			return false // canonJSON writes it as a float
+			return false // CanonicalJSON writes it as a float
 		}
 		e.out = strconv.AppendUint(e.out, n, 10)
 	case planString:
-		s := appendJSONString(e.out, v.String())
+		s := AppendJSONString(e.out, v.String())
 		if s == nil {
 			return false
 		}
@@ -410,7 +419,7 @@ func (e *sortedEncoder) value(p *encPlan, v reflect.Value) bool {
 	return true
 }
 
-func (e *sortedEncoder) mapValue(p *encPlan, v reflect.Value) bool {
+func (e *SortedEncoder) mapValue(p *encPlan, v reflect.Value) bool {
 	if v.IsNil() {
 		e.out = append(e.out, "null"...)
 		return true
@@ -430,7 +439,7 @@ func (e *sortedEncoder) mapValue(p *encPlan, v reflect.Value) bool {
 		if i > 0 {
 			e.out = append(e.out, ',')
 		}
-		s := appendJSONString(e.out, k.String())
+		s := AppendJSONString(e.out, k.String())
 		if s == nil {
 			return false
 		}
@@ -443,7 +452,7 @@ func (e *sortedEncoder) mapValue(p *encPlan, v reflect.Value) bool {
 	return true
 }
 
-func (e *sortedEncoder) structValue(p *encPlan, v reflect.Value) bool {
+func (e *SortedEncoder) structValue(p *encPlan, v reflect.Value) bool {
 	e.out = append(e.out, '{')
 	first := true
 fields:
@@ -477,7 +486,7 @@ fields:
 
 // marshaler writes the output of v's MarshalJSON, checked as encoding/json
 // checks it, with its members sorted.
-func (e *sortedEncoder) marshaler(v reflect.Value) bool {
+func (e *SortedEncoder) marshaler(v reflect.Value) bool {
 	if v.Kind() == reflect.Pointer && v.IsNil() {
 		e.out = append(e.out, "null"...)
 		return true
@@ -491,9 +500,9 @@ func (e *sortedEncoder) marshaler(v reflect.Value) bool {
 	if err != nil {
 		return false
 	}
-	// canonJSON reads JSON's grammar strictly (encoding/json checks the
+	// CanonicalJSON reads JSON's grammar strictly (encoding/json checks the
 	// output of MarshalJSON) and declines some valid JSON too.
-	out, ok := e.canon.rewrite(b)
+	out, ok := e.canon.Rewrite(b)
 	if !ok {
 		return false
 	}
@@ -503,10 +512,10 @@ func (e *sortedEncoder) marshaler(v reflect.Value) bool {
 
 const jsonHex = "0123456789abcdef"
 
-// appendJSONString appends s as encoding/json writes a string without
+// AppendJSONString appends s as encoding/json writes a string without
 // HTML escaping; nil for a string that is not valid UTF-8 (encoding/json
-// writes \ufffd, which canonJSON declines: the previous path decides).
-func appendJSONString(dst []byte, s string) []byte {
+// writes \ufffd, which CanonicalJSON declines: the previous path decides).
+func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {

@@ -1,4 +1,4 @@
-package inspect
+package codec
 
 import (
 	"bytes"
@@ -15,12 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/etcdpvc/etcdpvc/codec"
 )
 
-// previousEncoding is what the short way wrote before sortedEncoder: the
-// object encoded by encoding/json, then rewritten sorted by canonJSON.
+// previousEncoding is what the short way wrote before SortedEncoder: the
+// object encoded by encoding/json, then rewritten sorted by CanonicalJSON.
 func previousEncoding(v any) ([]byte, bool) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -28,8 +26,8 @@ func previousEncoding(v any) ([]byte, bool) {
 	if err := enc.Encode(v); err != nil {
 		return nil, false
 	}
-	var c canonJSON
-	out, ok := c.rewrite(buf.Bytes())
+	var c CanonicalJSON
+	out, ok := c.Rewrite(buf.Bytes())
 	return bytes.Clone(out), ok
 }
 
@@ -138,16 +136,16 @@ func (f *filler) fill(v reflect.Value) {
 	}
 }
 
-// TestSortedEncoder checks, for every kind of codec.Scheme filled at
-// random many times, that sortedEncoder writes byte for byte what
-// encoding/json and canonJSON wrote before, or declines; and that it
+// TestSortedEncoder checks, for every kind of Scheme filled at
+// random many times, that SortedEncoder writes byte for byte what
+// encoding/json and CanonicalJSON wrote before, or declines; and that it
 // declines none of the kinds the apiserver stores as protobuf in the
 // corpora.
 func TestSortedEncoder(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var kinds []string
 	types := map[string]reflect.Type{}
-	for gvk, typ := range codec.Scheme.AllKnownTypes() {
+	for gvk, typ := range Scheme.AllKnownTypes() {
 		k := gvk.String()
 		kinds = append(kinds, k)
 		types[k] = typ
@@ -162,13 +160,13 @@ func TestSortedEncoder(t *testing.T) {
 			f := filler{r: r}
 			f.fill(obj.Elem())
 			want, wok := previousEncoding(obj.Interface())
-			var e sortedEncoder
-			if !e.encode(obj.Interface()) {
+			var e SortedEncoder
+			if !e.Encode(obj.Interface()) {
 				declined[typ.String()] = true
 				continue
 			}
 			if !wok {
-				t.Errorf("%s #%d: sortedEncoder wrote what the previous path declines:\n%s", k, i, e.out)
+				t.Errorf("%s #%d: SortedEncoder wrote what the previous path declines:\n%s", k, i, e.out)
 				continue
 			}
 			compared++
@@ -186,7 +184,7 @@ func TestSortedEncoder(t *testing.T) {
 	for _, stored := range []string{"v1.ConfigMap", "v1.Secret", "v1.Pod", "v1.PersistentVolumeClaim", "v1.PersistentVolume", "v1.Service", "v1.ServiceAccount", "v1.Namespace", "v1.Event", "v1.ClusterRole", "v1.Deployment", "v1.StatefulSet", "v1.Lease", "v1.Endpoints", "v1.Node"} {
 		for typ := range declined {
 			if strings.HasSuffix(typ, stored) {
-				t.Errorf("sortedEncoder declines %s", typ)
+				t.Errorf("SortedEncoder declines %s", typ)
 			}
 		}
 	}
@@ -256,13 +254,13 @@ func TestSortedEncoderShapes(t *testing.T) {
 			}{"x": {T: zero}, "y": {T: now}}, Named: map[corev1ResourceName]int{"z": 1, "cpu": 2}, B: []byte{0, 1, 2}, Skip: "s", Dash: "d", NoTag: 3, Bad: 4},
 		shapes{P: ptrMarshal{7, 8}}, // not addressable at the top
 		&struct {
-			Secret codec.RedactedSecret `json:"s"`
+			Secret RedactedSecret `json:"s"`
 		}{Secret: redactedForTest()},
 	}
 	for i, v := range values {
 		want, wok := previousEncoding(v)
-		var e sortedEncoder
-		if !e.encode(v) {
+		var e SortedEncoder
+		if !e.Encode(v) {
 			t.Errorf("#%d: declined", i)
 			continue
 		}
@@ -291,46 +289,17 @@ func TestSortedEncoderShapes(t *testing.T) {
 		deepList(canonMaxDepth + 1),
 	}
 	for i, v := range declined {
-		var e sortedEncoder
-		if e.encode(v) {
+		var e SortedEncoder
+		if e.Encode(v) {
 			t.Errorf("declined #%d written: %.200s", i, e.out)
-		}
-	}
-}
-
-// TestRecordHead checks appendRecordHead writes what encoding/json writes
-// for a record without its object, or declines.
-func TestRecordHead(t *testing.T) {
-	recs := []DumpRecord{
-		{Key: "/registry/pods/demo/web-0", ModRevision: 12, CreateRevision: 3, Version: 4, Lease: 0},
-		{Key: "/registry/leases/kube-system/x", ModRevision: 1 << 62, CreateRevision: -1, Version: 0, Lease: 7587, Deleted: true,
-			Resource: "leases.coordination.k8s.io", Namespace: "kube-system", Name: "x"},
-		{Key: "/registry/secrets/demo/s", Encrypted: `aescbc key "key1"`, Error: "read secret s in namespace demo: <encrypted> & \"stale\"\n\t\x01 \u2028 é"},
-		{Key: ""},
-	}
-	for i, rec := range recs {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(rec); err != nil {
-			t.Fatal(err)
-		}
-		got, ok := appendRecordHead(nil, &rec)
-		if !ok || !bytes.Equal(got, buf.Bytes()) {
-			t.Errorf("#%d:\n got %s\nwant %s", i, got, buf.Bytes())
-		}
-	}
-	for _, rec := range []DumpRecord{{Key: "/registry/\xff"}, {Key: "k", Error: "bad \xfe byte"}} {
-		if got, ok := appendRecordHead(nil, &rec); ok {
-			t.Errorf("%q not declined: %s", rec.Key, got)
 		}
 	}
 }
 
 // redactedForTest is a Secret with data and stringData redacted, so that
 // the encoders must take the redacted fields, not the Secret's own.
-func redactedForTest() codec.RedactedSecret {
-	r, ok := codec.RedactTypedSecret(&corev1.Secret{
+func redactedForTest() RedactedSecret {
+	r, ok := RedactTypedSecret(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "s"},
 		Data:       map[string][]byte{"password": []byte("hunter2")},
 		StringData: map[string]string{"token": "abc"},
