@@ -58,10 +58,10 @@ bench:
 # as root, cold).
 BENCH_REVISIONS ?= 1000000
 bench-data:
-	$(GO) run ./internal/benchdata generate -revisions $(BENCH_REVISIONS)
+	$(GO) run ./tools/benchdata generate -revisions $(BENCH_REVISIONS)
 
 bench-offline: build bench-data
-	$(GO) build -o bin/benchdata ./internal/benchdata
+	$(GO) build -o bin/benchdata ./tools/benchdata
 	bin/benchdata measure -revisions $(BENCH_REVISIONS) -bin $(BIN)
 
 # fuzz runs each fuzz target for FUZZTIME.
