@@ -171,6 +171,10 @@ type OpenError struct {
 func (e *OpenError) Error() string { return e.Err.Error() }
 func (e *OpenError) Unwrap() error { return e.Err }
 
+// Hint is what to do about a store that cannot be opened ("": nothing
+// more to say).
+func (e *OpenError) Hint() string { return e.hint }
+
 // Kubeadm applies the kube-apiserver manifest in o.ManifestsDir to o when
 // o.Kubeadm is set (once: it sets o.KubeadmApplied). Every connection
 // setting not given as a flag is taken from the manifest: the manifest wins

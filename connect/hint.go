@@ -31,39 +31,39 @@ func (s *Session) undeterminedHint() string {
 	return UndeterminedHint
 }
 
+// hintedError is an error with what to do about it (see WithHint).
+type hintedError struct {
+	err  error
+	hint string
+}
+
+func (e *hintedError) Error() string { return e.err.Error() }
+func (e *hintedError) Unwrap() error { return e.err }
+func (e *hintedError) Hint() string  { return e.hint }
+
+// WithHint returns err with hint, what to do about it (nil for nil).
+func WithHint(err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	return &hintedError{err, hint}
+}
+
+// Hinter is an error that says what to do about it: every error type of
+// the library that has more to say than its message (a store that cannot
+// be opened, an object not found, an encrypted value, a refusal…).
+type Hinter interface {
+	error
+	Hint() string
+}
+
 // Hint returns what to tell the user to do about err, "" when there is
-// nothing more to say than the error itself: the hint of a store that
-// cannot be opened (OpenError), of an object not found
-// (surgery.NotFoundError), of an encrypted value (codec.EncryptedError), or
-// of the sentinel err wraps.
+// nothing more to say than the error itself: the first non-empty hint of
+// the errors err wraps, outermost first (see Hinter), else the hint of
+// the condition it wraps (a compaction, a sentinel).
 func Hint(err error) string {
-	var he *hintedError
-	if errors.As(err, &he) {
-		return he.hint
-	}
-	var re *RefusedError
-	if errors.As(err, &re) {
-		return re.Hint
-	}
-	var oe *OpenError
-	if errors.As(err, &oe) && oe.hint != "" {
-		return oe.hint
-	}
-	var nf *surgery.NotFoundError
-	if errors.As(err, &nf) {
-		return nf.Hint()
-	}
-	var enc *codec.EncryptedError
-	if errors.As(err, &enc) {
-		return enc.Hint()
-	}
-	var tm *surgery.TooManyOpsError
-	if errors.As(err, &tm) {
-		return tm.Hint()
-	}
-	var ue *verify.UnverifiableError
-	if errors.As(err, &ue) && ue.Hint() != "" {
-		return ue.Hint()
+	if h := wrappedHint(err); h != "" {
+		return h
 	}
 	if errors.As(err, new(*store.CompactedError)) {
 		return compactedHint
@@ -71,6 +71,30 @@ func Hint(err error) string {
 	for _, h := range sentinelHints {
 		if errors.Is(err, h.err) {
 			return h.hint
+		}
+	}
+	return ""
+}
+
+// wrappedHint is the first non-empty Hint of the errors in err's tree, in
+// the order errors.As visits them.
+func wrappedHint(err error) string {
+	if err == nil {
+		return ""
+	}
+	if h, ok := err.(Hinter); ok {
+		if s := h.Hint(); s != "" {
+			return s
+		}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return wrappedHint(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if s := wrappedHint(e); s != "" {
+				return s
+			}
 		}
 	}
 	return ""

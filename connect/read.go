@@ -98,7 +98,7 @@ func (s *Session) Get(ctx context.Context, t Terminal, r GetRequest) (Got, error
 // binary bytes garble the session (and can send it control sequences).
 // hint says how to get them anyway.
 func RawToTerminal(hint string) error {
-	return &RefusedError{Msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed", Hint: hint}
+	return &RefusedError{Msg: "-o raw writes binary bytes, which would garble this terminal; nothing printed", Advice: hint}
 }
 
 // Scope resolves RESOURCE, -n and -A for ls, dump and diff

@@ -9,14 +9,6 @@ import (
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
-// hintedError is an error with what to do about it (see Hint).
-type hintedError struct {
-	err  error
-	hint string
-}
-
-func (e *hintedError) Error() string { return e.err.Error() }
-func (e *hintedError) Unwrap() error { return e.err }
 
 // RecoverSource finds the revision of key to recover from
 // (surgery.FindRecoverSource): rev when given, else the last value before

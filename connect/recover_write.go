@@ -23,10 +23,10 @@ func (s *Session) ReadOnly() bool {
 func (s *Session) NoTarget(key string) error {
 	if key == "" {
 		return &RefusedError{Msg: fmt.Sprintf("recover: %s: %v: nothing written", s.Description, store.ErrReadOnly),
-			Hint: "write into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
+			Advice: "write into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
 	}
 	return &RefusedError{Msg: fmt.Sprintf("recover %s: %s: %v: nothing written", key, s.Description, store.ErrReadOnly),
-		Hint: "print it with -o yaml or -o raw; write it into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
+		Advice: "print it with -o yaml or -o raw; write it into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
 }
 
 // PreviewRecover shows, for a recover with no target to compare with, the
@@ -61,7 +61,7 @@ func (s *Session) Recover(ctx context.Context, t Terminal, src *Session, kv stor
 				msg += ": " + other
 				hint = "recover never replaces an object, and the one that exists is not the one recovered: `etcdpvc get` it, `etcdpvc history` lists the incarnations; the deleted one can be recovered only where its name is free"
 			}
-			return &RefusedError{Msg: msg, Hint: hint}
+			return &RefusedError{Msg: msg, Advice: hint}
 		}
 		return err
 	}
@@ -167,9 +167,9 @@ func PlanRecoverSet(ctx context.Context, t Terminal, src, dst *Session, r Recove
 		var te *surgery.TerminatingError
 		switch {
 		case errors.Is(err, surgery.ErrMissingCRD):
-			return nil, &RefusedError{Msg: err.Error() + "; nothing written", Hint: "recover the CustomResourceDefinition from an older snapshot first, or leave the custom resources out with --exclude"}
+			return nil, &RefusedError{Msg: err.Error() + "; nothing written", Advice: "recover the CustomResourceDefinition from an older snapshot first, or leave the custom resources out with --exclude"}
 		case errors.As(err, &te):
-			return nil, &RefusedError{Msg: err.Error(), Hint: te.Hint()}
+			return nil, &RefusedError{Msg: err.Error(), Advice: te.Hint()}
 		}
 		return nil, err
 	}

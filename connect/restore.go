@@ -21,7 +21,7 @@ func (s *Session) Restore(ctx context.Context, t Terminal, b *surgery.Backup, fo
 		if errors.As(err, &ch) {
 			t.Diff(ch.Diff)
 			msg, hint := ch.Refusal()
-			return &RefusedError{Msg: msg, Hint: hint}
+			return &RefusedError{Msg: msg, Advice: hint}
 		}
 		var oc *surgery.OtherClusterError
 		if errors.As(err, &oc) {

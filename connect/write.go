@@ -25,10 +25,13 @@ func (e *incompleteError) Is(target error) bool { return target == ErrIncomplete
 // RefusedError is a write declined as asked: nothing was written. Hint
 // says what to do instead (see Hint).
 type RefusedError struct {
-	Msg, Hint string
+	Msg, Advice string
 }
 
 func (e *RefusedError) Error() string { return e.Msg }
+
+// Hint is what to do about the refusal ("": nothing more to say).
+func (e *RefusedError) Hint() string { return e.Advice }
 
 // usageError is an *OptionError with a hint: a request that cannot be
 // made as given.

@@ -142,7 +142,7 @@ func TestWriteFile(t *testing.T) {
 		t.Error("a db file is not ReadOnly")
 	}
 	var re *RefusedError
-	if err := s.NoTarget(key); !errors.As(err, &re) || !strings.Contains(re.Msg, "nothing written") || !strings.Contains(re.Hint, "-o yaml") {
+	if err := s.NoTarget(key); !errors.As(err, &re) || !strings.Contains(re.Msg, "nothing written") || !strings.Contains(re.Hint(), "-o yaml") {
 		t.Errorf("NoTarget = %v", err)
 	}
 	s.Close()

@@ -38,7 +38,7 @@ func applyKubeadm(g *globalOptions) error {
 	warnings, err := connect.Kubeadm(&g.Options)
 	g.KubeadmApplied = true // once, even when the manifest cannot be read
 	if err != nil {
-		return withHint(err, "run on a control-plane node, point --manifests-dir at the static pod manifests, or give --endpoints and certificates")
+		return connect.WithHint(err, "run on a control-plane node, point --manifests-dir at the static pod manifests, or give --endpoints and certificates")
 	}
 	g.kubeadmWarnings = warnings
 	return nil
@@ -72,7 +72,7 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 		case errors.As(err, &oe):
 			return nil, &usageError{Msg: err.Error()}
 		case connect.Refused(err):
-			return nil, &connect.RefusedError{Msg: err.Error(), Hint: connect.Hint(err)}
+			return nil, &connect.RefusedError{Msg: err.Error(), Advice: connect.Hint(err)}
 		}
 		return nil, err
 	}

@@ -115,7 +115,7 @@ etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
 					return surgery.Meta{MetaEdit: me, Overwrite: c.Bool("overwrite")}, nil
 				})
 			if errors.Is(err, surgery.ErrNotApplicable) {
-				return withHint(err, "etcdpvc get shows the object's current "+what+"; --overwrite changes an existing value")
+				return connect.WithHint(err, "etcdpvc get shows the object's current "+what+"; --overwrite changes an existing value")
 			}
 			return err
 		},

@@ -37,28 +37,8 @@ type usageError = cliargs.UsageError
 // usagef returns a *usageError (cliargs.Usagef).
 var usagef = cliargs.Usagef
 
-// hinted carries a hint for the user alongside an error.
-type hinted struct {
-	err  error
-	hint string
-}
-
-func (h *hinted) Error() string { return h.err.Error() }
-func (h *hinted) Unwrap() error { return h.err }
-
-func withHint(err error, hint string) error {
-	if err == nil {
-		return nil
-	}
-	return &hinted{err: err, hint: hint}
-}
-
 // hintFor returns the hint to print after an error, if any.
 func hintFor(err error) string {
-	var h *hinted
-	if errors.As(err, &h) {
-		return h.hint
-	}
 	if h := connect.Hint(err); h != "" {
 		return h
 	}

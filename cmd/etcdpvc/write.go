@@ -79,7 +79,7 @@ func (e *env) Note(msg string) { fmt.Fprintf(e.stderr, "etcdpvc: %s\n", msg) }
 // hint (--yes is checked before it is asked).
 func (e *env) Confirm(question, hint string) error {
 	if !isTerminal(e.stdin) {
-		return &connect.RefusedError{Msg: "not confirmed: stdin is not a terminal and --yes was not given; nothing written", Hint: hint}
+		return &connect.RefusedError{Msg: "not confirmed: stdin is not a terminal and --yes was not given; nothing written", Advice: hint}
 	}
 	return ask(e, question)
 }
