@@ -21,6 +21,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/verify"
 	"github.com/etcdpvc/etcdpvc/walread"
@@ -366,7 +367,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Enc: enc, Planner: surgery.Planner{Enc: enc, Prefix: o.Prefix}}
+	s := &Session{Enc: enc, Planner: surgery.Planner{Codec: stored.Codec{Enc: enc, Prefix: o.Prefix}}}
 	switch {
 	case len(o.WAL) > 0 && o.Out != "":
 		s.Close()

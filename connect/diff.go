@@ -81,8 +81,8 @@ func Diff(ctx context.Context, w io.Writer, open func(file string) (*Session, er
 	out := bufio.NewWriterSize(w, 64<<10)
 	p := inspect.DiffWriter{W: out, JSON: r.Output == "json"}
 	sum, err := inspect.Diff(ctx,
-		inspect.DiffSide{Reader: a.Reader, Rev: sa.Rev, Planner: a.Planner},
-		inspect.DiffSide{Reader: b.Reader, Rev: sb.Rev, Planner: b.Planner},
+		inspect.DiffSide{Reader: a.Reader, Rev: sa.Rev, Codec: a.Planner.Codec},
+		inspect.DiffSide{Reader: b.Reader, Rev: sb.Rev, Codec: b.Planner.Codec},
 		inspect.DiffOptions{
 			StorePrefix: prefix, ListPrefix: scope.Prefix,
 			Match: func(key string) bool {

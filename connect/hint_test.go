@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/walread"
 )
@@ -107,7 +108,7 @@ func TestHint(t *testing.T) {
 		{surgery.ErrUncertain, "may or may not have been applied"},
 		{store.ErrUndetermined, UndeterminedHint},
 		{errors.New("plain"), ""},
-		{fmt.Errorf("get: %w", &surgery.NotFoundError{Name: "b", Namespace: "a", Elsewhere: []string{"c"}, Err: store.ErrNotFound}), "name the namespace: -n c"},
+		{fmt.Errorf("get: %w", &stored.NotFoundError{Name: "b", Namespace: "a", Elsewhere: []string{"c"}, Err: store.ErrNotFound}), "name the namespace: -n c"},
 	}
 	for _, tc := range tests {
 		if got := Hint(tc.err); got != tc.hint && (tc.hint == "" || !strings.Contains(got, tc.hint)) {

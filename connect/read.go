@@ -11,7 +11,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // damagedDBHint is what to do about a db file that cannot be read to its
@@ -77,7 +77,7 @@ func (s *Session) Get(ctx context.Context, t Terminal, r GetRequest) (Got, error
 	if r.Raw {
 		kv, err := s.Reader.Get(ctx, r.Key, r.Rev)
 		if errors.Is(err, store.ErrNotFound) {
-			return Got{}, surgery.NotFound(ctx, s.Reader, s.Options.Prefix, r.Key, r.Rev, err)
+			return Got{}, stored.NotFound(ctx, s.Reader, s.Options.Prefix, r.Key, r.Rev, err)
 		}
 		if err != nil {
 			return Got{}, fmt.Errorf("get %s: %w", r.Key, err)
@@ -198,7 +198,7 @@ func (s *Session) Dump(ctx context.Context, out io.Writer, r DumpRequest) error 
 	planner := s.Planner
 	planner.ShowSecrets = r.ShowSecrets // the start of an undecodable Secret's value, in its error
 	do := inspect.DumpOptions{
-		Planner: planner, Prefix: scope.Prefix, AllRevisions: r.AllRevisions, Revision: r.Rev, PageSize: r.PageSize,
+		Codec: planner.Codec, Prefix: scope.Prefix, AllRevisions: r.AllRevisions, Revision: r.Rev, PageSize: r.PageSize,
 		YAML: r.YAML, ShowSecrets: r.ShowSecrets,
 		Match: func(key string) (resource.Resource, string, string, bool, bool) { return scope.Match(prefix, key) },
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // TestGet: what get reads, for each form of request, against a real etcd.
@@ -67,7 +67,7 @@ func TestGet(t *testing.T) {
 				}
 				return
 			case tc.err != nil:
-				var nf *surgery.NotFoundError
+				var nf *stored.NotFoundError
 				if !errors.Is(err, tc.err) || !errors.As(err, &nf) || !strings.Contains(nf.Error(), tc.notFound) {
 					t.Fatalf("error %v, want %v naming %q", err, tc.err, tc.notFound)
 				}

@@ -9,7 +9,6 @@ import (
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
-
 // RecoverSource finds the revision of key to recover from
 // (surgery.FindRecoverSource): rev when given, else the last value before
 // the key's deletion. Read from a write-ahead log without rev, it refuses

@@ -193,7 +193,7 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pa
 func (s *Session) History(ctx context.Context, w io.Writer, ref resource.Ref, output string, showSecrets bool) error {
 	planner := s.Planner
 	planner.ShowSecrets = showSecrets // the start of an undecodable Secret's value, in its error
-	o := inspect.HistoryOptions{Planner: planner, ShowSecrets: showSecrets}
+	o := inspect.HistoryOptions{Codec: planner.Codec, ShowSecrets: showSecrets}
 	var rep *inspect.HistoryReport
 	var err error
 	if s.WAL != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // ErrDiffer is the outcome of a diff that found the two states different
@@ -50,8 +50,8 @@ type DiffSide struct {
 	Reader store.Reader
 	// Rev is the revision read (0: the latest).
 	Rev int64
-	// Planner decrypts (with its encryption config) and decodes values.
-	Planner surgery.Planner
+	// Codec decrypts (with its encryption config) and decodes values.
+	Codec stored.Codec
 }
 
 // DiffOptions tune Diff.
@@ -330,25 +330,25 @@ func (d *differ) one(ka, kb *store.KeyValue, emit func(DiffRecord) error) error 
 		rec.Resource, rec.Name = GroupOf(strings.TrimSuffix(d.o.StorePrefix, "/")+"/", key), key
 	}
 	t := d.total(rec.Resource)
-	var ca, cb *surgery.Current
+	var ca, cb *stored.Current
 	var erra, errb error
 	switch {
 	case kb == nil:
 		rec.Change = DiffDeleted
 		t.Deleted++
 		if d.o.WithDiff {
-			ca, erra = d.a.Planner.Open(d.ctx, *ka)
+			ca, erra = d.a.Codec.Open(d.ctx, *ka)
 		}
 	case ka == nil:
 		rec.Change = DiffAdded
 		t.Added++
 		if d.o.WithDiff {
-			cb, errb = d.b.Planner.Open(d.ctx, *kb)
+			cb, errb = d.b.Codec.Open(d.ctx, *kb)
 		}
 	default:
 		rec.Change = DiffModified
-		ca, erra = d.a.Planner.Open(d.ctx, *ka)
-		cb, errb = d.b.Planner.Open(d.ctx, *kb)
+		ca, erra = d.a.Codec.Open(d.ctx, *ka)
+		cb, errb = d.b.Codec.Open(d.ctx, *kb)
 		if erra == nil && errb == nil {
 			d.modified(ka, kb, ca, cb, &rec)
 		}
@@ -388,7 +388,7 @@ func (d *differ) one(ka, kb *store.KeyValue, emit func(DiffRecord) error) error 
 		if cb != nil {
 			after = cb.Obj
 		}
-		p := surgery.Planner{ShowSecrets: d.o.ShowSecrets}
+		p := stored.Codec{ShowSecrets: d.o.ShowSecrets}
 		text, err := p.RenderDiff("a"+key, before, rec.RevA, "b"+key, after, rec.RevB)
 		if err != nil {
 			return fmt.Errorf("diff %s: %w", key, err)
@@ -400,7 +400,7 @@ func (d *differ) one(ka, kb *store.KeyValue, emit func(DiffRecord) error) error 
 
 // storedAs says how a value is stored: "in the clear" or the provider
 // and key of its encryption header.
-func storedAs(c *surgery.Current) string {
+func storedAs(c *stored.Current) string {
 	if c.Encrypted == nil {
 		return "in the clear"
 	}
@@ -409,7 +409,7 @@ func storedAs(c *surgery.Current) string {
 
 // modified fills rec's summary for a key whose stored bytes differ and
 // whose two values were read.
-func (d *differ) modified(ka, kb *store.KeyValue, ca, cb *surgery.Current, rec *DiffRecord) {
+func (d *differ) modified(ka, kb *store.KeyValue, ca, cb *stored.Current, rec *DiffRecord) {
 	encA, encB := storedAs(ca), storedAs(cb)
 	var notes []string
 	if ka.CreateRevision != kb.CreateRevision {

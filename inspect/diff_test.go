@@ -17,6 +17,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -78,7 +79,7 @@ func TestDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer enc.Close()
-	pl := surgery.Planner{Enc: enc}
+	pl := stored.Codec{Enc: enc}
 	put := func(key string, value []byte) {
 		t.Helper()
 		if _, err := cli.Put(ctx, key, string(value)); err != nil {
@@ -147,7 +148,7 @@ func TestDiff(t *testing.T) {
 		o.StorePrefix, o.ListPrefix = "/registry", "/registry/"
 		got := map[string]DiffRecord{}
 		var order []string
-		sum, err := Diff(ctx, DiffSide{Reader: s, Rev: revA, Planner: pl}, DiffSide{Reader: s, Planner: pl}, o, func(r DiffRecord) error {
+		sum, err := Diff(ctx, DiffSide{Reader: s, Rev: revA, Codec: pl}, DiffSide{Reader: s, Codec: pl}, o, func(r DiffRecord) error {
 			got[r.Key] = r
 			order = append(order, r.Key)
 			return nil
@@ -230,7 +231,7 @@ func TestDiff(t *testing.T) {
 	}
 
 	// A state against itself: nothing differs, nothing is decoded.
-	sum, err = Diff(ctx, DiffSide{Reader: s, Planner: surgery.Planner{}}, DiffSide{Reader: s, Planner: surgery.Planner{}},
+	sum, err = Diff(ctx, DiffSide{Reader: s, Codec: stored.Codec{}}, DiffSide{Reader: s, Codec: stored.Codec{}},
 		DiffOptions{StorePrefix: "/registry", ListPrefix: "/registry/"}, func(r DiffRecord) error {
 			t.Errorf("same state: record %+v", r)
 			return nil

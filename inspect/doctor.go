@@ -15,7 +15,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // CheckStatus is the outcome of one doctor check.
@@ -186,9 +186,9 @@ type DoctorInputs struct {
 	// Store is the open store; store.AsCluster gives the members and
 	// health checks of a live etcd.
 	Store store.Reader
-	// Planner opens a stored value (its Enc is the encryption config in
+	// Codec opens a stored value (its Enc is the encryption config in
 	// use, nil for none) and carries the etcd prefix.
-	Planner surgery.Planner
+	Codec stored.Codec
 	// EncryptionConfig is the config's path, for the report.
 	EncryptionConfig string
 	// Routes are the --etcd-servers-overrides in use (live etcd).
@@ -209,7 +209,7 @@ func Doctor(ctx context.Context, r *DoctorReport, in DoctorInputs) {
 		checkCluster(ctx, r, cl)
 	}
 	checkOverrides(ctx, r, in)
-	prefix := in.Planner.Prefix + "/"
+	prefix := in.Codec.Prefix + "/"
 	var firstKey string
 	_, err := in.Store.List(ctx, prefix, store.ListOptions{PageSize: 1, KeysOnly: true, OnCompacted: anyRevision}, func(kv *store.KeyValue) error {
 		firstKey = kv.Key
@@ -221,7 +221,7 @@ func Doctor(ctx context.Context, r *DoctorReport, in DoctorInputs) {
 	case firstKey == "":
 		r.Add(CheckWarn, "prefix", "no key under %s: is it the kube-apiserver's --etcd-prefix? (--prefix, or --kubeadm reads it)", prefix)
 	default:
-		r.Add(CheckOK, "prefix", "%s holds keys (first: %s)", in.Planner.Prefix, firstKey)
+		r.Add(CheckOK, "prefix", "%s holds keys (first: %s)", in.Codec.Prefix, firstKey)
 	}
 	checkEncryption(ctx, r, in)
 	info, err := in.Store.Info(ctx)
@@ -314,7 +314,7 @@ func checkOverrides(ctx context.Context, r *DoctorReport, in DoctorInputs) {
 // first stored Secret.
 func checkEncryption(ctx context.Context, r *DoctorReport, in DoctorInputs) {
 	var sample *store.KeyValue
-	_, err := in.Store.List(ctx, in.Planner.Prefix+"/secrets/", store.ListOptions{PageSize: 1, OnCompacted: anyRevision}, func(kv *store.KeyValue) error {
+	_, err := in.Store.List(ctx, in.Codec.Prefix+"/secrets/", store.ListOptions{PageSize: 1, OnCompacted: anyRevision}, func(kv *store.KeyValue) error {
 		sample = kv
 		return errStopList
 	})
@@ -322,7 +322,7 @@ func checkEncryption(ctx context.Context, r *DoctorReport, in DoctorInputs) {
 		r.Add(CheckFail, "encryption", "read a Secret: %v", err)
 		return
 	}
-	enc := in.Planner.Enc
+	enc := in.Codec.Enc
 	if enc == nil {
 		switch {
 		case sample != nil && codec.Detect(sample.Value) == codec.FormatEncrypted:
@@ -342,7 +342,7 @@ func checkEncryption(ctx context.Context, r *DoctorReport, in DoctorInputs) {
 	if sample == nil {
 		return
 	}
-	if _, err := in.Planner.Open(ctx, *sample); err != nil {
+	if _, err := in.Codec.Open(ctx, *sample); err != nil {
 		r.Add(CheckFail, "encryption", "%s does not decrypt with this config: %v", sample.Key, err)
 		return
 	}
@@ -352,7 +352,7 @@ func checkEncryption(ctx context.Context, r *DoctorReport, in DoctorInputs) {
 		return
 	}
 	const shown = 5
-	c, err := SecretsInClear(ctx, in.Store, in.Planner.Prefix, shown)
+	c, err := SecretsInClear(ctx, in.Store, in.Codec.Prefix, shown)
 	switch {
 	case err != nil:
 		r.Add(CheckFail, "encryption", "%v", err)

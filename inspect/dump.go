@@ -20,7 +20,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // ErrNotArchive means a dump of every revision was asked of a source that
@@ -53,8 +53,8 @@ type DumpMatch func(key string) (r resource.Resource, ns, name string, parsed, o
 
 // DumpOptions tunes Dump.
 type DumpOptions struct {
-	// Planner decrypts and decodes values (its Enc and Prefix are used).
-	Planner surgery.Planner
+	// Codec decrypts and decodes values (its Enc and Prefix are used).
+	Codec stored.Codec
 	// Prefix is the key prefix to read (ending in "/").
 	Prefix string
 	// Match selects the keys under Prefix to dump; nil dumps every one.
@@ -295,9 +295,9 @@ type dumpWorker struct {
 }
 
 func newDumpWorker(ctx context.Context, o *DumpOptions) *dumpWorker {
-	d := &dumpWorker{ctx: ctx, o: o, prefix: o.Planner.Prefix}
+	d := &dumpWorker{ctx: ctx, o: o, prefix: o.Codec.Prefix}
 	if d.prefix == "" {
-		d.prefix = surgery.DefaultPrefix
+		d.prefix = stored.DefaultPrefix
 	}
 	d.enc = json.NewEncoder(&d.buf)
 	// <, > and & as they are.
@@ -434,7 +434,7 @@ func (d *dumpWorker) decode(kv *store.KeyValue, rec *DumpRecord) unreadKind {
 		return readOK
 	}
 	// Everything else, errors included, as every other command reads.
-	cur, err := d.o.Planner.Open(d.ctx, *kv)
+	cur, err := d.o.Codec.Open(d.ctx, *kv)
 	if err != nil {
 		rec.Error = err.Error()
 		switch {
@@ -468,7 +468,7 @@ func (d *dumpWorker) decode(kv *store.KeyValue, rec *DumpRecord) unreadKind {
 // encoded by encoding/json and rewritten sorted by codec.CanonicalJSON): the bytes
 // codec.Decode's Content encoded from a map gives. obj is the worker's
 // buffer, valid until its next call. ok is false for everything else,
-// which takes the long way (surgery.Planner.Open), errors included.
+// which takes the long way (stored.Codec.Open), errors included.
 func (d *dumpWorker) fast(kv *store.KeyValue) (obj []byte, ok bool) {
 	defer func() {
 		// A value that panics a decoder here gets the long way's
@@ -483,7 +483,7 @@ func (d *dumpWorker) fast(kv *store.KeyValue) (obj []byte, ok bool) {
 	if known {
 		grs = gr.GroupResource()
 	}
-	enc := d.o.Planner.Enc
+	enc := d.o.Codec.Enc
 	if codec.Detect(plain) == codec.FormatEncrypted {
 		if enc == nil || !known {
 			return nil, false

@@ -18,7 +18,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // dumpCorpusValue is a stored value of a corpus, with its key.
@@ -101,9 +101,9 @@ func storedSecret(t *testing.T, s *corev1.Secret) []byte {
 }
 
 // previousObject is the object JSON dump wrote before the short way: the
-// value read as every other command reads it (surgery.Planner.Open), its
+// value read as every other command reads it (stored.Codec.Open), its
 // content redacted unless show, encoded from the map.
-func previousObject(t *testing.T, p surgery.Planner, kv store.KeyValue, show bool) ([]byte, error) {
+func previousObject(t *testing.T, p stored.Codec, kv store.KeyValue, show bool) ([]byte, error) {
 	t.Helper()
 	cur, err := p.Open(context.Background(), kv)
 	if err != nil {
@@ -179,13 +179,13 @@ func TestDumpShortWayCorpus(t *testing.T) {
 			for _, show := range []bool{false, true} {
 				o := DumpOptions{ShowSecrets: show}
 				if withEnc {
-					o.Planner.Enc = enc
+					o.Codec.Enc = enc
 				}
 				d := newDumpWorker(ctx, &o)
 				short, read := map[string]bool{}, map[string]bool{}
 				for _, v := range values {
 					kv := store.KeyValue{Key: v.key, Value: v.value, ModRevision: 7, CreateRevision: 5, Version: 2}
-					want, werr := previousObject(t, o.Planner, kv, show)
+					want, werr := previousObject(t, o.Codec, kv, show)
 					read[v.name] = werr == nil
 					got, ok := d.fast(&kv)
 					if !ok {

@@ -15,7 +15,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // dumpReference writes the records Dump must write, the way dump wrote
@@ -55,7 +55,7 @@ func dumpReference(t *testing.T, src store.Archive, o DumpOptions) ([]byte, Unre
 					rec.Encrypted = env.String()
 				}
 			}
-			cur, err := o.Planner.Open(ctx, *kv)
+			cur, err := o.Codec.Open(ctx, *kv)
 			switch {
 			case err == nil && o.ShowSecrets:
 				rec.Object = cur.Obj.Content
@@ -106,11 +106,11 @@ func TestDumpCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	match := func(key string) (resource.Resource, string, string, bool, bool) {
-		r, ns, name, parsed := resource.ParseKey(surgery.DefaultPrefix, key)
+		r, ns, name, parsed := resource.ParseKey(stored.DefaultPrefix, key)
 		return r, ns, name, parsed, true
 	}
 	secrets := func(key string) (resource.Resource, string, string, bool, bool) {
-		r, ns, name, parsed := resource.ParseKey(surgery.DefaultPrefix, key)
+		r, ns, name, parsed := resource.ParseKey(stored.DefaultPrefix, key)
 		return r, ns, name, parsed, parsed && r.Path == "secrets"
 	}
 	for _, withEnc := range []bool{false, true} {
@@ -122,7 +122,7 @@ func TestDumpCorpus(t *testing.T) {
 						t.Run(name, func(t *testing.T) {
 							o := DumpOptions{Prefix: "/registry/", Match: match, AllRevisions: allRev, YAML: yamlOut, ShowSecrets: show, Workers: workers}
 							if withEnc {
-								o.Planner.Enc = enc
+								o.Codec.Enc = enc
 							}
 							want, wantUnread := dumpReference(t, b, o)
 							var got bytes.Buffer
@@ -158,7 +158,7 @@ func TestDumpCorpus(t *testing.T) {
 	}
 	t.Run("secrets redacted", func(t *testing.T) {
 		var got bytes.Buffer
-		if _, err := Dump(ctx, b, &got, DumpOptions{Prefix: "/registry/secrets/", Match: secrets, Planner: surgery.Planner{Enc: enc}}); err != nil {
+		if _, err := Dump(ctx, b, &got, DumpOptions{Prefix: "/registry/secrets/", Match: secrets, Codec: stored.Codec{Enc: enc}}); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Contains(got.Bytes(), []byte(`"<redacted: `)) || bytes.Count(got.Bytes(), []byte("\n")) == 0 {

@@ -12,13 +12,13 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // HistoryOptions tune History.
 type HistoryOptions struct {
 	// Codec decrypts and decodes each revision.
-	Planner surgery.Planner
+	Codec stored.Codec
 	// ShowSecrets puts a Secret's values in the change labels; by default
 	// a changed value is reported by its size only (see codec.Changes).
 	ShowSecrets bool
@@ -138,7 +138,7 @@ func history(ctx context.Context, r store.Reader, ref resource.Ref, o HistoryOpt
 			row.Change = "deleted"
 			prev = nil
 		default:
-			cur, err := o.Planner.Open(ctx, ev.KV)
+			cur, err := o.Codec.Open(ctx, ev.KV)
 			if err != nil {
 				row.Change = "undecodable: " + err.Error()
 				row.Undecodable = true
@@ -164,11 +164,11 @@ func history(ctx context.Context, r store.Reader, ref resource.Ref, o HistoryOpt
 		if info.CompactRevision == 0 {
 			// The store holds every revision: the key never existed. Say
 			// so as a not-found naming the namespaces that hold the name.
-			prefix := o.Planner.Prefix
+			prefix := o.Codec.Prefix
 			if prefix == "" {
-				prefix = surgery.DefaultPrefix
+				prefix = stored.DefaultPrefix
 			}
-			return nil, surgery.NotFound(ctx, r, prefix, ref.Key, 0, store.ErrNotFound)
+			return nil, stored.NotFound(ctx, r, prefix, ref.Key, 0, store.ErrNotFound)
 		}
 		return nil, &NoHistoryError{What: ObjectName(ref), Revision: info.Revision, CompactRevision: info.CompactRevision}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -56,7 +57,7 @@ func TestHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer enc.Close()
-	cdc := surgery.Planner{Enc: enc}
+	cdc := stored.Codec{Enc: enc}
 	put := func(key string, value []byte) {
 		t.Helper()
 		if _, err := cli.Put(ctx, key, string(value)); err != nil {
@@ -96,7 +97,7 @@ func TestHistory(t *testing.T) {
 	}
 	check := func(name string, r resource.Ref, show bool, want []string, wantStart string) {
 		t.Run(name, func(t *testing.T) {
-			rep, err := History(ctx, s, r, HistoryOptions{Planner: cdc, ShowSecrets: show})
+			rep, err := History(ctx, s, r, HistoryOptions{Codec: cdc, ShowSecrets: show})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +115,7 @@ func TestHistory(t *testing.T) {
 
 	noHistory := func(name string, r resource.Ref, want, wantHint string) {
 		t.Run(name, func(t *testing.T) {
-			_, err := History(ctx, s, r, HistoryOptions{Planner: cdc})
+			_, err := History(ctx, s, r, HistoryOptions{Codec: cdc})
 			var nh *NoHistoryError
 			if !errors.As(err, &nh) || !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("err = %v, want a *NoHistoryError matching store.ErrNotFound", err)
@@ -128,10 +129,10 @@ func TestHistory(t *testing.T) {
 		})
 	}
 	t.Run("never existed", func(t *testing.T) {
-		_, err := History(ctx, s, never, HistoryOptions{Planner: cdc})
-		var nf *surgery.NotFoundError
+		_, err := History(ctx, s, never, HistoryOptions{Codec: cdc})
+		var nf *stored.NotFoundError
 		if !errors.As(err, &nf) || !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("err = %v, want a *surgery.NotFoundError matching store.ErrNotFound", err)
+			t.Fatalf("err = %v, want a *stored.NotFoundError matching store.ErrNotFound", err)
 		}
 		if want := "secret never not found in namespace demo"; !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)

@@ -52,7 +52,7 @@ func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOp
 			}
 			return
 		}
-		cur, err := o.Planner.Open(ctx, kv)
+		cur, err := o.Codec.Open(ctx, kv)
 		if err != nil {
 			row.Change = "undecodable: " + err.Error()
 			row.Undecodable = true

@@ -3,8 +3,9 @@
 //
 // # Edits
 //
-// An Edit is a pure function from the current object (a *Current: the key's
-// revision, its plaintext and its decoded form) to the new plaintext value:
+// An Edit is a pure function from the current object (a *stored.Current:
+// the key's revision, its plaintext and its decoded form) to the new
+// plaintext value:
 //
 //   - Undelete clears deletionTimestamp and deletionGracePeriodSeconds and
 //     drops the garbage collector's foregroundDeletion and orphan

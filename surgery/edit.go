@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // Edit is a change to one object: a pure function from the current object
@@ -24,7 +25,7 @@ import (
 type Edit interface {
 	// Transform returns the new plaintext stored value: a pure function of
 	// the current object; nothing is written.
-	Transform(cur *Current) ([]byte, error)
+	Transform(cur *stored.Current) ([]byte, error)
 	// Describe says what the edit does, for plans, backups and the audit
 	// log.
 	Describe() string
@@ -53,7 +54,7 @@ type Undelete struct {
 
 // NoOpReason implements NoOpReasoner: with SayNotTerminating, that the
 // object is not Terminating.
-func (u Undelete) NoOpReason(cur *Current) string {
+func (u Undelete) NoOpReason(cur *stored.Current) string {
 	if !u.SayNotTerminating || terminating(cur.Obj.Meta) {
 		return ""
 	}
@@ -64,11 +65,11 @@ func (u Undelete) NoOpReason(cur *Current) string {
 // object (MakePlan puts it in Plan.NoOpReason); "" when it has nothing to
 // say.
 type NoOpReasoner interface {
-	NoOpReason(cur *Current) string
+	NoOpReason(cur *stored.Current) string
 }
 
 // Transform implements Edit.
-func (u Undelete) Transform(cur *Current) ([]byte, error) {
+func (u Undelete) Transform(cur *stored.Current) ([]byte, error) {
 	if !terminating(cur.Obj.Meta) {
 		if isNamespace(cur.Obj) && namespacePhase(cur.Obj) == "Terminating" {
 			// A Namespace whose deletion fields are gone but whose
@@ -130,7 +131,7 @@ type Meta struct {
 }
 
 // Transform implements Edit.
-func (m Meta) Transform(cur *Current) ([]byte, error) {
+func (m Meta) Transform(cur *stored.Current) ([]byte, error) {
 	if problems := m.check(cur.Obj); len(problems) > 0 {
 		return nil, notApplicable(cur.Obj, problems)
 	}
@@ -460,7 +461,7 @@ func jsonKind(v any) string {
 }
 
 // Transform implements Edit.
-func (p Patch) Transform(cur *Current) ([]byte, error) {
+func (p Patch) Transform(cur *stored.Current) ([]byte, error) {
 	what := fmt.Sprintf("%s patch of %s %s", p.Type, cur.Obj.GVK.Kind, cur.Obj.Name())
 	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -534,15 +535,15 @@ type Replace struct {
 }
 
 // Transform implements Edit.
-func (r Replace) Transform(cur *Current) ([]byte, error) {
+func (r Replace) Transform(cur *stored.Current) ([]byte, error) {
 	if r.Revision != 0 && cur.KV.ModRevision != r.Revision {
 		return nil, &ConflictError{Key: cur.KV.Key, Read: r.Revision, Current: cur.KV.ModRevision,
 			Cause: &store.ConflictError{Key: cur.KV.Key, Expected: r.Revision, Current: cur.KV.ModRevision}}
 	}
-	want := copyJSON(r.Content)
+	want := codec.CopyContent(r.Content)
 	if md, ok := want["metadata"].(map[string]any); ok {
 		if _, has := md["managedFields"]; !has {
-			if old, ok := metadataOf(cur.Obj.Content)["managedFields"]; ok {
+			if old, ok := codec.MetadataOf(cur.Obj.Content)["managedFields"]; ok {
 				md["managedFields"] = old
 			}
 		}
@@ -564,7 +565,7 @@ var wireMetaFields = []string{"labels", "annotations", "finalizers", "ownerRefer
 
 // applyContent turns the object's wanted JSON view into its new stored
 // value; see the package comment.
-func applyContent(cur *Current, want map[string]any, what string) ([]byte, error) {
+func applyContent(cur *stored.Current, want map[string]any, what string) ([]byte, error) {
 	return applyContentText(cur, want, what, nil)
 }
 
@@ -572,7 +573,7 @@ func applyContent(cur *Current, want map[string]any, what string) ([]byte, error
 // text (a patch applied to the stored text), from which a JSON-stored
 // object's numbers take their literal text (see codec.MergeJSONText); nil
 // when there is none.
-func applyContentText(cur *Current, want map[string]any, what string, text []byte) ([]byte, error) {
+func applyContentText(cur *stored.Current, want map[string]any, what string, text []byte) ([]byte, error) {
 	obj := cur.Obj
 	old := normalize(obj.Content)
 	want = normalize(want)
@@ -612,8 +613,8 @@ func applyContentText(cur *Current, want map[string]any, what string, text []byt
 			// A compiled-in kind stored as JSON (CRDs, APIServices): the
 			// result must still be a valid object of the kind, unless the
 			// stored one already is not.
-			if _, err := codec.ToTyped(copyJSON(old)); err == nil {
-				if _, err := codec.ToTyped(copyJSON(want)); err != nil {
+			if _, err := codec.ToTyped(codec.CopyContent(old)); err == nil {
+				if _, err := codec.ToTyped(codec.CopyContent(want)); err != nil {
 					return nil, fmt.Errorf("%s: the result is not a valid %s: %w", what, obj.GVK.Kind, err)
 				}
 			}
@@ -663,8 +664,8 @@ func showValue(v any) string {
 // onlyWireMeta reports whether old and want differ only in metadata members
 // that codec.EditMeta edits.
 func onlyWireMeta(old, want map[string]any) bool {
-	a, b := copyJSON(old), copyJSON(want)
-	for _, m := range []map[string]any{metadataOf(a), metadataOf(b)} {
+	a, b := codec.CopyContent(old), codec.CopyContent(want)
+	for _, m := range []map[string]any{codec.MetadataOf(a), codec.MetadataOf(b)} {
 		for _, f := range wireMetaFields {
 			delete(m, f)
 		}
@@ -675,8 +676,8 @@ func onlyWireMeta(old, want map[string]any) bool {
 // wireEdit makes the metadata change from old to want with codec.EditMeta.
 // ok is false when the change cannot be expressed as a MetaEdit or the
 // result is not exactly want.
-func wireEdit(cur *Current, old, want map[string]any) (out []byte, ok bool, err error) {
-	om, wm := metadataOf(old), metadataOf(want)
+func wireEdit(cur *stored.Current, old, want map[string]any) (out []byte, ok bool, err error) {
+	om, wm := codec.MetadataOf(old), codec.MetadataOf(want)
 	var e codec.MetaEdit
 	for _, f := range []struct {
 		name string
@@ -823,12 +824,6 @@ func stringList(v any, what string) ([]string, error) {
 	return out, nil
 }
 
-// metadataOf returns content's metadata object, or nil.
-func metadataOf(content map[string]any) map[string]any {
-	m, _ := content["metadata"].(map[string]any)
-	return m
-}
-
 // nested returns the value at path, or nil.
 func nested(m map[string]any, path []string) any {
 	var v any = m
@@ -846,8 +841,8 @@ func nested(m map[string]any, path []string) any {
 // stored (resourceVersion, selfLink) and with empty or null metadata
 // members dropped, which the API types treat as absent.
 func normalize(content map[string]any) map[string]any {
-	out := copyJSON(content)
-	if md := metadataOf(out); md != nil {
+	out := codec.CopyContent(content)
+	if md := codec.MetadataOf(out); md != nil {
 		delete(md, "resourceVersion")
 		delete(md, "selfLink")
 		for _, f := range append([]string{"generateName", "managedFields"}, wireMetaFields...) {
@@ -864,19 +859,6 @@ func normalize(content map[string]any) map[string]any {
 				}
 			}
 		}
-	}
-	return out
-}
-
-// copyJSON deep-copies JSON-compatible data; integers stay int64.
-func copyJSON(m map[string]any) map[string]any {
-	b, err := encjson.Marshal(m)
-	if err != nil {
-		panic(fmt.Sprintf("surgery: copy of JSON data: %v", err))
-	}
-	out := map[string]any{}
-	if err := utiljson.Unmarshal(b, &out); err != nil {
-		panic(fmt.Sprintf("surgery: copy of JSON data: %v", err))
 	}
 	return out
 }

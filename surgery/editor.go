@@ -7,6 +7,9 @@ import (
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // editHeader starts the document EditableYAML returns, like kubectl edit's.
@@ -26,9 +29,9 @@ const editHeader = `# Please edit the object below. Lines beginning with a '#' w
 // metadata.resourceVersion set to the key's mod revision and without
 // managedFields. Pass the edited text to ParseEdited and the result to
 // Replace.
-func EditableYAML(cur *Current) ([]byte, error) {
-	content := copyJSON(cur.Obj.Content)
-	if md := metadataOf(content); md != nil {
+func EditableYAML(cur *stored.Current) ([]byte, error) {
+	content := codec.CopyContent(cur.Obj.Content)
+	if md := codec.MetadataOf(content); md != nil {
 		delete(md, "managedFields")
 		md["resourceVersion"] = strconv.FormatInt(cur.KV.ModRevision, 10)
 	}

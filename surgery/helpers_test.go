@@ -15,6 +15,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // Corpus keys and files (fixtures/corpus/plain, written by a real
@@ -105,9 +106,9 @@ func decode(t testing.TB, value []byte) *codec.Object {
 
 // current opens stored bytes as if read from key, without etcd, for tests
 // of the pure edits.
-func current(t testing.TB, key string, value []byte) *Current {
+func current(t testing.TB, key string, value []byte) *stored.Current {
 	t.Helper()
-	cur, err := Planner{}.open(context.Background(), store.KeyValue{Key: key, Value: value, ModRevision: 42, CreateRevision: 40, Version: 2})
+	cur, err := Planner{}.Open(context.Background(), store.KeyValue{Key: key, Value: value, ModRevision: 42, CreateRevision: 40, Version: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

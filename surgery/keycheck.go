@@ -36,7 +36,7 @@ func (e *KeyMismatchError) Is(target error) bool { return target == ErrKeyMismat
 // the key's resource has a known kind), namespace and name. A key that
 // names no resource under the prefix cannot be checked and passes.
 func (c Planner) checkKey(key string, obj *codec.Object) error {
-	r, ns, name, ok := resource.ParseKey(c.prefix(), key)
+	r, ns, name, ok := resource.ParseKey(c.StorePrefix(), key)
 	if !ok || obj == nil || obj.Meta == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // TestCheckKeyCorpus checks every value kube-apiserver stored in the
@@ -20,7 +21,7 @@ func TestCheckKeyCorpus(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	checked := 0
 	_, err = db.List(ctx, "/registry/", store.ListOptions{}, func(kv *store.KeyValue) error {
-		cur, err := Planner{}.open(ctx, *kv)
+		cur, err := Planner{}.Open(ctx, *kv)
 		if err != nil {
 			return nil // encrypted or not an object: nothing to compare
 		}
@@ -65,7 +66,7 @@ func TestCheckKey(t *testing.T) {
 		if tc.obj != nil {
 			obj = cr
 		}
-		err := Planner{Prefix: tc.prefix}.checkKey(tc.key, obj)
+		err := Planner{Codec: stored.Codec{Prefix: tc.prefix}}.checkKey(tc.key, obj)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.key, err)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/etcdpvc/etcdpvc/codec"
 )
 
 // TestJSONNumberLiterals edits a custom resource stored as JSON whose
@@ -19,7 +21,7 @@ func TestJSONNumberLiterals(t *testing.T) {
 	}
 	cr := bytes.Replace(stored, []byte(spec), []byte(lits), 1)
 	edited := func() map[string]any {
-		c := copyJSON(current(t, crKey, cr).Obj.Content)
+		c := codec.CopyContent(current(t, crKey, cr).Obj.Content)
 		c["spec"].(map[string]any)["color"] = "red"
 		return c
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // A Namespace being deleted is held by more than its metadata:
@@ -35,7 +36,7 @@ func isNamespace(o *codec.Object) bool {
 }
 
 // reopen decodes plain as the new state of cur's key.
-func reopen(cur *Current, plain []byte) (*Current, error) {
+func reopen(cur *stored.Current, plain []byte) (*stored.Current, error) {
 	obj, err := codec.Decode(plain)
 	if err != nil {
 		return nil, err
@@ -67,12 +68,12 @@ func namespaceSpecFinalizerList(o *codec.Object) []string {
 
 // namespaceActive returns plain (a Namespace taken out of deletion) with
 // status.phase Active and the deletion conditions gone.
-func namespaceActive(cur *Current, plain []byte) ([]byte, error) {
+func namespaceActive(cur *stored.Current, plain []byte) ([]byte, error) {
 	next, err := reopen(cur, plain)
 	if err != nil {
 		return nil, err
 	}
-	want := copyJSON(next.Obj.Content)
+	want := codec.CopyContent(next.Obj.Content)
 	status, _ := want["status"].(map[string]any)
 	if status == nil || status["phase"] != "Terminating" {
 		return plain, nil
@@ -97,12 +98,12 @@ func namespaceActive(cur *Current, plain []byte) ([]byte, error) {
 
 // namespaceSpecFinalizers returns plain (a Namespace after its metadata
 // edit) with the same removal applied to spec.finalizers.
-func namespaceSpecFinalizers(cur *Current, plain []byte, removeAll bool, remove []string) ([]byte, error) {
+func namespaceSpecFinalizers(cur *stored.Current, plain []byte, removeAll bool, remove []string) ([]byte, error) {
 	next, err := reopen(cur, plain)
 	if err != nil {
 		return nil, err
 	}
-	want := copyJSON(next.Obj.Content)
+	want := codec.CopyContent(next.Obj.Content)
 	spec, _ := want["spec"].(map[string]any)
 	fins, _ := spec["finalizers"].([]any)
 	if len(fins) == 0 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // TestNotFound checks that Load's not-found error names the object, the
@@ -40,9 +41,9 @@ func TestNotFound(t *testing.T) {
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			_, err := Planner{}.Load(ctx, s, tc.key, tc.rev)
-			var nf *NotFoundError
+			var nf *stored.NotFoundError
 			if !errors.As(err, &nf) || !errors.Is(err, store.ErrNotFound) {
-				t.Fatalf("Load: %v, want a *NotFoundError matching store.ErrNotFound", err)
+				t.Fatalf("Load: %v, want a *stored.NotFoundError matching store.ErrNotFound", err)
 			}
 			if nf.Error() != tc.msg {
 				t.Errorf("message\n got %q\nwant %q", nf.Error(), tc.msg)

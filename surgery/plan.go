@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/rogpeppe/go-internal/diff"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +18,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // Plan is a write worked out and not yet made: Apply makes it.
@@ -29,7 +28,7 @@ type Plan struct {
 	// GR is the key's resource, which selects its encryption provider.
 	GR schema.GroupResource
 	// Before is the key as read; nil when the plan creates the key.
-	Before *Current
+	Before *stored.Current
 	// Expect is the mod revision the write requires the key to be at (0:
 	// the key must not exist).
 	Expect int64
@@ -66,7 +65,7 @@ type Plan struct {
 func (c Planner) MakePlan(ctx context.Context, r store.Reader, key string, e Edit) (*Plan, error) {
 	cur, err := c.Load(ctx, r, key, 0)
 	if err != nil {
-		gr, _ := c.groupResource(key)
+		gr, _ := c.GroupResource(key)
 		return nil, fmt.Errorf("plan %s: %w", describe(e, gr == secretsGR), err)
 	}
 	p := &Plan{
@@ -106,7 +105,7 @@ func (c Planner) MakePlan(ctx context.Context, r store.Reader, key string, e Edi
 		return nil, err
 	}
 	rev := cur.KV.ModRevision
-	if p.Diff, err = c.renderDiff(fmt.Sprintf("%s (revision %d)", key, rev), cur.Obj, rev, key+" (edited)", after, rev); err != nil {
+	if p.Diff, err = c.RenderDiff(fmt.Sprintf("%s (revision %d)", key, rev), cur.Obj, rev, key+" (edited)", after, rev); err != nil {
 		return nil, err
 	}
 	p.Warnings = c.warnings(ctx, r, cur, after, terminating(cur.Obj.Meta) && !terminating(after.Meta))
@@ -141,59 +140,6 @@ func verifyNew(key string, before *codec.Object, newPlain []byte) (*codec.Object
 		}
 	}
 	return after, nil
-}
-
-// view returns the YAML of an object's JSON view with resourceVersion set
-// to rev (none when rev is 0).
-func view(content map[string]any, rev int64) ([]byte, error) {
-	if content == nil {
-		return nil, nil
-	}
-	content = copyJSON(content)
-	if md := metadataOf(content); md != nil {
-		delete(md, "resourceVersion")
-		if rev != 0 {
-			md["resourceVersion"] = strconv.FormatInt(rev, 10)
-		}
-	}
-	return yaml.Marshal(content)
-}
-
-// renderDiff returns a unified diff of the YAML views of two objects
-// (either may be nil), with the given header names.
-func (c Planner) renderDiff(oldName string, before *codec.Object, oldRev int64, newName string, after *codec.Object, newRev int64) (string, error) {
-	var a, b map[string]any
-	if before != nil {
-		a = before.Content
-	}
-	if after != nil {
-		b = after.Content
-	}
-	if !c.ShowSecrets {
-		a, b = codec.RedactSecretPair(a, b)
-	}
-	ya, err := view(a, oldRev)
-	if err != nil {
-		return "", fmt.Errorf("diff: %w", err)
-	}
-	yb, err := view(b, newRev)
-	if err != nil {
-		return "", fmt.Errorf("diff: %w", err)
-	}
-	d := diff.Diff(oldName, ya, newName, yb)
-	// diff.Diff starts with a "diff a b" line; a unified diff starts at "---".
-	if i := bytes.Index(d, []byte("\n--- ")); i >= 0 {
-		d = d[i+1:]
-	}
-	return string(d), nil
-}
-
-// RenderDiff returns a unified diff of the YAML views of two objects
-// (either may be nil: a creation or a deletion) under the given header
-// names, each with resourceVersion set to its revision, and a Secret's
-// values redacted unless c.ShowSecrets: the diff writes show.
-func (c Planner) RenderDiff(oldName string, before *codec.Object, oldRev int64, newName string, after *codec.Object, newRev int64) (string, error) {
-	return c.renderDiff(oldName, before, oldRev, newName, after, newRev)
 }
 
 // secretPatchNote ends the description of a Secret's patch.
@@ -291,7 +237,7 @@ func patchedPaths(p Patch) []string {
 // warnings looks, through r, for what could undo a write of after or what
 // the operator should know first. before is the key as read (nil for a
 // create); revived says the write takes the object out of deletion.
-func (c Planner) warnings(ctx context.Context, r store.Reader, before *Current, after *codec.Object, revived bool) []string {
+func (c Planner) warnings(ctx context.Context, r store.Reader, before *stored.Current, after *codec.Object, revived bool) []string {
 	var out []string
 	warn := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	deleting := revived || terminating(after.Meta) || (before != nil && terminating(before.Obj.Meta))
@@ -345,7 +291,7 @@ func (c Planner) warnings(ctx context.Context, r store.Reader, before *Current, 
 
 // lookup loads the object kind/namespace/name, where kind is a kind,
 // optionally qualified by its group ("StatefulSet.apps").
-func (c Planner) lookup(ctx context.Context, r store.Reader, kind, namespace, name string) (*Current, error) {
+func (c Planner) lookup(ctx context.Context, r store.Reader, kind, namespace, name string) (*stored.Current, error) {
 	res, err := resource.Lookup(kind)
 	if err != nil {
 		return nil, err
@@ -353,7 +299,7 @@ func (c Planner) lookup(ctx context.Context, r store.Reader, kind, namespace, na
 	if !res.Namespaced {
 		namespace = ""
 	}
-	key, err := res.Key(c.prefix(), namespace, name)
+	key, err := res.Key(c.StorePrefix(), namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -445,8 +391,8 @@ func (c Planner) checkPreboundVolume(ctx context.Context, r store.Reader, pvc *c
 	}
 	what := fmt.Sprintf("PersistentVolumeClaim %s/%s", pvc.Namespace, pvc.Name)
 	var found string
-	_, err = r.List(ctx, res.ListPrefix(c.prefix(), ""), store.ListOptions{OnCompacted: acrossCompaction}, func(kv *store.KeyValue) error {
-		cur, err := c.open(ctx, *kv)
+	_, err = r.List(ctx, res.ListPrefix(c.StorePrefix(), ""), store.ListOptions{OnCompacted: stored.AcrossCompaction}, func(kv *store.KeyValue) error {
+		cur, err := c.Open(ctx, *kv)
 		if err != nil {
 			return nil // an unreadable volume cannot be checked; others still are
 		}

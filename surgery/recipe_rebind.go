@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // SetClaimRef points a PersistentVolume's spec.claimRef at a claim: kind
@@ -28,7 +30,7 @@ type SetClaimRef struct {
 }
 
 // Transform implements Edit.
-func (s SetClaimRef) Transform(cur *Current) ([]byte, error) {
+func (s SetClaimRef) Transform(cur *stored.Current) ([]byte, error) {
 	what := fmt.Sprintf("claimRef of %s %s", cur.Obj.GVK.Kind, cur.Obj.Name())
 	pv, err := volumeOf(cur, what)
 	if err != nil {
@@ -40,7 +42,7 @@ func (s SetClaimRef) Transform(cur *Current) ([]byte, error) {
 	if s.Namespace == "" || s.Name == "" || s.UID == "" {
 		return nil, fmt.Errorf("%s: the claim's namespace, name and uid are all needed", what)
 	}
-	want := copyJSON(cur.Obj.Content)
+	want := codec.CopyContent(cur.Obj.Content)
 	setPath(want, map[string]any{
 		"kind":       "PersistentVolumeClaim",
 		"apiVersion": "v1",
@@ -67,7 +69,7 @@ type SetVolumeName struct {
 }
 
 // Transform implements Edit.
-func (s SetVolumeName) Transform(cur *Current) ([]byte, error) {
+func (s SetVolumeName) Transform(cur *stored.Current) ([]byte, error) {
 	what := fmt.Sprintf("volumeName of %s %s", cur.Obj.GVK.Kind, cur.Obj.Name())
 	pvc, err := claimOf(cur, what)
 	if err != nil {
@@ -79,7 +81,7 @@ func (s SetVolumeName) Transform(cur *Current) ([]byte, error) {
 	if s.Volume == "" {
 		return nil, fmt.Errorf("%s: no volume name", what)
 	}
-	want := copyJSON(cur.Obj.Content)
+	want := codec.CopyContent(cur.Obj.Content)
 	setPath(want, s.Volume, "spec", "volumeName")
 	return applyContent(cur, want, what)
 }

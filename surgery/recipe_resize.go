@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // ResizeConditions are the PersistentVolumeClaim conditions a volume
@@ -51,7 +52,7 @@ type ResizeRecover struct {
 }
 
 // Transform implements Edit.
-func (r ResizeRecover) Transform(cur *Current) ([]byte, error) {
+func (r ResizeRecover) Transform(cur *stored.Current) ([]byte, error) {
 	what := fmt.Sprintf("resize-recover of %s %s", cur.Obj.GVK.Kind, cur.Obj.Name())
 	pvc, err := claimOf(cur, what)
 	if err != nil {
@@ -60,7 +61,7 @@ func (r ResizeRecover) Transform(cur *Current) ([]byte, error) {
 	if err := CheckResizeRecover(pvc, r.To); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	want := copyJSON(cur.Obj.Content)
+	want := codec.CopyContent(cur.Obj.Content)
 	setPath(want, r.To.String(), "spec", "resources", "requests", "storage")
 	deletePath(want, "status", "allocatedResources", string(corev1.ResourceStorage))
 	deletePath(want, "status", "allocatedResourceStatuses", string(corev1.ResourceStorage))
@@ -142,7 +143,7 @@ const (
 // field had never been stored. Every other byte stays as stored, so the
 // round-trip guard of applyContent still catches any other field this
 // build does not know.
-func withoutLegacyResizeStatus(cur *Current) (*Current, error) {
+func withoutLegacyResizeStatus(cur *stored.Current) (*stored.Current, error) {
 	if cur.Obj.Format != codec.FormatProtobuf {
 		return cur, nil
 	}

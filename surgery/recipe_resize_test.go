@@ -64,7 +64,7 @@ func withLegacyResizeStatus(t testing.TB, stored []byte) []byte {
 // would), with extra members in its status.
 func asJSON(t testing.TB, stored []byte, extraStatus map[string]any) []byte {
 	t.Helper()
-	content := copyJSON(decode(t, stored).Content)
+	content := codec.CopyContent(decode(t, stored).Content)
 	for k, v := range extraStatus {
 		content["status"].(map[string]any)[k] = v
 	}
@@ -131,7 +131,7 @@ func TestResizeRecoverJSON(t *testing.T) {
 	if after.Format != codec.FormatJSON {
 		t.Fatalf("format %v, want JSON", after.Format)
 	}
-	want := copyJSON(decode(t, recovered(t, "20Gi")).Content)
+	want := codec.CopyContent(decode(t, recovered(t, "20Gi")).Content)
 	if diff := cmp.Diff(want, after.Content); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}

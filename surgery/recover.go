@@ -52,7 +52,7 @@ func (c Planner) planRecover(ctx context.Context, live store.Reader, kv store.Ke
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 	}
-	src, err := c.open(ctx, kv)
+	src, err := c.Open(ctx, kv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -76,7 +76,7 @@ func (c Planner) planRecover(ctx context.Context, live store.Reader, kv store.Ke
 	if p.NewStored, err = c.Seal(ctx, src.GR, kv.Key, newPlain); err != nil {
 		return nil, err
 	}
-	if p.Diff, err = c.renderDiff(kv.Key+" (absent)", nil, 0, fmt.Sprintf("%s (recovered from %s)", kv.Key, SourceRevision(kv)), after, 0); err != nil {
+	if p.Diff, err = c.RenderDiff(kv.Key+" (absent)", nil, 0, fmt.Sprintf("%s (recovered from %s)", kv.Key, SourceRevision(kv)), after, 0); err != nil {
 		return nil, err
 	}
 	p.Warnings = append(p.Warnings, fmt.Sprintf("%s keeps its uid %s: objects that refer to it by uid must match (a PersistentVolume's spec.claimRef.uid, the ownerReferences of its dependents), or their controllers treat it as another object", after.GVK.Kind+" "+after.Name(), after.Meta.UID))

@@ -17,6 +17,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // SetAction is what a RecoverSet plan does with one object.
@@ -216,7 +217,7 @@ func rankOf(r resource.Resource) int {
 // is a create, CustomResourceDefinitions are taken from src, and nothing
 // of a live cluster is checked (Preview says so).
 func (c Planner) PlanRecoverSet(ctx context.Context, src, live store.Reader, o RecoverSetOptions) (*SetPlan, error) {
-	prefix := c.prefix()
+	prefix := c.StorePrefix()
 	var listPrefix, what string
 	switch {
 	case o.Namespace != "" && o.Resource == nil:
@@ -283,7 +284,7 @@ func (c Planner) PlanRecoverSet(ctx context.Context, src, live store.Reader, o R
 		}
 		own := *kv
 		own.Value = bytes.Clone(kv.Value) // kv is valid only during the call
-		cur, err := c.open(ctx, own)
+		cur, err := c.Open(ctx, own)
 		if err != nil {
 			it.Action, it.Reason = ActionUnreadable, err.Error()
 			return listed{it: it}, nil
@@ -423,7 +424,7 @@ func (c Planner) checkTerminating(ctx context.Context, live store.Reader, plan *
 		}
 	}
 	te := &TerminatingError{}
-	prefix := strings.TrimSuffix(path.Join("/", c.prefix()), "/") + "/namespaces/"
+	prefix := strings.TrimSuffix(path.Join("/", c.StorePrefix()), "/") + "/namespaces/"
 	for _, ns := range slices.Sorted(mapsKeys(names)) {
 		cur, err := c.Load(ctx, live, prefix+ns, 0)
 		switch {
@@ -446,12 +447,6 @@ func (c Planner) checkTerminating(ctx context.Context, live store.Reader, plan *
 	return nil
 }
 
-// acrossCompaction is the store.ListOptions.OnCompacted of the reads of
-// the latest state that may span revisions: which keys exist, the volumes
-// a warning is about, the namespaces that hold a name not found; each key
-// is read once, as of the revision its page was read at.
-func acrossCompaction(from, to int64) {}
-
 // sourceReadAttempts is how many times PlanRecoverSet reads the latest
 // state of a live source whole when etcd's compaction passes the revision
 // it reads at.
@@ -459,7 +454,7 @@ const sourceReadAttempts = 3
 
 // recoverValue works out the value recover writes for cur: its deletion
 // cleared (finalizers kept), checked to decode to the same object, sealed.
-func (c Planner) recoverValue(ctx context.Context, cur *Current) (*Plan, error) {
+func (c Planner) recoverValue(ctx context.Context, cur *stored.Current) (*Plan, error) {
 	newPlain, err := Undelete{KeepGCFinalizers: true}.Transform(cur)
 	if err != nil {
 		return nil, err
@@ -525,7 +520,7 @@ func (c Planner) addCRDs(ctx context.Context, src, live store.Reader, plan *SetP
 		}
 	}
 	for _, name := range slices.Sorted(mapsKeys(need)) {
-		key := strings.TrimSuffix(path.Join("/", c.prefix()), "/") + "/" + crdPath + "/" + name
+		key := strings.TrimSuffix(path.Join("/", c.StorePrefix()), "/") + "/" + crdPath + "/" + name
 		if live != nil {
 			if _, err := live.Get(ctx, key, 0); err == nil {
 				continue
@@ -544,9 +539,9 @@ func (c Planner) addCRDs(ctx context.Context, src, live store.Reader, plan *SetP
 			}
 			kv = *got
 		}
-		r, _, _, _ := resource.ParseKey(c.prefix(), key)
+		r, _, _, _ := resource.ParseKey(c.StorePrefix(), key)
 		it := &SetItem{Key: key, Resource: r, Name: name, SourceRevision: kv.ModRevision, rank: rankOf(r)}
-		cur, err := c.open(ctx, kv)
+		cur, err := c.Open(ctx, kv)
 		if err != nil {
 			return fmt.Errorf("customresourcedefinition %s, needed by the custom resources recovered, cannot be read from the source: %w", name, err)
 		}
@@ -578,14 +573,14 @@ func (c Planner) checkExisting(ctx context.Context, live store.Reader, plan *Set
 	prefixes := map[string]bool{}
 	for _, it := range plan.Items {
 		if it.Action == ActionCreate {
-			prefixes[it.Resource.ListPrefix(c.prefix(), it.Namespace)] = true
+			prefixes[it.Resource.ListPrefix(c.StorePrefix(), it.Namespace)] = true
 		}
 	}
 	exists := map[string]bool{}
 	for _, p := range slices.Sorted(mapsKeys(prefixes)) {
 		// Which keys exist may be read across a compaction: each create
 		// is checked again by its compare-and-swap.
-		if _, err := live.List(ctx, p, store.ListOptions{KeysOnly: true, OnCompacted: acrossCompaction}, func(kv *store.KeyValue) error {
+		if _, err := live.List(ctx, p, store.ListOptions{KeysOnly: true, OnCompacted: stored.AcrossCompaction}, func(kv *store.KeyValue) error {
 			exists[kv.Key] = true
 			return nil
 		}); err != nil {
@@ -627,7 +622,7 @@ func (c Planner) checkExisting(ctx context.Context, live store.Reader, plan *Set
 		if err != nil {
 			return fmt.Errorf("decode the recovered %s: %w", it.What(), err)
 		}
-		if it.Plan.Diff, err = c.renderDiff(fmt.Sprintf("%s (revision %d)", it.Key, cur.KV.ModRevision), cur.Obj, cur.KV.ModRevision,
+		if it.Plan.Diff, err = c.RenderDiff(fmt.Sprintf("%s (revision %d)", it.Key, cur.KV.ModRevision), cur.Obj, cur.KV.ModRevision,
 			fmt.Sprintf("%s (recovered from revision %d)", it.Key, it.SourceRevision), after, cur.KV.ModRevision); err != nil {
 			return err
 		}
@@ -653,9 +648,9 @@ func (c Planner) claimWarnings(ctx context.Context, live store.Reader, plan *Set
 	if len(claims) == 0 {
 		return
 	}
-	pvPrefix := strings.TrimSuffix(path.Join("/", c.prefix()), "/") + "/persistentvolumes/"
+	pvPrefix := strings.TrimSuffix(path.Join("/", c.StorePrefix()), "/") + "/persistentvolumes/"
 	// volume reads one volume: nil, nil when it is absent.
-	volume := func(name string) (*Current, error) {
+	volume := func(name string) (*stored.Current, error) {
 		cur, err := c.Load(ctx, live, pvPrefix+name, 0)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil
@@ -667,14 +662,14 @@ func (c Planner) claimWarnings(ctx context.Context, live store.Reader, plan *Set
 		for _, it := range claims {
 			wanted[pvPrefix+it.claim.Spec.VolumeName] = true
 		}
-		found := map[string]*Current{}
-		_, err := live.List(ctx, pvPrefix, store.ListOptions{OnCompacted: acrossCompaction}, func(kv *store.KeyValue) error {
+		found := map[string]*stored.Current{}
+		_, err := live.List(ctx, pvPrefix, store.ListOptions{OnCompacted: stored.AcrossCompaction}, func(kv *store.KeyValue) error {
 			if !wanted[kv.Key] {
 				return nil
 			}
 			own := *kv
 			own.Value = bytes.Clone(kv.Value)
-			cur, err := c.open(ctx, own)
+			cur, err := c.Open(ctx, own)
 			if err != nil {
 				return fmt.Errorf("read %s: %w", kv.Key, err)
 			}
@@ -682,7 +677,7 @@ func (c Planner) claimWarnings(ctx context.Context, live store.Reader, plan *Set
 			return nil
 		})
 		if err == nil {
-			volume = func(name string) (*Current, error) { return found[pvPrefix+name], nil }
+			volume = func(name string) (*stored.Current, error) { return found[pvPrefix+name], nil }
 		}
 		// On an error, fall back to reading each volume, which reports
 		// the volumes that cannot be read one by one.

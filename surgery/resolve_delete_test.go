@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // TestLostDeleteFenced holds a compare-and-delete (restore of a create) in
@@ -18,7 +20,7 @@ func TestLostDeleteFenced(t *testing.T) {
 		t.Helper()
 		resetPVC(t, direct, orig)
 		kv := get(t, through, pvcKey)
-		return &Plan{Key: pvcKey, Delete: true, Expect: kv.ModRevision, Before: &Current{KV: *kv}, Description: "restore: delete what recover created"}
+		return &Plan{Key: pvcKey, Delete: true, Expect: kv.ModRevision, Before: &stored.Current{KV: *kv}, Description: "restore: delete what recover created"}
 	}
 
 	t.Run("released after the fence: nothing deleted, and the delete then fails", func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // Sentinels of restore's refusals.
@@ -141,8 +142,8 @@ func (c Planner) PlanRestore(ctx context.Context, r store.Reader, b *Backup, for
 
 // planPutBack plans writing a backup's value back.
 func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, force bool, what string) (*Plan, error) {
-	gr, known := c.groupResource(b.Key)
-	plain, _, stale, err := c.decrypt(ctx, gr, known, b.Key, b.Value)
+	gr, known := c.GroupResource(b.Key)
+	plain, _, stale, err := c.Decrypt(ctx, gr, known, b.Key, b.Value)
 	if err != nil {
 		return nil, fmt.Errorf("%s: backup value: %w", what, err)
 	}
@@ -179,7 +180,7 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 	if errors.Is(err, store.ErrNotFound) {
 		// Deleted since: create it again, without the lease, which is
 		// probably gone too.
-		if p.Diff, err = c.renderDiff(b.Key+" (absent)", nil, 0, newName, bobj, 0); err != nil {
+		if p.Diff, err = c.RenderDiff(b.Key+" (absent)", nil, 0, newName, bobj, 0); err != nil {
 			return nil, err
 		}
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s was deleted after etcdpvc's write; restore creates it again", b.Key))
@@ -195,18 +196,18 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 	p.Expect, p.Lease = kv.ModRevision, kv.Lease
 	sum := digest(kv.Value)
 	if sum == b.SHA256 {
-		p.Before, p.NoOp = &Current{KV: *kv, GR: gr}, true
+		p.Before, p.NoOp = &stored.Current{KV: *kv, GR: gr}, true
 		return p, nil
 	}
 	if c.Enc == nil && backupPlain && codec.Detect(kv.Value) == codec.FormatEncrypted {
 		return nil, fmt.Errorf("%s: %w: the key now holds a value encrypted at rest (%s) and the backup's value is plaintext; give the cluster's --encryption-config so that restore seals it; nothing written",
 			what, ErrPlaintextIntoEncrypted, envelopeName(kv.Value))
 	}
-	cur, openErr := c.open(ctx, *kv)
+	cur, openErr := c.Open(ctx, *kv)
 	if openErr != nil {
 		// The current value cannot be read: only a forced restore replaces
 		// it, shown as a raw diff.
-		p.Before = &Current{KV: *kv, GR: gr}
+		p.Before = &stored.Current{KV: *kv, GR: gr}
 		p.Diff = c.rawDiff(b.Key, gr.Resource, kv.Value, kv.ModRevision, p.NewStored, newName, openErr)
 		if !force {
 			return nil, &ChangedError{Key: b.Key, Backup: b.Path, Revision: kv.ModRevision, Diff: p.Diff, Undecodable: openErr}
@@ -216,7 +217,7 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 		return p, nil
 	}
 	p.Before = cur
-	if p.Diff, err = c.renderDiff(fmt.Sprintf("%s (revision %d)", b.Key, kv.ModRevision), cur.Obj, kv.ModRevision, newName, bobj, kv.ModRevision); err != nil {
+	if p.Diff, err = c.RenderDiff(fmt.Sprintf("%s (revision %d)", b.Key, kv.ModRevision), cur.Obj, kv.ModRevision, newName, bobj, kv.ModRevision); err != nil {
 		return nil, err
 	}
 	if _, err := verifyNew(b.Key, cur.Obj, plain); err != nil {
@@ -237,7 +238,7 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 // planUncreate plans undoing a create: deleting the key while it still
 // holds exactly what etcdpvc created.
 func (c Planner) planUncreate(ctx context.Context, r store.Reader, b *Backup, force bool, what string) (*Plan, error) {
-	gr, _ := c.groupResource(b.Key)
+	gr, _ := c.GroupResource(b.Key)
 	p := &Plan{
 		Key:         b.Key,
 		GR:          gr,
@@ -264,13 +265,13 @@ func (c Planner) planUncreate(ctx context.Context, r store.Reader, b *Backup, fo
 	if rev, ok := auditRevision(b); ok && (kv.CreateRevision != rev || kv.ModRevision != rev) {
 		changed = append(changed, fmt.Sprintf("it was created at revision %d and is at revision %d, not at revision %d as the audit log records", kv.CreateRevision, kv.ModRevision, rev))
 	}
-	cur, openErr := c.open(ctx, *kv)
+	cur, openErr := c.Open(ctx, *kv)
 	if openErr != nil {
-		p.Before = &Current{KV: *kv, GR: gr}
+		p.Before = &stored.Current{KV: *kv, GR: gr}
 		p.Diff = c.rawDiff(b.Key, gr.Resource, kv.Value, kv.ModRevision, nil, b.Key+" (deleted)", openErr)
 	} else {
 		p.Before = cur
-		if p.Diff, err = c.renderDiff(fmt.Sprintf("%s (revision %d)", b.Key, kv.ModRevision), cur.Obj, kv.ModRevision, b.Key+" (deleted)", nil, 0); err != nil {
+		if p.Diff, err = c.RenderDiff(fmt.Sprintf("%s (revision %d)", b.Key, kv.ModRevision), cur.Obj, kv.ModRevision, b.Key+" (deleted)", nil, 0); err != nil {
 			return nil, err
 		}
 	}

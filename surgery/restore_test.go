@@ -12,6 +12,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // undeleteOnce undeletes the PVC at pvcKey through the write path and
@@ -179,7 +180,7 @@ func TestEncrypted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(enc.Close)
-	c := Planner{Enc: enc}
+	c := Planner{Codec: stored.Codec{Enc: enc}}
 	_, s := startEtcd(t)
 	orig, err := os.ReadFile(filepath.Join("..", "fixtures", "corpus", "encrypted", "persistentvolumeclaims__demo__www-web-0__terminating__secretbox.bin"))
 	if err != nil {
@@ -231,7 +232,7 @@ func TestSecretRedacted(t *testing.T) {
 		notWant []string
 	}{
 		{Planner{}, []string{"-  password: '<redacted: 12 bytes>'", "+  password: '<redacted: 3 bytes, changed>'", "   username: '<redacted: 5 bytes>'"}, []string{"czNjcjN0", "bmV3"}},
-		{Planner{ShowSecrets: true}, []string{"-  password: czNjcjN0LXBsYWlu", "+  password: bmV3"}, nil},
+		{Planner{Codec: stored.Codec{ShowSecrets: true}}, []string{"-  password: czNjcjN0LXBsYWlu", "+  password: bmV3"}, nil},
 	} {
 		p, err := tc.codec.MakePlan(ctx, s, secKey, patch)
 		if err != nil {
@@ -531,7 +532,7 @@ func TestRestoreReseals(t *testing.T) {
 			t.Fatalf("force %v, no config: %v, want ErrPlaintextIntoEncrypted", force, err)
 		}
 	}
-	c := Planner{Enc: enc}
+	c := Planner{Codec: stored.Codec{Enc: enc}}
 	rp, err := c.PlanRestore(ctx, s, b, true)
 	if err != nil {
 		t.Fatal(err)
@@ -771,7 +772,7 @@ func TestRawDiff(t *testing.T) {
 	if strings.Contains(d, "password") || !strings.Contains(d, "--show-secrets") {
 		t.Errorf("a Secret's raw diff shows its bytes:\n%s", d)
 	}
-	d = Planner{ShowSecrets: true}.rawDiff(secKey, "secrets", old, 7, newValue, "backup", why)
+	d = Planner{Codec: stored.Codec{ShowSecrets: true}}.rawDiff(secKey, "secrets", old, 7, newValue, "backup", why)
 	if !strings.Contains(d, "password") {
 		t.Errorf("--show-secrets hides the bytes:\n%s", d)
 	}

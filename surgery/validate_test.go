@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // planPure is MakePlan's check of a new value without etcd: apply the
@@ -87,8 +88,8 @@ func TestMetaValidation(t *testing.T) {
 			wantErr: ErrInvalid, errText: "must be no more than 63 bytes"},
 		{name: "edit annotation key", key: pvcKey, value: pvc,
 			edit: Replace{Content: func() map[string]any {
-				c := copyJSON(decode(t, pvc).Content)
-				metadataOf(c)["annotations"] = map[string]any{"x/y/z": "v"}
+				c := codec.CopyContent(decode(t, pvc).Content)
+				codec.MetadataOf(c)["annotations"] = map[string]any{"x/y/z": "v"}
 				return c
 			}()},
 			wantErr: ErrInvalid, errText: `metadata.annotations: Invalid value: "x/y/z"`},
@@ -231,7 +232,7 @@ func TestUndeleteNoOpReason(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit Undelete
-		cur  *Current
+		cur  *stored.Current
 		want string
 	}{
 		{"not Terminating", Undelete{SayNotTerminating: true}, pvc, "persistentvolumeclaim www-web-1 in namespace demo is not Terminating"},

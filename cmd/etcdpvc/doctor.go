@@ -106,7 +106,7 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 	defer s.Close()
 	d.report(inspect.CheckOK, "connect", "%s", s.Description)
 	d.apiserver(s)
-	in := inspect.DoctorInputs{Store: s.Reader, Planner: s.Planner, EncryptionConfig: s.g.EncryptionConfig}
+	in := inspect.DoctorInputs{Store: s.Reader, Codec: s.Planner.Codec, EncryptionConfig: s.g.EncryptionConfig}
 	if s.IsFile() && len(s.g.ServersOverrides) > 0 {
 		in.FileOverrides = overridesString(s.g.ServersOverrides)
 	}

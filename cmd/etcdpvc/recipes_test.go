@@ -15,6 +15,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -47,7 +48,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 	}
 	defer st.Close()
 	g := &globalOptions{Options: connect.Options{Endpoints: c.Endpoints(), Prefix: "/registry"}}
-	s := &session{Session: &connect.Session{Reader: st, Planner: surgery.Planner{Prefix: "/registry"}, Description: "test", Options: connect.Options{Prefix: "/registry"}}, g: g}
+	s := &session{Session: &connect.Session{Reader: st, Planner: surgery.Planner{Codec: stored.Codec{Prefix: "/registry"}}, Description: "test", Options: connect.Options{Prefix: "/registry"}}, g: g}
 	var stdout, stderr bytes.Buffer
 	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
 

@@ -1,4 +1,4 @@
-package surgery
+package stored
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 // DefaultPrefix is kube-apiserver's default --etcd-prefix.
 const DefaultPrefix = "/registry"
 
-// Planner reads and seals stored values: it decrypts values encrypted at rest
+// Codec reads and seals stored values: it decrypts values encrypted at rest
 // and encrypts new values with the resource's first provider, as the
-// apiserver does. The zero Planner reads a cluster without encryption at
+// apiserver does. The zero Codec reads a cluster without encryption at
 // rest under the default prefix, and redacts Secret values in diffs.
-type Planner struct {
+type Codec struct {
 	// Enc is the cluster's EncryptionConfiguration; nil means none: values
 	// are read and written in the clear and an encrypted value is an error
 	// wrapping codec.ErrEncrypted.
@@ -32,11 +32,6 @@ type Planner struct {
 	// ShowSecrets shows the values of a Secret's data and stringData in
 	// diffs; by default they are redacted.
 	ShowSecrets bool
-	// AllowKeyMismatch lets MakePlan edit a value whose kind, namespace or
-	// name are not those its key names (undelete --force); by default such
-	// a plan is refused with ErrKeyMismatch. Restore and recover always
-	// refuse.
-	AllowKeyMismatch bool
 }
 
 // Current is a key as read: its revision, its plaintext and the object
@@ -60,16 +55,18 @@ type Current struct {
 	Stale bool
 }
 
-func (c Planner) prefix() string {
+// StorePrefix is the --etcd-prefix the keys are under (Prefix, or the
+// default).
+func (c Codec) StorePrefix() string {
 	if c.Prefix == "" {
 		return DefaultPrefix
 	}
 	return c.Prefix
 }
 
-// groupResource returns the resource of key, and whether the key names one.
-func (c Planner) groupResource(key string) (schema.GroupResource, bool) {
-	r, _, _, ok := resource.ParseKey(c.prefix(), key)
+// GroupResource returns the resource of key, and whether the key names one.
+func (c Codec) GroupResource(key string) (schema.GroupResource, bool) {
+	r, _, _, ok := resource.ParseKey(c.StorePrefix(), key)
 	if !ok {
 		return schema.GroupResource{}, false
 	}
@@ -78,10 +75,10 @@ func (c Planner) groupResource(key string) (schema.GroupResource, bool) {
 
 // Load reads key at revision rev (0: the latest, with a linearizable read),
 // decrypts it when it is encrypted at rest, and decodes it.
-func (c Planner) Load(ctx context.Context, r store.Reader, key string, rev int64) (*Current, error) {
+func (c Codec) Load(ctx context.Context, r store.Reader, key string, rev int64) (*Current, error) {
 	kv, err := r.Get(ctx, key, rev)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, NotFound(ctx, r, c.prefix(), key, rev, err)
+		return nil, NotFound(ctx, r, c.StorePrefix(), key, rev, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", key, err)
@@ -91,16 +88,16 @@ func (c Planner) Load(ctx context.Context, r store.Reader, key string, rev int64
 
 // Open decrypts and decodes a key-value already read, for example one
 // revision of a key's history.
-func (c Planner) Open(ctx context.Context, kv store.KeyValue) (*Current, error) {
+func (c Codec) Open(ctx context.Context, kv store.KeyValue) (*Current, error) {
 	return c.open(ctx, kv)
 }
 
 // open decrypts and decodes a stored key-value.
-func (c Planner) open(ctx context.Context, kv store.KeyValue) (*Current, error) {
+func (c Codec) open(ctx context.Context, kv store.KeyValue) (*Current, error) {
 	cur := &Current{KV: kv}
-	gr, known := c.groupResource(kv.Key)
+	gr, known := c.GroupResource(kv.Key)
 	cur.GR = gr
-	plain, env, stale, err := c.decrypt(ctx, gr, known, kv.Key, kv.Value)
+	plain, env, stale, err := c.Decrypt(ctx, gr, known, kv.Key, kv.Value)
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +111,10 @@ func (c Planner) open(ctx context.Context, kv store.KeyValue) (*Current, error) 
 	return cur, nil
 }
 
-// decrypt returns the plaintext of a value stored at key.
-func (c Planner) decrypt(ctx context.Context, gr schema.GroupResource, known bool, key string, stored []byte) (plain []byte, env *codec.EncryptionHeader, stale bool, err error) {
+// Decrypt returns the plaintext of a value stored at key (of resource gr,
+// when known), its encryption header and whether it is stored otherwise
+// than the resource's first provider would store it.
+func (c Codec) Decrypt(ctx context.Context, gr schema.GroupResource, known bool, key string, stored []byte) (plain []byte, env *codec.EncryptionHeader, stale bool, err error) {
 	if codec.Detect(stored) != codec.FormatEncrypted {
 		if c.Enc == nil {
 			return stored, nil, false, nil
@@ -138,7 +137,7 @@ func (c Planner) decrypt(ctx context.Context, gr schema.GroupResource, known boo
 		return nil, env, false, fmt.Errorf("read %s: %w", key, &codec.EncryptedError{Header: e})
 	}
 	if !known {
-		return nil, env, false, fmt.Errorf("read %s: the value is encrypted at rest but the key names no resource under prefix %q, so its encryption provider is unknown", key, c.prefix())
+		return nil, env, false, fmt.Errorf("read %s: the value is encrypted at rest but the key names no resource under prefix %q, so its encryption provider is unknown", key, c.StorePrefix())
 	}
 	plain, stale, err = c.Enc.DecryptStale(ctx, gr, key, stored)
 	if err != nil {
@@ -151,7 +150,7 @@ func (c Planner) decrypt(ctx context.Context, gr schema.GroupResource, known boo
 // encrypted with the first provider and key the encryption config lists for
 // gr, with the etcd key as authenticated data, or plain itself when that
 // provider is identity or there is no encryption config.
-func (c Planner) Seal(ctx context.Context, gr schema.GroupResource, key string, plain []byte) ([]byte, error) {
+func (c Codec) Seal(ctx context.Context, gr schema.GroupResource, key string, plain []byte) ([]byte, error) {
 	out, err := c.Enc.Encrypt(ctx, gr, key, plain)
 	if err != nil {
 		return nil, fmt.Errorf("seal %s: %w", key, err)
