@@ -67,5 +67,15 @@ func report(stderr io.Writer, err error) int {
 	if h := hintFor(err); h != "" {
 		fmt.Fprintf(stderr, "etcdpvc: hint: %s\n", h)
 	}
-	return exitcode.Of(err)
+	return exitStatus(err)
+}
+
+// exitStatus is err's exit status: a usage error of the command line is
+// exitcode.Usage; the library maps every other (connect.ExitStatus).
+func exitStatus(err error) int {
+	var u *usageError
+	if errors.As(err, &u) {
+		return exitcode.Usage
+	}
+	return connect.ExitStatus(err)
 }

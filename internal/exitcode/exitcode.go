@@ -1,20 +1,7 @@
-// Package exitcode holds etcdpvc's exit statuses and the table that maps
-// an error onto them. They are listed in docs/cli.md and in the CLI's
-// help (cmd/etcdpvc/exit.go prints the error and returns the status).
+// Package exitcode holds etcdpvc's exit statuses. They are listed in
+// docs/cli.md and in the CLI's help; connect.ExitStatus maps an error onto
+// them (cmd/etcdpvc/exit.go prints the error and returns the status).
 package exitcode
-
-import (
-	"errors"
-
-	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/codec/encryption"
-	"github.com/etcdpvc/etcdpvc/connect"
-	"github.com/etcdpvc/etcdpvc/inspect"
-	"github.com/etcdpvc/etcdpvc/internal/cliargs"
-	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
-	"github.com/etcdpvc/etcdpvc/verify"
-)
 
 // Exit statuses.
 const (
@@ -49,60 +36,3 @@ const (
 	// other namespaces do: no verdict; -A compares them.
 	NothingCompared = 13
 )
-
-// rules map errors onto exit statuses: the first rule one of whose
-// matches holds gives the status; none, Error.
-var rules = []struct {
-	code    int
-	matches []func(error) bool
-}{
-	{Usage, []func(error) bool{as[*cliargs.UsageError], as[*connect.OptionError]}},
-	{Refused, []func(error) bool{as[*connect.RefusedError]}},
-	{Uncertain, is(surgery.ErrUncertain)},
-	{Partial, is(surgery.ErrPartial)},
-	{NotAccepted, is(surgery.ErrNotAccepted)},
-	{Incomplete, is(connect.ErrIncomplete, store.ErrUndetermined)},
-	{Incomplete, []func(error) bool{as[*store.CompactedError]}},
-	{Differ, is(inspect.ErrDiffer)},
-	{NothingCompared, is(inspect.ErrNothingCompared)},
-	{Conflict, is(store.ErrConflict)},
-	{NotFound, is(store.ErrNotFound)},
-	{Connection, is(store.ErrUnavailable)},
-	{Refused, is(codec.ErrLossy, surgery.ErrImmutableField, surgery.ErrExists,
-		surgery.ErrChangedSinceBackup, surgery.ErrBadBackup, surgery.ErrTooLarge, surgery.ErrTooManyOps,
-		surgery.ErrInvalid, surgery.ErrNotApplicable,
-		surgery.ErrKeyMismatch, surgery.ErrOtherCluster, surgery.ErrPlaintextIntoEncrypted,
-		surgery.ErrUnsafeBackupDir, verify.ErrRejected, verify.ErrCannotVerify, store.ErrCheckFailed)},
-	{Decode, is(encryption.ErrKeyNotFound, encryption.ErrNoConfig, encryption.ErrWrongKey,
-		codec.ErrEncrypted, codec.ErrMalformed, codec.ErrNotObject, codec.ErrUnsupported, codec.ErrEmpty)},
-}
-
-// as matches an error that is, or wraps, a T.
-func as[T error](err error) bool {
-	var t T
-	return errors.As(err, &t)
-}
-
-// is returns the matches of errors that are, or wrap, one of targets.
-func is(targets ...error) []func(error) bool {
-	out := make([]func(error) bool, len(targets))
-	for i, t := range targets {
-		out[i] = func(err error) bool { return errors.Is(err, t) }
-	}
-	return out
-}
-
-// Of returns the exit status of err: OK for nil.
-func Of(err error) int {
-	if err == nil {
-		return OK
-	}
-	for _, r := range rules {
-		for _, m := range r.matches {
-			if m(err) {
-				return r.code
-			}
-		}
-	}
-	return Error
-}
