@@ -1,7 +1,3 @@
-// Package inspect answers read-only questions about stored objects, the
-// way the CLI reports them: what a key's history holds and what changed
-// at each revision (History). It decides what is said; the CLI only
-// prints it.
 package inspect
 
 import (
