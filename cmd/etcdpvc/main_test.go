@@ -219,23 +219,22 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(err)
 		_, err = sc.cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical())
 		ts.Check(err)
-	case "db":
-		if len(args) != 2 {
-			ts.Fatalf("usage: etcd db VAR")
-		}
-		ts.Setenv(args[1], filepath.Join(sc.c.DataDir(0), "member", "snap", "db"))
-	case "wal":
+	case "db", "wal":
 		if len(args) != 2 && len(args) != 3 {
-			ts.Fatalf("usage: etcd wal VAR [MEMBER]")
+			ts.Fatalf("usage: etcd %s VAR [MEMBER]", args[0])
 		}
 		m := 0
 		if len(args) == 3 {
 			var err error
 			if m, err = strconv.Atoi(args[2]); err != nil {
-				ts.Fatalf("etcd wal: member %q: %v", args[2], err)
+				ts.Fatalf("etcd %s: member %q: %v", args[0], args[2], err)
 			}
 		}
-		ts.Setenv(args[1], filepath.Join(sc.c.DataDir(m), "member", "wal"))
+		dir := filepath.Join(sc.c.DataDir(m), "member", "wal")
+		if args[0] == "db" {
+			dir = filepath.Join(sc.c.DataDir(m), "member", "snap", "db")
+		}
+		ts.Setenv(args[1], dir)
 	case "snapshot":
 		if len(args) != 2 {
 			ts.Fatalf("usage: etcd snapshot FILE")
