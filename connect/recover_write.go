@@ -104,11 +104,11 @@ func (s *Session) Recovered(ctx context.Context, kv store.KeyValue, raw bool) (*
 		return nil, err
 	}
 	if raw {
-		stored, err := s.Planner.Seal(ctx, rec.GR, kv.Key, rec.Plain)
+		sealed, err := s.Planner.Seal(ctx, rec.GR, kv.Key, rec.Plain)
 		if err != nil {
 			return nil, err
 		}
-		return &Recovered{Stored: stored}, nil
+		return &Recovered{Stored: sealed}, nil
 	}
 	obj, err := codec.DecodeAt(kv.Key, rec.Plain, false)
 	if err != nil {

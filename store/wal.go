@@ -783,12 +783,19 @@ func (w *WAL) List(ctx context.Context, prefix string, opts ListOptions, fn func
 }
 
 func (w *WAL) keysUnder(prefix string) []string {
-	i := sort.SearchStrings(w.keys, prefix)
-	j := i
-	for j < len(w.keys) && strings.HasPrefix(w.keys[j], prefix) {
+	i, j := prefixRange(len(w.keys), func(i int) string { return w.keys[i] }, prefix)
+	return w.keys[i:j]
+}
+
+// prefixRange returns the run [i, j) of the n keys (in key order, the
+// i-th given by key) that start with prefix.
+func prefixRange(n int, key func(i int) string, prefix string) (i, j int) {
+	i = sort.Search(n, func(i int) bool { return key(i) >= prefix })
+	j = i
+	for j < n && strings.HasPrefix(key(j), prefix) {
 		j++
 	}
-	return w.keys[i:j]
+	return i, j
 }
 
 // History calls fn for every applied revision of key the log establishes,
@@ -1008,6 +1015,13 @@ func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool
 	if w.base != nil {
 		return w.joinedScanLatest(ctx, prefix, includeDeleted, fn)
 	}
+	return w.logScanLatest(ctx, prefix, true, includeDeleted, fn)
+}
+
+// logScanLatest is ScanLatest over the log alone: the keys it wrote,
+// live ones (with their values) only when live, deleted ones only when
+// deleted.
+func (w *WAL) logScanLatest(ctx context.Context, prefix string, live, deleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error {
 	if w.lastRev == 0 {
 		if err := w.startKnown(); err != nil {
 			return fmt.Errorf("scan latest %s: no revision derived: %w", prefix, err)
@@ -1018,7 +1032,7 @@ func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool
 			return err
 		}
 		x := w.at(k, w.lastRev)
-		if x < 0 {
+		if x < 0 || w.deleted(x) && !deleted || !w.deleted(x) && !live {
 			continue
 		}
 		if !w.deleted(x) {
@@ -1029,9 +1043,6 @@ func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool
 			if err := fn(kv, false, 0); err != nil {
 				return err
 			}
-			continue
-		}
-		if !includeDeleted {
 			continue
 		}
 		kv := &KeyValue{Key: k}
@@ -1058,14 +1069,8 @@ func (w *WAL) ScanDeleted(ctx context.Context, prefix string, fn func(kv *KeyVal
 	if w.base != nil {
 		return w.joinedScanDeleted(ctx, prefix, fn)
 	}
-	// Without a db the log's keys are all there is: ScanLatest reads
-	// nothing else.
-	return w.ScanLatest(ctx, prefix, true, func(kv *KeyValue, deleted bool, deleteRev int64) error {
-		if !deleted {
-			return nil
-		}
-		return fn(kv, deleteRev)
-	})
+	// Without a db the log's keys are all there is.
+	return w.logScanLatest(ctx, prefix, false, true, func(kv *KeyValue, _ bool, deleteRev int64) error { return fn(kv, deleteRev) })
 }
 
 // PastIncarnation is an incarnation of a key that a deletion ended and

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -385,26 +384,23 @@ func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDelete
 // otherwise; a value of the db is read by its revision.
 func (w *WAL) joinedScanDeleted(ctx context.Context, prefix string, fn func(kv *KeyValue, deleteRev int64) error) error {
 	logKeys := w.keysUnder(prefix)
-	dbDel := w.baseDeleted[sort.Search(len(w.baseDeleted), func(i int) bool { return w.baseDeleted[i].kv.Key >= prefix }):]
-	n := 0
-	for len(logKeys) > 0 || len(dbDel) > 0 && strings.HasPrefix(dbDel[0].kv.Key, prefix) {
-		if n++; n%ctxCheckEvery == 0 {
+	i, j := prefixRange(len(w.baseDeleted), func(i int) string { return w.baseDeleted[i].kv.Key }, prefix)
+	dbDel := w.baseDeleted[i:j]
+	for n := 0; len(logKeys) > 0 || len(dbDel) > 0; n++ {
+		if n%ctxCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
+		// The next key of either, in key order.
 		var key string
 		var tomb *baseTombstone
-		switch {
-		case len(dbDel) == 0 || !strings.HasPrefix(dbDel[0].kv.Key, prefix):
-			key, logKeys = logKeys[0], logKeys[1:]
-		case len(logKeys) == 0 || dbDel[0].kv.Key < logKeys[0]:
+		if len(dbDel) > 0 && (len(logKeys) == 0 || dbDel[0].kv.Key <= logKeys[0]) {
 			key, tomb, dbDel = dbDel[0].kv.Key, &dbDel[0], dbDel[1:]
-		default:
+		} else {
 			key = logKeys[0]
-			if dbDel[0].kv.Key == key {
-				tomb, dbDel = &dbDel[0], dbDel[1:]
-			}
+		}
+		if len(logKeys) > 0 && logKeys[0] == key {
 			logKeys = logKeys[1:]
 		}
 		// The db's state of key: as ScanLatest's walk of it hands it.
