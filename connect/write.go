@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/etcdpvc/etcdpvc/store"
@@ -200,13 +199,7 @@ func (s *Session) NewVerifier(ctx context.Context, note func(string)) (*verify.V
 // again included. It warns about a backup directory others could tamper
 // with.
 func (s *Session) ApplyOptions(ctx context.Context, t Terminal, o WriteOptions) surgery.ApplyOptions {
-	dir := o.BackupDir
-	if dir == "" {
-		dir = surgery.DefaultBackupDir()
-	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
+	dir := surgery.BackupDirOrDefault(o.BackupDir)
 	for _, w := range surgery.CheckBackupDir(dir) {
 		t.Warn(w)
 	}

@@ -68,18 +68,11 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	if err := checkPlan(p, o); err != nil {
 		return nil, err
 	}
-	if o.BackupDir == "" {
-		o.BackupDir = DefaultBackupDir()
+	op, err := opOf(w, p)
+	if err != nil {
+		return nil, err
 	}
-	if abs, err := filepath.Abs(o.BackupDir); err == nil {
-		o.BackupDir = abs
-	}
-	if p.Delete {
-		return applyDelete(ctx, w, p, o)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o = o.withDefaults()
 	now := o.Now().UTC()
 	b := &Backup{
 		Kind:        BackupKind,
@@ -87,11 +80,13 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 		Key:         p.Key,
 		Endpoints:   o.Endpoints,
 		Absent:      p.Expect == 0,
-		NewSHA256:   digest(p.NewStored),
 		Timestamp:   now.Format(time.RFC3339Nano),
 		ToolVersion: o.ToolVersion,
 		Operation:   p.Description,
 		Source:      o.Source,
+	}
+	if !p.Delete {
+		b.NewSHA256 = digest(p.NewStored)
 	}
 	if p.Expect != 0 {
 		kv := p.Before.KV
@@ -101,7 +96,7 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	b.SHA256 = digest(b.Value)
 	path, err := writeBackup(o.BackupDir, b, now)
 	if err != nil {
-		return nil, fmt.Errorf("apply %s: back up before writing: %w; nothing written", p.Key, err)
+		return nil, fmt.Errorf("%s %s: back up before %s: %w; nothing written", op.verb, p.Key, op.gerund, err)
 	}
 	if o.afterBackup != nil {
 		o.afterBackup()
@@ -119,23 +114,23 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	}
 	logPath := filepath.Join(o.BackupDir, AuditLogName)
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("write %s: %w before the transaction was sent; nothing written", p.ObjectName(), err)
+		return nil, fmt.Errorf("%s %s: %w before the transaction was sent; %s", op.verb, p.ObjectName(), err, op.nothing)
 	}
 
 	res := &Result{BackupPath: path}
-	rev, err := w.CompareAndSwap(ctx, p.Key, p.Expect, p.NewStored, p.Lease)
+	rev, err := op.send(ctx)
 	if err != nil {
 		var ce *store.ConflictError
 		switch {
 		case errors.As(err, &ce):
 			return nil, &ConflictError{Key: p.Key, Read: p.Expect, Current: ce.Current, Cause: ce}
-		case errors.Is(err, store.ErrLeaseNotFound):
+		case !p.Delete && errors.Is(err, store.ErrLeaseNotFound):
 			return nil, fmt.Errorf("write %s: %w; nothing written", p.Key, err)
-		case errors.Is(err, store.ErrTooLarge):
+		case !p.Delete && errors.Is(err, store.ErrTooLarge):
 			return nil, fmt.Errorf("write %s: %w: %w; nothing written", p.ObjectName(), ErrTooLarge, err)
 		}
 		var warnings []string
-		rev, warnings, err = resolve(ctx, w, p, err)
+		rev, warnings, err = op.resolve(ctx, err)
 		if err != nil {
 			var ue *UncertainError
 			if errors.As(err, &ue) {
@@ -154,11 +149,68 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	res.Revision = rev
 	rec.ToRevision = rev
 	if err := appendAudit(logPath, rec); err != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the write succeeded but the audit log could not be appended to: %v", err))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the %s succeeded but the audit log could not be appended to: %v", op.noun, err))
 	} else {
 		res.AuditLog = logPath
 	}
 	return res, nil
+}
+
+// withDefaults returns o with its defaults filled in: the backup
+// directory (DefaultBackupDir(), made absolute, so that the printed undo
+// works from any directory) and the clock.
+func (o ApplyOptions) withDefaults() ApplyOptions {
+	o.BackupDir = BackupDirOrDefault(o.BackupDir)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// BackupDirOrDefault returns dir, or DefaultBackupDir() when it is empty,
+// made absolute when it can be.
+func BackupDirOrDefault(dir string) string {
+	if dir == "" {
+		dir = DefaultBackupDir()
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return dir
+}
+
+// writeOp is what differs between Apply's two kinds of write, a
+// compare-and-swap and a compare-and-delete: the words that report it,
+// the transaction, and how an unanswered one is resolved (resolve,
+// resolveDelete). The rest (backup, audit line, refusals) is Apply's.
+type writeOp struct {
+	verb, gerund, noun, nothing string
+	send                        func(ctx context.Context) (int64, error)
+	resolve                     func(ctx context.Context, txnErr error) (int64, []string, error)
+}
+
+// opOf returns p's writeOp on w.
+func opOf(w store.Writer, p *Plan) (*writeOp, error) {
+	if !p.Delete {
+		return &writeOp{
+			verb: "write", gerund: "writing", noun: "write", nothing: "nothing written",
+			send: func(ctx context.Context) (int64, error) {
+				return w.CompareAndSwap(ctx, p.Key, p.Expect, p.NewStored, p.Lease)
+			},
+			resolve: func(ctx context.Context, txnErr error) (int64, []string, error) { return resolve(ctx, w, p, txnErr) },
+		}, nil
+	}
+	d, ok := w.(store.Deleter)
+	if !ok {
+		return nil, fmt.Errorf("delete %s: %T cannot delete keys; nothing written", p.Key, w)
+	}
+	return &writeOp{
+		verb: "delete", gerund: "deleting", noun: "delete", nothing: "nothing deleted",
+		send: func(ctx context.Context) (int64, error) { return d.CompareAndDelete(ctx, p.Key, p.Expect) },
+		resolve: func(ctx context.Context, txnErr error) (int64, []string, error) {
+			return 0, nil, resolveDelete(ctx, w, p, txnErr)
+		},
+	}, nil
 }
 
 // Step is one plan's part in Execute.
@@ -455,6 +507,8 @@ type UncertainError struct {
 	Key, Object string
 	// Expect is the revision the write compared against (0: a create).
 	Expect int64
+	// Delete: the write was a compare-and-delete.
+	Delete bool
 	// Backup is the backup of the value before the write.
 	Backup string
 	// Reason says what is known.
@@ -471,7 +525,11 @@ func (e *UncertainError) Error() string {
 	if e.Expect == 0 {
 		check = fmt.Sprintf("check whether it exists now (etcdpvc get); the backup %s records the write", e.Backup)
 	}
-	msg := fmt.Sprintf("write %s: %v: %s; %s", e.Object, ErrUncertain, e.Reason, check)
+	verb := "write"
+	if e.Delete {
+		verb, check = "delete", fmt.Sprintf("check whether it still exists (etcdpvc get); the backup %s holds its value (etcdpvc restore puts it back)", e.Backup)
+	}
+	msg := fmt.Sprintf("%s %s: %v: %s; %s", verb, e.Object, ErrUncertain, e.Reason, check)
 	if e.AuditErr != nil {
 		msg += fmt.Sprintf(" (the audit log could not record it: %v)", e.AuditErr)
 	}
@@ -490,6 +548,17 @@ const (
 	resolveRetries  = 3
 	resolvePause    = 250 * time.Millisecond
 )
+
+// pauseOrDone waits resolvePause between two attempts of a resolve, or
+// until ctx is done.
+func pauseOrDone(ctx context.Context) {
+	t := time.NewTimer(resolvePause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
 
 // resolve finds out, after a transaction failed without an answer (a
 // timeout, a leader lost, a connection reset, ctx cancelled while it was
@@ -536,12 +605,7 @@ func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64,
 		context.AfterFunc(rctx, func() { t.Stop() })
 	})
 	defer stop()
-	pause := func() {
-		select {
-		case <-rctx.Done():
-		case <-time.After(resolvePause):
-		}
-	}
+	pause := func() { pauseOrDone(rctx) }
 	lost := fmt.Sprintf("the transaction's answer was lost (%v)", txnErr)
 	if ctx.Err() != nil {
 		lost = fmt.Sprintf("the write was interrupted while its transaction was under way (%v)", txnErr)

@@ -91,12 +91,7 @@ func joinNames(names []string) string {
 // *NotAcceptedError (ErrNotAccepted). A second run of the same plan
 // resumes: what was created exists identical.
 func WriteRecoverSet(ctx context.Context, w store.Writer, plan *SetPlan, o RecoverSetWriteOptions) (*RecoverSetResult, error) {
-	if o.BackupDir == "" {
-		o.BackupDir = DefaultBackupDir()
-	}
-	if abs, err := filepath.Abs(o.BackupDir); err == nil {
-		o.BackupDir = abs
-	}
+	o.ApplyOptions = o.withDefaults()
 	maxOps := o.MaxTxnOps
 	if maxOps <= 0 {
 		maxOps = store.MaxTxnOps
@@ -162,15 +157,7 @@ const backupWriters = 16
 // several stores, more than etcd takes in one transaction), the batch's
 // backups are removed: they record writes that were never made.
 func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batch []*Plan, o ApplyOptions) ([]*Result, error) {
-	if o.BackupDir == "" {
-		o.BackupDir = DefaultBackupDir()
-	}
-	if abs, err := filepath.Abs(o.BackupDir); err == nil {
-		o.BackupDir = abs
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o = o.withDefaults()
 	now := o.Now().UTC()
 	out := make([]*Result, len(batch))
 	kvs := make([]store.KeyValue, len(batch))
@@ -352,7 +339,7 @@ func resolveBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, kv
 				return r, nil
 			}
 			txnErr = err
-			time.Sleep(resolvePause)
+			pauseOrDone(rctx)
 		case made > 0 && made+absent == len(kvs) && attempt < resolveRetries-1:
 			// The keys are read one by one: a transaction that landed
 			// during the read shows some created and the rest absent.

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/store"
@@ -346,72 +345,24 @@ func (c Planner) rawDiff(key, res string, old []byte, oldRev int64, newValue []b
 	return sb.String()
 }
 
-// applyDelete makes a delete plan: it backs up the key's value (durably,
-// before anything else), deletes it with a compare-and-delete on p.Expect,
-// and appends to the audit log. Restoring the backup creates the key again.
-func applyDelete(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Result, error) {
-	d, ok := w.(store.Deleter)
-	if !ok {
-		return nil, fmt.Errorf("delete %s: %T cannot delete keys; nothing written", p.Key, w)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	now := o.Now().UTC()
-	kv := p.Before.KV
-	b := &Backup{
-		Kind: BackupKind, Version: BackupVersion, Key: p.Key, Endpoints: o.Endpoints,
-		ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision, KeyVersion: kv.Version, Lease: kv.Lease,
-		Value: kv.Value, SHA256: digest(kv.Value),
-		Timestamp: now.Format(time.RFC3339Nano), ToolVersion: o.ToolVersion, Operation: p.Description, Source: o.Source,
-	}
-	path, err := writeBackup(o.BackupDir, b, now)
-	if err != nil {
-		return nil, fmt.Errorf("delete %s: back up before deleting: %w; nothing written", p.Key, err)
-	}
-	if o.afterBackup != nil {
-		o.afterBackup()
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("delete %s: %w before the transaction was sent; nothing deleted", p.ObjectName(), err)
-	}
-	res := &Result{BackupPath: path}
-	rev, err := d.CompareAndDelete(ctx, p.Key, p.Expect)
-	if err != nil {
-		var ce *store.ConflictError
-		if errors.As(err, &ce) {
-			return nil, &ConflictError{Key: p.Key, Read: p.Expect, Current: ce.Current, Cause: ce}
-		}
-		return nil, resolveDelete(ctx, w, p, err)
-	}
-	res.Revision = rev
-	rec := AuditRecord{
-		Time: now.Format(time.RFC3339Nano), Key: p.Key, Op: p.Description,
-		FromRevision: p.Expect, ToRevision: rev, Backup: path, SHA256: b.SHA256,
-		Endpoints: o.Endpoints, ToolVersion: o.ToolVersion,
-	}
-	logPath := filepath.Join(o.BackupDir, AuditLogName)
-	if err := appendAudit(logPath, rec); err != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the delete succeeded but the audit log could not be appended to: %v", err))
-	} else {
-		res.AuditLog = logPath
-	}
-	return res, nil
-}
-
 // resolveDelete resolves a compare-and-delete that failed without an
-// answer. The lost delete may still reach etcd after any read, so a key
-// found unchanged is fenced: rewritten with its own bytes and lease under
-// the same comparison. Once the fence has landed the delete can no longer
-// apply, and only then is "nothing deleted" said. A key gone, changed, or
-// not fenceable leaves the outcome unknown (ErrUncertain).
+// answer (Apply's delete). The lost delete may still reach etcd after any
+// read, so a key found unchanged is fenced: rewritten with its own bytes
+// and lease under the same comparison. Once the fence has landed the
+// delete can no longer apply, and only then is "nothing deleted" said. A
+// key gone, changed, or not fenceable leaves the outcome unknown (an
+// *UncertainError, recorded in the audit log by Apply).
 func resolveDelete(ctx context.Context, w store.Writer, p *Plan, txnErr error) error {
+	uncertain := func(reason string) error {
+		return &UncertainError{Key: p.Key, Object: p.ObjectName(), Expect: p.Expect, Delete: true, Reason: reason, Cause: txnErr}
+	}
 	rd, ok := w.(store.Reader)
 	if !ok {
-		return fmt.Errorf("delete %s: %w: %w", p.Key, ErrUncertain, txnErr)
+		return uncertain(fmt.Sprintf("the delete failed without an answer (%v) and the store cannot be read back", txnErr))
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
 	defer cancel()
+	lost := fmt.Sprintf("the delete's answer was lost (%v)", txnErr)
 	kv, err := rd.Get(rctx, p.Key, 0)
 	switch {
 	case err == nil && kv.ModRevision == p.Expect:
@@ -419,13 +370,13 @@ func resolveDelete(ctx context.Context, w store.Writer, p *Plan, txnErr error) e
 		if ferr == nil {
 			return fmt.Errorf("delete %s: %w; the key was still at revision %d and was rewritten with its own value at revision %d so that the delete can no longer apply: nothing deleted", p.Key, txnErr, p.Expect, frev)
 		}
-		return fmt.Errorf("delete %s: %w: %w; the key was still at revision %d, but fencing the delete off failed (%v): it may still apply; check whether the key exists", p.Key, ErrUncertain, txnErr, p.Expect, ferr)
+		return uncertain(fmt.Sprintf("%s; the key was still at revision %d, but fencing the delete off failed (%v): it may still apply", lost, p.Expect, ferr))
 	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("delete %s: %w: %w; a re-read shows the key gone, deleted by this delete or by another client", p.Key, ErrUncertain, txnErr)
+		return uncertain(fmt.Sprintf("%s; a re-read shows the key gone, deleted by this delete or by another client", lost))
 	case err == nil:
-		return fmt.Errorf("delete %s: %w: %w; a re-read shows the key at revision %d: another client wrote it", p.Key, ErrUncertain, txnErr, kv.ModRevision)
+		return uncertain(fmt.Sprintf("%s; a re-read shows the key at revision %d: another client wrote it", lost, kv.ModRevision))
 	}
-	return fmt.Errorf("delete %s: %w: %w; checking the key failed too (%v): check whether it is still at revision %d", p.Key, ErrUncertain, txnErr, err, p.Expect)
+	return uncertain(fmt.Sprintf("%s; checking the key failed too (%v): check whether it is still at revision %d", lost, err, p.Expect))
 }
 
 // auditRevision looks in the audit log beside a backup for the write that
