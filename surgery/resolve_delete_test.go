@@ -2,6 +2,8 @@ package surgery
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,9 +44,21 @@ func TestLostDeleteFenced(t *testing.T) {
 		p := deletePlan(t)
 		proxy.HoldTxns(1)
 		proxy.ReleaseBefore(2) // after the re-read, as the fence is sent
-		_, err := Apply(ctx, through, p, ApplyOptions{BackupDir: t.TempDir()})
-		if !errors.Is(err, ErrUncertain) || strings.Contains(err.Error(), "nothing deleted") {
+		dir := t.TempDir()
+		_, err := Apply(ctx, through, p, ApplyOptions{BackupDir: dir})
+		var ue *UncertainError
+		if !errors.As(err, &ue) || !errors.Is(err, ErrUncertain) || strings.Contains(err.Error(), "nothing deleted") {
 			t.Fatalf("Apply = %v, want an unknown outcome", err)
+		}
+		// Said as a delete, naming the backup that puts it back, and
+		// recorded in the audit log as a put's unknown outcome is.
+		for _, want := range []string{"delete " + p.ObjectName() + ":", ue.Backup, "etcdpvc restore"} {
+			if want == "" || !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q lacks %q", err, want)
+			}
+		}
+		if log, rerr := os.ReadFile(filepath.Join(dir, AuditLogName)); rerr != nil || !strings.Contains(string(log), `"outcome":"uncertain"`) {
+			t.Errorf("audit log %q (%v) records no uncertain outcome", log, rerr)
 		}
 		if proxy.Held() != 0 {
 			t.Fatal("the held delete was not released")
