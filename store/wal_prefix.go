@@ -233,6 +233,13 @@ type pxSolver struct {
 	// onBlind holds the entries whose compares named the revision of a
 	// write made without a compare (see challenge).
 	onBlind map[int32]bool
+	// relFailed holds the entries with a compare that failed on the
+	// revision of a write of the log: with the revisions before it
+	// counted otherwise, it may hold (see anchoredBefore).
+	relFailed map[int32]bool
+	// noPin holds the compares on a write of the log's revision taken to
+	// have failed (their pin passed over, or forced to fail).
+	noPin map[pxPinKey]bool
 	// blind: an entry so far may have changed keys the log does not name
 	// (a revoke of a lease from before the log, a range delete; see took).
 	blind bool
@@ -246,6 +253,13 @@ type pxSolver struct {
 	maybeOf map[int32]map[int32]bool
 }
 
+// pxPinKey is a compare of a key whose mod revision is the relative
+// revision rel of a write of the log, naming revision want (see noPin).
+type pxPinKey struct {
+	key       int32
+	rel, want int64
+}
+
 // pxPin is a pin a compare made: the entry, and the revision it named.
 type pxPin struct {
 	entry int32
@@ -257,7 +271,7 @@ func newPxSolver(entries []pxEntry, names *pxKeys, exact bool, db *dbIndex, veto
 		entries: entries, names: names, exact: exact, db: db, veto: veto, allowed: allowed, relFirst: []int32{0},
 		keys: make([]pxKey, len(names.names)), byLease: map[int64]map[int32]bool{},
 		leases: map[int64]int8{}, leaseGranted: map[int64]bool{}, leaseRevoked: map[int64]bool{},
-		assumed: map[int32]bool{}, failed: map[pxCmpKey]bool{}, onBlind: map[int32]bool{},
+		assumed: map[int32]bool{}, failed: map[pxCmpKey]bool{}, onBlind: map[int32]bool{}, relFailed: map[int32]bool{}, noPin: map[pxPinKey]bool{},
 	}
 	// One write per op of the branch an entry takes: sized once (the
 	// prefix may hold a million entries; range deletes may add more).
@@ -419,11 +433,27 @@ func (p *pxSolver) compare(c pxCmp) bool {
 						p.failf("compare on %s: its revision is not established there", p.name(c.key))
 						return false
 					}
-					return p.pin(p.seg(m), m, r)
+					// The pin of a compare taken to have read a stale
+					// state (passed over, or failed in a challenge's
+					// world) says the write's revision is not r: the
+					// same compare on the same state fails too.
+					pk := pxPinKey{key: c.key, rel: m, want: r}
+					if p.noPin[pk] {
+						p.relFailed[p.cur] = true
+						return false
+					}
+					if !p.pin(p.seg(m), m, r) {
+						if p.veto[p.cur] || p.force[p.cur] {
+							p.noPin[pk] = true
+						}
+						p.relFailed[p.cur] = true
+						return false
+					}
+					return true
 				}
 				m = a
 			}
-			return compareInts(c.result, m, r)
+			return p.relCompare(s.modRel, c.result, m, r)
 		}
 		if !eq {
 			p.failf("compare on %s before the log: not modelled", p.name(c.key))
@@ -507,7 +537,7 @@ func (p *pxSolver) compare(c pxCmp) bool {
 				}
 				cr = a
 			}
-			return compareInts(c.result, cr, c.value)
+			return p.relCompare(s.createRel, c.result, cr, c.value)
 		}
 	case pb.Compare_LEASE:
 		if s.exists == 0 {
@@ -527,6 +557,16 @@ func (p *pxSolver) compare(c pxCmp) bool {
 	}
 	p.failf("compare on %s before the log: not modelled", p.name(c.key))
 	return false
+}
+
+// relCompare is compareInts, the entry's failure recorded in relFailed
+// when a (the revision compared) is a write of the log's (rel).
+func (p *pxSolver) relCompare(rel bool, res pb.Compare_CompareResult, a, b int64) bool {
+	ok := compareInts(res, a, b)
+	if !ok && rel {
+		p.relFailed[p.cur] = true
+	}
+	return ok
 }
 
 // takeToHold decides a compare on a key's state from before the log:
@@ -560,6 +600,14 @@ func (p *pxSolver) took(s *pxKey, fc int8) {
 // leaseBit marks, in pxSolver.force and assumed, an entry's lease from
 // before the log (the entry's number is below it).
 const leaseBit = 1 << 30
+
+// keepBit marks, in pxSolver.force, an entry whose compare's pin the
+// search must not pass over (see solveTries, challenge): the world in
+// which a compare the search took to have read a stale state held.
+const keepBit = 1 << 29
+
+// entryOf returns the entry a force or assumed element names.
+func entryOf(e int32) int32 { return e &^ (leaseBit | keepBit) }
 
 // pxCmpKey is a compare of a key's state, for pxSolver.failed.
 type pxCmpKey struct {

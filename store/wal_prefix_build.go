@@ -63,7 +63,7 @@ func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact boo
 	if why := foreignDB(entries, keys, x, dbRev); why != "" {
 		return nil, prefixVerdict{foreign: why}
 	}
-	p, why := solveTries(ctx, entries, keys, exact, dbRev, x, db, nil)
+	p, why, _ := solveTries(ctx, entries, keys, exact, dbRev, x, db, nil)
 	if p != nil {
 		p.challenge(ctx, dbRev, db)
 		if err := ctx.Err(); err != nil {
@@ -80,21 +80,25 @@ func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact boo
 // solveTries works the prefix out (solveOnce), again with the pins of
 // compares found wrong passed over, at most maxPinTries times; force is
 // passed on (see pxSolver.force). It returns the solved prefix, filled,
-// or nil and why none was found.
-func solveTries(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, x *dbIndex, db prefixDB, force map[int32]bool) (*pxSolver, string) {
+// or nil, why none was found and what the try that went furthest took
+// on a writer's word (pxSolver.assumed: entries, leaseBit marking a
+// lease), in order, for challenge to widen the world it was given.
+func solveTries(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, x *dbIndex, db prefixDB, force map[int32]bool) (*pxSolver, string, []int32) {
 	// The reason given is the one of the try that went furthest (a
 	// disagreement with the db says more than a wrong start).
 	var why string
+	var took []int32
 	stage := -1
 	veto := map[int32]bool{}
 	for range maxPinTries {
 		p, reached := solveOnce(ctx, entries, keys, exact, dbRev, x, db, veto, force)
 		if p.fail == "" {
 			p.fill()
-			return p, ""
+			return p, "", nil
 		}
 		if reached > stage {
 			why, stage = p.fail, reached
+			took = slices.Sorted(maps.Keys(p.assumed))
 		}
 		if exact || ctx.Err() != nil {
 			break
@@ -102,10 +106,10 @@ func solveTries(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool
 		// A compare that pinned a segment wrong read a stale state: the
 		// pins certainly wrong are passed over on the next try, else the
 		// first one not passed over yet.
-		next := p.wrongPins()
+		next := slices.DeleteFunc(p.wrongPins(), func(e int32) bool { return force[e|keepBit] })
 		if len(next) == 0 {
 			for _, pn := range p.pins {
-				if !veto[pn.entry] {
+				if !veto[pn.entry] && !force[pn.entry|keepBit] {
 					next = append(next, pn.entry)
 					break
 				}
@@ -119,7 +123,7 @@ func solveTries(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool
 			veto[e] = true
 		}
 	}
-	return nil, why
+	return nil, why, took
 }
 
 // solveOnce works the prefix out, its compares' pins refused for the

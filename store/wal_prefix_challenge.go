@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -43,9 +44,14 @@ import (
 // in a member's real log, traffic of other objects comes first, and only
 // the log's very first writes are left to challenge.
 //
-// What is left: a world the solver, working it out, does not find is taken
-// for refuted (FuzzPrefixModel finds such cases now and then: see the
-// regressions marked known in wal_model_test.go).
+// A world the solver, working it out, does not find may still be the
+// true one with more stale reads in it than the unit challenged (a
+// conflict seldom comes alone): widen looks for it with one more of the
+// compares taken on a writer's word failed as well, or another unit's,
+// breadth first and bounded. What is left: a world not found within
+// those bounds is taken for refuted. The model test and its fuzzer know
+// no case of it today (their regressions were all of this kind); the
+// runbook says what to check where a recovery rests on such a claim.
 
 // maxChallenges bounds the prefix's alternative solves. Past it the
 // entries left are not worked out: each is left unknown, and the
@@ -75,6 +81,7 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 		}
 	}
 	done := 0
+	var failed []pxWorld
 	try := func(force map[int32]bool) {
 		why := p.challengeWhy(force)
 		if done == maxChallenges {
@@ -84,9 +91,12 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 			return
 		}
 		done++
-		if q, _ := solveTries(ctx, p.entries, p.names, p.exact, dbRev, p.db, db, force); q != nil {
-			p.yield(q, why)
+		q, _, took := solveTries(ctx, p.entries, p.names, p.exact, dbRev, p.db, db, force)
+		if q == nil {
+			failed = append(failed, pxWorld{force: force, took: took})
+			return
 		}
+		p.yield(q, why)
 	}
 	// The units challenged: each entry that rests on a first compare
 	// taken to hold and that nothing corroborates; the compares
@@ -125,6 +135,14 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 			units = append(units, map[int32]bool{e: true})
 		}
 	}
+	// A compare whose pin the search passed over (taken to have read a
+	// stale state, so failed) may have held: the world in which its pin
+	// stands.
+	for _, e := range slices.Sorted(maps.Keys(p.veto)) {
+		if p.veto[e] {
+			units = append(units, map[int32]bool{e | keepBit: true})
+		}
+	}
 	for _, g := range groups {
 		force := map[int32]bool{}
 		for _, e := range g {
@@ -161,6 +179,122 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 			try(u)
 		}
 	}
+	// What widen may add: what a unit could be (taken on a writer's word,
+	// not corroborated, the lease not held by the db), unless the db
+	// refutes the world it makes (anchoredBefore).
+	open := func(e int32) bool {
+		idx := entryOf(e)
+		if e&leaseBit != 0 {
+			return !dbLeases[p.leaseOf(idx)]
+		}
+		return p.out[idx].outcome != OutcomeUnknown && !p.corroborated(idx, floor, ix)
+	}
+	refuted := func(f map[int32]bool) bool { return p.anchoredBefore(f, anchored, ix) }
+	p.widen(ctx, dbRev, db, failed, units, open, refuted)
+}
+
+// pxWorld is a challenged world not found: the entries taken to fail
+// (force) and what the try that went furthest took on a writer's word
+// (took, see solveTries).
+type pxWorld struct {
+	force map[int32]bool
+	took  []int32
+}
+
+// maxWiden bounds the worlds widen works out in one challenge, and
+// maxWidenWidth and maxWidenDepth how many entries it adds to a world
+// at a time and in all.
+const (
+	maxWiden      = 256
+	maxWidenWidth = 4
+	maxWidenDepth = 3
+	// maxWidenWork bounds widen's work on a long log: worlds times
+	// entries (a member's log of 200,000 entries gets 10 worlds).
+	maxWidenWork = 2_000_000
+)
+
+// widen looks again for the challenged worlds not found (failed): a
+// world in which, besides a failed world's compares, a compare (or lease)
+// taken on a writer's word in the try that went furthest failed too (one
+// open to challenge: not corroborated by the db), or another challenged
+// unit's did; a world the db refutes (refuted: anchoredBefore) is not
+// worked out. A stale read seldom comes alone: with
+// one compare failed, the key is still in its state from before the log,
+// and the next compare on it, or on a key the same writer read, may have
+// been stale as well, and only together do they lead to the db (a world
+// with one of them alone does not). Breadth first: each failed world
+// widened by one entry (the maxWidenWidth of took nearest its first
+// entry) or one unit, then those not found by one more, up to
+// maxWidenDepth, and no more than maxWiden worlds in all (fewer on a
+// long log: maxWidenWork); what a world found says differently is taken
+// out of p's claims (yield).
+func (p *pxSolver) widen(ctx context.Context, dbRev int64, db prefixDB, failed []pxWorld, units []map[int32]bool, open func(int32) bool, refuted func(map[int32]bool) bool) {
+	type queued struct {
+		pxWorld
+		depth int
+	}
+	queue := make([]queued, 0, len(failed))
+	for _, w := range failed {
+		queue = append(queue, queued{w, 0})
+	}
+	seen := map[string]bool{}
+	setKey := func(f map[int32]bool) string {
+		var b strings.Builder
+		for _, e := range slices.Sorted(maps.Keys(f)) {
+			b.WriteString(strconv.FormatInt(int64(e), 36))
+			b.WriteByte(',')
+		}
+		return b.String()
+	}
+	for _, w := range failed {
+		seen[setKey(w.force)] = true
+	}
+	n, limit := 0, min(maxWiden, maxWidenWork/max(len(p.entries), 1))
+	for len(queue) > 0 && n < limit && ctx.Err() == nil {
+		w := queue[0]
+		queue = queue[1:]
+		first := minKey(w.force)
+		near := slices.DeleteFunc(slices.Clone(w.took), func(e int32) bool { return w.force[e] || !open(e) })
+		slices.SortStableFunc(near, func(a, b int32) int {
+			return cmp.Compare(absDiff(entryOf(a), first), absDiff(entryOf(b), first))
+		})
+		var adds []map[int32]bool
+		for _, e := range near[:min(len(near), maxWidenWidth)] {
+			adds = append(adds, map[int32]bool{e: true})
+		}
+		adds = append(adds, units...)
+		for _, add := range adds {
+			if n >= limit || ctx.Err() != nil {
+				return
+			}
+			f := maps.Clone(w.force)
+			maps.Copy(f, add)
+			k := setKey(f)
+			if seen[k] || len(f) == len(w.force) {
+				continue
+			}
+			seen[k] = true
+			if refuted(f) {
+				continue
+			}
+			n++
+			q, _, took := solveTries(ctx, p.entries, p.names, p.exact, dbRev, p.db, db, f)
+			if q != nil {
+				p.yield(q, p.challengeWhy(f))
+				continue
+			}
+			if w.depth+1 < maxWidenDepth {
+				queue = append(queue, queued{pxWorld{force: f, took: took}, w.depth + 1})
+			}
+		}
+	}
+}
+
+func absDiff(a, b int32) int32 {
+	if a < b {
+		return b - a
+	}
+	return a - b
 }
 
 // maxChain bounds the compares after a challenged one on its key that are
@@ -200,11 +334,12 @@ func (p *pxSolver) staleChains(u map[int32]bool) []map[int32]bool {
 	return out
 }
 
-// minKey returns the lowest entry of a non-empty set (leaseBit left out).
+// minKey returns the lowest entry of a non-empty set (leaseBit and keepBit
+// left out).
 func minKey(m map[int32]bool) int32 {
 	first := int32(-1)
 	for e := range m {
-		if e &^= leaseBit; first < 0 || e < first {
+		if e = entryOf(e); first < 0 || e < first {
 			first = e
 		}
 	}
@@ -232,12 +367,16 @@ const maxPairUnits = 8
 // differently is not established.
 func (p *pxSolver) challengeWhy(force map[int32]bool) string {
 	var idx []string
-	lease := false
+	lease, keep := false, false
 	for _, e := range slices.Sorted(maps.Keys(force)) {
-		lease = lease || e&leaseBit != 0
-		idx = append(idx, strconv.FormatUint(p.entries[e&^leaseBit].index, 10))
+		lease, keep = lease || e&leaseBit != 0, keep || e&keepBit != 0
+		idx = append(idx, strconv.FormatUint(p.entries[entryOf(e)].index, 10))
 	}
 	switch {
+	case len(idx) == 1 && keep:
+		return fmt.Sprintf("entry %s's compare, on the revision of a write of the log, may have held rather than read a stale state, and the db does not tell", idx[0])
+	case keep:
+		return fmt.Sprintf("the compares of entries %s may have held or failed otherwise (stale reads, revoked leases), and the db does not tell", strings.Join(idx, ", "))
 	case len(idx) == 1 && lease:
 		return fmt.Sprintf("entry %s's lease, granted before the log, may have been revoked already (etcd then refuses the put), and the db does not tell", idx[0])
 	case len(idx) == 1:
@@ -331,7 +470,9 @@ func anchoredIn(anchored []int64, lo, hi int64) bool {
 // and that put's with them. Nothing before can make up for it: no
 // uncertain entry (it would start a segment), and every entry before u's
 // is worked out the same in that world (a put the db holds fixes the
-// segment's start, whatever u's compares pinned). Nor after,
+// segment's start, whatever u's compares pinned), unless a compare of one
+// of them failed on the revision of a write of the log (relFailed): one
+// higher there, it may hold. Nor after,
 // when every later write of its keys outside u applied (a later compare
 // on them that failed would be one on their state from before the log in
 // that world, and may hold there, making up a revision; a later delete of
@@ -342,7 +483,7 @@ func anchoredIn(anchored []int64, lo, hi int64) bool {
 func (p *pxSolver) anchoredBefore(u map[int32]bool, anchored []int64, ix *challengeIndex) bool {
 	first, r := int32(-1), int64(0)
 	for e := range u {
-		if e&leaseBit != 0 {
+		if e&(leaseBit|keepBit) != 0 {
 			return false
 		}
 		if first < 0 || e < first {
@@ -358,6 +499,14 @@ func (p *pxSolver) anchoredBefore(u map[int32]bool, anchored []int64, ix *challe
 	j := p.seg(r)
 	if !anchoredIn(anchored, p.segs[j].startRel, r-1) {
 		return false
+	}
+	// A compare before them in the segment that failed on the revision
+	// of a write of the log may hold in that world, where that revision
+	// is one higher, and make up for theirs.
+	for e := max(p.segs[j].revoke, 0); e < first; e++ {
+		if p.relFailed[e] {
+			return false
+		}
 	}
 	// An uncertain entry after them that made no revision (or may have
 	// made none) may have made one in that world, for theirs: then the
@@ -575,6 +724,12 @@ func (p *pxSolver) yield(q *pxSolver, why string) {
 		if !w.applied {
 			continue
 		}
+		if other == nil && p.out[w.entry].ambiguous == "" {
+			// The other world's entry does not write the key (a revoke
+			// whose lease that world does not know to hold it): what
+			// the entry did is not established.
+			p.out[w.entry].ambiguous = "its outcome is not established: " + why
+		}
 		if other == nil || p.writeClaimOf(w) != q.writeClaimOf(other) {
 			w.vague = true
 		}
@@ -609,7 +764,7 @@ func (p *pxSolver) blur(i int32, lo, hi int64, why string) {
 // with that lease is left unknown as well (refused in the other world),
 // and the revisions before each are not established by as many.
 func (p *pxSolver) concede(e int32, why string) {
-	idx := e &^ leaseBit
+	idx := entryOf(e)
 	conceded := []int32{idx}
 	if l := p.leaseOf(idx); e&leaseBit != 0 && l != 0 {
 		for i := idx + 1; int(i) < len(p.entries); i++ {
