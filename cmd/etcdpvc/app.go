@@ -14,9 +14,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 
-	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
+	"github.com/etcdpvc/etcdpvc/session"
 )
 
 // env is what a command runs with: its streams and context.
@@ -30,19 +30,19 @@ type env struct {
 }
 
 // globalFlag is a flag that works before or after the command name: a
-// connect.Setting with its help.
+// session.Setting with its help.
 type globalFlag struct {
 	name, alias, env, usage string
-	kind                    connect.Kind
+	kind                    session.Kind
 	def                     string
 }
 
 // globalFlags are the connection, file and format flags every command
-// accepts (connect.Settings), compatible with etcdctl's (each falls back
+// accepts (session.Settings), compatible with etcdctl's (each falls back
 // to its ETCDCTL_* variable).
 var globalFlags = func() []globalFlag {
-	out := make([]globalFlag, 0, len(connect.Settings))
-	for _, s := range connect.Settings {
+	out := make([]globalFlag, 0, len(session.Settings))
+	for _, s := range session.Settings {
 		out = append(out, globalFlag{name: s.Name, env: s.Env, kind: s.Kind, def: s.Default, usage: globalUsage[s.Name]})
 	}
 	return out
@@ -88,18 +88,18 @@ func (g globalFlag) cliFlag(hidden bool) cli.Flag {
 		usage += " [$" + g.env + "]"
 	}
 	switch g.kind {
-	case connect.KindBool:
+	case session.KindBool:
 		return &cli.BoolFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", Hidden: hidden}
-	case connect.KindList:
+	case session.KindList:
 		return &cli.StringSliceFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden}
-	case connect.KindRepeated:
+	case session.KindRepeated:
 		return &cli.GenericFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden, Value: &repeatedValue{}}
 	default:
 		return &cli.StringFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden}
 	}
 }
 
-// repeatedValue is a connect.KindRepeated flag's values: every one given,
+// repeatedValue is a session.KindRepeated flag's values: every one given,
 // in order, none split (urfave/cli's StringSliceFlag splits on commas).
 type repeatedValue struct{ values []string }
 
@@ -136,9 +136,9 @@ func hiddenGlobalFlags() []cli.Flag {
 // statuses are listed once, in `etcdpvc --help` and docs/cli.md.
 const globalPointer = "Global flags (--endpoints, --cacert/--cert/--key, --kubeadm, --db, ...) and the exit statuses: etcdpvc --help."
 
-// globalOptions holds the resolved global flags (connect.Resolve).
+// globalOptions holds the resolved global flags (session.Resolve).
 type globalOptions struct {
-	connect.Options
+	session.Options
 	// kubeadmWarnings name each ETCDCTL_* variable the manifest overrode
 	// with another value (applyKubeadm), to print once.
 	kubeadmWarnings []string
@@ -146,11 +146,11 @@ type globalOptions struct {
 
 // flagsGiven returns the global flags on the command line, before or after
 // the command name (the command's own wins; a repeated one's values are
-// all kept, in command-line order), as connect.Resolve takes them.
+// all kept, in command-line order), as session.Resolve takes them.
 func flagsGiven(c *cli.Context) map[string]string {
 	m := map[string]string{}
 	for _, g := range globalFlags {
-		if g.kind == connect.KindRepeated {
+		if g.kind == session.KindRepeated {
 			var values []string
 			lineage := c.Lineage()
 			for i := len(lineage) - 1; i >= 0; i-- { // the app's first
@@ -160,7 +160,7 @@ func flagsGiven(c *cli.Context) map[string]string {
 				}
 			}
 			if len(values) > 0 {
-				m[g.name] = connect.JoinRepeated(values)
+				m[g.name] = session.JoinRepeated(values)
 			}
 			continue
 		}
@@ -169,9 +169,9 @@ func flagsGiven(c *cli.Context) map[string]string {
 				continue
 			}
 			switch g.kind {
-			case connect.KindBool:
+			case session.KindBool:
 				m[g.name] = fmt.Sprint(cc.Bool(g.name))
-			case connect.KindList:
+			case session.KindList:
 				m[g.name] = strings.Join(cc.StringSlice(g.name), ",")
 			default:
 				m[g.name] = cc.String(g.name)
@@ -181,10 +181,10 @@ func flagsGiven(c *cli.Context) map[string]string {
 	return m
 }
 
-// resolveGlobals resolves the global flags (connect.Resolve): flags, then
+// resolveGlobals resolves the global flags (session.Resolve): flags, then
 // ETCDCTL_* variables, then defaults.
 func resolveGlobals(c *cli.Context, e *env) (*globalOptions, error) {
-	o, err := connect.Resolve(flagsGiven(c), e.getenv)
+	o, err := session.Resolve(flagsGiven(c), e.getenv)
 	if err != nil {
 		return nil, &usageError{Msg: err.Error()}
 	}

@@ -3,8 +3,8 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/session"
 )
 
 // object reads the object an object command's arguments name, and checks
@@ -35,7 +35,7 @@ func program(cmds []command) cliargs.Program {
 	p := cliargs.Program{Builtin: []string{"help", "h", "version", "v"},
 		Values: map[string]cliargs.Offer{"namespace": cliargs.OfferNamespaces, "n": cliargs.OfferNamespaces}}
 	for _, g := range globalFlags {
-		p.Global = append(p.Global, cliargs.Flag{Names: g.flag().Names(), Value: g.kind != connect.KindBool})
+		p.Global = append(p.Global, cliargs.Flag{Names: g.flag().Names(), Value: g.kind != session.KindBool})
 	}
 	for _, c := range cmds {
 		pc := cliargs.Command{Name: c.name, Hidden: c.hidden, Args: c.args, Values: c.values}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -101,7 +101,7 @@ type completionLookup struct {
 
 // session opens the store the command line names, with short
 // timeouts and no output. It returns nil when that fails.
-func (cl completionLookup) session(l cliargs.Line) (*session, *env, func()) {
+func (cl completionLookup) session(l cliargs.Line) (*cliSession, *env, func()) {
 	e := cl.e
 	g, err := resolveGlobals(cl.c, e)
 	if err != nil {
@@ -112,8 +112,8 @@ func (cl completionLookup) session(l cliargs.Line) (*session, *env, func()) {
 		if !ok {
 			continue
 		}
-		if gf.kind == connect.KindRepeated {
-			v = connect.JoinRepeated(l.Values[gf.name])
+		if gf.kind == session.KindRepeated {
+			v = session.JoinRepeated(l.Values[gf.name])
 		}
 		g.Given[gf.name] = true
 		if g.Set(gf.name, v) != nil {

@@ -4,41 +4,42 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
-// session is an open store with the codec and names that go with it: a
-// connect.Session and the global options it was opened with.
-type session struct {
-	*connect.Session
+// cliSession is an open store with the codec and names that go with it: a
+// flows.Session and the global options it was opened with.
+type cliSession struct {
+	*flows.Session
 	g *globalOptions
 }
 
 // connectOptions are the options to open the store with: the global
 // options, and with e its warnings and hash cache.
-func (g *globalOptions) connectOptions(e *env) connect.Options {
+func (g *globalOptions) connectOptions(e *env) session.Options {
 	o := g.Options
 	if e != nil {
-		o.HashCacheDir = connect.HashCacheDir(e.getenv)
+		o.HashCacheDir = session.HashCacheDir(e.getenv)
 		o.Warn = e.warn
 	}
 	return o
 }
 
 // applyKubeadm fills in, from the kube-apiserver manifest, every
-// connection setting not given as a flag (connect.Kubeadm), and records
+// connection setting not given as a flag (session.Kubeadm), and records
 // its warnings in g.kubeadmWarnings.
 func applyKubeadm(g *globalOptions) error {
 	if !g.Kubeadm || g.KubeadmApplied {
 		return nil
 	}
-	warnings, err := connect.Kubeadm(&g.Options)
+	warnings, err := session.Kubeadm(&g.Options)
 	g.KubeadmApplied = true // once, even when the manifest cannot be read
 	if err != nil {
-		return connect.WithHint(err, "run on a control-plane node, point --manifests-dir at the static pod manifests, or give --endpoints and certificates")
+		return flows.WithHint(err, "run on a control-plane node, point --manifests-dir at the static pod manifests, or give --endpoints and certificates")
 	}
 	g.kubeadmWarnings = warnings
 	return nil
@@ -50,13 +51,13 @@ func (g *globalOptions) fromEnvOnly(name string) bool { return g.FromEnvOnly(nam
 
 // openSession opens the store the global flags name: a db or snapshot file
 // with --db, else the live etcd.
-func openSession(e *env, g *globalOptions) (*session, error) {
+func openSession(e *env, g *globalOptions) (*cliSession, error) {
 	return openStore(e, g, "")
 }
 
 // openStore applies --kubeadm (printing its warnings) and opens the store
 // the global flags name; with out, a snapshot copy of the --db file.
-func openStore(e *env, g *globalOptions, out string) (*session, error) {
+func openStore(e *env, g *globalOptions, out string) (*cliSession, error) {
 	if err := applyKubeadm(g); err != nil {
 		return nil, err
 	}
@@ -65,18 +66,18 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 	}
 	o := g.connectOptions(e)
 	o.Out = out
-	cs, err := connect.Open(e.ctx, o)
+	cs, err := flows.Open(e.ctx, o)
 	if err != nil {
-		var oe *connect.OptionError
+		var oe *session.OptionError
 		switch {
 		case errors.As(err, &oe):
 			return nil, &usageError{Msg: err.Error()}
-		case connect.Refused(err):
-			return nil, &connect.RefusedError{Msg: err.Error(), Advice: connect.Hint(err)}
+		case session.Refused(err):
+			return nil, &flows.RefusedError{Msg: err.Error(), Advice: flows.Hint(err)}
 		}
 		return nil, err
 	}
-	s := &session{Session: cs, g: g}
+	s := &cliSession{Session: cs, g: g}
 	for _, l := range cs.WALLines(e.ctx) {
 		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", l)
 	}
@@ -84,10 +85,10 @@ func openStore(e *env, g *globalOptions, out string) (*session, error) {
 }
 
 // overridesString renders overrides in the flag's syntax.
-func overridesString(os []kubeadm.Override) string { return connect.OverridesString(os) }
+func overridesString(os []kubeadm.Override) string { return session.OverridesString(os) }
 
 // ref resolves a command's object arguments.
-func (s *session) ref(args []string, namespace, key string) (resource.Ref, error) {
+func (s *cliSession) ref(args []string, namespace, key string) (resource.Ref, error) {
 	r, err := s.Resolver.ParseArgs(s.g.Prefix, args, namespace, key)
 	if err != nil {
 		if errors.Is(err, resource.ErrUnknownResource) || errors.Is(err, resource.ErrNotStored) {

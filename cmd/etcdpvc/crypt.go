@@ -2,11 +2,11 @@ package main
 
 import (
 	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 )
 
 // decryptValue returns the plaintext of a stored value read from a file or
-// pipe (connect.DecryptValue), --kubeadm applied when it is encrypted.
+// pipe (flows.DecryptValue), --kubeadm applied when it is encrypted.
 func decryptValue(e *env, g *globalOptions, key string, value []byte) ([]byte, error) {
 	if codec.Detect(value) != codec.FormatEncrypted {
 		return value, nil
@@ -14,14 +14,14 @@ func decryptValue(e *env, g *globalOptions, key string, value []byte) ([]byte, e
 	if err := applyKubeadm(g); err != nil {
 		return nil, err
 	}
-	return connect.DecryptValue(e.ctx, g.Options, key, value)
+	return flows.DecryptValue(e.ctx, g.Options, key, value)
 }
 
 // encryptValue encrypts plaintext for key as the apiserver would
-// (connect.EncryptValue), --kubeadm applied.
+// (flows.EncryptValue), --kubeadm applied.
 func encryptValue(e *env, g *globalOptions, key string, plain []byte) ([]byte, error) {
 	if err := applyKubeadm(g); err != nil {
 		return nil, err
 	}
-	return connect.EncryptValue(e.ctx, g.Options, key, plain)
+	return flows.EncryptValue(e.ctx, g.Options, key, plain)
 }

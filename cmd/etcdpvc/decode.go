@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
@@ -60,7 +60,7 @@ func runDecode(e *env, g *globalOptions, o decodeOptions) error {
 		return err
 	}
 	defer r.Close()
-	content, err := connect.DecodeInput(e, r, o.Key, func(key string, value []byte) ([]byte, error) { return decryptValue(e, g, key, value) })
+	content, err := flows.DecodeInput(e, r, o.Key, func(key string, value []byte) ([]byte, error) { return decryptValue(e, g, key, value) })
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
@@ -83,7 +83,7 @@ etcdpvc diff before.db after.db secrets -n demo -o diff`,
 }
 
 func runDiff(e *env, g *globalOptions, o diffOptions) error {
-	r := connect.DiffRequest{A: o.A, B: o.B, DB: g.DB, WAL: g.WAL, Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces,
+	r := flows.DiffRequest{A: o.A, B: o.B, DB: g.DB, WAL: g.WAL, Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces,
 		Output: o.Output, ShowSecrets: o.ShowSecrets, IgnoreMetadataOnly: o.IgnoreMetadataOnly, PageSize: o.PageSize, Warn: e.Warn}
 	if _, _, err := r.Sources(); err != nil {
 		return err
@@ -93,7 +93,7 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 		return err
 	}
 	first := true
-	return connect.Diff(e.ctx, e.stdout, func(file string) (*connect.Session, error) {
+	return flows.Diff(e.ctx, e.stdout, func(file string) (*flows.Session, error) {
 		gs := *g
 		gs.DB = file
 		if !first {

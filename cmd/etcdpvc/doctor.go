@@ -120,7 +120,7 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 // apiserver says whether writes can be verified with the apiserver: the
 // kubeconfig found, whether it answers for this cluster, and whether its
 // user may make the dry runs (RBAC).
-func (d *doctor) apiserver(s *session) {
+func (d *doctor) apiserver(s *cliSession) {
 	if s.g.Verify == verify.Never || s.IsFile() {
 		d.report(inspect.CheckOK, "apiserver", "not used (--verify=never or --db): writes are not verified")
 		return

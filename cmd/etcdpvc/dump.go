@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
@@ -81,7 +81,7 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 		return err
 	}
 	defer s.Close()
-	r := connect.DumpRequest{Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces, AllRevisions: o.AllRevisions,
+	r := flows.DumpRequest{Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces, AllRevisions: o.AllRevisions,
 		Rev: o.Rev, PageSize: o.PageSize, YAML: o.Output == "yaml", ShowSecrets: o.ShowSecrets, Warn: e.Warn}
 	if isTerminal(e.stderr) {
 		r.Progress = newProgress(e.stderr, "dump")
@@ -107,7 +107,7 @@ func newProgress(w io.Writer, what string) *progress {
 	return &progress{w: w, what: what, start: now, last: now, nowFor: time.Now}
 }
 
-// Start, Update and Done make it a connect.Progress.
+// Start, Update and Done make it a flows.Progress.
 func (p *progress) Start(total int64) { p.total = total }
 
 func (p *progress) Update(n, bytes, rev int64) {

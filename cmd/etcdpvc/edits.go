@@ -12,9 +12,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/internal/regular"
+	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -47,7 +48,7 @@ etcdpvc --kubeadm undelete pv pv-www-web-0`,
 		action: func(c *cli.Context, e *env, in *input) error {
 			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers"), SayNotTerminating: true}
 			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
-				func(s *session, _ string) (surgery.Edit, error) {
+				func(s *cliSession, _ string) (surgery.Edit, error) {
 					s.Planner.AllowKeyMismatch = c.Bool("force")
 					return ed, nil
 				})
@@ -78,7 +79,7 @@ etcdpvc finalizers ns stuck --remove-all --dry-run`,
 				return usagef("finalizers needs --remove F, --remove-all or --add F")
 			}
 			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
-				func(*session, string) (surgery.Edit, error) { return surgery.Meta{MetaEdit: me}, nil })
+				func(*cliSession, string) (surgery.Edit, error) { return surgery.Meta{MetaEdit: me}, nil })
 		},
 	}
 }
@@ -111,11 +112,11 @@ etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
 				me = codec.MetaEdit{SetAnnotations: set, RemoveAnnotations: remove}
 			}
 			err = planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
-				func(*session, string) (surgery.Edit, error) {
+				func(*cliSession, string) (surgery.Edit, error) {
 					return surgery.Meta{MetaEdit: me, Overwrite: c.Bool("overwrite")}, nil
 				})
 			if errors.Is(err, surgery.ErrNotApplicable) {
-				return connect.WithHint(err, "etcdpvc get shows the object's current "+what+"; --overwrite changes an existing value")
+				return flows.WithHint(err, "etcdpvc get shows the object's current "+what+"; --overwrite changes an existing value")
 			}
 			return err
 		},
@@ -148,12 +149,12 @@ etcdpvc patch pv pv-www-web-0 --patch-file claimref.json --dry-run`,
 			if f := c.String("patch-file"); f != "" {
 				file = func() (io.ReadCloser, error) { return openInput(e, f) }
 			}
-			patch, err := connect.PatchEdit(c.String("type"), c.String("patch"), file)
+			patch, err := flows.PatchEdit(c.String("type"), c.String("patch"), file)
 			if err != nil {
 				return err
 			}
 			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
-				func(*session, string) (surgery.Edit, error) { return patch, nil })
+				func(*cliSession, string) (surgery.Edit, error) { return patch, nil })
 		},
 	}
 }
@@ -169,7 +170,7 @@ func editCommand() command {
 		examples: `EDITOR=nano etcdpvc edit pvc www-web-0 -n demo`,
 		flags:    withWrite(),
 		action: func(c *cli.Context, e *env, in *input) error {
-			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c), func(s *session, key string) (surgery.Edit, error) {
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c), func(s *cliSession, key string) (surgery.Edit, error) {
 				return s.Edited(e.ctx, key, func(doc []byte) ([]byte, error) { return runEditor(e, doc) })
 			})
 		},
@@ -255,10 +256,10 @@ etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client
 }
 
 // connectAsRecorded makes a restore without connection flags reach the
-// etcd its backup records (connect.AsRecorded), and says on stderr which
+// etcd its backup records (session.AsRecorded), and says on stderr which
 // etcd it uses.
 func connectAsRecorded(e *env, g *globalOptions, b *surgery.Backup) {
-	if msg := connect.AsRecorded(&g.Options, b.Source); msg != "" {
+	if msg := session.AsRecorded(&g.Options, b.Source); msg != "" {
 		fmt.Fprintf(e.stderr, "etcdpvc: restore: %s\n", msg)
 	}
 }

@@ -6,10 +6,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
+	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/stored"
 )
 
@@ -39,11 +40,11 @@ var usagef = cliargs.Usagef
 
 // hintFor returns the hint to print after an error, if any.
 func hintFor(err error) string {
-	if h := connect.Hint(err); h != "" {
+	if h := flows.Hint(err); h != "" {
 		return h
 	}
 	var u *usageError
-	var oe *connect.OptionError
+	var oe *session.OptionError
 	if errors.As(err, &u) || errors.As(err, &oe) {
 		return "see 'etcdpvc help' or 'etcdpvc COMMAND --help'"
 	}
@@ -52,7 +53,7 @@ func hintFor(err error) string {
 
 // report prints err in the project's format and returns the exit status.
 func report(stderr io.Writer, err error) int {
-	if errors.Is(err, inspect.ErrDiffer) && !errors.Is(err, connect.ErrIncomplete) {
+	if errors.Is(err, inspect.ErrDiffer) && !errors.Is(err, flows.ErrIncomplete) {
 		// An outcome, not an error: diff has printed its verdict.
 		return exitcode.Differ
 	}
@@ -71,11 +72,11 @@ func report(stderr io.Writer, err error) int {
 }
 
 // exitStatus is err's exit status: a usage error of the command line is
-// exitcode.Usage; the library maps every other (connect.ExitStatus).
+// exitcode.Usage; the library maps every other (flows.ExitStatus).
 func exitStatus(err error) int {
 	var u *usageError
 	if errors.As(err, &u) {
 		return exitcode.Usage
 	}
-	return connect.ExitStatus(err)
+	return flows.ExitStatus(err)
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
@@ -53,7 +53,7 @@ etcdpvc --db snapshot.db get sts web -n demo --rev 1200`,
 			}
 			if o.Print.Output == "raw" && !o.Force {
 				if isTerminal(e.stdout) {
-					return connect.RawToTerminal("redirect the output (-o raw > value.bin, or -o raw | xxd | less), or pass --force")
+					return flows.RawToTerminal("redirect the output (-o raw > value.bin, or -o raw | xxd | less), or pass --force")
 				}
 			}
 			if o.Index != 0 && len(in.g.WAL) == 0 {
@@ -74,7 +74,7 @@ func runGet(e *env, g *globalOptions, o getOptions) error {
 	if err != nil {
 		return err
 	}
-	got, err := s.Get(e.ctx, e, connect.GetRequest{Key: ref.Key, Rev: o.Rev, Index: o.Index, Raw: o.Print.Output == "raw"})
+	got, err := s.Get(e.ctx, e, flows.GetRequest{Key: ref.Key, Rev: o.Rev, Index: o.Index, Raw: o.Print.Output == "raw"})
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
@@ -82,6 +82,6 @@ func runLs(e *env, g *globalOptions, o lsOptions) error {
 		return err
 	}
 	defer s.Close()
-	return s.List(e.ctx, e, e.stdout, connect.ListRequest{Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces,
+	return s.List(e.ctx, e, e.stdout, flows.ListRequest{Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces,
 		Terminating: o.Terminating, Deleted: o.Deleted, Output: o.Output, ShowKeys: o.ShowKeys, PageSize: o.PageSize, Rev: o.Rev, Now: e.now()})
 }

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdpvc/etcdpvc/connect"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
+	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
@@ -47,8 +48,8 @@ func TestRebindSecondWriteFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	g := &globalOptions{Options: connect.Options{Endpoints: c.Endpoints(), Prefix: "/registry"}}
-	s := &session{Session: &connect.Session{Reader: st, Planner: surgery.Planner{Codec: stored.Codec{Prefix: "/registry"}}, Description: "test", Options: connect.Options{Prefix: "/registry"}}, g: g}
+	g := &globalOptions{Options: session.Options{Endpoints: c.Endpoints(), Prefix: "/registry"}}
+	s := &cliSession{Session: &flows.Session{Session: &session.Session{Reader: st, Planner: surgery.Planner{Codec: stored.Codec{Prefix: "/registry"}}, Description: "test", Options: session.Options{Prefix: "/registry"}}}, g: g}
 	var stdout, stderr bytes.Buffer
 	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
 
@@ -85,7 +86,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 	if len(steps) != 2 || !steps[0].Written() || steps[1].Written() || !errors.Is(err, surgery.ErrPartial) {
 		t.Fatalf("writePlans = %v, %v; want the volume written and the claim in conflict", steps, err)
 	}
-	err = connect.RebindPartial(e, rb, steps, err)
+	err = flows.RebindPartial(e, rb, steps, err)
 	if code := report(&stderr, err); code != exitcode.Partial {
 		t.Errorf("exit status %d, want %d (partly written)", code, exitcode.Partial)
 	}

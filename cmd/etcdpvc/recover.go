@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
@@ -58,12 +58,12 @@ etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm -l app=web -n demo --
 			indexFlag(),
 		), append([]cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "yaml, json or raw: print the recovered object (raw: the bytes that would be stored) and write nothing"}}, recoverSetFlags()...)...),
 		action: func(c *cli.Context, e *env, in *input) error {
-			a := connect.RecoverArgs{Args: c.Args().Slice(), Namespace: c.String("namespace"), Key: c.String("etcd-key"),
+			a := flows.RecoverArgs{Args: c.Args().Slice(), Namespace: c.String("namespace"), Key: c.String("etcd-key"),
 				Output: c.String("output"), Rev: c.Int64("rev"), Index: c.Uint64("index"), All: c.Bool("all"), Selector: c.String("selector"),
 				AllNamespaces: c.Bool("all-namespaces"), Include: c.StringSlice("include"), Exclude: c.StringSlice("exclude"),
 				ReplaceDifferent: c.Bool("replace-different"), MaxTxnOps: c.Int("max-txn-ops"), MaxTxnOpsGiven: c.IsSet("max-txn-ops"),
 				Write: readWriteOptions(c), LiveTarget: flagOnCommandLine(c, "endpoints") || flagOnCommandLine(c, "kubeadm")}
-			if set, ok, err := connect.RecoverSetOf(a); err != nil {
+			if set, ok, err := flows.RecoverSetOf(a); err != nil {
 				return err
 			} else if ok {
 				return runRecoverSet(e, in.g, set, a.LiveTarget)
@@ -93,7 +93,7 @@ func flagOnCommandLine(c *cli.Context, name string) bool {
 	return false
 }
 
-func runRecover(e *env, g *globalOptions, o connect.RecoverArgs) error {
+func runRecover(e *env, g *globalOptions, o flows.RecoverArgs) error {
 	// The source: where the history is read.
 	src, err := openWriteSession(e, g, o.Write)
 	if err != nil {
@@ -129,10 +129,10 @@ func runRecover(e *env, g *globalOptions, o connect.RecoverArgs) error {
 }
 
 // recoverTarget opens the session a recover reading src writes into: src
-// itself, or the live etcd when src is read-only (connect.Session.ReadOnly)
+// itself, or the live etcd when src is read-only (flows.Session.ReadOnly)
 // and --endpoints or --kubeadm was given; key names the object recovered
 // ("": a namespace or a selection). close closes it, src aside.
-func recoverTarget(e *env, g *globalOptions, src *session, liveGiven bool, key string) (dst *session, close func(), err error) {
+func recoverTarget(e *env, g *globalOptions, src *cliSession, liveGiven bool, key string) (dst *cliSession, close func(), err error) {
 	if !src.ReadOnly() {
 		return src, func() {}, nil
 	}
@@ -149,9 +149,9 @@ func recoverTarget(e *env, g *globalOptions, src *session, liveGiven bool, key s
 }
 
 // recoverSource finds the revision to recover key from
-// (connect.Session.RecoverSource), saying on stderr which one when the key
+// (flows.Session.RecoverSource), saying on stderr which one when the key
 // was deleted.
-func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, error) {
+func recoverSource(e *env, s *cliSession, key string, rev int64) (*store.KeyValue, error) {
 	from, err := s.RecoverSource(e.ctx, key, rev)
 	if err != nil {
 		return nil, err
@@ -171,16 +171,16 @@ func recoverSource(e *env, s *session, key string, rev int64) (*store.KeyValue, 
 	return &from.KV, nil
 }
 
-// printRecovered prints what recover would create (connect.Session.Recovered):
+// printRecovered prints what recover would create (flows.Session.Recovered):
 // the object as get prints it (Secret values redacted unless
 // --show-secrets, managedFields hidden), or -o raw the bytes it would store
 // (sealed with --encryption-config).
-func printRecovered(e *env, s *session, kv store.KeyValue, o connect.RecoverArgs) error {
+func printRecovered(e *env, s *cliSession, kv store.KeyValue, o flows.RecoverArgs) error {
 	if o.Output == "raw" && isTerminal(e.stdout) {
 		if _, err := s.Planner.Recovered(e.ctx, kv); err != nil {
 			return err
 		}
-		return connect.RawToTerminal("redirect the output (-o raw > value.bin, or -o raw | xxd | less)")
+		return flows.RawToTerminal("redirect the output (-o raw > value.bin, or -o raw | xxd | less)")
 	}
 	rec, err := s.Recovered(e.ctx, kv, o.Output == "raw")
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
@@ -24,7 +24,7 @@ func recoverSetFlags() []cli.Flag {
 	}
 }
 
-func runRecoverSet(e *env, g *globalOptions, o connect.RecoverSet, liveTarget bool) error {
+func runRecoverSet(e *env, g *globalOptions, o flows.RecoverSet, liveTarget bool) error {
 	if err := o.CheckSource(g.Options); err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func runRecoverSet(e *env, g *globalOptions, o connect.RecoverSet, liveTarget bo
 	if src.ReadOnly() && !liveTarget && o.Write.DryRun {
 		// A dry run needs no write target: the plan as it would be
 		// made where every key is absent.
-		plan, err := connect.PlanRecoverSet(e.ctx, e, src.Session, nil, o)
+		plan, err := flows.PlanRecoverSet(e.ctx, e, src.Session, nil, o)
 		if err != nil {
 			return err
 		}
@@ -49,7 +49,7 @@ func runRecoverSet(e *env, g *globalOptions, o connect.RecoverSet, liveTarget bo
 		return err
 	}
 	defer closeDst()
-	plan, err := connect.PlanRecoverSet(e.ctx, e, src.Session, dst.Session, o)
+	plan, err := flows.PlanRecoverSet(e.ctx, e, src.Session, dst.Session, o)
 	if err != nil {
 		return err
 	}

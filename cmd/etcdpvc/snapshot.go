@@ -9,7 +9,7 @@ package main
 // openWriteSession opens the session a write command writes through: the
 // usual one (live etcd; a read-only --db file), or with --out a snapshot
 // copy of the --db file.
-func openWriteSession(e *env, g *globalOptions, o writeOptions) (*session, error) {
+func openWriteSession(e *env, g *globalOptions, o writeOptions) (*cliSession, error) {
 	if o.Out != "" && g.DB == "" {
 		return nil, usagef("--out OUT edits a copy of the --db file: give --db IN (to edit a live cluster, leave out --out)")
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
@@ -61,7 +61,7 @@ func runStats(e *env, g *globalOptions, o statsOptions) error {
 		return err
 	}
 	defer s.Close()
-	var p connect.Progress
+	var p flows.Progress
 	if isTerminal(e.stderr) {
 		p = newProgress(e.stderr, "stats")
 	}

@@ -9,13 +9,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/connect"
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/verify"
 )
 
 // writeOptions are the flags every write command shares.
-type writeOptions = connect.WriteOptions
+type writeOptions = flows.WriteOptions
 
 func writeFlags() []cli.Flag {
 	return []cli.Flag{
@@ -61,7 +61,7 @@ func colorize(e *env, diff string) string {
 	return b.String()
 }
 
-// Print, Diff, Warn, Note and Confirm make env the connect.Terminal of
+// Print, Diff, Warn, Note and Confirm make env the flows.Terminal of
 // the write path: the output, stderr, and the question on the terminal.
 func (e *env) Print(text string) { fmt.Fprint(e.stdout, text) }
 
@@ -79,7 +79,7 @@ func (e *env) Note(msg string) { fmt.Fprintf(e.stderr, "etcdpvc: %s\n", msg) }
 // hint (--yes is checked before it is asked).
 func (e *env) Confirm(question, hint string) error {
 	if !isTerminal(e.stdin) {
-		return &connect.RefusedError{Msg: "not confirmed: stdin is not a terminal and --yes was not given; nothing written", Advice: hint}
+		return &flows.RefusedError{Msg: "not confirmed: stdin is not a terminal and --yes was not given; nothing written", Advice: hint}
 	}
 	return ask(e, question)
 }
@@ -104,39 +104,39 @@ func ask(e *env, question string) error {
 	select {
 	case <-e.ctx.Done():
 		fmt.Fprintln(e.stderr)
-		return &connect.RefusedError{Msg: "interrupted at the confirmation prompt; nothing written"}
+		return &flows.RefusedError{Msg: "interrupted at the confirmation prompt; nothing written"}
 	case a = <-answers:
 	}
 	if a.err != nil && !errors.Is(a.err, io.EOF) {
-		return &connect.RefusedError{Msg: fmt.Sprintf("the answer at the confirmation prompt could not be read (%v); nothing written", a.err)}
+		return &flows.RefusedError{Msg: fmt.Sprintf("the answer at the confirmation prompt could not be read (%v); nothing written", a.err)}
 	}
 	if r := strings.ToLower(strings.TrimSpace(a.line)); r != "y" && r != "yes" {
-		return &connect.RefusedError{Msg: "not confirmed; nothing written"}
+		return &flows.RefusedError{Msg: "not confirmed; nothing written"}
 	}
 	return nil
 }
 
 // applyPlan is the write path of every command that writes one object.
-func applyPlan(e *env, s *session, plan *surgery.Plan, o writeOptions) error {
+func applyPlan(e *env, s *cliSession, plan *surgery.Plan, o writeOptions) error {
 	_, err := writePlans(e, s, []*surgery.Plan{plan}, o)
 	return err
 }
 
-// writePlans is the one write path (connect.Session.Write), for one plan
+// writePlans is the one write path (flows.Session.Write), for one plan
 // or several that belong together.
-func writePlans(e *env, s *session, plans []*surgery.Plan, o writeOptions) ([]surgery.Step, error) {
+func writePlans(e *env, s *cliSession, plans []*surgery.Plan, o writeOptions) ([]surgery.Step, error) {
 	return s.Write(e.ctx, e, plans, o)
 }
 
-// newVerifier is the session's verifier (connect.Session.NewVerifier),
+// newVerifier is the session's verifier (flows.Session.NewVerifier),
 // its lines on stdout.
-func newVerifier(e *env, s *session) (*verify.Verifier, error) {
+func newVerifier(e *env, s *cliSession) (*verify.Verifier, error) {
 	return s.NewVerifier(e.ctx, func(msg string) { fmt.Fprintln(e.stdout, msg) })
 }
 
 // planAndApply is the write of a command that names one object and applies
 // one edit: edit builds it, given the session and the object's key.
-func planAndApply(e *env, g *globalOptions, args []string, namespace, key string, o writeOptions, edit func(s *session, key string) (surgery.Edit, error)) error {
+func planAndApply(e *env, g *globalOptions, args []string, namespace, key string, o writeOptions, edit func(s *cliSession, key string) (surgery.Edit, error)) error {
 	s, err := openWriteSession(e, g, o)
 	if err != nil {
 		return err

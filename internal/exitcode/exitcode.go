@@ -1,5 +1,5 @@
 // Package exitcode holds etcdpvc's exit statuses. They are listed in
-// docs/cli.md and in the CLI's help; connect.ExitStatus maps an error onto
+// docs/cli.md and in the CLI's help; flows.ExitStatus maps an error onto
 // them (cmd/etcdpvc/exit.go prints the error and returns the status).
 package exitcode
 

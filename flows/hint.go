@@ -1,0 +1,102 @@
+package flows
+
+import (
+	"errors"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/session"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/verify"
+)
+
+// hintedError is an error with what to do about it (see WithHint).
+type hintedError struct {
+	err  error
+	hint string
+}
+
+func (e *hintedError) Error() string { return e.err.Error() }
+func (e *hintedError) Unwrap() error { return e.err }
+func (e *hintedError) Hint() string  { return e.hint }
+
+// WithHint returns err with hint, what to do about it (nil for nil).
+func WithHint(err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	return &hintedError{err, hint}
+}
+
+// Hinter is an error that says what to do about it: every error type of
+// the library that has more to say than its message (a store that cannot
+// be opened, an object not found, an encrypted value, a refusal…).
+type Hinter interface {
+	error
+	Hint() string
+}
+
+// Hint returns what to tell the user to do about err, "" when there is
+// nothing more to say than the error itself: the first non-empty hint of
+// the errors err wraps, outermost first (see Hinter), else the hint of
+// the condition it wraps (a compaction, a sentinel).
+func Hint(err error) string {
+	if h := wrappedHint(err); h != "" {
+		return h
+	}
+	if errors.As(err, new(*store.CompactedError)) {
+		return compactedHint
+	}
+	for _, h := range sentinelHints {
+		if errors.Is(err, h.err) {
+			return h.hint
+		}
+	}
+	return ""
+}
+
+// wrappedHint is the first non-empty Hint of the errors in err's tree, in
+// the order errors.As visits them.
+func wrappedHint(err error) string {
+	if err == nil {
+		return ""
+	}
+	if h, ok := err.(Hinter); ok {
+		if s := h.Hint(); s != "" {
+			return s
+		}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return wrappedHint(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if s := wrappedHint(e); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// sentinelHints are the hints of the conditions callers branch on, in the
+// order they are tested.
+var sentinelHints = []struct {
+	err  error
+	hint string
+}{
+	{encryption.ErrKeyNotFound, "the value was encrypted with a key this EncryptionConfiguration does not hold: use the file the kube-apiserver runs with (--kubeadm finds it)"},
+	{encryption.ErrWrongKey, inspect.WrongKeyHint},
+	{encryption.ErrNoConfig, "pass --encryption-config with the kube-apiserver's EncryptionConfiguration (or --kubeadm on a control-plane node)"},
+	{verify.ErrRejected, "fix the edit so that the apiserver accepts it; --verify=never writes it anyway, and the apiserver will then likely refuse to update the object"},
+	{verify.ErrCannotVerify, "make the apiserver reachable (--kubeconfig, $KUBECONFIG, --kubeadm), or use --verify=auto to write unverified"},
+	{store.ErrConflict, "re-run the command: it reads the object again and shows a new diff"},
+	{surgery.ErrUncertain, "the write may or may not have been applied: read the object again (etcdpvc get) and compare it with the backup before doing anything else"},
+	{surgery.ErrKeyMismatch, "the stored value is another object than its key names: look at it with `etcdpvc get --etcd-key KEY -o yaml`; undelete --force edits it anyway"},
+	{store.ErrUndetermined, session.UndeterminedHint},
+	// A revision compacted before anything of it was read.
+	{store.ErrCompacted, compactedHint},
+	{codec.ErrLossy, "edit metadata with undelete, finalizers, label or annotate: they work at the wire level and keep unknown fields"},
+}

@@ -1,0 +1,224 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// ListRequest is what ls lists: the objects of a scope (RESOURCE, -n, -A)
+// as of a revision, written as Output (table, wide, json or yaml).
+type ListRequest struct {
+	Resource, Namespace string
+	AllNamespaces       bool
+	Terminating         bool
+	Deleted             bool
+	Output              string
+	ShowKeys            bool
+	PageSize, Rev       int64
+	// Now is the time ages are counted to.
+	Now time.Time
+}
+
+// List writes the listing r asks for to w (inspect.List), telling t of
+// the volumes a claims table could not read and, when nothing is listed,
+// what is known of the scope. --deleted on a store that keeps no deleted
+// keys is an *OptionError; a db file damaged part way, a log whose
+// revisions stop before its end, and values that could not be read are
+// incomplete (ErrIncomplete) after the rows written.
+func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListRequest) error {
+	scope, err := s.Scope(r.Resource, r.Namespace, r.AllNamespaces)
+	if err != nil {
+		return err
+	}
+	var enc inspect.Decrypter
+	if s.Enc != nil {
+		enc = s.Enc
+	}
+	prefix := s.Options.Prefix
+	cols := inspect.NewListTable(scope, r.Output == "wide", r.Terminating, r.ShowKeys, r.Now)
+	cols.Warn = func(err error) { t.Warn(err.Error()) }
+	out := inspect.NewListWriter(w, r.Output, cols)
+	if out.IsTable() {
+		unread, err := cols.LoadJoins(ctx, s.Reader, enc, prefix, r.Rev)
+		if err != nil {
+			return err
+		}
+		if unread > 0 {
+			t.Warn(fmt.Sprintf("%s not be read: a claim's VOLUME may show \"?\"",
+				inspect.Count(unread, "persistentvolume could", "persistentvolumes could")))
+		}
+	}
+	// The latest revision is read across a compaction; a pinned one is not.
+	var span store.Span
+	var onCompacted func(from, to int64)
+	if r.Rev == 0 {
+		onCompacted = span.Record
+	}
+	sum, err := inspect.List(ctx, s.Reader, enc, inspect.ListingOptions{
+		StorePrefix: prefix, KeyPrefix: scope.Prefix,
+		Match: func(key string) (resource.Resource, string, string, bool) {
+			r, ns, name, parsed, ok := scope.Match(prefix, key)
+			return r, ns, name, parsed && ok
+		},
+		Kind: cols.Kind, Objects: out.IsTable(), Terminating: r.Terminating, Deleted: r.Deleted,
+		PageSize: r.PageSize, Revision: r.Rev, OnCompacted: onCompacted,
+	}, out.Row)
+	if span.Spans() {
+		out.Spans(span.From, span.To)
+		defer t.Warn(span.Note())
+	}
+	switch {
+	case errors.Is(err, inspect.ErrNeedsArchive):
+		return usageError("", "--deleted needs --db or --wal: live etcd keeps no index of deleted keys (use `etcdpvc history` on one key)")
+	case errors.Is(err, store.ErrCorrupt):
+		// What was read is printed; the rest of the file is not readable.
+		if cerr := out.Close(); cerr != nil {
+			return cerr
+		}
+		return &hintedError{&incompleteError{msg: fmt.Sprintf("listing stopped after %s: %v", inspect.Count(sum.Listed, "object", "objects"), err)},
+			damagedDBHint}
+	case errors.As(err, new(*store.CompactedError)):
+		// What was read of the revision is printed; the rest is gone.
+		if cerr := out.Close(); cerr != nil {
+			return cerr
+		}
+		return compactedIncomplete(err, "listing", inspect.Count(sum.Listed, "object", "objects"))
+	case err != nil:
+		return err
+	}
+	if werr := s.Unsettled(scope.Prefix, r.Deleted, false); werr != nil && (r.Rev == 0 || r.Deleted) {
+		if err := out.Close(); err != nil {
+			return err
+		}
+		return werr
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	if sum.Recreated > 0 {
+		t.Note(fmt.Sprintf("%s created again after the deletion (STATUS re-created@REVISION): another object holds the name now, with another uid; recover creates only, and refuses while it exists: `etcdpvc history` lists the incarnations, `get --rev N` (or --index N of the log) reads the deleted one",
+			inspect.Count(sum.Recreated, "deleted object listed was", "deleted objects listed were")))
+	}
+	if sum.Listed == 0 {
+		what := "objects"
+		switch {
+		case r.Deleted:
+			what = "deleted objects"
+		case r.Terminating:
+			what = "terminating objects"
+		}
+		t.Note(inspect.EmptyListing(ctx, s.Reader, prefix, scope.Resource, scope.Namespace, what, r.Rev))
+		return nil
+	}
+	if sum.Unread.Total() > 0 {
+		return &hintedError{&incompleteError{msg: sum.Unread.Message()}, sum.Unread.Hint()}
+	}
+	if sum.NotHeld > 0 {
+		return &hintedError{&incompleteError{msg: fmt.Sprintf("%s without its last state (its uid, its metadata): the log does not establish the outcome of its writes before the deletion",
+			inspect.Count(sum.NotHeld, "re-created object is listed", "re-created objects are listed"))}, s.UndeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes"}
+	}
+	return nil
+}
+
+// Stats writes the stats report to w (inspect.BoltStats of a db file,
+// else inspect.LiveStats; a log's coverage with --wal), as JSON or as
+// tables, telling progress (when set) of the read. A report that covers
+// only part of the store is written, then incomplete (ErrIncomplete). A
+// live read that etcd's compaction made span revisions is told to warn
+// (when set) after the report, which says so too.
+func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pageSize int64, progress Progress, warn func(msg string)) error {
+	prefix := s.Options.Prefix + "/"
+	var update inspect.Progress
+	if progress != nil {
+		update = progress.Update
+	}
+	var write inspect.WriteProviderFunc
+	if s.Enc != nil {
+		write = func(gr schema.GroupResource) string { return s.Enc.Providers(gr)[0] }
+	}
+	var rep *inspect.StatsReport
+	var err error
+	if b, ok := s.Reader.(*store.Bolt); ok {
+		if progress != nil {
+			progress.Start(b.Meta().Revision)
+		}
+		rep, err = inspect.BoltStats(ctx, b, prefix, top, update, write)
+	} else {
+		if progress != nil {
+			progress.Start(0)
+		}
+		rep, err = inspect.LiveStats(ctx, s.Reader, prefix, top, pageSize, update, write)
+	}
+	if progress != nil {
+		progress.Done()
+	}
+	if rep == nil {
+		return err
+	}
+	rep.Source = s.Description
+	if s.WAL != nil {
+		inspect.FromWAL(rep, s.WAL.Coverage())
+	}
+	if werr := rep.Write(w, json); werr != nil {
+		return werr
+	}
+	if rep.ReadFrom != 0 && warn != nil {
+		warn(fmt.Sprintf("the read spans revisions %d–%d: etcd was compacted while it ran, so it continued from the last key read at the newer revision", rep.ReadFrom, rep.ReadTo))
+	}
+	if rep.Incomplete != "" {
+		// The counts above cover what was read: before the damaged page,
+		// or up to the last revision the log establishes.
+		hint := damagedDBHint
+		if s.WAL != nil {
+			hint = s.UndeterminedHint()
+		}
+		return &hintedError{&incompleteError{msg: "stats incomplete: " + rep.Incomplete}, hint}
+	}
+	return err
+}
+
+// History writes the history of ref to w as output (table, json or yaml):
+// from the log with --wal (inspect.WALHistory), else from the store
+// (inspect.History). Revisions that could not be read are listed, then
+// incomplete (ErrIncomplete).
+func (s *Session) History(ctx context.Context, w io.Writer, ref resource.Ref, output string, showSecrets bool) error {
+	planner := s.Planner
+	planner.ShowSecrets = showSecrets // the start of an undecodable Secret's value, in its error
+	o := inspect.HistoryOptions{Codec: planner.Codec, ShowSecrets: showSecrets}
+	var rep *inspect.HistoryReport
+	var err error
+	if s.WAL != nil {
+		rep, err = inspect.WALHistory(ctx, s.WAL, ref, o)
+	} else {
+		rep, err = inspect.History(ctx, s.Reader, ref, o)
+	}
+	if err != nil {
+		var none *inspect.NoHistoryError
+		if errors.As(err, &none) && none.Hint() != "" {
+			return &hintedError{err, none.Hint()}
+		}
+		if errors.Is(err, store.ErrCompacted) && s.WAL == nil {
+			return &hintedError{err, historyCompactedHint}
+		}
+		return err
+	}
+	if _, isDB := s.Reader.(*store.Bolt); s.WAL == nil && !isDB && rep.CompactedStart != "" && rep.CompactRevision > 0 {
+		rep.CompactedStart += fmt.Sprintf("; older revisions may be in a snapshot or member db taken before revision %d (--db FILE) or in a member's write-ahead log (--wal DIR)", rep.CompactRevision)
+	}
+	if err := rep.Write(w, output); err != nil {
+		return err
+	}
+	if rep.Undecodable > 0 {
+		return fmt.Errorf("history of %s: %d of %d revisions could not be read (listed above as undecodable): %w", inspect.ObjectName(ref), rep.Undecodable, len(rep.Rows), ErrIncomplete)
+	}
+	return nil
+}

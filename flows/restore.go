@@ -1,0 +1,95 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/session"
+	"github.com/etcdpvc/etcdpvc/surgery"
+)
+
+// Restore undoes the write backup b was taken for (surgery.Planner.PlanRestore)
+// through Write. A key changed since that write is refused unless force,
+// after showing the diff from what it holds to the backup; a backup of
+// another cluster is refused with how to reach the right one.
+func (s *Session) Restore(ctx context.Context, t Terminal, b *surgery.Backup, force bool, o WriteOptions) error {
+	plan, err := s.Planner.PlanRestore(ctx, s.Reader, b, force)
+	if err != nil {
+		var ch *surgery.ChangedError
+		if errors.As(err, &ch) {
+			t.Diff(ch.Diff)
+			msg, hint := ch.Refusal()
+			return &RefusedError{Msg: msg, Advice: hint}
+		}
+		var oc *surgery.OtherClusterError
+		if errors.As(err, &oc) {
+			return &hintedError{err, "give the connection flags of the cluster the backup was taken from; --force restores into this cluster anyway"}
+		}
+		return err
+	}
+	_, err = s.Write(ctx, t, []*surgery.Plan{plan}, o)
+	return err
+}
+
+// keyResource returns the resource key belongs to, which selects the
+// encryption provider.
+func keyResource(prefix, key string) (resource.Resource, error) {
+	if key == "" {
+		return resource.Resource{}, usageError("", "an encrypted value needs its etcd key (--etcd-key): it selects the provider and is authenticated data")
+	}
+	r, _, _, ok := resource.ParseKey(prefix, key)
+	if !ok {
+		return resource.Resource{}, usageError("", "--etcd-key %q is not an object key under the prefix %q", key, prefix)
+	}
+	return r, nil
+}
+
+// DecryptValue returns the plaintext of a stored value read from a file or
+// pipe, decrypting it with o's encryption config when it is encrypted; key
+// selects the provider. o has its --kubeadm applied (Kubeadm).
+func DecryptValue(ctx context.Context, o session.Options, key string, value []byte) ([]byte, error) {
+	if codec.Detect(value) != codec.FormatEncrypted {
+		return value, nil
+	}
+	enc, err := session.LoadEncryption(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if enc == nil {
+		_, err := codec.Decode(value)
+		return nil, err
+	}
+	defer enc.Close()
+	r, err := keyResource(o.Prefix, key)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := enc.Decrypt(ctx, r.GroupResource(), key, value)
+	if err != nil {
+		return nil, fmt.Errorf("decrypt %s: %w", key, err)
+	}
+	return plain, nil
+}
+
+// EncryptValue encrypts plaintext for key with the first provider o's
+// encryption config lists for its resource, as the apiserver would;
+// without a config the plaintext is returned. o has its --kubeadm applied.
+func EncryptValue(ctx context.Context, o session.Options, key string, plain []byte) ([]byte, error) {
+	enc, err := session.LoadEncryption(ctx, o)
+	if err != nil || enc == nil {
+		return plain, err
+	}
+	defer enc.Close()
+	r, err := keyResource(o.Prefix, key)
+	if err != nil {
+		return nil, err
+	}
+	out, err := enc.Encrypt(ctx, r.GroupResource(), key, plain)
+	if err != nil {
+		return nil, fmt.Errorf("encrypt %s: %w", key, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,240 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/etcdpvc/etcdpvc/session"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/verify"
+)
+
+// ErrIncomplete marks a command that could not read everything: what it
+// read is reported and what it skipped is listed.
+var ErrIncomplete = errors.New("incomplete: some values could not be read")
+
+// incompleteError is an ErrIncomplete with its own message.
+type incompleteError struct{ msg string }
+
+func (e *incompleteError) Error() string        { return e.msg }
+func (e *incompleteError) Is(target error) bool { return target == ErrIncomplete }
+
+// RefusedError is a write declined as asked: nothing was written. Hint
+// says what to do instead (see Hint).
+type RefusedError struct {
+	Msg, Advice string
+}
+
+func (e *RefusedError) Error() string { return e.Msg }
+
+// Hint is what to do about the refusal ("": nothing more to say).
+func (e *RefusedError) Hint() string { return e.Advice }
+
+// usageError is an *OptionError with a hint: a request that cannot be
+// made as given.
+func usageError(hint, format string, args ...any) error {
+	err := error(&session.OptionError{Err: fmt.Errorf(format, args...)})
+	if hint != "" {
+		err = &hintedError{err, hint}
+	}
+	return err
+}
+
+// WriteOptions are the options every write shares.
+type WriteOptions struct {
+	// Yes writes without asking; DryRun shows the plan and writes nothing.
+	Yes, DryRun bool
+	// BackupDir is where backups and audit.log go ("":
+	// surgery.DefaultBackupDir()).
+	BackupDir string
+	// ShowSecrets shows Secret values in diffs.
+	ShowSecrets bool
+	// Out, with a --db file, writes into a copy of it (Options.Out).
+	Out string
+	// ToolVersion is recorded in backups and the audit log.
+	ToolVersion string
+}
+
+// Terminal is what a write tells the user and asks them.
+type Terminal interface {
+	// Print writes text to the output as it is.
+	Print(text string)
+	// Diff writes a unified diff to the output, ending its last line.
+	Diff(diff string)
+	// Warn tells a warning (one line, without a prefix).
+	Warn(msg string)
+	// Note tells a line of progress on the error stream (without a
+	// prefix).
+	Note(msg string)
+	// Confirm asks question; nil goes on. When it cannot be asked, the
+	// refusal says hint (how to write without asking, or not at all).
+	Confirm(question, hint string) error
+}
+
+// readOnlyHint is what to do about a write into a read-only db file.
+const readOnlyHint = "a db file is read-only: write through --endpoints, or edit a copy with --db IN --out OUT"
+
+// Write is the one write path, for one plan or several that belong
+// together: it shows every diff and warning, checks the plans with the
+// apiserver (verify), stops at o.DryRun, asks once (unless o.Yes), and
+// lets surgery.Execute write the plans in order, telling each write as it
+// is made, then how to undo them (or, into a snapshot copy, how to put the
+// copy into the cluster).
+func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, o WriteOptions) ([]surgery.Step, error) {
+	var todo, keys []string
+	for _, p := range plans {
+		if !p.NoOp {
+			todo, keys = append(todo, p.ObjectName()), append(keys, p.Key)
+		}
+	}
+	for _, p := range plans {
+		switch {
+		case p.NoOp && len(todo) == 0 && p.NoOpReason != "":
+			t.Print(fmt.Sprintf("nothing to do: %s; nothing written\n", p.NoOpReason))
+		case p.NoOp && len(todo) == 0:
+			t.Print(fmt.Sprintf("%s: no change (%s); nothing written\n", p.Key, p.Description))
+		case p.NoOp && p.NoOpReason != "":
+			t.Print(fmt.Sprintf("%s: nothing to do (%s), no change; only %s changes\n", p.ObjectName(), p.NoOpReason, strings.Join(todo, " and ")))
+		case p.NoOp:
+			t.Print(fmt.Sprintf("%s: already as asked (%s), no change; only %s changes\n", p.ObjectName(), p.Description, strings.Join(todo, " and ")))
+		default:
+			t.Diff(p.Diff)
+			for _, w := range p.Warnings {
+				t.Warn(w)
+			}
+		}
+	}
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	v, err := s.NewVerifier(ctx, func(msg string) { t.Print(msg + "\n") })
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range plans {
+		if !p.NoOp {
+			if err := v.Before(ctx, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if o.DryRun {
+		for _, p := range plans {
+			if !p.NoOp {
+				t.Print(fmt.Sprintf("dry run: %s; nothing written\n", p.Description))
+			}
+		}
+		return nil, nil
+	}
+	w, err := store.AsWriter(s.Reader)
+	if err != nil {
+		return nil, &hintedError{fmt.Errorf("%s: %w", s.Description, err), readOnlyHint}
+	}
+	if !o.Yes {
+		what := "this change"
+		if len(keys) > 1 {
+			what = "these changes"
+		}
+		if err := t.Confirm(fmt.Sprintf("Write %s to %s?", what, s.DescribeWrite(keys)), "re-run with --yes to write this change, or --dry-run to only see the diff"); err != nil {
+			return nil, err
+		}
+	}
+	steps, err := surgery.Execute(ctx, w, plans, surgery.ExecuteOptions{
+		ApplyOptions: s.ApplyOptions(ctx, t, o),
+		Verifier:     v,
+		OnWritten: func(st surgery.Step) {
+			o, ok := st.Outcome()
+			if !ok {
+				return
+			}
+			for _, w := range o.Warnings {
+				t.Warn(w)
+			}
+			if o.Deleted {
+				t.Print(fmt.Sprintf("deleted: %s at revision %s (delete revision %d, %s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.Target(o.Key), o.Backup))
+				return
+			}
+			t.Print(fmt.Sprintf("written: %s revision %s → %d (%s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.Target(o.Key), o.Backup))
+		},
+	})
+	if err != nil {
+		if errors.Is(err, surgery.ErrPartial) {
+			err = s.partialCopy(err)
+		}
+		if errors.Is(err, surgery.ErrNotAccepted) {
+			err = &hintedError{err, "the write is made, but the apiserver does not accept it: undo it with " + surgery.UndoSteps(steps) + " and see the runbook's section on verification"}
+		}
+		return steps, err
+	}
+	if done, err := s.finishSnapshot(t); done {
+		return steps, err
+	}
+	t.Print(fmt.Sprintf("undo with: %s\n", surgery.UndoSteps(steps)))
+	return steps, nil
+}
+
+// NewVerifier connects to the apiserver of the cluster written (the
+// kubeconfig of --kubeconfig, --kubeadm or $KUBECONFIG), unless
+// --verify=never or the target is a db file; note receives its lines for
+// the operator. A --kubeconfig that names no usable file is an
+// *OptionError.
+func (s *Session) NewVerifier(ctx context.Context, note func(string)) (*verify.Verifier, error) {
+	vo := verify.Options{Mode: s.Options.Verify, Reader: s.Reader, Planner: &s.Planner, Note: note}
+	if s.IsFile() {
+		vo.Offline = "the target is a db file (--db), which no apiserver serves"
+	} else {
+		vo.Kubeconfig, vo.KubeconfigErr = s.Options.FindKubeconfig()
+		var oe *session.OptionError
+		if errors.As(vo.KubeconfigErr, &oe) {
+			return nil, oe
+		}
+	}
+	return verify.New(ctx, vo), nil
+}
+
+// ApplyOptions are the options of every write into s: where backups go
+// (an absolute path) and what they record, the cluster and how to reach it
+// again included. It warns about a backup directory others could tamper
+// with.
+func (s *Session) ApplyOptions(ctx context.Context, t Terminal, o WriteOptions) surgery.ApplyOptions {
+	dir := surgery.BackupDirOrDefault(o.BackupDir)
+	for _, w := range surgery.CheckBackupDir(dir) {
+		t.Warn(w)
+	}
+	src, err := s.BackupSource(ctx)
+	if err != nil {
+		t.Warn(fmt.Sprintf("the backup cannot record the cluster's ID (%v); restore will not be able to check it", err))
+	}
+	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.Options.Endpoints, ToolVersion: o.ToolVersion, Source: src}
+}
+
+// finishSnapshot, after a successful write, finishes a snapshot copy
+// (FinishSnapshot) and tells what to do with it. It returns false for a
+// session that is not a snapshot copy.
+// partialCopy marks the session's snapshot copy, when it writes into one,
+// as holding only part of a change (no sha256 trailer) and says so in
+// err's hint.
+func (s *Session) partialCopy(err error) error {
+	sc := s.SnapshotCopy()
+	if sc == nil || sc.Writes() == 0 {
+		return err
+	}
+	sc.MarkPartial()
+	return &hintedError{err, fmt.Sprintf("%s holds only part of the change, and no sha256 trailer (etcdutl will not restore it): delete it and run the command again (the input db is unchanged)", sc.Path())}
+}
+
+func (s *Session) finishSnapshot(t Terminal) (bool, error) {
+	r, err := s.FinishSnapshot()
+	if r == nil && err == nil {
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	t.Print(fmt.Sprintf("snapshot: %s (revision %d, sha256 %s); %s is unchanged\n", r.Path, r.Revision, r.SHA256, r.Input))
+	t.Print(r.Runbook)
+	return true, nil
+}
