@@ -181,8 +181,8 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 // --verify=never or the target is a db file; note receives its lines for
 // the operator. A --kubeconfig that names no usable file is an
 // *OptionError.
-func (s *Session) NewVerifier(ctx context.Context, note func(string)) (*verify.Verifier, error) {
-	vo := verify.Options{Mode: s.Options.Verify, Reader: s.Reader, Planner: &s.Planner, Note: note}
+func (s *Session) NewVerifier(ctx context.Context, note func(string)) (*Verifier, error) {
+	vo := verify.Options{Mode: s.Options.Verify, Reader: s.Reader, Codec: &s.Planner.Codec, Note: note}
 	if s.IsFile() {
 		vo.Offline = "the target is a db file (--db), which no apiserver serves"
 	} else {
@@ -192,7 +192,7 @@ func (s *Session) NewVerifier(ctx context.Context, note func(string)) (*verify.V
 			return nil, oe
 		}
 	}
-	return verify.New(ctx, vo), nil
+	return newPlanVerifier(verify.New(ctx, vo)), nil
 }
 
 // ApplyOptions are the options of every write into s: where backups go

@@ -12,7 +12,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // TestSameClusterCannotTell checks that an apiserver that answers, in
@@ -44,7 +44,7 @@ func TestSameClusterCannotTell(t *testing.T) {
 	}
 	for _, mode := range []Mode{Auto, Always} {
 		var notes []string
-		v := New(ctx, Options{Mode: mode, Kubeconfig: Kubeconfig{Paths: []string{kc}}, Reader: st, Planner: &surgery.Planner{},
+		v := New(ctx, Options{Mode: mode, Kubeconfig: Kubeconfig{Paths: []string{kc}}, Reader: st, Codec: &stored.Codec{},
 			Note: func(s string) { notes = append(notes, s) }})
 		reach, why := v.Reach()
 		if reach == Reachable {

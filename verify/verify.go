@@ -12,8 +12,9 @@
 // admission's by a SelfSubjectAccessReview) verifies nothing and rejects
 // nothing: "not verified".
 //
-// Verifier implements surgery.Verifier; package surgery does not import
-// client-go.
+// A Verifier checks Writes, which package flows makes of surgery's plans
+// (flows.Verifier is the surgery.Verifier): package surgery does not
+// import client-go, and this package does not import surgery.
 package verify
 
 import (
@@ -40,7 +41,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // Sentinels callers branch on.
@@ -79,17 +80,34 @@ type Options struct {
 	// ServeWait bounds the wait for the written revision (default
 	// DefaultServeWait).
 	ServeWait time.Duration
-	// Reader and Planner read the etcd written, to check that the
+	// Reader and Codec read the etcd written, to check that the
 	// apiserver is the one of that cluster (kube-system's uid); without
 	// them nothing is verified.
-	Reader  store.Reader
-	Planner *surgery.Planner
+	Reader store.Reader
+	Codec  *stored.Codec
 	// Note prints one line for the operator ("verified: ...").
 	Note func(string)
 }
 
-// Verifier checks writes with the apiserver. It implements
-// surgery.Verifier. Its zero value is not usable: use New.
+// Write is one write as a Verifier checks it, before and after it is
+// made: what a surgery.Plan holds of it (package flows gives one for each
+// plan, so that this package does not import the write package).
+type Write struct {
+	// Object names the object as kubectl does, for the messages.
+	Object string
+	// Delete: the write deletes the key.
+	Delete bool
+	// Expect is the mod revision the write compares against (0: a
+	// create).
+	Expect int64
+	// NewPlain is the object written, decoded (none for a delete).
+	NewPlain []byte
+	// Before is the key's state before the write (nil: it is absent).
+	Before *stored.Current
+}
+
+// Verifier checks writes with the apiserver: Before each write, and After
+// it with the revision it made. Its zero value is not usable: use New.
 type Verifier struct {
 	o      Options
 	reach  Reach
@@ -100,12 +118,12 @@ type Verifier struct {
 
 	mu       sync.Mutex
 	said     bool
-	verdicts map[*surgery.Plan]error
+	verdicts map[*Write]error
 	tally    Tally
 	access   map[accessKey]accessAnswer
 	// missingNS is, for a plan whose dry run found no namespace, that
 	// namespace.
-	missingNS map[*surgery.Plan]string
+	missingNS map[*Write]string
 }
 
 // Tally counts what a Verifier found, for a summary of many writes.
@@ -173,7 +191,7 @@ func New(ctx context.Context, o Options) *Verifier {
 	if o.Note == nil {
 		o.Note = func(string) {}
 	}
-	v := &Verifier{o: o, verdicts: map[*surgery.Plan]error{}, access: map[accessKey]accessAnswer{}, missingNS: map[*surgery.Plan]string{}}
+	v := &Verifier{o: o, verdicts: map[*Write]error{}, access: map[accessKey]accessAnswer{}, missingNS: map[*Write]string{}}
 	switch {
 	case o.Mode == Never:
 		v.reach, v.why = Unreachable, "--verify=never"
@@ -240,14 +258,14 @@ func (v *Verifier) connect(ctx context.Context) {
 // one that cannot be read) cannot tell: that is a reason too, never a
 // match.
 func (v *Verifier) sameCluster(ctx context.Context) string {
-	if v.o.Reader == nil || v.o.Planner == nil {
+	if v.o.Reader == nil || v.o.Codec == nil {
 		return fmt.Sprintf("whether apiserver %s serves the etcd written cannot be told (nothing to compare it with)", v.host)
 	}
-	prefix := v.o.Planner.Prefix
+	prefix := v.o.Codec.Prefix
 	if prefix == "" {
 		prefix = "/registry"
 	}
-	cur, err := v.o.Planner.Load(ctx, v.o.Reader, prefix+"/namespaces/kube-system", 0)
+	cur, err := v.o.Codec.Load(ctx, v.o.Reader, prefix+"/namespaces/kube-system", 0)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Sprintf("whether apiserver %s serves the etcd written cannot be told: etcd holds no namespace kube-system to compare with the apiserver's", v.host)
@@ -280,7 +298,7 @@ func (v *Verifier) notVerified() {
 // accepts the plan's new object, and decides (Decide) whether to write.
 // It prints what it found. The answer for a plan is kept: a second call
 // neither asks nor prints again.
-func (v *Verifier) Before(ctx context.Context, p *surgery.Plan) error {
+func (v *Verifier) Before(ctx context.Context, p *Write) error {
 	v.mu.Lock()
 	if err, ok := v.verdicts[p]; ok {
 		v.mu.Unlock()
@@ -294,8 +312,8 @@ func (v *Verifier) Before(ctx context.Context, p *surgery.Plan) error {
 	return err
 }
 
-func (v *Verifier) before(ctx context.Context, p *surgery.Plan) error {
-	name := p.ObjectName()
+func (v *Verifier) before(ctx context.Context, p *Write) error {
+	name := p.Object
 	verdict, msg := Unknown, v.why
 	if v.reach == Reachable {
 		verdict, msg = v.dryRun(ctx, p)
@@ -379,7 +397,7 @@ func (e *RejectedError) Unwrap() error { return ErrRejected }
 // dryRun=All: under a generated name in its namespace for an edit of an
 // existing object, under its own name for a create. A deletion needs no
 // validation.
-func (v *Verifier) dryRun(ctx context.Context, p *surgery.Plan) (Verdict, string) {
+func (v *Verifier) dryRun(ctx context.Context, p *Write) (Verdict, string) {
 	if p.Delete {
 		return Accepted, "a deletion: nothing to validate"
 	}
@@ -444,7 +462,7 @@ func hasCause(err error, t metav1.CauseType) bool {
 
 // canCheckAfter returns why the write of p could not be verified after
 // it (this user may not get it, or update it, as After does), or "".
-func (v *Verifier) canCheckAfter(ctx context.Context, p *surgery.Plan) string {
+func (v *Verifier) canCheckAfter(ctx context.Context, p *Write) string {
 	id, err := identify(p)
 	if err != nil {
 		return err.Error()
@@ -604,18 +622,17 @@ func (v *Verifier) resourceFor(gvk schema.GroupVersionKind, ns string, exact boo
 // deletion, that it no longer serves it. It prints the outcome; the error
 // says what failed. Without a reachable apiserver it does nothing (Before
 // said so).
-func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
-	if v.reach != Reachable || st.Result == nil {
+func (v *Verifier) After(ctx context.Context, p *Write, revision int64) error {
+	if v.reach != Reachable {
 		return nil
 	}
 	v.mu.Lock()
-	before := v.verdicts[st.Plan]
+	before := v.verdicts[p]
 	v.mu.Unlock()
 	if before != nil {
 		return nil
 	}
-	p := st.Plan
-	name := p.ObjectName()
+	name := p.Object
 	ident, err := identify(p)
 	if err != nil {
 		v.count(func(t *Tally) { t.Unverified++ })
@@ -641,7 +658,7 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 		v.count(func(t *Tally) { t.NotAccepted++ })
 		return fmt.Errorf("the apiserver cannot be asked about it: %w (waited %s)", err, v.o.ServeWait)
 	}
-	want := strconv.FormatInt(st.Result.Revision, 10)
+	want := strconv.FormatInt(revision, 10)
 	var last string
 	for {
 		got, err := ri.Get(ctx, ident.name, metav1.GetOptions{})
@@ -701,7 +718,7 @@ type ident struct {
 	namespace, name string
 }
 
-func identify(p *surgery.Plan) (ident, error) {
+func identify(p *Write) (ident, error) {
 	var obj *codec.Object
 	if p.Before != nil && p.Before.Obj != nil {
 		obj = p.Before.Obj
@@ -725,8 +742,6 @@ func shortErr(err error) string {
 	}
 	return err.Error()
 }
-
-var _ surgery.Verifier = (*Verifier)(nil)
 
 // Permitted asks the apiserver (SelfSubjectAccessReview) whether the
 // kubeconfig's user may create and update persistentvolumeclaims in

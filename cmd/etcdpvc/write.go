@@ -11,7 +11,6 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/surgery"
-	"github.com/etcdpvc/etcdpvc/verify"
 )
 
 // writeOptions are the flags every write command shares.
@@ -130,7 +129,7 @@ func writePlans(e *env, s *cliSession, plans []*surgery.Plan, o writeOptions) ([
 
 // newVerifier is the session's verifier (flows.Session.NewVerifier),
 // its lines on stdout.
-func newVerifier(e *env, s *cliSession) (*verify.Verifier, error) {
+func newVerifier(e *env, s *cliSession) (*flows.Verifier, error) {
 	return s.NewVerifier(e.ctx, func(msg string) { fmt.Fprintln(e.stdout, msg) })
 }
 
