@@ -4,7 +4,7 @@
 # by e2e/build-servers.sh (v3.5 and v3.6 as e2e/tools/etcd-3.5 and
 # etcd-3.6 pin them, v3.7 as e2e/tools/etcd pins it):
 #
-#   ./fixtures/etcdtest and ./store   every store test on a live etcd
+#   ./fixtures/etcdtest and ./store/... every store test on a live etcd
 #                                     (paging: v3.5 and v3.6 have no
 #                                     RangeStream, so the unary fallback runs
 #                                     for real; compare-and-swap; leases;
@@ -38,7 +38,7 @@ for what in "$@"; do
 	t0=$SECONDS
 	ok=1
 	(cd "$root" && ETCDPVC_TEST_ETCD=$bin ETCDPVC_TEST_ETCDUTL=$dir/etcdutl \
-		"$go" test -count=1 -timeout 30m ./fixtures/etcdtest ./store) || ok=0
+		"$go" test -count=1 -timeout 30m ./fixtures/etcdtest ./store/...) || ok=0
 	(cd "$root" && ETCDPVC_TEST_ETCD=$bin ETCDPVC_TEST_ETCDUTL=$dir/etcdutl \
 		"$go" test -count=1 -timeout 30m -run '^TestScripts$' ./cmd/etcdpvc) || ok=0
 	((ok)) || failed+=("$what")

@@ -9,6 +9,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/verify"
 )
@@ -24,7 +25,7 @@ var exitRules = []struct {
 	{exitcode.Uncertain, errorIs(surgery.ErrUncertain)},
 	{exitcode.Partial, errorIs(surgery.ErrPartial)},
 	{exitcode.NotAccepted, errorIs(surgery.ErrNotAccepted)},
-	{exitcode.Incomplete, errorIs(ErrIncomplete, store.ErrUndetermined)},
+	{exitcode.Incomplete, errorIs(ErrIncomplete, wal.ErrUndetermined)},
 	{exitcode.Incomplete, []func(error) bool{errorAs[*store.CompactedError]}},
 	{exitcode.Differ, errorIs(inspect.ErrDiffer)},
 	{exitcode.NothingCompared, errorIs(inspect.ErrNothingCompared)},
@@ -35,7 +36,7 @@ var exitRules = []struct {
 		surgery.ErrChangedSinceBackup, surgery.ErrBadBackup, surgery.ErrTooLarge, surgery.ErrTooManyOps,
 		surgery.ErrInvalid, surgery.ErrNotApplicable,
 		surgery.ErrKeyMismatch, surgery.ErrOtherCluster, surgery.ErrPlaintextIntoEncrypted,
-		surgery.ErrUnsafeBackupDir, verify.ErrRejected, verify.ErrCannotVerify, store.ErrCheckFailed)},
+		surgery.ErrUnsafeBackupDir, verify.ErrRejected, verify.ErrCannotVerify, wal.ErrCheckFailed)},
 	{exitcode.Decode, errorIs(encryption.ErrKeyNotFound, encryption.ErrNoConfig, encryption.ErrWrongKey,
 		codec.ErrEncrypted, codec.ErrMalformed, codec.ErrNotObject, codec.ErrUnsupported, codec.ErrEmpty)},
 }

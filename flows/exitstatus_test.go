@@ -11,6 +11,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/verify"
 )
@@ -30,7 +31,7 @@ func TestExitStatus(t *testing.T) {
 		{"partial", wrap(surgery.ErrPartial), exitcode.Partial},
 		{"not accepted", wrap(surgery.ErrNotAccepted), exitcode.NotAccepted},
 		{"incomplete", wrap(ErrIncomplete), exitcode.Incomplete},
-		{"undetermined", wrap(store.ErrUndetermined), exitcode.Incomplete},
+		{"undetermined", wrap(wal.ErrUndetermined), exitcode.Incomplete},
 		{"compacted part way", wrap(&store.CompactedError{Op: "list /registry/", Revision: 9, Read: 3, Last: "/registry/x"}), exitcode.Incomplete},
 		{"compacted", wrap(store.ErrCompacted), exitcode.Error},
 		{"differ", wrap(inspect.ErrDiffer), exitcode.Differ},

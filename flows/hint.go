@@ -8,6 +8,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/verify"
 )
@@ -95,7 +96,7 @@ var sentinelHints = []struct {
 	{store.ErrConflict, "re-run the command: it reads the object again and shows a new diff"},
 	{surgery.ErrUncertain, "the write may or may not have been applied: read the object again (etcdpvc get) and compare it with the backup before doing anything else"},
 	{surgery.ErrKeyMismatch, "the stored value is another object than its key names: look at it with `etcdpvc get --etcd-key KEY -o yaml`; undelete --force edits it anyway"},
-	{store.ErrUndetermined, session.UndeterminedHint},
+	{wal.ErrUndetermined, session.UndeterminedHint},
 	// A revision compacted before anything of it was read.
 	{store.ErrCompacted, compactedHint},
 	{codec.ErrLossy, "edit metadata with undelete, finalizers, label or annotate: they work at the wire level and keep unknown fields"},

@@ -11,6 +11,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
@@ -26,7 +27,7 @@ func TestHint(t *testing.T) {
 		{encryption.ErrNoConfig, "pass --encryption-config"},
 		{fmt.Errorf("write: %w", store.ErrConflict), "re-run the command"},
 		{surgery.ErrUncertain, "may or may not have been applied"},
-		{store.ErrUndetermined, session.UndeterminedHint},
+		{wal.ErrUndetermined, session.UndeterminedHint},
 		{errors.New("plain"), ""},
 		{fmt.Errorf("get: %w", &stored.NotFoundError{Name: "b", Namespace: "a", Elsewhere: []string{"c"}, Err: store.ErrNotFound}), "name the namespace: -n c"},
 	}

@@ -7,13 +7,14 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
 // RecoverSource finds the revision of key to recover from
 // (surgery.FindRecoverSource): rev when given, else the last value before
 // the key's deletion. Read from a write-ahead log without rev, it refuses
-// (store.ErrUndetermined) when the log holds writes of the key after the
+// (wal.ErrUndetermined) when the log holds writes of the key after the
 // value found whose outcome or revision it cannot establish: that value
 // may not be the last. Its errors carry a hint (Hint).
 func (s *Session) RecoverSource(ctx context.Context, key string, rev int64) (*surgery.RecoverFrom, error) {
@@ -29,7 +30,7 @@ func (s *Session) RecoverSource(ctx context.Context, key string, rev int64) (*su
 				hint += fmt.Sprintf(", and --index N (below %d) recovers the object as the log establishes it then", un[0].Index)
 			}
 			return nil, &hintedError{fmt.Errorf("recover %s: the log holds %d write(s) of it from raft index %d on whose outcome or revision it cannot establish (%s): %w",
-				session.ObjectName(s.Options.Prefix, key), len(un), un[0].Index, un[0].Reason, store.ErrUndetermined), hint}
+				session.ObjectName(s.Options.Prefix, key), len(un), un[0].Index, un[0].Reason, wal.ErrUndetermined), hint}
 		}
 	}
 	switch {

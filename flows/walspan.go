@@ -11,7 +11,7 @@ import (
 )
 
 // WALLines says, one line each, what the session's write-ahead log covers
-// (store.WALCoverage.Lines) and the wall-clock span its writes' objects
+// (wal.WALCoverage.Lines) and the wall-clock span its writes' objects
 // tell (inspect.LogSpan); nil without --wal. A span that cannot be read is
 // said, not an error: the log is still read.
 func (s *Session) WALLines(ctx context.Context) []string {

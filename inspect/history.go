@@ -8,6 +8,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 	"github.com/etcdpvc/etcdpvc/stored"
 )
 
@@ -61,7 +62,7 @@ type HistoryReport struct {
 	Rows           []HistoryRow `json:"events"`
 	// Log, for a history read from a write-ahead log, says what the log
 	// covers.
-	Log *store.WALCoverage `json:"log,omitempty"`
+	Log *wal.WALCoverage `json:"log,omitempty"`
 	// Undecodable counts the rows whose value could not be read.
 	Undecodable int `json:"-"`
 }

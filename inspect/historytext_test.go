@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 )
 
 func TestHistoryRowCells(t *testing.T) {
@@ -52,7 +52,7 @@ func TestHistoryReportWrite(t *testing.T) {
 	}{
 		{"table", HistoryReport{Key: "k", CompactedStart: "history before revision 4 was compacted", Rows: []HistoryRow{{Revision: 4, Version: 2, CreateRevision: 3, Change: "+x"}}}, "table",
 			"# history before revision 4 was compacted\nREVISION   VERSION   CREATED   LEASE   CHANGE\n4          2         3         -       +x\n"},
-		{"log, the compacted start once", HistoryReport{Key: "k", CompactedStart: "the log starts at raft index 7", Log: &store.WALCoverage{}, Rows: rows}, "table",
+		{"log, the compacted start once", HistoryReport{Key: "k", CompactedStart: "the log starts at raft index 7", Log: &wal.WALCoverage{}, Rows: rows}, "table",
 			"# the log starts at raft index 7\nINDEX   TERM   OUTCOME   REVISION   VERSION   CREATED   LEASE   CHANGE\n7       2      applied   4          -         -         -       wrote the object\n"},
 		{"yaml", HistoryReport{Key: "k", Rows: []HistoryRow{{Revision: 4}}}, "yaml", ""},
 		{"json", HistoryReport{Key: "k", Rows: []HistoryRow{{Revision: 4}}}, "json", ""},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 )
 
 // The listing of `etcdpvc ls`: which keys are listed, what is read of each,
@@ -73,7 +74,7 @@ type ListingOptions struct {
 	Terminating bool
 	// Deleted lists the keys whose newest revision is a deletion (the
 	// store must be a store.Archive: else ErrNeedsArchive), and, from a
-	// store that tells a key's incarnations apart (store.Incarnations),
+	// store that tells a key's incarnations apart (wal.Incarnations),
 	// the incarnations a deletion ended that another followed (the key
 	// created again: ListItem.RecreateRevision), each before its key's
 	// newer ones.
@@ -170,9 +171,9 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 	}
 	var err error
 	if o.Deleted {
-		var past []store.PastIncarnation
-		if inc, ok := r.(store.Incarnations); ok {
-			if err := inc.PastIncarnations(ctx, o.KeyPrefix, func(p store.PastIncarnation) error {
+		var past []wal.PastIncarnation
+		if inc, ok := r.(wal.Incarnations); ok {
+			if err := inc.PastIncarnations(ctx, o.KeyPrefix, func(p wal.PastIncarnation) error {
 				past = append(past, p)
 				return nil
 			}); err != nil {

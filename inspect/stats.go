@@ -14,6 +14,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 )
 
 // ResourceStats counts one resource's keys. The history columns are nil
@@ -431,7 +432,7 @@ func HumanBytes(n int64) string {
 // before its end (cov.RevisionsStop), that the counts are incomplete
 // (rep.Incomplete): the writes after the last revision established are
 // not in them.
-func FromWAL(rep *StatsReport, cov store.WALCoverage) {
+func FromWAL(rep *StatsReport, cov wal.WALCoverage) {
 	rep.Snapshot = "not a file (write-ahead log " + cov.Dir + ")"
 	what := "the log alone"
 	if cov.DB != "" {

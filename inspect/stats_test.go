@@ -14,6 +14,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 )
 
 func TestHumanBytes(t *testing.T) {
@@ -175,15 +176,15 @@ func TestStatsEncryptionAudit(t *testing.T) {
 func TestFromWAL(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		cov        store.WALCoverage
+		cov        wal.WALCoverage
 		incomplete string
 		note       string
 	}{
-		{"the log alone, complete", store.WALCoverage{Dir: "w", FirstRevision: 2, LastRevision: 9}, "", "the log alone"},
-		{"over a db, complete", store.WALCoverage{Dir: "w", DB: "snap.db", LastRevision: 9}, "", "the log replayed over db snap.db"},
-		{"revisions stop", store.WALCoverage{Dir: "w", FirstRevision: 2, LastRevision: 7, RevisionsStop: "entry 12 enables authentication"},
+		{"the log alone, complete", wal.WALCoverage{Dir: "w", FirstRevision: 2, LastRevision: 9}, "", "the log alone"},
+		{"over a db, complete", wal.WALCoverage{Dir: "w", DB: "snap.db", LastRevision: 9}, "", "the log replayed over db snap.db"},
+		{"revisions stop", wal.WALCoverage{Dir: "w", FirstRevision: 2, LastRevision: 7, RevisionsStop: "entry 12 enables authentication"},
 			"the log establishes the keyspace up to revision 7 only: its later writes are not counted (entry 12 enables authentication)", "the log alone"},
-		{"no revision", store.WALCoverage{Dir: "w", RevisionsStop: "the log starts at raft index 5"},
+		{"no revision", wal.WALCoverage{Dir: "w", RevisionsStop: "the log starts at raft index 5"},
 			"the log establishes no revision: its writes are not counted (the log starts at raft index 5)", "the log alone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

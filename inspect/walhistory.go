@@ -6,6 +6,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 )
 
 // objectUID is the metadata.uid of an object's content ("" when none).
@@ -18,7 +19,7 @@ func objectUID(content map[string]any) string {
 // WALHistory reads every write of ref's key a write-ahead log holds, in
 // log order, each with its raft index and term, its outcome (applied, not
 // applied, unknown), its revision where the log establishes it, and what
-// it changed. When the log was replayed over a db (store.OpenWALOver),
+// it changed. When the log was replayed over a db (wal.OpenWALOver),
 // the db's revisions of the key the log's writes do not give are placed
 // in revision order among those: first when older than all of them. A
 // write not applied, or whose outcome is unknown, never shows a revision.
@@ -27,7 +28,7 @@ func objectUID(content map[string]any) string {
 // with another object (another uid). A key the log never wrote (and the
 // db does not hold) gives an error wrapping store.ErrNotFound that says
 // what the log covers.
-func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOptions) (*HistoryReport, error) {
+func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOptions) (*HistoryReport, error) {
 	cov := w.Coverage()
 	rep := &HistoryReport{Key: ref.Key, Log: &cov}
 	var prev map[string]any
@@ -42,7 +43,7 @@ func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOp
 	// row fills a row's change label from kv; keep says whether the state
 	// it reaches is the key's next state (applied or unknown writes).
 	label := func(row *HistoryRow, kv store.KeyValue, deleted, keep bool) {
-		settled := row.Index == 0 || row.Outcome == store.OutcomeApplied.String() || row.Outcome == "applied, revision unknown"
+		settled := row.Index == 0 || row.Outcome == wal.OutcomeApplied.String() || row.Outcome == "applied, revision unknown"
 		defer func() { earlier = earlier || keep }()
 		if deleted {
 			row.Change = "deleted"
@@ -116,14 +117,14 @@ func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOp
 		}
 		rep.CompactRevision = info.CompactRevision
 	}
-	err := w.KeyWrites(ctx, ref.Key, true, func(kw store.KeyWrite) error {
+	err := w.KeyWrites(ctx, ref.Key, true, func(kw wal.KeyWrite) error {
 		e := kw.Entry
 		row := HistoryRow{Index: e.Index, Term: e.Term, Outcome: e.Outcome.String(), Reason: e.Reason, Deleted: kw.Event.Deleted}
-		established := e.Outcome == store.OutcomeApplied && kw.Event.KV.ModRevision != 0
+		established := e.Outcome == wal.OutcomeApplied && kw.Event.KV.ModRevision != 0
 		if established {
 			row.Revision, row.Version, row.CreateRevision, row.Lease = kw.Event.KV.ModRevision, kw.Event.KV.Version, kw.Event.KV.CreateRevision, kw.Event.KV.Lease
 			fromLog[row.Revision] = true
-		} else if e.Outcome == store.OutcomeApplied {
+		} else if e.Outcome == wal.OutcomeApplied {
 			row.Outcome = "applied, revision unknown"
 			if row.Reason = e.Reason; row.Reason == "" {
 				row.Reason = cov.RevisionsStop
@@ -133,7 +134,7 @@ func WALHistory(ctx context.Context, w *store.WAL, ref resource.Ref, o HistoryOp
 		if !established {
 			kv.Version = 0
 		}
-		logRows = append(logRows, pending{row, kv, kw.Event.Deleted, e.Outcome != store.OutcomeNotApplied})
+		logRows = append(logRows, pending{row, kv, kw.Event.Deleted, e.Outcome != wal.OutcomeNotApplied})
 		return nil
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 )
 
 // WALSpan is the wall-clock span a write-ahead log covers, as the objects
@@ -28,12 +29,12 @@ const walSpanReads = 200
 
 // LogSpan reads the log's first and last dated writes, each value's
 // metadata through meta (false: not readable, the next one).
-func LogSpan(ctx context.Context, w *store.WAL, meta func(store.KeyValue) (*metav1.ObjectMeta, bool)) (WALSpan, error) {
+func LogSpan(ctx context.Context, w *wal.WAL, meta func(store.KeyValue) (*metav1.ObjectMeta, bool)) (WALSpan, error) {
 	var span WALSpan
 	find := func(reverse bool, index *uint64, at *time.Time) error {
 		n := 0
 		errFound := errors.New("found")
-		err := w.WritesInOrder(ctx, reverse, func(kw store.KeyWrite) error {
+		err := w.WritesInOrder(ctx, reverse, func(kw wal.KeyWrite) error {
 			if n++; n > walSpanReads {
 				return errFound
 			}

@@ -7,13 +7,14 @@ import (
 	"strings"
 
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
 // OpenError's hints: what to do when a store cannot be opened, or when a
 // log does not establish what was asked.
 
-// UndeterminedHint is the hint for store.ErrUndetermined.
+// UndeterminedHint is the hint for wal.ErrUndetermined.
 const UndeterminedHint = "the write-ahead log cannot establish it: give the same member's db (member/snap/db) or a snapshot of it with --db, so that the log is replayed from the db's state; or read an earlier revision or raft index"
 
 // undeterminedOverDBHint is the hint for what a log read over a db does
@@ -76,15 +77,15 @@ func openError(kind StoreKind, err error, o Options) *OpenError {
 			return e
 		}
 		switch {
-		case errors.Is(err, store.ErrCheckFailed):
+		case errors.Is(err, wal.ErrCheckFailed):
 			return context("--wal-base, --db and --wal must be one member's (or one cluster's): read the log over each db alone (--wal DIR --db FILE) to find the odd one; a diverged member's data is not the cluster's")
-		case errors.Is(err, store.ErrCheckOrder):
+		case errors.Is(err, wal.ErrCheckOrder):
 			return context("--wal-base takes the older db (the start of the replay), --db the current one: swap them")
-		case errors.Is(err, store.ErrDBNewer):
+		case errors.Is(err, wal.ErrDBNewer):
 			return context("give the same member's wal and db, copied together (the wal after the db), or an older snapshot of its db")
-		case errors.Is(err, store.ErrOtherCluster):
+		case errors.Is(err, wal.ErrOtherCluster):
 			return context("give the db of the member whose log it is (member/snap/db, copied before its wal), or a snapshot of that cluster")
-		case errors.Is(err, store.ErrLogGap):
+		case errors.Is(err, wal.ErrLogGap):
 			return context("the member purged the log past the db: give a newer db of the same member (member/snap/db), or another member's wal")
 		case errors.Is(err, walread.ErrNoLog), errors.Is(err, fs.ErrNotExist):
 			return unavailable("--wal takes a member's wal directory (member/wal under etcd's --data-dir) or its data dir")

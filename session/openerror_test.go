@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
@@ -54,14 +55,14 @@ func TestOpenErrorHint(t *testing.T) {
 		{name: "copy into a member", kind: StoreSnapshotCopy, err: store.ErrMemberDir, hint: "write OUT outside any member's data directory", refused: true},
 		{name: "copy over a file", kind: StoreSnapshotCopy, err: fmt.Errorf("out.db: %w", store.ErrOutputExists), hint: "give --out a new file name", refused: true},
 		{name: "copy of a missing db", kind: StoreSnapshotCopy, err: fs.ErrNotExist, hint: "check the path: --db takes"},
-		{name: "wal after a newer db", kind: StoreWAL, err: store.ErrDBNewer, o: walDB, msg: "--wal /m/wal --db /m/db: " + store.ErrDBNewer.Error(), hint: "copied together"},
-		{name: "wal with a gap", kind: StoreWAL, err: store.ErrLogGap, o: walDB, msg: "--wal /m/wal --db /m/db: " + store.ErrLogGap.Error(), hint: "the member purged the log past the db"},
-		{name: "wal and another cluster's db", kind: StoreWAL, err: store.ErrOtherCluster, o: walDB, msg: "--wal /m/wal --db /m/db: " + store.ErrOtherCluster.Error(), hint: "the db of the member whose log it is"},
+		{name: "wal after a newer db", kind: StoreWAL, err: wal.ErrDBNewer, o: walDB, msg: "--wal /m/wal --db /m/db: " + wal.ErrDBNewer.Error(), hint: "copied together"},
+		{name: "wal with a gap", kind: StoreWAL, err: wal.ErrLogGap, o: walDB, msg: "--wal /m/wal --db /m/db: " + wal.ErrLogGap.Error(), hint: "the member purged the log past the db"},
+		{name: "wal and another cluster's db", kind: StoreWAL, err: wal.ErrOtherCluster, o: walDB, msg: "--wal /m/wal --db /m/db: " + wal.ErrOtherCluster.Error(), hint: "the db of the member whose log it is"},
 		{name: "no wal", kind: StoreWAL, err: walread.ErrNoLog, msg: store.ErrUnavailable.Error() + ": " + walread.ErrNoLog.Error(), hint: "--wal takes a member's wal directory", unavailable: true},
 		{name: "wal unreadable", kind: StoreWAL, err: fs.ErrPermission, msg: store.ErrUnavailable.Error() + ": " + fs.ErrPermission.Error(), hint: "cannot read the log", unavailable: true},
 		{name: "wal corrupt", kind: StoreWAL, err: walread.ErrCorrupt, hint: "read another member's log"},
 		{name: "wals that disagree", kind: StoreWAL, err: walread.ErrConflict, hint: "read each --wal alone and leave the odd one out"},
-		{name: "merged wals after a newer db", kind: StoreWAL, err: store.ErrDBNewer, o: Options{WAL: []string{"/a/wal", "/b/wal"}, DB: "/m/db"}, msg: "--wal /a/wal --wal /b/wal --db /m/db: " + store.ErrDBNewer.Error(), hint: "copied together"},
+		{name: "merged wals after a newer db", kind: StoreWAL, err: wal.ErrDBNewer, o: Options{WAL: []string{"/a/wal", "/b/wal"}, DB: "/m/db"}, msg: "--wal /a/wal --wal /b/wal --db /m/db: " + wal.ErrDBNewer.Error(), hint: "copied together"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

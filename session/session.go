@@ -21,6 +21,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/verify"
@@ -84,13 +85,13 @@ type Options struct {
 	// WAL are write-ahead log directories (or data directories) to read
 	// instead of a live etcd, one per member of one cluster: several are
 	// merged into one log by raft index (walread.OpenMerged). The log is
-	// replayed over DB when DB is given (store.OpenLogOver). Read-only, as
+	// replayed over DB when DB is given (wal.OpenLogOver). Read-only, as
 	// DB.
 	WAL []string
 	// WALBase is an older db or snapshot of the log's cluster, whose
 	// consistent index lies inside the log: the log is replayed over it
 	// instead of over DB, and DB, when given, checks the replay
-	// (store.OpenLogChecked). Only with WAL.
+	// (wal.OpenLogChecked). Only with WAL.
 	WALBase string
 	// LockTimeout, SkipHashCheck and HashCacheDir open DB (see
 	// store.BoltOptions); LockTimeout 0 does not wait for the lock.
@@ -291,7 +292,7 @@ type Session struct {
 	// Bolt is the DB file (nil without DB, and for a snapshot copy).
 	Bolt *store.Bolt
 	// WAL is the WAL log (nil without WAL); it is also Reader.
-	WAL *store.WAL
+	WAL *wal.WAL
 	// Enc is the encryption config (nil without one).
 	Enc      *encryption.Config
 	Planner  surgery.Planner
@@ -404,10 +405,10 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 			}
 			*f.db = b
 		}
-		var w *store.WAL
+		var w *wal.WAL
 		l, err := walread.OpenMerged(o.WAL)
 		if err == nil {
-			w, err = store.OpenLogChecked(ctx, l, base, check)
+			w, err = wal.OpenLogChecked(ctx, l, base, check)
 		}
 		if check != nil {
 			// What it established is in the log's coverage.

@@ -672,3 +672,35 @@ func (b *Bolt) valueCopy(key string, mod int64) ([]byte, error) {
 
 // Compile-time check: *Bolt is a Reader and nothing more.
 var _ Reader = (*Bolt)(nil)
+
+// valueAt reads key's value put at main revision mod through c, a cursor
+// of the key bucket (keyed by revision: a seek, then the few items of that
+// revision). The value aliases the mapped file.
+func valueAt(c *bolt.Cursor, key string, mod int64) ([]byte, error) {
+	var start [revBytesLen]byte
+	binary.BigEndian.PutUint64(start[:], uint64(mod))
+	start[8] = '_'
+	for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
+		bk, err := parseBucketKey(k)
+		if err != nil {
+			return nil, err
+		}
+		if bk.main != mod {
+			break
+		}
+		if bk.tombstone || len(v) == 0 {
+			continue
+		}
+		raw, err := decodeKV(v)
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", bk, err)
+		}
+		if string(raw.key) == key {
+			if raw.value == nil {
+				return []byte{}, nil
+			}
+			return raw.value, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: %w: no put of it at its mod revision %d", key, ErrCorrupt, mod)
+}

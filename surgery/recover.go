@@ -30,7 +30,7 @@ func (c Planner) PlanRecoverPreview(ctx context.Context, src store.Reader, kv st
 
 // SourceRevision names the revision a recovered value comes from:
 // "revision 1234", or, for a value a write-ahead log establishes without
-// its revision (store.WAL), what is known of it.
+// its revision (wal.WAL), what is known of it.
 func SourceRevision(kv store.KeyValue) string {
 	if kv.ModRevision == 0 {
 		return "a value the write-ahead log applied at a revision it does not establish (the value is established)"

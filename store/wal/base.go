@@ -1,15 +1,13 @@
-package store
+package wal
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // A member's log almost always starts after a raft snapshot: etcd
@@ -41,8 +39,8 @@ var (
 // checkMember returns an error wrapping ErrOtherCluster when the db lists
 // its cluster's members (etcd 3.5 and later do) and the log's member is not
 // among them, current or removed.
-func (w *WAL) checkMember(db *Bolt, node uint64) error {
-	ids, err := db.memberIDs()
+func (w *WAL) checkMember(db *store.Bolt, node uint64) error {
+	ids, err := db.MemberIDs()
 	if err != nil || len(ids) == 0 {
 		return err
 	}
@@ -51,47 +49,20 @@ func (w *WAL) checkMember(db *Bolt, node uint64) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: the log is member %x's, the members of db %s are %x", ErrOtherCluster, node, db.path, ids)
+	return fmt.Errorf("%w: the log is member %x's, the members of db %s are %x", ErrOtherCluster, node, db.Path(), ids)
 }
 
 // newChecker is the checker of the replay over w.base (consistent index
 // ci) by check, a newer db of the same member.
-func (w *WAL) newChecker(check *Bolt, ci uint64) (*walChecker, error) {
+func (w *WAL) newChecker(check *store.Bolt, ci uint64) (*walChecker, error) {
 	if w.base == nil {
 		return nil, errors.New("a db that checks the replay needs the db the replay starts from")
 	}
 	c := newWALChecker(check)
 	if c.result.ConsistentIndex < ci {
-		return nil, fmt.Errorf("%w: the db %s that checks the replay holds the entries up to raft index %d, before those of the db %s it starts from (%d): the older one is the start", ErrCheckOrder, check.path, c.result.ConsistentIndex, w.base.path, ci)
+		return nil, fmt.Errorf("%w: the db %s that checks the replay holds the entries up to raft index %d, before those of the db %s it starts from (%d): the older one is the start", ErrCheckOrder, check.Path(), c.result.ConsistentIndex, w.base.Path(), ci)
 	}
 	return c, nil
-}
-
-// memberIDs lists the member ids the file's "members" and
-// "members_removed" buckets hold.
-func (b *Bolt) memberIDs() ([]uint64, error) {
-	var ids []uint64
-	err := b.view(func(tx *bolt.Tx, _ *viewGuard) error {
-		for _, name := range []string{"members", "members_removed"} {
-			mb := tx.Bucket([]byte(name))
-			if mb == nil {
-				continue
-			}
-			if err := mb.ForEach(func(k, _ []byte) error {
-				if id, err := strconv.ParseUint(string(k), 16, 64); err == nil {
-					ids = append(ids, id)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the db's members: %w", err)
-	}
-	return ids, nil
 }
 
 // valueFromBase marks a put that kept the value a key had in the db.
@@ -105,19 +76,19 @@ func (w *WAL) startFromBase(ctx context.Context, r *replay) (ci uint64, wait fun
 	b := w.base
 	m := b.Meta()
 	if m.ConsistentIndex == 0 {
-		return 0, nil, fmt.Errorf("db %s records no consistent index: it cannot tell which log entries it holds", b.path)
+		return 0, nil, fmt.Errorf("db %s records no consistent index: it cannot tell which log entries it holds", b.Path())
 	}
 	r.rev = m.Revision
-	r.compact = b.compactRevision()
+	r.compact = b.CompactRevision()
 	r.baseValue = w.baseValue
-	leases, err := b.leaseIDs()
+	leases, err := b.LeaseIDs()
 	if err != nil {
 		return 0, nil, err
 	}
 	for _, id := range leases {
 		r.leases[id] = true
 	}
-	w.cov.DB, w.cov.ConsistentIndex, w.cov.DBRevision = b.path, m.ConsistentIndex, m.Revision
+	w.cov.DB, w.cov.ConsistentIndex, w.cov.DBRevision = b.Path(), m.ConsistentIndex, m.Revision
 	done := make(chan error, 1)
 	go func() { done <- w.loadBaseKeys(ctx, r) }()
 	var once sync.Once
@@ -134,20 +105,19 @@ func (w *WAL) startFromBase(ctx context.Context, r *replay) (ci uint64, wait fun
 func (w *WAL) loadBaseKeys(ctx context.Context, r *replay) error {
 	b := w.base
 	// The log is read meanwhile, on the other cores.
-	q := latestQuery{match: keyMatch{prefix: true}, atRev: b.meta.Revision, includeDeleted: true, oneWorker: true}
-	q.count = func(n int) {
+	count := func(n int) {
 		// Sized once: the db's keys may be millions.
 		r.sizeKeys(n)
-		w.baseStates = make([]KeyValue, 0, n)
+		w.baseStates = make([]store.KeyValue, 0, n)
 	}
-	err := b.scanLatest(ctx, q, func(kv *KeyValue, deleteRev int64) error {
+	err := b.WalkLatest(ctx, count, func(kv *store.KeyValue, deleteRev int64) error {
 		if deleteRev != 0 {
 			w.baseDeleted = append(w.baseDeleted, baseTombstone{kv: *kv, deleteRev: deleteRev})
 			return nil
 		}
 		s := r.keyString(kv.Key)
 		s.exists, s.create, s.mod, s.version, s.lease = true, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease
-		w.baseStates = append(w.baseStates, KeyValue{Key: r.keyNames[s.id], CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease})
+		w.baseStates = append(w.baseStates, store.KeyValue{Key: r.keyNames[s.id], CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease})
 		if kv.Lease != 0 {
 			// A live key's lease exists: revoking it deletes the key.
 			r.leases[kv.Lease] = true
@@ -158,27 +128,6 @@ func (w *WAL) loadBaseKeys(ctx context.Context, r *replay) error {
 		return fmt.Errorf("read the db's keys: %w", err)
 	}
 	return nil
-}
-
-// leaseIDs lists the leases the file's "lease" bucket holds.
-func (b *Bolt) leaseIDs() ([]int64, error) {
-	var ids []int64
-	err := b.view(func(tx *bolt.Tx, _ *viewGuard) error {
-		lb := tx.Bucket(leaseBucketName)
-		if lb == nil {
-			return nil
-		}
-		return lb.ForEach(func(k, _ []byte) error {
-			if len(k) == 8 {
-				ids = append(ids, int64(binary.BigEndian.Uint64(k)))
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the db's leases: %w", err)
-	}
-	return ids, nil
 }
 
 // baseValue reads key's value in the db (its state before the log's
@@ -195,10 +144,10 @@ func (w *WAL) baseValue(key string) ([]byte, error) {
 func (w *WAL) dbRev() int64 { return w.cov.DBRevision }
 
 // joinedGet is Get over the db and the log.
-func (w *WAL) joinedGet(ctx context.Context, key string, at int64) (*KeyValue, error) {
+func (w *WAL) joinedGet(ctx context.Context, key string, at int64) (*store.KeyValue, error) {
 	if at <= w.dbRev() {
 		kv, err := w.base.Get(ctx, key, at)
-		if errors.Is(err, ErrCompacted) && w.prefixKnown(at) {
+		if errors.Is(err, store.ErrCompacted) && w.prefixKnown(at) {
 			return w.prefixGet(ctx, key, at)
 		}
 		return kv, err
@@ -207,7 +156,7 @@ func (w *WAL) joinedGet(ctx context.Context, key string, at int64) (*KeyValue, e
 	// the writes after it are read from the log.
 	if x := w.at(key, at); x >= 0 && w.r.all[x].mod > w.dbRev() {
 		if w.deleted(x) {
-			return nil, fmt.Errorf("get %s at revision %d: %w", key, at, ErrNotFound)
+			return nil, fmt.Errorf("get %s at revision %d: %w", key, at, store.ErrNotFound)
 		}
 		return w.kv(x, true)
 	}
@@ -249,7 +198,7 @@ func (w *WAL) mergeLog(prefix string, scan func(func(key string, call func() err
 }
 
 // joinedList is List over the db and the log, at a revision past the db's.
-func (w *WAL) joinedList(ctx context.Context, prefix string, opts ListOptions, at int64, fn func(*KeyValue) error) (int64, error) {
+func (w *WAL) joinedList(ctx context.Context, prefix string, opts store.ListOptions, at int64, fn func(*store.KeyValue) error) (int64, error) {
 	fromLog := func(key string) (bool, error) {
 		x := w.at(key, at)
 		if x < 0 || w.r.all[x].mod <= w.dbRev() {
@@ -266,7 +215,7 @@ func (w *WAL) joinedList(ctx context.Context, prefix string, opts ListOptions, a
 		return true, fn(kv)
 	}
 	err := w.mergeLog(prefix, func(each func(string, func() error) error) error {
-		_, err := w.base.List(ctx, prefix, ListOptions{KeysOnly: opts.KeysOnly}, func(kv *KeyValue) error {
+		_, err := w.base.List(ctx, prefix, store.ListOptions{KeysOnly: opts.KeysOnly}, func(kv *store.KeyValue) error {
 			return each(kv.Key, func() error {
 				done, err := fromLog(kv.Key)
 				if done || err != nil {
@@ -290,7 +239,7 @@ func (w *WAL) joinedList(ctx context.Context, prefix string, opts ListOptions, a
 // when not read: see joinedLatest), whether it is a deletion and its
 // revision (-1: a deletion whose revision is not established).
 type joinedState struct {
-	kv        *KeyValue
+	kv        *store.KeyValue
 	deleted   bool
 	deleteRev int64
 }
@@ -302,7 +251,7 @@ type joinedState struct {
 // (nil: none); baseLive whether the db holds it live; baseValue returns
 // base with its value, read only when the answer is base. A live state is
 // read only when wantLive (else its kv is nil).
-func (w *WAL) joinedLatest(key string, base *KeyValue, baseLive, wantLive bool, baseValue func() (*KeyValue, error)) (st joinedState, fromLog bool, err error) {
+func (w *WAL) joinedLatest(key string, base *store.KeyValue, baseLive, wantLive bool, baseValue func() (*store.KeyValue, error)) (st joinedState, fromLog bool, err error) {
 	x := w.latest(key)
 	if x < 0 {
 		return st, false, nil
@@ -331,7 +280,7 @@ func (w *WAL) joinedLatest(key string, base *KeyValue, baseLive, wantLive bool, 
 	if st.deleteRev == 0 {
 		st.deleteRev = -1
 	}
-	st.kv = &KeyValue{Key: key}
+	st.kv = &store.KeyValue{Key: key}
 	switch prev := w.before(key, x); {
 	case prev >= 0 && !w.deleted(prev):
 		st.kv, err = w.kv(prev, true)
@@ -342,15 +291,15 @@ func (w *WAL) joinedLatest(key string, base *KeyValue, baseLive, wantLive bool, 
 }
 
 // joinedScanLatest is ScanLatest over the db and the log.
-func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error {
+func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *store.KeyValue, deleted bool, deleteRev int64) error) error {
 	err := w.mergeLog(prefix, func(each func(string, func() error) error) error {
-		return w.base.ScanLatest(ctx, prefix, true, func(kv *KeyValue, deleted bool, deleteRev int64) error {
+		return w.base.ScanLatest(ctx, prefix, true, func(kv *store.KeyValue, deleted bool, deleteRev int64) error {
 			return each(kv.Key, func() error {
-				var base *KeyValue
+				var base *store.KeyValue
 				if kv.ModRevision != 0 {
 					base = kv
 				}
-				st, fromLog, err := w.joinedLatest(kv.Key, base, base != nil && !deleted, true, func() (*KeyValue, error) { return base, nil })
+				st, fromLog, err := w.joinedLatest(kv.Key, base, base != nil && !deleted, true, func() (*store.KeyValue, error) { return base, nil })
 				switch {
 				case err != nil:
 					return err
@@ -382,7 +331,7 @@ func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDelete
 // db: the keys the db holds deleted were read with its live keys when
 // the log was opened, and only the keys the log wrote can be deleted
 // otherwise; a value of the db is read by its revision.
-func (w *WAL) joinedScanDeleted(ctx context.Context, prefix string, fn func(kv *KeyValue, deleteRev int64) error) error {
+func (w *WAL) joinedScanDeleted(ctx context.Context, prefix string, fn func(kv *store.KeyValue, deleteRev int64) error) error {
 	logKeys := w.keysUnder(prefix)
 	i, j := prefixRange(len(w.baseDeleted), func(i int) string { return w.baseDeleted[i].kv.Key }, prefix)
 	dbDel := w.baseDeleted[i:j]
@@ -404,7 +353,7 @@ func (w *WAL) joinedScanDeleted(ctx context.Context, prefix string, fn func(kv *
 			logKeys = logKeys[1:]
 		}
 		// The db's state of key: as ScanLatest's walk of it hands it.
-		var base *KeyValue
+		var base *store.KeyValue
 		baseLive := false
 		if tomb != nil {
 			if tomb.kv.ModRevision != 0 {
@@ -413,8 +362,8 @@ func (w *WAL) joinedScanDeleted(ctx context.Context, prefix string, fn func(kv *
 		} else if kv, ok := w.baseState(key); ok {
 			base, baseLive = &kv, true
 		}
-		baseValue := func() (*KeyValue, error) {
-			v, err := w.base.valueCopy(key, base.ModRevision)
+		baseValue := func() (*store.KeyValue, error) {
+			v, err := w.base.ValueCopy(key, base.ModRevision)
 			kv := *base
 			kv.Value = v
 			return &kv, err
@@ -430,7 +379,7 @@ func (w *WAL) joinedScanDeleted(ctx context.Context, prefix string, fn func(kv *
 		case tomb == nil:
 			continue // live in the db
 		default:
-			st = joinedState{kv: &KeyValue{Key: key}, deleted: true, deleteRev: tomb.deleteRev}
+			st = joinedState{kv: &store.KeyValue{Key: key}, deleted: true, deleteRev: tomb.deleteRev}
 			if base != nil {
 				if st.kv, err = baseValue(); err != nil {
 					return fmt.Errorf("scan deleted %s: %w", prefix, err)
@@ -666,14 +615,14 @@ func (w *WAL) before(key string, id int32) int32 {
 
 // prefixGet is Get at a revision the db compacted, from the log's entries
 // before the db.
-func (w *WAL) prefixGet(ctx context.Context, key string, at int64) (*KeyValue, error) {
+func (w *WAL) prefixGet(ctx context.Context, key string, at int64) (*store.KeyValue, error) {
 	x := w.at(key, at)
 	if w.unplacedAfter(key, x, at) {
 		return nil, fmt.Errorf("get %s at revision %d: the log applied a write of it whose revision it does not establish, and that may be before %d: %w", key, at, at, ErrUndetermined)
 	}
 	if x >= 0 {
 		if w.deleted(x) {
-			return nil, fmt.Errorf("get %s at revision %d: %w", key, at, ErrNotFound)
+			return nil, fmt.Errorf("get %s at revision %d: %w", key, at, store.ErrNotFound)
 		}
 		return w.kv(x, true)
 	}
@@ -686,7 +635,7 @@ func (w *WAL) prefixGet(ctx context.Context, key string, at int64) (*KeyValue, e
 
 // beforeLog returns key as it was before the log's first entry, when the
 // log and the db establish it.
-func (w *WAL) beforeLog(ctx context.Context, key string) (*KeyValue, error) {
+func (w *WAL) beforeLog(ctx context.Context, key string) (*store.KeyValue, error) {
 	writes := w.writesOf(key)
 	if len(writes) == 0 {
 		// The log never wrote it: as the db holds it now.
@@ -694,7 +643,7 @@ func (w *WAL) beforeLog(ctx context.Context, key string) (*KeyValue, error) {
 	}
 	if first := &w.r.all[writes[0]]; first.mod != 0 && !first.deleted && first.create == first.mod {
 		// Its first write in the log created it.
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	return nil, fmt.Errorf("its value before the log's first write of it is not in the log: %w", ErrUndetermined)
 }

@@ -1,4 +1,4 @@
-package store
+package wal
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
@@ -202,17 +203,17 @@ func TestWALOverDB(t *testing.T) {
 	if _, err := cli.Defragment(ctx, c.Endpoints()[0]); err != nil {
 		t.Fatal(err)
 	}
-	live := map[string]*KeyValue{}
+	live := map[string]*store.KeyValue{}
 	resp, err := cli.Get(ctx, "/", clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, kv := range resp.Kvs {
-		live[string(kv.Key)] = &KeyValue{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease}
+		live[string(kv.Key)] = &store.KeyValue{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease}
 	}
 	c.StopMember(0)
 
-	base, err := OpenBolt(snapPath, BoltOptions{})
+	base, err := store.OpenBolt(snapPath, store.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestWALOverDB(t *testing.T) {
 	if _, _, err := alone.GetAtIndex(ctx, pvcKey, alone.Coverage().LastIndex); !errors.Is(err, ErrUndetermined) {
 		t.Errorf("the log alone, get at its last index: %v, want ErrUndetermined", err)
 	}
-	if err := alone.ScanLatest(ctx, "/registry/", true, func(*KeyValue, bool, int64) error { return nil }); !errors.Is(err, ErrUndetermined) {
+	if err := alone.ScanLatest(ctx, "/registry/", true, func(*store.KeyValue, bool, int64) error { return nil }); !errors.Is(err, ErrUndetermined) {
 		t.Errorf("the log alone, scan latest: %v, want ErrUndetermined", err)
 	}
 
@@ -260,8 +261,8 @@ func TestWALOverDB(t *testing.T) {
 	}
 
 	// Every key as the live etcd holds it.
-	got := map[string]*KeyValue{}
-	if _, err := w.List(ctx, "", ListOptions{}, func(kv *KeyValue) error {
+	got := map[string]*store.KeyValue{}
+	if _, err := w.List(ctx, "", store.ListOptions{}, func(kv *store.KeyValue) error {
 		got[kv.Key] = kv
 		return nil
 	}); err != nil {
@@ -279,8 +280,8 @@ func TestWALOverDB(t *testing.T) {
 
 	// The deleted objects: their history, last values and revisions.
 	for key, revs := range want {
-		var evs []Event
-		if _, err := w.History(ctx, key, func(e Event) error {
+		var evs []store.Event
+		if _, err := w.History(ctx, key, func(e store.Event) error {
 			evs = append(evs, e)
 			return nil
 		}); err != nil {
@@ -298,13 +299,13 @@ func TestWALOverDB(t *testing.T) {
 		if kv, err := w.Get(ctx, key, prev.rev); err != nil || !bytes.Equal(kv.Value, prev.value) {
 			t.Errorf("%s at revision %d: %v", key, prev.rev, err)
 		}
-		if _, err := w.Get(ctx, key, 0); !errors.Is(err, ErrNotFound) {
+		if _, err := w.Get(ctx, key, 0); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s now: %v, want not found", key, err)
 		}
 	}
 	deleted := map[string]int64{}
 	checkScanDeleted(t, w, "/registry/")
-	if err := w.ScanLatest(ctx, "/registry/", true, func(kv *KeyValue, del bool, delRev int64) error {
+	if err := w.ScanLatest(ctx, "/registry/", true, func(kv *store.KeyValue, del bool, delRev int64) error {
 		if del {
 			deleted[kv.Key] = delRev
 			if key := kv.Key; key == pvcKey && !bytes.Equal(kv.Value, terminating) || key == secretKey && !bytes.Equal(kv.Value, secret2) {
@@ -330,7 +331,7 @@ func TestWALOverDB(t *testing.T) {
 	}
 
 	// The db is newer than a log copied before it was taken.
-	cur, err := OpenBolt(filepath.Join(c.DataDir(0), "member", "snap", "db"), BoltOptions{})
+	cur, err := store.OpenBolt(filepath.Join(c.DataDir(0), "member", "snap", "db"), store.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,10 +356,10 @@ func TestWALOverDB(t *testing.T) {
 // the member's current db holding liveKeys keys: the check agrees; it
 // refuses the two dbs swapped, and a copy of cur with one value the replay
 // wrote edited.
-func checkReplay(t *testing.T, walDir string, base, cur *Bolt, liveKeys int) {
+func checkReplay(t *testing.T, walDir string, base, cur *store.Bolt, liveKeys int) {
 	t.Helper()
 	ctx := context.Background()
-	open := func(base, check *Bolt) (*WAL, error) {
+	open := func(base, check *store.Bolt) (*WAL, error) {
 		l, err := walread.Open(walDir)
 		if err != nil {
 			t.Fatal(err)
@@ -374,7 +375,7 @@ func checkReplay(t *testing.T, walDir string, base, cur *Bolt, liveKeys int) {
 		t.Fatalf("check: %+v, want %d keys agreeing and values compared", c, liveKeys)
 	}
 	lines := strings.Join(w.Coverage().Lines(), "\n")
-	if !strings.Contains(lines, "checked against db "+cur.path) {
+	if !strings.Contains(lines, "checked against db "+cur.Path()) {
 		t.Errorf("coverage does not name the check:\n%s", lines)
 	}
 	t.Log(lines)
@@ -386,7 +387,7 @@ func checkReplay(t *testing.T, walDir string, base, cur *Bolt, liveKeys int) {
 	// An edited copy of the current db: one value the replay wrote is
 	// changed in place, every revision kept.
 	edited := filepath.Join(t.TempDir(), "edited.db")
-	data, err := os.ReadFile(cur.path)
+	data, err := os.ReadFile(cur.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +400,7 @@ func checkReplay(t *testing.T, walDir string, base, cur *Bolt, liveKeys int) {
 	}
 	changed := ""
 	err = db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(keyBucketName)
+		b := tx.Bucket([]byte("key"))
 		cur := b.Cursor()
 		for k, v := cur.Last(); k != nil; k, v = cur.Prev() {
 			var kv mvccpb.KeyValue
@@ -423,7 +424,7 @@ func checkReplay(t *testing.T, walDir string, base, cur *Bolt, liveKeys int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ed, err := OpenBolt(edited, BoltOptions{})
+	ed, err := store.OpenBolt(edited, store.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,15 +441,15 @@ func checkReplay(t *testing.T, walDir string, base, cur *Bolt, liveKeys int) {
 // key's value, reports what ScanLatest with includeDeleted reports
 // deleted: the same keys, in the same order, with the same values and
 // revisions.
-func checkScanDeleted(t *testing.T, a Archive, prefix string) {
+func checkScanDeleted(t *testing.T, a store.Archive, prefix string) {
 	t.Helper()
 	ctx := context.Background()
 	type deleted struct {
-		KV        *KeyValue
+		KV        *store.KeyValue
 		DeleteRev int64
 	}
 	var want, got []deleted
-	if err := a.ScanLatest(ctx, prefix, true, func(kv *KeyValue, del bool, delRev int64) error {
+	if err := a.ScanLatest(ctx, prefix, true, func(kv *store.KeyValue, del bool, delRev int64) error {
 		if del {
 			want = append(want, deleted{kv, delRev})
 		}
@@ -456,7 +457,7 @@ func checkScanDeleted(t *testing.T, a Archive, prefix string) {
 	}); err != nil {
 		t.Fatalf("ScanLatest(%q): %v", prefix, err)
 	}
-	if err := a.ScanDeleted(ctx, prefix, func(kv *KeyValue, delRev int64) error {
+	if err := a.ScanDeleted(ctx, prefix, func(kv *store.KeyValue, delRev int64) error {
 		got = append(got, deleted{kv, delRev})
 		return nil
 	}); err != nil {

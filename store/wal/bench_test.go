@@ -1,4 +1,4 @@
-package store
+package wal
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcdpvc/etcdpvc/internal/embedetcd"
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // benchWALSegments is how many full 64 MB segments the benchmark log holds.
@@ -64,7 +65,7 @@ func benchWAL(b *testing.B) string {
 // benchWALSegments full segments.
 func generateBenchWAL(dir string) error {
 	var values [][]byte
-	bins, _ := filepath.Glob(filepath.Join("..", "fixtures", "corpus", "plain", "*.bin"))
+	bins, _ := filepath.Glob(filepath.Join("..", "..", "fixtures", "corpus", "plain", "*.bin"))
 	for _, p := range bins {
 		v, err := os.ReadFile(p)
 		if err != nil {
@@ -224,7 +225,7 @@ func BenchmarkOpenWALOverDB(b *testing.B) {
 	}
 	for _, bc := range []struct{ name, wal string }{{"exact", walDir}, {"purged", purged}} {
 		b.Run(bc.name, func(b *testing.B) {
-			base, err := OpenBolt(filepath.Join(dir, "member", "snap", "db"), BoltOptions{})
+			base, err := store.OpenBolt(filepath.Join(dir, "member", "snap", "db"), store.BoltOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}

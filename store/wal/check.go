@@ -1,10 +1,12 @@
-package store
+package wal
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // An operator often has two dbs of the member whose log it is: an older
@@ -60,7 +62,7 @@ func count(n int, noun string) string {
 // walChecker compares the replay with the checking db when the replay has
 // applied every entry up to that db's consistent index.
 type walChecker struct {
-	db     *Bolt
+	db     *store.Bolt
 	result WALCheck
 	done   bool
 	// written lists the keys the replay wrote before the check, with the
@@ -74,9 +76,9 @@ type checkedValue struct {
 	id  int32
 }
 
-func newWALChecker(db *Bolt) *walChecker {
+func newWALChecker(db *store.Bolt) *walChecker {
 	m := db.Meta()
-	return &walChecker{db: db, result: WALCheck{DB: db.path, ConsistentIndex: m.ConsistentIndex, Revision: m.Revision}}
+	return &walChecker{db: db, result: WALCheck{DB: db.Path(), ConsistentIndex: m.ConsistentIndex, Revision: m.Revision}}
 }
 
 // before is called before the replay applies the entry at index: the
@@ -98,13 +100,13 @@ func (c *walChecker) check(ctx context.Context, r *replay) error {
 	}
 	at := c.result.ConsistentIndex
 	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%w: at the db %s's consistent index %d, %s", ErrCheckFailed, c.db.path, at, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: at the db %s's consistent index %d, %s", ErrCheckFailed, c.db.Path(), at, fmt.Sprintf(format, args...))
 	}
 	if r.rev != c.result.Revision {
 		return fail("the replay reached revision %d, the db holds revision %d", r.rev, c.result.Revision)
 	}
 	n := 0
-	_, err := c.db.List(ctx, "", ListOptions{KeysOnly: true}, func(kv *KeyValue) error {
+	_, err := c.db.List(ctx, "", store.ListOptions{KeysOnly: true}, func(kv *store.KeyValue) error {
 		s := r.keys[kv.Key]
 		if s == nil || !s.exists {
 			return fail("the db holds %s (mod revision %d), the replay does not", kv.Key, kv.ModRevision)
@@ -153,11 +155,11 @@ func (c *walChecker) checkValues(ctx context.Context, w *WAL, shift int32) error
 		}
 		kv, err := c.db.Get(ctx, v.key, 0)
 		if err != nil {
-			return fmt.Errorf("check %s against the db %s: %w", v.key, c.db.path, err)
+			return fmt.Errorf("check %s against the db %s: %w", v.key, c.db.Path(), err)
 		}
 		if !bytes.Equal(got, kv.Value) {
 			return fmt.Errorf("%w: at the db %s's consistent index %d, %s: the replay's value (%d bytes) is not the db's (%d bytes)",
-				ErrCheckFailed, c.db.path, c.result.ConsistentIndex, v.key, len(got), len(kv.Value))
+				ErrCheckFailed, c.db.Path(), c.result.ConsistentIndex, v.key, len(got), len(kv.Value))
 		}
 	}
 	c.result.Values = len(c.written)

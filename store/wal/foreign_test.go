@@ -1,4 +1,4 @@
-package store
+package wal
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // memberDB copies a stopped member's db and rewrites its members bucket so
@@ -95,7 +96,7 @@ func TestWALOverForeignDB(t *testing.T) {
 	id := resp.Members[0].ID
 	a.StopMember(0)
 
-	foreign, err := OpenBolt(memberDB(t, filepath.Join(b.DataDir(0), "member", "snap", "db"), id), BoltOptions{})
+	foreign, err := store.OpenBolt(memberDB(t, filepath.Join(b.DataDir(0), "member", "snap", "db"), id), store.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

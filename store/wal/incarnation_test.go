@@ -1,4 +1,4 @@
-package store
+package wal
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // TestWALRecreatedIncarnations writes an object as kube-apiserver does
@@ -57,7 +58,7 @@ func TestWALRecreatedIncarnations(t *testing.T) {
 	}
 	c.StopMember(0)
 	walDir := filepath.Join(c.DataDir(0), "member", "wal")
-	db, err := OpenBolt(filepath.Join(c.DataDir(0), "member", "snap", "db"), BoltOptions{})
+	db, err := store.OpenBolt(filepath.Join(c.DataDir(0), "member", "snap", "db"), store.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestWALRecreatedIncarnations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var latest []string
 			checkScanDeleted(t, tc.w, "/registry/configmaps/")
-			err := tc.w.ScanLatest(ctx, "/registry/configmaps/", true, func(kv *KeyValue, del bool, delRev int64) error {
+			err := tc.w.ScanLatest(ctx, "/registry/configmaps/", true, func(kv *store.KeyValue, del bool, delRev int64) error {
 				if kv.Key == key && (del || kv.ModRevision != again || !bytes.Contains(kv.Value, []byte(uid2))) {
 					t.Errorf("scan latest: deleted %v (at %d), revision %d, value %s; want live at revision %d, uid %s", del, delRev, kv.ModRevision, kv.Value, again, uid2)
 				}

@@ -1,4 +1,4 @@
-package store
+package wal
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
@@ -345,7 +346,7 @@ func (m *mvccModel) revisions(ctx context.Context, lo, hi int64, fn func(main in
 }
 
 // live lists the live keys in key order.
-func (m *mvccModel) live(ctx context.Context, _ func(string) bool, fn func(kv *KeyValue) error) error {
+func (m *mvccModel) live(ctx context.Context, _ func(string) bool, fn func(kv *store.KeyValue) error) error {
 	names := make([]string, 0, len(m.keys))
 	for k := range m.keys {
 		names = append(names, k)
@@ -360,7 +361,7 @@ func (m *mvccModel) live(ctx context.Context, _ func(string) bool, fn func(kv *K
 		if v == nil {
 			v = []byte{}
 		}
-		if err := fn(&KeyValue{Key: name, Value: v, CreateRevision: k.create, ModRevision: k.mod, Version: k.version, Lease: k.lease}); err != nil {
+		if err := fn(&store.KeyValue{Key: name, Value: v, CreateRevision: k.create, ModRevision: k.mod, Version: k.version, Lease: k.lease}); err != nil {
 			return err
 		}
 	}
@@ -1618,7 +1619,7 @@ func TestMVCCModelAgainstEtcd(t *testing.T) {
 				}
 			}
 			c.StopMember(0)
-			db := boltPrefixDB{b: openBolt(t, copyFile(t, filepath.Join(c.DataDir(0), "member", "snap", "db")), BoltOptions{})}
+			db := boltPrefixDB{b: openBolt(t, copyFile(t, filepath.Join(c.DataDir(0), "member", "snap", "db")), store.BoltOptions{})}
 			dump := func(d prefixDB) string {
 				var b strings.Builder
 				if err := d.revisions(ctx, 0, 1<<62, func(main int64, key []byte, tomb bool, value []byte) error {
@@ -1627,7 +1628,7 @@ func TestMVCCModelAgainstEtcd(t *testing.T) {
 				}); err != nil {
 					t.Fatal(err)
 				}
-				if err := d.live(ctx, nil, func(kv *KeyValue) error {
+				if err := d.live(ctx, nil, func(kv *store.KeyValue) error {
 					fmt.Fprintf(&b, "live %s %q create %d mod %d version %d lease %x\n", kv.Key, kv.Value, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease)
 					return nil
 				}); err != nil {

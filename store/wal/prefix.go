@@ -1,4 +1,4 @@
-package store
+package wal
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
@@ -30,7 +31,7 @@ import (
 //     key's state before the log; every later compare is evaluated. A
 //     writer may have read a stale state, though: each entry whose outcome
 //     rests on such a compare, and that the db does not corroborate, is
-//     challenged (wal_prefix_challenge.go): worked out again with that
+//     challenged (prefix_challenge.go): worked out again with that
 //     compare failed, whatever that world says differently is left not
 //     established.
 //   - A lease revoked in the prefix that was granted before the log may
@@ -1151,7 +1152,7 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 		id, ok := lookup(key)
 		return ok && p.keys[id].touched
 	}
-	err := b.live(ctx, need, func(kv *KeyValue) error {
+	err := b.live(ctx, need, func(kv *store.KeyValue) error {
 		var s *pxKey
 		id, ok := lookup(kv.Key)
 		if ok && p.keys[id].touched {
@@ -1261,7 +1262,7 @@ func (rs keyRanges) has(key string) bool {
 
 // check compares a key's model with the db's live kv; it returns why they
 // disagree ("" when they agree).
-func (p *pxSolver) check(k string, s *pxKey, kv *KeyValue, x int64, puts map[int64]bool) string {
+func (p *pxSolver) check(k string, s *pxKey, kv *store.KeyValue, x int64, puts map[int64]bool) string {
 	if s.exists == 0 {
 		return fmt.Sprintf("%s: the log's writes end with it absent, the db holds it", k)
 	}

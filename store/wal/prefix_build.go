@@ -1,4 +1,4 @@
-package store
+package wal
 
 import (
 	"cmp"
@@ -18,7 +18,7 @@ import (
 const maxPinTries = 4
 
 // resolvePrefix works out the prefix (the log's entries the db already
-// holds; see wal_prefix.go and wal_prefix_anchor.go) and returns it as a
+// holds; see prefix.go and prefix_anchor.go) and returns it as a
 // replay to put before the rest: with outcomes and revisions where they
 // are established, else with the writes unknown and the reason in the
 // coverage.
@@ -28,7 +28,7 @@ const maxPinTries = 4
 func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool) (*replay, error) {
 	rp, v := solvePrefix(ctx, entries, keys, exact, w.cov.DBRevision, boltPrefixDB{b: w.base, states: w.baseStates})
 	if v.foreign != "" {
-		return nil, fmt.Errorf("%w: %s: %s", ErrOtherCluster, w.base.path, v.foreign)
+		return nil, fmt.Errorf("%w: %s: %s", ErrOtherCluster, w.base.Path(), v.foreign)
 	}
 	w.cov.PrefixRevision, w.cov.PrefixUnresolved, w.cov.PrefixUnknown = v.before, v.unresolved, v.unknown
 	w.prefixFloor = v.floor

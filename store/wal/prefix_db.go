@@ -1,11 +1,9 @@
-package store
+package wal
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // prefixDB is what working the prefix out reads of the member's db (a
@@ -19,7 +17,7 @@ type prefixDB interface {
 	// live calls fn for every live key, with its value where need is nil
 	// or says so (else Value is nil); the value is valid only during the
 	// call.
-	live(ctx context.Context, need func(key string) bool, fn func(kv *KeyValue) error) error
+	live(ctx context.Context, need func(key string) bool, fn func(kv *store.KeyValue) error) error
 	// leaseIDs lists the leases the db holds.
 	leaseIDs() ([]int64, error)
 	// compactRevision is the db's compaction revision: every revision
@@ -32,119 +30,22 @@ type prefixDB interface {
 // (startFromBase): live then reads only the values it needs, each at its
 // key's mod revision, rather than walk every revision of the db again.
 type boltPrefixDB struct {
-	b      *Bolt
-	states []KeyValue
+	b      *store.Bolt
+	states []store.KeyValue
 }
 
-func (d boltPrefixDB) leaseIDs() ([]int64, error) { return d.b.leaseIDs() }
-func (d boltPrefixDB) compactRevision() int64     { return d.b.compactRevision() }
+func (d boltPrefixDB) leaseIDs() ([]int64, error) { return d.b.LeaseIDs() }
+func (d boltPrefixDB) compactRevision() int64     { return d.b.CompactRevision() }
 
-func (d boltPrefixDB) live(ctx context.Context, need func(key string) bool, fn func(kv *KeyValue) error) error {
+func (d boltPrefixDB) live(ctx context.Context, need func(key string) bool, fn func(kv *store.KeyValue) error) error {
 	if d.states == nil {
-		_, err := d.b.List(ctx, "", ListOptions{}, fn)
+		_, err := d.b.List(ctx, "", store.ListOptions{}, fn)
 		return err
 	}
-	return d.b.view(func(tx *bolt.Tx, g *viewGuard) error {
-		c := keyBucket(tx).Cursor()
-		for i := range d.states {
-			if i%ctxCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			kv := d.states[i]
-			if need == nil || need(kv.Key) {
-				v, err := valueAt(c, kv.Key, kv.ModRevision)
-				if err != nil {
-					return err
-				}
-				kv.Value = v
-			}
-			g.inCallback = true
-			err := fn(&kv)
-			g.inCallback = false
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return d.b.ValuesOf(ctx, d.states, need, fn)
 }
 
-// valueAt reads key's value put at main revision mod through c, a cursor
-// of the key bucket (keyed by revision: a seek, then the few items of that
-// revision). The value aliases the mapped file.
-func valueAt(c *bolt.Cursor, key string, mod int64) ([]byte, error) {
-	var start [revBytesLen]byte
-	binary.BigEndian.PutUint64(start[:], uint64(mod))
-	start[8] = '_'
-	for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
-		bk, err := parseBucketKey(k)
-		if err != nil {
-			return nil, err
-		}
-		if bk.main != mod {
-			break
-		}
-		if bk.tombstone || len(v) == 0 {
-			continue
-		}
-		raw, err := decodeKV(v)
-		if err != nil {
-			return nil, fmt.Errorf("%v: %w", bk, err)
-		}
-		if string(raw.key) == key {
-			if raw.value == nil {
-				return []byte{}, nil
-			}
-			return raw.value, nil
-		}
-	}
-	return nil, fmt.Errorf("%s: %w: no put of it at its mod revision %d", key, ErrCorrupt, mod)
-}
-
-// revisions seeks the key bucket to lo (it is keyed by revision) and reads
-// forward to hi: only the pages of that range are read.
+// revisions reads the db's revisions lo to hi (store.Bolt.Revisions).
 func (d boltPrefixDB) revisions(ctx context.Context, lo, hi int64, fn func(main int64, key []byte, tombstone bool, value []byte) error) error {
-	return d.b.view(func(tx *bolt.Tx, g *viewGuard) error {
-		c := keyBucket(tx).Cursor()
-		var start [revBytesLen]byte
-		binary.BigEndian.PutUint64(start[:], uint64(max(lo, 0)))
-		start[8] = '_'
-		n := 0
-		for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
-			if n++; n%ctxCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			bk, err := parseBucketKey(k)
-			if err != nil {
-				return err
-			}
-			if bk.main > hi {
-				return nil
-			}
-			if len(v) == 0 {
-				continue // a revision bumped by etcdutl snapshot restore
-			}
-			raw, err := decodeKV(v)
-			if err != nil {
-				return fmt.Errorf("%v: %w", bk, err)
-			}
-			val := raw.value
-			if bk.tombstone {
-				val = nil
-			} else if val == nil {
-				val = []byte{}
-			}
-			g.inCallback = true
-			err = fn(bk.main, raw.key, bk.tombstone, val)
-			g.inCallback = false
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return d.b.Revisions(ctx, lo, hi, fn)
 }

@@ -1,4 +1,4 @@
-package store
+package wal
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	etcdwal "go.etcd.io/etcd/server/v3/storage/wal"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
@@ -103,7 +104,7 @@ func TestWALOverDBDeletePrefix(t *testing.T) {
 				t.Fatal("the purge dropped no segment: the log starts at raft index 1")
 			}
 
-			w, err := OpenWALOver(ctx, walDir, openBolt(t, db, BoltOptions{}))
+			w, err := OpenWALOver(ctx, walDir, openBolt(t, db, store.BoltOptions{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +193,7 @@ func TestWALOverDBDeletePrefix(t *testing.T) {
 			}
 			deleted := map[string]int64{}
 			checkScanDeleted(t, w, prefix)
-			if err := w.ScanLatest(ctx, prefix, true, func(kv *KeyValue, del bool, delRev int64) error {
+			if err := w.ScanLatest(ctx, prefix, true, func(kv *store.KeyValue, del bool, delRev int64) error {
 				if del {
 					deleted[kv.Key] = delRev
 				}

@@ -1,4 +1,4 @@
-package store
+package wal
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
@@ -29,7 +30,7 @@ type prefixScene struct {
 	db, wal        string
 	pvcKey, secKey string
 	want           map[string][]wantRev
-	live           map[string]*KeyValue
+	live           map[string]*store.KeyValue
 	logStart       uint64
 	revokeRev      int64
 	// early are the keys written between the log's start and the early
@@ -229,13 +230,13 @@ func writePrefixScene(t *testing.T, o sceneOptions) prefixScene {
 	if _, err := cli.Defragment(ctx, c.Endpoints()[0]); err != nil {
 		t.Fatal(err)
 	}
-	sc.live = map[string]*KeyValue{}
+	sc.live = map[string]*store.KeyValue{}
 	resp, err := cli.Get(ctx, "\x00", clientv3.WithFromKey())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, kv := range resp.Kvs {
-		sc.live[string(kv.Key)] = &KeyValue{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease}
+		sc.live[string(kv.Key)] = &store.KeyValue{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease}
 	}
 	c.StopMember(0)
 	sc.db = copyFile(t, filepath.Join(c.DataDir(0), "member", "snap", "db"))
@@ -260,7 +261,7 @@ func writePrefixScene(t *testing.T, o sceneOptions) prefixScene {
 func TestWALOverCurrentDB(t *testing.T) {
 	ctx := context.Background()
 	sc := writePrefixScene(t, sceneOptions{})
-	base := openBolt(t, sc.db, BoltOptions{})
+	base := openBolt(t, sc.db, store.BoltOptions{})
 	w, err := OpenWALOver(ctx, sc.wal, base)
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +276,7 @@ func TestWALOverCurrentDB(t *testing.T) {
 	if cov.FirstIndex <= 1 || cov.FirstIndex > sc.logStart || cov.InDB == 0 {
 		t.Fatalf("coverage %+v (log start %d)", cov, sc.logStart)
 	}
-	if k := base.compactRevision(); k < sc.want[sc.pvcKey][2].rev {
+	if k := base.CompactRevision(); k < sc.want[sc.pvcKey][2].rev {
 		t.Fatalf("the db is compacted at %d, before the deletion", k)
 	}
 
@@ -301,7 +302,7 @@ func TestWALOverCurrentDB(t *testing.T) {
 		if kv, err := w.Get(ctx, key, want[0].rev); err != nil || !bytes.Equal(kv.Value, want[0].value) {
 			t.Errorf("%s at compacted revision %d: %v", key, want[0].rev, err)
 		}
-		if _, err := w.Get(ctx, key, 0); !errors.Is(err, ErrNotFound) {
+		if _, err := w.Get(ctx, key, 0); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s now: %v, want not found", key, err)
 		}
 		if un := w.Unsettled(key, 0); len(un) != 0 {
@@ -334,9 +335,9 @@ func TestWALOverCurrentDB(t *testing.T) {
 		t.Errorf("revokes %+v, want one applied at revision %d", revokes, sc.revokeRev)
 	}
 
-	deleted := map[string]*KeyValue{}
+	deleted := map[string]*store.KeyValue{}
 	checkScanDeleted(t, w, "/registry/")
-	if err := w.ScanLatest(ctx, "/registry/", true, func(kv *KeyValue, del bool, delRev int64) error {
+	if err := w.ScanLatest(ctx, "/registry/", true, func(kv *store.KeyValue, del bool, delRev int64) error {
 		if del {
 			deleted[kv.Key] = kv
 		}
@@ -349,8 +350,8 @@ func TestWALOverCurrentDB(t *testing.T) {
 			t.Errorf("%s: not listed deleted with its last value", key)
 		}
 	}
-	got := map[string]*KeyValue{}
-	if _, err := w.List(ctx, "", ListOptions{}, func(kv *KeyValue) error {
+	got := map[string]*store.KeyValue{}
+	if _, err := w.List(ctx, "", store.ListOptions{}, func(kv *store.KeyValue) error {
 		got[kv.Key] = kv
 		return nil
 	}); err != nil {
@@ -365,7 +366,7 @@ func TestWALOverCurrentDB(t *testing.T) {
 	// Revisions in order, each once, over the db and the log.
 	var last int64
 	seen := map[string]bool{}
-	if err := w.ScanRevisions(ctx, "/registry/", func(e Event) error {
+	if err := w.ScanRevisions(ctx, "/registry/", func(e store.Event) error {
 		if e.KV.ModRevision < last {
 			t.Errorf("scan revisions: %d after %d", e.KV.ModRevision, last)
 		}
@@ -439,7 +440,7 @@ func TestWALOverDBThatDisagrees(t *testing.T) {
 	ctx := context.Background()
 	sc := writePrefixScene(t, sceneOptions{})
 	tamperValue(t, sc.db, "/registry/leases/kube-system/apiserver-a", []byte("forged"))
-	base := openBolt(t, sc.db, BoltOptions{})
+	base := openBolt(t, sc.db, store.BoltOptions{})
 	w, err := OpenWALOver(ctx, sc.wal, base)
 	if err != nil {
 		t.Fatal(err)
@@ -461,7 +462,7 @@ func TestWALOverDBThatDisagrees(t *testing.T) {
 			t.Errorf("entry %+v", e)
 		}
 	}
-	if _, err := w.Get(ctx, sc.pvcKey, sc.want[sc.pvcKey][1].rev); !errors.Is(err, ErrCompacted) {
+	if _, err := w.Get(ctx, sc.pvcKey, sc.want[sc.pvcKey][1].rev); !errors.Is(err, store.ErrCompacted) {
 		t.Errorf("get at a compacted revision: %v, want compacted", err)
 	}
 	if _, _, err := w.GetAtIndex(ctx, sc.pvcKey, cov.FirstIndex+1); !errors.Is(err, ErrUndetermined) {
@@ -717,14 +718,14 @@ func TestWALOverAnotherClustersDB(t *testing.T) {
 	other := etcdtest.Start(t, etcdtest.Options{InProcess: true})
 	other.Put(t, "/registry/configmaps/demo/x", []byte("x"))
 	other.StopMember(0)
-	db := openBolt(t, copyFile(t, filepath.Join(other.DataDir(0), "member", "snap", "db")), BoltOptions{})
+	db := openBolt(t, copyFile(t, filepath.Join(other.DataDir(0), "member", "snap", "db")), store.BoltOptions{})
 	if _, err := OpenWALOver(ctx, sc.wal, db); !errors.Is(err, ErrOtherCluster) {
 		t.Fatalf("open over another cluster's db: %v, want ErrOtherCluster", err)
 	} else {
 		t.Log(err)
 	}
 	// The member's own db passes.
-	w, err := OpenWALOver(ctx, sc.wal, openBolt(t, sc.db, BoltOptions{}))
+	w, err := OpenWALOver(ctx, sc.wal, openBolt(t, sc.db, store.BoltOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -751,7 +752,7 @@ func TestWALOverDBEarlyRevoke(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			sc := writePrefixScene(t, tc.o)
-			base := openBolt(t, sc.db, BoltOptions{})
+			base := openBolt(t, sc.db, store.BoltOptions{})
 			w, err := OpenWALOver(ctx, sc.wal, base)
 			if err != nil {
 				t.Fatal(err)
@@ -820,9 +821,9 @@ func TestWALOverDBEarlyRevoke(t *testing.T) {
 					t.Errorf("%s: unsettled writes %+v", key, un)
 				}
 			}
-			deleted := map[string]*KeyValue{}
+			deleted := map[string]*store.KeyValue{}
 			checkScanDeleted(t, w, "/registry/")
-			if err := w.ScanLatest(ctx, "/registry/", true, func(kv *KeyValue, del bool, delRev int64) error {
+			if err := w.ScanLatest(ctx, "/registry/", true, func(kv *store.KeyValue, del bool, delRev int64) error {
 				if del {
 					deleted[kv.Key] = kv
 				}

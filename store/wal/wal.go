@@ -1,4 +1,4 @@
-package store
+package wal
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
@@ -81,7 +82,7 @@ type WAL struct {
 	firstRev int64
 	lastRev  int64
 	// base, when not nil, is the db the replay started from.
-	base *Bolt
+	base *store.Bolt
 	// prefixFloor is the lowest revision the log's entries the db holds
 	// establish reads at (the revision before the log, or its highest
 	// possible value when that is not established).
@@ -90,7 +91,7 @@ type WAL struct {
 	// the replay read them: the prefix's check against the db reads them
 	// (see boltPrefixDB), and baseState looks a key up without walking the
 	// db (Bolt.Get reads every revision).
-	baseStates []KeyValue
+	baseStates []store.KeyValue
 	// baseDeleted are base's keys whose newest revision is a tombstone,
 	// in key order, read in the same walk: the last live revision before
 	// it (no value; only Key when the db does not hold it) and the
@@ -100,11 +101,11 @@ type WAL struct {
 
 // baseTombstone is a key of the db whose newest revision is a deletion.
 type baseTombstone struct {
-	kv        KeyValue
+	kv        store.KeyValue
 	deleteRev int64
 }
 
-var _ Archive = (*WAL)(nil)
+var _ store.Archive = (*WAL)(nil)
 
 // OpenWAL reads the write-ahead log in dir (a wal directory, or a member's
 // data directory holding member/wal) and replays it. It never writes, locks
@@ -125,13 +126,13 @@ func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
 
 // OpenWALOver is OpenWAL started from base's state when base is not nil:
 // base is the same member's db, or a snapshot taken from it (see
-// wal_base.go). Entries at or below its consistent index are already in
+// base.go). Entries at or below its consistent index are already in
 // it and are not replayed; later ones are, with revisions continuing from
 // its revision. The WAL then reads as one source: base's history followed
 // by the log's newer writes. It fails with an error wrapping ErrDBNewer
 // when base is newer than the log's end, ErrLogGap when the log does not
 // hold the entry after base's consistent index.
-func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
+func OpenWALOver(ctx context.Context, dir string, base *store.Bolt) (*WAL, error) {
 	l, err := walread.Open(dir)
 	if err != nil {
 		return nil, err
@@ -141,17 +142,17 @@ func OpenWALOver(ctx context.Context, dir string, base *Bolt) (*WAL, error) {
 
 // OpenLogOver is OpenWALOver of a log already opened (one member's, or
 // several members' merged by raft index: walread.OpenMerged).
-func OpenLogOver(ctx context.Context, l *walread.Log, base *Bolt) (*WAL, error) {
+func OpenLogOver(ctx context.Context, l *walread.Log, base *store.Bolt) (*WAL, error) {
 	return OpenLogChecked(ctx, l, base, nil)
 }
 
 // OpenLogChecked is OpenLogOver with a second db of the same member, check,
-// newer than base (see wal_check.go): when the replay over base has
+// newer than base (see check.go): when the replay over base has
 // applied every entry up to check's consistent index, its keyspace must be
 // check's, or it fails with an error wrapping ErrCheckFailed.
 // WALCoverage.Check says what the check established. check nil is
 // OpenLogOver.
-func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WAL, error) {
+func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt) (*WAL, error) {
 	var err error
 	w := &WAL{log: l, base: base}
 	r := newReplay(w.value)
@@ -257,7 +258,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WA
 				}
 				if e.Index <= ci {
 					// Already in the db: kept (values hashed) to be worked
-					// out backwards from the db (wal_prefix.go).
+					// out backwards from the db (prefix.go).
 					if !started {
 						firstIndex = e.Index
 						// The entries up to the db's: as many as their
@@ -345,7 +346,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *Bolt) (*WA
 		if started {
 			end = fmt.Sprintf("the log ends at raft index %d", w.cov.LastIndex)
 		}
-		return nil, fmt.Errorf("%w: the db %s holds the entries up to raft index %d, %s", ErrDBNewer, check.path, checker.result.ConsistentIndex, end)
+		return nil, fmt.Errorf("%w: the db %s holds the entries up to raft index %d, %s", ErrDBNewer, check.Path(), checker.result.ConsistentIndex, end)
 	}
 	if base != nil && (!started || w.cov.LastIndex < ci) {
 		end := "the log holds no entry"
@@ -510,7 +511,7 @@ type KeyWrite struct {
 	// OutcomeApplied and the revision is established (Event.KV.ModRevision
 	// != 0); otherwise Event.KV holds only Key and Event.Deleted says
 	// whether the write was a delete. Values are read only when withValues.
-	Event Event
+	Event store.Event
 }
 
 // KeyWrites calls fn for every write of key the log holds, in log order,
@@ -537,7 +538,7 @@ func (w *WAL) KeyWrites(ctx context.Context, key string, withValues bool, fn fun
 // withValue.
 func (w *WAL) keyWrite(id int32, withValue bool) (KeyWrite, error) {
 	x := &w.r.all[id]
-	kw := KeyWrite{Entry: w.r.entry(x.entry), Event: Event{Deleted: x.deleted, KV: KeyValue{Key: w.r.keyNames[x.key],
+	kw := KeyWrite{Entry: w.r.entry(x.entry), Event: store.Event{Deleted: x.deleted, KV: store.KeyValue{Key: w.r.keyNames[x.key],
 		ModRevision: x.mod, CreateRevision: x.create, Version: x.version, Lease: x.lease}}}
 	if withValue && !x.deleted {
 		v, err := w.value(id)
@@ -553,7 +554,7 @@ func (w *WAL) keyWrite(id int32, withValue bool) (KeyWrite, error) {
 // index were applied, with the entry of its last write. It wraps
 // ErrNotFound when the key did not exist then, ErrUndetermined when the
 // log does not establish it.
-func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyValue, WALEntry, error) {
+func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*store.KeyValue, WALEntry, error) {
 	if index > w.cov.LastIndex {
 		// Entries after the log's end may exist (in another member's
 		// log, or written since the copy): the key then is not known.
@@ -597,11 +598,11 @@ func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*KeyVal
 		if err := w.startKnown(); err != nil {
 			return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, err)
 		}
-		return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, ErrNotFound)
+		return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, store.ErrNotFound)
 	}
 	e := w.r.entry(w.r.all[found].entry)
 	if w.r.all[found].deleted {
-		return nil, e, fmt.Errorf("%s at raft index %d (deleted at entry %d): %w", key, index, e.Index, ErrNotFound)
+		return nil, e, fmt.Errorf("%s at raft index %d (deleted at entry %d): %w", key, index, e.Index, store.ErrNotFound)
 	}
 	kv, err := w.kv(found, true)
 	return kv, e, err
@@ -677,9 +678,9 @@ func findPut(t *pb.TxnRequest, path []int32) *pb.PutRequest {
 	return nil
 }
 
-func (w *WAL) kv(id int32, withValue bool) (*KeyValue, error) {
+func (w *WAL) kv(id int32, withValue bool) (*store.KeyValue, error) {
 	x := &w.r.all[id]
-	kv := &KeyValue{Key: w.r.keyNames[x.key], CreateRevision: x.create, ModRevision: x.mod, Version: x.version, Lease: x.lease}
+	kv := &store.KeyValue{Key: w.r.keyNames[x.key], CreateRevision: x.create, ModRevision: x.mod, Version: x.version, Lease: x.lease}
 	if withValue && !x.deleted {
 		v, err := w.value(id)
 		if err != nil {
@@ -732,7 +733,7 @@ func (w *WAL) at(key string, rev int64) int32 {
 func (w *WAL) deleted(id int32) bool { return w.r.all[id].deleted }
 
 // Get returns key at revision rev (0: the last revision derived).
-func (w *WAL) Get(ctx context.Context, key string, rev int64) (*KeyValue, error) {
+func (w *WAL) Get(ctx context.Context, key string, rev int64) (*store.KeyValue, error) {
 	at, err := w.readRevision(rev)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, err)
@@ -742,14 +743,14 @@ func (w *WAL) Get(ctx context.Context, key string, rev int64) (*KeyValue, error)
 	}
 	x := w.at(key, at)
 	if x < 0 || w.deleted(x) {
-		return nil, fmt.Errorf("get %s at revision %d: %w", key, at, ErrNotFound)
+		return nil, fmt.Errorf("get %s at revision %d: %w", key, at, store.ErrNotFound)
 	}
 	return w.kv(x, true)
 }
 
 // List calls fn for every key under prefix that exists at the revision, in
 // key order.
-func (w *WAL) List(ctx context.Context, prefix string, opts ListOptions, fn func(*KeyValue) error) (int64, error) {
+func (w *WAL) List(ctx context.Context, prefix string, opts store.ListOptions, fn func(*store.KeyValue) error) (int64, error) {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		return 0, fmt.Errorf("list: prefix %q must end in \"/\" (use get for a single key)", prefix)
 	}
@@ -759,7 +760,7 @@ func (w *WAL) List(ctx context.Context, prefix string, opts ListOptions, fn func
 	}
 	if w.base != nil {
 		if at <= w.dbRev() {
-			return w.base.List(ctx, prefix, ListOptions{Revision: at, KeysOnly: opts.KeysOnly}, fn)
+			return w.base.List(ctx, prefix, store.ListOptions{Revision: at, KeysOnly: opts.KeysOnly}, fn)
 		}
 		return w.joinedList(ctx, prefix, opts, at, fn)
 	}
@@ -800,16 +801,16 @@ func prefixRange(n int, key func(i int) string, prefix string) (i, j int) {
 
 // History calls fn for every applied revision of key the log establishes,
 // oldest first. KeyWrites gives the entries too, with writes not applied.
-func (w *WAL) History(ctx context.Context, key string, fn func(Event) error) (HistoryInfo, error) {
+func (w *WAL) History(ctx context.Context, key string, fn func(store.Event) error) (store.HistoryInfo, error) {
 	// Revisions are derived only from a log that starts with the
 	// keyspace: nothing before it is missing.
-	info := HistoryInfo{Revision: w.lastRev}
+	info := store.HistoryInfo{Revision: w.lastRev}
 	writes := w.writesOf(key)
 	if w.base != nil {
 		// The db's history, with the revisions it compacted that the
 		// log's entries before it give back, then the log's newer writes.
-		var held []Event
-		bi, err := w.base.History(ctx, key, func(ev Event) error {
+		var held []store.Event
+		bi, err := w.base.History(ctx, key, func(ev store.Event) error {
 			held = append(held, ev)
 			return nil
 		})
@@ -887,7 +888,7 @@ func (w *WAL) History(ctx context.Context, key string, fn func(Event) error) (Hi
 // heldAs reports whether one of the db's events of the key (held) is write
 // x, applied at a revision not established (within span): the same value
 // at a revision it may have.
-func (w *WAL) heldAs(x int32, span [2]int64, held []Event) (bool, error) {
+func (w *WAL) heldAs(x int32, span [2]int64, held []store.Event) (bool, error) {
 	if w.deleted(x) {
 		for _, ev := range held {
 			if ev.Deleted && ev.KV.ModRevision >= span[0] && ev.KV.ModRevision <= span[1] {
@@ -915,11 +916,11 @@ func (w *WAL) heldAs(x int32, span [2]int64, held []Event) (bool, error) {
 }
 
 // Info describes the log as a store.
-func (w *WAL) Info(ctx context.Context) (Info, error) {
+func (w *WAL) Info(ctx context.Context) (store.Info, error) {
 	if w.base != nil {
-		return Info{Description: "write-ahead log " + w.cov.Dir + " over db " + w.cov.DB, Revision: w.lastRev, CompactRevision: w.base.compactRevision()}, nil
+		return store.Info{Description: "write-ahead log " + w.cov.Dir + " over db " + w.cov.DB, Revision: w.lastRev, CompactRevision: w.base.CompactRevision()}, nil
 	}
-	return Info{Description: "write-ahead log " + w.cov.Dir, Revision: w.lastRev}, nil
+	return store.Info{Description: "write-ahead log " + w.cov.Dir, Revision: w.lastRev}, nil
 }
 
 // Close closes the log's segment files that reading values again opened.
@@ -927,7 +928,7 @@ func (w *WAL) Close() error { return w.log.Close() }
 
 // ScanRevisions calls fn for every applied revision under prefix, in
 // revision order.
-func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(Event) error) error {
+func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(store.Event) error) error {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		return fmt.Errorf("scan revisions: prefix %q must end in \"/\"", prefix)
 	}
@@ -936,7 +937,7 @@ func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(Event) e
 		// The db's revisions, with those it compacted that the log's
 		// entries before it give back (a write the db compacted is one
 		// that is not the newest revision of a key it holds).
-		compact := w.base.compactRevision()
+		compact := w.base.CompactRevision()
 		// The compaction kept each key's newest revision at or below it
 		// (unless a deletion): the db holds those.
 		kept := map[int32]int32{}
@@ -964,7 +965,7 @@ func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(Event) e
 			}
 			return nil
 		}
-		err := w.base.ScanRevisions(ctx, prefix, func(ev Event) error {
+		err := w.base.ScanRevisions(ctx, prefix, func(ev store.Event) error {
 			if err := emitLog(ev.KV.ModRevision); err != nil {
 				return err
 			}
@@ -998,17 +999,17 @@ func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(Event) e
 
 // emit calls fn with write x as an event (what names the read in an
 // error reading its value).
-func (w *WAL) emit(x int32, what string, fn func(Event) error) error {
+func (w *WAL) emit(x int32, what string, fn func(store.Event) error) error {
 	kv, err := w.kv(x, true)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	return fn(Event{KV: *kv, Deleted: w.deleted(x)})
+	return fn(store.Event{KV: *kv, Deleted: w.deleted(x)})
 }
 
 // ScanLatest calls fn once per key under prefix, in key order, with its
 // newest state the log establishes (see Archive).
-func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error {
+func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *store.KeyValue, deleted bool, deleteRev int64) error) error {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		return fmt.Errorf("scan latest: prefix %q must end in \"/\"", prefix)
 	}
@@ -1021,7 +1022,7 @@ func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool
 // logScanLatest is ScanLatest over the log alone: the keys it wrote,
 // live ones (with their values) only when live, deleted ones only when
 // deleted.
-func (w *WAL) logScanLatest(ctx context.Context, prefix string, live, deleted bool, fn func(kv *KeyValue, deleted bool, deleteRev int64) error) error {
+func (w *WAL) logScanLatest(ctx context.Context, prefix string, live, deleted bool, fn func(kv *store.KeyValue, deleted bool, deleteRev int64) error) error {
 	if w.lastRev == 0 {
 		if err := w.startKnown(); err != nil {
 			return fmt.Errorf("scan latest %s: no revision derived: %w", prefix, err)
@@ -1045,7 +1046,7 @@ func (w *WAL) logScanLatest(ctx context.Context, prefix string, live, deleted bo
 			}
 			continue
 		}
-		kv := &KeyValue{Key: k}
+		kv := &store.KeyValue{Key: k}
 		delRev := w.r.all[x].mod
 		if prev := w.at(k, delRev-1); prev >= 0 && !w.deleted(prev) {
 			var err error
@@ -1062,7 +1063,7 @@ func (w *WAL) logScanLatest(ctx context.Context, prefix string, live, deleted bo
 
 // ScanDeleted calls fn for the keys ScanLatest with includeDeleted reports
 // deleted, in key order (see Archive). Over a db it walks no db.
-func (w *WAL) ScanDeleted(ctx context.Context, prefix string, fn func(kv *KeyValue, deleteRev int64) error) error {
+func (w *WAL) ScanDeleted(ctx context.Context, prefix string, fn func(kv *store.KeyValue, deleteRev int64) error) error {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		return fmt.Errorf("scan deleted: prefix %q must end in \"/\"", prefix)
 	}
@@ -1070,7 +1071,7 @@ func (w *WAL) ScanDeleted(ctx context.Context, prefix string, fn func(kv *KeyVal
 		return w.joinedScanDeleted(ctx, prefix, fn)
 	}
 	// Without a db the log's keys are all there is.
-	return w.logScanLatest(ctx, prefix, false, true, func(kv *KeyValue, _ bool, deleteRev int64) error { return fn(kv, deleteRev) })
+	return w.logScanLatest(ctx, prefix, false, true, func(kv *store.KeyValue, _ bool, deleteRev int64) error { return fn(kv, deleteRev) })
 }
 
 // PastIncarnation is an incarnation of a key that a deletion ended and
@@ -1081,7 +1082,7 @@ func (w *WAL) ScanDeleted(ctx context.Context, prefix string, fn func(kv *KeyVal
 type PastIncarnation struct {
 	// KV is its last live state the source establishes, with its value;
 	// a KeyValue with only Key set when that is not held.
-	KV KeyValue
+	KV store.KeyValue
 	// DeleteRevision is the revision of the deletion that ended it (-1:
 	// applied at a revision the log does not establish); DeleteIndex is
 	// the raft entry that deleted it.
@@ -1186,7 +1187,7 @@ func (w *WAL) PastIncarnations(ctx context.Context, prefix string, fn func(PastI
 // incarnation).
 func (w *WAL) endedBy(ctx context.Context, key string, del, live int32) (*PastIncarnation, error) {
 	x := &w.r.all[del]
-	p := &PastIncarnation{KV: KeyValue{Key: key}, DeleteRevision: x.mod, DeleteIndex: w.r.entries[x.entry].index}
+	p := &PastIncarnation{KV: store.KeyValue{Key: key}, DeleteRevision: x.mod, DeleteIndex: w.r.entries[x.entry].index}
 	if x.mod == 0 {
 		p.DeleteRevision = -1
 	}
@@ -1204,7 +1205,7 @@ func (w *WAL) endedBy(ctx context.Context, key string, del, live int32) (*PastIn
 		switch {
 		case err == nil:
 			p.KV = *kv
-		case !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrCompacted) && !errors.Is(err, ErrUndetermined):
+		case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrCompacted) && !errors.Is(err, ErrUndetermined):
 			return nil, err
 		}
 	}
@@ -1239,10 +1240,14 @@ func (w *WAL) WritesInOrder(ctx context.Context, reverse bool, fn func(KeyWrite)
 
 // baseState is key's state in the db the replay started from (no value),
 // found among the states it read; false when the db does not hold it.
-func (w *WAL) baseState(key string) (KeyValue, bool) {
+func (w *WAL) baseState(key string) (store.KeyValue, bool) {
 	i := sort.Search(len(w.baseStates), func(i int) bool { return w.baseStates[i].Key >= key })
 	if i < len(w.baseStates) && w.baseStates[i].Key == key {
 		return w.baseStates[i], true
 	}
-	return KeyValue{}, false
+	return store.KeyValue{}, false
 }
+
+// ctxCheckEvery is how many items a loop handles between two looks at its
+// context.
+const ctxCheckEvery = 4096

@@ -1,4 +1,4 @@
-package store
+package wal
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
@@ -43,7 +44,7 @@ func kubeWrite(t *testing.T, cli *clientv3.Client, key string, expect int64, val
 
 func readCorpus(t *testing.T, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "fixtures", "corpus", rel))
+	b, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "corpus", rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestWALRecoversDeletedObjects(t *testing.T) {
 	c.StopMember(0)
 	before := dirHash(t, walDir)
 
-	enc, err := encryption.Load(ctx, filepath.Join("..", "fixtures", "corpus", "encryption", "encryption-config.yaml"))
+	enc, err := encryption.Load(ctx, filepath.Join("..", "..", "fixtures", "corpus", "encryption", "encryption-config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestWALRecoversDeletedObjects(t *testing.T) {
 			}
 			for key, revs := range want {
 				var got []wantRev
-				if _, err := w.History(ctx, key, func(ev Event) error {
+				if _, err := w.History(ctx, key, func(ev store.Event) error {
 					got = append(got, wantRev{rev: ev.KV.ModRevision, value: ev.KV.Value, deleted: ev.Deleted})
 					return nil
 				}); err != nil {
@@ -221,7 +222,7 @@ func TestWALRecoversDeletedObjects(t *testing.T) {
 							key, i, got[i].rev, got[i].deleted, len(got[i].value), revs[i].rev, revs[i].deleted, len(revs[i].value))
 					}
 				}
-				if _, err := w.Get(ctx, key, 0); !errors.Is(err, ErrNotFound) {
+				if _, err := w.Get(ctx, key, 0); !errors.Is(err, store.ErrNotFound) {
 					t.Errorf("get %s latest: %v, want not found", key, err)
 				}
 				last := revs[len(revs)-2]
@@ -233,7 +234,7 @@ func TestWALRecoversDeletedObjects(t *testing.T) {
 			// Deleted keys with their last value.
 			var deleted []string
 			checkScanDeleted(t, w, "/registry/")
-			err = w.ScanLatest(ctx, "/registry/", true, func(kv *KeyValue, del bool, delRev int64) error {
+			err = w.ScanLatest(ctx, "/registry/", true, func(kv *store.KeyValue, del bool, delRev int64) error {
 				if !del {
 					return nil
 				}
@@ -284,7 +285,7 @@ func TestWALRecoversDeletedObjects(t *testing.T) {
 			if err != nil || !bytes.Equal(kv.Value, terminating) || e.Index >= delIndex {
 				t.Errorf("get at index %d: %v, %+v", delIndex-1, err, e)
 			}
-			if _, _, err := w.GetAtIndex(ctx, pvcKey, delIndex); !errors.Is(err, ErrNotFound) {
+			if _, _, err := w.GetAtIndex(ctx, pvcKey, delIndex); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("get at deletion index: %v", err)
 			}
 		})

@@ -1,0 +1,52 @@
+// Package wal replays a member's write-ahead log into the keyspace it
+// wrote, so that what a db has compacted away (an object deleted an hour
+// ago) can be read again: every revision, with the outcome of the entry
+// that made it. It answers as a store.Archive, over the log alone or
+// joined with the member's db.
+//
+// # How a log entry becomes a revision
+//
+// A member logs each raft entry before it applies it (walread reads the
+// segments, with etcd's own decoder, and merges several members' logs by
+// raft index). An entry's payload is an InternalRaftRequest; applying it
+// is what etcd's apply loop does (replay.go: replay.apply, applyWrite):
+//
+//   - a put, a delete range, or a transaction whose compares are
+//     evaluated against the keyspace as replayed so far, its success or
+//     failure branch then applied; each applied request that changes a
+//     key makes one main revision, its operations sub-revisions of it;
+//   - a lease grant, a revoke (deleting the keys attached to the lease, in
+//     one revision), a compaction; what changes no key makes no revision.
+//
+// A put's create revision and version follow from the key's previous
+// state; a put without a lease detaches the key from its lease. An entry
+// is applied only once the log records it committed; past the last
+// commit index its outcome is unknown (Outcome: applied, not applied,
+// skipped, unknown), and every write carries its entry's outcome.
+//
+// # Where the replay starts
+//
+//   - From raft index 1 (OpenWAL): an empty keyspace; every revision is
+//     derived.
+//   - From a db (OpenWALOver, base.go): the entries after the db's
+//     consistent index are replayed from the db's state (its keys, leases
+//     and revision).
+//   - From an older snapshot, checked against the current db (OpenLogChecked,
+//     check.go): the replay must reach the current db's state at its
+//     consistent index, or it is refused naming the first key that
+//     differs.
+//
+// # The entries the db already holds (the prefix)
+//
+// A member's log starts after its last raft snapshot, not at index 1, and
+// its first entries are at or below the db's consistent index: applied,
+// but in revisions the db has usually compacted. They are worked out back
+// from the db (prefix*.go): counting back from the db's revision; anchored
+// where the db holds a write's key and value at a revision; the first
+// compare on a key from before the log taken to hold, and challenged in
+// the world where it read a stale state (prefix_challenge.go). A db whose
+// newest revisions hold writes the entries cannot have made is refused as
+// another cluster's (prefix_foreign.go). What no world settles is left
+// unknown, entry by entry, never the whole log (WALCoverage says which
+// stretches are established).
+package wal
