@@ -81,7 +81,7 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 		}
 	}
 	done := 0
-	var failed []pxWorld
+	var seeds []pxWorld
 	try := func(force map[int32]bool) {
 		why := p.challengeWhy(force)
 		if done == maxChallenges {
@@ -93,10 +93,13 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 		done++
 		q, _, took := solveTries(ctx, p.entries, p.names, p.exact, dbRev, p.db, db, force)
 		if q == nil {
-			failed = append(failed, pxWorld{force: force, took: took})
+			seeds = append(seeds, pxWorld{force: force, took: took})
 			return
 		}
 		p.yield(q, why)
+		// A world found rests on a writer's word too, where it may
+		// agree with p for another wrong reason: widen it as well.
+		seeds = append(seeds, pxWorld{force: force, took: slices.Sorted(maps.Keys(q.assumed))})
 	}
 	// The units challenged: each entry that rests on a first compare
 	// taken to hold and that nothing corroborates; the compares
@@ -190,12 +193,12 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 		return p.out[idx].outcome != OutcomeUnknown && !p.corroborated(idx, floor, ix)
 	}
 	refuted := func(f map[int32]bool) bool { return p.anchoredBefore(f, anchored, ix) }
-	p.widen(ctx, dbRev, db, failed, units, open, refuted)
+	p.widen(ctx, dbRev, db, seeds, units, open, refuted)
 }
 
-// pxWorld is a challenged world not found: the entries taken to fail
-// (force) and what the try that went furthest took on a writer's word
-// (took, see solveTries).
+// pxWorld is a challenged world: the entries taken to fail (force) and
+// what it took on a writer's word (took: the world's own, or, for one not
+// found, the try's that went furthest, see solveTries).
 type pxWorld struct {
 	force map[int32]bool
 	took  []int32
@@ -213,28 +216,28 @@ const (
 	maxWidenWork = 2_000_000
 )
 
-// widen looks again for the challenged worlds not found (failed): a
-// world in which, besides a failed world's compares, a compare (or lease)
-// taken on a writer's word in the try that went furthest failed too (one
-// open to challenge: not corroborated by the db), or another challenged
-// unit's did; a world the db refutes (refuted: anchoredBefore) is not
-// worked out. A stale read seldom comes alone: with
-// one compare failed, the key is still in its state from before the log,
-// and the next compare on it, or on a key the same writer read, may have
-// been stale as well, and only together do they lead to the db (a world
-// with one of them alone does not). Breadth first: each failed world
+// widen looks again around the challenged worlds (seeds), found or not
+// (a world found rests on a writer's word too, and may agree with p for
+// another wrong reason): a world in which, besides a seed's compares, a
+// compare (or lease) taken on a writer's word in the try that went
+// furthest failed too (one open to challenge: not corroborated by the
+// db), or another challenged unit's did; a world the db refutes (refuted:
+// anchoredBefore) is not worked out. A stale read seldom comes alone:
+// with one compare failed, the key is still in its state from before the
+// log, and the next compare on it, or on a key the same writer read, may
+// have been stale as well, and only together do they lead to the db (a
+// world with one of them alone does not). Breadth first: each seed
 // widened by one entry (the maxWidenWidth of took nearest its first
-// entry) or one unit, then those not found by one more, up to
-// maxWidenDepth, and no more than maxWiden worlds in all (fewer on a
-// long log: maxWidenWork); what a world found says differently is taken
-// out of p's claims (yield).
-func (p *pxSolver) widen(ctx context.Context, dbRev int64, db prefixDB, failed []pxWorld, units []map[int32]bool, open func(int32) bool, refuted func(map[int32]bool) bool) {
+// entry) or one unit, then those by one more, up to maxWidenDepth, and no
+// more than maxWiden worlds in all (fewer on a long log: maxWidenWork);
+// what a world found says differently is taken out of p's claims (yield).
+func (p *pxSolver) widen(ctx context.Context, dbRev int64, db prefixDB, seeds []pxWorld, units []map[int32]bool, open func(int32) bool, refuted func(map[int32]bool) bool) {
 	type queued struct {
 		pxWorld
 		depth int
 	}
-	queue := make([]queued, 0, len(failed))
-	for _, w := range failed {
+	queue := make([]queued, 0, len(seeds))
+	for _, w := range seeds {
 		queue = append(queue, queued{w, 0})
 	}
 	seen := map[string]bool{}
@@ -246,7 +249,7 @@ func (p *pxSolver) widen(ctx context.Context, dbRev int64, db prefixDB, failed [
 		}
 		return b.String()
 	}
-	for _, w := range failed {
+	for _, w := range seeds {
 		seen[setKey(w.force)] = true
 	}
 	n, limit := 0, min(maxWiden, maxWidenWork/max(len(p.entries), 1))
@@ -281,7 +284,7 @@ func (p *pxSolver) widen(ctx context.Context, dbRev int64, db prefixDB, failed [
 			q, _, took := solveTries(ctx, p.entries, p.names, p.exact, dbRev, p.db, db, f)
 			if q != nil {
 				p.yield(q, p.challengeWhy(f))
-				continue
+				took = slices.Sorted(maps.Keys(q.assumed))
 			}
 			if w.depth+1 < maxWidenDepth {
 				queue = append(queue, queued{pxWorld{force: f, took: took}, w.depth + 1})
