@@ -36,7 +36,7 @@ var exitRules = []struct {
 		surgery.ErrChangedSinceBackup, surgery.ErrBadBackup, surgery.ErrTooLarge, surgery.ErrTooManyOps,
 		surgery.ErrInvalid, surgery.ErrNotApplicable,
 		surgery.ErrKeyMismatch, surgery.ErrOtherCluster, surgery.ErrPlaintextIntoEncrypted,
-		surgery.ErrUnsafeBackupDir, verify.ErrRejected, verify.ErrCannotVerify, wal.ErrCheckFailed)},
+		surgery.ErrUnsafeBackupDir, surgery.ErrReadable, surgery.ErrNotObjectKey, verify.ErrRejected, verify.ErrCannotVerify, wal.ErrCheckFailed)},
 	{exitcode.Decode, errorIs(encryption.ErrKeyNotFound, encryption.ErrNoConfig, encryption.ErrWrongKey,
 		codec.ErrEncrypted, codec.ErrMalformed, codec.ErrNotObject, codec.ErrUnsupported, codec.ErrEmpty)},
 }

@@ -93,3 +93,17 @@ func EncryptValue(ctx context.Context, o session.Options, key string, plain []by
 	}
 	return out, nil
 }
+
+// Delete deletes the object at key from etcd through Write
+// (surgery.Planner.PlanDelete): a value the apiserver cannot read (so that
+// every LIST of its resource fails and kubectl cannot delete it), or with
+// force an object it can. The backup holds the stored bytes; restore puts
+// them back.
+func (s *Session) Delete(ctx context.Context, t Terminal, key string, force bool, o WriteOptions) error {
+	plan, err := s.Planner.PlanDelete(ctx, s.Reader, key, force)
+	if err != nil {
+		return err
+	}
+	_, err = s.Write(ctx, t, []*surgery.Plan{plan}, o)
+	return err
+}

@@ -144,10 +144,16 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 	gr, known := c.GroupResource(b.Key)
 	plain, _, stale, err := c.Decrypt(ctx, gr, known, b.Key, b.Value)
 	if err != nil {
+		if b.NewSHA256 == "" {
+			return c.planPutBackRaw(ctx, r, b, force, what, err)
+		}
 		return nil, fmt.Errorf("%s: backup value: %w", what, err)
 	}
 	bobj, err := codec.DecodeAt(b.Key, plain, c.ShowSecrets)
 	if err != nil {
+		if b.NewSHA256 == "" {
+			return c.planPutBackRaw(ctx, r, b, force, what, err)
+		}
 		return nil, fmt.Errorf("%s: backup value: %w", what, err)
 	}
 	if err := c.checkKey(b.Key, bobj); err != nil {
@@ -286,6 +292,49 @@ func (c Planner) planUncreate(ctx context.Context, r store.Reader, b *Backup, fo
 	if cur != nil {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("restore deletes %s from etcd directly: no finalizers run and nothing it owns is garbage-collected until the garbage collector notices", kubectlName(strings.ToLower(cur.Obj.GVK.Kind), cur.Obj.Meta.Namespace, cur.Obj.Meta.Name)))
 	}
+	return p, nil
+}
+
+// planPutBackRaw plans putting back the bytes a delete's backup holds
+// (the write left the key absent: NewSHA256 is empty) when they cannot
+// be read (why): they were deleted for that (delete), and go back byte
+// for byte, neither decoded nor sealed again. The key must be absent, as
+// the delete left it, or hold those very bytes (nothing to do); anything
+// else is refused unless force. The reason stays out of the description
+// (the backup and the audit log record it): a Secret's error may quote
+// nothing, but it says what the value is not.
+func (c Planner) planPutBackRaw(ctx context.Context, r store.Reader, b *Backup, force bool, what string, why error) (*Plan, error) {
+	gr, _ := c.GroupResource(b.Key)
+	p := &Plan{
+		Key:         b.Key,
+		GR:          gr,
+		NewStored:   b.Value,
+		Description: fmt.Sprintf("restore %s from backup %s of revision %d (%s): its stored bytes, which cannot be read", b.Key, filepath.Base(b.Path), b.ModRevision, secretOperation(b.Operation, gr == secretsGR)),
+	}
+	newName := fmt.Sprintf("%s (backup of revision %d, raw bytes: %v)", b.Key, b.ModRevision, why)
+	p.Warnings = append(p.Warnings, fmt.Sprintf("the backup's value cannot be read (%v): restore writes its bytes back as they were, and the apiserver will not read them either", why))
+	kv, err := r.Get(ctx, b.Key, 0)
+	if errors.Is(err, store.ErrNotFound) {
+		p.Diff = fmt.Sprintf("--- %s (absent)\n+++ %s\n-(no value)\n+%d bytes, sha256 %s\n", b.Key, newName, len(b.Value), digest(b.Value))
+		if b.Lease != 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the key was attached to lease %d; it is restored without a lease, so etcd will not expire it", b.Lease))
+		}
+		return p, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	p.Expect, p.Lease = kv.ModRevision, kv.Lease
+	p.Before = &stored.Current{KV: *kv, GR: gr}
+	if digest(kv.Value) == b.SHA256 {
+		p.NoOp = true
+		return p, nil
+	}
+	p.Diff = c.rawDiff(b.Key, gr.Resource, kv.Value, kv.ModRevision, b.Value, newName, fmt.Errorf("the key was written again after the delete"))
+	if !force {
+		return nil, &ChangedError{Key: b.Key, Backup: b.Path, Revision: kv.ModRevision, Diff: p.Diff}
+	}
+	p.Warnings = append(p.Warnings, fmt.Sprintf("%s was written again after etcdpvc deleted it (now revision %d); the forced restore replaces it with the deleted bytes", b.Key, kv.ModRevision))
 	return p, nil
 }
 

@@ -245,6 +245,7 @@ func commands() []command {
 		resizeRecoverCommand(),
 		rebindCommand(),
 		restoreCommand(),
+		deleteCommand(),
 		recoverCommand(),
 		dumpCommand(),
 		statsCommand(),

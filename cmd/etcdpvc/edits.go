@@ -255,6 +255,40 @@ etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client
 	}
 }
 
+func deleteCommand() command {
+	return command{
+		name:  "delete",
+		usage: "delete an object the apiserver cannot read",
+		args:  cliargs.Args{Kind: cliargs.ArgsObject},
+		desc: "delete removes one object's key from etcd: for a value the apiserver cannot read (encrypted\n" +
+			"with a key it no longer has, undecodable, of a version it no longer serves), which breaks every\n" +
+			"LIST of its resource and which `kubectl delete` cannot remove. The diff shows what goes: the\n" +
+			"value's size, sha256 and why it cannot be read (a Secret's bytes only with --show-secrets).\n" +
+			"An object the apiserver can read is refused (exit status 5): delete it with kubectl, which runs\n" +
+			"its finalizers and admission; --force deletes it here anyway. A prefix, or a key that names no\n" +
+			"single object, is refused. With an apiserver (--verify), the LIST of the resource in the\n" +
+			"object's namespace must then succeed.\n\n" + writeHelp,
+		examples: `etcdpvc ls secrets -A            # lists "Encrypted (...): no key" / "Undecodable: ..." values
+etcdpvc delete secret broken -n demo --dry-run
+etcdpvc delete --etcd-key /registry/secrets/demo/broken --yes`,
+		flags: withWrite(&cli.BoolFlag{Name: "force", Usage: "delete even an object the apiserver can read (it then runs no finalizers and no admission)"}),
+		action: func(c *cli.Context, e *env, in *input) error {
+			o := readWriteOptions(c)
+			s, err := openWriteSession(e, in.g, o)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			s.Planner.ShowSecrets = o.ShowSecrets
+			ref, err := s.ref(in.obj, in.namespace, in.key)
+			if err != nil {
+				return err
+			}
+			return s.Delete(e.ctx, e, ref.Key, c.Bool("force"), o)
+		},
+	}
+}
+
 // connectAsRecorded makes a restore without connection flags reach the
 // etcd its backup records (session.AsRecorded), and says on stderr which
 // etcd it uses.

@@ -1,0 +1,108 @@
+package surgery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
+)
+
+// Deleting what the apiserver cannot.
+//
+// A value the apiserver cannot decrypt (a lost or rotated key, a KMS
+// plugin gone) or decode (bit flips, a truncated write, a version it no
+// longer serves) breaks every LIST of its resource, and `kubectl delete`
+// cannot remove it: the apiserver must read an object to delete it
+// (Kubernetes only added an unsafe way in v1.32, behind a feature gate).
+// PlanDelete plans the delete of such a key in etcd, as every write: a
+// durable backup of the stored bytes, a compare-and-delete on the mod
+// revision it read, an audit line; `restore BACKUP` puts the bytes back.
+
+var (
+	// ErrReadable means a delete was asked for an object the apiserver can
+	// read, and so delete itself (running its finalizers and admission);
+	// nothing was written. The error is a *ReadableError.
+	ErrReadable = errors.New("the object is readable: the apiserver can delete it")
+	// ErrNotObjectKey means a delete was given a key that names no single
+	// object (a prefix, or a key outside the apiserver's layout); nothing
+	// was written.
+	ErrNotObjectKey = errors.New("not the key of one object")
+)
+
+// ReadableError refuses to delete an object the apiserver can read. It
+// matches ErrReadable.
+type ReadableError struct {
+	// Object names it as kubectl does; Kubectl is the kubectl command
+	// that deletes it.
+	Object, Kubectl string
+}
+
+func (e *ReadableError) Error() string {
+	return fmt.Sprintf("delete %s: %v; nothing written", e.Object, ErrReadable)
+}
+
+// Unwrap returns ErrReadable.
+func (e *ReadableError) Unwrap() error { return ErrReadable }
+
+// Hint says what to do.
+func (e *ReadableError) Hint() string {
+	return fmt.Sprintf("delete it through the apiserver (`%s`), which runs its finalizers and admission; --force deletes it from etcd here anyway", e.Kubectl)
+}
+
+// PlanDelete plans deleting key from etcd. The plan is a compare-and-delete
+// on the mod revision read, its Diff what goes: for a value that cannot be
+// read, its size, sha256 and why it cannot be read (a Secret's bytes are
+// never shown without ShowSecrets); for an object that can, its YAML.
+// Deleting an object the apiserver can read is refused (*ReadableError)
+// unless force. A key that names no single object (a prefix) is refused
+// (ErrNotObjectKey); a key that does not exist is store.ErrNotFound.
+func (c Planner) PlanDelete(ctx context.Context, r store.Reader, key string, force bool) (*Plan, error) {
+	res, ns, name, ok := resource.ParseKey(c.StorePrefix(), key)
+	if !ok {
+		return nil, fmt.Errorf("delete %s: %w under the prefix %s (delete takes one object: RESOURCE NAME, or the whole key of one object with --etcd-key); nothing written", key, ErrNotObjectKey, c.StorePrefix())
+	}
+	gr, _ := c.GroupResource(key)
+	object := kubectlName(res.Singular, ns, name)
+	kv, err := r.Get(ctx, key, 0)
+	if err != nil {
+		return nil, fmt.Errorf("delete %s: %w", object, err)
+	}
+	p := &Plan{Key: key, GR: gr, Delete: true, Expect: kv.ModRevision, Lease: kv.Lease}
+	cur, openErr := c.Open(ctx, *kv)
+	if openErr != nil {
+		// The reason stays out of the description (the backup records
+		// it): only the diff, which redacts a Secret's bytes, says it.
+		p.Before = &stored.Current{KV: *kv, GR: gr}
+		p.Diff = c.rawDiff(key, gr.Resource, kv.Value, kv.ModRevision, nil, key+" (deleted)", openErr)
+		p.Description = fmt.Sprintf("delete %s, whose stored value cannot be read", object)
+	} else {
+		if !force {
+			return nil, &ReadableError{Object: object, Kubectl: kubectlDelete(res, ns, name)}
+		}
+		p.Before = cur
+		if p.Diff, err = c.RenderDiff(fmt.Sprintf("%s (revision %d)", key, kv.ModRevision), cur.Obj, kv.ModRevision, key+" (deleted)", nil, 0); err != nil {
+			return nil, err
+		}
+		p.Description = fmt.Sprintf("delete %s (readable, --force)", object)
+		p.Warnings = append(p.Warnings, fmt.Sprintf("delete removes %s from etcd directly: no finalizers run, admission is skipped, and nothing it owns is garbage-collected until the garbage collector notices", object))
+	}
+	if kv.Lease != 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s is attached to lease %x; restoring its backup creates it without that lease", object, kv.Lease))
+	}
+	return p, nil
+}
+
+// kubectlDelete is the kubectl command that deletes the object.
+func kubectlDelete(r resource.Resource, ns, name string) string {
+	what := r.Plural
+	if r.Group != "" {
+		what += "." + r.Group
+	}
+	if ns == "" {
+		return fmt.Sprintf("kubectl delete %s %s", what, name)
+	}
+	return fmt.Sprintf("kubectl delete %s %s -n %s", what, name, ns)
+}
