@@ -32,7 +32,7 @@ func (v *Verifier) write(p *surgery.Plan) *verify.Write {
 	if w, ok := v.writes[p]; ok {
 		return w
 	}
-	w := &verify.Write{Object: p.ObjectName(), Delete: p.Delete, Expect: p.Expect, NewPlain: p.NewPlain, Before: p.Before}
+	w := &verify.Write{Key: p.Key, Object: p.ObjectName(), Delete: p.Delete, Expect: p.Expect, NewPlain: p.NewPlain, Before: p.Before}
 	v.writes[p] = w
 	return w
 }

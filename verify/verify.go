@@ -40,6 +40,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/stored"
 )
@@ -93,8 +94,9 @@ type Options struct {
 // made: what a surgery.Plan holds of it (package flows gives one for each
 // plan, so that this package does not import the write package).
 type Write struct {
-	// Object names the object as kubectl does, for the messages.
-	Object string
+	// Key is the etcd key written; Object names the object as kubectl
+	// does, for the messages.
+	Key, Object string
 	// Delete: the write deletes the key.
 	Delete bool
 	// Expect is the mod revision the write compares against (0: a
@@ -463,6 +465,14 @@ func hasCause(err error, t metav1.CauseType) bool {
 // canCheckAfter returns why the write of p could not be verified after
 // it (this user may not get it, or update it, as After does), or "".
 func (v *Verifier) canCheckAfter(ctx context.Context, p *Write) string {
+	if p.Delete && (p.Before == nil || p.Before.Obj == nil) {
+		// A value it cannot read: After lists its resource.
+		gvr, ns, err := v.listTarget(p)
+		if err != nil {
+			return err.Error()
+		}
+		return v.mayDo(ctx, []string{"list"}, gvr, ns)
+	}
 	id, err := identify(p)
 	if err != nil {
 		return err.Error()
@@ -475,15 +485,21 @@ func (v *Verifier) canCheckAfter(ctx context.Context, p *Write) string {
 	if p.Delete {
 		verbs = verbs[:1]
 	}
+	return v.mayDo(ctx, verbs, gvr, id.namespace)
+}
+
+// mayDo returns why the kubeconfig's user may not do one of verbs on gvr
+// in namespace (so that the write could not be verified after it), or "".
+func (v *Verifier) mayDo(ctx context.Context, verbs []string, gvr schema.GroupVersionResource, namespace string) string {
 	for _, verb := range verbs {
-		allowed, err := v.allowed(ctx, verb, gvr, id.namespace)
+		allowed, err := v.allowed(ctx, verb, gvr, namespace)
 		switch {
 		case err != nil:
 			return fmt.Sprintf("whether the kubeconfig's user may %s %s cannot be told (%v), so the write could not be verified after it", verb, gvr.Resource, err)
 		case !allowed:
 			where := ""
-			if id.namespace != "" {
-				where = " in namespace " + id.namespace
+			if namespace != "" {
+				where = " in namespace " + namespace
 			}
 			return fmt.Sprintf("the kubeconfig's user may not %s %s%s, so the write could not be verified after it", verb, gvr.Resource, where)
 		}
@@ -633,6 +649,9 @@ func (v *Verifier) After(ctx context.Context, p *Write, revision int64) error {
 		return nil
 	}
 	name := p.Object
+	if p.Delete && (p.Before == nil || p.Before.Obj == nil) {
+		return v.listAfterDelete(ctx, p)
+	}
 	ident, err := identify(p)
 	if err != nil {
 		v.count(func(t *Tally) { t.Unverified++ })
@@ -687,6 +706,73 @@ func (v *Verifier) After(ctx context.Context, p *Write, revision int64) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// listAfterDelete checks the delete of a value the apiserver could not
+// read: every LIST of its resource in its namespace failed while it was
+// there; now one must succeed, every page of it (each object of a page is
+// decoded). It waits, as After does, for the watch cache to catch up.
+func (v *Verifier) listAfterDelete(ctx context.Context, p *Write) error {
+	gvr, ns, err := v.listTarget(p)
+	if err != nil {
+		v.count(func(t *Tally) { t.Unverified++ })
+		v.o.Note(fmt.Sprintf("not verified: %s: %v", p.Object, err))
+		return nil
+	}
+	ri := dynamic.ResourceInterface(v.dyn.Resource(gvr))
+	where := gvr.Resource + " cluster-wide"
+	if ns != "" {
+		ri, where = v.dyn.Resource(gvr).Namespace(ns), fmt.Sprintf("%s in namespace %s", gvr.Resource, ns)
+	}
+	listAll := func() error {
+		opts := metav1.ListOptions{Limit: 500}
+		for {
+			l, err := ri.List(ctx, opts)
+			if err != nil {
+				return err
+			}
+			if opts.Continue = l.GetContinue(); opts.Continue == "" {
+				return nil
+			}
+		}
+	}
+	deadline := time.Now().Add(v.o.ServeWait)
+	for {
+		err := listAll()
+		switch {
+		case err == nil:
+			v.count(func(t *Tally) { t.Verified++ })
+			v.o.Note(fmt.Sprintf("verified: the list of %s succeeds", where))
+			return nil
+		case apierrors.IsForbidden(err):
+			return v.forbiddenAfter(where, "list", err)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			v.count(func(t *Tally) { t.NotAccepted++ })
+			return fmt.Errorf("the list of %s still fails: %s (waited %s; another value it cannot read? `etcdpvc ls %s` lists them)", where, shortErr(err), v.o.ServeWait, gvr.Resource)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// listTarget returns the resource a deleted value's key names, as the
+// apiserver serves it, and its namespace ("" for a cluster-scoped one).
+func (v *Verifier) listTarget(p *Write) (schema.GroupVersionResource, string, error) {
+	r, ns, _, ok := resource.ParseKey(v.o.Codec.StorePrefix(), p.Key)
+	if !ok {
+		return schema.GroupVersionResource{}, "", fmt.Errorf("its key %s names no resource", p.Key)
+	}
+	gvr, err := v.mapper.ResourceFor(schema.GroupVersionResource{Group: r.Group, Resource: r.Plural})
+	if err != nil {
+		return schema.GroupVersionResource{}, "", fmt.Errorf("the apiserver does not serve %s (%v)", r.Plural, err)
+	}
+	if !r.Namespaced {
+		ns = ""
+	}
+	return gvr, ns, nil
 }
 
 func (v *Verifier) dryRunUpdate(ctx context.Context, ri dynamic.ResourceInterface, got *unstructured.Unstructured, id ident, name, rev string) error {
