@@ -222,13 +222,34 @@ var leaseBucketName = []byte("lease")
 // ErrLeaseNotFound). It returns the new revision, or a *ConflictError and
 // writes nothing. The write is committed (fsynced) before it returns.
 func (c *SnapshotCopy) CompareAndSwap(ctx context.Context, key string, expect int64, value []byte, lease int64) (int64, error) {
+	return c.write(ctx, key, expect, false, value, lease)
+}
+
+// CompareAndDelete deletes key in the copy if its newest revision is
+// expect (not 0): a new revision holding the key's tombstone, as etcd
+// writes one (the key alone, the revision marked 't'). It returns that
+// revision, or a *ConflictError and writes nothing. The write is
+// committed (fsynced) before it returns.
+func (c *SnapshotCopy) CompareAndDelete(ctx context.Context, key string, expect int64) (int64, error) {
+	if expect == 0 {
+		return 0, fmt.Errorf("delete %s in snapshot copy %s: a delete compares against the key's revision, not its absence", key, c.path)
+	}
+	return c.write(ctx, key, expect, true, nil, 0)
+}
+
+// write is CompareAndSwap (del false) and CompareAndDelete (del true).
+func (c *SnapshotCopy) write(ctx context.Context, key string, expect int64, del bool, value []byte, lease int64) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	verb := "write"
+	if del {
+		verb = "delete"
+	}
 	if c.closed {
-		return 0, fmt.Errorf("write %s to snapshot copy %s: closed", key, c.path)
+		return 0, fmt.Errorf("%s %s in snapshot copy %s: closed", verb, key, c.path)
 	}
 	if key == "" {
-		return 0, fmt.Errorf("write to snapshot copy %s: empty key", c.path)
+		return 0, fmt.Errorf("%s in snapshot copy %s: empty key", verb, c.path)
 	}
 	var newRev int64
 	err := c.db.Update(func(tx *bolt.Tx) error {
@@ -279,6 +300,16 @@ func (c *SnapshotCopy) CompareAndSwap(ctx context.Context, key string, expect in
 			rev = max(rev, bk.main)
 		}
 		newRev = rev + 1
+		if del {
+			// etcd's tombstone: the key alone, at a revision marked 't'.
+			enc, err := proto.Marshal(&mvccpb.KeyValue{Key: []byte(key)})
+			if err != nil {
+				return fmt.Errorf("encode mvccpb.KeyValue: %w", err)
+			}
+			rk := make([]byte, markedRevBytesLen)
+			bucketKey{main: newRev, tombstone: true}.put(rk)
+			return kb.Put(rk, enc)
+		}
 		if cur == 0 {
 			created, version = newRev, 0
 		}
@@ -302,7 +333,7 @@ func (c *SnapshotCopy) CompareAndSwap(ctx context.Context, key string, expect in
 		if errors.As(err, &ce) {
 			return 0, err
 		}
-		return 0, fmt.Errorf("write %s to snapshot copy %s: %w", key, c.path, err)
+		return 0, fmt.Errorf("%s %s in snapshot copy %s: %w", verb, key, c.path, err)
 	}
 	c.writes++
 	c.meta.Revision = newRev

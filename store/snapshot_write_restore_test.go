@@ -244,6 +244,7 @@ func TestSnapshotCopyRestore(t *testing.T) {
 	must(cli.Put(ctx, "/registry/configmaps/demo/edit", "v2"))
 	must(cli.Put(ctx, "/registry/configmaps/demo/gone", "old"))
 	must(cli.Delete(ctx, "/registry/configmaps/demo/gone"))
+	must(cli.Put(ctx, "/registry/configmaps/demo/doomed", "\x00unreadable"))
 	lease, err := cli.Grant(ctx, 3600)
 	if err != nil {
 		t.Fatal(err)
@@ -306,8 +307,22 @@ func TestSnapshotCopyRestore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r1 != current+1 || r2 != current+2 || r3 != current+3 {
-				t.Fatalf("revisions %d %d %d, want %d, %d, %d", r1, r2, r3, current+1, current+2, current+3)
+			doomed, err := sc.Get(ctx, "/registry/configmaps/demo/doomed", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sc.CompareAndDelete(ctx, doomed.Key, doomed.ModRevision-1); !errors.Is(err, store.ErrConflict) {
+				t.Fatalf("delete at a stale revision: %v, want a conflict", err)
+			}
+			r4, err := sc.CompareAndDelete(ctx, doomed.Key, doomed.ModRevision)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r1 != current+1 || r2 != current+2 || r3 != current+3 || r4 != current+4 {
+				t.Fatalf("revisions %d %d %d %d, want %d, %d, %d, %d", r1, r2, r3, r4, current+1, current+2, current+3, current+4)
+			}
+			if _, err := sc.Get(ctx, doomed.Key, 0); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("deleted in the copy: %v", err)
 			}
 			if err := sc.Close(); err != nil {
 				t.Fatal(err)
@@ -335,8 +350,18 @@ func TestSnapshotCopyRestore(t *testing.T) {
 				t.Errorf("edited key after restore: value %q mod %d create %d version %d; want v3 %d %d %d",
 					kv.Value, kv.ModRevision, kv.CreateRevision, kv.Version, r1, edit.CreateRevision, edit.Version+1)
 			}
-			if resp.Header.Revision != r3+bump {
-				t.Errorf("restored etcd at revision %d, want %d", resp.Header.Revision, r3+bump)
+			if resp.Header.Revision != r4+bump {
+				t.Errorf("restored etcd at revision %d, want %d", resp.Header.Revision, r4+bump)
+			}
+			if gone, err := live.Get(ctx, doomed.Key); err != nil || len(gone.Kvs) != 0 {
+				t.Errorf("the key deleted in the copy after restore: %v %v", gone, err)
+			}
+			if bump == 0 {
+				// Its tombstone is etcd's: the value is there just before it.
+				was, err := live.Get(ctx, doomed.Key, clientv3.WithRev(r4-1))
+				if err != nil || len(was.Kvs) != 1 || string(was.Kvs[0].Value) != "\x00unreadable" {
+					t.Errorf("the deleted key at revision %d after restore: %v %v", r4-1, was, err)
+				}
 			}
 			kv = get("/registry/configmaps/demo/gone").Kvs[0]
 			if string(kv.Value) != "recovered" || kv.ModRevision != r2 || kv.CreateRevision != r2 || kv.Version != 1 {
@@ -357,7 +382,7 @@ func TestSnapshotCopyRestore(t *testing.T) {
 				// The edits are revisions of their own: reading as of r1
 				// sees the edit and not the re-creation at r2.
 				at, err := live.Get(ctx, "/registry/configmaps/demo/", clientv3.WithPrefix(), clientv3.WithRev(r1))
-				if err != nil || len(at.Kvs) != 1 || string(at.Kvs[0].Value) != "v3" {
+				if err != nil || len(at.Kvs) != 2 || string(at.Kvs[1].Value) != "v3" {
 					t.Errorf("read at revision %d after restore: %v %v", r1, at, err)
 				}
 			}
@@ -366,8 +391,8 @@ func TestSnapshotCopyRestore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if put.Header.Revision != r3+bump+1 {
-				t.Errorf("next write at revision %d, want %d", put.Header.Revision, r3+bump+1)
+			if put.Header.Revision != r4+bump+1 {
+				t.Errorf("next write at revision %d, want %d", put.Header.Revision, r4+bump+1)
 			}
 		})
 	}
