@@ -43,13 +43,29 @@ func (e *EncryptedError) Hint() string {
 	return fmt.Sprintf("pass --encryption-config with the EncryptionConfiguration that holds %s (or --kubeadm on a control-plane node)", e.Header)
 }
 
-// malformedError is a message that matches ErrMalformed.
-type malformedError struct{ msg string }
+// malformedError is a message that matches ErrMalformed, and the error it
+// was made from (a parser's), if any.
+type malformedError struct {
+	msg   string
+	cause error
+}
 
 func (e *malformedError) Error() string        { return e.msg }
 func (e *malformedError) Is(target error) bool { return target == ErrMalformed }
 
-// malformed returns an error matching ErrMalformed, context first.
+// Unwrap returns the parser's error the message quotes (nil: none), so
+// that errors.Is finds, say, io.ErrUnexpectedEOF in a truncated value's.
+func (e *malformedError) Unwrap() error { return e.cause }
+
+// malformed returns an error matching ErrMalformed, context first; the
+// first error among args is kept as its cause.
 func malformed(format string, args ...any) error {
-	return &malformedError{msg: fmt.Sprintf(format, args...)}
+	e := &malformedError{msg: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			e.cause = err
+			break
+		}
+	}
+	return e
 }

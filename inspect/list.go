@@ -88,7 +88,11 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 	}
 	sum, err := summarize(plain)
 	if err != nil {
-		it.Unread = UndecodableStatus(err)
+		it.Unread = UndecodableStatus(plain, err)
+		return it, nil
+	}
+	if err := resource.CheckKind(r, sum.APIVersion, sum.Kind); err != nil {
+		it.Unread = UndecodableStatus(plain, err)
 		return it, nil
 	}
 	it.Summary = sum
@@ -97,7 +101,9 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 
 // EncryptedStatus is the STATUS of a value encrypted with env that could
 // not be decrypted: err is the decryption error, nil when no encryption
-// config was given.
+// config was given. It names the provider and key the value needs, and
+// why the config given does not read it: it has no such key, or a key of
+// that name that does not decrypt it.
 func EncryptedStatus(env codec.EncryptionHeader, err error) string {
 	what := "Encrypted"
 	switch {
@@ -112,16 +118,24 @@ func EncryptedStatus(env codec.EncryptionHeader, err error) string {
 	case errors.Is(err, encryption.ErrKeyNotFound):
 		return what + ": key not in the encryption config"
 	case errors.Is(err, encryption.ErrWrongKey):
-		return what + ": the config's key of that name does not decrypt it"
+		return what + ": " + env.KeyName + " in this config does not decrypt it: a rotated or another cluster's key?"
 	default:
 		return what + ": cannot decrypt: " + shorten(err.Error(), 60)
 	}
 }
 
-// UndecodableStatus is the STATUS of a value that could not be decoded.
-func UndecodableStatus(err error) string {
+// UndecodableStatus is the STATUS of a value (plain: decrypted) that could
+// not be decoded, err being the decoder's error: why, as codec.Problem
+// names it (truncated protobuf, JSON syntax error, ...), then the
+// decoder's words; for an object of another kind than the key's resource,
+// which kind.
+func UndecodableStatus(plain []byte, err error) string {
+	var km *resource.KindMismatchError
+	if errors.As(err, &km) {
+		return shorten(fmt.Sprintf("Undecodable: kind %s under a %s key", km.Kind, km.Resource.Singular), 80)
+	}
 	msg := strings.TrimPrefix(err.Error(), "summarize: ")
-	return "Undecodable: " + shorten(msg, 60)
+	return "Undecodable: " + codec.Problem(plain, err) + ": " + shorten(msg, 60)
 }
 
 // shorten cuts s to at most n runes, marking the cut.

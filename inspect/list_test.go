@@ -147,3 +147,84 @@ func TestUnreadHint(t *testing.T) {
 		}
 	}
 }
+
+// TestReadReasons: a value that cannot be read is listed with precisely
+// why: the key name a wrong key has, a truncated protobuf, JSON syntax, an
+// object of another kind under the key.
+func TestReadReasons(t *testing.T) {
+	pvcs, err := resource.Lookup("pvc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotatedPath := filepath.Join(t.TempDir(), "rotated.yaml")
+	if err := os.WriteFile(rotatedPath, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: [persistentvolumeclaims]
+  providers:
+  - secretbox:
+      keys:
+      - {name: key1, secret: rbB6LjrZub5gRV01ELWZ6mI0N+OtcBXH6utF7xqgmk4=}
+  - identity: {}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rotated := loadEncryption(t, rotatedPath)
+	plain := corpus(t, "plain/persistentvolumeclaims__demo__www-web-0__terminating.bin")
+	sealed := corpus(t, "encrypted/persistentvolumeclaims__demo__www-web-0__terminating__secretbox.bin")
+	configMap := corpus(t, "plain/configmaps__demo__web-config.bin")
+	for _, tc := range []struct {
+		name  string
+		enc   Decrypter
+		value []byte
+		want  string // a prefix
+	}{
+		{"a key of that name that does not decrypt it", rotated, sealed, "Encrypted (secretbox/key1): key1 in this config does not decrypt it: a rotated or another cluster's key?"},
+		{"truncated protobuf", nil, plain[:len(plain)-7], "Undecodable: truncated protobuf: "},
+		{"truncated protobuf, half", nil, plain[:len(plain)/2], "Undecodable: truncated protobuf: "},
+		{"JSON cut short", nil, []byte(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"www-web-0"`), "Undecodable: truncated JSON: "},
+		{"JSON syntax", nil, []byte(`{"apiVersion":"v1","kind":"PersistentVolumeClaim",}`), "Undecodable: JSON syntax error: "},
+		{"JSON without kind", nil, []byte(`{"metadata":{}}`), "Undecodable: JSON that is not a Kubernetes object: "},
+		{"another kind under the key", nil, configMap, "Undecodable: kind ConfigMap under a persistentvolumeclaim key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kv := &store.KeyValue{Key: "/registry/persistentvolumeclaims/demo/www-web-0", Value: tc.value, ModRevision: 7}
+			it, p := Read(context.Background(), tc.enc, pvcs, "demo", "www-web-0", kv, 0)
+			if !strings.HasPrefix(it.Unread, tc.want) || it.Summary != nil || p != nil {
+				t.Fatalf("Unread %q, want %q…", it.Unread, tc.want)
+			}
+			var u Unread
+			u.Add(it)
+			if u.Total() != 1 {
+				t.Fatalf("not counted as unread: %+v", u)
+			}
+		})
+	}
+}
+
+// TestReadCorpusKinds: every object a real kube-apiserver wrote is of its
+// key's resource's kind, so the kind check flags none of them.
+func TestReadCorpusKinds(t *testing.T) {
+	b, err := store.OpenBolt(filepath.Join(corpusDir, "etcd-snapshot.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	enc := loadEncryption(t, filepath.Join(corpusDir, "encryption", "encryption-config.yaml"))
+	n := 0
+	_, err = b.List(context.Background(), "/registry/", store.ListOptions{}, func(kv *store.KeyValue) error {
+		r, ns, name, ok := resource.ParseKey("/registry", kv.Key)
+		if !ok {
+			return nil
+		}
+		it, _ := Read(context.Background(), enc, r, ns, name, kv, 0)
+		if strings.Contains(it.Unread, "kind") {
+			t.Errorf("%s: %s", kv.Key, it.Unread)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n < 50 {
+		t.Fatalf("read %d objects: %v", n, err)
+	}
+}

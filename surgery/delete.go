@@ -72,6 +72,11 @@ func (c Planner) PlanDelete(ctx context.Context, r store.Reader, key string, for
 	}
 	p := &Plan{Key: key, GR: gr, Delete: true, Expect: kv.ModRevision, Lease: kv.Lease}
 	cur, openErr := c.Open(ctx, *kv)
+	if openErr == nil {
+		// An object of another kind than the key's resource: the
+		// apiserver cannot read it either.
+		openErr = resource.CheckKind(res, cur.Obj.GVK.GroupVersion().String(), cur.Obj.GVK.Kind)
+	}
 	if openErr != nil {
 		// The reason stays out of the description (the backup records
 		// it): only the diff, which redacts a Secret's bytes, says it.
