@@ -145,18 +145,22 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pa
 	if s.Enc != nil {
 		write = func(gr schema.GroupResource) string { return s.Enc.Providers(gr)[0] }
 	}
+	o := inspect.StatsOptions{Prefix: prefix, Top: top, PageSize: pageSize, Progress: update, Write: write}
+	if s.Enc != nil {
+		o.Dec = s.Enc
+	}
 	var rep *inspect.StatsReport
 	var err error
 	if b, ok := s.Reader.(*store.Bolt); ok {
 		if progress != nil {
 			progress.Start(b.Meta().Revision)
 		}
-		rep, err = inspect.BoltStats(ctx, b, prefix, top, update, write)
+		rep, err = inspect.BoltStats(ctx, b, o)
 	} else {
 		if progress != nil {
 			progress.Start(0)
 		}
-		rep, err = inspect.LiveStats(ctx, s.Reader, prefix, top, pageSize, update, write)
+		rep, err = inspect.LiveStats(ctx, s.Reader, o)
 	}
 	if progress != nil {
 		progress.Done()
@@ -182,6 +186,10 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pa
 			hint = s.UndeterminedHint()
 		}
 		return &hintedError{&incompleteError{msg: "stats incomplete: " + rep.Incomplete}, hint}
+	}
+	if err == nil && rep.Unread.Total() > 0 {
+		// The counts hold; the stored versions of these are unknown.
+		return &hintedError{&incompleteError{msg: rep.Unread.Message() + " (their stored versions are unknown; UNREADABLE says why)"}, rep.Unread.Hint()}
 	}
 	return err
 }

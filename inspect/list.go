@@ -53,6 +53,10 @@ type ListItem struct {
 	// DecryptErr is why an encrypted value could not be decrypted with the
 	// encryption config given (nil: it was, or no config was given).
 	DecryptErr error
+	// Problem is, for a value that was decrypted (or stored in the clear)
+	// but not decoded, why in a few words: codec.Problem's, or "kind
+	// ConfigMap under a secret key". "" otherwise.
+	Problem string
 	// Encryption is how the value is stored at rest (StoredUnder):
 	// "identity", "aescbc/key1", "kms/NAME".
 	Encryption string
@@ -87,12 +91,11 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 		summarize = codec.SummarizeSecret
 	}
 	sum, err := summarize(plain)
-	if err != nil {
-		it.Unread = UndecodableStatus(plain, err)
-		return it, nil
+	if err == nil {
+		err = resource.CheckKind(r, sum.APIVersion, sum.Kind)
 	}
-	if err := resource.CheckKind(r, sum.APIVersion, sum.Kind); err != nil {
-		it.Unread = UndecodableStatus(plain, err)
+	if err != nil {
+		it.Unread, it.Problem = UndecodableStatus(plain, err), problem(plain, err)
 		return it, nil
 	}
 	it.Summary = sum
@@ -124,18 +127,26 @@ func EncryptedStatus(env codec.EncryptionHeader, err error) string {
 	}
 }
 
+// problem is why a value was not decoded, in a few words.
+func problem(plain []byte, err error) string {
+	var km *resource.KindMismatchError
+	if errors.As(err, &km) {
+		return fmt.Sprintf("kind %s under a %s key", km.Kind, km.Resource.Singular)
+	}
+	return codec.Problem(plain, err)
+}
+
 // UndecodableStatus is the STATUS of a value (plain: decrypted) that could
 // not be decoded, err being the decoder's error: why, as codec.Problem
 // names it (truncated protobuf, JSON syntax error, ...), then the
 // decoder's words; for an object of another kind than the key's resource,
 // which kind.
 func UndecodableStatus(plain []byte, err error) string {
-	var km *resource.KindMismatchError
-	if errors.As(err, &km) {
-		return shorten(fmt.Sprintf("Undecodable: kind %s under a %s key", km.Kind, km.Resource.Singular), 80)
+	if errors.Is(err, resource.ErrKindMismatch) {
+		return "Undecodable: " + problem(plain, err)
 	}
 	msg := strings.TrimPrefix(err.Error(), "summarize: ")
-	return "Undecodable: " + codec.Problem(plain, err) + ": " + shorten(msg, 60)
+	return "Undecodable: " + problem(plain, err) + ": " + shorten(msg, 60)
 }
 
 // shorten cuts s to at most n runes, marking the cut.

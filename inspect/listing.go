@@ -151,7 +151,7 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 			it.Volume, err = DecodeVolume(plain)
 		}
 		if err != nil {
-			it.Summary, it.Unread = nil, UndecodableStatus(plain, err)
+			it.Summary, it.Unread, it.Problem = nil, UndecodableStatus(plain, err), problem(plain, err)
 		}
 		return it
 	}

@@ -41,9 +41,44 @@ type ResourceStats struct {
 	// rotation or a newly enabled provider still has to rewrite (nil when
 	// WriteProvider is unknown).
 	Stale *int64 `json:"stale,omitempty"`
+	// StoredVersions counts the current objects by the apiVersion (and
+	// kind) their value is stored at, most objects first: read from the
+	// value's envelope (decrypted when it is encrypted at rest), not from
+	// a full decode. A version a Kubernetes release stopped serving has
+	// RemovedIn set (resource.RemovedIn): objects to rewrite before that
+	// upgrade. Objects whose value could not be read are in Unreadable.
+	StoredVersions []*VersionCount `json:"storedVersions"`
+	// Unreadable counts the current objects whose value could not be read,
+	// by why: "Encrypted (aescbc/key1): no key", "Undecodable: truncated
+	// protobuf", "Undecodable: kind ConfigMap under a secret key".
+	Unreadable []*ReasonCount `json:"unreadable,omitempty"`
 
-	storage map[string]int64
+	storage  map[string]int64
+	versions map[versionKey]int64
+	unread   map[string]int64
 }
+
+// VersionCount is how many of a resource's objects are stored at one
+// apiVersion.
+type VersionCount struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Objects    int64  `json:"objects"`
+	// RemovedIn is the Kubernetes release that no longer serves
+	// APIVersion for Kind ("v1.32"), "" when none is known to
+	// (resource.RemovedIn).
+	RemovedIn string `json:"removedIn,omitempty"`
+}
+
+// ReasonCount is how many of a resource's objects could not be read for
+// one reason.
+type ReasonCount struct {
+	Reason  string `json:"reason"`
+	Objects int64  `json:"objects"`
+}
+
+// versionKey is an apiVersion and kind.
+type versionKey struct{ apiVersion, kind string }
 
 // StorageCount is how many of a resource's objects are stored under one
 // provider and key.
@@ -101,6 +136,11 @@ type StatsReport struct {
 	// Incomplete says why the counts cover only part of the store ("" when
 	// everything was read).
 	Incomplete string `json:"incomplete,omitempty"`
+	// NotRead counts the current objects whose value could not be read
+	// (decrypted and its envelope decoded), so their stored version is
+	// unknown; Unread says why, in all.
+	NotRead int    `json:"valuesNotRead"`
+	Unread  Unread `json:"-"`
 	// ReadFrom and ReadTo, when set, are the revisions a live read spans
 	// because etcd was compacted while it ran (it continued from the last
 	// key read at the newer revision).
@@ -139,27 +179,45 @@ func GroupOf(prefix, key string) string {
 // bytes and revision.
 type Progress func(n, bytes, rev int64)
 
+// StatsOptions are what BoltStats and LiveStats read and how.
+type StatsOptions struct {
+	// Prefix is the key prefix read, ending in "/".
+	Prefix string
+	// Top is how many of the largest objects to report.
+	Top int
+	// PageSize is the keys per range request (live etcd).
+	PageSize int64
+	// Progress, when set, is told of each key read.
+	Progress Progress
+	// Write names each resource's write provider (nil: unknown, so which
+	// objects are stale is unknown).
+	Write WriteProviderFunc
+	// Dec decrypts values encrypted at rest to read their stored version
+	// (nil: no encryption config; their version is not read, and they are
+	// counted as not read).
+	Dec Decrypter
+}
+
 // stats accumulates a StatsReport.
 type stats struct {
-	write   WriteProviderFunc
-	prefix  string
+	StatsOptions
 	history bool
 	rep     *StatsReport
 	groups  map[string]*ResourceStats
 	top     topN
 }
 
-func newStats(prefix string, top int, history bool) *stats {
-	return &stats{prefix: prefix, history: history, rep: &StatsReport{}, groups: map[string]*ResourceStats{}, top: topN{n: top}}
+func newStats(o StatsOptions, history bool) *stats {
+	return &stats{StatsOptions: o, history: history, rep: &StatsReport{}, groups: map[string]*ResourceStats{}, top: topN{n: o.Top}}
 }
 
 func (s *stats) group(key string) *ResourceStats {
-	name := GroupOf(s.prefix, key)
+	name := GroupOf(s.Prefix, key)
 	gs := s.groups[name]
 	if gs == nil {
-		gs = &ResourceStats{Resource: name, storage: map[string]int64{}}
-		if r, _, _, ok := resource.ParseKey(s.prefix, key); ok && s.write != nil {
-			gs.WriteProvider = s.write(r.GroupResource())
+		gs = &ResourceStats{Resource: name, storage: map[string]int64{}, versions: map[versionKey]int64{}, unread: map[string]int64{}}
+		if r, _, _, ok := resource.ParseKey(s.Prefix, key); ok && s.Write != nil {
+			gs.WriteProvider = s.Write(r.GroupResource())
 		}
 		if s.history {
 			gs.Revisions, gs.Tombstones, gs.Deleted, gs.HistoryBytes = new(int64), new(int64), new(int64), new(int64)
@@ -180,6 +238,27 @@ func (s *stats) object(gs *ResourceStats, key string, size, modRev int64, leased
 	s.top.add(LargeObject{Key: key, Bytes: size, ModRevision: modRev})
 }
 
+// value reads the stored version of kv, a current object of gs, or
+// counts why it cannot be read. A key that names no object (the
+// apiserver's own: ranges, master leases) is not read.
+func (s *stats) value(ctx context.Context, gs *ResourceStats, kv *store.KeyValue) {
+	r, ns, name, ok := resource.ParseKey(s.Prefix, kv.Key)
+	if !ok {
+		return
+	}
+	it, _ := Read(ctx, s.Dec, r, ns, name, kv, 0)
+	if it.Summary == nil {
+		why := it.Unread
+		if !it.UnreadEncrypted {
+			why = "Undecodable: " + it.Problem
+		}
+		gs.unread[why]++
+		s.rep.Unread.Add(it)
+		return
+	}
+	gs.versions[versionKey{it.Summary.APIVersion, it.Summary.Kind}]++
+}
+
 // finish totals the groups and sorts them by bytes.
 func (s *stats) finish() *StatsReport {
 	rep := s.rep
@@ -188,6 +267,7 @@ func (s *stats) finish() *StatsReport {
 		rep.Bytes += gs.Bytes
 		rep.Leased += gs.Leased
 		gs.finishStorage()
+		gs.finishVersions()
 		rep.Resources = append(rep.Resources, gs)
 	}
 	sort.Slice(rep.Resources, func(i, j int) bool {
@@ -198,6 +278,7 @@ func (s *stats) finish() *StatsReport {
 		return a.Resource < b.Resource
 	})
 	rep.Largest = s.top.sorted()
+	rep.NotRead = rep.Unread.Total()
 	if rep.Resources == nil {
 		rep.Resources = []*ResourceStats{}
 	}
@@ -227,6 +308,32 @@ func (gs *ResourceStats) finishStorage() {
 	})
 }
 
+// finishVersions turns the version and reason counts into StoredVersions
+// and Unreadable, most objects first.
+func (gs *ResourceStats) finishVersions() {
+	gs.StoredVersions = []*VersionCount{}
+	for k, n := range gs.versions {
+		gs.StoredVersions = append(gs.StoredVersions, &VersionCount{APIVersion: k.apiVersion, Kind: k.kind, Objects: n, RemovedIn: resource.RemovedIn(k.apiVersion, k.kind)})
+	}
+	sort.Slice(gs.StoredVersions, func(i, j int) bool {
+		a, b := gs.StoredVersions[i], gs.StoredVersions[j]
+		if a.Objects != b.Objects {
+			return a.Objects > b.Objects
+		}
+		return a.APIVersion+"/"+a.Kind < b.APIVersion+"/"+b.Kind
+	})
+	for why, n := range gs.unread {
+		gs.Unreadable = append(gs.Unreadable, &ReasonCount{Reason: why, Objects: n})
+	}
+	sort.Slice(gs.Unreadable, func(i, j int) bool {
+		a, b := gs.Unreadable[i], gs.Unreadable[j]
+		if a.Objects != b.Objects {
+			return a.Objects > b.Objects
+		}
+		return a.Reason < b.Reason
+	})
+}
+
 // keyState is a key's newest state during a db scan.
 type keyState struct {
 	group   *ResourceStats
@@ -246,9 +353,9 @@ type keyState struct {
 // Each resource's objects are counted by the provider and key they are
 // stored under; with write (nil: unknown), those not under the resource's
 // write provider are counted as stale.
-func BoltStats(ctx context.Context, b *store.Bolt, prefix string, top int, progress Progress, write WriteProviderFunc) (*StatsReport, error) {
-	s := newStats(prefix, top, true)
-	s.write = write
+func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport, error) {
+	s := newStats(o, true)
+	prefix, progress := o.Prefix, o.Progress
 	rep := s.rep
 	m := b.Meta()
 	snap := b.Snapshot()
@@ -304,6 +411,7 @@ func BoltStats(ctx context.Context, b *store.Bolt, prefix string, top int, progr
 	if err != nil && !errors.Is(err, store.ErrCorrupt) {
 		return nil, err
 	}
+	var current []store.KeyValue
 	for key, ks := range keys {
 		if ks.deleted {
 			*ks.group.Deleted++
@@ -311,6 +419,19 @@ func BoltStats(ctx context.Context, b *store.Bolt, prefix string, top int, progr
 			continue
 		}
 		s.object(ks.group, key, ks.size, ks.modRev, ks.leased, ks.under)
+		current = append(current, store.KeyValue{Key: key, ModRevision: ks.modRev})
+	}
+	if err == nil {
+		// The stored versions: each current value read again, in
+		// revision order, the order of the db's key bucket.
+		sort.Slice(current, func(i, j int) bool { return current[i].ModRevision < current[j].ModRevision })
+		err = b.ValuesOf(ctx, current, nil, func(kv *store.KeyValue) error {
+			s.value(ctx, keys[kv.Key].group, kv)
+			return nil
+		})
+		if err != nil && !errors.Is(err, store.ErrCorrupt) {
+			return nil, err
+		}
 	}
 	rep = s.finish()
 	if err != nil {
@@ -327,9 +448,9 @@ func BoltStats(ctx context.Context, b *store.Bolt, prefix string, top int, progr
 // while it reads does not stop it: it continues from the last key read at
 // the newer revision (store.ListOptions.OnCompacted), and the report says
 // which revisions it spans (ReadFrom, ReadTo, and a note).
-func LiveStats(ctx context.Context, r store.Reader, prefix string, top int, pageSize int64, progress Progress, write WriteProviderFunc) (*StatsReport, error) {
-	s := newStats(prefix, top, false)
-	s.write = write
+func LiveStats(ctx context.Context, r store.Reader, o StatsOptions) (*StatsReport, error) {
+	s := newStats(o, false)
+	prefix, pageSize, progress := o.Prefix, o.PageSize, o.Progress
 	rep := s.rep
 	info, err := r.Info(ctx)
 	if err != nil {
@@ -343,7 +464,9 @@ func LiveStats(ctx context.Context, r store.Reader, prefix string, top int, page
 	rev, err := r.List(ctx, prefix, store.ListOptions{PageSize: pageSize, OnCompacted: span.Record}, func(kv *store.KeyValue) error {
 		n++
 		sz := int64(len(kv.Value))
-		s.object(s.group(kv.Key), kv.Key, sz, kv.ModRevision, kv.Lease != 0, StoredUnder(kv.Value))
+		gs := s.group(kv.Key)
+		s.object(gs, kv.Key, sz, kv.ModRevision, kv.Lease != 0, StoredUnder(kv.Value))
+		s.value(ctx, gs, kv)
 		if progress != nil {
 			progress(n, sz, kv.ModRevision)
 		}

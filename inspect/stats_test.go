@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/store/wal"
 )
@@ -65,7 +66,7 @@ func openCorpusSnapshot(t *testing.T, path string) *store.Bolt {
 
 func TestBoltStats(t *testing.T) {
 	b := openCorpusSnapshot(t, filepath.Join(corpusDir, "etcd-snapshot.db"))
-	rep, err := BoltStats(context.Background(), b, "/registry/", 1, nil, nil)
+	rep, err := BoltStats(context.Background(), b, StatsOptions{Prefix: "/registry/", Top: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestBoltStatsDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := openCorpusSnapshot(t, path)
-	rep, err := BoltStats(context.Background(), b, "/registry/", 5, nil, nil)
+	rep, err := BoltStats(context.Background(), b, StatsOptions{Prefix: "/registry/", Top: 5})
 	if !errors.Is(err, store.ErrCorrupt) || rep == nil || rep.Incomplete == "" {
 		t.Fatalf("BoltStats: report %v, error %v; want an incomplete report and ErrCorrupt", rep, err)
 	}
@@ -134,9 +135,9 @@ func TestStatsEncryptionAudit(t *testing.T) {
 	for _, live := range []bool{false, true} {
 		var rep *StatsReport
 		if live {
-			rep, err = LiveStats(ctx, b, "/registry/", 0, 500, nil, write)
+			rep, err = LiveStats(ctx, b, StatsOptions{Prefix: "/registry/", PageSize: 500, Write: write, Dec: enc})
 		} else {
-			rep, err = BoltStats(ctx, b, "/registry/", 0, nil, write)
+			rep, err = BoltStats(ctx, b, StatsOptions{Prefix: "/registry/", Write: write, Dec: enc})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -159,7 +160,7 @@ func TestStatsEncryptionAudit(t *testing.T) {
 			}
 		}
 	}
-	rep, err := BoltStats(ctx, b, "/registry/", 0, nil, nil)
+	rep, err := BoltStats(ctx, b, StatsOptions{Prefix: "/registry/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,4 +202,79 @@ func TestFromWAL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStatsStoredVersions: stats counts each resource's objects by the
+// apiVersion they are stored at, read from the value (decrypted with the
+// config), marks a version a release removed, and counts the values it
+// could not read by why.
+func TestStatsStoredVersions(t *testing.T) {
+	ctx := context.Background()
+	b := openCorpusSnapshot(t, filepath.Join(corpusDir, "etcd-snapshot.db"))
+	enc := loadEncryption(t, filepath.Join(corpusDir, "encryption", "encryption-config.yaml"))
+	for _, live := range []bool{false, true} {
+		o := StatsOptions{Prefix: "/registry/", PageSize: 100, Dec: enc}
+		var rep *StatsReport
+		var err error
+		if live {
+			rep, err = LiveStats(ctx, b, o)
+		} else {
+			rep, err = BoltStats(ctx, b, o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.NotRead != 0 {
+			t.Fatalf("live %v: %d values not read with the config: %+v", live, rep.NotRead, rep.Unread)
+		}
+		var objects int64
+		for _, r := range rep.Resources {
+			for _, v := range r.StoredVersions {
+				objects += v.Objects
+				if v.RemovedIn != "" {
+					t.Errorf("live %v: %s at %s marked removed in %s", live, r.Resource, v.APIVersion, v.RemovedIn)
+				}
+			}
+			want := map[string]string{"persistentvolumeclaims": "v1 PersistentVolumeClaim", "secrets": "v1 Secret", "deployments": "apps/v1 Deployment", "flowschemas": "flowcontrol.apiserver.k8s.io/v1 FlowSchema"}[r.Resource]
+			if want != "" && (len(r.StoredVersions) != 1 || r.StoredVersions[0].APIVersion+" "+r.StoredVersions[0].Kind != want) {
+				t.Errorf("live %v: %s stored as %+v, want %s", live, r.Resource, r.StoredVersions, want)
+			}
+		}
+		if keys := countObjectKeys(t, b); objects != keys {
+			t.Errorf("live %v: %d objects have a stored version, want every object key's %d", live, objects, keys)
+		}
+	}
+
+	// Without the config the encrypted values are not read: counted, by
+	// provider and key.
+	rep, err := BoltStats(ctx, b, StatsOptions{Prefix: "/registry/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.NotRead != 7 || rep.Unread.Encrypted != 7 {
+		t.Fatalf("no config: %d not read (%+v), want the 7 encrypted values", rep.NotRead, rep.Unread)
+	}
+	var buf bytes.Buffer
+	if err := rep.Write(&buf, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"STORED VERSIONS\n", "the versions of 7 values are unknown (UNREADABLE)", "UNREADABLE\n", "secrets                  2         Encrypted (aescbc/key1): no key"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// countObjectKeys counts the keys of b that name an object.
+func countObjectKeys(t *testing.T, b *store.Bolt) int64 {
+	var n int64
+	if _, err := b.List(context.Background(), "/registry/", store.ListOptions{}, func(kv *store.KeyValue) error {
+		if _, _, _, ok := resource.ParseKey("/registry", kv.Key); ok {
+			n++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -5,19 +5,27 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/etcdpvc/etcdpvc/internal/textout"
 )
 
 // The text form of a StatsReport, for `etcdpvc stats`: the summary lines,
-// then three tables (per resource, encryption at rest, the largest
-// objects), each given as its columns and rows.
+// then its tables (per resource, encryption at rest, stored versions, the
+// values not read when there are any, the largest objects), each given as
+// its columns and rows.
 
 // StatsColumns head the per-resource table (StatsReport.ResourceRows).
 var StatsColumns = []string{"RESOURCE", "OBJECTS", "BYTES", "LEASED", "REVISIONS", "TOMBSTONES", "DELETED", "HISTORY BYTES"}
 
 // StorageColumns head the encryption table (StatsReport.StorageRows).
 var StorageColumns = []string{"RESOURCE", "STORED UNDER", "OBJECTS", "STATUS"}
+
+// VersionColumns head the stored versions (StatsReport.VersionRows).
+var VersionColumns = []string{"RESOURCE", "STORED AS", "OBJECTS", "STATUS"}
+
+// UnreadableColumns head the values not read (StatsReport.UnreadableRows).
+var UnreadableColumns = []string{"RESOURCE", "OBJECTS", "WHY"}
 
 // LargestColumns head the largest objects (StatsReport.LargestRows).
 var LargestColumns = []string{"BYTES", "REVISION", "KEY"}
@@ -121,6 +129,72 @@ func (r *StatsReport) StorageRows() [][]string {
 	return rows
 }
 
+// VersionVerdict is the line above the stored versions: how many objects
+// are stored at a version a Kubernetes release stopped serving, and how
+// many versions are unknown.
+func (r *StatsReport) VersionVerdict() string {
+	var removed int64
+	oldest := ""
+	for _, s := range r.Resources {
+		for _, v := range s.StoredVersions {
+			if v.RemovedIn != "" {
+				removed += v.Objects
+				if oldest == "" || releaseLess(v.RemovedIn, oldest) {
+					oldest = v.RemovedIn
+				}
+			}
+		}
+	}
+	out := "no object is stored at an API version a Kubernetes release stopped serving"
+	if removed > 0 {
+		out = fmt.Sprintf("%s stored at an API version a Kubernetes release stopped serving (the first: %s): a release whose code no longer decodes that version cannot read them, and every LIST of their resource then fails; rewrite them through the apiserver before upgrading (kubectl get RESOURCE -A -o json | kubectl replace -f -)", Count(int(removed), "object is", "objects are"), oldest)
+	}
+	if r.NotRead > 0 {
+		out += fmt.Sprintf("; the versions of %s are unknown (UNREADABLE)", Count(r.NotRead, "value", "values"))
+	}
+	return out
+}
+
+// releaseLess orders Kubernetes releases by their minor number: "v1.9"
+// before "v1.22".
+func releaseLess(a, b string) bool {
+	minor := func(s string) int {
+		_, m, _ := strings.Cut(s, ".")
+		n, _ := strconv.Atoi(m)
+		return n
+	}
+	return minor(a) < minor(b)
+}
+
+// VersionRows are each resource's objects by stored apiVersion, under
+// VersionColumns: versions no longer served say from which release, the
+// others "-" (whether this cluster serves them is not read here).
+func (r *StatsReport) VersionRows() [][]string {
+	var rows [][]string
+	for _, s := range r.Resources {
+		for _, v := range s.StoredVersions {
+			status := "-"
+			if v.RemovedIn != "" {
+				status = "NOT SERVED from " + v.RemovedIn + ": rewrite before upgrading"
+			}
+			rows = append(rows, []string{s.Resource, v.APIVersion + " " + v.Kind, strconv.FormatInt(v.Objects, 10), status})
+		}
+	}
+	return rows
+}
+
+// UnreadableRows are the objects whose value could not be read, by
+// resource and why, under UnreadableColumns.
+func (r *StatsReport) UnreadableRows() [][]string {
+	var rows [][]string
+	for _, s := range r.Resources {
+		for _, u := range s.Unreadable {
+			rows = append(rows, []string{s.Resource, strconv.FormatInt(u.Objects, 10), u.Reason})
+		}
+	}
+	return rows
+}
+
 // LargestRows are the largest objects, under LargestColumns.
 func (r *StatsReport) LargestRows() [][]string {
 	var rows [][]string
@@ -152,6 +226,16 @@ func (r *StatsReport) Write(w io.Writer, asJSON bool) error {
 	fmt.Fprintf(w, "\nENCRYPTION AT REST\n%s\n", r.EncryptionVerdict())
 	if err := textout.NewTable(w, StorageColumns...).Rows(r.StorageRows()); err != nil {
 		return err
+	}
+	fmt.Fprintf(w, "\nSTORED VERSIONS\n%s\n", r.VersionVerdict())
+	if err := textout.NewTable(w, VersionColumns...).Rows(r.VersionRows()); err != nil {
+		return err
+	}
+	if r.NotRead > 0 {
+		fmt.Fprintf(w, "\nUNREADABLE\n")
+		if err := textout.NewTable(w, UnreadableColumns...).Rows(r.UnreadableRows()); err != nil {
+			return err
+		}
 	}
 	if len(r.Largest) == 0 {
 		return nil

@@ -22,7 +22,12 @@ func statsCommand() command {
 			"current values; under ENCRYPTION AT REST, how many are stored under each provider and key\n" +
 			"(as their k8s:enc: header names it; plain values as identity), and with --encryption-config\n" +
 			"those not under the resource's write provider (the config's first) marked STALE: what a key\n" +
-			"rotation still has to rewrite (docs/runbooks/encryption-rotation.md); the largest objects;\n" +
+			"rotation still has to rewrite (docs/runbooks/encryption-rotation.md); under STORED VERSIONS,\n" +
+			"the apiVersion each object's value is stored at (decrypted with --encryption-config), those at\n" +
+			"a version a Kubernetes release stopped serving marked NOT SERVED from that release: rewrite\n" +
+			"them before the upgrade; under UNREADABLE, the objects whose value could not be read and why\n" +
+			"(a key not held or that does not decrypt it, a truncated protobuf, JSON syntax, another kind\n" +
+			"under the key), and stats then exits with status 10; the largest objects;\n" +
 			"the revision range and the compaction revision; and\n" +
 			"the keys attached to a lease. With --db it also counts every revision the file holds (the\n" +
 			"history weight), the deletion records (tombstones) and the keys whose newest revision is a\n" +
