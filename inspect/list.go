@@ -230,7 +230,7 @@ func (u Unread) Hint() string {
 	case u.Encrypted > 0:
 		return "pass --encryption-config with the apiserver's EncryptionConfiguration, or --kubeadm"
 	}
-	return "see one value's bytes with `etcdpvc get --etcd-key KEY -o raw | xxd | head`"
+	return "see one value's bytes with `etcdpvc get --etcd-key KEY -o raw | xxd | head`; `etcdpvc delete --all-unreadable RESOURCE -n NAMESPACE` removes what the apiserver cannot read, each value backed up"
 }
 
 // Count renders n with the singular or plural phrase: "1 value is",

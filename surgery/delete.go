@@ -64,23 +64,42 @@ func (c Planner) PlanDelete(ctx context.Context, r store.Reader, key string, for
 	if !ok {
 		return nil, fmt.Errorf("delete %s: %w under the prefix %s (delete takes one object: RESOURCE NAME, or the whole key of one object with --etcd-key); nothing written", key, ErrNotObjectKey, c.StorePrefix())
 	}
-	gr, _ := c.GroupResource(key)
-	object := kubectlName(res.Singular, ns, name)
 	kv, err := r.Get(ctx, key, 0)
 	if err != nil {
-		return nil, fmt.Errorf("delete %s: %w", object, err)
+		return nil, fmt.Errorf("delete %s: %w", kubectlName(res.Singular, ns, name), err)
 	}
+	return c.planDelete(ctx, *kv, res, ns, name, force)
+}
+
+// readable opens kv, a value of resource res, as the apiserver would: its
+// Current, or why it cannot be read (decryption, decoding, or an object
+// of another kind than res: *resource.KindMismatchError).
+func (c Planner) readable(ctx context.Context, kv store.KeyValue, res resource.Resource) (*stored.Current, error) {
+	cur, err := c.Open(ctx, kv)
+	if err != nil {
+		return nil, err
+	}
+	// An object of another kind than the key's resource: the apiserver
+	// cannot read it either.
+	if err := resource.CheckKind(res, cur.Obj.GVK.GroupVersion().String(), cur.Obj.GVK.Kind); err != nil {
+		return nil, err
+	}
+	return cur, nil
+}
+
+// planDelete plans deleting kv, read at the latest revision, the object
+// name of resource res in namespace ns.
+func (c Planner) planDelete(ctx context.Context, kv store.KeyValue, res resource.Resource, ns, name string, force bool) (*Plan, error) {
+	key := kv.Key
+	gr, _ := c.GroupResource(key)
+	object := kubectlName(res.Singular, ns, name)
 	p := &Plan{Key: key, GR: gr, Delete: true, Expect: kv.ModRevision, Lease: kv.Lease}
-	cur, openErr := c.Open(ctx, *kv)
-	if openErr == nil {
-		// An object of another kind than the key's resource: the
-		// apiserver cannot read it either.
-		openErr = resource.CheckKind(res, cur.Obj.GVK.GroupVersion().String(), cur.Obj.GVK.Kind)
-	}
+	cur, openErr := c.readable(ctx, kv, res)
+	var err error
 	if openErr != nil {
 		// The reason stays out of the description (the backup records
 		// it): only the diff, which redacts a Secret's bytes, says it.
-		p.Before = &stored.Current{KV: *kv, GR: gr}
+		p.Before = &stored.Current{KV: kv, GR: gr}
 		p.Diff = c.rawDiff(key, gr.Resource, kv.Value, kv.ModRevision, nil, key+" (deleted)", openErr)
 		p.Description = fmt.Sprintf("delete %s, whose stored value cannot be read", object)
 	} else {
@@ -98,6 +117,65 @@ func (c Planner) PlanDelete(ctx context.Context, r store.Reader, key string, for
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s is attached to lease %x; restoring its backup creates it without that lease", object, kv.Lease))
 	}
 	return p, nil
+}
+
+// UnreadableScan is what PlanDeleteUnreadable read: the plans, one per
+// value the apiserver cannot read, and what the scan covered.
+type UnreadableScan struct {
+	// Plans delete each value found that the apiserver cannot read, in
+	// key order.
+	Plans []*Plan
+	// Read counts the object keys read in the scope, readable or not;
+	// Skipped the keys in it that name no object (the apiserver's own,
+	// such as ranges), which are never deleted.
+	Read, Skipped int
+	// Span is the revisions the scan was read at (a compaction while it
+	// ran moves it on: store.ListOptions.OnCompacted).
+	Span store.Span
+	// Revision is the revision the scan started at.
+	Revision int64
+}
+
+// PlanDeleteUnreadable reads every key under prefix that match keeps
+// (nil: every one), page by page, and plans the delete of each value the
+// apiserver cannot read, by the rule PlanDelete follows: the same diff,
+// backup, compare-and-delete on the mod revision read. Readable objects
+// and keys that name no object are left alone. The plans are written
+// through the one executor (Execute), each its own compare-and-delete:
+// a run interrupted or stopped part way is resumed by running it again,
+// which finds only what is left.
+func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefix string, match func(key string) bool, pageSize int64) (*UnreadableScan, error) {
+	scan := &UnreadableScan{}
+	rev, err := r.List(ctx, prefix, store.ListOptions{PageSize: pageSize, OnCompacted: scan.Span.Record}, func(kv *store.KeyValue) error {
+		if match != nil && !match(kv.Key) {
+			return nil
+		}
+		res, ns, name, ok := resource.ParseKey(c.StorePrefix(), kv.Key)
+		if !ok {
+			scan.Skipped++
+			return nil
+		}
+		scan.Read++
+		held := *kv
+		held.Value = append([]byte(nil), kv.Value...)
+		if _, err := c.readable(ctx, held, res); err == nil {
+			return nil
+		}
+		p, err := c.planDelete(ctx, held, res, ns, name, false)
+		if err != nil {
+			return err
+		}
+		scan.Plans = append(scan.Plans, p)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scan %s for values the apiserver cannot read: %w; nothing written", prefix, err)
+	}
+	scan.Revision = rev
+	if scan.Span.From != 0 {
+		scan.Revision = scan.Span.From
+	}
+	return scan, nil
 }
 
 // kubectlDelete is the kubectl command that deletes the object.

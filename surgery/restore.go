@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/stored"
 )
@@ -155,6 +156,14 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 			return c.planPutBackRaw(ctx, r, b, force, what, err)
 		}
 		return nil, fmt.Errorf("%s: backup value: %w", what, err)
+	}
+	if res, _, _, ok := resource.ParseKey(c.StorePrefix(), b.Key); ok && b.NewSHA256 == "" {
+		// A delete's backup of an object of another kind than its key's
+		// resource (which the apiserver could not read): its bytes go
+		// back as they were.
+		if kerr := resource.CheckKind(res, bobj.GVK.GroupVersion().String(), bobj.GVK.Kind); kerr != nil {
+			return c.planPutBackRaw(ctx, r, b, force, what, kerr)
+		}
 	}
 	if err := c.checkKey(b.Key, bobj); err != nil {
 		return nil, fmt.Errorf("%s: %w; nothing written", what, err)

@@ -258,22 +258,49 @@ etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client
 func deleteCommand() command {
 	return command{
 		name:  "delete",
-		usage: "delete an object the apiserver cannot read",
-		args:  cliargs.Args{Kind: cliargs.ArgsObject},
+		usage: "delete an object the apiserver cannot read, or every one (--all-unreadable)",
+		args:  cliargs.Args{Kind: cliargs.ArgsObject, OtherForms: true},
 		desc: "delete removes one object's key from etcd: for a value the apiserver cannot read (encrypted\n" +
-			"with a key it no longer has, undecodable, of a version it no longer serves), which breaks every\n" +
-			"LIST of its resource and which `kubectl delete` cannot remove. The diff shows what goes: the\n" +
-			"value's size, sha256 and why it cannot be read (a Secret's bytes only with --show-secrets).\n" +
+			"with a key it no longer has, undecodable, of another kind than its key's resource), which breaks\n" +
+			"every LIST of its resource and which `kubectl delete` cannot remove. The diff shows what goes:\n" +
+			"the value's size, sha256 and why it cannot be read (a Secret's bytes only with --show-secrets).\n" +
 			"An object the apiserver can read is refused (exit status 5): delete it with kubectl, which runs\n" +
 			"its finalizers and admission; --force deletes it here anyway. A prefix, or a key that names no\n" +
 			"single object, is refused. With an apiserver (--verify), the LIST of the resource in the\n" +
-			"object's namespace must then succeed.\n\n" + writeHelp,
+			"object's namespace must then succeed.\n\n" +
+			"--all-unreadable [RESOURCE] deletes every value the apiserver cannot read, found by one scan of\n" +
+			"RESOURCE (every resource without one) in the namespace of -n (default: default, for a\n" +
+			"namespaced RESOURCE) or in every namespace with -A; without a RESOURCE, -n or -A must be given.\n" +
+			"Readable objects and the apiserver's own keys are left alone. Every diff is shown and one\n" +
+			"confirmation asked; then each value is backed up and removed by its own compare-and-delete on\n" +
+			"the revision the scan read, each in the audit log, and one undo line restores them all. The\n" +
+			"LIST of each resource in each namespace touched is checked once its last such value is gone.\n" +
+			"Stopped part way (Ctrl-C, a conflict), what was deleted is listed with its backup; run the\n" +
+			"same command again to go on: it finds only what is left.\n\n" + writeHelp,
 		examples: `etcdpvc ls secrets -A            # lists "Encrypted (...): no key" / "Undecodable: ..." values
 etcdpvc delete secret broken -n demo --dry-run
-etcdpvc delete --etcd-key /registry/secrets/demo/broken --yes`,
-		flags: withWrite(&cli.BoolFlag{Name: "force", Usage: "delete even an object the apiserver can read (it then runs no finalizers and no admission)"}),
+etcdpvc delete --etcd-key /registry/secrets/demo/broken --yes
+etcdpvc --kubeadm delete --all-unreadable secrets -A --dry-run
+etcdpvc --kubeadm delete --all-unreadable -n demo --yes`,
+		flags: withWrite(
+			&cli.BoolFlag{Name: "force", Usage: "delete even an object the apiserver can read (it then runs no finalizers and no admission)"},
+			&cli.BoolFlag{Name: "all-unreadable", Usage: "delete every value the apiserver cannot read, of RESOURCE (or every resource) in the namespace (-n) or every namespace (-A)"},
+			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "with --all-unreadable: every namespace"},
+			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "with --all-unreadable: keys per range request of the scan (live etcd)"},
+		),
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := readWriteOptions(c)
+			if c.Bool("all-unreadable") {
+				return runDeleteUnreadable(c, e, in, o)
+			}
+			for _, f := range []string{"all-namespaces", "page-size"} {
+				if c.IsSet(f) {
+					return usagef("--%s goes with --all-unreadable; delete of one object takes RESOURCE NAME -n NAMESPACE or --etcd-key KEY", f)
+				}
+			}
+			if err := in.object(); err != nil {
+				return err
+			}
 			s, err := openWriteSession(e, in.g, o)
 			if err != nil {
 				return err
@@ -287,6 +314,36 @@ etcdpvc delete --etcd-key /registry/secrets/demo/broken --yes`,
 			return s.Delete(e.ctx, e, ref.Key, c.Bool("force"), o)
 		},
 	}
+}
+
+// runDeleteUnreadable is `delete --all-unreadable [RESOURCE]`.
+func runDeleteUnreadable(c *cli.Context, e *env, in *input, o flows.WriteOptions) error {
+	args := c.Args().Slice()
+	switch {
+	case len(args) > 1:
+		return usagef("delete --all-unreadable takes at most one RESOURCE, not %q: it deletes every value of the resource the apiserver cannot read, never one named object", strings.Join(args, " "))
+	case len(args) == 1 && strings.Contains(args[0], "/"):
+		return usagef("delete --all-unreadable takes a RESOURCE, not %q: to delete one object, leave out --all-unreadable", args[0])
+	case c.IsSet("etcd-key"):
+		return usagef("--etcd-key names one object: leave out --all-unreadable to delete it")
+	case c.Bool("force"):
+		return usagef("--force does not go with --all-unreadable, which deletes only what the apiserver cannot read")
+	case c.String("namespace") != "" && c.Bool("all-namespaces"):
+		return usagef("-n and -A exclude each other")
+	case c.Int64("page-size") <= 0:
+		return usagef("--page-size must be positive")
+	}
+	s, err := openWriteSession(e, in.g, o)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	s.Planner.ShowSecrets = o.ShowSecrets
+	r := flows.UnreadableRequest{Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"), PageSize: c.Int64("page-size")}
+	if len(args) == 1 {
+		r.Resource = args[0]
+	}
+	return s.DeleteUnreadable(e.ctx, e, r, o)
 }
 
 // connectAsRecorded makes a restore without connection flags reach the
