@@ -56,6 +56,11 @@ type WriteOptions struct {
 	Out string
 	// ToolVersion is recorded in backups and the audit log.
 	ToolVersion string
+	// MaxTxnOps, above 0, writes runs of creates or of deletes into a live
+	// etcd in transactions of at most that many keys, each all or nothing
+	// (surgery.ExecuteOptions.MaxTxnOps); 0 writes one key per
+	// transaction.
+	MaxTxnOps int
 }
 
 // Terminal is what a write tells the user and asks them.
@@ -145,6 +150,7 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 	steps, err := surgery.Execute(ctx, w, plans, surgery.ExecuteOptions{
 		ApplyOptions: s.ApplyOptions(ctx, t, o),
 		Verifier:     v,
+		MaxTxnOps:    o.MaxTxnOps,
 		OnWritten: func(st surgery.Step) {
 			o, ok := st.Outcome()
 			if !ok {

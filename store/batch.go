@@ -136,3 +136,133 @@ var (
 	_ BatchCreator = (*Etcd)(nil)
 	_ BatchCreator = (*Routed)(nil)
 )
+
+// BatchDeleter is what a store that can delete many keys in one
+// transaction can do beyond Deleter: the live etcd. Callers test for it
+// with a type assertion and fall back to one CompareAndDelete per key.
+type BatchDeleter interface {
+	// DeleteBatch deletes every kv's Key in one transaction if and only if
+	// each is still at its ModRevision: all or nothing. On success it
+	// returns the transaction's revision. When a key has moved or is gone
+	// it deletes nothing and returns a *BatchMovedError (matching
+	// ErrConflict). Errors otherwise as CreateBatch's: too large or too
+	// many operations wrap ErrTooLarge and were not applied; ErrUnavailable
+	// or a context error leave the outcome unknown.
+	DeleteBatch(ctx context.Context, kvs []KeyValue) (int64, error)
+}
+
+// BatchMovedError reports a DeleteBatch that found keys no longer at the
+// revision it compared against; nothing was deleted. It matches
+// ErrConflict.
+type BatchMovedError struct {
+	// Moved are the keys found at another revision (their current
+	// state, without values); Gone the keys that no longer exist.
+	Moved []KeyValue
+	Gone  []string
+}
+
+func (e *BatchMovedError) Error() string {
+	var parts []string
+	for _, kv := range e.Moved {
+		parts = append(parts, fmt.Sprintf("%s (now at revision %d)", kv.Key, kv.ModRevision))
+	}
+	for _, k := range e.Gone {
+		parts = append(parts, k+" (gone)")
+	}
+	if len(parts) == 0 {
+		return "delete batch: a key moved (and moved back before it could be read)"
+	}
+	return "delete batch: the keys changed since they were read: " + strings.Join(parts, ", ")
+}
+
+// Is reports whether target is ErrConflict.
+func (e *BatchMovedError) Is(target error) bool { return target == ErrConflict }
+
+// DeleteBatchSize returns an upper bound of the size etcd counts against
+// --max-request-bytes for a DeleteBatch of kvs.
+func DeleteBatchSize(kvs []KeyValue) int {
+	n := 512
+	for _, kv := range kvs {
+		n += 3*len(kv.Key) + 48
+	}
+	return n
+}
+
+// DeleteBatch implements BatchDeleter with one transaction: If
+// ModRevision(k) == kv.ModRevision for every key, Then Delete every key,
+// Else Get every key (keys only) to report which moved.
+func (e *Etcd) DeleteBatch(ctx context.Context, kvs []KeyValue) (int64, error) {
+	if len(kvs) == 0 {
+		return 0, errors.New("delete batch: no keys")
+	}
+	op := fmt.Sprintf("delete %d keys in one transaction (%s … %s)", len(kvs), kvs[0].Key, kvs[len(kvs)-1].Key)
+	cmps := make([]clientv3.Cmp, len(kvs))
+	dels := make([]clientv3.Op, len(kvs))
+	gets := make([]clientv3.Op, len(kvs))
+	for i, kv := range kvs {
+		if kv.ModRevision <= 0 {
+			return 0, fmt.Errorf("%s: %s has no revision to compare against", op, kv.Key)
+		}
+		cmps[i] = clientv3.Compare(clientv3.ModRevision(kv.Key), "=", kv.ModRevision)
+		dels[i] = clientv3.OpDelete(kv.Key)
+		gets[i] = clientv3.OpGet(kv.Key, clientv3.WithKeysOnly())
+	}
+	var resp *clientv3.TxnResponse
+	err := e.rpc(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = e.cli.Txn(ctx).If(cmps...).Then(dels...).Else(gets...).Commit()
+		return err
+	})
+	if err != nil {
+		if strings.Contains(err.Error(), "too many operations in txn request") {
+			return 0, fmt.Errorf("%s: %w: %w: %w", op, ErrTooManyOps, ErrTooLarge, cleanRPCError(err))
+		}
+		if tooLarge(err) {
+			return 0, fmt.Errorf("%s: %w (%d bytes): %w", op, ErrTooLarge, DeleteBatchSize(kvs), cleanRPCError(err))
+		}
+		return 0, rpcError(op, err)
+	}
+	if resp.Succeeded {
+		return resp.Header.Revision, nil
+	}
+	me := &BatchMovedError{}
+	for i, r := range resp.Responses {
+		rr := r.GetResponseRange()
+		if rr == nil || i >= len(kvs) {
+			continue
+		}
+		if len(rr.Kvs) == 0 {
+			me.Gone = append(me.Gone, kvs[i].Key)
+			continue
+		}
+		if cur := keyValue(rr.Kvs[0], false); cur.ModRevision != kvs[i].ModRevision {
+			me.Moved = append(me.Moved, *cur)
+		}
+	}
+	return 0, me
+}
+
+// DeleteBatch deletes kvs in their store when they all live in one;
+// otherwise it fails without writing, and the caller deletes them one by
+// one.
+func (r *Routed) DeleteBatch(ctx context.Context, kvs []KeyValue) (int64, error) {
+	if len(kvs) == 0 {
+		return 0, errors.New("delete batch: no keys")
+	}
+	s := r.storeFor(kvs[0].Key)
+	for _, kv := range kvs[1:] {
+		if r.storeFor(kv.Key) != s {
+			return 0, fmt.Errorf("delete batch: %s and %s are kept in different etcd clusters: %w", kvs[0].Key, kv.Key, ErrCrossStore)
+		}
+	}
+	bd, ok := s.(BatchDeleter)
+	if !ok {
+		return 0, fmt.Errorf("delete batch: %T: %w", s, ErrCrossStore)
+	}
+	return bd.DeleteBatch(ctx, kvs)
+}
+
+var (
+	_ BatchDeleter = (*Etcd)(nil)
+	_ BatchDeleter = (*Routed)(nil)
+)

@@ -74,26 +74,7 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	}
 	o = o.withDefaults()
 	now := o.Now().UTC()
-	b := &Backup{
-		Kind:        BackupKind,
-		Version:     BackupVersion,
-		Key:         p.Key,
-		Endpoints:   o.Endpoints,
-		Absent:      p.Expect == 0,
-		Timestamp:   now.Format(time.RFC3339Nano),
-		ToolVersion: o.ToolVersion,
-		Operation:   p.Description,
-		Source:      o.Source,
-	}
-	if !p.Delete {
-		b.NewSHA256 = digest(p.NewStored)
-	}
-	if p.Expect != 0 {
-		kv := p.Before.KV
-		b.ModRevision, b.CreateRevision, b.KeyVersion, b.Lease = kv.ModRevision, kv.CreateRevision, kv.Version, kv.Lease
-		b.Value = kv.Value
-	}
-	b.SHA256 = digest(b.Value)
+	b := backupOf(p, o, now)
 	path, err := writeBackup(o.BackupDir, b, now)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: back up before %s: %w; nothing written", op.verb, p.Key, op.gerund, err)
@@ -101,17 +82,7 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	if o.afterBackup != nil {
 		o.afterBackup()
 	}
-	rec := AuditRecord{
-		Time:         now.Format(time.RFC3339Nano),
-		Key:          p.Key,
-		Op:           p.Description,
-		FromRevision: p.Expect,
-		Backup:       path,
-		SHA256:       b.SHA256,
-		NewSHA256:    b.NewSHA256,
-		Endpoints:    o.Endpoints,
-		ToolVersion:  o.ToolVersion,
-	}
+	rec := auditOf(p, b, path, o, now)
 	logPath := filepath.Join(o.BackupDir, AuditLogName)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s %s: %w before the transaction was sent; %s", op.verb, p.ObjectName(), err, op.nothing)
@@ -154,6 +125,48 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 		res.AuditLog = logPath
 	}
 	return res, nil
+}
+
+// backupOf is the backup of plan p, written at now: what the key held
+// (its value and revisions), or that it was absent, and the digest of what
+// the write puts there (none for a delete).
+func backupOf(p *Plan, o ApplyOptions, now time.Time) *Backup {
+	b := &Backup{
+		Kind:        BackupKind,
+		Version:     BackupVersion,
+		Key:         p.Key,
+		Endpoints:   o.Endpoints,
+		Absent:      p.Expect == 0,
+		Timestamp:   now.Format(time.RFC3339Nano),
+		ToolVersion: o.ToolVersion,
+		Operation:   p.Description,
+		Source:      o.Source,
+	}
+	if !p.Delete {
+		b.NewSHA256 = digest(p.NewStored)
+	}
+	if p.Expect != 0 {
+		kv := p.Before.KV
+		b.ModRevision, b.CreateRevision, b.KeyVersion, b.Lease = kv.ModRevision, kv.CreateRevision, kv.Version, kv.Lease
+		b.Value = kv.Value
+	}
+	b.SHA256 = digest(b.Value)
+	return b
+}
+
+// auditOf is the audit line of plan p, backed up as b at path.
+func auditOf(p *Plan, b *Backup, path string, o ApplyOptions, now time.Time) AuditRecord {
+	return AuditRecord{
+		Time:         now.Format(time.RFC3339Nano),
+		Key:          p.Key,
+		Op:           p.Description,
+		FromRevision: p.Expect,
+		Backup:       path,
+		SHA256:       b.SHA256,
+		NewSHA256:    b.NewSHA256,
+		Endpoints:    o.Endpoints,
+		ToolVersion:  o.ToolVersion,
+	}
 }
 
 // withDefaults returns o with its defaults filled in: the backup
@@ -250,19 +263,20 @@ type ExecuteOptions struct {
 	// Verifier, when set, checks every plan before the first write and
 	// each written plan after its write.
 	Verifier Verifier
-	// MaxTxnOps, when above 0 and the store is a store.BatchCreator,
-	// writes each run of consecutive creates in transactions of at most
-	// MaxTxnOps keys (and etcd's request size), each all or nothing, with
-	// every backup of a transaction durable before it is sent
-	// (writeBatch). 0 writes one compare-and-swap per plan.
+	// MaxTxnOps, when above 0, writes each run of consecutive creates
+	// (into a store.BatchCreator) or of compare-and-deletes (into a
+	// store.BatchDeleter) in transactions of at most MaxTxnOps keys (and
+	// etcd's request size), each all or nothing, with every backup of a
+	// transaction durable before it is sent (writeBatch). 0 writes one
+	// compare-and-swap or compare-and-delete per plan.
 	MaxTxnOps int
 }
 
 // Execute makes the writes of plans that belong together (one plan, a
 // recipe's several, or a recovery's many), in order, each with its own
 // backup and compare-and-swap, as Apply does, or with o.MaxTxnOps each run
-// of creates in transactions of several keys (writeBatch); no-op plans
-// are skipped. It checks
+// of creates or of deletes in transactions of several keys (writeBatch);
+// no-op plans are skipped. It checks
 // every plan before writing any, so a refusal (ErrNoOp aside, ErrTooLarge)
 // writes nothing. It stops at the first failure and returns one Step per
 // plan, in order.
@@ -319,7 +333,6 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 			steps[i].VerifyErr = o.Verifier.After(ctx, steps[i])
 		}
 	}
-	bc, batched := w.(store.BatchCreator)
 	single := 0 // plans before this index are written one by one
 	for i := 0; i < len(plans); {
 		p := plans[i]
@@ -327,8 +340,8 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 			i++
 			continue
 		}
-		if end := batchEnd(plans, i, o); batched && i >= single && end-i > 1 {
-			results, err := writeBatch(ctx, w, bc, plans[i:end], o.ApplyOptions)
+		if end, op, ok := batchEnd(w, plans, i, o); ok && i >= single && end-i > 1 {
+			results, err := writeBatch(ctx, plans[i:end], o.ApplyOptions, op)
 			switch {
 			case err == nil:
 				for j := i; j < end; j++ {
@@ -362,28 +375,44 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 	return steps, nil
 }
 
-// batchEnd returns the end of the transaction of creates that starts at
-// plans[i]: at most o.MaxTxnOps consecutive creates within etcd's request
-// size; i+1 when plans[i] is not a create or o.MaxTxnOps is 0.
-func batchEnd(plans []*Plan, i int, o ExecuteOptions) int {
+// batchEnd returns the end of the transaction that starts at plans[i] and
+// how it is sent: at most o.MaxTxnOps consecutive creates (into a
+// store.BatchCreator) or compare-and-deletes (into a store.BatchDeleter),
+// within etcd's request size; ok is false when plans[i] is neither, the
+// store cannot batch it, or o.MaxTxnOps is 0.
+func batchEnd(w store.Writer, plans []*Plan, i int, o ExecuteOptions) (end int, op batchOp, ok bool) {
 	isCreate := func(p *Plan) bool { return p != nil && !p.NoOp && !p.Delete && p.Expect == 0 }
-	if o.MaxTxnOps <= 0 || !isCreate(plans[i]) {
-		return i + 1
+	isDelete := func(p *Plan) bool { return p != nil && !p.NoOp && p.Delete && p.Expect != 0 }
+	var same func(p *Plan) bool
+	var size func(p *Plan) int
+	bc, creates := w.(store.BatchCreator)
+	bd, deletes := w.(store.BatchDeleter)
+	switch {
+	case o.MaxTxnOps <= 0:
+		return i + 1, op, false
+	case creates && isCreate(plans[i]):
+		same, op = isCreate, createBatch(w, bc)
+		size = func(p *Plan) int { return store.CompareAndSwapSize(p.Key, p.NewStored) }
+	case deletes && isDelete(plans[i]):
+		same, op = isDelete, deleteBatch(w, bd)
+		size = func(p *Plan) int { return store.DeleteBatchSize([]store.KeyValue{{Key: p.Key}}) - 512 }
+	default:
+		return i + 1, op, false
 	}
 	limit := o.MaxRequestBytes
 	if limit <= 0 {
 		limit = store.MaxRequestBytes
 	}
-	end, size := i, 512
-	for end < len(plans) && end-i < o.MaxTxnOps && isCreate(plans[end]) {
-		n := store.CompareAndSwapSize(plans[end].Key, plans[end].NewStored)
-		if end > i && size+n > limit {
+	end, total := i, 512
+	for end < len(plans) && end-i < o.MaxTxnOps && same(plans[end]) {
+		n := size(plans[end])
+		if end > i && total+n > limit {
 			break
 		}
-		size += n
+		total += n
 		end++
 	}
-	return end
+	return end, op, true
 }
 
 // NotAcceptedError reports an Execute whose writes were all made and

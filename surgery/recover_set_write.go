@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -150,17 +149,49 @@ func (p *SetPlan) Writes() []*SetItem {
 // fsynced at once: the file system commits concurrent fsyncs together.
 const backupWriters = 16
 
-// writeBatch writes the backups of a batch of creates (each file fsynced,
-// several at once, then the directory once), then creates them in one
-// transaction, then appends them to the audit log with one fsync. When
-// the transaction is known not to have been applied (a conflict, keys in
-// several stores, more than etcd takes in one transaction), the batch's
+// batchOp is what differs between writeBatch's two kinds of transaction,
+// creates (store.BatchCreator) and compare-and-deletes
+// (store.BatchDeleter): the words, the keys sent, the transaction, and how
+// an unanswered one is resolved.
+type batchOp struct {
+	verb, noun string
+	kv         func(p *Plan) store.KeyValue
+	send       func(ctx context.Context, kvs []store.KeyValue) (int64, error)
+	resolve    func(ctx context.Context, kvs []store.KeyValue, txnErr error) (int64, error)
+}
+
+// createBatch is the batchOp of a run of creates.
+func createBatch(w store.Writer, bc store.BatchCreator) batchOp {
+	return batchOp{verb: "create", noun: "objects",
+		kv:   func(p *Plan) store.KeyValue { return store.KeyValue{Key: p.Key, Value: p.NewStored} },
+		send: bc.CreateBatch,
+		resolve: func(ctx context.Context, kvs []store.KeyValue, txnErr error) (int64, error) {
+			return resolveBatch(ctx, w, bc, kvs, txnErr)
+		}}
+}
+
+// deleteBatch is the batchOp of a run of compare-and-deletes.
+func deleteBatch(w store.Writer, bd store.BatchDeleter) batchOp {
+	return batchOp{verb: "delete", noun: "objects",
+		kv:   func(p *Plan) store.KeyValue { return store.KeyValue{Key: p.Key, ModRevision: p.Expect} },
+		send: bd.DeleteBatch,
+		resolve: func(ctx context.Context, kvs []store.KeyValue, txnErr error) (int64, error) {
+			return resolveDeleteBatch(ctx, w, kvs, txnErr)
+		}}
+}
+
+// writeBatch writes the backups of a batch of creates or of deletes (each
+// file fsynced, several at once, then the directory once), then sends them
+// in one transaction, then appends them to the audit log with one fsync.
+// When the transaction is known not to have been applied (a conflict, keys
+// in several stores, more than etcd takes in one transaction), the batch's
 // backups are removed: they record writes that were never made.
-func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batch []*Plan, o ApplyOptions) ([]*Result, error) {
+func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) ([]*Result, error) {
 	o = o.withDefaults()
 	now := o.Now().UTC()
 	out := make([]*Result, len(batch))
 	kvs := make([]store.KeyValue, len(batch))
+	backups := make([]*Backup, len(batch))
 	errs := make([]error, len(batch))
 	var wg sync.WaitGroup
 	next := make(chan int)
@@ -169,14 +200,9 @@ func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batc
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				p := batch[i]
-				b := &Backup{
-					Kind: BackupKind, Version: BackupVersion, Key: p.Key, Endpoints: o.Endpoints, Absent: true,
-					NewSHA256: digest(p.NewStored), SHA256: digest(nil), Timestamp: now.Format(time.RFC3339Nano),
-					ToolVersion: o.ToolVersion, Operation: p.Description, Source: o.Source,
-				}
+				backups[i] = backupOf(batch[i], o, now)
 				out[i] = &Result{}
-				out[i].BackupPath, errs[i] = writeBackupFile(o.BackupDir, b, now)
+				out[i].BackupPath, errs[i] = writeBackupFile(o.BackupDir, backups[i], now)
 			}
 		}()
 	}
@@ -197,52 +223,55 @@ func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batc
 			}
 		}
 		if err := syncDir(o.BackupDir); err != nil || failed > 0 {
-			return "; its backups could not all be removed (they record creates that were not made, and are harmless)"
+			return fmt.Sprintf("; its backups could not all be removed (they record %ss that were not made, and are harmless)", op.verb)
 		}
 		return "; its backups were removed"
 	}
 	for i, p := range batch {
 		if errs[i] != nil {
-			return nil, fmt.Errorf("write %s: back up before writing: %w; this batch of %d was not written%s", p.ObjectName(), errs[i], len(batch), unsent())
+			return nil, fmt.Errorf("%s %s: back up before writing: %w; this batch of %d was not written%s", op.verb, p.ObjectName(), errs[i], len(batch), unsent())
 		}
-		kvs[i] = store.KeyValue{Key: p.Key, Value: p.NewStored}
+		kvs[i] = op.kv(p)
 	}
 	if err := syncDir(o.BackupDir); err != nil {
-		return nil, fmt.Errorf("create %d objects: back up before writing: %w; this batch was not written", len(batch), err)
+		return nil, fmt.Errorf("%s %d %s: back up before writing: %w; this batch was not written", op.verb, len(batch), op.noun, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("create %d objects: %w before the transaction was sent; this batch was not written%s", len(batch), err, unsent())
+		return nil, fmt.Errorf("%s %d %s: %w before the transaction was sent; this batch was not written%s", op.verb, len(batch), op.noun, err, unsent())
 	}
 	logPath := filepath.Join(o.BackupDir, AuditLogName)
 	audit := func(rev int64, outcome string) error {
 		recs := make([]AuditRecord, len(batch))
 		for i, p := range batch {
-			recs[i] = AuditRecord{Time: now.Format(time.RFC3339Nano), Key: p.Key, Op: p.Description, ToRevision: rev,
-				Backup: out[i].BackupPath, SHA256: digest(nil), NewSHA256: digest(p.NewStored),
-				Endpoints: o.Endpoints, ToolVersion: o.ToolVersion, Outcome: outcome}
+			recs[i] = auditOf(p, backups[i], out[i].BackupPath, o, now)
+			recs[i].ToRevision, recs[i].Outcome = rev, outcome
 		}
 		return appendAudits(logPath, recs)
 	}
-	rev, err := bc.CreateBatch(ctx, kvs)
+	rev, err := op.send(ctx, kvs)
 	if err != nil {
 		var ce *store.BatchConflictError
+		var me *store.BatchMovedError
 		switch {
-		case errors.As(err, &ce):
+		case errors.As(err, &ce), errors.As(err, &me):
 			return nil, fmt.Errorf("%w; nothing of this transaction was written%s", err, unsent())
 		case errors.Is(err, store.ErrCrossStore):
 			unsent()
 			return nil, fmt.Errorf("%w; nothing of this transaction was written", err)
 		case errors.Is(err, store.ErrTooManyOps):
-			return nil, &TooManyOpsError{Ops: len(batch), Cause: err, Removed: unsent()}
+			return nil, &TooManyOpsError{Verb: op.verb, Ops: len(batch), Cause: err, Removed: unsent()}
 		case errors.Is(err, store.ErrTooLarge):
-			return nil, fmt.Errorf("create %d objects: %w: %w; nothing of this transaction was written%s", len(batch), ErrTooLarge, err, unsent())
+			return nil, fmt.Errorf("%s %d %s: %w: %w; nothing of this transaction was written%s", op.verb, len(batch), op.noun, ErrTooLarge, err, unsent())
 		}
-		rev, err = resolveBatch(ctx, w, bc, kvs, err)
+		rev, err = op.resolve(ctx, kvs, err)
 		if err != nil {
-			if errors.Is(err, ErrUncertain) {
+			switch {
+			case errors.Is(err, ErrUncertain):
 				if aerr := audit(0, OutcomeUncertain); aerr != nil {
 					err = fmt.Errorf("%w (the audit log could not record it: %v)", err, aerr)
 				}
+			case errors.Is(err, errBatchNotApplied):
+				err = fmt.Errorf("%w%s", err, unsent())
 			}
 			return nil, err
 		}
@@ -263,17 +292,73 @@ func writeBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, batc
 	return out, nil
 }
 
+// errBatchNotApplied marks a resolution that established that a
+// transaction whose answer was lost was not applied and never will be.
+var errBatchNotApplied = errors.New("the transaction was not applied")
+
+// resolveDeleteBatch finds out, after a batch of compare-and-deletes
+// failed without an answer, whether it was applied. It deletes all the
+// keys or none, each only at its revision: a key found at another revision
+// or gone while others remain means it was not applied and can never be
+// (nothing deleted); every key still at its revision means not yet, and
+// rewriting one with its own value fences the transaction off (nothing
+// deleted: run it again); every key gone is uncertain (this transaction or
+// another client).
+func resolveDeleteBatch(ctx context.Context, w store.Writer, kvs []store.KeyValue, txnErr error) (int64, error) {
+	what := fmt.Sprintf("delete %d objects (%s … %s)", len(kvs), kvs[0].Key, kvs[len(kvs)-1].Key)
+	uncertain := func(reason string) error {
+		return fmt.Errorf("%s: %w: %s; check them with etcdpvc get, or run the same command again, which finds what is left: %w", what, ErrUncertain, reason, txnErr)
+	}
+	notApplied := func(reason string) error {
+		return fmt.Errorf("%s: the transaction's answer was lost (%v); %s: %w, nothing of it was deleted", what, txnErr, reason, errBatchNotApplied)
+	}
+	rd, ok := w.(store.Reader)
+	if !ok {
+		return 0, uncertain("the transaction failed without an answer and the store cannot be read back")
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
+	defer cancel()
+	var held *store.KeyValue
+	gone, moved := 0, 0
+	for _, kv := range kvs {
+		got, err := rd.Get(rctx, kv.Key, 0)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			gone++
+		case err != nil:
+			return 0, uncertain(fmt.Sprintf("the transaction's answer was lost and the keys could not be read back (%v)", err))
+		case got.ModRevision != kv.ModRevision:
+			moved++
+		case held == nil:
+			held = got
+		}
+	}
+	switch {
+	case gone == len(kvs):
+		return 0, uncertain("a re-read shows every key gone: deleted by this transaction, or by another client")
+	case moved > 0 || gone > 0:
+		return 0, notApplied(fmt.Sprintf("a re-read shows %d of the keys changed and %d gone, so the transaction, which needs every key at its revision, cannot apply", moved, gone))
+	}
+	frev, err := w.CompareAndSwap(rctx, held.Key, held.ModRevision, held.Value, held.Lease)
+	if err != nil {
+		return 0, uncertain(fmt.Sprintf("a re-read shows every key still at its revision, but fencing the transaction off failed (%v): it may still apply", err))
+	}
+	return 0, notApplied(fmt.Sprintf("every key was still at its revision, and %s was rewritten with its own value at revision %d so that the transaction can no longer apply; run the same command again", held.Key, frev))
+}
+
 // ErrTooManyOps means a transaction held more operations than etcd
 // accepts in one (its --max-txn-ops); nothing of it was written.
 var ErrTooManyOps = errors.New("more operations in one transaction than etcd accepts")
 
-// TooManyOpsError reports a transaction of creates that etcd refused for
+// TooManyOpsError reports a transaction of creates or deletes that etcd refused for
 // holding more operations than its --max-txn-ops; nothing of it was
 // written. It matches ErrTooManyOps and its cause (store.ErrTooManyOps,
 // store.ErrTooLarge).
 type TooManyOpsError struct {
-	// Ops is the number of keys the transaction created; Asked the most
-	// a transaction was allowed to hold (--max-txn-ops).
+	// Verb is what the transaction did ("create", "delete"); Ops the
+	// number of keys it held; Asked the most a transaction was allowed to
+	// hold (--max-txn-ops).
+	Verb       string
 	Ops, Asked int
 	Cause      error
 	// Removed says what became of the transaction's backups.
@@ -285,8 +370,12 @@ func (e *TooManyOpsError) Error() string {
 	if e.Asked > 0 {
 		asked = fmt.Sprintf(" (--max-txn-ops %d here)", e.Asked)
 	}
-	return fmt.Sprintf("create %d objects in one transaction%s: %v: etcd's own --max-txn-ops is below %d (its default is %d); nothing of this transaction was written%s",
-		e.Ops, asked, ErrTooManyOps, e.Ops, store.MaxTxnOps, e.Removed)
+	verb := e.Verb
+	if verb == "" {
+		verb = "create"
+	}
+	return fmt.Sprintf("%s %d objects in one transaction%s: %v: etcd's own --max-txn-ops is below %d (its default is %d); nothing of this transaction was written%s",
+		verb, e.Ops, asked, ErrTooManyOps, e.Ops, store.MaxTxnOps, e.Removed)
 }
 
 // Unwrap returns ErrTooManyOps and the cause.

@@ -16,6 +16,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/session"
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -272,8 +273,9 @@ func deleteCommand() command {
 			"RESOURCE (every resource without one) in the namespace of -n (default: default, for a\n" +
 			"namespaced RESOURCE) or in every namespace with -A; without a RESOURCE, -n or -A must be given.\n" +
 			"Readable objects and the apiserver's own keys are left alone. Every diff is shown and one\n" +
-			"confirmation asked; then each value is backed up and removed by its own compare-and-delete on\n" +
-			"the revision the scan read, each in the audit log, and one undo line restores them all. The\n" +
+			"confirmation asked; then every value is backed up (durably, before its transaction is sent) and\n" +
+			"removed by a compare-and-delete on the revision the scan read, --max-txn-ops keys per\n" +
+			"transaction, each all or nothing, each key in the audit log; one undo line restores them all. The\n" +
 			"LIST of each resource in each namespace touched is checked once its last such value is gone.\n" +
 			"Stopped part way (Ctrl-C, a conflict), what was deleted is listed with its backup; run the\n" +
 			"same command again to go on: it finds only what is left.\n\n" + writeHelp,
@@ -287,13 +289,14 @@ etcdpvc --kubeadm delete --all-unreadable -n demo --yes`,
 			&cli.BoolFlag{Name: "all-unreadable", Usage: "delete every value the apiserver cannot read, of RESOURCE (or every resource) in the namespace (-n) or every namespace (-A)"},
 			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "with --all-unreadable: every namespace"},
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "with --all-unreadable: keys per range request of the scan (live etcd)"},
+			&cli.IntFlag{Name: "max-txn-ops", Value: store.MaxTxnOps, Usage: "with --all-unreadable: the most keys deleted in one transaction (at most etcd's --max-txn-ops; 1: one per key)"},
 		),
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := readWriteOptions(c)
 			if c.Bool("all-unreadable") {
 				return runDeleteUnreadable(c, e, in, o)
 			}
-			for _, f := range []string{"all-namespaces", "page-size"} {
+			for _, f := range []string{"all-namespaces", "page-size", "max-txn-ops"} {
 				if c.IsSet(f) {
 					return usagef("--%s goes with --all-unreadable; delete of one object takes RESOURCE NAME -n NAMESPACE or --etcd-key KEY", f)
 				}
@@ -332,7 +335,10 @@ func runDeleteUnreadable(c *cli.Context, e *env, in *input, o flows.WriteOptions
 		return usagef("-n and -A exclude each other")
 	case c.Int64("page-size") <= 0:
 		return usagef("--page-size must be positive")
+	case c.Int("max-txn-ops") < 1:
+		return usagef("--max-txn-ops must be at least 1")
 	}
+	o.MaxTxnOps = c.Int("max-txn-ops")
 	s, err := openWriteSession(e, in.g, o)
 	if err != nil {
 		return err
