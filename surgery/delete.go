@@ -146,28 +146,41 @@ type UnreadableScan struct {
 // which finds only what is left.
 func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefix string, match func(key string) bool, pageSize int64) (*UnreadableScan, error) {
 	scan := &UnreadableScan{}
-	rev, err := r.List(ctx, prefix, store.ListOptions{PageSize: pageSize, OnCompacted: scan.Span.Record}, func(kv *store.KeyValue) error {
+	// What one key is: not in the scope, not an object, readable, or a
+	// plan. Keys are opened on several cores (store.ListMap).
+	type seen struct {
+		skipped, object bool
+		plan            *Plan
+	}
+	mapFn := func(kv *store.KeyValue) (seen, error) {
 		if match != nil && !match(kv.Key) {
-			return nil
+			return seen{}, nil
 		}
 		res, ns, name, ok := resource.ParseKey(c.StorePrefix(), kv.Key)
 		if !ok {
-			scan.Skipped++
-			return nil
+			return seen{skipped: true}, nil
 		}
-		scan.Read++
+		if _, err := c.readable(ctx, *kv, res); err == nil {
+			return seen{object: true}, nil
+		}
 		held := *kv
 		held.Value = append([]byte(nil), kv.Value...)
-		if _, err := c.readable(ctx, held, res); err == nil {
-			return nil
-		}
 		p, err := c.planDelete(ctx, held, res, ns, name, false)
-		if err != nil {
-			return err
+		return seen{object: true, plan: p}, err
+	}
+	emit := func(s seen) error {
+		switch {
+		case s.skipped:
+			scan.Skipped++
+		case s.object:
+			scan.Read++
 		}
-		scan.Plans = append(scan.Plans, p)
+		if s.plan != nil {
+			scan.Plans = append(scan.Plans, s.plan)
+		}
 		return nil
-	})
+	}
+	rev, err := store.ListMap(ctx, r, prefix, store.ListOptions{PageSize: pageSize, OnCompacted: scan.Span.Record}, 0, mapFn, emit)
 	if err != nil {
 		return nil, fmt.Errorf("scan %s for values the apiserver cannot read: %w; nothing written", prefix, err)
 	}
@@ -177,7 +190,6 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 	}
 	return scan, nil
 }
-
 // kubectlDelete is the kubectl command that deletes the object.
 func kubectlDelete(r resource.Resource, ns, name string) string {
 	what := r.Plural
