@@ -49,14 +49,37 @@ func (s *Session) DeleteUnreadable(ctx context.Context, t Terminal, r Unreadable
 	if scan.Span.Spans() {
 		t.Warn(scan.Span.Note())
 	}
+	for _, u := range scan.Unknown {
+		t.Warn(fmt.Sprintf("not deleted: %v", u))
+	}
+	// unknown is the outcome when some values could not be judged.
+	unknown := func() error {
+		if len(scan.Unknown) == 0 {
+			return nil
+		}
+		them := "them"
+		if len(scan.Unknown) == 1 {
+			them = "it"
+		}
+		return &hintedError{&incompleteError{msg: fmt.Sprintf("%s not deleted: whether the apiserver can read %s is not known here",
+			inspect.Count(len(scan.Unknown), "value was", "values were"), them)}, scan.Unknown[0].Hint()}
+	}
+	readable := scan.Read - len(scan.Plans) - len(scan.Unknown)
 	if len(scan.Plans) == 0 {
-		t.Print(fmt.Sprintf("nothing to delete: the apiserver can read every one of the %s %s (at revision %d); nothing written\n",
-			inspect.Count(scan.Read, "object", "objects"), where, scan.Revision))
-		return nil
+		if len(scan.Unknown) == 0 {
+			t.Print(fmt.Sprintf("nothing to delete: the apiserver can read every one of the %s %s (at revision %d); nothing written\n",
+				inspect.Count(scan.Read, "object", "objects"), where, scan.Revision))
+		} else {
+			t.Print(fmt.Sprintf("nothing deleted: of the %s %s (at revision %d), %d can be read and %d were not judged\n",
+				inspect.Count(scan.Read, "object", "objects"), where, scan.Revision, readable, len(scan.Unknown)))
+		}
+		return unknown()
 	}
 	t.Note(fmt.Sprintf("read %s %s: the apiserver cannot read %d of them", inspect.Count(scan.Read, "object", "objects"), where, len(scan.Plans)))
-	_, err = s.Write(ctx, t, scan.Plans, o)
-	return err
+	if _, err := s.Write(ctx, t, scan.Plans, o); err != nil {
+		return err
+	}
+	return unknown()
 }
 
 // scopeName says what a scope covers: "of secrets in namespace demo",

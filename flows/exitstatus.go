@@ -25,7 +25,7 @@ var exitRules = []struct {
 	{exitcode.Uncertain, errorIs(surgery.ErrUncertain)},
 	{exitcode.Partial, errorIs(surgery.ErrPartial)},
 	{exitcode.NotAccepted, errorIs(surgery.ErrNotAccepted)},
-	{exitcode.Incomplete, errorIs(ErrIncomplete, wal.ErrUndetermined)},
+	{exitcode.Incomplete, errorIs(ErrIncomplete, wal.ErrUndetermined, surgery.ErrReadabilityUnknown)},
 	{exitcode.Incomplete, []func(error) bool{errorAs[*store.CompactedError]}},
 	{exitcode.Differ, errorIs(inspect.ErrDiffer)},
 	{exitcode.NothingCompared, errorIs(inspect.ErrNothingCompared)},

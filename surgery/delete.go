@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/stored"
@@ -30,7 +32,48 @@ var (
 	// object (a prefix, or a key outside the apiserver's layout); nothing
 	// was written.
 	ErrNotObjectKey = errors.New("not the key of one object")
+	// ErrReadabilityUnknown means a delete was asked for a value of which
+	// it cannot be told here whether the apiserver reads it: encrypted at
+	// rest with no encryption config given, or under a KMS provider whose
+	// plugin did not answer. Nothing was written. The error is an
+	// *UnknownReadabilityError.
+	ErrReadabilityUnknown = errors.New("whether the apiserver can read it is not known")
 )
+
+// UnknownReadabilityError refuses to delete a value whose readability by
+// the apiserver is unknown. It matches ErrReadabilityUnknown and its
+// cause.
+type UnknownReadabilityError struct {
+	Object string
+	// Cause is why the value was not read here.
+	Cause error
+}
+
+func (e *UnknownReadabilityError) Error() string {
+	return fmt.Sprintf("delete %s: %v (%v); nothing written", e.Object, ErrReadabilityUnknown, e.Cause)
+}
+
+// Unwrap returns ErrReadabilityUnknown and the cause.
+func (e *UnknownReadabilityError) Unwrap() []error {
+	return []error{ErrReadabilityUnknown, e.Cause}
+}
+
+// Hint says what to do.
+func (e *UnknownReadabilityError) Hint() string {
+	if errors.Is(e.Cause, encryption.ErrPluginFailed) {
+		return "the KMS plugin did not answer here, which says nothing of the apiserver's: check the plugin (the apiserver's own LIST tells whether it reads the value); if the key is gone for good, --force deletes the value anyway"
+	}
+	return "give the apiserver's EncryptionConfiguration (--encryption-config, or --kubeadm on a control-plane node): a value it cannot decrypt is then deleted; --force deletes it anyway"
+}
+
+// unreadableKnown reports whether err, why a value was not read here,
+// establishes that the apiserver cannot read it either: a decoding error,
+// a key the encryption config does not hold or that does not decrypt it,
+// another kind under the key. Not so without an encryption config, or
+// when a KMS plugin did not answer.
+func unreadableKnown(err error) bool {
+	return !errors.Is(err, codec.ErrEncrypted) && !errors.Is(err, encryption.ErrNoConfig) && !errors.Is(err, encryption.ErrPluginFailed)
+}
 
 // ReadableError refuses to delete an object the apiserver can read. It
 // matches ErrReadable.
@@ -57,8 +100,11 @@ func (e *ReadableError) Hint() string {
 // read, its size, sha256 and why it cannot be read (a Secret's bytes are
 // never shown without ShowSecrets); for an object that can, its YAML.
 // Deleting an object the apiserver can read is refused (*ReadableError)
-// unless force. A key that names no single object (a prefix) is refused
-// (ErrNotObjectKey); a key that does not exist is store.ErrNotFound.
+// unless force, and so is a value of which it cannot be told here whether
+// the apiserver reads it (*UnknownReadabilityError: encrypted with no
+// encryption config given, a KMS plugin that did not answer). A key that
+// names no single object (a prefix) is refused (ErrNotObjectKey); a key
+// that does not exist is store.ErrNotFound.
 func (c Planner) PlanDelete(ctx context.Context, r store.Reader, key string, force bool) (*Plan, error) {
 	res, ns, name, ok := resource.ParseKey(c.StorePrefix(), key)
 	if !ok {
@@ -97,11 +143,18 @@ func (c Planner) planDelete(ctx context.Context, kv store.KeyValue, res resource
 	cur, openErr := c.readable(ctx, kv, res)
 	var err error
 	if openErr != nil {
+		known := unreadableKnown(openErr)
+		if !known && !force {
+			return nil, &UnknownReadabilityError{Object: object, Cause: openErr}
+		}
 		// The reason stays out of the description (the backup records
 		// it): only the diff, which redacts a Secret's bytes, says it.
 		p.Before = &stored.Current{KV: kv, GR: gr}
 		p.Diff = c.rawDiff(key, gr.Resource, kv.Value, kv.ModRevision, nil, key+" (deleted)", openErr)
 		p.Description = fmt.Sprintf("delete %s, whose stored value cannot be read", object)
+		if !known {
+			p.Description = fmt.Sprintf("delete %s, whose stored value was not read here (--force)", object)
+		}
 	} else {
 		if !force {
 			return nil, &ReadableError{Object: object, Kubectl: kubectlDelete(res, ns, name)}
@@ -129,6 +182,10 @@ type UnreadableScan struct {
 	// Skipped the keys in it that name no object (the apiserver's own,
 	// such as ranges), which are never deleted.
 	Read, Skipped int
+	// Unknown are the values in the scope of which it cannot be told here
+	// whether the apiserver reads them (ErrReadabilityUnknown): not
+	// deleted.
+	Unknown []*UnknownReadabilityError
 	// Span is the revisions the scan was read at (a compaction while it
 	// ran moves it on: store.ListOptions.OnCompacted).
 	Span store.Span
@@ -140,7 +197,9 @@ type UnreadableScan struct {
 // (nil: every one), page by page, and plans the delete of each value the
 // apiserver cannot read, by the rule PlanDelete follows: the same diff,
 // backup, compare-and-delete on the mod revision read. Readable objects
-// and keys that name no object are left alone. The plans are written
+// and keys that name no object are left alone, and so are the values of
+// which it cannot be told whether the apiserver reads them (Unknown: no
+// encryption config, a KMS plugin that did not answer). The plans are written
 // through the one executor (Execute), each its own compare-and-delete:
 // a run interrupted or stopped part way is resumed by running it again,
 // which finds only what is left.
@@ -151,6 +210,7 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 	type seen struct {
 		skipped, object bool
 		plan            *Plan
+		unknown         *UnknownReadabilityError
 	}
 	mapFn := func(kv *store.KeyValue) (seen, error) {
 		if match != nil && !match(kv.Key) {
@@ -166,6 +226,10 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 		held := *kv
 		held.Value = append([]byte(nil), kv.Value...)
 		p, err := c.planDelete(ctx, held, res, ns, name, false)
+		var ue *UnknownReadabilityError
+		if errors.As(err, &ue) {
+			return seen{object: true, unknown: ue}, nil
+		}
 		return seen{object: true, plan: p}, err
 	}
 	emit := func(s seen) error {
@@ -177,6 +241,9 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 		}
 		if s.plan != nil {
 			scan.Plans = append(scan.Plans, s.plan)
+		}
+		if s.unknown != nil {
+			scan.Unknown = append(scan.Unknown, s.unknown)
 		}
 		return nil
 	}
@@ -190,6 +257,7 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 	}
 	return scan, nil
 }
+
 // kubectlDelete is the kubectl command that deletes the object.
 func kubectlDelete(r resource.Resource, ns, name string) string {
 	what := r.Plural

@@ -292,6 +292,9 @@ func (c *Config) DecryptStale(ctx context.Context, gr schema.GroupResource, etcd
 		if wrongKey(p, err) {
 			return nil, false, fmt.Errorf("decrypt value at %q: %w", etcdKey, &KeyError{Encryption: env, Resource: gr, Err: ErrWrongKey, Cause: err})
 		}
+		if p.kind == "kms" {
+			return nil, false, fmt.Errorf("decrypt value at %q with %s: %w: %w", etcdKey, p.describe(), ErrPluginFailed, err)
+		}
 		return nil, false, fmt.Errorf("decrypt value at %q with %s: %w", etcdKey, p.describe(), err)
 	}
 	return out, stale, nil

@@ -29,6 +29,12 @@ var (
 	// returned is a *KeyError naming the provider and key, with the
 	// cipher's words as its Cause.
 	ErrWrongKey = errors.New("the encryption key of that name does not decrypt the value")
+
+	// ErrPluginFailed means a KMS plugin did not decrypt a value: it did
+	// not answer, or answered with an error. That says nothing of the
+	// value (the plugin may be down on this node only), so a caller must
+	// not take the value for one the apiserver cannot read.
+	ErrPluginFailed = errors.New("the KMS plugin did not decrypt the value")
 )
 
 // KeyError reports an encrypted value whose provider or key is not

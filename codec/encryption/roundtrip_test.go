@@ -212,6 +212,12 @@ func TestKMSv2(t *testing.T) {
 		if !strings.Contains(err.Error(), `kms v2 provider "gonekms"`) {
 			t.Errorf("error %q does not name the provider", err)
 		}
+		// A value under it cannot be read here, which says nothing of
+		// the value: ErrPluginFailed, never a wrong or missing key.
+		_, err = c.Decrypt(ctx, secrets, etcdKey, []byte("k8s:enc:kms:v2:gonekms:\x0a\x03abc\x12\x03def"))
+		if !errors.Is(err, ErrPluginFailed) || errors.Is(err, ErrWrongKey) || errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("Decrypt with an unreachable plugin: error %v, want ErrPluginFailed", err)
+		}
 	})
 }
 
