@@ -267,12 +267,16 @@ func deleteCommand() command {
 			"the value's size, sha256 and why it cannot be read (a Secret's bytes only with --show-secrets).\n" +
 			"An object the apiserver can read is refused (exit status 5): delete it with kubectl, which runs\n" +
 			"its finalizers and admission; --force deletes it here anyway. A prefix, or a key that names no\n" +
-			"single object, is refused. With an apiserver (--verify), the LIST of the resource in the\n" +
+			"single object, is refused. An encrypted value is judged with the apiserver's\n" +
+			"EncryptionConfiguration (--encryption-config, or --kubeadm): without one, or when a KMS plugin\n" +
+			"does not answer here, whether the apiserver reads it is not known, and delete refuses it\n" +
+			"(exit status 10) unless --force. With an apiserver (--verify), the LIST of the resource in the\n" +
 			"object's namespace must then succeed.\n\n" +
 			"--all-unreadable [RESOURCE] deletes every value the apiserver cannot read, found by one scan of\n" +
 			"RESOURCE (every resource without one) in the namespace of -n (default: default, for a\n" +
 			"namespaced RESOURCE) or in every namespace with -A; without a RESOURCE, -n or -A must be given.\n" +
-			"Readable objects and the apiserver's own keys are left alone. Every diff is shown and one\n" +
+			"Readable objects, the apiserver's own keys and values not judged (named, exit status 10) are\n" +
+			"left alone. Every diff is shown and one\n" +
 			"confirmation asked; then every value is backed up (durably, before its transaction is sent) and\n" +
 			"removed by a compare-and-delete on the revision the scan read, --max-txn-ops keys per\n" +
 			"transaction, each all or nothing, each key in the audit log; one undo line restores them all. The\n" +
