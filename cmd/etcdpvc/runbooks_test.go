@@ -29,6 +29,7 @@ import (
 //	load demo                     the demo's objects (cmd/etcdpvc/demo.go)
 //	snapshot PATH                 save a snapshot of the etcd to PATH
 //	delete KEY                    delete a key
+//	corrupt KEY                   put at KEY a value no apiserver decodes
 //	-->
 //
 // whose lines set the stage, in order, on a real TLS etcd. Then every
@@ -192,6 +193,11 @@ spec:
 			resp, err := cli.Delete(ctx, f[1])
 			if err != nil || resp.Deleted != 1 {
 				t.Fatalf("%s: deleted %v keys, %v", step, resp, err)
+			}
+		case len(f) == 2 && f[0] == "corrupt":
+			// Bytes no apiserver decodes: a protobuf envelope cut short.
+			if _, err := cli.Put(ctx, f[1], "k8s\x00\x0a\x0f\x0a\x02v1\x12\x09ConfigMap\x12\x40cut"); err != nil {
+				t.Fatalf("%s: %v", step, err)
 			}
 		default:
 			t.Fatalf("runbook-test: unknown step %q", step)
