@@ -22,26 +22,33 @@ func loadEncryption(t *testing.T, path string) *encryption.Config {
 	return c
 }
 
-func TestRead(t *testing.T) {
-	pvcs, err := resource.Lookup("pvc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	right := loadEncryption(t, filepath.Join(corpusDir, "encryption", "encryption-config.yaml"))
-	wrongPath := filepath.Join(t.TempDir(), "wrong.yaml")
-	if err := os.WriteFile(wrongPath, []byte(`apiVersion: apiserver.config.k8s.io/v1
+// secretboxConfig is an encryption config for persistentvolumeclaims with
+// one secretbox key named name, which is not the corpus's key.
+func secretboxConfig(t *testing.T, name string) *encryption.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "enc.yaml")
+	if err := os.WriteFile(path, []byte(`apiVersion: apiserver.config.k8s.io/v1
 kind: EncryptionConfiguration
 resources:
 - resources: [persistentvolumeclaims]
   providers:
   - secretbox:
       keys:
-      - {name: key2, secret: rbB6LjrZub5gRV01ELWZ6mI0N+OtcBXH6utF7xqgmk4=}
+      - {name: `+name+`, secret: rbB6LjrZub5gRV01ELWZ6mI0N+OtcBXH6utF7xqgmk4=}
   - identity: {}
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wrong := loadEncryption(t, wrongPath)
+	return loadEncryption(t, path)
+}
+
+func TestRead(t *testing.T) {
+	pvcs, err := resource.Lookup("pvc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := loadEncryption(t, filepath.Join(corpusDir, "encryption", "encryption-config.yaml"))
+	wrong := secretboxConfig(t, "key2")
 	plain := corpus(t, "plain/persistentvolumeclaims__demo__www-web-0__terminating.bin")
 	sealed := corpus(t, "encrypted/persistentvolumeclaims__demo__www-web-0__terminating__secretbox.bin")
 	for _, tc := range []struct {
@@ -156,20 +163,7 @@ func TestReadReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rotatedPath := filepath.Join(t.TempDir(), "rotated.yaml")
-	if err := os.WriteFile(rotatedPath, []byte(`apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-- resources: [persistentvolumeclaims]
-  providers:
-  - secretbox:
-      keys:
-      - {name: key1, secret: rbB6LjrZub5gRV01ELWZ6mI0N+OtcBXH6utF7xqgmk4=}
-  - identity: {}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rotated := loadEncryption(t, rotatedPath)
+	rotated := secretboxConfig(t, "key1") // the corpus's name, another key
 	plain := corpus(t, "plain/persistentvolumeclaims__demo__www-web-0__terminating.bin")
 	sealed := corpus(t, "encrypted/persistentvolumeclaims__demo__www-web-0__terminating__secretbox.bin")
 	configMap := corpus(t, "plain/configmaps__demo__web-config.bin")
