@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -242,21 +244,93 @@ func (s *stats) object(gs *ResourceStats, key string, size, modRev int64, leased
 // counts why it cannot be read. A key that names no object (the
 // apiserver's own: ranges, master leases) is not read.
 func (s *stats) value(ctx context.Context, gs *ResourceStats, kv *store.KeyValue) {
-	r, ns, name, ok := resource.ParseKey(s.Prefix, kv.Key)
+	var t versionTally
+	t.add(ctx, s.StatsOptions, gs, kv)
+	s.merge(&t)
+}
+
+// versionTally counts stored versions and reasons not read, for merging
+// into a stats: what one worker of a parallel read found.
+type versionTally struct {
+	versions map[*ResourceStats]map[versionKey]int64
+	unread   map[*ResourceStats]map[string]int64
+	u        Unread
+}
+
+// add reads kv's stored version, or why it cannot be read, into t.
+func (t *versionTally) add(ctx context.Context, o StatsOptions, gs *ResourceStats, kv *store.KeyValue) {
+	r, ns, name, ok := resource.ParseKey(o.Prefix, kv.Key)
 	if !ok {
 		return
 	}
-	it, _ := Read(ctx, s.Dec, r, ns, name, kv, 0)
+	it, _ := Read(ctx, o.Dec, r, ns, name, kv, 0)
 	if it.Summary == nil {
 		why := it.Unread
 		if !it.UnreadEncrypted {
 			why = "Undecodable: " + it.Problem
 		}
-		gs.unread[why]++
-		s.rep.Unread.Add(it)
+		if t.unread == nil {
+			t.unread = map[*ResourceStats]map[string]int64{}
+		}
+		if t.unread[gs] == nil {
+			t.unread[gs] = map[string]int64{}
+		}
+		t.unread[gs][why]++
+		t.u.Add(it)
 		return
 	}
-	gs.versions[versionKey{it.Summary.APIVersion, it.Summary.Kind}]++
+	if t.versions == nil {
+		t.versions = map[*ResourceStats]map[versionKey]int64{}
+	}
+	if t.versions[gs] == nil {
+		t.versions[gs] = map[versionKey]int64{}
+	}
+	t.versions[gs][versionKey{it.Summary.APIVersion, it.Summary.Kind}]++
+}
+
+// merge adds t's counts to s.
+func (s *stats) merge(t *versionTally) {
+	for gs, m := range t.versions {
+		for k, n := range m {
+			gs.versions[k] += n
+		}
+	}
+	for gs, m := range t.unread {
+		for k, n := range m {
+			gs.unread[k] += n
+		}
+	}
+	u := &s.rep.Unread
+	u.Encrypted += t.u.Encrypted
+	u.Undecodable += t.u.Undecodable
+	u.NotHeld += t.u.NotHeld
+	u.WrongKey += t.u.WrongKey
+}
+
+// boltValues reads the stored version of each of current (keys of b
+// with their mod revisions, in revision order) on several cores, each
+// worker a run of them in its own read transaction, and adds them to s.
+func (s *stats) boltValues(ctx context.Context, b *store.Bolt, current []store.KeyValue, groups func(key string) *ResourceStats) error {
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(current)/1024))
+	tallies := make([]versionTally, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(current)/workers, (w+1)*len(current)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = b.ValuesOf(ctx, current[lo:hi], nil, func(kv *store.KeyValue) error {
+				tallies[w].add(ctx, s.StatsOptions, groups(kv.Key), kv)
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for w := range tallies {
+		s.merge(&tallies[w])
+	}
+	return errors.Join(errs...)
 }
 
 // finish totals the groups and sorts them by bytes.
@@ -425,10 +499,7 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 		// The stored versions: each current value read again, in
 		// revision order, the order of the db's key bucket.
 		sort.Slice(current, func(i, j int) bool { return current[i].ModRevision < current[j].ModRevision })
-		err = b.ValuesOf(ctx, current, nil, func(kv *store.KeyValue) error {
-			s.value(ctx, keys[kv.Key].group, kv)
-			return nil
-		})
+		err = s.boltValues(ctx, b, current, func(key string) *ResourceStats { return keys[key].group })
 		if err != nil && !errors.Is(err, store.ErrCorrupt) {
 			return nil, err
 		}
