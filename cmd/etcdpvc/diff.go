@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"os"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/flows"
@@ -17,13 +20,22 @@ type diffOptions struct {
 	ShowSecrets        bool
 	IgnoreMetadataOnly bool
 	PageSize           int64
+	// Members: compare the members of one cluster (Args: their db
+	// files, or RESOURCE at most for the live endpoints) at Rev.
+	Members bool
+	Args    []string
+	Rev     int64
 }
+
+// diffArgs is diff's declaration of A B [RESOURCE], checked by the action:
+// with --members the arguments are the members' files.
+var diffArgs = cliargs.Args{Kind: cliargs.ArgsCount, Min: 2, Max: 3, Usage: "diff takes two states A and B (a file, live or rev:N) and at most one RESOURCE"}
 
 func diffCommand() command {
 	return command{
 		name:      "diff",
 		usage:     "compare two states of the keyspace: files, the live etcd, revisions",
-		argsUsage: "A B [RESOURCE]",
+		argsUsage: "A B [RESOURCE] | --members A.db B.db [C.db ...] | --members [RESOURCE]",
 		desc: "diff compares two states object by object and prints one line per object that differs:\n" +
 			"ADDED (only in B), DELETED (only in A) or MODIFIED, its resource, namespace, name, its mod\n" +
 			"revision in A and in B, and for MODIFIED what changed (as history says it). A and B are each\n" +
@@ -50,11 +62,32 @@ func diffCommand() command {
 			"continues from the last key read at the current revision, each key compared once), and the\n" +
 			"summary and a warning say which revisions it spans (-o json: readToRevisionA/B). A `rev:N`\n" +
 			"side is one revision: a compaction past N stops the diff after the records written, with\n" +
-			"status 10 and where else to read revision N (--db, --wal); it is never reported as equal.",
+			"status 10 and where else to read revision N (--db, --wal); it is never reported as equal.\n" +
+			"\n" +
+			"--members compares the members of one cluster, to find the one that diverged (a bad disk, a\n" +
+			"bug): their db files (`diff --members A.db B.db C.db`: copies, or the files of stopped\n" +
+			"members; every key under --prefix is compared), or the live members of --endpoints (`--endpoints\n" +
+			"E1,E2,E3 diff --members [RESOURCE]`), each read through a client of its endpoint alone. All\n" +
+			"are read at one revision: --rev N, else for files the lowest current revision among them, live\n" +
+			"the current revision of the first endpoint that answers. Keys are compared by value, mod and\n" +
+			"create revision, version and lease, in one merged pass. With three members or more, each key\n" +
+			"they do not all agree on names the member that differs from the strict majority, and how:\n" +
+			"MISSING (the majority holds it), EXTRA (only it holds it), CHANGED (value or revisions); a key\n" +
+			"no strict majority agrees on is SPLIT. With two members each differing key is DIFFERS: no\n" +
+			"majority can say which one diverged. Then a table of the members: keys read, keys in the\n" +
+			"minority, etcd's hashkv at the revision (what `etcdctl endpoint hashkv` prints, computed from a\n" +
+			"file exactly as etcd does), with per-resource hashes of files for the resources that differ\n" +
+			"(not hashes etcd computes); and the verdict, which names a diverged member only when a strict\n" +
+			"majority agrees on every differing key and on the hashkv. -o json writes one JSON object a line\n" +
+			"(\"type\": \"key\", \"member\", \"total\", \"summary\"). Exit status: 0 when the members agree on\n" +
+			"every key compared, 11 when they differ (a diverged member named or not), 10 when a member could\n" +
+			"not be read (or not to the end), 13 (no verdict) when no key of the scope is on any member.",
 		examples: `etcdpvc diff before.db after.db
 etcdpvc --db snapshot.db diff rev:1200 rev:1500 pvc -A
 etcdpvc --kubeadm diff snapshot.db live -A --ignore-metadata-only
-etcdpvc diff before.db after.db secrets -n demo -o diff`,
+etcdpvc diff before.db after.db secrets -n demo -o diff
+etcdpvc diff --members m1.db m2.db m3.db
+etcdpvc --endpoints https://10.0.0.1:2379,https://10.0.0.2:2379,https://10.0.0.3:2379 diff --members -o json`,
 		flags: []cli.Flag{
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "compare this namespace only"},
 			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "compare every namespace"},
@@ -62,12 +95,25 @@ etcdpvc diff before.db after.db secrets -n demo -o diff`,
 			&cli.BoolFlag{Name: "show-secrets", Usage: "show the values of a Secret that changed instead of their sizes"},
 			&cli.BoolFlag{Name: "ignore-metadata-only", Usage: "leave out objects of which only resourceVersion or managedFields times changed"},
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request (live etcd)"},
+			&cli.BoolFlag{Name: "members", Usage: "compare the members of one cluster: their db files, or the live members of --endpoints"},
+			&cli.Int64Flag{Name: "rev", Usage: "with --members: the revision compared (default: the lowest current revision of the files, the current revision of the first endpoint)"},
 		},
-		args: cliargs.Args{Kind: cliargs.ArgsCount, Min: 2, Max: 3, Usage: "diff takes two states A and B (a file, live or rev:N) and at most one RESOURCE"},
+		// diffArgs, checked by the action: --members takes other arguments.
+		args: cliargs.Args{Kind: cliargs.ArgsFree},
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := diffOptions{A: c.Args().Get(0), B: c.Args().Get(1), Resource: c.Args().Get(2),
 				Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"), Output: c.String("output"),
-				ShowSecrets: c.Bool("show-secrets"), IgnoreMetadataOnly: c.Bool("ignore-metadata-only"), PageSize: c.Int64("page-size")}
+				ShowSecrets: c.Bool("show-secrets"), IgnoreMetadataOnly: c.Bool("ignore-metadata-only"), PageSize: c.Int64("page-size"),
+				Members: c.Bool("members"), Args: c.Args().Slice(), Rev: c.Int64("rev")}
+			if o.Members {
+				return runMembers(e, in.g, o)
+			}
+			if err := diffArgs.CheckCount("diff", c.NArg()); err != nil {
+				return err
+			}
+			if c.IsSet("rev") {
+				return usagef("diff: --rev is for --members; compare a revision with rev:N as A or B")
+			}
 			if err := cliargs.CheckOutput(o.Output, "table", "diff", "json"); err != nil {
 				return err
 			}
@@ -106,4 +152,71 @@ func runDiff(e *env, g *globalOptions, o diffOptions) error {
 		}
 		return s.Session, nil
 	}, r)
+}
+
+// runMembers is `diff --members`: the members' files, or the live
+// endpoints' members.
+func runMembers(e *env, g *globalOptions, o diffOptions) error {
+	if err := cliargs.CheckOutput(o.Output, "table", "json"); err != nil {
+		return err
+	}
+	switch {
+	case o.PageSize <= 0:
+		return usagef("--page-size must be positive")
+	case o.Namespace != "" && o.AllNamespaces:
+		return usagef("give -n NAMESPACE or -A, not both")
+	case o.IgnoreMetadataOnly || o.ShowSecrets:
+		return usagef("diff --members compares stored bytes and prints no value: --ignore-metadata-only and --show-secrets do not apply")
+	case g.DB != "" || len(g.WAL) > 0:
+		return usagef("diff --members: give the members' db files as arguments (not --db or --wal), or their endpoints with --endpoints")
+	}
+	r := flows.MembersRequest{Rev: o.Rev, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces, Output: o.Output, PageSize: o.PageSize}
+	switch {
+	case len(o.Args) >= 2:
+		r.Files = o.Args
+	case len(o.Args) == 1 && isFile(o.Args[0]):
+		return usagef("diff --members compares two members or more: give their db files, or their endpoints with --endpoints")
+	case len(o.Args) == 1:
+		r.Resource = o.Args[0]
+	}
+	if r.Files != nil && (o.Namespace != "" || o.AllNamespaces) {
+		return usagef("diff --members with files compares every key: -n and -A are for live members with RESOURCE")
+	}
+	if r.Files == nil {
+		s, err := openSession(e, g)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return s.Members(e.ctx, e.stdout, r)
+	}
+	// The session (scope, prefix, encryption) is the first file that
+	// opens; one that does not is reported among the members.
+	var firstErr error
+	for i, f := range r.Files {
+		gs := *g
+		gs.DB = f
+		if i > 0 {
+			gs.kubeadmWarnings = nil
+		}
+		s, err := openSession(e, &gs)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			if errors.As(err, new(*usageError)) {
+				return err
+			}
+			continue
+		}
+		defer s.Close()
+		return s.Members(e.ctx, e.stdout, r)
+	}
+	return firstErr
+}
+
+// isFile reports whether path names an existing file.
+func isFile(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
