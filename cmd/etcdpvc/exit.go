@@ -26,11 +26,11 @@ const exitStatusHelp = `EXIT STATUS:
    7  cannot reach etcd or open the db file
    8  outcome unknown: a write was sent and may or may not have been applied; see the backup named
    9  partly written: a write of several keys stopped after writing some of them (listed)
-  10  incomplete: some values could not be read (listed); the output holds the rest
-  11  diff: the two states differ (0: they are the same)
+  10  incomplete: some values could not be read, or an outcome was not established (listed); the output holds the rest
+  11  diff: the two states (diff --members: the members) differ (0: they are the same)
 
   12  written, but the apiserver rejects it (does not serve it at the new revision, or refuses to update it); restore the backup named
-  13  diff: no verdict: the namespace compared holds nothing of the scope on either side, while other namespaces do (-A compares them)`
+  13  diff: no verdict: the namespace compared holds nothing of the scope on either side, while other namespaces do (-A compares them); diff --members: no key of the scope on any member`
 
 // usageError marks errors in flags or arguments.
 type usageError = cliargs.UsageError

@@ -21,11 +21,13 @@ const (
 	// written (each listed with its backup), the rest were not.
 	Partial = 9
 	// Incomplete: a read could not read everything (values it could not
-	// decrypt or decode, unreadable pages); what was read is printed and
-	// what was skipped is listed.
+	// decrypt or decode, unreadable pages, a member), or an outcome was not
+	// established (a value whose readability is not known here, a salvage
+	// that lost pages); what was read is printed and what was skipped is
+	// listed.
 	Incomplete = 10
-	// Differ: diff compared two states and found them different (as
-	// diff(1) exits 1); nothing went wrong.
+	// Differ: diff compared two states (or members) and found them
+	// different (as diff(1) exits 1); nothing went wrong.
 	Differ = 11
 	// NotAccepted: written, but the apiserver rejects it: it does not
 	// serve the object at the new revision or refuses an update of it.
@@ -33,6 +35,7 @@ const (
 	NotAccepted = 12
 	// NothingCompared: diff was narrowed to one namespace (-n, or
 	// "default") that holds nothing of the scope on either side, while
-	// other namespaces do: no verdict; -A compares them.
+	// other namespaces do: no verdict; -A compares them. diff --members:
+	// no key of the scope on any member.
 	NothingCompared = 13
 )
