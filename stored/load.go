@@ -111,6 +111,22 @@ func (c Codec) open(ctx context.Context, kv store.KeyValue) (*Current, error) {
 	return cur, nil
 }
 
+// Check decrypts kv's value when it is encrypted at rest and checks that
+// it decodes (codec.CheckAt), without building the decoded object: the
+// stored apiVersion and kind, or the error Open would return for it.
+func (c Codec) Check(ctx context.Context, kv store.KeyValue) (schema.GroupVersionKind, error) {
+	gr, known := c.GroupResource(kv.Key)
+	plain, _, _, err := c.Decrypt(ctx, gr, known, kv.Key, kv.Value)
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	gvk, err := codec.CheckAt(kv.Key, plain)
+	if err != nil {
+		return gvk, fmt.Errorf("decode %s: %w", kv.Key, err)
+	}
+	return gvk, nil
+}
+
 // Decrypt returns the plaintext of a value stored at key (of resource gr,
 // when known), its encryption header and whether it is stored otherwise
 // than the resource's first provider would store it.

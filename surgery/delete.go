@@ -133,6 +133,31 @@ func (c Planner) readable(ctx context.Context, kv store.KeyValue, res resource.R
 	return cur, nil
 }
 
+// Unreadable judges kv by the rule delete follows: why the apiserver
+// cannot read it (nil: it can, or kv is no object's key), and whether that
+// is known here (false: encrypted with no encryption config given, or a
+// KMS plugin that did not answer; see ErrReadabilityUnknown).
+func (c Planner) Unreadable(ctx context.Context, kv store.KeyValue) (why error, known bool) {
+	res, _, _, ok := resource.ParseKey(c.StorePrefix(), kv.Key)
+	if !ok {
+		return nil, true
+	}
+	if err := c.check(ctx, kv, res); err != nil {
+		return err, unreadableKnown(err)
+	}
+	return nil, true
+}
+
+// check is readable without building the decoded object
+// (stored.Codec.Check): why the apiserver cannot read kv, nil when it can.
+func (c Planner) check(ctx context.Context, kv store.KeyValue, res resource.Resource) error {
+	gvk, err := c.Check(ctx, kv)
+	if err != nil {
+		return err
+	}
+	return resource.CheckKind(res, gvk.GroupVersion().String(), gvk.Kind)
+}
+
 // planDelete plans deleting kv, read at the latest revision, the object
 // name of resource res in namespace ns.
 func (c Planner) planDelete(ctx context.Context, kv store.KeyValue, res resource.Resource, ns, name string, force bool) (*Plan, error) {
@@ -220,7 +245,7 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 		if !ok {
 			return seen{skipped: true}, nil
 		}
-		if _, err := c.readable(ctx, *kv, res); err == nil {
+		if err := c.check(ctx, *kv, res); err == nil {
 			return seen{object: true}, nil
 		}
 		held := *kv
