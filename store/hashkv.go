@@ -130,7 +130,14 @@ func (e *Etcd) HashKV(ctx context.Context, rev int64) (HashKV, error) {
 	if err != nil {
 		return HashKV{}, rpcError(fmt.Sprintf("hashkv of %s at revision %d", ep, rev), err)
 	}
-	return HashKV{Hash: resp.Hash, CompactRevision: resp.CompactRevision, Revision: resp.HashRevision}, nil
+	h := HashKV{Hash: resp.Hash, CompactRevision: resp.CompactRevision, Revision: resp.HashRevision}
+	if h.Revision == 0 && rev > 0 {
+		// etcd before v3.6 does not say which revision it hashed: the one
+		// asked for (asked for the current one, 0, it stays unknown, and
+		// the hash comparable with none).
+		h.Revision = rev
+	}
+	return h, nil
 }
 
 // hashKVTimeout is the least time a member is given to hash its keyspace.

@@ -84,7 +84,7 @@ func TestBoltHashKVMatchesEtcd(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.Close() })
-		compared := 0
+		compared, old := 0, false
 		for _, rev := range revs {
 			live, err := cli.HashKV(ctx, ep, rev)
 			if err != nil {
@@ -95,6 +95,12 @@ func TestBoltHashKVMatchesEtcd(t *testing.T) {
 				t.Fatalf("%s: HashKV(%d): %v", name, rev, err)
 			}
 			want := HashKV{Hash: live.Hash, CompactRevision: live.CompactRevision, Revision: live.HashRevision}
+			if live.HashRevision == 0 {
+				// etcd before v3.6 does not say which revision it
+				// hashed: the one asked for, unknown for 0
+				// (store.(*Etcd).HashKV).
+				old, want.Revision = true, rev
+			}
 			if !got.Comparable(want) {
 				t.Logf("%s: rev %d: etcd answers %+v (cached at its compaction), the file %+v: not comparable", name, rev, want, got)
 				continue
@@ -112,7 +118,12 @@ func TestBoltHashKVMatchesEtcd(t *testing.T) {
 				t.Errorf("%s: HashKVPrefix(%d, \"/\") = %+v, %08x; want %+v and the same hash", name, rev, whole, p, got)
 			}
 		}
-		if compared == 0 {
+		switch {
+		case compared == 0 && old:
+			// Asked for the current revision, which is the compaction's
+			// here, it answers the hash it cached then.
+			t.Logf("%s: etcd before v3.6: no hash comparable in this case", name)
+		case compared == 0:
 			t.Fatalf("%s: no hash compared", name)
 		}
 		return b
@@ -171,7 +182,11 @@ func TestBoltHashKVMatchesEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (HashKV{Hash: final.Hash, CompactRevision: final.CompactRevision, Revision: final.HashRevision}); got != want {
+	want := HashKV{Hash: final.Hash, CompactRevision: final.CompactRevision, Revision: final.HashRevision}
+	if want.Revision == 0 {
+		want.Revision = got.Revision // etcd before v3.6 does not say; nothing was written since
+	}
+	if got != want {
 		t.Errorf("member db: HashKV(0) = %+v, etcd said %+v", got, want)
 	}
 	if _, err := b.HashKV(ctx, last-2); !errors.Is(err, ErrCompacted) {
