@@ -1,17 +1,10 @@
 package store_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,201 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
-	"github.com/etcdpvc/etcdpvc/internal/embedetcd"
 	"github.com/etcdpvc/etcdpvc/store"
 )
-
-// etcdVersion is the etcd release whose etcdutl and etcd binaries the
-// restore test builds: the one go.mod pins.
-const etcdVersion = "v3.7.3"
-
-var (
-	etcdBinOnce          sync.Once
-	etcdutlBin, etcdBin  string
-	etcdBinErr           error
-	etcdWrapperGoMod     = "module etcdpvc-test-etcd\n\ngo 1.26.0\n\nrequire (\n\tgo.etcd.io/etcd/etcdutl/v3 " + etcdVersion + "\n\tgo.etcd.io/etcd/server/v3 " + etcdVersion + "\n)\n"
-	etcdWrapperMain      = "// Command etcd is etcd's own main (go.etcd.io/etcd/v3's main.go).\npackage main\n\nimport (\n\t\"os\"\n\n\t\"go.etcd.io/etcd/server/v3/etcdmain\"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n"
-	etcdWrapperBuildTime = 15 * time.Minute
-)
-
-// etcdBinaries builds the real etcdutl and etcd of etcdVersion from their
-// Go modules, once, in a wrapper module of their own (the project's go.mod
-// does not require etcdutl), and caches them under
-// $XDG_CACHE_HOME/etcdpvc-test (or ~/.cache/etcdpvc-test). When the tests
-// run on an external etcd (etcdtest.EnvEtcd), it returns that etcd and its
-// etcdutl, so a snapshot is restored and served by the release that wrote
-// it.
-func etcdBinaries(t *testing.T) (etcdutl, etcd string) {
-	t.Helper()
-	if e := etcdtest.ExternalEtcd(); e != "" {
-		return etcdtest.ExternalEtcdutl(), e
-	}
-	etcdBinOnce.Do(func() { etcdutlBin, etcdBin, etcdBinErr = buildEtcdBinaries() })
-	if etcdBinErr != nil {
-		t.Fatalf("build etcdutl and etcd %s: %v", etcdVersion, etcdBinErr)
-	}
-	return etcdutlBin, etcdBin
-}
-
-func buildEtcdBinaries() (string, string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", "", err
-	}
-	dir := filepath.Join(cache, "etcdpvc-test", "etcd-"+etcdVersion+"-"+runtime.GOOS+"-"+runtime.GOARCH)
-	etcdutl, etcd := filepath.Join(dir, "etcdutl"), filepath.Join(dir, "etcd")
-	if isExec(etcdutl) && isExec(etcd) {
-		return etcdutl, etcd, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", "", err
-	}
-	src, err := os.MkdirTemp(filepath.Dir(dir), "build-")
-	if err != nil {
-		return "", "", err
-	}
-	defer os.RemoveAll(src)
-	files := map[string]string{"go.mod": etcdWrapperGoMod, "etcd/main.go": etcdWrapperMain}
-	for name, body := range files {
-		p := filepath.Join(src, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return "", "", err
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			return "", "", err
-		}
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(src, "bin")
-	ctx, cancel := context.WithTimeout(context.Background(), etcdWrapperBuildTime)
-	defer cancel()
-	for _, b := range []struct{ out, pkg string }{
-		{filepath.Join(bin, "etcdutl"), "go.etcd.io/etcd/etcdutl/v3"},
-		{filepath.Join(bin, "etcd"), "./etcd"},
-	} {
-		cmd := exec.CommandContext(ctx, goBin, "build", "-o", b.out, b.pkg)
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", "", fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
-		}
-	}
-	// Move into place as a whole, so a concurrent or interrupted build
-	// never leaves half a cache.
-	if err := os.Rename(bin, dir); err != nil && !isExec(etcdutl) {
-		return "", "", err
-	}
-	return etcdutl, etcd, nil
-}
-
-func isExec(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
-
-// restoreAndStart restores snap with etcdutl into a new data dir, starts
-// the etcd binary on it and returns a client. Extra flags go to etcdutl.
-// A lost race for a port (another test took it between the pick and the
-// bind) is retried with new ports and a new restore.
-func restoreAndStart(t *testing.T, etcdutl, etcd, snap string, extra ...string) *clientv3.Client {
-	t.Helper()
-	for attempt := 1; ; attempt++ {
-		cli, logs, err := tryRestoreAndStart(t, etcdutl, etcd, snap, extra...)
-		if err == nil {
-			return cli
-		}
-		if attempt < 5 && strings.Contains(logs, "address already in use") {
-			t.Logf("attempt %d lost a port race; retrying: %v", attempt, err)
-			continue
-		}
-		t.Fatalf("%v\n%s", err, logs)
-	}
-}
-
-func tryRestoreAndStart(t *testing.T, etcdutl, etcd, snap string, extra ...string) (*clientv3.Client, string, error) {
-	t.Helper()
-	ports, err := embedetcd.FreePorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := filepath.Join(t.TempDir(), "m0.etcd")
-	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	client := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	args := append([]string{"snapshot", "restore", snap, "--data-dir", data, "--name", "m0",
-		"--initial-cluster", "m0=" + peer, "--initial-advertise-peer-urls", peer}, extra...)
-	if out, err := exec.Command(etcdutl, args...).CombinedOutput(); err != nil {
-		t.Fatalf("etcdutl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	var logs syncBuffer
-	cmd := exec.Command(etcd, "--name", "m0", "--data-dir", data,
-		"--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "m0="+peer, "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	stop := func() {
-		_ = cmd.Process.Kill()
-		<-done
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := cli.Get(ctx, "ready-probe")
-		cancel()
-		if err == nil {
-			t.Cleanup(func() {
-				cli.Close()
-				stop()
-				if t.Failed() {
-					t.Logf("etcd output:\n%s", logs.String())
-				}
-			})
-			return cli, "", nil
-		}
-		select {
-		case <-done:
-			cli.Close()
-			return nil, logs.String(), fmt.Errorf("etcd exited on the restored data dir: %w", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			cli.Close()
-			stop()
-			return nil, logs.String(), fmt.Errorf("etcd on the restored data dir not ready: %w", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's output and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestSnapshotCopyRestore edits a real `etcdctl snapshot save` file and
 // a stopped member's db, restores the result with the real etcdutl and
@@ -225,7 +25,7 @@ func TestSnapshotCopyRestore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds etcd and etcdutl, restores and starts etcd")
 	}
-	etcdutl, etcd := etcdBinaries(t)
+	etcdutl, etcd := etcdtest.EtcdBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -332,7 +132,7 @@ func TestSnapshotCopyRestore(t *testing.T) {
 			if len(tc.bump) > 0 {
 				bump, _ = strconv.ParseInt(tc.bump[1], 10, 64)
 			}
-			live := restoreAndStart(t, etcdutl, etcd, out, tc.bump...)
+			live := etcdtest.RestoreAndStart(t, etcdutl, etcd, out, tc.bump...)
 			get := func(key string) *clientv3.GetResponse {
 				t.Helper()
 				resp, err := live.Get(ctx, key)

@@ -1,0 +1,1246 @@
+package salvage
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/etcdpvc/etcdpvc/resource"
+)
+
+// ErrNotBolt means the input holds no recognisable bbolt page: no meta
+// page verifies and no page size gives consistent page headers.
+var ErrNotBolt = errors.New("not a bbolt file: no meta page verifies and no page size gives consistent page headers")
+
+// Options tunes Scan.
+type Options struct {
+	// Prefix is the apiserver's etcd prefix, used to group keys by
+	// resource in the report (default "/registry").
+	Prefix string
+	// Readable checks a revision's stored value (the KeyValue's value, the
+	// bytes the apiserver wrote) for key; a revision whose value fails is
+	// not kept, and the key's newest revision that passes is (nil: every
+	// value passes). It must not keep value, which aliases a read buffer.
+	Readable func(key string, value []byte) error
+	// PageSize forces the page size (0: from a meta page whose checksum
+	// verifies, else detected).
+	PageSize int
+}
+
+// Result is a finished scan: its Report, and the index of the revisions a
+// snapshot of the salvage would hold (WriteSnapshot). It reads its values
+// again from the input, which must stay open and unchanged until then.
+type Result struct {
+	// Report is what the scan found.
+	Report *Report
+
+	r       io.ReaderAt
+	size    int64
+	kept    []keptRev
+	leases  []rawItem
+	members []rawItem
+	compact int64
+}
+
+// keptRev is one revision to write: where its mvccpb.KeyValue is in the
+// input, and a checksum of it to verify the second read.
+type keptRev struct {
+	rev Revision
+	off int64
+	n   int
+	sum uint32
+}
+
+// rawItem is a copied item of a small bucket.
+type rawItem struct{ key, value []byte }
+
+// liveRef is a page of the tree of buckets: its bucket and, for the "key"
+// bucket, the range of revision keys its parent assigns it.
+type liveRef struct {
+	bucket string
+	branch bool
+	lo, hi []byte
+	parent uint64
+}
+
+// orphan is a "key" bucket leaf page outside the tree, with the revisions
+// its valid items span.
+type orphan struct {
+	id       uint64
+	min, max Revision
+}
+
+// entry is the index of one etcd key: its newest readable put, its newest
+// deletion and the unreadable puts newer than the readable one.
+type entry struct {
+	hasKeep    bool
+	keep       keptRev
+	keepOrphan bool
+	keepLease  int64
+	hasTomb    bool
+	tomb       Revision
+	bad        []badRev
+}
+
+type badRev struct {
+	rev Revision
+	err string
+}
+
+// keyRange is a lost range of revision keys; nil bounds are open.
+type keyRange struct{ lo, hi []byte }
+
+func (k keyRange) contains(rk []byte) bool {
+	return (k.lo == nil || bytes.Compare(rk, k.lo) >= 0) && (k.hi == nil || bytes.Compare(rk, k.hi) < 0)
+}
+
+// mergeRanges returns rs sorted and merged into disjoint ranges.
+func mergeRanges(rs []keyRange) []keyRange {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b keyRange) int { return bytes.Compare(a.lo, b.lo) }) // nil sorts first
+	var out []keyRange
+	for _, r := range rs {
+		if n := len(out); n > 0 && (out[n-1].hi == nil || bytes.Compare(r.lo, out[n-1].hi) <= 0) {
+			if out[n-1].hi != nil && (r.hi == nil || bytes.Compare(r.hi, out[n-1].hi) > 0) {
+				out[n-1].hi = r.hi
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// findRange reports whether [lo, hi] meets one of the disjoint sorted
+// ranges rs: only the last range starting at or before hi can.
+func findRange(rs []keyRange, lo, hi []byte) bool {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].lo != nil && bytes.Compare(rs[i].lo, hi) > 0 })
+	if i == 0 {
+		return false
+	}
+	r := rs[i-1]
+	return r.hi == nil || bytes.Compare(lo, r.hi) < 0
+}
+
+// shapeBranch is a branch page of revision keys found without a tree.
+type shapeBranch struct {
+	id    uint64
+	elems []branchElem
+}
+
+// scanner is one Scan's state.
+type scanner struct {
+	ctx    context.Context
+	r      io.ReaderAt
+	size   int64 // bytes holding pages (trailer excluded)
+	ps     int
+	npages uint64
+	opts   Options
+	rep    *Report
+
+	live map[uint64]liveRef
+	tree bool
+	// fillAll is set when the tree came from a meta page that is not
+	// known to be the newest (the other one is damaged): pages outside
+	// the tree may then hold the last transaction's writes.
+	fillAll bool
+	lost    []keyRange
+	// lostPages are the pages the tree names that did not check out.
+	lostPages map[uint64]bool
+	// badPos marks unreadable page positions.
+	badPos []bool
+	// shapeBranches are the "key" bucket branch pages found without a
+	// tree, and truncated is set when a verified meta page names pages
+	// beyond the end of the file.
+	shapeBranches []shapeBranch
+	truncated     bool
+	orphan        []orphan
+
+	keys      map[string]*entry
+	metaItems map[string][]byte
+	metaCI    uint64 // consistent_index of the meta items chosen (shape mode)
+	leases    map[string][]byte
+	members   map[string][]byte
+	others    map[string]bool
+
+	maxSeen, maxNamed int64
+	walked            int
+	// readBudget bounds what readPage reads (and allocates) in all, big
+	// the buffer pass1 reads a page larger than its chunk into.
+	readBudget int64
+	big        []byte
+	itemBuf    []keyItem
+}
+
+// Scan reads the bbolt file r of size bytes page by page and collects
+// every item of etcd's "key", "meta", "lease" and "members" buckets that
+// parses, trusting neither the meta pages nor the freelist nor branch
+// pages: each is used only where what it points to checks out. It reads
+// the file once in order, plus the branch pages of the tree and any freed
+// pages that may fill a lost part of it, and keeps in memory only the
+// index of each key's newest revisions (not their values). A damaged file
+// is not an error: what could not be read is in the Report. Scan fails
+// only when the input holds no bbolt page at all (ErrNotBolt), cannot be
+// read, or ctx ends.
+func Scan(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Result, error) {
+	if opts.Prefix == "" {
+		opts.Prefix = "/registry"
+	}
+	s := &scanner{
+		ctx: ctx, r: r, size: size, opts: opts,
+		rep:       &Report{FileSize: size, Trailer: "none"},
+		live:      map[uint64]liveRef{},
+		lostPages: map[uint64]bool{},
+		keys:      map[string]*entry{},
+		metaItems: map[string][]byte{},
+		leases:    map[string][]byte{},
+		members:   map[string][]byte{},
+		others:    map[string]bool{},
+	}
+	var trailer []byte
+	if size%512 == sha256.Size && size > sha256.Size {
+		trailer = make([]byte, sha256.Size)
+		if _, err := r.ReadAt(trailer, size-sha256.Size); err != nil {
+			return nil, fmt.Errorf("salvage: read trailer: %w", err)
+		}
+		s.size -= sha256.Size
+	}
+	if err := s.pageSize(); err != nil {
+		return nil, err
+	}
+	s.npages = uint64((s.size + int64(s.ps) - 1) / int64(s.ps))
+	s.readBudget = 2*s.size + 1<<20
+	s.rep.Pages = int64(s.npages)
+	s.badPos = make([]bool, s.npages)
+	if s.size%int64(s.ps) != 0 {
+		s.truncated = true
+		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("the file ends inside page %d (its size is not a multiple of the page size)", s.npages-1))
+	}
+
+	if err := s.findTree(); err != nil {
+		return nil, err
+	}
+	var h hash.Hash
+	if trailer != nil {
+		h = sha256.New()
+	}
+	if err := s.pass1(h); err != nil {
+		return nil, err
+	}
+	if h != nil {
+		s.rep.Trailer = "mismatch"
+		if bytes.Equal(h.Sum(nil), trailer) {
+			s.rep.Trailer = "matches"
+		}
+	}
+	if err := s.pass2(); err != nil {
+		return nil, err
+	}
+	return s.finish(), nil
+}
+
+// pageSize sets s.ps: opts, a verified meta page, or detection.
+func (s *scanner) pageSize() error {
+	if s.opts.PageSize != 0 {
+		if !powerOfTwo(s.opts.PageSize) || s.opts.PageSize < minPageSize || s.opts.PageSize > maxPageSize {
+			return fmt.Errorf("salvage: page size %d: must be a power of two from %d to %d", s.opts.PageSize, minPageSize, maxPageSize)
+		}
+		s.ps, s.rep.PageSize, s.rep.PageSizeSource = s.opts.PageSize, s.opts.PageSize, "given"
+		return nil
+	}
+	head := make([]byte, pageHeaderSize+metaSize)
+	if n, _ := s.r.ReadAt(head, 0); n == len(head) {
+		if m, ok := parseMeta(head); ok && powerOfTwo(int(m.pageSize)) && m.pageSize >= minPageSize && m.pageSize <= maxPageSize {
+			s.ps, s.rep.PageSize, s.rep.PageSizeSource = int(m.pageSize), int(m.pageSize), "meta page 0"
+			return nil
+		}
+	}
+	cands := []int{4096, 1024, 2048, 8192, 16384, 32768, 65536}
+	for _, ps := range cands {
+		if n, _ := s.r.ReadAt(head, int64(ps)); n == len(head) {
+			if m, ok := parseMeta(head); ok && int(m.pageSize) == ps {
+				s.ps, s.rep.PageSize, s.rep.PageSizeSource = ps, ps, "meta page 1"
+				return nil
+			}
+		}
+	}
+	best, bestScore := 0, 0
+	hdr := make([]byte, pageHeaderSize)
+	for _, ps := range cands {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		n := uint64(s.size / int64(ps))
+		if n == 0 {
+			continue
+		}
+		score := 0
+		const samples = 512
+		step := max(1, n/samples)
+		for i := uint64(0); i < n && i/step < samples; i += step {
+			if m, _ := s.r.ReadAt(hdr, int64(i)*int64(ps)); m != len(hdr) {
+				break
+			}
+			h := parseHeader(hdr)
+			if h.id == i && validFlags(h.flags) {
+				score++
+			}
+		}
+		if score > bestScore {
+			best, bestScore = ps, score
+		}
+	}
+	if bestScore < 2 {
+		return fmt.Errorf("salvage: %w", ErrNotBolt)
+	}
+	s.ps, s.rep.PageSize, s.rep.PageSizeSource = best, best, "detected from page headers"
+	return nil
+}
+
+func powerOfTwo(n int) bool { return n > 0 && n&(n-1) == 0 }
+
+// readPage reads page id with its overflow, bounded by the file. It
+// returns nil when the position does not hold a valid page header for id.
+func (s *scanner) readPage(id uint64) ([]byte, pageHeader) {
+	if id >= s.npages {
+		return nil, pageHeader{}
+	}
+	off := int64(id) * int64(s.ps)
+	hdr := make([]byte, pageHeaderSize)
+	if n, _ := s.r.ReadAt(hdr, off); n != len(hdr) {
+		return nil, pageHeader{}
+	}
+	h := parseHeader(hdr)
+	if h.id != id || !validFlags(h.flags) {
+		return nil, h
+	}
+	span := s.span(off, h)
+	if span > s.readBudget {
+		// The pages read one by one already add up to the file twice
+		// over: overflow counts that claim more than the file holds.
+		return nil, h
+	}
+	s.readBudget -= span
+	buf := make([]byte, span)
+	n, _ := s.r.ReadAt(buf, off)
+	return buf[:n], h
+}
+
+// span is the length of the page at off with header h: its overflow
+// pages included, cut at the end of the file.
+func (s *scanner) span(off int64, h pageHeader) int64 {
+	span := (int64(h.overflow) + 1) * int64(s.ps)
+	return min(span, s.size-off)
+}
+
+// findTree follows the tree of buckets from the newest meta page whose
+// checksum verifies and whose root checks out, else the other one.
+func (s *scanner) findTree() error {
+	type cand struct {
+		m  meta
+		at int
+	}
+	var metas []cand
+	for i := range 2 {
+		buf := make([]byte, pageHeaderSize+metaSize)
+		if n, _ := s.r.ReadAt(buf, int64(i)*int64(s.ps)); n != len(buf) {
+			continue
+		}
+		h := parseHeader(buf)
+		if h.id != uint64(i) || h.flags != flagMeta {
+			continue
+		}
+		if m, ok := parseMeta(buf); ok && int(m.pageSize) == s.ps {
+			metas = append(metas, cand{m, i})
+			if m.pgid > s.npages {
+				s.truncated = true
+			}
+		}
+	}
+	sort.Slice(metas, func(a, b int) bool { return metas[a].m.txid > metas[b].m.txid })
+	for _, c := range metas {
+		s.reset()
+		found, err := s.walk(c.m.root, "", nil, nil, 0, 0)
+		if err != nil {
+			return err
+		}
+		if found {
+			s.tree = true
+			s.fillAll = len(metas) < 2 || c != metas[0]
+			s.rep.Tree = fmt.Sprintf("meta page %d (txid %d)", c.at, c.m.txid)
+			return nil
+		}
+	}
+	s.reset()
+	return nil
+}
+
+// reset forgets what a walk of a tree that did not check out found.
+func (s *scanner) reset() {
+	s.live, s.lost, s.others, s.lostPages = map[uint64]liveRef{}, nil, map[string]bool{}, map[uint64]bool{}
+	s.rep.LostRanges, s.rep.OtherLost = nil, nil
+	s.keys, s.metaItems, s.leases, s.members = map[string]*entry{}, map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
+	s.rep.RevisionsRead, s.rep.InvalidItems, s.rep.Markers, s.maxSeen, s.maxNamed, s.metaCI = 0, 0, 0, 0, 0, 0
+}
+
+// maxDepth bounds the tree walk: a bbolt tree of the largest file has
+// far fewer levels.
+const maxDepth = 32
+
+// walk follows page id of bucket ("" for the root bucket) whose keys lie
+// in [lo, hi). It marks the pages it finds as live and records what is
+// lost. For the root bucket it reports whether it held a "key" bucket.
+func (s *scanner) walk(id uint64, bucket string, lo, hi []byte, depth int, parent uint64) (bool, error) {
+	s.walked++
+	if s.walked%1024 == 0 {
+		if err := s.ctx.Err(); err != nil {
+			return false, err
+		}
+	}
+	fail := func(problem string) (bool, error) {
+		if bucket != "" {
+			s.lose(bucket, lo, hi, id, parent, problem)
+		}
+		return false, nil
+	}
+	switch {
+	case depth > maxDepth:
+		return fail(fmt.Sprintf("the tree is more than %d levels deep", maxDepth))
+	case id < 2 || id >= s.npages:
+		return fail("its page id is beyond the end of the file")
+	}
+	if _, dup := s.live[id]; dup {
+		return fail("the page is named twice in the tree")
+	}
+	buf, h := s.readPage(id)
+	if buf == nil {
+		return fail(fmt.Sprintf("not a page (header id %d, flags %#x)", h.id, h.flags))
+	}
+	switch h.flags {
+	case flagBranch:
+		elems, bad := branchElems(buf, int(h.count))
+		s.live[id] = liveRef{bucket: bucket, branch: true, parent: parent}
+		sorted := slices.IsSortedFunc(elems, func(a, b branchElem) int { return bytes.Compare(a.key, b.key) })
+		if bad > 0 || len(elems) == 0 || !sorted {
+			s.lose(bucket, lo, hi, id, parent, fmt.Sprintf("branch page damaged (%d of %d elements unreadable or out of order)", bad, h.count))
+		}
+		// bbolt's tree is balanced: the children of a branch page are all
+		// leaves or all branches. Leaves of a bucket other than the root
+		// are not read here but in pass1's sequential read, which checks
+		// their headers.
+		leaves := bucket != "" && s.childrenAreLeaves(elems)
+		found := false
+		for i, e := range elems {
+			if bucket == bucketKey {
+				if rev, _, ok := parseRevKey(e.key); ok {
+					s.maxNamed = max(s.maxNamed, rev.Main)
+				}
+			}
+			clo, chi := bytes.Clone(e.key), hi
+			if i == 0 {
+				clo = lo
+			}
+			if i+1 < len(elems) {
+				chi = bytes.Clone(elems[i+1].key)
+			}
+			if leaves {
+				switch _, dup := s.live[e.child]; {
+				case e.child < 2 || e.child >= s.npages:
+					s.lose(bucket, clo, chi, e.child, id, "its page id is beyond the end of the file")
+				case dup:
+					s.lose(bucket, clo, chi, e.child, id, "the page is named twice in the tree")
+				default:
+					s.live[e.child] = liveRef{bucket: bucket, lo: clo, hi: chi, parent: id}
+				}
+				continue
+			}
+			f, err := s.walk(e.child, bucket, clo, chi, depth+1, id)
+			if err != nil {
+				return false, err
+			}
+			found = found || f
+		}
+		return found, nil
+	case flagLeaf:
+		s.live[id] = liveRef{bucket: bucket, lo: lo, hi: hi, parent: parent}
+		if bucket != "" {
+			return false, nil
+		}
+		return s.rootLeaf(id, buf, h, depth)
+	}
+	return fail(fmt.Sprintf("a %s page where a branch or leaf page belongs", kindName(h.flags)))
+}
+
+// childrenAreLeaves reports whether the children of a branch page are
+// leaf pages, by the header of the first child that has a valid one.
+func (s *scanner) childrenAreLeaves(elems []branchElem) bool {
+	hdr := make([]byte, pageHeaderSize)
+	for _, e := range elems {
+		if e.child >= s.npages {
+			continue
+		}
+		if n, _ := s.r.ReadAt(hdr, int64(e.child)*int64(s.ps)); n != len(hdr) {
+			continue
+		}
+		if h := parseHeader(hdr); h.id == e.child && (h.flags == flagLeaf || h.flags == flagBranch) {
+			return h.flags == flagLeaf
+		}
+	}
+	return false
+}
+
+// rootLeaf follows the buckets named in a leaf page of the root bucket.
+func (s *scanner) rootLeaf(id uint64, buf []byte, h pageHeader, depth int) (bool, error) {
+	type sub struct {
+		name   string
+		root   uint64
+		inline []byte
+		off    int
+	}
+	var subs []sub
+	forLeafItems(buf, int(h.count), func(it leafItem) {
+		if it.flags&bucketLeafFlag == 0 {
+			return
+		}
+		root, inline, ok := bucketValue(it.value)
+		if !ok {
+			return
+		}
+		subs = append(subs, sub{string(it.key), root, inline, it.off + bucketHdrSize})
+	})
+	found := false
+	base := int64(id) * int64(s.ps)
+	for _, b := range subs {
+		switch b.name {
+		case bucketKey, bucketMeta, bucketLease, bucketMembers:
+		default:
+			if isEtcdBucket([]byte(b.name)) && (b.inline == nil || parseHeader(b.inline).count > 0) {
+				s.others[b.name] = true
+			}
+			continue
+		}
+		if b.name == bucketKey {
+			found = true
+		}
+		if b.inline != nil {
+			s.leafItems(b.name, b.inline, int(parseHeader(b.inline).count), base+int64(b.off), false, nil)
+			continue
+		}
+		if _, err := s.walk(b.root, b.name, nil, nil, depth+1, id); err != nil {
+			return false, err
+		}
+	}
+	return found, nil
+}
+
+// lose records a lost page of bucket.
+func (s *scanner) lose(bucket string, lo, hi []byte, id, parent uint64, problem string) {
+	s.lostPages[id] = true
+	if bucket != bucketKey {
+		if len(s.rep.OtherLost) < MaxListed {
+			s.rep.OtherLost = append(s.rep.OtherLost, PageProblem{ID: id, Seemed: "page of bucket " + bucket, Problem: problem})
+		}
+		return
+	}
+	s.lost = append(s.lost, keyRange{lo: lo, hi: hi})
+	var from, to Revision
+	if r, _, ok := parseRevKey(lo); ok {
+		from = r
+	}
+	if r, _, ok := parseRevKey(hi); ok {
+		to = r
+	}
+	if len(s.rep.LostRanges) < MaxListed {
+		s.rep.LostRanges = append(s.rep.LostRanges, LostRange{From: from, To: to, Page: id, Parent: parent, Problem: problem})
+	}
+}
+
+// chunkPages is how many pages pass1 reads at once (about 8 MiB).
+const chunkBytes = 8 << 20
+
+// pass1 reads every page in order, classifies it, and reads the items
+// of the tree's leaf pages (and, without a tree, of every leaf page).
+func (s *scanner) pass1(h hash.Hash) error {
+	per := int(min(uint64(max(1, chunkBytes/s.ps)), s.npages))
+	// Two buffers: the sha256 of one chunk is computed on another core
+	// while the next is read and parsed.
+	bufs := [2][]byte{make([]byte, per*s.ps), nil}
+	if h != nil {
+		bufs[1] = make([]byte, per*s.ps)
+	}
+	hashed := make(chan struct{}, 1)
+	hashed <- struct{}{}
+	defer func() { <-hashed }()
+	var overflowEnd uint64 // positions below it continue an earlier page
+	for k, start := 0, uint64(0); start < s.npages; k, start = k+1, start+uint64(per) {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		buf := bufs[0]
+		if h != nil {
+			buf = bufs[k%2]
+		}
+		off := int64(start) * int64(s.ps)
+		n, err := s.r.ReadAt(buf[:min(int64(len(buf)), s.size-off)], off)
+		if n == 0 && err != nil && err != io.EOF {
+			return fmt.Errorf("salvage: read at %d: %w", off, err)
+		}
+		chunk := buf[:n]
+		if h != nil {
+			// The hash of the chunk before (in the other buffer) is done
+			// before this one starts, so they are hashed in order.
+			<-hashed
+			go func() {
+				h.Write(chunk)
+				hashed <- struct{}{}
+			}()
+		}
+		for i := uint64(0); i < uint64(per) && start+i < s.npages; i++ {
+			pos := start + i
+			pstart := int(i) * s.ps
+			if pstart+pageHeaderSize > len(chunk) {
+				s.bad(pos, "partial page", "the file ends inside it")
+				continue
+			}
+			hd := parseHeader(chunk[pstart:])
+			if ref, ok := s.live[pos]; ok && !ref.branch && (hd.id != pos || hd.flags != flagLeaf) {
+				// A leaf page the tree names, not checked by the walk.
+				s.lose(ref.bucket, ref.lo, ref.hi, pos, ref.parent, fmt.Sprintf("not a leaf page (header names page %d, flags %#x)", hd.id, hd.flags))
+				delete(s.live, pos)
+				if hd.id != pos || !validFlags(hd.flags) {
+					s.bad(pos, "leaf page of bucket "+ref.bucket, fmt.Sprintf("header names page %d, flags %#x", hd.id, hd.flags))
+					continue
+				}
+			}
+			if hd.id != pos || !validFlags(hd.flags) {
+				switch {
+				case pos < overflowEnd:
+					s.rep.PagesOverflow++
+				case isZero(chunk[pstart:min(pstart+s.ps, len(chunk))]):
+					s.rep.PagesEmpty++
+				case s.tree && !s.fillAll && !s.lostPages[pos]:
+					// Not named by the tree of the newest transaction: a
+					// free page, overwritten in part (the rest of a freed
+					// overflow run).
+					s.rep.PagesFree++
+				default:
+					seemed := "not a page header"
+					if s.lostPages[pos] {
+						seemed = "a page the tree names"
+					}
+					s.bad(pos, seemed, fmt.Sprintf("header names page %d, flags %#x", hd.id, hd.flags))
+				}
+				continue
+			}
+			s.rep.PagesRead++
+			if hd.overflow > 0 {
+				overflowEnd = max(overflowEnd, pos+1+uint64(hd.overflow))
+			}
+			var page []byte
+			span := s.span(int64(pos)*int64(s.ps), hd)
+			if int64(pstart)+span <= int64(len(chunk)) {
+				page = chunk[pstart : int64(pstart)+span]
+			} else {
+				if span > s.readBudget {
+					// Overflow counts claiming more than the file holds,
+					// page after page: read no more than the chunk has.
+					span = int64(len(chunk) - pstart)
+				}
+				s.readBudget -= span
+				// Reused: nothing keeps a page's bytes past s.page.
+				if int64(cap(s.big)) < span {
+					s.big = make([]byte, span)
+				}
+				page = s.big[:span]
+				m, _ := s.r.ReadAt(page, int64(pos)*int64(s.ps))
+				page = page[:m]
+			}
+			if err := s.page(pos, hd, page); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// bad records an unreadable page position.
+func (s *scanner) bad(pos uint64, seemed, problem string) {
+	s.badPos[pos] = true
+	s.rep.PagesUnreadable++
+	if len(s.rep.Unreadable) < MaxListed {
+		s.rep.Unreadable = append(s.rep.Unreadable, PageProblem{ID: pos, Seemed: seemed, Problem: problem})
+	}
+}
+
+// page handles one page with a valid header in pass1.
+func (s *scanner) page(pos uint64, hd pageHeader, page []byte) error {
+	switch hd.flags {
+	case flagMeta:
+		if pos >= 2 {
+			s.rep.PagesStale++
+			return nil
+		}
+		if m, ok := parseMeta(page); !ok || int(m.pageSize) != s.ps {
+			s.bad(pos, "meta page", "its checksum, magic, version or page size does not verify")
+			s.rep.PagesRead--
+		}
+		return nil
+	case flagFreelist:
+		return nil
+	case flagBranch:
+		if !s.tree {
+			s.shapeBranch(pos, page, int(hd.count))
+			return nil
+		}
+		if _, ok := s.live[pos]; !ok {
+			s.rep.PagesStale++
+		}
+		return nil
+	}
+	base := int64(pos) * int64(s.ps)
+	ref, isLive := s.live[pos]
+	if isLive {
+		valid, invalid := s.leafItems(ref.bucket, page, int(hd.count), base, false, nil)
+		if ref.bucket == bucketKey && invalid == 0 {
+			// A page bbolt reused since the meta page was written holds
+			// other revisions than its parent says: its own are elsewhere.
+			r := keyRange{lo: ref.lo, hi: ref.hi}
+			outside := 0
+			forLeafItems(page, int(hd.count), func(it leafItem) {
+				if !r.contains(it.key) {
+					outside++
+				}
+			})
+			if outside > 0 {
+				s.lose(bucketKey, ref.lo, ref.hi, pos, ref.parent, fmt.Sprintf("leaf page holds %d revisions outside the range its parent names: reused since", outside))
+			}
+		}
+		if invalid > 0 && ref.bucket == bucketKey {
+			s.lose(bucketKey, ref.lo, ref.hi, pos, ref.parent, fmt.Sprintf("leaf page damaged (%d of %d items unreadable)", invalid, valid+invalid))
+			if len(s.rep.Unreadable) < MaxListed {
+				s.rep.Unreadable = append(s.rep.Unreadable, PageProblem{ID: pos, Seemed: "leaf of bucket key", Problem: fmt.Sprintf("%d of %d items unreadable", invalid, valid+invalid)})
+			}
+		}
+		return nil
+	}
+	if s.tree {
+		// A freed page: note what it holds, in case a lost range needs it.
+		s.rep.PagesStale++
+		var o orphan
+		n := 0
+		forLeafItems(page, int(hd.count), func(it leafItem) {
+			rev, tomb, ok := parseRevKey(it.key)
+			if !ok || it.flags != 0 || len(it.value) > 0 && !validKV(it.value, rev, tomb) {
+				return
+			}
+			if n == 0 || rev.less(o.min) {
+				o.min = rev
+			}
+			if n == 0 || o.max.less(rev) {
+				o.max = rev
+			}
+			n++
+		})
+		if n > 0 {
+			o.id = pos
+			s.orphan = append(s.orphan, o)
+		}
+		return nil
+	}
+	s.shapeLeaf(page, int(hd.count), base)
+	return nil
+}
+
+// shapeBranch keeps a branch page whose keys are all revision keys: a
+// branch page of the "key" bucket (or a freed copy of one), which names
+// the revisions of its children.
+func (s *scanner) shapeBranch(pos uint64, page []byte, count int) {
+	elems, bad := branchElems(page, count)
+	if bad > 0 || len(elems) == 0 {
+		return
+	}
+	for i := range elems {
+		rev, _, ok := parseRevKey(elems[i].key)
+		if !ok {
+			return
+		}
+		s.maxNamed = max(s.maxNamed, rev.Main)
+		elems[i].key = bytes.Clone(elems[i].key)
+	}
+	s.shapeBranches = append(s.shapeBranches, shapeBranch{id: pos, elems: elems})
+}
+
+func validKV(v []byte, rev Revision, tomb bool) bool {
+	x, ok := parseKV(v)
+	return ok && checkKV(x, rev, tomb)
+}
+
+// shapeLeaf reads a leaf page without a tree: its items go to the bucket
+// their shape says, root bucket items' inline buckets included.
+func (s *scanner) shapeLeaf(page []byte, count int, base int64) {
+	var keyish, metaish, leaseish, memberish int
+	var inl []leafItem
+	forLeafItems(page, count, func(it leafItem) {
+		if it.flags&bucketLeafFlag != 0 {
+			if isEtcdBucket(it.key) {
+				inl = append(inl, it)
+			}
+			return
+		}
+		if rev, tomb, ok := parseRevKey(it.key); ok && (len(it.value) == 0 || validKV(it.value, rev, tomb)) {
+			keyish++
+		} else if isMetaKey(it.key) {
+			metaish++
+		} else if leaseItem(it.key, it.value) {
+			leaseish++
+		} else if memberItem(it.key, it.value) {
+			memberish++
+		}
+	})
+	for _, it := range inl {
+		name := string(it.key)
+		switch name {
+		case bucketKey, bucketMeta, bucketLease, bucketMembers:
+		default:
+			if root, inline, ok := bucketValue(it.value); ok && (root != 0 || parseHeader(inline).count > 0) {
+				s.others[name] = true
+			}
+			continue
+		}
+		if root, inline, ok := bucketValue(it.value); ok && root == 0 {
+			s.leafItems(name, inline, int(parseHeader(inline).count), base+int64(it.off+bucketHdrSize), true, nil)
+		}
+	}
+	switch {
+	case keyish > 0 && keyish >= metaish+leaseish+memberish:
+		s.rep.OrphanPagesUsed++
+		s.leafItems(bucketKey, page, count, base, true, nil)
+	case metaish > 0:
+		s.leafItems(bucketMeta, page, count, base, true, nil)
+	case leaseish > 0:
+		s.leafItems(bucketLease, page, count, base, true, nil)
+	case memberish > 0:
+		s.leafItems(bucketMembers, page, count, base, true, nil)
+	}
+}
+
+// leafItems takes the items of a leaf page (or inline page) of bucket
+// into the index. base is the page buffer's offset in the file; orphan
+// marks a page outside the tree; in, when set, limits the revisions
+// taken. It returns how many items were valid and how many not.
+func (s *scanner) leafItems(bucket string, page []byte, count int, base int64, orphan bool, in func([]byte) bool) (valid, invalid int) {
+	if bucket == bucketMeta && orphan {
+		// Without a tree, several copies of "meta" may be found: keep the
+		// one with the highest consistent index, the newest.
+		items := map[string][]byte{}
+		var ci uint64
+		forLeafItems(page, count, func(it leafItem) {
+			if isMetaKey(it.key) {
+				items[string(it.key)] = bytes.Clone(it.value)
+				if string(it.key) == metaConsistentIndex && len(it.value) == 8 {
+					ci = binary.BigEndian.Uint64(it.value)
+				}
+			}
+		})
+		if ci >= s.metaCI && len(items) > 0 {
+			s.metaCI, s.metaItems = ci, items
+		}
+		return len(items), 0
+	}
+	if bucket == bucketKey {
+		// bbolt keeps no checksum of a page: an item of a damaged page
+		// may parse and still hold damaged bytes (a value's payload). So
+		// a page with any invalid or misordered item is not used at all.
+		items, n, bad := s.keyPageItems(page, count)
+		if bad > 0 {
+			s.rep.InvalidItems += int64(bad)
+			s.rep.SuspectRevisions += int64(n - bad)
+			return n - bad, bad
+		}
+		for _, it := range items {
+			if in != nil && !in(it.rk) {
+				continue
+			}
+			if it.marker {
+				s.rep.Markers++
+				s.maxSeen = max(s.maxSeen, it.rev.Main)
+				continue
+			}
+			s.add(it.rev, it.tomb, it.x, it.enc, base+int64(it.off), orphan)
+		}
+		return n, 0
+	}
+	bad := forLeafItems(page, count, func(it leafItem) {
+		switch bucket {
+		case bucketMeta:
+			valid++
+			s.metaItems[string(it.key)] = bytes.Clone(it.value)
+		case bucketLease:
+			if !leaseItem(it.key, it.value) {
+				invalid++
+				return
+			}
+			valid++
+			s.leases[string(it.key)] = bytes.Clone(it.value)
+		case bucketMembers:
+			if it.flags != 0 {
+				invalid++
+				return
+			}
+			valid++
+			s.members[string(it.key)] = bytes.Clone(it.value)
+		}
+	})
+	return valid, invalid + bad
+}
+
+// keyItem is a parsed item of a "key" bucket leaf page; rk and enc
+// alias the page.
+type keyItem struct {
+	rk, enc []byte
+	rev     Revision
+	tomb    bool
+	marker  bool // an empty value: etcdutl's --bump-revision mark
+	x       kv
+	off     int
+}
+
+// keyPageItems parses every item of a "key" bucket leaf page into a
+// buffer the scanner reuses: it returns them, their number, and how many
+// are out of bounds, not a revision key with a consistent mvccpb.KeyValue
+// (or an empty marker), or out of order.
+func (s *scanner) keyPageItems(page []byte, count int) (items []keyItem, n, bad int) {
+	items = s.itemBuf[:0]
+	var prev []byte
+	oob := forLeafItems(page, count, func(it leafItem) {
+		n++
+		rev, tomb, ok := parseRevKey(it.key)
+		switch {
+		case it.flags != 0 || !ok:
+			bad++
+		case prev != nil && bytes.Compare(prev, it.key) >= 0:
+			bad++
+		case len(it.value) == 0:
+			items = append(items, keyItem{rk: it.key, rev: rev, tomb: tomb, marker: true})
+		default:
+			x, ok := parseKV(it.value)
+			if !ok || !checkKV(x, rev, tomb) {
+				bad++
+				break
+			}
+			items = append(items, keyItem{rk: it.key, enc: it.value, rev: rev, tomb: tomb, x: x, off: it.off})
+		}
+		prev = it.key
+	})
+	s.itemBuf = items[:0]
+	return items, n + oob, bad + oob
+}
+
+// add takes one valid revision of the "key" bucket into the index.
+func (s *scanner) add(rev Revision, tomb bool, x kv, enc []byte, off int64, orphan bool) {
+	s.rep.RevisionsRead++
+	s.maxSeen = max(s.maxSeen, rev.Main)
+	e := s.keys[string(x.key)]
+	if e == nil {
+		e = &entry{}
+		s.keys[string(x.key)] = e
+	}
+	if tomb {
+		if !e.hasTomb || e.tomb.less(rev) {
+			e.hasTomb, e.tomb = true, rev
+		}
+		return
+	}
+	if e.hasKeep && e.keep.rev == rev {
+		// The same revision again (a freed copy of its page): prefer the
+		// copy in the tree.
+		if e.keepOrphan && !orphan {
+			e.keepOrphan, e.keep.off = false, off
+		}
+		return
+	}
+	if e.hasKeep && rev.less(e.keep.rev) {
+		return
+	}
+	for _, b := range e.bad {
+		if b.rev == rev {
+			return
+		}
+	}
+	if s.opts.Readable != nil {
+		if err := s.opts.Readable(string(x.key), x.value); err != nil {
+			if len(e.bad) < 64 {
+				e.bad = append(e.bad, badRev{rev: rev, err: err.Error()})
+			}
+			return
+		}
+	}
+	e.hasKeep, e.keepOrphan, e.keepLease = true, orphan, x.lease
+	e.keep = keptRev{rev: rev, off: off, n: len(enc), sum: crc32.Checksum(enc, castagnoli)}
+	e.bad = slices.DeleteFunc(e.bad, func(b badRev) bool { return b.rev.less(rev) })
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// pass2 reads the freed "key" bucket pages that may fill a lost range,
+// taking only their revisions inside lost ranges.
+func (s *scanner) pass2() error {
+	if len(s.lost) == 0 && !s.fillAll {
+		return nil
+	}
+	fill := s.lost
+	if s.fillAll {
+		// The newer transaction wrote revisions above the tree's newest;
+		// below it, a page outside the tree is a freed copy.
+		fill = append(slices.Clip(fill), keyRange{lo: revKey(Revision{Main: s.maxSeen + 1}, false)})
+	}
+	fill = mergeRanges(fill)
+	inLost := func(rk []byte) bool { return findRange(fill, rk, rk) }
+	for i, o := range s.orphan {
+		if i%256 == 0 {
+			if err := s.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		lo, hi := revKey(o.min, false), revKey(o.max, true)
+		if !findRange(fill, lo, hi) {
+			continue
+		}
+		buf, h := s.readPage(o.id)
+		if buf == nil || h.flags != flagLeaf {
+			continue
+		}
+		s.rep.OrphanPagesUsed++
+		s.rep.PagesStale--
+		s.leafItems(bucketKey, buf, int(h.count), int64(o.id)*int64(s.ps), true, inLost)
+	}
+	return nil
+}
+
+// finish turns the index into the kept revisions and the report.
+func (s *scanner) finish() *Result {
+	rep := s.rep
+	res := &Result{Report: rep, r: s.r, size: s.size}
+	rep.MaxRevisionSeen, rep.MaxRevisionNamed = s.maxSeen, s.maxNamed
+
+	// Compaction, as salvaged, if consistent.
+	fin, finOK := compactRev(s.metaItems[metaFinishedCompact])
+	sch, schOK := compactRev(s.metaItems[metaScheduledCompact])
+	compactKnown := false
+	switch {
+	case finOK && schOK && fin <= sch, finOK && !schOK, schOK && !finOK:
+		rep.CompactRevision, rep.ScheduledCompactRevision, compactKnown = fin, sch, true
+	case finOK || schOK:
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the compaction revisions salvaged are inconsistent (finished %d, scheduled %d): not used", fin, sch))
+	case !s.tree || len(s.metaItems) == 0:
+	default:
+		compactKnown = true // never compacted
+	}
+	if v := s.metaItems[metaConsistentIndex]; len(v) == 8 {
+		rep.ConsistentIndex = binary.BigEndian.Uint64(v)
+	}
+	compact := max(rep.CompactRevision, rep.ScheduledCompactRevision)
+
+	if !s.tree {
+		// Without a tree, a branch page still names what its lost
+		// children held; it may be a freed copy, which the problem says.
+		for _, b := range s.shapeBranches {
+			for i, e := range b.elems {
+				if e.child < s.npages && !s.badPos[e.child] {
+					continue
+				}
+				var hi []byte
+				if i+1 < len(b.elems) {
+					hi = b.elems[i+1].key
+				}
+				what := "unreadable"
+				if e.child >= s.npages {
+					what = "beyond the end of the file"
+				}
+				s.lose(bucketKey, e.key, hi, e.child, b.id, what+" (named by a branch page found outside any tree, which may be a freed copy)")
+			}
+		}
+	}
+	maxLost := int64(0)
+	// Without a tree, any loss may have taken any key's newer revisions.
+	openLost := !s.tree && (rep.PagesUnreadable > 0 || s.truncated || len(s.lost) > 0)
+	for _, l := range s.lost {
+		if l.hi == nil {
+			openLost = true
+		} else if r, _, ok := parseRevKey(l.hi); ok {
+			maxLost = max(maxLost, r.Main)
+		}
+	}
+
+	perRes := map[string]int{}
+	var kept []keptRev
+	leased := map[int64]bool{}
+	names := make([]string, 0, len(s.keys))
+	for k := range s.keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, key := range names {
+		e := s.keys[key]
+		newest := Revision{}
+		if e.hasKeep {
+			newest = e.keep.rev
+		}
+		if e.hasTomb && newest.less(e.tomb) {
+			newest = e.tomb
+		}
+		for _, b := range e.bad {
+			if newest.less(b.rev) {
+				newest = b.rev
+			}
+		}
+		switch {
+		case e.hasTomb && e.tomb == newest:
+			rep.Deleted++
+			continue
+		case !e.hasKeep || (e.hasTomb && e.keep.rev.less(e.tomb)):
+			reason := "no revision of it is readable"
+			if e.hasKeep {
+				reason = fmt.Sprintf("its newest readable revision %s is older than its deletion at %s", e.keep.rev, e.tomb)
+			}
+			if len(e.bad) > 0 {
+				reason = fmt.Sprintf("unreadable (%s); %s", e.bad[len(e.bad)-1].err, reason)
+			}
+			s.drop(Drop{Key: key, Revision: newest, Reason: reason})
+			continue
+		}
+		if newest != e.keep.rev {
+			s.drop(Drop{Key: key, Revision: newest, Kept: e.keep.rev, Reason: fmt.Sprintf("newer revision unreadable (%s): kept the older %s", e.bad[len(e.bad)-1].err, e.keep.rev)})
+		}
+		rep.Keys++
+		kept = append(kept, e.keep)
+		if e.keepLease != 0 {
+			leased[e.keepLease] = true
+		}
+		perRes[resourceOf(s.opts.Prefix, key)]++
+		if e.keepOrphan && (!compactKnown || e.keep.rev.Main <= compact) && len(rep.Uncertain) < MaxListed {
+			rep.Uncertain = append(rep.Uncertain, Drop{Key: key, Revision: newest, Kept: e.keep.rev,
+				Reason: "found only on a page outside the tree of buckets, at or below the compaction revision (or none is known): compaction may have removed it and a deletion after it"})
+		}
+		if openLost || e.keep.rev.Main < maxLost {
+			rep.PossiblyStale++
+			if len(rep.PossiblyStaleKeys) < MaxListed {
+				rep.PossiblyStaleKeys = append(rep.PossiblyStaleKeys, key)
+			}
+		}
+	}
+	rep.Superseded = rep.RevisionsRead - int64(rep.Keys)
+	for k, rc := range perRes {
+		rep.Resources = append(rep.Resources, ResourceCount{Resource: k, Keys: rc})
+	}
+	sort.Slice(rep.Resources, func(i, j int) bool { return rep.Resources[i].Resource < rep.Resources[j].Resource })
+	sort.Slice(kept, func(i, j int) bool { return kept[i].rev.less(kept[j].rev) })
+	res.kept = kept
+
+	for _, k := range sortedKeys(s.leases) {
+		res.leases = append(res.leases, rawItem{[]byte(k), s.leases[k]})
+		delete(leased, int64(binary.BigEndian.Uint64([]byte(k))))
+	}
+	rep.Leases, rep.LeasesMissing = len(res.leases), len(leased)
+	for _, k := range sortedKeys(s.members) {
+		res.members = append(res.members, rawItem{[]byte(k), s.members[k]})
+	}
+	rep.Members = len(res.members)
+	for k := range s.others {
+		rep.OtherBuckets = append(rep.OtherBuckets, k)
+	}
+	sort.Strings(rep.OtherBuckets)
+	res.compact = max(compact, rep.MaxRevisionSeen, rep.MaxRevisionNamed)
+
+	rep.Complete = s.tree && !s.fillAll && len(s.lost) == 0 && len(rep.OtherLost) == 0 && rep.Dropped == nil && rep.Trailer != "mismatch"
+	s.warn(compactKnown)
+	return res
+}
+
+func (s *scanner) drop(d Drop) {
+	if len(s.rep.Dropped) < MaxListed {
+		s.rep.Dropped = append(s.rep.Dropped, d)
+	}
+}
+
+// warn adds the report's sentences.
+func (s *scanner) warn(compactKnown bool) {
+	rep := s.rep
+	if !s.tree {
+		rep.Warnings = append(rep.Warnings, "no meta page led to a readable root bucket: every leaf page was recognised by its contents, freed pages included; a key deleted before the last compaction may reappear (listed as uncertain), and so may a revoked lease")
+	}
+	if s.fillAll {
+		rep.Warnings = append(rep.Warnings, "the tree was followed from a meta page not known to be the newest (the other one is damaged): pages outside it were read as well, for the writes of a newer transaction")
+		if rep.PagesUnreadable > 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d unreadable page(s) outside the tree may have held that transaction's writes", rep.PagesUnreadable))
+		}
+	}
+	if s.truncated {
+		rep.Warnings = append(rep.Warnings, "the file is cut short: a meta page names pages beyond its end, or it ends inside a page")
+	}
+	if !s.tree && rep.PossiblyStale > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("pages were lost and no index tells which keys they held: any of the %d kept keys may have had a newer revision or a deletion there", rep.PossiblyStale))
+	}
+	if len(s.lost) > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d part(s) of the key bucket's index are lost; %d kept key(s) are older than the end of a lost part and may have had newer revisions or a deletion there", len(s.lost), rep.PossiblyStale))
+	}
+	if len(rep.OtherLost) > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d page(s) of the meta, lease or members buckets are lost", len(rep.OtherLost)))
+	}
+	if !compactKnown {
+		rep.Warnings = append(rep.Warnings, "the compaction revision is not known")
+	}
+	if rep.LeasesMissing > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d lease(s) that kept keys are attached to were not found: etcd keeps those keys without a lease", rep.LeasesMissing))
+	}
+	if len(rep.OtherBuckets) > 0 {
+		rep.Warnings = append(rep.Warnings, "buckets not copied: "+strings.Join(rep.OtherBuckets, ", ")+" (authentication users and roles among them are not restored)")
+	}
+	if rep.Trailer == "mismatch" {
+		rep.Warnings = append(rep.Warnings, "the last 32 bytes, a sha256 trailer by etcd's rule (the size is 32 over a multiple of 512), do not match the file: it was damaged after it was written (or was cut to that size)")
+	}
+}
+
+// compactRev reads a compaction revision from "meta" (17-byte revision
+// form, or 8 bytes).
+func compactRev(v []byte) (int64, bool) {
+	if len(v) != 17 && len(v) != 8 {
+		return 0, false
+	}
+	r := int64(binary.BigEndian.Uint64(v[:8]))
+	return r, r > 0
+}
+
+func resourceOf(prefix, key string) string {
+	if r, _, _, ok := resource.ParseKey(prefix, key); ok {
+		return r.String()
+	}
+	return "(other)"
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,270 @@
+package salvage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// ErrInputChanged means a value read again to be written differs from the
+// one the scan checked: the input changed between the scan and the write.
+var ErrInputChanged = errors.New("the input changed since it was scanned")
+
+// Written describes a snapshot file WriteSnapshot wrote.
+type Written struct {
+	// Path is the snapshot file, SHA256 its trailer (hex), Size its size.
+	Path   string
+	SHA256 string
+	Size   int64
+	// Revisions is the number of revisions written to "key" (one per
+	// recovered key), Leases and Members the items of those buckets.
+	Revisions, Leases, Members int
+	// CompactRevision is the compaction revision written to "meta" (see
+	// WriteSnapshot).
+	CompactRevision int64
+}
+
+// batchBytes bounds the values one write transaction holds.
+const batchBytes = 32 << 20
+
+// WriteSnapshot writes the salvage to path, which must not exist, as an
+// etcd snapshot file: a new bbolt database with etcd's buckets "key",
+// "meta", "lease" and "members", followed by the sha256 trailer, ready for
+// `etcdutl snapshot restore`. "key" holds each recovered key's kept
+// revision under its original revision key, with its original
+// mvccpb.KeyValue bytes (read again from the input and checked against
+// the scan); "lease" and "members" the items found.
+//
+// "meta" holds finishedCompactRev and scheduledCompactRev, both the
+// highest of the compaction salvaged and the highest revision the scan saw
+// (Report.MaxRevisionSeen, MaxRevisionNamed): the file holds one revision
+// per key, so a read at any older revision would miss the keys changed
+// since, and a compaction at the newest revision makes etcd refuse such
+// reads (as `etcdutl snapshot restore --mark-compacted` does); it also
+// keeps etcd's revision from going below the highest one seen. raft state
+// (consistent_index, term) is not written: `etcdutl snapshot restore`
+// writes its own.
+//
+// The file is written to a temporary file in path's directory (mode
+// 0600), fsynced, linked to path (never replacing a file) and the
+// directory fsynced; on failure nothing is left behind.
+func (res *Result) WriteSnapshot(ctx context.Context, path string) (w *Written, err error) {
+	if _, err := os.Lstat(path); err == nil {
+		return nil, fmt.Errorf("salvage: write %s: %w: choose a new file; an existing one is never overwritten", path, store.ErrOutputExists)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("salvage: write %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".salvage-*")
+	if err != nil {
+		return nil, fmt.Errorf("salvage: write %s: %w", path, err)
+	}
+	tmpPath := tmp.Name()
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(tmpPath)
+		return nil, fmt.Errorf("salvage: write %s: %w", path, err)
+	}
+	defer func() {
+		_ = os.Remove(tmpPath)
+		if err != nil {
+			err = fmt.Errorf("salvage: write %s: %w", path, err)
+		}
+	}()
+	w = &Written{Path: path, CompactRevision: res.compact}
+	if err := res.writeDB(ctx, tmpPath, w); err != nil {
+		return nil, err
+	}
+	sum, size, err := store.AppendSnapshotTrailer(tmpPath)
+	if err != nil {
+		return nil, fmt.Errorf("append sha256 trailer: %w", err)
+	}
+	w.SHA256, w.Size = sum, size
+	if err := os.Link(tmpPath, path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("%w: created while the salvage was written", store.ErrOutputExists)
+		}
+		return nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// writeDB writes the bbolt database to path (an empty file).
+func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true})
+	if err != nil {
+		return fmt.Errorf("create bbolt file: %w", err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = db.Close()
+		}
+	}()
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range []string{bucketKey, bucketMeta, bucketLease, bucketMembers} {
+			if _, err := tx.CreateBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		mb := tx.Bucket([]byte(bucketMeta))
+		if res.compact > 0 {
+			rk := revKey(Revision{Main: res.compact}, false)
+			if err := mb.Put([]byte(metaScheduledCompact), rk); err != nil {
+				return err
+			}
+			if err := mb.Put([]byte(metaFinishedCompact), rk); err != nil {
+				return err
+			}
+		}
+		for _, it := range res.leases {
+			if err := tx.Bucket([]byte(bucketLease)).Put(it.key, it.value); err != nil {
+				return err
+			}
+		}
+		for _, it := range res.members {
+			if err := tx.Bucket([]byte(bucketMembers)).Put(it.key, it.value); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	w.Leases, w.Members = len(res.leases), len(res.members)
+
+	arena := make([]byte, batchBytes)
+	for i := 0; i < len(res.kept); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		used := 0
+		err := db.Update(func(tx *bolt.Tx) error {
+			kb := tx.Bucket([]byte(bucketKey))
+			kb.FillPercent = 0.9 // etcd's for the "key" bucket's appends
+			for ; i < len(res.kept); i++ {
+				k := res.kept[i]
+				var buf []byte
+				switch {
+				case k.n > len(arena):
+					if used > 0 {
+						return nil // commit first; the next batch takes it alone
+					}
+					buf = make([]byte, k.n)
+				case used+k.n > len(arena):
+					return nil
+				default:
+					buf = arena[used : used+k.n : used+k.n]
+				}
+				used += k.n
+				if err := res.readKept(k, buf); err != nil {
+					return err
+				}
+				if err := kb.Put(revKey(k.rev, false), buf); err != nil {
+					return err
+				}
+				if k.n > len(arena) {
+					i++
+					return nil
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	w.Revisions = len(res.kept)
+	if err := db.Sync(); err != nil {
+		return fmt.Errorf("fsync: %w", err)
+	}
+	closed = true
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("close bbolt file: %w", err)
+	}
+	return nil
+}
+
+// readKept reads a kept revision's mvccpb.KeyValue into buf and checks it
+// is the one the scan kept.
+func (res *Result) readKept(k keptRev, buf []byte) error {
+	n, err := res.r.ReadAt(buf, k.off)
+	if n != len(buf) {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("read revision %s at offset %d: %w", k.rev, k.off, err)
+	}
+	if crc32.Checksum(buf, castagnoli) != k.sum {
+		return fmt.Errorf("revision %s at offset %d: %w", k.rev, k.off, ErrInputChanged)
+	}
+	var m mvccpb.KeyValue
+	if err := proto.Unmarshal(buf, &m); err != nil || m.ModRevision != k.rev.Main || len(m.Key) == 0 {
+		return fmt.Errorf("revision %s at offset %d: not the mvccpb.KeyValue of that revision (%v)", k.rev, k.off, err)
+	}
+	return nil
+}
+
+// SalvageFile scans the file in (opened read-only, never written) and,
+// when out is not "", writes the salvage there (see WriteSnapshot); an
+// existing out is refused before the scan. It returns the scan's Result
+// (with its Report) even when the write fails, and nil when the scan
+// fails. The input is closed when it returns: the Result is for its
+// Report (its WriteSnapshot would fail).
+func SalvageFile(ctx context.Context, in, out string, opts Options) (*Result, *Written, error) {
+	if out != "" {
+		if _, err := os.Lstat(out); err == nil {
+			return nil, nil, fmt.Errorf("salvage: write %s: %w: choose a new file; an existing one is never overwritten", out, store.ErrOutputExists)
+		}
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		return nil, nil, fmt.Errorf("salvage: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("salvage: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("salvage %s: not a regular file", in)
+	}
+	res, err := Scan(ctx, f, fi.Size(), opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("salvage %s: %w", in, err)
+	}
+	if out == "" {
+		return res, nil, nil
+	}
+	w, err := res.WriteSnapshot(ctx, out)
+	if err != nil {
+		return res, nil, err
+	}
+	return res, w, nil
+}
