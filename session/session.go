@@ -21,6 +21,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/salvage"
 	"github.com/etcdpvc/etcdpvc/store/wal"
 	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
@@ -98,6 +99,10 @@ type Options struct {
 	LockTimeout   time.Duration
 	SkipHashCheck bool
 	HashCacheDir  string
+	// Salvage reads DB page by page, as `salvage` does, when bbolt refuses
+	// it: what survives, written to a temporary snapshot that the session
+	// reads (Session.Salvaged).
+	Salvage bool
 
 	// EncryptionConfig is the kube-apiserver's EncryptionConfiguration
 	// file ("": none).
@@ -302,6 +307,13 @@ type Session struct {
 	Description string
 	// Routes are the --etcd-servers-overrides in use (live etcd only).
 	Routes []Route
+	// Salvaged is, with Options.Salvage, the salvage's report: what the
+	// session reads is what survives of the DB file.
+	Salvaged *salvage.Report
+
+	// cleanup removes what the session made (the salvage's temporary
+	// snapshot).
+	cleanup func()
 }
 
 // Route is one resource kept in another etcd.
@@ -370,6 +382,9 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	}
 	s := &Session{Enc: enc, Planner: surgery.Planner{Codec: stored.Codec{Enc: enc, Prefix: o.Prefix}}}
 	switch {
+	case len(o.WAL) > 0 && o.Salvage:
+		s.Close()
+		return nil, &OptionError{Option: "--salvage", Err: errors.New("it reads a damaged --db file by itself: salvage it first (`etcdpvc --db FILE salvage --out NEW.db`), then give --db NEW.db with --wal")}
 	case len(o.WAL) > 0 && o.Out != "":
 		s.Close()
 		return nil, &OptionError{Option: "--out " + o.Out, Err: errors.New("a write-ahead log is read-only: recover from it into a live etcd (--endpoints or --kubeadm), or into a copy of a db with --db IN --out OUT without --wal")}
@@ -427,6 +442,14 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		}
 		if check != nil {
 			s.Description += ", checked against " + checkFile
+		}
+	case o.Salvage && (o.DB == "" || o.Out != ""):
+		s.Close()
+		return nil, &OptionError{Option: "--salvage", Err: errors.New("it reads a damaged --db file, read-only: give --db FILE, without --out (`etcdpvc --db FILE salvage --out NEW.db` writes what survives to a file)")}
+	case o.Salvage:
+		if err := s.openSalvage(ctx, o); err != nil {
+			s.Close()
+			return nil, err
 		}
 	case o.Out != "":
 		sc, err := store.OpenSnapshotCopy(o.DB, o.Out, o.BoltOptions())
@@ -598,7 +621,8 @@ func ObjectName(prefix, key string) string {
 	return kind + " " + name + " in namespace " + ns
 }
 
-// Close closes the store and the encryption config.
+// Close closes the store and the encryption config, and removes what the
+// session made.
 func (s *Session) Close() {
 	if s.Reader != nil {
 		s.Reader.Close()
@@ -608,5 +632,9 @@ func (s *Session) Close() {
 	}
 	if s.Enc != nil {
 		s.Enc.Close()
+	}
+	if s.cleanup != nil {
+		s.cleanup()
+		s.cleanup = nil
 	}
 }

@@ -70,6 +70,7 @@ var Settings = []Setting{
 	{Name: SettingWALBase, Kind: KindString},
 	{Name: "lock-timeout", Kind: KindDuration, Default: "2s"},
 	{Name: "skip-hash-check", Kind: KindBool},
+	{Name: "salvage", Kind: KindBool},
 	{Name: SettingEncryptionConfig, Kind: KindString},
 	{Name: SettingKubeconfig, Env: "KUBECONFIG", Kind: KindString},
 	{Name: "verify", Kind: KindString, Default: "auto"},
@@ -164,6 +165,8 @@ func (o *Options) Set(name, value string) error {
 		o.LockTimeout, err = parseDuration(value)
 	case "skip-hash-check":
 		o.SkipHashCheck = value == "true"
+	case "salvage":
+		o.Salvage = value == "true"
 	case SettingEncryptionConfig:
 		o.EncryptionConfig = value
 	case SettingKubeconfig:

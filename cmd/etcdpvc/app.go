@@ -14,9 +14,11 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 
+	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 	"github.com/etcdpvc/etcdpvc/session"
+	"github.com/etcdpvc/etcdpvc/store/salvage"
 )
 
 // env is what a command runs with: its streams and context.
@@ -27,6 +29,8 @@ type env struct {
 	stderr io.Writer
 	// getenv reads the environment (os.Getenv; replaced in tests).
 	getenv func(string) string
+	// salvaged is the salvage report of a session opened with --salvage.
+	salvaged *salvage.Report
 }
 
 // globalFlag is a flag that works before or after the command name: a
@@ -69,6 +73,7 @@ var globalUsage = map[string]string{
 	"wal-base":                 "with --wal: an older db or snapshot of the same cluster (last night's `etcdctl snapshot save`) whose consistent index lies inside the log: the log's later entries are replayed over it exactly, and --db, the member's current db, checks the replay at its own consistent index (a disagreement refuses to answer)",
 	"lock-timeout":             "with --db: how long to wait for the file lock (0: do not wait)",
 	"skip-hash-check":          "with --db: go on when a snapshot's sha256 trailer does not match",
+	"salvage":                  "with --db: read a damaged db file bbolt refuses page by page (as `salvage` does): what survives; reads then exit 10 unless nothing was lost",
 	"encryption-config":        "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources",
 	"kubeconfig":               "kubeconfig of the cluster's apiserver, to verify writes with (--kubeadm: the node's admin.conf, which wins over $KUBECONFIG)",
 	"verify":                   "check writes with the apiserver: auto (when it answers), always (refuse to write unverified) or never",
@@ -249,6 +254,7 @@ func commands() []command {
 		recoverCommand(),
 		dumpCommand(),
 		statsCommand(),
+		salvageCommand(),
 		decodeCommand(),
 		encodeCommand(),
 		versionCommand(),
@@ -300,7 +306,12 @@ func (cmd *command) run(c *cli.Context, e *env) error {
 		}
 		in.g = g
 	}
-	return cmd.action(c, e, in)
+	err := cmd.action(c, e, in)
+	if err == nil && e.salvaged != nil {
+		// What was read is what survives of the file.
+		err = flows.SalvageVerdict(e.salvaged)
+	}
+	return err
 }
 
 func newApp(e *env) *cli.App {

@@ -78,6 +78,7 @@ func openStore(e *env, g *globalOptions, out string) (*cliSession, error) {
 		return nil, err
 	}
 	s := &cliSession{Session: cs, g: g}
+	e.salvaged = cs.Salvaged
 	for _, l := range cs.WALLines(e.ctx) {
 		fmt.Fprintf(e.stderr, "etcdpvc: %s\n", l)
 	}
