@@ -10,11 +10,15 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/etcdpvc/etcdpvc/resource"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // ErrNotBolt means the input holds no recognisable bbolt page: no meta
@@ -29,7 +33,10 @@ type Options struct {
 	// Readable checks a revision's stored value (the KeyValue's value, the
 	// bytes the apiserver wrote) for key; a revision whose value fails is
 	// not kept, and the key's newest revision that passes is (nil: every
-	// value passes). It must not keep value, which aliases a read buffer.
+	// value passes). Each key's revisions are judged newest first, and only
+	// until one passes; keys are judged on several cores, so Readable must
+	// be safe for concurrent use. It must not keep value, which aliases a
+	// read buffer.
 	Readable func(key string, value []byte) error
 	// PageSize forces the page size (0: from a meta page whose checksum
 	// verifies, else detected).
@@ -89,6 +96,16 @@ type entry struct {
 	hasTomb    bool
 	tomb       Revision
 	bad        []badRev
+	// older are, with Options.Readable, the revisions older than keep,
+	// which judge falls back to when keep's value does not pass.
+	older []candidate
+}
+
+// candidate is a revision of a key not yet judged (Options.Readable).
+type candidate struct {
+	rev    keptRev
+	orphan bool
+	lease  int64
 }
 
 type badRev struct {
@@ -243,6 +260,9 @@ func Scan(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Result
 		}
 	}
 	if err := s.pass2(); err != nil {
+		return nil, err
+	}
+	if err := s.judge(); err != nil {
 		return nil, err
 	}
 	return s.finish(), nil
@@ -977,25 +997,123 @@ func (s *scanner) add(rev Revision, tomb bool, x kv, enc []byte, off int64, orph
 		}
 		return
 	}
-	if e.hasKeep && rev.less(e.keep.rev) {
+	c := candidate{rev: keptRev{rev: rev, off: off, n: len(enc), sum: crc32.Checksum(enc, castagnoli)}, orphan: orphan, lease: x.lease}
+	if s.opts.Readable != nil {
+		// Judged at the end, newest first (judge): most keys' newest
+		// revision passes, and the older ones are never decoded.
+		if e.hasKeep && rev.less(e.keep.rev) {
+			e.older = append(e.older, c)
+			return
+		}
+		if e.hasKeep {
+			e.older = append(e.older, candidate{rev: e.keep, orphan: e.keepOrphan, lease: e.keepLease})
+		}
+	} else if e.hasKeep && rev.less(e.keep.rev) {
 		return
 	}
-	for _, b := range e.bad {
-		if b.rev == rev {
-			return
-		}
+	e.hasKeep, e.keepOrphan, e.keepLease, e.keep = true, c.orphan, c.lease, c.rev
+}
+
+// judge keeps, of each key, the newest revision whose value passes
+// Options.Readable, newest first, never one older than the key's newest
+// deletion (finish counts such a key deleted); the revisions that do not
+// pass are recorded as bad. Keys are judged on several cores: Readable
+// must be safe for concurrent use. Each value is read again from the
+// input and checked against the scan (ErrInputChanged).
+func (s *scanner) judge() error {
+	if s.opts.Readable == nil {
+		return nil
 	}
-	if s.opts.Readable != nil {
-		if err := s.opts.Readable(string(x.key), x.value); err != nil {
-			if len(e.bad) < 64 {
-				e.bad = append(e.bad, badRev{rev: rev, err: err.Error()})
+	type job struct {
+		key string
+		e   *entry
+	}
+	jobs := make(chan job, 256)
+	workers := runtime.GOMAXPROCS(0)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for j := range jobs {
+				if errs[w] != nil {
+					continue
+				}
+				buf, errs[w] = s.judgeKey(j.key, j.e, buf)
 			}
-			return
-		}
+		}()
 	}
-	e.hasKeep, e.keepOrphan, e.keepLease = true, orphan, x.lease
-	e.keep = keptRev{rev: rev, off: off, n: len(enc), sum: crc32.Checksum(enc, castagnoli)}
-	e.bad = slices.DeleteFunc(e.bad, func(b badRev) bool { return b.rev.less(rev) })
+	n := 0
+	for key, e := range s.keys {
+		if n++; n%1024 == 0 && s.ctx.Err() != nil {
+			break
+		}
+		if !e.hasKeep || (e.hasTomb && e.keep.rev.less(e.tomb)) {
+			continue // deleted after every revision held: nothing to judge
+		}
+		jobs <- job{key, e}
+	}
+	close(jobs)
+	wg.Wait()
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// judgeKey judges e, the entry of key (see judge), reading values into
+// buf; it returns the buffer for the next key.
+func (s *scanner) judgeKey(key string, e *entry, buf []byte) ([]byte, error) {
+	cands := append(e.older, candidate{rev: e.keep, orphan: e.keepOrphan, lease: e.keepLease})
+	// Newest first; of one revision held twice (a freed copy), the copy
+	// in the tree first.
+	slices.SortFunc(cands, func(a, b candidate) int {
+		switch {
+		case a.rev.rev != b.rev.rev && b.rev.rev.less(a.rev.rev):
+			return -1
+		case a.rev.rev != b.rev.rev:
+			return 1
+		case a.orphan == b.orphan:
+			return 0
+		case !a.orphan:
+			return -1
+		}
+		return 1
+	})
+	e.hasKeep, e.older = false, nil
+	for i, c := range cands {
+		if i > 0 && c.rev.rev == cands[i-1].rev.rev {
+			continue
+		}
+		if e.hasTomb && c.rev.rev.less(e.tomb) {
+			break // never across a deletion
+		}
+		if cap(buf) < c.rev.n {
+			buf = make([]byte, c.rev.n)
+		}
+		buf = buf[:c.rev.n]
+		if _, err := s.r.ReadAt(buf, c.rev.off); err != nil {
+			return buf, fmt.Errorf("salvage: read revision %s again at offset %d: %w", c.rev.rev, c.rev.off, err)
+		}
+		if crc32.Checksum(buf, castagnoli) != c.rev.sum {
+			return buf, fmt.Errorf("revision %s at offset %d: %w", c.rev.rev, c.rev.off, ErrInputChanged)
+		}
+		var m mvccpb.KeyValue
+		if err := proto.Unmarshal(buf, &m); err != nil {
+			return buf, fmt.Errorf("revision %s at offset %d: %w", c.rev.rev, c.rev.off, ErrInputChanged)
+		}
+		if err := s.opts.Readable(key, m.Value); err != nil {
+			if len(e.bad) < 64 {
+				e.bad = append(e.bad, badRev{rev: c.rev.rev, err: err.Error()})
+			}
+			continue
+		}
+		e.hasKeep, e.keep, e.keepOrphan, e.keepLease = true, c.rev, c.orphan, c.lease
+		break
+	}
+	return buf, nil
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
