@@ -59,6 +59,28 @@ func CreateBatchSize(kvs []KeyValue) int {
 	return n
 }
 
+// batchTxn sends one transaction of a batch, If cmps Then thens Else
+// elses, for op (a batch of about size bytes, as etcd counts them). More
+// operations than etcd's --max-txn-ops wrap ErrTooManyOps and
+// ErrTooLarge, a request too large ErrTooLarge: neither was applied.
+func (e *Etcd) batchTxn(ctx context.Context, op string, size int, cmps []clientv3.Cmp, thens, elses []clientv3.Op) (*clientv3.TxnResponse, error) {
+	var resp *clientv3.TxnResponse
+	err := e.rpc(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = e.cli.Txn(ctx).If(cmps...).Then(thens...).Else(elses...).Commit()
+		return err
+	})
+	switch {
+	case err == nil:
+		return resp, nil
+	case strings.Contains(err.Error(), "too many operations in txn request"):
+		return nil, fmt.Errorf("%s: %w: %w: %w", op, ErrTooManyOps, ErrTooLarge, cleanRPCError(err))
+	case tooLarge(err):
+		return nil, fmt.Errorf("%s: %w (%d bytes): %w", op, ErrTooLarge, size, cleanRPCError(err))
+	}
+	return nil, rpcError(op, err)
+}
+
 // CreateBatch implements BatchCreator with one transaction: If
 // CreateRevision(k) == 0 for every key, Then Put every key, Else Get every
 // key (keys only) to report which exist.
@@ -75,20 +97,9 @@ func (e *Etcd) CreateBatch(ctx context.Context, kvs []KeyValue) (int64, error) {
 		puts[i] = clientv3.OpPut(kv.Key, string(kv.Value))
 		gets[i] = clientv3.OpGet(kv.Key, clientv3.WithKeysOnly())
 	}
-	var resp *clientv3.TxnResponse
-	err := e.rpc(ctx, func(ctx context.Context) error {
-		var err error
-		resp, err = e.cli.Txn(ctx).If(cmps...).Then(puts...).Else(gets...).Commit()
-		return err
-	})
+	resp, err := e.batchTxn(ctx, op, CreateBatchSize(kvs), cmps, puts, gets)
 	if err != nil {
-		if strings.Contains(err.Error(), "too many operations in txn request") {
-			return 0, fmt.Errorf("%s: %w: %w: %w", op, ErrTooManyOps, ErrTooLarge, cleanRPCError(err))
-		}
-		if tooLarge(err) {
-			return 0, fmt.Errorf("%s: %w (%d bytes): %w", op, ErrTooLarge, CreateBatchSize(kvs), cleanRPCError(err))
-		}
-		return 0, rpcError(op, err)
+		return 0, err
 	}
 	if resp.Succeeded {
 		return resp.Header.Revision, nil
@@ -207,20 +218,9 @@ func (e *Etcd) DeleteBatch(ctx context.Context, kvs []KeyValue) (int64, error) {
 		dels[i] = clientv3.OpDelete(kv.Key)
 		gets[i] = clientv3.OpGet(kv.Key, clientv3.WithKeysOnly())
 	}
-	var resp *clientv3.TxnResponse
-	err := e.rpc(ctx, func(ctx context.Context) error {
-		var err error
-		resp, err = e.cli.Txn(ctx).If(cmps...).Then(dels...).Else(gets...).Commit()
-		return err
-	})
+	resp, err := e.batchTxn(ctx, op, DeleteBatchSize(kvs), cmps, dels, gets)
 	if err != nil {
-		if strings.Contains(err.Error(), "too many operations in txn request") {
-			return 0, fmt.Errorf("%s: %w: %w: %w", op, ErrTooManyOps, ErrTooLarge, cleanRPCError(err))
-		}
-		if tooLarge(err) {
-			return 0, fmt.Errorf("%s: %w (%d bytes): %w", op, ErrTooLarge, DeleteBatchSize(kvs), cleanRPCError(err))
-		}
-		return 0, rpcError(op, err)
+		return 0, err
 	}
 	if resp.Succeeded {
 		return resp.Header.Revision, nil

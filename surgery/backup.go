@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/etcdpvc/etcdpvc/internal/durable"
 )
 
 // BackupKind and BackupVersion identify the backup file format. Version 2
@@ -316,18 +318,8 @@ func writeBackupFile(dir string, b *Backup, now time.Time) (string, error) {
 	return final, nil
 }
 
-// syncDir fsyncs a directory, making renames and links in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
-}
+// syncDir fsyncs a directory (durable.SyncDir).
+func syncDir(dir string) error { return durable.SyncDir(dir) }
 
 // appendAudit appends one JSON line to the audit log and fsyncs it.
 func appendAudit(path string, rec AuditRecord) error {

@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/etcdpvc/etcdpvc/internal/durable"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -102,17 +103,8 @@ func (res *Result) WriteSnapshot(ctx context.Context, path string) (w *Written, 
 	return w, nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
-}
+// syncDir fsyncs a directory (durable.SyncDir).
+func syncDir(dir string) error { return durable.SyncDir(dir) }
 
 // writeDB writes the bbolt database to path (an empty file).
 func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
