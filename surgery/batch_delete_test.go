@@ -144,3 +144,50 @@ func TestLostDeleteBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveDeleteBatch: what a re-read shows does not settle a lost
+// transaction of deletes on its own. Applied, then one key created again
+// by another client: uncertain, never "nothing deleted". Not applied, one
+// key changed by another client: a key still at its revision is fenced,
+// and only then is "nothing deleted" said.
+func TestResolveDeleteBatch(t *testing.T) {
+	ctx := testCtx(t)
+	_, s := startEtcd(t)
+	lost := errors.New("the answer was lost")
+	kvsOf := func(plans []*Plan) []store.KeyValue {
+		var kvs []store.KeyValue
+		for _, p := range plans {
+			kvs = append(kvs, store.KeyValue{Key: p.Key, ModRevision: p.Expect})
+		}
+		return kvs
+	}
+
+	t.Run("applied, one key created again", func(t *testing.T) {
+		kvs := kvsOf(deletePlans(t, s, 3))
+		if _, err := s.DeleteBatch(ctx, kvs); err != nil {
+			t.Fatal(err)
+		}
+		create(t, s, kvs[1].Key, []byte("created again"))
+		_, err := resolveDeleteBatch(ctx, s, kvs, lost)
+		if !errors.Is(err, ErrUncertain) || errors.Is(err, errBatchNotApplied) {
+			t.Fatalf("resolveDeleteBatch = %v, want an uncertain outcome", err)
+		}
+	})
+
+	t.Run("not applied, one key changed", func(t *testing.T) {
+		kvs := kvsOf(deletePlans(t, s, 3))
+		if _, err := s.CompareAndSwap(ctx, kvs[0].Key, kvs[0].ModRevision, []byte("changed"), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, err := resolveDeleteBatch(ctx, s, kvs, lost)
+		if !errors.Is(err, errBatchNotApplied) || errors.Is(err, ErrUncertain) || !strings.Contains(err.Error(), kvs[1].Key+" was still at revision") {
+			t.Fatalf("resolveDeleteBatch = %v, want nothing deleted after a fence on %s", err, kvs[1].Key)
+		}
+		if kv := get(t, s, kvs[1].Key); kv.ModRevision == kvs[1].ModRevision {
+			t.Errorf("%s is still at revision %d: the fence did not land", kvs[1].Key, kv.ModRevision)
+		}
+		if _, err := s.DeleteBatch(ctx, kvs[1:]); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("the transaction still applies after the fence: %v", err)
+		}
+	})
+}

@@ -297,20 +297,19 @@ func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) 
 var errBatchNotApplied = errors.New("the transaction was not applied")
 
 // resolveDeleteBatch finds out, after a batch of compare-and-deletes
-// failed without an answer, whether it was applied. It deletes all the
-// keys or none, each only at its revision: a key found at another revision
-// or gone while others remain means it was not applied and can never be
-// (nothing deleted); every key still at its revision means not yet, and
-// rewriting one with its own value fences the transaction off (nothing
-// deleted: run it again); every key gone is uncertain (this transaction or
-// another client).
+// failed without an answer, whether it was applied. The transaction
+// deletes all its keys or none, and only while each is at its revision:
+// while one key is still at its revision it has not been applied, and
+// rewriting that key with its own value fences it off for good (nothing
+// deleted: run it again). A re-read alone proves nothing, since the keys
+// are read one by one (the transaction may land between two reads) and a
+// key the transaction deleted may have been created again since; so with
+// no key left at its revision, or a fence that does not land, the outcome
+// is uncertain.
 func resolveDeleteBatch(ctx context.Context, w store.Writer, kvs []store.KeyValue, txnErr error) (int64, error) {
 	what := fmt.Sprintf("delete %d objects (%s … %s)", len(kvs), kvs[0].Key, kvs[len(kvs)-1].Key)
 	uncertain := func(reason string) error {
 		return fmt.Errorf("%s: %w: %s; check them with etcdpvc get, or run the same command again, which finds what is left: %w", what, ErrUncertain, reason, txnErr)
-	}
-	notApplied := func(reason string) error {
-		return fmt.Errorf("%s: the transaction's answer was lost (%v); %s: %w, nothing of it was deleted", what, txnErr, reason, errBatchNotApplied)
 	}
 	rd, ok := w.(store.Reader)
 	if !ok {
@@ -319,31 +318,25 @@ func resolveDeleteBatch(ctx context.Context, w store.Writer, kvs []store.KeyValu
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
 	defer cancel()
 	var held *store.KeyValue
-	gone, moved := 0, 0
 	for _, kv := range kvs {
 		got, err := rd.Get(rctx, kv.Key, 0)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			gone++
 		case err != nil:
 			return 0, uncertain(fmt.Sprintf("the transaction's answer was lost and the keys could not be read back (%v)", err))
-		case got.ModRevision != kv.ModRevision:
-			moved++
-		case held == nil:
+		case got.ModRevision == kv.ModRevision && held == nil:
 			held = got
 		}
 	}
-	switch {
-	case gone == len(kvs):
-		return 0, uncertain("a re-read shows every key gone: deleted by this transaction, or by another client")
-	case moved > 0 || gone > 0:
-		return 0, notApplied(fmt.Sprintf("a re-read shows %d of the keys changed and %d gone, so the transaction, which needs every key at its revision, cannot apply", moved, gone))
+	if held == nil {
+		return 0, uncertain("a re-read shows no key at the revision the transaction compares against: deleted by this transaction (and perhaps created again since), or changed by another client")
 	}
 	frev, err := w.CompareAndSwap(rctx, held.Key, held.ModRevision, held.Value, held.Lease)
 	if err != nil {
-		return 0, uncertain(fmt.Sprintf("a re-read shows every key still at its revision, but fencing the transaction off failed (%v): it may still apply", err))
+		return 0, uncertain(fmt.Sprintf("%s was still at its revision when read, but fencing the transaction off failed (%v): it may have applied, or may still", held.Key, err))
 	}
-	return 0, notApplied(fmt.Sprintf("every key was still at its revision, and %s was rewritten with its own value at revision %d so that the transaction can no longer apply; run the same command again", held.Key, frev))
+	return 0, fmt.Errorf("%s: the transaction's answer was lost (%v); %s was still at revision %d and was rewritten with its own value at revision %d so that the transaction can no longer apply; run the same command again: %w, nothing of it was deleted",
+		what, txnErr, held.Key, held.ModRevision, frev, errBatchNotApplied)
 }
 
 // ErrTooManyOps means a transaction held more operations than etcd
