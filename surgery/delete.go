@@ -34,8 +34,9 @@ var (
 	ErrNotObjectKey = errors.New("not the key of one object")
 	// ErrReadabilityUnknown means a delete was asked for a value of which
 	// it cannot be told here whether the apiserver reads it: encrypted at
-	// rest with no encryption config given, or under a KMS provider whose
-	// plugin did not answer. Nothing was written. The error is an
+	// rest with no encryption config given, under a KMS provider whose
+	// plugin did not answer, or in a format this build does not read
+	// (CBOR). Nothing was written. The error is an
 	// *UnknownReadabilityError.
 	ErrReadabilityUnknown = errors.New("whether the apiserver can read it is not known")
 )
@@ -60,6 +61,9 @@ func (e *UnknownReadabilityError) Unwrap() []error {
 
 // Hint says what to do.
 func (e *UnknownReadabilityError) Hint() string {
+	if errors.Is(e.Cause, codec.ErrUnsupported) {
+		return "the value is in a storage format this build does not read (CBOR, which an apiserver with CBOR storage writes), which says nothing of the apiserver's: ask it (`kubectl get`); --force deletes the value anyway"
+	}
 	if errors.Is(e.Cause, encryption.ErrPluginFailed) {
 		return "the KMS plugin did not answer here, which says nothing of the apiserver's: check the plugin (the apiserver's own LIST tells whether it reads the value); if the key is gone for good, --force deletes the value anyway"
 	}
@@ -69,10 +73,12 @@ func (e *UnknownReadabilityError) Hint() string {
 // unreadableKnown reports whether err, why a value was not read here,
 // establishes that the apiserver cannot read it either: a decoding error,
 // a key the encryption config does not hold or that does not decrypt it,
-// another kind under the key. Not so without an encryption config, or
-// when a KMS plugin did not answer.
+// another kind under the key. Not so without an encryption config, when a
+// KMS plugin did not answer, or for a storage format this build does not
+// read (CBOR, which an apiserver with CBOR storage enabled writes).
 func unreadableKnown(err error) bool {
-	return !errors.Is(err, codec.ErrEncrypted) && !errors.Is(err, encryption.ErrNoConfig) && !errors.Is(err, encryption.ErrPluginFailed)
+	return !errors.Is(err, codec.ErrEncrypted) && !errors.Is(err, encryption.ErrNoConfig) &&
+		!errors.Is(err, encryption.ErrPluginFailed) && !errors.Is(err, codec.ErrUnsupported)
 }
 
 // ReadableError refuses to delete an object the apiserver can read. It
