@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -213,5 +214,22 @@ func TestEncryptedResources(t *testing.T) {
 			})
 			c.capture(t, "encrypted", "after", after)
 		})
+	}
+
+	// A config that is not the apiserver's (another key for secrets): the
+	// Secret looks unreadable to etcdpvc, but the apiserver serves it, so
+	// delete refuses it before writing anything.
+	wrong := filepath.Join(c.Dir, "wrong-config.yaml")
+	if err := os.WriteFile(wrong, []byte(strings.Replace(encryptionConfig, "name: key1\n              secret: mu431", "name: other\n              secret: mu431", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key := "/registry/secrets/demo/creds"
+	before := c.etcdGet(t, key)
+	r := c.etcdpvc(t, "--kubeconfig", c.writeKubeconfig(t), "--encryption-config", wrong, "delete", "secret", "creds", "-n", ns, "--yes", "--backup-dir", t.TempDir())
+	if r.code != 5 || !strings.Contains(r.stderr, "the apiserver serves it") || strings.Contains(r.stdout+r.stderr, "s3cr3t") {
+		t.Errorf("delete with another config than the apiserver's: want exit status 5, the apiserver serving it:\n%s", r)
+	}
+	if after := c.etcdGet(t, key); after.ModRevision != before.ModRevision {
+		t.Errorf("the refused delete changed %s (revision %d → %d)", key, before.ModRevision, after.ModRevision)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -400,6 +401,9 @@ func (e *RejectedError) Unwrap() error { return ErrRejected }
 // existing object, under its own name for a create. A deletion needs no
 // validation.
 func (v *Verifier) dryRun(ctx context.Context, p *Write) (Verdict, string) {
+	if p.Delete && (p.Before == nil || p.Before.Obj == nil) {
+		return v.servesUnreadable(ctx, p)
+	}
 	if p.Delete {
 		return Accepted, "a deletion: nothing to validate"
 	}
@@ -749,7 +753,7 @@ func (v *Verifier) listAfterDelete(ctx context.Context, p *Write) error {
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			v.count(func(t *Tally) { t.NotAccepted++ })
-			return fmt.Errorf("the list of %s still fails: %s (waited %s; another value it cannot read? `etcdpvc ls %s` lists them)", where, shortErr(err), v.o.ServeWait, gvr.Resource)
+			return fmt.Errorf("the list of %s still fails: %s (waited %s; another value it cannot read? `etcdpvc ls %s` lists them)", where, v.apiError(p, err), v.o.ServeWait, gvr.Resource)
 		}
 		select {
 		case <-ctx.Done():
@@ -760,6 +764,49 @@ func (v *Verifier) listAfterDelete(ctx context.Context, p *Write) error {
 
 // listTarget returns the resource a deleted value's key names, as the
 // apiserver serves it, and its namespace ("" for a cluster-scoped one).
+// servesUnreadable asks the apiserver, before a value this tool cannot
+// read is deleted, for the object it stores: one the apiserver serves is
+// one it reads (etcdpvc read it otherwise: an encryption config that is
+// not the one the apiserver runs with, say), and the delete is refused;
+// an internal error (it failed to decrypt or decode it) is what delete is
+// for. Anything else (not found, forbidden, no answer) tells nothing.
+func (v *Verifier) servesUnreadable(ctx context.Context, p *Write) (Verdict, string) {
+	gvr, ns, err := v.listTarget(p)
+	if err != nil {
+		return Unknown, err.Error()
+	}
+	ri := dynamic.ResourceInterface(v.dyn.Resource(gvr))
+	if ns != "" {
+		ri = v.dyn.Resource(gvr).Namespace(ns)
+	}
+	got, err := ri.Get(ctx, path.Base(p.Key), metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return Rejected, fmt.Sprintf("the apiserver serves it (resourceVersion %s), so it reads it: etcdpvc could not (is the encryption config given the one the apiserver runs with? --kubeadm reads it); delete it through the apiserver", got.GetResourceVersion())
+	case apierrors.IsInternalError(err):
+		return Accepted, "the apiserver cannot read it either: " + v.apiError(p, err)
+	case apierrors.IsNotFound(err):
+		return Unknown, "the apiserver says it does not exist, although etcd holds it"
+	case apierrors.IsForbidden(err):
+		return Unknown, "this user may not get it from the apiserver"
+	}
+	return Unknown, "the apiserver could not be asked for it: " + v.apiError(p, err)
+}
+
+// apiError is the apiserver's message of err about p's object, unless the
+// object may be a Secret (its bytes could be quoted) and secrets are not
+// shown.
+func (v *Verifier) apiError(p *Write, err error) string {
+	if codec.IsSecretKey(p.Key) && (v.o.Codec == nil || !v.o.Codec.ShowSecrets) {
+		var se apierrors.APIStatus
+		if errors.As(err, &se) {
+			return fmt.Sprintf("HTTP %d, %s (its words not shown: a Secret's)", se.Status().Code, se.Status().Reason)
+		}
+		return "its words not shown: a Secret's"
+	}
+	return shortErr(err)
+}
+
 func (v *Verifier) listTarget(p *Write) (schema.GroupVersionResource, string, error) {
 	r, ns, _, ok := resource.ParseKey(v.o.Codec.StorePrefix(), p.Key)
 	if !ok {
