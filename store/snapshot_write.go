@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/etcdpvc/etcdpvc/internal/durable"
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
@@ -405,13 +406,8 @@ func appendTrailer(path string) (string, int64, error) {
 	if err := f.Sync(); err != nil {
 		return "", 0, err
 	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return "", 0, fmt.Errorf("sync directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return "", 0, fmt.Errorf("sync directory %s: %w", filepath.Dir(path), err)
+	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
+		return "", 0, err
 	}
 	return hex.EncodeToString(sum), size + snapshotTrailerSize, nil
 }

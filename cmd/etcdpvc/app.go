@@ -73,7 +73,7 @@ var globalUsage = map[string]string{
 	"wal-base":                 "with --wal: an older db or snapshot of the same cluster (last night's `etcdctl snapshot save`) whose consistent index lies inside the log: the log's later entries are replayed over it exactly, and --db, the member's current db, checks the replay at its own consistent index (a disagreement refuses to answer)",
 	"lock-timeout":             "with --db: how long to wait for the file lock (0: do not wait)",
 	"skip-hash-check":          "with --db: go on when a snapshot's sha256 trailer does not match",
-	"salvage":                  "with --db: read a damaged db file bbolt refuses page by page (as `salvage` does): what survives; reads then exit 10 unless nothing was lost",
+	"salvage":                  "with --db: read a damaged db file bbolt refuses page by page (as `salvage` does): what survives, written to a temporary snapshot under $TMPDIR (as large as what survives; removed afterwards); reads then exit 10 unless nothing was lost",
 	"encryption-config":        "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources",
 	"kubeconfig":               "kubeconfig of the cluster's apiserver, to verify writes with (--kubeadm: the node's admin.conf, which wins over $KUBECONFIG)",
 	"verify":                   "check writes with the apiserver: auto (when it answers), always (refuse to write unverified) or never",
