@@ -108,7 +108,7 @@ func syncDir(dir string) error { return durable.SyncDir(dir) }
 
 // writeDB writes the bbolt database to path (an empty file).
 func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true, InitialMmapSize: int(min(res.mmapHint(), 1<<34))})
 	if err != nil {
 		return fmt.Errorf("create bbolt file: %w", err)
 	}
@@ -259,4 +259,15 @@ func SalvageFile(ctx context.Context, in, out string, opts Options) (*Result, *W
 		return res, nil, err
 	}
 	return res, w, nil
+}
+
+// mmapHint is the size bbolt maps the new file at from the start (its
+// InitialMmapSize): about what the kept values take in pages, so that it
+// is not mapped again and again as the file grows.
+func (res *Result) mmapHint() int64 {
+	var n int64
+	for _, k := range res.kept {
+		n += int64(k.n) + 48 // the revision key and the page element
+	}
+	return n + n/4 + 1<<20
 }

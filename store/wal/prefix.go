@@ -1152,7 +1152,7 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 		id, ok := lookup(key)
 		return ok && p.keys[id].touched
 	}
-	err := b.live(ctx, need, func(kv *store.KeyValue) error {
+	err := b.live(ctx, need, func(kv *store.KeyValue, hash uint64) error {
 		var s *pxKey
 		id, ok := lookup(kv.Key)
 		if ok && p.keys[id].touched {
@@ -1172,7 +1172,7 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 			return nil
 		}
 		seen[id] = true
-		if why := p.check(kv.Key, s, kv, x, puts[id]); why != "" {
+		if why := p.check(kv.Key, s, kv, hash, x, puts[id]); why != "" {
 			return errors.New(why)
 		}
 		if s.exists == 1 && s.pre == 1 {
@@ -1260,9 +1260,9 @@ func (rs keyRanges) has(key string) bool {
 	return i >= 0 && (rs[i][1] == "" || key < rs[i][1])
 }
 
-// check compares a key's model with the db's live kv; it returns why they
-// disagree ("" when they agree).
-func (p *pxSolver) check(k string, s *pxKey, kv *store.KeyValue, x int64, puts map[int64]bool) string {
+// check compares a key's model with the db's live kv, whose value's hash
+// is hash; it returns why they disagree ("" when they agree).
+func (p *pxSolver) check(k string, s *pxKey, kv *store.KeyValue, hash uint64, x int64, puts map[int64]bool) string {
 	if s.exists == 0 {
 		return fmt.Sprintf("%s: the log's writes end with it absent, the db holds it", k)
 	}
@@ -1302,7 +1302,7 @@ func (p *pxSolver) check(k string, s *pxKey, kv *store.KeyValue, x int64, puts m
 	if s.leaseKnown && s.lease != kv.Lease {
 		return fmt.Sprintf("%s: lease %x in the db, %x from the log's writes", k, kv.Lease, s.lease)
 	}
-	if s.valKnown && s.val != valueHash(kv.Value) {
+	if s.valKnown && s.val != hash {
 		return fmt.Sprintf("%s: the db's value is not the one the log's last write of it holds", k)
 	}
 	return ""

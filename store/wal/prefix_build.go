@@ -26,7 +26,19 @@ const maxPinTries = 4
 // writes the entries cannot have made (foreignDB): nothing the db says
 // can then be taken for the log's.
 func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool) (*replay, error) {
-	rp, v := solvePrefix(ctx, entries, keys, exact, w.cov.DBRevision, boltPrefixDB{b: w.base, states: w.baseStates})
+	db := boltPrefixDB{b: w.base, states: w.baseStates}
+	if db.states != nil {
+		// The values of the db's keys the log names are read and hashed
+		// on another core while the solver starts.
+		want := make([]bool, len(db.states))
+		for i := range db.states {
+			_, want[i] = keys.ids[db.states[i].Key]
+		}
+		var stop func()
+		db.hashes, stop = readHashes(ctx, w.base, db.states, want)
+		defer stop()
+	}
+	rp, v := solvePrefix(ctx, entries, keys, exact, w.cov.DBRevision, db)
 	if v.foreign != "" {
 		return nil, fmt.Errorf("%w: %s: %s", ErrOtherCluster, w.base.Path(), v.foreign)
 	}

@@ -14,10 +14,10 @@ type prefixDB interface {
 	// it is a tombstone, and the value put (nil for a tombstone), valid
 	// only during the call.
 	revisions(ctx context.Context, lo, hi int64, fn func(main int64, key []byte, tombstone bool, value []byte) error) error
-	// live calls fn for every live key, with its value where need is nil
-	// or says so (else Value is nil); the value is valid only during the
-	// call.
-	live(ctx context.Context, need func(key string) bool, fn func(kv *store.KeyValue) error) error
+	// live calls fn for every live key, in key order, with its value's
+	// hash (valueHash) where need is nil or says so (else 0); kv.Value may
+	// be nil, and is valid only during the call.
+	live(ctx context.Context, need func(key string) bool, fn func(kv *store.KeyValue, hash uint64) error) error
 	// leaseIDs lists the leases the db holds.
 	leaseIDs() ([]int64, error)
 	// compactRevision is the db's compaction revision: every revision
@@ -32,17 +32,97 @@ type prefixDB interface {
 type boltPrefixDB struct {
 	b      *store.Bolt
 	states []store.KeyValue
+	// hashes, when not nil, are the hashes of states' values the log
+	// names, read ahead (readHashes).
+	hashes *liveHashes
 }
 
 func (d boltPrefixDB) leaseIDs() ([]int64, error) { return d.b.LeaseIDs() }
 func (d boltPrefixDB) compactRevision() int64     { return d.b.CompactRevision() }
 
-func (d boltPrefixDB) live(ctx context.Context, need func(key string) bool, fn func(kv *store.KeyValue) error) error {
+func (d boltPrefixDB) live(ctx context.Context, need func(key string) bool, fn func(kv *store.KeyValue, hash uint64) error) error {
+	withHash := func(kv *store.KeyValue) error {
+		var h uint64
+		if need == nil || need(kv.Key) {
+			h = valueHash(kv.Value)
+		}
+		return fn(kv, h)
+	}
 	if d.states == nil {
-		_, err := d.b.List(ctx, "", store.ListOptions{}, fn)
+		_, err := d.b.List(ctx, "", store.ListOptions{}, withHash)
 		return err
 	}
-	return d.b.ValuesOf(ctx, d.states, need, fn)
+	if d.hashes == nil {
+		return d.b.ValuesOf(ctx, d.states, need, withHash)
+	}
+	if err := d.hashes.wait(ctx); err != nil {
+		return err
+	}
+	for i := range d.states {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		kv := d.states[i]
+		switch {
+		case need != nil && !need(kv.Key):
+			if err := fn(&kv, 0); err != nil {
+				return err
+			}
+		case d.hashes.read[i]:
+			if err := fn(&kv, d.hashes.of[i]); err != nil {
+				return err
+			}
+		default:
+			// Not read ahead (the log does not name it): read now.
+			if err := d.b.ValuesOf(ctx, d.states[i:i+1], nil, withHash); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// liveHashes holds the hashes of the values of some of the db's live keys
+// (boltPrefixDB.states), read in a goroutine of their own (readHashes).
+type liveHashes struct {
+	done chan struct{}
+	err  error
+	of   []uint64 // by index into the states
+	read []bool   // whether of holds that state's hash
+}
+
+// readHashes starts reading, in a goroutine of its own, the value of each
+// of states that want says, and hashing it: the solver needs them only
+// once it checks its model against the db (pxSolver.verify), and works
+// the model out meanwhile on another core. The returned stop cancels the
+// read and waits for it; it must be called before b is closed.
+func readHashes(ctx context.Context, b *store.Bolt, states []store.KeyValue, want []bool) (h *liveHashes, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	h = &liveHashes{done: make(chan struct{}), of: make([]uint64, len(states)), read: make([]bool, len(states))}
+	go func() {
+		defer close(h.done)
+		i := 0
+		h.err = b.ValuesOf(ctx, states, func(string) bool { return want[i] }, func(kv *store.KeyValue) error {
+			if want[i] {
+				h.of[i], h.read[i] = valueHash(kv.Value), true
+			}
+			i++
+			return nil
+		})
+	}()
+	return h, func() { cancel(); <-h.done }
+}
+
+// wait waits for the hashes.
+func (h *liveHashes) wait(ctx context.Context) error {
+	select {
+	case <-h.done:
+		return h.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // revisions reads the db's revisions lo to hi (store.Bolt.Revisions).

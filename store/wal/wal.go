@@ -212,7 +212,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	prefixKeys := newPxKeys()
 	var firstIndex uint64
 	nrec := 0
-	tail, err := scanPipelined(l, func(typ int64, data []byte, pos walread.Pos) error {
+	tail, err := scanPipelined(l, func(typ int64, data []byte, pos walread.Pos, decoded *walread.Entry, decErr error) error {
 		if nrec++; nrec%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -248,10 +248,10 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 				}
 			}
 		case walread.EntryType:
-			e, err := walread.DecodeEntry(data)
-			if err != nil {
-				return fmt.Errorf("%s at offset %d: %w", l.Segments[pos.Segment].Name, pos.Offset, err)
+			if decErr != nil {
+				return fmt.Errorf("%s at offset %d: %w", l.Segments[pos.Segment].Name, pos.Offset, decErr)
 			}
+			e := *decoded
 			if base != nil {
 				if !started {
 					w.cov.FirstIndex, w.cov.FirstTerm = e.Index, e.Term
@@ -433,15 +433,18 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 // errStopped stops a scan whose consumer failed.
 var errStopped = errors.New("stopped")
 
-// scanPipelined runs l.Scan (reading records and checking their CRCs) in a
-// goroutine of its own and fn (decoding and replaying them) in the
-// caller's, so that the two use two cores. Records go in batches; fn gets
-// them in log order.
-func scanPipelined(l *walread.Log, fn func(typ int64, data []byte, pos walread.Pos) error) (*walread.Tail, error) {
+// scanPipelined runs l.Scan (reading records, checking their CRCs and
+// decoding the entries: walread.DecodeEntry) in a goroutine of its own
+// and fn (replaying them) in the caller's, so that the two use two cores.
+// Records go in batches; fn gets them in log order, an entry record with
+// its entry decoded (or why it does not decode), others with e nil.
+func scanPipelined(l *walread.Log, fn func(typ int64, data []byte, pos walread.Pos, e *walread.Entry, decErr error) error) (*walread.Tail, error) {
 	type rawRecord struct {
-		typ  int64
-		data []byte
-		pos  walread.Pos
+		typ    int64
+		data   []byte
+		pos    walread.Pos
+		entry  walread.Entry
+		decErr error
 	}
 	const batch = 256
 	ch := make(chan []rawRecord, 8)
@@ -453,7 +456,11 @@ func scanPipelined(l *walread.Log, fn func(typ int64, data []byte, pos walread.P
 		buf := make([]rawRecord, 0, batch)
 		tail, scanErr = l.Scan(func(rec *walpb.Record, pos walread.Pos) error {
 			// The decoder gives every record a new Data slice: no copy.
-			buf = append(buf, rawRecord{typ: rec.GetType(), data: rec.GetData(), pos: pos})
+			x := rawRecord{typ: rec.GetType(), data: rec.GetData(), pos: pos}
+			if x.typ == walread.EntryType {
+				x.entry, x.decErr = walread.DecodeEntry(x.data)
+			}
+			buf = append(buf, x)
 			if len(buf) < batch {
 				return nil
 			}
@@ -477,8 +484,13 @@ func scanPipelined(l *walread.Log, fn func(typ int64, data []byte, pos walread.P
 		if err != nil {
 			continue
 		}
-		for _, x := range b {
-			if err = fn(x.typ, x.data, x.pos); err != nil {
+		for i := range b {
+			x := &b[i]
+			var e *walread.Entry
+			if x.typ == walread.EntryType {
+				e = &x.entry
+			}
+			if err = fn(x.typ, x.data, x.pos, e, x.decErr); err != nil {
 				close(stop)
 				break
 			}
