@@ -108,7 +108,7 @@ func syncDir(dir string) error { return durable.SyncDir(dir) }
 
 // writeDB writes the bbolt database to path (an empty file).
 func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true, InitialMmapSize: int(min(res.mmapHint(), 1<<34))})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true, InitialMmapSize: int(min(res.mmapHint(), 1<<30))})
 	if err != nil {
 		return fmt.Errorf("create bbolt file: %w", err)
 	}
@@ -263,7 +263,8 @@ func SalvageFile(ctx context.Context, in, out string, opts Options) (*Result, *W
 
 // mmapHint is the size bbolt maps the new file at from the start (its
 // InitialMmapSize): about what the kept values take in pages, so that it
-// is not mapped again and again as the file grows.
+// is not mapped again and again as the file grows. writeDB caps it at
+// 1 GiB (an int on every platform; bbolt grows by 1 GiB steps past it).
 func (res *Result) mmapHint() int64 {
 	var n int64
 	for _, k := range res.kept {
