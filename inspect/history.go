@@ -45,6 +45,15 @@ type HistoryRow struct {
 	// unknown.
 	Outcome string `json:"outcome,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Manager is the field manager whose managedFields entry the write
+	// made or changed (see FieldManager): nil where that is not known (a
+	// deletion, a first revision held whose previous one is gone, a
+	// write that changed no managed field).
+	Manager *FieldManager `json:"manager,omitempty"`
+	// EtcdUser, for a write read from a write-ahead log, is the etcd user
+	// its request carried (see wal.WAL.User): set only where etcd's
+	// authentication was enabled.
+	EtcdUser string `json:"etcdUser,omitempty"`
 }
 
 // HistoryReport is what History found: every revision of the key the
@@ -143,11 +152,9 @@ func history(ctx context.Context, r store.Reader, ref resource.Ref, o HistoryOpt
 				prev = nil
 				break
 			}
-			enc := "in the clear"
-			if cur.Encrypted != nil {
-				enc = "encrypted with " + cur.Encrypted.String()
-			}
+			enc := encLabel(cur)
 			row.Change = changeLabel(ev.KV.Version, prev, cur.Obj.Content, prevEnc, enc, o.ShowSecrets)
+			row.Manager = rowManager(ev.KV.Version, prev, cur.Obj.Content)
 			prev, prevEnc = cur.Obj.Content, enc
 		}
 		rep.Rows = append(rep.Rows, row)
@@ -191,6 +198,19 @@ func changeLabel(version int64, prev, cur map[string]any, prevEnc, enc string, s
 		return "rewritten, content unchanged"
 	}
 	return codec.SummarizeChanges(changes, 4)
+}
+
+// rowManager is the field manager of a revision of version version with
+// content cur after prev (nil: not read): known for a creation and for a
+// revision whose previous one was read.
+func rowManager(version int64, prev, cur map[string]any) *FieldManager {
+	if version != 1 && prev == nil {
+		return nil
+	}
+	if version == 1 {
+		prev = nil
+	}
+	return changeWriter(prev, cur)
 }
 
 // compactedStart says where a history starts when its beginning is no

@@ -13,11 +13,11 @@ import (
 
 // HistoryColumns head the table of a history read from a db or etcd
 // (HistoryRow.Cells).
-var HistoryColumns = []string{"REVISION", "VERSION", "CREATED", "LEASE", "CHANGE"}
+var HistoryColumns = []string{"REVISION", "VERSION", "CREATED", "LEASE", "MANAGER", "CHANGE"}
 
 // Cells are the row's cells under HistoryColumns: a deletion has no
 // version or create revision, a key without a lease shows "-", a lease is
-// in hexadecimal as etcdctl shows it.
+// in hexadecimal as etcdctl shows it, a manager not known is "-".
 func (r HistoryRow) Cells() []string {
 	lease := "-"
 	if r.Lease != 0 {
@@ -27,17 +27,26 @@ func (r HistoryRow) Cells() []string {
 	if r.Deleted {
 		ver, created = "-", "-"
 	}
-	return []string{strconv.FormatInt(r.Revision, 10), ver, created, lease, r.Change}
+	return []string{strconv.FormatInt(r.Revision, 10), ver, created, lease, r.managerCell(), r.Change}
+}
+
+// managerCell is the MANAGER cell: the field manager, "-" when not known.
+func (r HistoryRow) managerCell() string {
+	if r.Manager == nil {
+		return "-"
+	}
+	return r.Manager.String()
 }
 
 // LogHistoryColumns head the table of a history read from a write-ahead
 // log (HistoryRow.LogCells).
-var LogHistoryColumns = []string{"INDEX", "TERM", "OUTCOME", "REVISION", "VERSION", "CREATED", "LEASE", "CHANGE"}
+var LogHistoryColumns = []string{"INDEX", "TERM", "OUTCOME", "REVISION", "VERSION", "CREATED", "LEASE", "MANAGER", "ETCD USER", "CHANGE"}
 
 // LogCells are the row's cells under LogHistoryColumns: the raft entry and
 // the outcome of the write ("in the db" for a revision the db holds and
 // the log does not), its revision only where it is established, and why
-// it is not after the change.
+// it is not after the change; the etcd user "-" where the request carried
+// none (etcd records it only with its authentication enabled).
 func (r HistoryRow) LogCells() []string {
 	dash := func(n int64) string {
 		if n == 0 {
@@ -61,7 +70,11 @@ func (r HistoryRow) LogCells() []string {
 	if r.Reason != "" {
 		change += " (" + r.Reason + ")"
 	}
-	return []string{index, term, outcome, dash(r.Revision), ver, created, lease, change}
+	user := r.EtcdUser
+	if user == "" {
+		user = "-"
+	}
+	return []string{index, term, outcome, dash(r.Revision), ver, created, lease, r.managerCell(), user, change}
 }
 
 // Write writes the report as "json" (indented) or "yaml", or as a table:

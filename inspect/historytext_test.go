@@ -15,9 +15,10 @@ func TestHistoryRowCells(t *testing.T) {
 		row  HistoryRow
 		want []string
 	}{
-		{HistoryRow{Revision: 5, Version: 1, CreateRevision: 5, Change: "created"}, []string{"5", "1", "5", "-", "created"}},
-		{HistoryRow{Revision: 9, Version: 3, CreateRevision: 5, Lease: 0x694d7a1b2c3d, Change: "+spec.x"}, []string{"9", "3", "5", "694d7a1b2c3d", "+spec.x"}},
-		{HistoryRow{Revision: 12, Deleted: true, Change: "deleted"}, []string{"12", "-", "-", "-", "deleted"}},
+		{HistoryRow{Revision: 5, Version: 1, CreateRevision: 5, Change: "created"}, []string{"5", "1", "5", "-", "-", "created"}},
+		{HistoryRow{Revision: 9, Version: 3, CreateRevision: 5, Lease: 0x694d7a1b2c3d, Change: "+spec.x", Manager: &FieldManager{Manager: "kubelet", Operation: "Update", Subresource: "status"}},
+			[]string{"9", "3", "5", "694d7a1b2c3d", "kubelet (status)", "+spec.x"}},
+		{HistoryRow{Revision: 12, Deleted: true, Change: "deleted"}, []string{"12", "-", "-", "-", "-", "deleted"}},
 	} {
 		if diff := cmp.Diff(tc.want, tc.row.Cells()); diff != "" {
 			t.Errorf("%+v (-want +got):\n%s", tc.row, diff)
@@ -30,11 +31,11 @@ func TestHistoryRowLogCells(t *testing.T) {
 		row  HistoryRow
 		want []string
 	}{
-		{HistoryRow{Revision: 3, Version: 1, CreateRevision: 3, Change: "created"}, []string{"-", "-", "in the db", "3", "1", "3", "-", "created"}},
-		{HistoryRow{Index: 7, Term: 2, Outcome: "applied", Revision: 4, Change: "wrote the object"}, []string{"7", "2", "applied", "4", "-", "-", "-", "wrote the object"}},
+		{HistoryRow{Revision: 3, Version: 1, CreateRevision: 3, Change: "created"}, []string{"-", "-", "in the db", "3", "1", "3", "-", "-", "-", "created"}},
+		{HistoryRow{Index: 7, Term: 2, Outcome: "applied", Revision: 4, Change: "wrote the object"}, []string{"7", "2", "applied", "4", "-", "-", "-", "-", "-", "wrote the object"}},
 		{HistoryRow{Index: 9, Term: 2, Outcome: "applied, revision unknown", Lease: 0x1f, Change: "+spec.x", Reason: "an unmodelled request"},
-			[]string{"9", "2", "applied, revision unknown", "-", "-", "-", "1f", "+spec.x (an unmodelled request)"}},
-		{HistoryRow{Index: 8, Term: 2, Outcome: "applied", Revision: 5, Version: 2, CreateRevision: 3, Deleted: true, Change: "deleted"}, []string{"8", "2", "applied", "5", "-", "-", "-", "deleted"}},
+			[]string{"9", "2", "applied, revision unknown", "-", "-", "-", "1f", "-", "-", "+spec.x (an unmodelled request)"}},
+		{HistoryRow{Index: 8, Term: 2, Outcome: "applied", Revision: 5, Version: 2, CreateRevision: 3, Deleted: true, Change: "deleted", EtcdUser: "root"}, []string{"8", "2", "applied", "5", "-", "-", "-", "-", "root", "deleted"}},
 	} {
 		if diff := cmp.Diff(tc.want, tc.row.LogCells()); diff != "" {
 			t.Errorf("%+v (-want +got):\n%s", tc.row, diff)
@@ -51,9 +52,9 @@ func TestHistoryReportWrite(t *testing.T) {
 		want   string
 	}{
 		{"table", HistoryReport{Key: "k", CompactedStart: "history before revision 4 was compacted", Rows: []HistoryRow{{Revision: 4, Version: 2, CreateRevision: 3, Change: "+x"}}}, "table",
-			"# history before revision 4 was compacted\nREVISION   VERSION   CREATED   LEASE   CHANGE\n4          2         3         -       +x\n"},
+			"# history before revision 4 was compacted\nREVISION   VERSION   CREATED   LEASE   MANAGER   CHANGE\n4          2         3         -       -         +x\n"},
 		{"log, the compacted start once", HistoryReport{Key: "k", CompactedStart: "the log starts at raft index 7", Log: &wal.WALCoverage{}, Rows: rows}, "table",
-			"# the log starts at raft index 7\nINDEX   TERM   OUTCOME   REVISION   VERSION   CREATED   LEASE   CHANGE\n7       2      applied   4          -         -         -       wrote the object\n"},
+			"# the log starts at raft index 7\nINDEX   TERM   OUTCOME   REVISION   VERSION   CREATED   LEASE   MANAGER   ETCD USER   CHANGE\n7       2      applied   4          -         -         -       -         -           wrote the object\n"},
 		{"yaml", HistoryReport{Key: "k", Rows: []HistoryRow{{Revision: 4}}}, "yaml", ""},
 		{"json", HistoryReport{Key: "k", Rows: []HistoryRow{{Revision: 4}}}, "json", ""},
 	} {

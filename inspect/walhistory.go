@@ -63,10 +63,7 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 			}
 			return
 		}
-		enc := "in the clear"
-		if cur.Encrypted != nil {
-			enc = "encrypted with " + cur.Encrypted.String()
-		}
+		enc := encLabel(cur)
 		uid := objectUID(cur.Obj.Content)
 		other := lastUID != "" && uid != "" && uid != lastUID
 		version := kv.Version
@@ -84,6 +81,7 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 			row.Change = "wrote the object"
 		default:
 			row.Change = changeLabel(version, prev, cur.Obj.Content, prevEnc, enc, o.ShowSecrets)
+			row.Manager = rowManager(version, prev, cur.Obj.Content)
 		}
 		if keep {
 			prev, prevEnc, lastUID = cur.Obj.Content, enc, uid
@@ -120,6 +118,11 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 	err := w.KeyWrites(ctx, ref.Key, true, func(kw wal.KeyWrite) error {
 		e := kw.Entry
 		row := HistoryRow{Index: e.Index, Term: e.Term, Outcome: e.Outcome.String(), Reason: e.Reason, Deleted: kw.Event.Deleted}
+		user, err := w.User(e)
+		if err != nil {
+			return err
+		}
+		row.EtcdUser = user
 		established := e.Outcome == wal.OutcomeApplied && kw.Event.KV.ModRevision != 0
 		if established {
 			row.Revision, row.Version, row.CreateRevision, row.Lease = kw.Event.KV.ModRevision, kw.Event.KV.Version, kw.Event.KV.CreateRevision, kw.Event.KV.Lease

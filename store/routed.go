@@ -162,3 +162,26 @@ func (r *Routed) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Watch follows key in the store that holds it. A prefix watch that spans
+// route prefixes is refused: the stores' revisions are unrelated, so no
+// one order of their changes exists (watch each route's prefix on its own).
+func (r *Routed) Watch(ctx context.Context, key string, o WatchOptions, fn func(WatchEvent) error) error {
+	s := r.storeFor(key)
+	if o.Prefix {
+		var inner []string
+		for _, rt := range r.routes {
+			if strings.HasPrefix(rt.Prefix, key) && !strings.HasPrefix(key, rt.Prefix) {
+				inner = append(inner, rt.Prefix)
+			}
+		}
+		if len(inner) > 0 {
+			return fmt.Errorf("watch %s: %s live in other etcds, whose revisions differ: %w", key, strings.Join(inner, ", "), ErrSpansStores)
+		}
+	}
+	w, ok := s.(Watcher)
+	if !ok {
+		return fmt.Errorf("watch %s: %w", key, ErrNoWatch)
+	}
+	return w.Watch(ctx, key, o, fn)
+}

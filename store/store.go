@@ -41,6 +41,11 @@ var (
 	// ErrUnavailable means the store could not be reached (dial, TLS or
 	// timeout failure). The error chain carries the cause.
 	ErrUnavailable = errors.New("etcd unavailable")
+	// ErrNoWatch means the store has no watch: a db file, a log.
+	ErrNoWatch = errors.New("no watch: only a live etcd can be watched")
+	// ErrSpansStores means a watch would span etcds whose revisions are
+	// unrelated (the apiserver's --etcd-servers-overrides).
+	ErrSpansStores = errors.New("the keys watched live in several etcds")
 )
 
 // ConflictError reports a failed compare-and-swap. It matches ErrConflict.

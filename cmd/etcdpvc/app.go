@@ -239,6 +239,7 @@ func commands() []command {
 		getCommand(),
 		lsCommand(),
 		historyCommand(),
+		watchCommand(),
 		diffCommand(),
 		doctorCommand(),
 		undeleteCommand(),

@@ -1263,3 +1263,26 @@ func (w *WAL) baseState(key string) (store.KeyValue, bool) {
 // ctxCheckEvery is how many items a loop handles between two looks at its
 // context.
 const ctxCheckEvery = 4096
+
+// User returns the etcd user entry e's request carried: the name etcd
+// authenticated it as (a password user, or the client certificate's common
+// name), which etcd puts in the request's header only while its
+// authentication is enabled (`etcdctl auth enable`); "" otherwise, and for
+// an entry that is not a request.
+func (w *WAL) User(e WALEntry) (string, error) {
+	rec, err := w.log.ReadRecord(e.pos)
+	if err != nil {
+		return "", fmt.Errorf("read entry %d: %w", e.Index, err)
+	}
+	ent, err := walread.DecodeEntry(rec.GetData())
+	if err != nil {
+		return "", fmt.Errorf("read entry %d: %w", e.Index, err)
+	}
+	if ent.Index != e.Index {
+		return "", fmt.Errorf("read entry %d: it moved in the log", e.Index)
+	}
+	if ent.Request == nil || ent.Request.Header == nil {
+		return "", nil
+	}
+	return ent.Request.Header.Username, nil
+}
