@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/etcdpvc/etcdpvc/internal/textout"
 )
 
 // The output formats kubectl has besides tables and documents: -o name,
@@ -398,4 +400,32 @@ func isLess(i, j reflect.Value) (bool, error) {
 		return true, nil
 	}
 	return false, fmt.Errorf("unsortable type: %v", i.Kind())
+}
+
+// PrintObject writes one object's content (a Secret's values already
+// redacted) in f: -o name, jsonpath over the object itself (as kubectl's
+// get of one object), or custom columns.
+func PrintObject(w io.Writer, content map[string]any, f ListFormat) error {
+	switch f.Kind {
+	case FormatName:
+		apiVersion, _ := content["apiVersion"].(string)
+		kind, _ := content["kind"].(string)
+		name, _ := lookup(content, "metadata", "name").(string)
+		return PrintName(w, apiVersion, kind, name)
+	case FormatJSONPath:
+		return f.ExecuteTemplate(w, content)
+	case FormatCustomColumns:
+		var t *textout.Table
+		if f.NoHeaders {
+			t = textout.NewHeadlessTable(w, len(f.Columns))
+		} else {
+			t = textout.NewTable(w, f.Headers()...)
+		}
+		cells, err := f.ColumnCells(content)
+		if err != nil {
+			return err
+		}
+		return t.Rows([][]string{cells})
+	}
+	return &FormatError{fmt.Sprintf("-o %s does not print one object", f.Kind)}
 }
