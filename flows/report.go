@@ -29,8 +29,8 @@ type ListRequest struct {
 	Format                       inspect.ListFormat
 	ShowKeys                     bool
 	// ShowEtcd adds how each object is kept to a table (--show-etcd).
-	ShowEtcd bool
-	PageSize, Rev       int64
+	ShowEtcd      bool
+	PageSize, Rev int64
 	// Now is the time ages are counted to.
 	Now time.Time
 }

@@ -75,7 +75,9 @@ func newTable(w io.Writer, noHeaders bool, headers []string) *textout.Table {
 
 // IsTable reports whether the listing is written as the listing's table
 // (whose columns may need the claims' joins).
-func (p *ListWriter) IsTable() bool { return p.format.Kind == FormatTable || p.format.Kind == FormatWide }
+func (p *ListWriter) IsTable() bool {
+	return p.format.Kind == FormatTable || p.format.Kind == FormatWide
+}
 
 // Row writes one listed object (holds it, with --sort-by).
 func (p *ListWriter) Row(it Listed) error {

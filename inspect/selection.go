@@ -113,14 +113,14 @@ func none(map[string]any) string { return "" }
 // apiserver's default (runtime.DefaultMetaV1FieldSelectorConversion).
 var selectableFields = map[schema.GroupResource]map[string]fieldValue{
 	{Resource: "pods"}: {
-		"spec.nodeName":           path("spec", "nodeName"),
-		"spec.restartPolicy":      path("spec", "restartPolicy"),
-		"spec.schedulerName":      path("spec", "schedulerName"),
-		"spec.serviceAccountName": path("spec", "serviceAccountName"),
-		"spec.hostNetwork":        boolAt("spec", "hostNetwork"),
-		"status.phase":            path("status", "phase"),
-		"status.podIP":            podIP,
-		"status.podIPs":           none,
+		"spec.nodeName":            path("spec", "nodeName"),
+		"spec.restartPolicy":       path("spec", "restartPolicy"),
+		"spec.schedulerName":       path("spec", "schedulerName"),
+		"spec.serviceAccountName":  path("spec", "serviceAccountName"),
+		"spec.hostNetwork":         boolAt("spec", "hostNetwork"),
+		"status.phase":             path("status", "phase"),
+		"status.podIP":             podIP,
+		"status.podIPs":            none,
 		"status.nominatedNodeName": path("status", "nominatedNodeName"),
 	},
 	{Resource: "nodes"}: {
