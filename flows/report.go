@@ -145,6 +145,10 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 		case r.Terminating:
 			what = "terminating objects"
 		}
+		if sel != nil {
+			// Not "other namespaces hold N": those are not known to match.
+			what += " matching the selectors"
+		}
 		t.Note(inspect.EmptyListing(ctx, s.Reader, prefix, scope.Resource, scope.Namespace, what, r.Rev))
 		return nil
 	}

@@ -103,6 +103,9 @@ etcdpvc --db snapshot.db ls -A --deleted`,
 				return err
 			}
 			o.Format = f
+			if o.ShowKeys && (f.Kind == inspect.FormatName || f.Kind == inspect.FormatJSONPath || f.Kind == inspect.FormatCustomColumns) {
+				return usagef("--show-keys adds columns to a table: -o %s shows no columns of its own (-o json and yaml hold the keys under \"etcd\")", f.Kind)
+			}
 			if o.ShowEtcd && !(f.Kind == inspect.FormatTable || f.Kind == inspect.FormatWide) {
 				return usagef("--show-etcd adds columns to a table: -o %s shows no columns of its own (-o json and yaml hold the same under \"etcd\")", f.Kind)
 			}
