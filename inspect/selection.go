@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,14 +62,7 @@ func path(keys ...string) fieldValue {
 
 // lookup is the value at a path of content, nil when absent.
 func lookup(content map[string]any, keys ...string) any {
-	var v any = content
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
+	v, _, _ := unstructured.NestedFieldNoCopy(content, keys...)
 	return v
 }
 
