@@ -12,6 +12,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // ListRequest is what ls lists: the objects of a scope (RESOURCE, -n, -A)
@@ -50,7 +51,7 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 	if s.Enc != nil {
 		enc = s.Enc
 	}
-	sel, err := listSelection(scope, r.LabelSelector, r.FieldSelector)
+	sel, err := s.listSelection(ctx, scope, r.LabelSelector, r.FieldSelector, r.Rev)
 	if err != nil {
 		return err
 	}
@@ -164,8 +165,9 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 
 // listSelection parses -l and --field-selector for scope: a field
 // selector needs a RESOURCE (the fields each resource is selected by
-// differ), and names only fields the apiserver selects it by.
-func listSelection(scope inspect.Scope, labelSel, fieldSel string) (*inspect.Selection, error) {
+// differ), and names only fields the apiserver selects it by, those of a
+// custom resource read from its CustomResourceDefinition at rev.
+func (s *Session) listSelection(ctx context.Context, scope inspect.Scope, labelSel, fieldSel string, rev int64) (*inspect.Selection, error) {
 	if labelSel == "" && fieldSel == "" {
 		return nil, nil
 	}
@@ -181,7 +183,21 @@ func listSelection(scope inspect.Scope, labelSel, fieldSel string) (*inspect.Sel
 		if scope.Resource == nil {
 			return nil, usageError("name the RESOURCE: `etcdpvc ls pods --field-selector spec.nodeName=NODE`", "--field-selector %q needs a RESOURCE: each resource is selected by fields of its own", fieldSel)
 		}
-		f, err := inspect.ParseFieldSelector(*scope.Resource, fieldSel)
+		var custom []string
+		if r := scope.Resource; !r.BuiltIn {
+			key := s.Options.Prefix + "/apiextensions.k8s.io/customresourcedefinitions/" + r.Plural + "." + r.Group
+			cur, err := s.Planner.Load(ctx, s.Reader, key, rev)
+			var nf *stored.NotFoundError
+			switch {
+			case errors.As(err, &nf):
+				// No definition: the name and namespace only.
+			case err != nil:
+				return nil, fmt.Errorf("--field-selector: read the CustomResourceDefinition %s.%s for its selectable fields: %w", r.Plural, r.Group, err)
+			default:
+				custom = inspect.CRDSelectableFields(cur.Obj.Content)
+			}
+		}
+		f, err := inspect.ParseFieldSelector(*scope.Resource, fieldSel, custom)
 		if err != nil {
 			var uf *inspect.UnsupportedFieldError
 			if errors.As(err, &uf) {

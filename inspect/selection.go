@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/etcdpvc/etcdpvc/resource"
 )
@@ -44,7 +45,7 @@ func (e *UnsupportedFieldError) Error() string {
 func (e *UnsupportedFieldError) Hint() string {
 	h := e.Resource.String() + " are selected by " + strings.Join(e.Supported, ", ")
 	if !e.Resource.BuiltIn {
-		h += " (a CustomResourceDefinition's selectableFields are not read here)"
+		h += " (and the selectableFields of its CustomResourceDefinition's storage version)"
 	}
 	return h
 }
@@ -206,8 +207,9 @@ func eventSource(content map[string]any) string {
 	return path("reportingComponent")(content)
 }
 
-// SupportedFields are the fields the apiserver selects r's objects by.
-func SupportedFields(r resource.Resource) []string {
+// SupportedFields are the fields the apiserver selects r's objects by;
+// custom are a custom resource's selectable fields (CRDSelectableFields).
+func SupportedFields(r resource.Resource, custom []string) []string {
 	gr := r.GroupResource()
 	out := []string{"metadata.name"}
 	if !noNamespaceField[gr] && (r.Namespaced || r.BuiltIn) {
@@ -217,14 +219,70 @@ func SupportedFields(r resource.Resource) []string {
 	for f := range selectableFields[gr] {
 		more = append(more, f)
 	}
+	for _, p := range custom {
+		more = append(more, strings.TrimPrefix(p, "."))
+	}
 	slices.Sort(more)
 	return append(out, more...)
+}
+
+// CRDSelectableFields are the JSONPaths of the selectableFields of a
+// CustomResourceDefinition's storage version (crd: its content), the
+// fields the apiserver selects its custom resources by besides the name
+// and namespace. The apiserver takes those of the version a request
+// names, and kubectl names the preferred one, which is the storage
+// version of most definitions.
+func CRDSelectableFields(crd map[string]any) []string {
+	versions, _ := lookup(crd, "spec", "versions").([]any)
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		if storage, _ := m["storage"].(bool); !storage {
+			continue
+		}
+		var out []string
+		fs, _ := m["selectableFields"].([]any)
+		for _, f := range fs {
+			if p, ok := lookup(asMap(f), "jsonPath").(string); ok {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// asMap is v as an object, nil when it is not one.
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// customField is a custom resource's selectable field, as the
+// apiextensions-apiserver reads it (customresource.selectableFields): the
+// one match of its JSONPath, printed with fmt.Sprint, "" for none.
+func customField(jsonPath string) (fieldValue, error) {
+	p := jsonpath.New("selectableField").AllowMissingKeys(true)
+	if err := p.Parse("{" + jsonPath + "}"); err != nil {
+		return nil, err
+	}
+	return func(content map[string]any) string {
+		results, err := p.FindResults(content)
+		if err != nil || len(results) != 1 || len(results[0]) != 1 {
+			return ""
+		}
+		if v := results[0][0].Interface(); v != nil {
+			return fmt.Sprint(v)
+		}
+		return ""
+	}, nil
 }
 
 // FieldSelection is a parsed field selector for one resource.
 type FieldSelection struct {
 	sel fields.Selector
 	gr  schema.GroupResource
+	// custom are a custom resource's selectable fields, by name.
+	custom map[string]fieldValue
 	// meta is true when it names metadata fields only, which the key
 	// gives without decoding the value.
 	meta bool
@@ -235,14 +293,23 @@ type FieldSelection struct {
 // hold) for resource r, with the apiserver's rules: a field it does not
 // select r by is an *UnsupportedFieldError; pods' spec.host is
 // spec.nodeName. A custom resource is selected by metadata.name (and
-// metadata.namespace when namespaced).
-func ParseFieldSelector(r resource.Resource, s string) (*FieldSelection, error) {
+// metadata.namespace when namespaced) and custom, its definition's
+// selectable fields (CRDSelectableFields).
+func ParseFieldSelector(r resource.Resource, s string, custom []string) (*FieldSelection, error) {
 	sel, err := fields.ParseSelector(s)
 	if err != nil {
 		return nil, err
 	}
 	gr := r.GroupResource()
-	supported := SupportedFields(r)
+	supported := SupportedFields(r, custom)
+	cf := map[string]fieldValue{}
+	for _, p := range custom {
+		v, err := customField(p)
+		if err != nil {
+			return nil, fmt.Errorf("the CustomResourceDefinition's selectable field %s: %w", p, err)
+		}
+		cf[strings.TrimPrefix(p, ".")] = v
+	}
 	meta := true
 	sel, err = sel.Transform(func(f, v string) (string, string, error) {
 		if to, ok := fieldAliases[gr][f]; ok {
@@ -259,7 +326,7 @@ func ParseFieldSelector(r resource.Resource, s string) (*FieldSelection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &FieldSelection{sel: sel, gr: gr, meta: meta}, nil
+	return &FieldSelection{sel: sel, gr: gr, custom: cf, meta: meta}, nil
 }
 
 // NeedsObject reports whether matching needs the decoded object (a field
@@ -275,6 +342,9 @@ func (f *FieldSelection) Matches(ns, name string, content map[string]any) bool {
 	}
 	if content != nil {
 		for k, v := range selectableFields[f.gr] {
+			set[k] = v(content)
+		}
+		for k, v := range f.custom {
 			set[k] = v(content)
 		}
 	}

@@ -56,7 +56,7 @@ func TestParseFieldSelector(t *testing.T) {
 		{res: "secrets", sel: "type=Opaque", content: map[string]any{"type": "Opaque"}, match: true, needsObject: true},
 	} {
 		r := mustLookup(t, tc.res)
-		f, err := ParseFieldSelector(r, tc.sel)
+		f, err := ParseFieldSelector(r, tc.sel, nil)
 		var uf *UnsupportedFieldError
 		if tc.unsupported != "" {
 			if !errors.As(err, &uf) || uf.Label != tc.unsupported || err.Error() != "field label not supported: "+tc.unsupported {
@@ -79,7 +79,7 @@ func TestParseFieldSelector(t *testing.T) {
 			t.Errorf("%s %q: Matches %v, want %v", tc.res, tc.sel, got, tc.match)
 		}
 	}
-	if _, err := ParseFieldSelector(mustLookup(t, "pods"), "spec.nodeName"); err == nil {
+	if _, err := ParseFieldSelector(mustLookup(t, "pods"), "spec.nodeName", nil); err == nil {
 		t.Error("a selector without an operator parsed")
 	}
 }
@@ -91,7 +91,7 @@ func TestSupportedFields(t *testing.T) {
 		"secrets":    {"metadata.name", "metadata.namespace", "type"},
 		"pv":         {"metadata.name", "metadata.namespace"},
 	} {
-		if diff := cmp.Diff(want, SupportedFields(mustLookup(t, res))); diff != "" {
+		if diff := cmp.Diff(want, SupportedFields(mustLookup(t, res), nil)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", res, diff)
 		}
 	}
@@ -102,7 +102,7 @@ func TestSelection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := ParseFieldSelector(mustLookup(t, "pods"), "metadata.namespace=demo")
+	f, err := ParseFieldSelector(mustLookup(t, "pods"), "metadata.namespace=demo", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,5 +130,38 @@ func TestSelection(t *testing.T) {
 	var none *Selection
 	if none.NeedsObject() || !none.MatchesKey("a", "b") || !none.Matches("a", "b", nil) {
 		t.Error("no selection keeps everything")
+	}
+}
+
+func TestCustomResourceFields(t *testing.T) {
+	crd := map[string]any{"spec": map[string]any{"versions": []any{
+		map[string]any{"name": "v1beta1", "storage": false, "selectableFields": []any{map[string]any{"jsonPath": ".spec.old"}}},
+		map[string]any{"name": "v1", "storage": true, "selectableFields": []any{map[string]any{"jsonPath": ".spec.color"}, map[string]any{"jsonPath": ".spec.size"}}},
+	}}}
+	custom := CRDSelectableFields(crd)
+	if diff := cmp.Diff([]string{".spec.color", ".spec.size"}, custom); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	r := resource.Resource{Group: "e2e.example.com", Plural: "widgets", Namespaced: true}
+	if diff := cmp.Diff([]string{"metadata.name", "metadata.namespace", "spec.color", "spec.size"}, SupportedFields(r, custom)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	f, err := ParseFieldSelector(r, "spec.color=blue,spec.size=3", custom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Matches("demo", "w1", map[string]any{"spec": map[string]any{"color": "blue", "size": int64(3)}}) {
+		t.Error("a custom resource's selectable fields do not match")
+	}
+	if f.Matches("demo", "w1", map[string]any{"spec": map[string]any{"color": "red", "size": int64(3)}}) {
+		t.Error("spec.color=blue matches red")
+	}
+	var uf *UnsupportedFieldError
+	if _, err := ParseFieldSelector(r, "spec.old=x", custom); !errors.As(err, &uf) {
+		t.Errorf("a field of another version than the storage one: %v", err)
+	}
+	cluster := resource.Resource{Group: "e2e.example.com", Plural: "gadgets"}
+	if _, err := ParseFieldSelector(cluster, "metadata.namespace=x", nil); !errors.As(err, &uf) {
+		t.Errorf("a cluster-scoped custom resource by namespace: %v", err)
 	}
 }

@@ -57,7 +57,8 @@ func lsCommand() command {
 			"status.nominatedNodeName; namespaces' status.phase (no metadata.namespace); secrets' type;\n" +
 			"events' involvedObject.*, reason, reportingComponent, source, type; nodes' spec.unschedulable\n" +
 			"(no metadata.namespace); services' spec.clusterIP, spec.type; replicationcontrollers'\n" +
-			"status.replicas; jobs' status.successful. Another field is an error, as the apiserver's\n" +
+			"status.replicas; jobs' status.successful; a custom resource's, the selectableFields of its\n" +
+			"CustomResourceDefinition's storage version. Another field is an error, as the apiserver's\n" +
 			"\"field label not supported\". Both decode each object whole, except a field selector on the\n" +
 			"name and namespace alone; a value that cannot be read cannot be matched and is listed, with why.\n" +
 			"A compaction of etcd (kube-apiserver compacts every 5 minutes) that passes the revision of a\n" +
