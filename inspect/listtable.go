@@ -34,9 +34,13 @@ type ListTable struct {
 	Volumes *Volumes
 	// Mounts reads the pods of a namespace, for a claim's MOUNTED BY (nil:
 	// "-"); Warn is told when it fails (MOUNTED BY then says "?").
-	Mounts  func(namespace string) (*Mounts, error)
-	Warn    func(error)
-	mounted *Mounts
+	Mounts func(namespace string) (*Mounts, error)
+	Warn   func(error)
+	// KeepMounts keeps every namespace's pods read, for claims that do
+	// not come namespace by namespace (--sort-by); else only the last.
+	KeepMounts bool
+	mounted    *Mounts
+	kept       map[string]*Mounts
 }
 
 // NewListTable returns the table of a listing of scope: wide for -o wide,
@@ -153,12 +157,21 @@ func (t *ListTable) mountedBy(it Listed) string {
 		return "-"
 	}
 	if t.mounted == nil || t.mounted.Namespace != it.Namespace {
-		m, err := t.Mounts(it.Namespace)
-		if err != nil {
-			if t.Warn != nil {
-				t.Warn(err)
+		m := t.kept[it.Namespace]
+		if m == nil {
+			var err error
+			if m, err = t.Mounts(it.Namespace); err != nil {
+				if t.Warn != nil {
+					t.Warn(err)
+				}
+				m = &Mounts{Namespace: it.Namespace, Unread: 1}
 			}
-			m = &Mounts{Namespace: it.Namespace, Unread: 1}
+		}
+		if t.KeepMounts {
+			if t.kept == nil {
+				t.kept = map[string]*Mounts{}
+			}
+			t.kept[it.Namespace] = m
 		}
 		t.mounted = m
 	}

@@ -88,4 +88,15 @@ func TestListTable(t *testing.T) {
 	if diff := cmp.Diff([]string{"demo", "broken"}, loads); diff != "" || len(warned) != 1 {
 		t.Errorf("pods read for %q (want demo, broken), warnings %v", loads, warned)
 	}
+
+	// Sorted claims come in any namespace order: with KeepMounts each
+	// namespace's pods are read once.
+	loads, warned = nil, nil
+	wide.mounted, wide.KeepMounts = nil, true
+	for _, r := range []Listed{bound, elsewhere, other, elsewhere, bound} {
+		wide.Row(r)
+	}
+	if diff := cmp.Diff([]string{"demo", "broken"}, loads); diff != "" {
+		t.Errorf("KeepMounts: pods read for %q, want demo and broken once", loads)
+	}
 }

@@ -54,6 +54,8 @@ type ListWriter struct {
 // the listing's own table (-o table, wide).
 func NewListWriter(w io.Writer, f ListFormat, table *ListTable) *ListWriter {
 	p := &ListWriter{Table: table, w: w, format: f}
+	// Sorted claims do not come namespace by namespace.
+	table.KeepMounts = f.SortBy != ""
 	switch f.Kind {
 	case FormatJSON, FormatYAML:
 		p.doc = NewListDocument(w, f.Kind == FormatJSON)
