@@ -63,9 +63,8 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 	cols := inspect.NewListTable(scope, f.Kind == inspect.FormatWide, r.ShowEtcd, r.Terminating, r.ShowKeys, r.Now)
 	cols.Warn = func(err error) { t.Warn(err.Error()) }
 	out := inspect.NewListWriter(w, f, cols)
-	skipped := 0
+	out.Filtered = r.Terminating || sel.NeedsObject()
 	out.Skipped = func(it inspect.Listed) {
-		skipped++
 		t.Warn(fmt.Sprintf("%s not printed: %s", inspect.ObjectName(resource.Ref{Resource: it.Resource, Namespace: it.Namespace, Name: it.Name}), it.Unread))
 	}
 	if out.IsTable() {

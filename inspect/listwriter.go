@@ -39,7 +39,12 @@ type ListWriter struct {
 	// Skipped is told of each object a format that reads objects whole
 	// (jsonpath, custom-columns) could not print: its value was not read.
 	Skipped func(Listed)
-	w       io.Writer
+	// Filtered says the listing keeps objects by their content (a
+	// selector, --terminating): -o name then leaves out, and tells
+	// Skipped of, the values not read, which are not known to match (a
+	// table and a List show why each was not read).
+	Filtered bool
+	w        io.Writer
 	format  ListFormat
 	t       *textout.Table
 	doc     *ListDocument
@@ -99,7 +104,9 @@ func (p *ListWriter) write(it Listed) error {
 	case FormatTable, FormatWide:
 		return p.t.Row(p.Table.Row(it)...)
 	case FormatName:
-		return it.PrintName(p.w)
+		if !p.Filtered || it.Unread == "" {
+			return it.PrintName(p.w)
+		}
 	}
 	if it.Content == nil {
 		p.n--
