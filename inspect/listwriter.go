@@ -45,9 +45,9 @@ type ListWriter struct {
 	// table and a List show why each was not read).
 	Filtered bool
 	w        io.Writer
-	format  ListFormat
-	t       *textout.Table
-	doc     *ListDocument
+	format   ListFormat
+	t        *textout.Table
+	doc      *ListDocument
 	// held are the objects Close writes (--sort-by), items the contents
 	// the jsonpath template runs over.
 	held  []Listed
