@@ -12,18 +12,26 @@ import (
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // ListRequest is what ls lists: the objects of a scope (RESOURCE, -n, -A)
-// as of a revision, written as Output (table, wide, json or yaml).
+// as of a revision, selected by labels and fields, written in Format (or
+// as Output: table, wide, json or yaml, when Format is not set).
 type ListRequest struct {
 	Resource, Namespace string
 	AllNamespaces       bool
 	Terminating         bool
 	Deleted             bool
-	Output              string
-	ShowKeys            bool
-	PageSize, Rev       int64
+	// LabelSelector and FieldSelector are -l and --field-selector ("":
+	// none).
+	LabelSelector, FieldSelector string
+	Output                       string
+	Format                       inspect.ListFormat
+	ShowKeys                     bool
+	// ShowEtcd adds how each object is kept to a table (--show-etcd).
+	ShowEtcd      bool
+	PageSize, Rev int64
 	// Now is the time ages are counted to.
 	Now time.Time
 }
@@ -43,10 +51,22 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 	if s.Enc != nil {
 		enc = s.Enc
 	}
+	sel, err := s.listSelection(ctx, scope, r.LabelSelector, r.FieldSelector, r.Rev)
+	if err != nil {
+		return err
+	}
+	f := r.Format
+	if f.Kind == "" {
+		f.Kind = r.Output
+	}
 	prefix := s.Options.Prefix
-	cols := inspect.NewListTable(scope, r.Output == "wide", r.Terminating, r.ShowKeys, r.Now)
+	cols := inspect.NewListTable(scope, f.Kind == inspect.FormatWide, r.ShowEtcd, r.Terminating, r.ShowKeys, r.Now)
 	cols.Warn = func(err error) { t.Warn(err.Error()) }
-	out := inspect.NewListWriter(w, r.Output, cols)
+	out := inspect.NewListWriter(w, f, cols)
+	out.Filtered = r.Terminating || sel.NeedsObject()
+	out.Skipped = func(it inspect.Listed) {
+		t.Warn(fmt.Sprintf("%s not printed: %s", inspect.ObjectName(resource.Ref{Resource: it.Resource, Namespace: it.Namespace, Name: it.Name}), it.Unread))
+	}
 	if out.IsTable() {
 		unread, err := cols.LoadJoins(ctx, s.Reader, enc, prefix, r.Rev)
 		if err != nil {
@@ -70,6 +90,7 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 			return r, ns, name, parsed && ok
 		},
 		Kind: cols.Kind, Objects: out.IsTable(), Terminating: r.Terminating, Deleted: r.Deleted,
+		Select: sel, Content: f.NeedsObject(),
 		PageSize: r.PageSize, Revision: r.Rev, OnCompacted: onCompacted,
 	}, out.Row)
 	if span.Spans() {
@@ -102,7 +123,15 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 		return werr
 	}
 	if err := out.Close(); err != nil {
+		var se *inspect.SortError
+		if errors.As(err, &se) {
+			return usageError("--sort-by takes a JSONPath of a field the objects have, such as .metadata.creationTimestamp", "%w", err)
+		}
 		return err
+	}
+	if sum.Partial > 0 {
+		t.Warn(fmt.Sprintf("%s not in this build's scheme: only apiVersion, kind and metadata were decoded (see `etcdpvc get -o raw`)",
+			inspect.Count(sum.Partial, "object's kind is", "objects' kinds are")))
 	}
 	if sum.Recreated > 0 {
 		t.Note(fmt.Sprintf("%s created again after the deletion (STATUS re-created@REVISION): another object holds the name now, with another uid; recover creates only, and refuses while it exists: `etcdpvc history` lists the incarnations, `get --rev N` (or --index N of the log) reads the deleted one",
@@ -116,6 +145,10 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 		case r.Terminating:
 			what = "terminating objects"
 		}
+		if sel != nil {
+			// Not "other namespaces hold N": those are not known to match.
+			what += " matching the selectors"
+		}
 		t.Note(inspect.EmptyListing(ctx, s.Reader, prefix, scope.Resource, scope.Namespace, what, r.Rev))
 		return nil
 	}
@@ -127,6 +160,53 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 			inspect.Count(sum.NotHeld, "re-created object is listed", "re-created objects are listed"))}, s.UndeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes"}
 	}
 	return nil
+}
+
+// listSelection parses -l and --field-selector for scope: a field
+// selector needs a RESOURCE (the fields each resource is selected by
+// differ), and names only fields the apiserver selects it by, those of a
+// custom resource read from its CustomResourceDefinition at rev.
+func (s *Session) listSelection(ctx context.Context, scope inspect.Scope, labelSel, fieldSel string, rev int64) (*inspect.Selection, error) {
+	if labelSel == "" && fieldSel == "" {
+		return nil, nil
+	}
+	sel := &inspect.Selection{}
+	if labelSel != "" {
+		l, err := inspect.ParseLabelSelector(labelSel)
+		if err != nil {
+			return nil, usageError("kubectl's syntax: key=value, key!=value, 'key in (a,b)', key, !key; comma-separated", "-l %q: %w", labelSel, err)
+		}
+		sel.Labels = l
+	}
+	if fieldSel != "" {
+		if scope.Resource == nil {
+			return nil, usageError("name the RESOURCE: `etcdpvc ls pods --field-selector spec.nodeName=NODE`", "--field-selector %q needs a RESOURCE: each resource is selected by fields of its own", fieldSel)
+		}
+		var custom []string
+		if r := scope.Resource; !r.BuiltIn {
+			key := s.Options.Prefix + "/apiextensions.k8s.io/customresourcedefinitions/" + r.Plural + "." + r.Group
+			cur, err := s.Planner.Load(ctx, s.Reader, key, rev)
+			var nf *stored.NotFoundError
+			switch {
+			case errors.As(err, &nf):
+				// No definition: the name and namespace only.
+			case err != nil:
+				return nil, fmt.Errorf("--field-selector: read the CustomResourceDefinition %s.%s for its selectable fields: %w", r.Plural, r.Group, err)
+			default:
+				custom = inspect.CRDSelectableFields(cur.Obj.Content)
+			}
+		}
+		f, err := inspect.ParseFieldSelector(*scope.Resource, fieldSel, custom)
+		if err != nil {
+			var uf *inspect.UnsupportedFieldError
+			if errors.As(err, &uf) {
+				return nil, usageError(uf.Hint(), "--field-selector %q: %w", fieldSel, err)
+			}
+			return nil, usageError("FIELD=VALUE, FIELD==VALUE or FIELD!=VALUE, comma-separated", "--field-selector %q: %w", fieldSel, err)
+		}
+		sel.Fields = f
+	}
+	return sel, nil
 }
 
 // Stats writes the stats report to w (inspect.BoltStats of a db file,

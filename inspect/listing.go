@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/store/wal"
@@ -53,6 +55,11 @@ type Listed struct {
 	ListItem
 	Claim  *corev1.PersistentVolumeClaim
 	Volume *corev1.PersistentVolume
+	// Content is the object whole, as `get` shows it (resourceVersion
+	// set, a Secret's values redacted), when the listing decodes objects
+	// (ListingOptions.Content); nil otherwise, or when the value was not
+	// read.
+	Content map[string]any
 }
 
 // ListingOptions select and shape the objects List reads.
@@ -72,6 +79,12 @@ type ListingOptions struct {
 	Objects bool
 	// Terminating keeps only objects with a deletionTimestamp.
 	Terminating bool
+	// Select keeps only the objects its selectors match (nil: all); a
+	// value that was not read cannot be matched and stays listed (with
+	// why), unless its name and namespace rule it out.
+	Select *Selection
+	// Content decodes each object whole (Listed.Content).
+	Content bool
 	// Deleted lists the keys whose newest revision is a deletion (the
 	// store must be a store.Archive: else ErrNeedsArchive), and, from a
 	// store that tells a key's incarnations apart (wal.Incarnations),
@@ -91,6 +104,10 @@ type ListSummary struct {
 	Listed int
 	// Unread counts the listed values that could not be read.
 	Unread Unread
+	// Partial counts the objects listed with Content whose kind is not in
+	// this build's scheme: their content holds only apiVersion, kind and
+	// metadata.
+	Partial int
 	// Recreated counts the deleted objects listed whose key was created
 	// again after them (ListItem.RecreateRevision); NotHeld those of them
 	// whose last state the source does not establish (listed without
@@ -112,7 +129,7 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 	}
 	type prepared struct {
 		Listed
-		show bool
+		show, partial bool
 	}
 	// prepare reads one key; it keeps nothing of kv and touches nothing
 	// shared, so that keys can be prepared on several cores.
@@ -127,7 +144,7 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 		} else {
 			res, ns, name, ok = resource.ParseKey(o.StorePrefix, kv.Key)
 		}
-		if !ok {
+		if !ok || !o.Select.MatchesKey(ns, name) {
 			return prepared{} // apiserver-internal keys (ranges, leases of masters), or out of scope
 		}
 		if o.Deleted && kv.ModRevision == 0 && len(kv.Value) == 0 {
@@ -142,6 +159,20 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 		}
 		if o.Terminating && !li.Summary.Terminating() {
 			return prepared{}
+		}
+		if o.Content || o.Select.NeedsObject() {
+			obj, err := codec.DecodeAt(kv.Key, plain, false)
+			if err != nil {
+				it.Summary, it.Unread, it.Problem = nil, UndecodableStatus(plain, err), problem(plain, err)
+				return it
+			}
+			content := WithResourceVersion(obj.Content, kv.ModRevision)
+			if !o.Select.Matches(ns, name, content) {
+				return prepared{}
+			}
+			if o.Content {
+				it.Content, it.partial = codec.RedactSecret(content), len(obj.Undecoded) > 0
+			}
 		}
 		var err error
 		switch {
@@ -161,6 +192,9 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 		}
 		sum.Unread.Add(it.ListItem)
 		sum.Listed++
+		if it.partial {
+			sum.Partial++
+		}
 		if it.RecreateRevision != 0 {
 			sum.Recreated++
 			if it.Summary == nil && it.Unread == "" {
@@ -300,6 +334,19 @@ func (it ListItem) Kind() string {
 		return it.Resource.Kind
 	}
 	return it.Resource.String()
+}
+
+// PrintName writes kubectl's -o name of the object
+// ("persistentvolumeclaim/www-web-0", "deployment.apps/web"); that of a
+// custom resource whose kind is not known (its value was not read) is
+// "<plural>.<group>/NAME", which kubectl takes as well.
+func (it ListItem) PrintName(w io.Writer) error {
+	o := it.Object()
+	if o.Kind == "" {
+		_, err := fmt.Fprintf(w, "%s/%s\n", it.Resource.String(), it.Name)
+		return err
+	}
+	return PrintName(w, o.APIVersion, o.Kind, it.Name)
 }
 
 // UID is the object's uid, "-" when unknown.

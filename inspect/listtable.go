@@ -16,9 +16,14 @@ type ListTable struct {
 	ShowNamespace bool
 	// ShowKind adds KIND: objects of every resource.
 	ShowKind bool
-	// Wide adds the -o wide columns.
+	// Wide adds the -o wide columns: kubectl's, and for claims the
+	// volume's reclaim policy and the pods mounting each.
 	Wide bool
-	// Finalizers adds FINALIZERS to the generic table: in -o wide, and
+	// Etcd adds how each object is kept (--show-etcd): FINALIZERS,
+	// REVISION and ENCRYPTION, and in the generic table CREATED, VERSION
+	// and LEASE.
+	Etcd bool
+	// Finalizers adds FINALIZERS to the generic table: with Etcd, and
 	// with --terminating, where they are what holds the objects.
 	Finalizers bool
 	// ShowKeys adds UID and KEY.
@@ -29,15 +34,20 @@ type ListTable struct {
 	Volumes *Volumes
 	// Mounts reads the pods of a namespace, for a claim's MOUNTED BY (nil:
 	// "-"); Warn is told when it fails (MOUNTED BY then says "?").
-	Mounts  func(namespace string) (*Mounts, error)
-	Warn    func(error)
-	mounted *Mounts
+	Mounts func(namespace string) (*Mounts, error)
+	Warn   func(error)
+	// KeepMounts keeps every namespace's pods read, for claims that do
+	// not come namespace by namespace (--sort-by); else only the last.
+	KeepMounts bool
+	mounted    *Mounts
+	kept       map[string]*Mounts
 }
 
 // NewListTable returns the table of a listing of scope: wide for -o wide,
-// terminating for --terminating, showKeys for --show-keys.
-func NewListTable(scope Scope, wide, terminating, showKeys bool, now time.Time) *ListTable {
-	t := &ListTable{Kind: ListKindOf(scope.Resource), Wide: wide, Finalizers: wide || terminating, ShowKeys: showKeys, Now: now}
+// etcd for --show-etcd, terminating for --terminating, showKeys for
+// --show-keys.
+func NewListTable(scope Scope, wide, etcd, terminating, showKeys bool, now time.Time) *ListTable {
+	t := &ListTable{Kind: ListKindOf(scope.Resource), Wide: wide, Etcd: etcd, Finalizers: etcd || terminating, ShowKeys: showKeys, Now: now}
 	if scope.Resource == nil {
 		t.ShowKind, t.ShowNamespace = true, scope.Namespace == ""
 	} else {
@@ -57,12 +67,18 @@ func (t *ListTable) Columns() []string {
 	case ListClaims:
 		h = append(h, "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "AGE")
 		if t.Wide {
-			h = append(h, "RECLAIM POLICY", "MOUNTED BY", "VOLUMEMODE", "FINALIZERS", "REVISION", "ENCRYPTION")
+			h = append(h, "RECLAIM POLICY", "MOUNTED BY", "VOLUMEMODE")
+		}
+		if t.Etcd {
+			h = append(h, "FINALIZERS", "REVISION", "ENCRYPTION")
 		}
 	case ListVolumes:
 		h = append(h, "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS", "AGE")
 		if t.Wide {
-			h = append(h, "VOLUMEMODE", "FINALIZERS", "REVISION", "ENCRYPTION")
+			h = append(h, "VOLUMEMODE")
+		}
+		if t.Etcd {
+			h = append(h, "FINALIZERS", "REVISION", "ENCRYPTION")
 		}
 	default:
 		if t.ShowKind {
@@ -73,7 +89,7 @@ func (t *ListTable) Columns() []string {
 			h = append(h, "FINALIZERS")
 		}
 		h = append(h, "AGE")
-		if t.Wide {
+		if t.Etcd {
 			h = append(h, "REVISION", "CREATED", "VERSION", "LEASE", "ENCRYPTION")
 		}
 	}
@@ -97,13 +113,19 @@ func (t *ListTable) Row(it Listed) []string {
 		c := it.ClaimColumns(t.Volumes)
 		cells = append(cells, it.Status(t.Now, c.Phase), c.Volume, c.Capacity, c.AccessModes, c.StorageClass, age)
 		if t.Wide {
-			cells = append(cells, c.ReclaimPolicy, t.mountedBy(it), c.VolumeMode, fins, rev, it.Encryption)
+			cells = append(cells, c.ReclaimPolicy, t.mountedBy(it), c.VolumeMode)
+		}
+		if t.Etcd {
+			cells = append(cells, fins, rev, it.Encryption)
 		}
 	case ListVolumes:
 		c := it.VolumeColumns()
 		cells = append(cells, c.Capacity, c.AccessModes, c.ReclaimPolicy, it.Status(t.Now, c.Status), c.Claim, c.StorageClass, age)
 		if t.Wide {
-			cells = append(cells, c.VolumeMode, fins, rev, it.Encryption)
+			cells = append(cells, c.VolumeMode)
+		}
+		if t.Etcd {
+			cells = append(cells, fins, rev, it.Encryption)
 		}
 	default:
 		if t.ShowKind {
@@ -114,7 +136,7 @@ func (t *ListTable) Row(it Listed) []string {
 			cells = append(cells, fins)
 		}
 		cells = append(cells, age)
-		if t.Wide {
+		if t.Etcd {
 			lease := "-"
 			if it.Lease != 0 {
 				lease = strconv.FormatInt(it.Lease, 16)
@@ -135,12 +157,21 @@ func (t *ListTable) mountedBy(it Listed) string {
 		return "-"
 	}
 	if t.mounted == nil || t.mounted.Namespace != it.Namespace {
-		m, err := t.Mounts(it.Namespace)
-		if err != nil {
-			if t.Warn != nil {
-				t.Warn(err)
+		m := t.kept[it.Namespace]
+		if m == nil {
+			var err error
+			if m, err = t.Mounts(it.Namespace); err != nil {
+				if t.Warn != nil {
+					t.Warn(err)
+				}
+				m = &Mounts{Namespace: it.Namespace, Unread: 1}
 			}
-			m = &Mounts{Namespace: it.Namespace, Unread: 1}
+		}
+		if t.KeepMounts {
+			if t.kept == nil {
+				t.kept = map[string]*Mounts{}
+			}
+			t.kept[it.Namespace] = m
 		}
 		t.mounted = m
 	}

@@ -38,15 +38,15 @@ func TestListTable(t *testing.T) {
 		rows  []Listed
 		want  [][]string
 	}{
-		{"every resource, every namespace, --terminating", NewListTable(Scope{}, false, true, false, now), []Listed{pod},
+		{"every resource, every namespace, --terminating", NewListTable(Scope{}, false, false, true, false, now), []Listed{pod},
 			[][]string{{"NAMESPACE", "NAME", "KIND", "STATUS", "FINALIZERS", "AGE"}, {"demo", "web-0", "Pod", "Terminating 60m", "f/a,f/b", "2d"}}},
-		{"pods of one namespace, wide, keys", NewListTable(Scope{Resource: pods, Namespace: "demo"}, true, false, true, now), []Listed{pod},
+		{"pods of one namespace, wide, keys", NewListTable(Scope{Resource: pods, Namespace: "demo"}, true, true, false, true, now), []Listed{pod},
 			[][]string{{"NAME", "STATUS", "FINALIZERS", "AGE", "REVISION", "CREATED", "VERSION", "LEASE", "ENCRYPTION", "UID", "KEY"},
 				{"web-0", "Terminating 60m", "f/a,f/b", "2d", "12", "3", "4", "ff", "identity", "u-1", "/registry/pods/demo/web-0"}}},
-		{"claims, -A", NewListTable(Scope{Resource: pvc}, false, false, false, now), []Listed{unread},
+		{"claims, -A", NewListTable(Scope{Resource: pvc}, false, false, false, false, now), []Listed{unread},
 			[][]string{{"NAMESPACE", "NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "AGE"},
 				{"demo", "www-web-0", "Encrypted (secretbox/key1): no key", "-", "-", "-", "-", "-"}}},
-		{"volumes, wide", NewListTable(Scope{Resource: pv}, true, false, false, now), nil,
+		{"volumes, wide, etcd", NewListTable(Scope{Resource: pv}, true, true, false, false, now), nil,
 			[][]string{{"NAME", "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS", "AGE", "VOLUMEMODE", "FINALIZERS", "REVISION", "ENCRYPTION"}}},
 	} {
 		got := [][]string{tc.table.Columns()}
@@ -60,7 +60,7 @@ func TestListTable(t *testing.T) {
 
 	// MOUNTED BY reads each namespace's pods once; a namespace that cannot
 	// be read is warned about and says "?".
-	wide := NewListTable(Scope{Resource: pvc, Namespace: "demo"}, true, false, false, now)
+	wide := NewListTable(Scope{Resource: pvc, Namespace: "demo"}, true, false, false, false, now)
 	var loads []string
 	var warned []error
 	wide.Mounts = func(ns string) (*Mounts, error) {
@@ -87,5 +87,16 @@ func TestListTable(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"demo", "broken"}, loads); diff != "" || len(warned) != 1 {
 		t.Errorf("pods read for %q (want demo, broken), warnings %v", loads, warned)
+	}
+
+	// Sorted claims come in any namespace order: with KeepMounts each
+	// namespace's pods are read once.
+	loads, warned = nil, nil
+	wide.mounted, wide.KeepMounts = nil, true
+	for _, r := range []Listed{bound, elsewhere, other, elsewhere, bound} {
+		wide.Row(r)
+	}
+	if diff := cmp.Diff([]string{"demo", "broken"}, loads); diff != "" {
+		t.Errorf("KeepMounts: pods read for %q, want demo and broken once", loads)
 	}
 }

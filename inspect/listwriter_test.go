@@ -28,16 +28,16 @@ func TestListWriter(t *testing.T) {
 
 	// A claims table reads the volumes, and with -o wide the pods of each
 	// namespace; another table reads nothing.
-	wide := NewListTable(claims, true, false, false, now)
+	wide := NewListTable(claims, true, false, false, false, now)
 	unread, err := wide.LoadJoins(ctx, b, nil, "/registry", 0)
 	if err != nil || unread != 0 || wide.Volumes == nil || wide.Mounts == nil {
 		t.Fatalf("LoadJoins, wide: unread %d, volumes %v, mounts set %v, %v", unread, wide.Volumes != nil, wide.Mounts != nil, err)
 	}
-	narrow := NewListTable(claims, false, false, false, now)
+	narrow := NewListTable(claims, false, false, false, false, now)
 	if _, err := narrow.LoadJoins(ctx, b, nil, "/registry", 0); err != nil || narrow.Volumes == nil || narrow.Mounts != nil {
 		t.Fatalf("LoadJoins: volumes %v, mounts set %v, %v", narrow.Volumes != nil, narrow.Mounts != nil, err)
 	}
-	podTable := NewListTable(Scope{Resource: &pods, Namespace: "demo"}, true, false, false, now)
+	podTable := NewListTable(Scope{Resource: &pods, Namespace: "demo"}, true, false, false, false, now)
 	if _, err := podTable.LoadJoins(ctx, b, nil, "/registry", 0); err != nil || podTable.Volumes != nil || podTable.Mounts != nil {
 		t.Fatalf("LoadJoins of pods read something: %v", err)
 	}
@@ -63,7 +63,7 @@ func TestListWriter(t *testing.T) {
 		{"yaml", nil, func(s string) bool { return strings.Contains(s, "kind: List") }},
 	} {
 		var out strings.Builder
-		w := NewListWriter(&out, tc.format, narrow)
+		w := NewListWriter(&out, ListFormat{Kind: tc.format}, narrow)
 		if w.IsTable() != (tc.format == "table") {
 			t.Errorf("%s: IsTable %v", tc.format, w.IsTable())
 		}

@@ -369,6 +369,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	quietKlog()
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	app := newApp(e)
+	if len(args) == 1 && args[0] == "--version" {
+		args = []string{"version"} // the same words as `etcdpvc version`
+	}
 	reordered, err := reorderArgs(commands(), args)
 	if err != nil {
 		return report(stderr, err)

@@ -63,7 +63,8 @@ func TestDeclaredArguments(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"get", "pvc"}, "name the object: RESOURCE NAME, RESOURCE/NAME or --etcd-key KEY"},
+		{[]string{"get", "pvc"}, "get reads one object: name it (RESOURCE NAME, RESOURCE/NAME or --etcd-key KEY)"},
+		{[]string{"get"}, "name the object: RESOURCE NAME, RESOURCE/NAME or --etcd-key KEY"},
 		{[]string{"get", "pvc", "a", "b"}, `get takes one object; unexpected ["b"]`},
 		{[]string{"history", "pvc/a", "b"}, `history takes one object; unexpected ["b"]`},
 		{[]string{"undelete", "--etcd-key", "/registry/pods/d/p", "pvc", "x"}, `undelete takes one object; unexpected ["pvc" "x"]`},

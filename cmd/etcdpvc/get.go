@@ -1,9 +1,13 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/flows"
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
@@ -14,6 +18,9 @@ type getOptions struct {
 	Key       string
 	Rev       int64
 	Print     printOptions
+	// Format is -o name, jsonpath or custom-columns (Kind "" for yaml,
+	// json and raw).
+	Format inspect.ListFormat
 	// Force writes -o raw to a terminal.
 	Force bool
 	// Index reads the object as of a raft index of --wal.
@@ -24,18 +31,25 @@ func getCommand() command {
 	return command{
 		name:  "get",
 		usage: "print one stored object",
-		args:  cliargs.Args{Kind: cliargs.ArgsObject},
+		args:  cliargs.Args{Kind: cliargs.ArgsObject, OtherForms: true},
 		desc: "get reads one object from etcd (or from --db) and prints it as YAML or JSON, with\n" +
 			"metadata.resourceVersion set to the key's mod revision as the apiserver would show it.\n" +
 			"-o raw writes the stored bytes unchanged (ciphertext included); it refuses to write them\n" +
 			"to a terminal (binary output garbles it) unless --force. --rev reads a past revision that\n" +
-			"etcd has not compacted yet; with --wal, --index N reads the object as of raft index N of the log.",
+			"etcd has not compacted yet; with --wal, --index N reads the object as of raft index N of the log.\n" +
+			kubectlFormatsHelp + " --no-headers leaves out the custom columns'\n" +
+			"headers. get lists nothing: RESOURCE without NAME is an error that names the ls command to run.",
 		examples: `etcdpvc get pvc www-web-0 -n demo
 etcdpvc get pv/pv-www-web-0 -o json
 etcdpvc get --etcd-key /registry/services/specs/default/kubernetes -o raw > svc.bin
-etcdpvc --db snapshot.db get sts web -n demo --rev 1200`,
+etcdpvc --db snapshot.db get sts web -n demo --rev 1200
+etcdpvc get pvc www-web-0 -n demo -o jsonpath='{.spec.volumeName}'
+etcdpvc get sts web -n demo -o name
+etcdpvc get pvc www-web-0 -n demo -o custom-columns=NAME:.metadata.name,SIZE:.spec.resources.requests.storage --no-headers`,
 		flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml, json or raw"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml, json, raw, name, jsonpath=TEMPLATE, jsonpath-file=FILE, custom-columns=SPEC or custom-columns-file=FILE"},
+			&cli.BoolFlag{Name: "no-headers", Usage: "leave out the headers of -o custom-columns"},
+			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "not for get, which reads one object: the error names the ls RESOURCE -A to run"},
 			&cli.Int64Flag{Name: "rev", Usage: "read at this revision (0: the latest)"},
 			indexFlag(),
 			&cli.BoolFlag{Name: "show-secrets", Usage: "print Secret values instead of their sizes"},
@@ -43,13 +57,20 @@ etcdpvc --db snapshot.db get sts web -n demo --rev 1200`,
 			&cli.BoolFlag{Name: "force", Usage: "write -o raw to a terminal anyway"},
 		},
 		action: func(c *cli.Context, e *env, in *input) error {
+			if err := getObject(c, in); err != nil {
+				return err
+			}
 			o := getOptions{Args: in.obj, Namespace: in.namespace, Key: in.key,
 				Rev: c.Int64("rev"), Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: !c.Bool("show-managed-fields")}, Force: c.Bool("force"), Index: c.Uint64("index")}
 			if o.Index != 0 && o.Rev != 0 {
 				return usagef("give --rev or --index, not both")
 			}
-			if err := cliargs.CheckOutput(o.Print.Output, "yaml", "json", "raw"); err != nil {
+			f, err := parseFormat(o.Print.Output, getFormats, c.Bool("no-headers"), "")
+			if err != nil {
 				return err
+			}
+			if f.Kind == inspect.FormatName || f.Kind == inspect.FormatJSONPath || f.Kind == inspect.FormatCustomColumns {
+				o.Format = f
 			}
 			if o.Print.Output == "raw" && !o.Force {
 				if isTerminal(e.stdout) {
@@ -82,5 +103,41 @@ func runGet(e *env, g *globalOptions, o getOptions) error {
 		_, err = e.stdout.Write(got.Stored)
 		return err
 	}
+	if o.Format.Kind != "" {
+		content := got.Content
+		if !o.Print.ShowSecrets {
+			content = codec.RedactSecret(content)
+		}
+		return inspect.PrintObject(e.stdout, content, o.Format)
+	}
 	return printObject(e.stdout, got.Content, o.Print)
+}
+
+// getFormats are get's -o formats ("raw" is get's own).
+var getFormats = []string{inspect.FormatYAML, inspect.FormatJSON, "raw", inspect.FormatName, inspect.FormatJSONPath, inspect.FormatCustomColumns}
+
+// getObject checks get's arguments: one object. A RESOURCE without a NAME
+// (and -A) is a usage error whose hint is the ls that lists them, with the
+// -n or -A given.
+func getObject(c *cli.Context, in *input) error {
+	args := c.Args().Slice()
+	all := c.Bool("all-namespaces")
+	if c.String("etcd-key") == "" && (len(args) == 1 && !strings.Contains(args[0], "/") || len(args) == 0 && all) {
+		res := "RESOURCE"
+		if len(args) == 1 {
+			res = args[0]
+		}
+		ls := "etcdpvc ls " + res
+		switch {
+		case all:
+			ls += " -A"
+		case c.String("namespace") != "":
+			ls += " -n " + c.String("namespace")
+		}
+		return flows.WithHint(usagef("get reads one object: name it (RESOURCE NAME, RESOURCE/NAME or --etcd-key KEY)"), "to list them: "+ls)
+	}
+	if all {
+		return usagef("-A lists every namespace: get reads one object (-n NAMESPACE names its namespace)")
+	}
+	return in.object()
 }

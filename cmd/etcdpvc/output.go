@@ -44,3 +44,27 @@ func managedFieldsFlag() cli.Flag {
 func indexFlag() cli.Flag {
 	return &cli.Uint64Flag{Name: "index", Usage: "with --wal: read the object as of this raft index of the log"}
 }
+
+// readTemplate reads a -o jsonpath-file= or custom-columns-file= file.
+func readTemplate(name string) (string, error) {
+	b, err := regular.ReadFile(name)
+	return string(b), err
+}
+
+// parseFormat parses -o among allowed, --no-headers and --sort-by (the
+// flags a command has; "" and false for the others): a format that
+// cannot be used is a usage error.
+func parseFormat(output string, allowed []string, noHeaders bool, sortBy string) (inspect.ListFormat, error) {
+	f, err := inspect.ParseListFormat(output, allowed, noHeaders, sortBy, readTemplate)
+	if err != nil {
+		return f, usagef("%v", err)
+	}
+	return f, nil
+}
+
+// kubectlFormatsHelp says what -o name, jsonpath and custom-columns print
+// and what they read.
+const kubectlFormatsHelp = "-o name prints kubectl's resource/name (persistentvolumeclaim/www-web-0, deployment.apps/web).\n" +
+	"-o jsonpath=TEMPLATE (or jsonpath-file=FILE) and -o custom-columns=HEADER:JSONPATH,... (or\n" +
+	"custom-columns-file=FILE: a line of headers, a line of JSONPaths) are kubectl's, with its printers and\n" +
+	"JSONPath engine; they decode each object whole (a Secret's values are shown as their sizes)."

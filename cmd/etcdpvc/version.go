@@ -21,8 +21,8 @@ func versionCommand() command {
 	return command{
 		name:      "version",
 		usage:     "print the versions etcdpvc was built with",
-		desc:      "version prints etcdpvc's version and the k8s.io/api, apimachinery, apiserver and etcd client versions it was built with.",
-		examples:  `etcdpvc version`,
+		desc:      "version prints etcdpvc's version and the k8s.io/api, apimachinery, apiserver and etcd client versions it was built with\n(etcdpvc --version prints the same).",
+		examples:  "etcdpvc version\netcdpvc --version",
 		noGlobals: true,
 		action: func(c *cli.Context, e *env, in *input) error {
 			fmt.Fprintf(e.stdout, "etcdpvc %s\n", toolVersion())

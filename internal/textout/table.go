@@ -30,6 +30,12 @@ func NewTable(w io.Writer, headers ...string) *Table {
 	return t
 }
 
+// NewHeadlessTable returns a table of n columns printed without headers
+// (--no-headers): their widths are the rows' own.
+func NewHeadlessTable(w io.Writer, n int) *Table {
+	return &Table{w: w, widths: make([]int, n), BatchSize: 500}
+}
+
 func (t *Table) fit(row []string) {
 	for i, c := range row {
 		if n := utf8.RuneCountInString(c); n > t.widths[i] {
@@ -58,11 +64,14 @@ func (t *Table) Rows(rows [][]string) error {
 	return t.Flush()
 }
 
-// Flush prints the rows buffered so far (the headers first, once).
+// Flush prints the rows buffered so far (the headers first, once, unless
+// the table is headless).
 func (t *Table) Flush() error {
 	var b strings.Builder
 	if !t.printed {
-		t.line(&b, t.headers)
+		if t.headers != nil {
+			t.line(&b, t.headers)
+		}
 		t.printed = true
 	}
 	for _, r := range t.batch {
