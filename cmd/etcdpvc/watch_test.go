@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/internal/exitcode"
+)
+
+// TestWatchEndsOnInterrupt follows a live etcd until the command's
+// context is canceled, as Ctrl-C cancels it: the watch ends at once, with
+// status 0, having printed the change made while it ran.
+func TestWatchEndsOnInterrupt(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--endpoints", strings.Join(c.Endpoints(), ","), "watch", "-A", "-o", "json"}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	// Wait until the watch has started (it says so on stderr), then write.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), "watching /registry/") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch did not start: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.Put(t, "/registry/configmaps/demo/web-config", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web-config","namespace":"demo"}}`))
+	for !strings.Contains(stdout.String(), `"type":"ADDED"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the change was not printed: %s %s", stdout.String(), stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitcode.OK {
+			t.Fatalf("exit status %d after the interrupt, want 0: %s", code, stderr.String())
+		}
+	case <-time.After(time.Minute): // a hang guard only
+		t.Fatal("the watch did not end on the interrupt")
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a command writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
