@@ -208,7 +208,7 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 		return incomplete()
 	}
 	if writes == 0 {
-		t.Print("nothing to write: every object is skipped or exists\n")
+		t.Print("nothing to do: every object is skipped or exists; nothing written\n")
 		return incomplete()
 	}
 	items := plan.Writes()

@@ -100,7 +100,7 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 		case p.NoOp && len(todo) == 0 && p.NoOpReason != "":
 			t.Print(fmt.Sprintf("nothing to do: %s; nothing written\n", p.NoOpReason))
 		case p.NoOp && len(todo) == 0:
-			t.Print(fmt.Sprintf("%s: no change (%s); nothing written\n", p.Key, p.Description))
+			t.Print(fmt.Sprintf("nothing to do: %s is already as asked (%s); nothing written\n", p.ObjectName(), p.Description))
 		case p.NoOp && p.NoOpReason != "":
 			t.Print(fmt.Sprintf("%s: nothing to do (%s), no change; only %s changes\n", p.ObjectName(), p.NoOpReason, strings.Join(todo, " and ")))
 		case p.NoOp:

@@ -288,7 +288,12 @@ func TestRecover(t *testing.T) {
 	if obj.Meta.UID != want.Meta.UID || obj.Meta.DeletionTimestamp != nil || len(obj.Meta.Finalizers) != 1 {
 		t.Fatalf("recovered metadata: %+v", obj.Meta)
 	}
-	if _, err := (Planner{}).PlanRecover(ctx, s, *old); !errors.Is(err, ErrExists) {
+	// Recovered already: the key holds what the recover would create,
+	// nothing to do; anything else there is never replaced.
+	if p, err := (Planner{}).PlanRecover(ctx, s, *old); err != nil || !p.NoOp || !strings.Contains(p.NoOpReason, "recovered before") {
+		t.Fatalf("recover over the key it recovered: %+v, %v; want nothing to do", p, err)
+	}
+	if _, err := (Planner{}).PlanRecover(ctx, s, store.KeyValue{Key: old.Key, Value: pvcWithLabel(t, orig), ModRevision: old.ModRevision}); !errors.Is(err, ErrExists) {
 		t.Fatalf("recover over an existing key: %v, want ErrExists", err)
 	}
 	// A create planned while the key was absent conflicts if it appears.
@@ -776,4 +781,15 @@ func TestRawDiff(t *testing.T) {
 	if !strings.Contains(d, "password") {
 		t.Errorf("--show-secrets hides the bytes:\n%s", d)
 	}
+}
+
+// pvcWithLabel returns stored with a label added at the wire level: the
+// same object, another value.
+func pvcWithLabel(t testing.TB, stored []byte) []byte {
+	t.Helper()
+	out, err := codec.EditMeta(stored, codec.MetaEdit{SetLabels: map[string]string{"edited": "yes"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

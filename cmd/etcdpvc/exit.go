@@ -16,7 +16,7 @@ import (
 
 // exitStatusHelp is the EXIT STATUS section shared by every command's help.
 const exitStatusHelp = `EXIT STATUS:
-   0  success (a no-op edit included)
+   0  success; also a write with nothing to do ("nothing to do: …; nothing written")
    1  error
    2  usage error
    3  not found
