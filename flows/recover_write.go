@@ -50,7 +50,8 @@ func (s *Session) PreviewRecover(ctx context.Context, t Terminal, kv store.KeyVa
 // Recover creates, in s, the object kv read from src (s itself, or the
 // read-only source of a recover into the live etcd s), through Write. An
 // object that exists is refused: recover never replaces one.
-func (s *Session) Recover(ctx context.Context, t Terminal, src *Session, kv store.KeyValue, o WriteOptions) error {
+func (s *Session) Recover(ctx context.Context, t Terminal, src *Session, kv store.KeyValue, o WriteOptions) (err error) {
+	defer func() { o.Result.Failed(kv.Key, nil, s.Options.Prefix, err) }()
 	if src != s {
 		t.Note(fmt.Sprintf("recovering %s from %s (%s) into %s", kv.Key, src.Description, surgery.SourceRevision(kv), s.Description))
 	}
@@ -191,7 +192,10 @@ func PlanRecoverSet(ctx context.Context, t Terminal, src, dst *Session, r Recove
 // summary, the verification's and how to undo it. Objects of the source
 // that could not be read make it incomplete (ErrIncomplete). A plan with
 // no write target (plan.Preview) is only printed.
-func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery.SetPlan, r RecoverSet) error {
+func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery.SetPlan, r RecoverSet) (err error) {
+	var res *surgery.RecoverSetResult
+	var v *Verifier
+	defer func() { recordSet(r.Write, plan, res, err, v) }()
 	totals := plan.Totals()
 	writes, unread := totals.Writes(), totals.Unreadable
 	incomplete := func() error {
@@ -218,7 +222,7 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 			t.Diff(it.Plan.Diff)
 		}
 	}
-	v, err := s.NewVerifier(ctx, func(msg string) { t.Print(msg + "\n") })
+	v, err = s.NewVerifier(ctx, func(msg string) { t.Print(msg + "\n") })
 	if err != nil {
 		return err
 	}
@@ -241,7 +245,8 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 		}
 	}
 	ao := s.ApplyOptions(ctx, t, r.Write)
-	res, werr := surgery.WriteRecoverSet(ctx, w, plan, surgery.RecoverSetWriteOptions{ApplyOptions: ao, MaxTxnOps: r.MaxTxnOps, Verifier: v,
+	var werr error
+	res, werr = surgery.WriteRecoverSet(ctx, w, plan, surgery.RecoverSetWriteOptions{ApplyOptions: ao, MaxTxnOps: r.MaxTxnOps, Verifier: v,
 		OnWritten: func(it *surgery.SetItem) {
 			t.Print(fmt.Sprintf("written: %s (%s)\n", it.Key, string(it.Action)))
 		}})
@@ -284,4 +289,23 @@ func setVerifyRefusal(plan *surgery.SetPlan, err error) error {
 		}
 	}
 	return err
+}
+
+// recordSet records in o.Result what WriteRecoverSet did with each item
+// of plan (surgery.SetPlan.Records), each written one with the
+// verification's verdict; a dry run's creates and replaces are dry-run.
+func recordSet(o WriteOptions, plan *surgery.SetPlan, res *surgery.RecoverSetResult, err error, v *Verifier) {
+	if o.Result == nil || plan == nil {
+		return
+	}
+	recs := plan.Records(res, err, o.Result.OperationID, OutcomeOf)
+	for i, it := range plan.Items {
+		switch {
+		case recs[i].Outcome == surgery.OutcomeWritten:
+			recs[i].Verification = v.Verdict(it.Plan)
+		case o.DryRun && (err == nil || errors.Is(err, ErrIncomplete)) && it.Plan != nil && (it.Action == surgery.ActionCreate || it.Action == surgery.ActionReplace):
+			recs[i].Outcome, recs[i].Reason = surgery.OutcomeDryRun, "dry run: nothing written"
+		}
+	}
+	o.Result.add(recs...)
 }

@@ -15,7 +15,8 @@ import (
 // through Write. A key changed since that write is refused unless force,
 // after showing the diff from what it holds to the backup; a backup of
 // another cluster is refused with how to reach the right one.
-func (s *Session) Restore(ctx context.Context, t Terminal, b *surgery.Backup, force bool, o WriteOptions) error {
+func (s *Session) Restore(ctx context.Context, t Terminal, b *surgery.Backup, force bool, o WriteOptions) (err error) {
+	defer func() { o.Result.Failed(b.Key, nil, s.Options.Prefix, err) }()
 	plan, err := s.Planner.PlanRestore(ctx, s.Reader, b, force)
 	if err != nil {
 		var ch *surgery.ChangedError
@@ -102,6 +103,7 @@ func EncryptValue(ctx context.Context, o session.Options, key string, plain []by
 func (s *Session) Delete(ctx context.Context, t Terminal, key string, force bool, o WriteOptions) error {
 	plan, err := s.Planner.PlanDelete(ctx, s.Reader, key, force)
 	if err != nil {
+		o.Result.Failed(key, nil, s.Options.Prefix, err)
 		return err
 	}
 	_, err = s.Write(ctx, t, []*surgery.Plan{plan}, o)

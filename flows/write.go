@@ -52,6 +52,9 @@ type WriteOptions struct {
 	BackupDir string
 	// ShowSecrets shows Secret values in diffs.
 	ShowSecrets bool
+	// ShowManagedFields shows metadata.managedFields and the
+	// last-applied-configuration annotation in diffs (hidden by default).
+	ShowManagedFields bool
 	// Out, with a --db file, writes into a copy of it (Options.Out).
 	Out string
 	// ToolVersion is recorded in backups and the audit log.
@@ -61,6 +64,11 @@ type WriteOptions struct {
 	// (surgery.ExecuteOptions.MaxTxnOps); 0 writes one key per
 	// transaction.
 	MaxTxnOps int
+	// OperationID is the run's operation id, recorded in every backup and
+	// audit line ("": surgery.Execute makes one per call).
+	OperationID string
+	// Result, when set, collects what became of each key (-o json|yaml).
+	Result *Result
 }
 
 // Terminal is what a write tells the user and asks them.
@@ -88,7 +96,9 @@ const readOnlyHint = "a db file is read-only: write through --endpoints, or edit
 // lets surgery.Execute write the plans in order, telling each write as it
 // is made, then how to undo them (or, into a snapshot copy, how to put the
 // copy into the cluster).
-func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, o WriteOptions) ([]surgery.Step, error) {
+func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, o WriteOptions) (steps []surgery.Step, err error) {
+	var v *Verifier
+	defer func() { o.Result.recordWrite(s, plans, steps, err, o.DryRun && err == nil, v) }()
 	var todo, keys []string
 	for _, p := range plans {
 		if !p.NoOp {
@@ -115,7 +125,7 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 	if len(todo) == 0 {
 		return nil, nil
 	}
-	v, err := s.NewVerifier(ctx, func(msg string) { t.Print(msg + "\n") })
+	v, err = s.NewVerifier(ctx, func(msg string) { t.Print(msg + "\n") })
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +157,7 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 			return nil, err
 		}
 	}
-	steps, err := surgery.Execute(ctx, w, plans, surgery.ExecuteOptions{
+	steps, err = surgery.Execute(ctx, w, plans, surgery.ExecuteOptions{
 		ApplyOptions: s.ApplyOptions(ctx, t, o),
 		Verifier:     v,
 		MaxTxnOps:    o.MaxTxnOps,
@@ -166,6 +176,7 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 			t.Print(fmt.Sprintf("written: %s revision %s → %d (%s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.Target(o.Key), o.Backup))
 		},
 	})
+	o.Result.setRestore(surgery.UndoSteps(steps))
 	if err != nil {
 		if errors.Is(err, surgery.ErrPartial) {
 			err = s.partialCopy(err)
@@ -214,7 +225,7 @@ func (s *Session) ApplyOptions(ctx context.Context, t Terminal, o WriteOptions) 
 	if err != nil {
 		t.Warn(fmt.Sprintf("the backup cannot record the cluster's ID (%v); restore will not be able to check it", err))
 	}
-	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.Options.Endpoints, ToolVersion: o.ToolVersion, Source: src}
+	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.Options.Endpoints, ToolVersion: o.ToolVersion, Source: src, OperationID: o.OperationID}
 }
 
 // finishSnapshot, after a successful write, finishes a snapshot copy

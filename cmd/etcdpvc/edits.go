@@ -48,7 +48,7 @@ etcdpvc --kubeadm undelete pv pv-www-web-0`,
 			&cli.BoolFlag{Name: "force", Usage: "undelete even when the stored value is another object than its key names"}),
 		action: func(c *cli.Context, e *env, in *input) error {
 			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers"), SayNotTerminating: true}
-			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c, e),
 				func(s *cliSession, _ string) (surgery.Edit, error) {
 					s.Planner.AllowKeyMismatch = c.Bool("force")
 					return ed, nil
@@ -79,7 +79,7 @@ etcdpvc finalizers ns stuck --remove-all --dry-run`,
 			if len(me.RemoveFinalizers) == 0 && !me.RemoveAllFinalizers && len(me.AddFinalizers) == 0 {
 				return usagef("finalizers needs --remove F, --remove-all or --add F")
 			}
-			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c, e),
 				func(*cliSession, string) (surgery.Edit, error) { return surgery.Meta{MetaEdit: me}, nil })
 		},
 	}
@@ -112,7 +112,7 @@ etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
 			if annotate {
 				me = codec.MetaEdit{SetAnnotations: set, RemoveAnnotations: remove}
 			}
-			err = planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
+			err = planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c, e),
 				func(*cliSession, string) (surgery.Edit, error) {
 					return surgery.Meta{MetaEdit: me, Overwrite: c.Bool("overwrite")}, nil
 				})
@@ -154,7 +154,7 @@ etcdpvc patch pv pv-www-web-0 --patch-file claimref.json --dry-run`,
 			if err != nil {
 				return err
 			}
-			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c, e),
 				func(*cliSession, string) (surgery.Edit, error) { return patch, nil })
 		},
 	}
@@ -171,7 +171,7 @@ func editCommand() command {
 		examples: `EDITOR=nano etcdpvc edit pvc www-web-0 -n demo`,
 		flags:    withWrite(),
 		action: func(c *cli.Context, e *env, in *input) error {
-			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c), func(s *cliSession, key string) (surgery.Edit, error) {
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c, e), func(s *cliSession, key string) (surgery.Edit, error) {
 				return s.Edited(e.ctx, key, func(doc []byte) ([]byte, error) { return runEditor(e, doc) })
 			})
 		},
@@ -239,7 +239,7 @@ func restoreCommand() command {
 etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client.crt --key client.key BACKUP --dry-run`,
 		flags: append(writeFlags(), &cli.BoolFlag{Name: "force", Usage: "restore even though the object changed after etcdpvc's write, its value cannot be decoded, or the cluster is another"}),
 		action: func(c *cli.Context, e *env, in *input) error {
-			o := readWriteOptions(c)
+			o := readWriteOptions(c, e)
 			b, err := surgery.ReadBackup(c.Args().First())
 			if err != nil {
 				return err
@@ -296,7 +296,7 @@ etcdpvc --kubeadm delete --all-unreadable -n demo --yes`,
 			&cli.IntFlag{Name: "max-txn-ops", Value: store.MaxTxnOps, Usage: "with --all-unreadable: the most keys deleted in one transaction (at most etcd's --max-txn-ops; 1: one per key)"},
 		),
 		action: func(c *cli.Context, e *env, in *input) error {
-			o := readWriteOptions(c)
+			o := readWriteOptions(c, e)
 			if c.Bool("all-unreadable") {
 				return runDeleteUnreadable(c, e, in, o)
 			}
