@@ -133,7 +133,6 @@ func backupDigest(b *Backup) string {
 	return digest(append([]byte(BackupKind+"/v2\n"), data...))
 }
 
-
 // AuditLogName is the audit log's file name in the backup directory.
 const AuditLogName = "audit.log"
 
