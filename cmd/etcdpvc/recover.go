@@ -147,7 +147,7 @@ func recoverTarget(e *env, g *globalOptions, src *cliSession, liveGiven bool, ke
 	if dst, err = openSession(e, &live); err != nil {
 		return nil, nil, err
 	}
-	dst.Planner.ShowSecrets = src.Planner.ShowSecrets
+	dst.Planner.ShowSecrets, dst.Planner.HideManagedFields = src.Planner.ShowSecrets, src.Planner.HideManagedFields
 	return dst, dst.Close, nil
 }
 
