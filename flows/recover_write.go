@@ -258,13 +258,18 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 	out := plan.Outcome(res, werr)
 	t.Print(fmt.Sprintf("summary: %d written, %s, %d not written, %d unreadable; backups and audit.log in %s\n",
 		out.Written, out.SkipReasons, out.NotWritten, out.Unreadable, ao.BackupDir))
+	undo := setUndo(res)
 	if out.Written > 0 {
 		t.Print(v.Summary() + "\n")
-		t.Print(fmt.Sprintf("undo: `etcdpvc restore BACKUP` deletes what a create wrote (each backup is listed in %s/audit.log)\n", ao.BackupDir))
+		t.Print(fmt.Sprintf("undo with: %s\n", undo))
+		r.Write.Result.setRestore(undo)
 	}
 	if werr != nil {
 		if errors.Is(werr, surgery.ErrNotAccepted) {
-			return &hintedError{werr, fmt.Sprintf("the writes are made, but the apiserver does not accept those named: undo each with `etcdpvc restore BACKUP` (its backup is named above, and listed in %s/audit.log) and see the runbook's section on verification", ao.BackupDir)}
+			return &hintedError{werr, fmt.Sprintf("the writes are made, but the apiserver does not accept those named: undo them with %s (or each with `etcdpvc restore BACKUP`, its backup named above) and see the runbook's section on verification", undo)}
+		}
+		if errors.Is(werr, surgery.ErrPartial) && undo != "" {
+			werr = &hintedError{werr, "run the same command again to resume, or undo what was written with " + undo}
 		}
 		return s.partialCopy(werr)
 	}
@@ -308,4 +313,17 @@ func recordSet(o WriteOptions, plan *surgery.SetPlan, res *surgery.RecoverSetRes
 		}
 	}
 	o.Result.add(recs...)
+}
+
+// setUndo is the command that undoes what a recovery of a set wrote: its
+// one backup's restore, or the restore of its operation.
+func setUndo(res *surgery.RecoverSetResult) string {
+	if res == nil || len(res.Written) == 0 {
+		return ""
+	}
+	first := res.Written[0].Record
+	if len(res.Written) == 1 || first.OperationID == "" {
+		return surgery.UndoCommand(res.Written[0].BackupPath)
+	}
+	return surgery.OperationUndo(first.OperationID, res.BackupDir)
 }

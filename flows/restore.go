@@ -8,6 +8,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/session"
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -32,6 +33,43 @@ func (s *Session) Restore(ctx context.Context, t Terminal, b *surgery.Backup, fo
 		return err
 	}
 	_, err = s.Write(ctx, t, []*surgery.Plan{plan}, o)
+	return err
+}
+
+// RestoreAll undoes the writes of backups, given in the order they were
+// made (an operation's: surgery.OperationBackups), in reverse order,
+// through Write: runs of deletes (of what creates made) or of creates (of
+// what deletes removed) go in transactions of at most o.MaxTxnOps keys
+// (default store.MaxTxnOps), each all or nothing, and every other key
+// with its own compare-and-swap. Each key must hold what its write left
+// (surgery.Planner.PlanRestores): one changed since refuses the whole
+// restore, with every such diff shown, unless force. A key restored
+// already is nothing to do, so a second run after a partial one finishes
+// it.
+func (s *Session) RestoreAll(ctx context.Context, t Terminal, backups []*surgery.Backup, force bool, o WriteOptions) error {
+	plans, err := s.Planner.PlanRestores(ctx, s.Reader, backups, force)
+	if err != nil {
+		var set *surgery.RestoreSetError
+		if errors.As(err, &set) {
+			for _, ch := range set.Changed {
+				t.Diff(ch.Diff)
+				o.Result.Failed(ch.Key, nil, s.Options.Prefix, &RefusedError{Msg: ch.Error()})
+			}
+			return &RefusedError{Msg: set.Error(), Advice: set.Hint()}
+		}
+		var oc *surgery.OtherClusterError
+		if errors.As(err, &oc) {
+			err = &hintedError{err, "give the connection flags of the cluster the backups were taken from; --force restores into this cluster anyway"}
+		}
+		for _, b := range backups {
+			o.Result.Failed(b.Key, nil, s.Options.Prefix, err)
+		}
+		return err
+	}
+	if o.MaxTxnOps <= 0 {
+		o.MaxTxnOps = store.MaxTxnOps
+	}
+	_, err = s.Write(ctx, t, plans, o)
 	return err
 }
 

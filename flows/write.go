@@ -176,20 +176,20 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 			t.Print(fmt.Sprintf("written: %s revision %s → %d (%s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.Target(o.Key), o.Backup))
 		},
 	})
-	o.Result.setRestore(surgery.UndoSteps(steps))
+	o.Result.setRestore(surgery.UndoLine(steps))
 	if err != nil {
 		if errors.Is(err, surgery.ErrPartial) {
 			err = s.partialCopy(err)
 		}
 		if errors.Is(err, surgery.ErrNotAccepted) {
-			err = &hintedError{err, "the write is made, but the apiserver does not accept it: undo it with " + surgery.UndoSteps(steps) + " and see the runbook's section on verification"}
+			err = &hintedError{err, "the write is made, but the apiserver does not accept it: undo it with " + surgery.UndoLine(steps) + " and see the runbook's section on verification"}
 		}
 		return steps, err
 	}
 	if done, err := s.finishSnapshot(t); done {
 		return steps, err
 	}
-	t.Print(fmt.Sprintf("undo with: %s\n", surgery.UndoSteps(steps)))
+	t.Print(fmt.Sprintf("undo with: %s\n", surgery.UndoLine(steps)))
 	return steps, nil
 }
 

@@ -240,7 +240,7 @@ func TestRecoverSetWrite(t *testing.T) {
 	if err := s.WriteRecoverSet(ctx, term, plan, r); err != nil {
 		t.Fatalf("WriteRecoverSet: %v\n%s", err, term.out)
 	}
-	for _, w := range []string{"written: " + ns + " (create)", "written: " + cm + " (create)", "summary: 2 written, ", "undo: `etcdpvc restore BACKUP`"} {
+	for _, w := range []string{"written: " + ns + " (create)", "written: " + cm + " (create)", "summary: 2 written, ", "undo with: etcdpvc restore --operation "} {
 		if !strings.Contains(term.out, w) {
 			t.Errorf("output lacks %q:\n%s", w, term.out)
 		}

@@ -47,7 +47,9 @@ func (c Codec) RenderDiff(oldName string, before *codec.Object, oldRev int64, ne
 		var ha, hb []any
 		a, ha = withoutManaged(a)
 		b, hb = withoutManaged(b)
-		if !reflect.DeepEqual(ha, hb) {
+		if a != nil && b != nil && !reflect.DeepEqual(ha, hb) {
+			// An edit changed them (a creation or a deletion shows the
+			// object without them, as get does).
 			newName += " " + HiddenNote
 		}
 	}
@@ -89,8 +91,13 @@ func withoutManaged(content map[string]any) (map[string]any, []any) {
 	}
 	ann, _ := md["annotations"].(map[string]any)
 	mf, hasMF := md["managedFields"]
+	hasMF = hasMF && mf != nil
 	la, hasLA := ann[LastAppliedAnnotation]
 	if !hasMF && !hasLA {
+		if _, null := md["managedFields"]; null {
+			content = codec.CopyContent(content)
+			delete(codec.MetadataOf(content), "managedFields")
+		}
 		return content, nil
 	}
 	hidden := []any{hasMF, mf, hasLA, la}
