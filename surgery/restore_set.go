@@ -61,7 +61,7 @@ func OperationBackups(dir, id string) ([]*Backup, error) {
 // SortBackupsWritten sorts backups in the order their writes were made
 // (their timestamps; the order given for equal ones).
 func SortBackupsWritten(backups []*Backup) {
-	sort.SliceStable(backups, func(i, j int) bool { return backups[i].Timestamp < backups[j].Timestamp })
+	sort.SliceStable(backups, func(i, j int) bool { return backups[i].Time().Before(backups[j].Time()) })
 }
 
 // ErrSeveralWrites means a restore of several backups names one key more

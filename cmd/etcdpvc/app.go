@@ -254,6 +254,7 @@ func commands() []command {
 		resizeRecoverCommand(),
 		rebindCommand(),
 		restoreCommand(),
+		backupsCommand(),
 		deleteCommand(),
 		recoverCommand(),
 		dumpCommand(),
