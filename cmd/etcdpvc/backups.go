@@ -1,13 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
@@ -81,19 +79,7 @@ func printBackups(e *env, format string, rows []flows.BackupRow) error {
 		if doc.Items == nil {
 			doc.Items = []flows.BackupRow{}
 		}
-		data, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			return err
-		}
-		if format == "yaml" {
-			if data, err = yaml.JSONToYAML(data); err != nil {
-				return err
-			}
-		} else {
-			data = append(data, '\n')
-		}
-		_, err = e.stdout.Write(data)
-		return err
+		return printResult(e.stdout, format, doc)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(e.stderr, "etcdpvc: no backups in the backup directory")

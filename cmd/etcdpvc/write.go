@@ -89,8 +89,9 @@ func withResult(c *cli.Context, e *env, action func(e *env) error) error {
 	return err
 }
 
-// printResult writes doc as JSON (indented, one object) or YAML.
-func printResult(w io.Writer, format string, doc surgery.RecordList) error {
+// printResult writes doc (a write's surgery.RecordList, the backups'
+// list) as JSON (indented, one object) or YAML.
+func printResult(w io.Writer, format string, doc any) error {
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("print the result: %w", err)
