@@ -111,7 +111,11 @@ func printResult(w io.Writer, format string, doc any) error {
 // it writes.
 const writeHelp = "Every write shows its diff first, asks for confirmation on a terminal (--yes otherwise),\n" +
 	"saves a durable backup of the stored bytes (mode 0600) and commits with a compare-and-swap on\n" +
-	"the key's mod revision, keeping its lease. `etcdpvc restore BACKUP` undoes it."
+	"the key's mod revision, keeping its lease. `etcdpvc restore BACKUP` undoes it (a write of several\n" +
+	"keys: `etcdpvc restore --operation ID --backup-dir DIR`, as its undo line says). Nothing to do\n" +
+	"exits 0 (\"nothing to do: …\"). The diff leaves out managedFields and the last-applied annotation\n" +
+	"(--show-managed-fields). --result json|yaml (-o, except on recover) prints what the write did to\n" +
+	"each key on stdout (docs/write-records.md), everything else on stderr."
 
 // colorize colours a unified diff for a terminal, unless NO_COLOR is set.
 func colorize(e *env, diff string) string {
