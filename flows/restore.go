@@ -53,7 +53,9 @@ func (s *Session) RestoreAll(ctx context.Context, t Terminal, backups []*surgery
 		if errors.As(err, &set) {
 			for _, ch := range set.Changed {
 				t.Diff(ch.Diff)
-				o.Result.Failed(ch.Key, nil, s.Options.Prefix, &RefusedError{Msg: ch.Error()})
+				// The refusal's words, not the diff: a record holds no value.
+				msg, _ := ch.Refusal()
+				o.Result.Failed(ch.Key, nil, s.Options.Prefix, &RefusedError{Msg: msg})
 			}
 			return &RefusedError{Msg: set.Error(), Advice: set.Hint()}
 		}
