@@ -57,7 +57,11 @@ func (s *Session) RestoreAll(ctx context.Context, t Terminal, backups []*surgery
 				msg, _ := ch.Refusal()
 				o.Result.Failed(ch.Key, nil, s.Options.Prefix, &RefusedError{Msg: msg})
 			}
-			return &RefusedError{Msg: set.Error(), Advice: set.Hint()}
+			refused := &RefusedError{Msg: set.Error(), Advice: set.Hint()}
+			for _, b := range backups { // the others: not written either
+				o.Result.Failed(b.Key, nil, s.Options.Prefix, refused)
+			}
+			return refused
 		}
 		var oc *surgery.OtherClusterError
 		if errors.As(err, &oc) {
