@@ -117,6 +117,9 @@ func (r *Result) recordWrite(s *Session, plans []*surgery.Plan, steps []surgery.
 		case st.Written():
 			rec := st.Result.Record
 			rec.Verification = v.Verdict(p)
+			if s.SnapshotCopy() != nil {
+				rec.Restore = "" // written into a copy of a db file: no etcd to restore into
+			}
 			r.add(rec)
 		case st.Err != nil:
 			r.add(surgery.PlanRecord(p, r.OperationID, prefix, OutcomeOf(st.Err), st.Err.Error()))

@@ -176,7 +176,10 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 			t.Print(fmt.Sprintf("written: %s revision %s → %d (%s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.Target(o.Key), o.Backup))
 		},
 	})
-	o.Result.setRestore(surgery.UndoLine(steps))
+	if s.SnapshotCopy() == nil {
+		// A copy of a db file is undone by not restoring it.
+		o.Result.setRestore(surgery.UndoLine(steps))
+	}
 	if err != nil {
 		if errors.Is(err, surgery.ErrPartial) {
 			err = s.partialCopy(err)
