@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // RecordSchema identifies a write record of version 1: a line of
@@ -145,8 +146,11 @@ func CheckOperationID(id string) error {
 }
 
 // identify fills in the record's Resource, Namespace and Name from the key
-// under prefix, or from the plan's object.
+// under prefix ("": stored.DefaultPrefix), or from the plan's object.
 func (r *Record) identify(p *Plan, prefix string) {
+	if prefix == "" {
+		prefix = stored.DefaultPrefix
+	}
 	if !p.GR.Empty() {
 		r.Resource = p.GR.String()
 	}
