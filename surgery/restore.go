@@ -461,7 +461,9 @@ func auditRevision(b *Backup) (int64, bool) {
 		if json.Unmarshal(sc.Bytes(), &rec) != nil {
 			continue
 		}
-		if filepath.Base(rec.Backup) == base && rec.Key == b.Key && rec.NewSHA256 == b.NewSHA256 {
+		// A write of unknown outcome (uncertain, revision 0) says nothing
+		// of the revision it made.
+		if filepath.Base(rec.Backup) == base && rec.Key == b.Key && rec.NewSHA256 == b.NewSHA256 && rec.ToRevision != 0 {
 			rev, found = rec.ToRevision, true
 		}
 	}
