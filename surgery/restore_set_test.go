@@ -121,3 +121,32 @@ func TestRestoreOperation(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreUncertainCreate: an audit line of unknown outcome (revision
+// 0) beside a create's backup is no record of the revision it made:
+// restoring the create that landed deletes it.
+func TestRestoreUncertainCreate(t *testing.T) {
+	ctx := testCtx(t)
+	_, s := startEtcd(t)
+	p, err := (Planner{}).PlanRecover(ctx, s, store.KeyValue{Key: pvcKey, Value: corpus(t, pvcFile), ModRevision: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	res, err := Apply(ctx, s, p, ApplyOptions{BackupDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := res.Record
+	rec.Outcome, rec.ToRevision = OutcomeUncertain, 0
+	if err := appendAudit(dir+"/"+AuditLogName, rec); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadBackup(res.BackupPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp, err := (Planner{}).PlanRestore(ctx, s, b, false); err != nil || !rp.Delete {
+		t.Fatalf("restore of the create: %+v, %v; want its delete", rp, err)
+	}
+}
