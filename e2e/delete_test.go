@@ -125,7 +125,7 @@ func TestDeleteAllUnreadable(t *testing.T) {
 	}
 	// (Not -A: the cluster is shared with other tests.)
 	r := c.etcdpvc(t, "--kubeconfig", kc, "delete", "--all-unreadable", "-n", nss[0], "--yes", "--backup-dir", backups)
-	if r.code != 0 || !strings.Contains(r.stdout, "nothing to delete: the apiserver can read every one of the 1 object of every resource in namespace "+nss[0]) {
-		t.Errorf("a second run: want nothing to delete:\n%s", r)
+	if r.code != 0 || !strings.Contains(r.stdout, "nothing to do: the apiserver can read every one of the 1 object of every resource in namespace "+nss[0]) {
+		t.Errorf("a second run: want nothing to do:\n%s", r)
 	}
 }

@@ -326,8 +326,8 @@ func TestRecoverNamespace(t *testing.T) {
 		t.Fatalf("recover namespace %s again: want exit status 0:\n%s", ns, r)
 	}
 	if !strings.Contains(r.stdout, "plan: 0 to create, 0 to replace") || !strings.Contains(r.stdout, "11 exists-identical") ||
-		!strings.Contains(r.stdout, "nothing to write") || strings.Contains(r.stdout, "written: ") {
-		t.Errorf("a second recover: want 0 to create, 11 exists-identical, nothing to write:\n%s", r)
+		!strings.Contains(r.stdout, "nothing to do: every object is skipped or exists") || strings.Contains(r.stdout, "written: ") {
+		t.Errorf("a second recover: want 0 to create, 11 exists-identical, nothing to do:\n%s", r)
 	}
 	for _, o := range recovered {
 		if !hasPlanRow(r.stdout, "exists-identical", o.name) {

@@ -67,7 +67,7 @@ func (s *Session) DeleteUnreadable(ctx context.Context, t Terminal, r Unreadable
 	readable := scan.Read - len(scan.Plans) - len(scan.Unknown)
 	if len(scan.Plans) == 0 {
 		if len(scan.Unknown) == 0 {
-			t.Print(fmt.Sprintf("nothing to delete: the apiserver can read every one of the %s %s (at revision %d); nothing written\n",
+			t.Print(fmt.Sprintf("nothing to do: the apiserver can read every one of the %s %s (at revision %d); nothing written\n",
 				inspect.Count(scan.Read, "object", "objects"), where, scan.Revision))
 		} else {
 			t.Print(fmt.Sprintf("nothing deleted: of the %s %s (at revision %d), %d can be read and %d were not judged\n",

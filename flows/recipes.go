@@ -17,7 +17,9 @@ import (
 func (s *Session) ResizeRecover(ctx context.Context, t Terminal, key string, to apiresource.Quantity, o WriteOptions) error {
 	plan, err := s.Planner.MakePlan(ctx, s.Reader, key, surgery.ResizeRecover{To: to})
 	if err != nil {
-		return recipeError(err)
+		err = recipeError(err)
+		o.Result.Failed(key, nil, s.Options.Prefix, err)
+		return err
 	}
 	// The claim and its volume as read before the write: after it, a
 	// snapshot copy written with --out is closed.

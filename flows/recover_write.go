@@ -50,7 +50,8 @@ func (s *Session) PreviewRecover(ctx context.Context, t Terminal, kv store.KeyVa
 // Recover creates, in s, the object kv read from src (s itself, or the
 // read-only source of a recover into the live etcd s), through Write. An
 // object that exists is refused: recover never replaces one.
-func (s *Session) Recover(ctx context.Context, t Terminal, src *Session, kv store.KeyValue, o WriteOptions) error {
+func (s *Session) Recover(ctx context.Context, t Terminal, src *Session, kv store.KeyValue, o WriteOptions) (err error) {
+	defer func() { o.Result.Failed(kv.Key, nil, s.Options.Prefix, err) }()
 	if src != s {
 		t.Note(fmt.Sprintf("recovering %s from %s (%s) into %s", kv.Key, src.Description, surgery.SourceRevision(kv), s.Description))
 	}
@@ -191,7 +192,10 @@ func PlanRecoverSet(ctx context.Context, t Terminal, src, dst *Session, r Recove
 // summary, the verification's and how to undo it. Objects of the source
 // that could not be read make it incomplete (ErrIncomplete). A plan with
 // no write target (plan.Preview) is only printed.
-func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery.SetPlan, r RecoverSet) error {
+func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery.SetPlan, r RecoverSet) (err error) {
+	var res *surgery.RecoverSetResult
+	var v *Verifier
+	defer func() { recordSet(r.Write, plan, res, err, v) }()
 	totals := plan.Totals()
 	writes, unread := totals.Writes(), totals.Unreadable
 	incomplete := func() error {
@@ -208,7 +212,7 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 		return incomplete()
 	}
 	if writes == 0 {
-		t.Print("nothing to write: every object is skipped or exists\n")
+		t.Print("nothing to do: every object is skipped or exists; nothing written\n")
 		return incomplete()
 	}
 	items := plan.Writes()
@@ -218,7 +222,7 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 			t.Diff(it.Plan.Diff)
 		}
 	}
-	v, err := s.NewVerifier(ctx, func(msg string) { t.Print(msg + "\n") })
+	v, err = s.NewVerifier(ctx, func(msg string) { t.Print(msg + "\n") })
 	if err != nil {
 		return err
 	}
@@ -241,7 +245,8 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 		}
 	}
 	ao := s.ApplyOptions(ctx, t, r.Write)
-	res, werr := surgery.WriteRecoverSet(ctx, w, plan, surgery.RecoverSetWriteOptions{ApplyOptions: ao, MaxTxnOps: r.MaxTxnOps, Verifier: v,
+	var werr error
+	res, werr = surgery.WriteRecoverSet(ctx, w, plan, surgery.RecoverSetWriteOptions{ApplyOptions: ao, MaxTxnOps: r.MaxTxnOps, Verifier: v,
 		OnWritten: func(it *surgery.SetItem) {
 			t.Print(fmt.Sprintf("written: %s (%s)\n", it.Key, string(it.Action)))
 		}})
@@ -253,13 +258,18 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 	out := plan.Outcome(res, werr)
 	t.Print(fmt.Sprintf("summary: %d written, %s, %d not written, %d unreadable; backups and audit.log in %s\n",
 		out.Written, out.SkipReasons, out.NotWritten, out.Unreadable, ao.BackupDir))
+	undo := setUndo(res)
 	if out.Written > 0 {
 		t.Print(v.Summary() + "\n")
-		t.Print(fmt.Sprintf("undo: `etcdpvc restore BACKUP` deletes what a create wrote (each backup is listed in %s/audit.log)\n", ao.BackupDir))
+		t.Print(fmt.Sprintf("undo with: %s\n", undo))
+		r.Write.Result.setRestore(undo)
 	}
 	if werr != nil {
 		if errors.Is(werr, surgery.ErrNotAccepted) {
-			return &hintedError{werr, fmt.Sprintf("the writes are made, but the apiserver does not accept those named: undo each with `etcdpvc restore BACKUP` (its backup is named above, and listed in %s/audit.log) and see the runbook's section on verification", ao.BackupDir)}
+			return &hintedError{werr, fmt.Sprintf("the writes are made, but the apiserver does not accept those named: undo them with %s (or each with `etcdpvc restore BACKUP`, its backup named above) and see the runbook's section on verification", undo)}
+		}
+		if errors.Is(werr, surgery.ErrPartial) && undo != "" {
+			werr = &hintedError{werr, "run the same command again to resume, or undo what was written with " + undo}
 		}
 		return s.partialCopy(werr)
 	}
@@ -284,4 +294,36 @@ func setVerifyRefusal(plan *surgery.SetPlan, err error) error {
 		}
 	}
 	return err
+}
+
+// recordSet records in o.Result what WriteRecoverSet did with each item
+// of plan (surgery.SetPlan.Records), each written one with the
+// verification's verdict; a dry run's creates and replaces are dry-run.
+func recordSet(o WriteOptions, plan *surgery.SetPlan, res *surgery.RecoverSetResult, err error, v *Verifier) {
+	if o.Result == nil || plan == nil {
+		return
+	}
+	recs := plan.Records(res, err, o.Result.OperationID, OutcomeOf)
+	for i, it := range plan.Items {
+		switch {
+		case recs[i].Outcome == surgery.OutcomeWritten:
+			recs[i].Verification = v.Verdict(it.Plan)
+		case o.DryRun && (err == nil || errors.Is(err, ErrIncomplete)) && it.Plan != nil && (it.Action == surgery.ActionCreate || it.Action == surgery.ActionReplace):
+			recs[i].Outcome, recs[i].Reason = surgery.OutcomeDryRun, "dry run: nothing written"
+		}
+	}
+	o.Result.add(recs...)
+}
+
+// setUndo is the command that undoes what a recovery of a set wrote: its
+// one backup's restore, or the restore of its operation.
+func setUndo(res *surgery.RecoverSetResult) string {
+	if res == nil || len(res.Written) == 0 {
+		return ""
+	}
+	first := res.Written[0].Record
+	if len(res.Written) == 1 || first.OperationID == "" {
+		return surgery.UndoCommand(res.Written[0].BackupPath)
+	}
+	return surgery.OperationUndo(first.OperationID, res.BackupDir)
 }

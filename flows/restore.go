@@ -8,6 +8,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/session"
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -15,7 +16,8 @@ import (
 // through Write. A key changed since that write is refused unless force,
 // after showing the diff from what it holds to the backup; a backup of
 // another cluster is refused with how to reach the right one.
-func (s *Session) Restore(ctx context.Context, t Terminal, b *surgery.Backup, force bool, o WriteOptions) error {
+func (s *Session) Restore(ctx context.Context, t Terminal, b *surgery.Backup, force bool, o WriteOptions) (err error) {
+	defer func() { o.Result.Failed(b.Key, nil, s.Options.Prefix, err) }()
 	plan, err := s.Planner.PlanRestore(ctx, s.Reader, b, force)
 	if err != nil {
 		var ch *surgery.ChangedError
@@ -31,6 +33,49 @@ func (s *Session) Restore(ctx context.Context, t Terminal, b *surgery.Backup, fo
 		return err
 	}
 	_, err = s.Write(ctx, t, []*surgery.Plan{plan}, o)
+	return err
+}
+
+// RestoreAll undoes the writes of backups, given in the order they were
+// made (an operation's: surgery.OperationBackups), in reverse order,
+// through Write: runs of deletes (of what creates made) or of creates (of
+// what deletes removed) go in transactions of at most o.MaxTxnOps keys
+// (default store.MaxTxnOps), each all or nothing, and every other key
+// with its own compare-and-swap. Each key must hold what its write left
+// (surgery.Planner.PlanRestores): one changed since refuses the whole
+// restore, with every such diff shown, unless force. A key restored
+// already is nothing to do, so a second run after a partial one finishes
+// it.
+func (s *Session) RestoreAll(ctx context.Context, t Terminal, backups []*surgery.Backup, force bool, o WriteOptions) error {
+	plans, err := s.Planner.PlanRestores(ctx, s.Reader, backups, force)
+	if err != nil {
+		var set *surgery.RestoreSetError
+		if errors.As(err, &set) {
+			for _, ch := range set.Changed {
+				t.Diff(ch.Diff)
+				// The refusal's words, not the diff: a record holds no value.
+				msg, _ := ch.Refusal()
+				o.Result.Failed(ch.Key, nil, s.Options.Prefix, &RefusedError{Msg: msg})
+			}
+			refused := &RefusedError{Msg: set.Error(), Advice: set.Hint()}
+			for _, b := range backups { // the others: not written either
+				o.Result.Failed(b.Key, nil, s.Options.Prefix, refused)
+			}
+			return refused
+		}
+		var oc *surgery.OtherClusterError
+		if errors.As(err, &oc) {
+			err = &hintedError{err, "give the connection flags of the cluster the backups were taken from; --force restores into this cluster anyway"}
+		}
+		for _, b := range backups {
+			o.Result.Failed(b.Key, nil, s.Options.Prefix, err)
+		}
+		return err
+	}
+	if o.MaxTxnOps <= 0 {
+		o.MaxTxnOps = store.MaxTxnOps
+	}
+	_, err = s.Write(ctx, t, plans, o)
 	return err
 }
 
@@ -102,6 +147,7 @@ func EncryptValue(ctx context.Context, o session.Options, key string, plain []by
 func (s *Session) Delete(ctx context.Context, t Terminal, key string, force bool, o WriteOptions) error {
 	plan, err := s.Planner.PlanDelete(ctx, s.Reader, key, force)
 	if err != nil {
+		o.Result.Failed(key, nil, s.Options.Prefix, err)
 		return err
 	}
 	_, err = s.Write(ctx, t, []*surgery.Plan{plan}, o)

@@ -20,12 +20,14 @@ type Verifier struct {
 	// last is, per group of deletes checked by one LIST (verifyGroup),
 	// the last plan of the group Before was asked about.
 	last map[string]*surgery.Plan
+	// verdicts are what After found of each plan written (Verdict).
+	verdicts map[*surgery.Plan]string
 }
 
 var _ surgery.Verifier = (*Verifier)(nil)
 
 func newPlanVerifier(v *verify.Verifier) *Verifier {
-	return &Verifier{Verifier: v, writes: map[*surgery.Plan]*verify.Write{}, last: map[string]*surgery.Plan{}}
+	return &Verifier{Verifier: v, writes: map[*surgery.Plan]*verify.Write{}, last: map[string]*surgery.Plan{}, verdicts: map[*surgery.Plan]string{}}
 }
 
 // write returns p's verify.Write, made once.
@@ -65,8 +67,41 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 		last := v.last[g]
 		v.mu.Unlock()
 		if last != nil && last != st.Plan {
+			v.verdict(st.Plan, "checked with the last delete of its resource and namespace (one LIST)")
 			return nil
 		}
 	}
-	return v.Verifier.After(ctx, v.write(st.Plan), st.Result.Revision)
+	before := v.Tally()
+	err := v.Verifier.After(ctx, v.write(st.Plan), st.Result.Revision)
+	after := v.Tally()
+	reach, why := v.Reach()
+	switch {
+	case err != nil:
+		v.verdict(st.Plan, "not accepted: "+err.Error())
+	case reach != verify.Reachable:
+		v.verdict(st.Plan, "not verified: "+why)
+	case after.Verified > before.Verified:
+		v.verdict(st.Plan, "verified")
+	default:
+		v.verdict(st.Plan, "not verified")
+	}
+	return err
+}
+
+func (v *Verifier) verdict(p *surgery.Plan, s string) {
+	v.mu.Lock()
+	v.verdicts[p] = s
+	v.mu.Unlock()
+}
+
+// Verdict says what the check after the write found of plan p:
+// "verified", "not verified[: why]", "not accepted: …"; "" when it was
+// not checked (not written). A nil v says "not verified".
+func (v *Verifier) Verdict(p *surgery.Plan) string {
+	if v == nil {
+		return "not verified"
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.verdicts[p]
 }

@@ -52,6 +52,9 @@ type WriteOptions struct {
 	BackupDir string
 	// ShowSecrets shows Secret values in diffs.
 	ShowSecrets bool
+	// ShowManagedFields shows metadata.managedFields and the
+	// last-applied-configuration annotation in diffs (hidden by default).
+	ShowManagedFields bool
 	// Out, with a --db file, writes into a copy of it (Options.Out).
 	Out string
 	// ToolVersion is recorded in backups and the audit log.
@@ -61,6 +64,11 @@ type WriteOptions struct {
 	// (surgery.ExecuteOptions.MaxTxnOps); 0 writes one key per
 	// transaction.
 	MaxTxnOps int
+	// OperationID is the run's operation id, recorded in every backup and
+	// audit line ("": surgery.Execute makes one per call).
+	OperationID string
+	// Result, when set, collects what became of each key (-o json|yaml).
+	Result *Result
 }
 
 // Terminal is what a write tells the user and asks them.
@@ -88,7 +96,9 @@ const readOnlyHint = "a db file is read-only: write through --endpoints, or edit
 // lets surgery.Execute write the plans in order, telling each write as it
 // is made, then how to undo them (or, into a snapshot copy, how to put the
 // copy into the cluster).
-func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, o WriteOptions) ([]surgery.Step, error) {
+func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, o WriteOptions) (steps []surgery.Step, err error) {
+	var v *Verifier
+	defer func() { o.Result.recordWrite(s, plans, steps, err, o.DryRun && err == nil, v) }()
 	var todo, keys []string
 	for _, p := range plans {
 		if !p.NoOp {
@@ -100,7 +110,7 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 		case p.NoOp && len(todo) == 0 && p.NoOpReason != "":
 			t.Print(fmt.Sprintf("nothing to do: %s; nothing written\n", p.NoOpReason))
 		case p.NoOp && len(todo) == 0:
-			t.Print(fmt.Sprintf("%s: no change (%s); nothing written\n", p.Key, p.Description))
+			t.Print(fmt.Sprintf("nothing to do: %s is already as asked (%s); nothing written\n", p.ObjectName(), p.Description))
 		case p.NoOp && p.NoOpReason != "":
 			t.Print(fmt.Sprintf("%s: nothing to do (%s), no change; only %s changes\n", p.ObjectName(), p.NoOpReason, strings.Join(todo, " and ")))
 		case p.NoOp:
@@ -115,7 +125,7 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 	if len(todo) == 0 {
 		return nil, nil
 	}
-	v, err := s.NewVerifier(ctx, func(msg string) { t.Print(msg + "\n") })
+	v, err = s.NewVerifier(ctx, func(msg string) { t.Print(msg + "\n") })
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +157,7 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 			return nil, err
 		}
 	}
-	steps, err := surgery.Execute(ctx, w, plans, surgery.ExecuteOptions{
+	steps, err = surgery.Execute(ctx, w, plans, surgery.ExecuteOptions{
 		ApplyOptions: s.ApplyOptions(ctx, t, o),
 		Verifier:     v,
 		MaxTxnOps:    o.MaxTxnOps,
@@ -166,19 +176,23 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 			t.Print(fmt.Sprintf("written: %s revision %s → %d (%s)\nbackup: %s\n", o.Key, o.From, o.Revision, s.Target(o.Key), o.Backup))
 		},
 	})
+	if s.SnapshotCopy() == nil {
+		// A copy of a db file is undone by not restoring it.
+		o.Result.setRestore(surgery.UndoLine(steps))
+	}
 	if err != nil {
 		if errors.Is(err, surgery.ErrPartial) {
 			err = s.partialCopy(err)
 		}
 		if errors.Is(err, surgery.ErrNotAccepted) {
-			err = &hintedError{err, "the write is made, but the apiserver does not accept it: undo it with " + surgery.UndoSteps(steps) + " and see the runbook's section on verification"}
+			err = &hintedError{err, "the write is made, but the apiserver does not accept it: undo it with " + surgery.UndoLine(steps) + " and see the runbook's section on verification"}
 		}
 		return steps, err
 	}
 	if done, err := s.finishSnapshot(t); done {
 		return steps, err
 	}
-	t.Print(fmt.Sprintf("undo with: %s\n", surgery.UndoSteps(steps)))
+	t.Print(fmt.Sprintf("undo with: %s\n", surgery.UndoLine(steps)))
 	return steps, nil
 }
 
@@ -214,7 +228,7 @@ func (s *Session) ApplyOptions(ctx context.Context, t Terminal, o WriteOptions) 
 	if err != nil {
 		t.Warn(fmt.Sprintf("the backup cannot record the cluster's ID (%v); restore will not be able to check it", err))
 	}
-	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.Options.Endpoints, ToolVersion: o.ToolVersion, Source: src}
+	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.Options.Endpoints, ToolVersion: o.ToolVersion, Source: src, OperationID: o.OperationID}
 }
 
 // finishSnapshot, after a successful write, finishes a snapshot copy

@@ -73,7 +73,7 @@ func TestWrite(t *testing.T) {
 		{name: "yes", set: "b", o: WriteOptions{Yes: true}, written: true,
 			want: []string{"-    team: a", "+    team: b", "written: ", "undo with: etcdpvc restore "}},
 		{name: "no change", set: "b", o: WriteOptions{Yes: true},
-			want: []string{key + ": no change (", "; nothing written"}},
+			want: []string{"nothing to do: ", " is already as asked (", "; nothing written"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "dry run" {
@@ -240,7 +240,7 @@ func TestRecoverSetWrite(t *testing.T) {
 	if err := s.WriteRecoverSet(ctx, term, plan, r); err != nil {
 		t.Fatalf("WriteRecoverSet: %v\n%s", err, term.out)
 	}
-	for _, w := range []string{"written: " + ns + " (create)", "written: " + cm + " (create)", "summary: 2 written, ", "undo: `etcdpvc restore BACKUP`"} {
+	for _, w := range []string{"written: " + ns + " (create)", "written: " + cm + " (create)", "summary: 2 written, ", "undo with: etcdpvc restore --operation "} {
 		if !strings.Contains(term.out, w) {
 			t.Errorf("output lacks %q:\n%s", w, term.out)
 		}
@@ -254,7 +254,7 @@ func TestRecoverSetWrite(t *testing.T) {
 	if plan, err = PlanRecoverSet(ctx, term, s, s, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.WriteRecoverSet(ctx, term, plan, r); err != nil || !strings.Contains(term.out, "nothing to write") {
+	if err := s.WriteRecoverSet(ctx, term, plan, r); err != nil || !strings.Contains(term.out, "nothing to do: every object is skipped or exists") {
 		t.Errorf("second recover: %v\n%s", err, term.out)
 	}
 

@@ -110,3 +110,14 @@ func Summary(o Options) string {
 	}
 	return out
 }
+
+// NamesEtcd reports whether o names an etcd to reach: a connection
+// setting (or --db) given by a flag or an ETCDCTL_* variable.
+func NamesEtcd(o Options) bool {
+	for _, f := range connectionSettings {
+		if o.Given[f] {
+			return true
+		}
+	}
+	return false
+}

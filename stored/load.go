@@ -32,6 +32,11 @@ type Codec struct {
 	// ShowSecrets shows the values of a Secret's data and stringData in
 	// diffs; by default they are redacted.
 	ShowSecrets bool
+	// HideManagedFields leaves metadata.managedFields and the annotation
+	// kubectl.kubernetes.io/last-applied-configuration out of diffs, as
+	// get leaves managedFields out (the write paths set it unless
+	// --show-managed-fields); the header says when they changed.
+	HideManagedFields bool
 }
 
 // Current is a key as read: its revision, its plaintext and the object

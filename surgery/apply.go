@@ -25,6 +25,9 @@ type ApplyOptions struct {
 	// Source is the cluster written to and how to reach it again, recorded
 	// in the backup so that restore can find it and refuse another.
 	Source *Source
+	// OperationID is recorded in every backup and audit line: one id for
+	// every key of one command run (Execute makes one when it is empty).
+	OperationID string
 	// Now returns the time recorded (default time.Now).
 	Now func() time.Time
 	// afterBackup, when set, is called after the backup is durable and
@@ -48,6 +51,8 @@ type Result struct {
 	// (the audit log could not be appended to, the outcome had to be
 	// confirmed by a re-read).
 	Warnings []string
+	// Record is the write's record, as audit.log has it.
+	Record Record
 }
 
 // Apply makes a plan's write: it writes the backup (durably, before
@@ -119,6 +124,7 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	}
 	res.Revision = rev
 	rec.ToRevision = rev
+	res.Record = rec
 	if err := appendAudit(logPath, rec); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the %s succeeded but the audit log could not be appended to: %v", op.noun, err))
 	} else {
@@ -141,6 +147,7 @@ func backupOf(p *Plan, o ApplyOptions, now time.Time) *Backup {
 		ToolVersion: o.ToolVersion,
 		Operation:   p.Description,
 		Source:      o.Source,
+		OperationID: o.OperationID,
 	}
 	if !p.Delete {
 		b.NewSHA256 = digest(p.NewStored)
@@ -154,28 +161,43 @@ func backupOf(p *Plan, o ApplyOptions, now time.Time) *Backup {
 	return b
 }
 
-// auditOf is the audit line of plan p, backed up as b at path.
+// auditOf is the audit line of plan p, backed up as b at path: a write
+// made (Outcome written) until it says otherwise.
 func auditOf(p *Plan, b *Backup, path string, o ApplyOptions, now time.Time) AuditRecord {
-	return AuditRecord{
+	r := Record{
+		Schema:       RecordSchema,
+		OperationID:  o.OperationID,
 		Time:         now.Format(time.RFC3339Nano),
 		Key:          p.Key,
 		Op:           p.Description,
+		Outcome:      OutcomeWritten,
+		Deleted:      p.Delete,
 		FromRevision: p.Expect,
 		Backup:       path,
+		Restore:      UndoCommand(path),
 		SHA256:       b.SHA256,
 		NewSHA256:    b.NewSHA256,
 		Endpoints:    o.Endpoints,
 		ToolVersion:  o.ToolVersion,
 	}
+	prefix := ""
+	if o.Source != nil {
+		prefix = o.Source.Prefix
+	}
+	r.identify(p, prefix)
+	return r
 }
 
 // withDefaults returns o with its defaults filled in: the backup
 // directory (DefaultBackupDir(), made absolute, so that the printed undo
-// works from any directory) and the clock.
+// works from any directory), the clock and an operation id.
 func (o ApplyOptions) withDefaults() ApplyOptions {
 	o.BackupDir = BackupDirOrDefault(o.BackupDir)
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.OperationID == "" {
+		o.OperationID = NewOperationID(o.Now())
 	}
 	return o
 }
@@ -291,6 +313,7 @@ type ExecuteOptions struct {
 // belong together are better written together), and when After failed
 // for any, the error is a *NotAcceptedError (ErrNotAccepted).
 func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOptions) ([]Step, error) {
+	o.ApplyOptions = o.withDefaults() // one operation id for every plan
 	steps := make([]Step, len(plans))
 	for i, p := range plans {
 		steps[i].Plan = p

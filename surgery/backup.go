@@ -17,10 +17,11 @@ import (
 )
 
 // BackupKind and BackupVersion identify the backup file format. Version 2
-// added Source and Digest; version 1 backups are still read.
+// added Source and Digest, version 3 OperationID (covered by the digest);
+// backups of versions 1 and 2 are still read.
 const (
 	BackupKind    = "etcdpvc-backup"
-	BackupVersion = 2
+	BackupVersion = 3
 )
 
 // Source says which etcd cluster a backup was taken from and how to reach
@@ -77,9 +78,13 @@ type Backup struct {
 	// Source is the cluster the backup was taken from (version 2).
 	Source *Source `json:"source,omitempty"`
 	// Digest is the hex sha256 over the key, Absent, the revisions, the
-	// lease, both value digests and the cluster ID (version 2): a backup
-	// whose key or lease was edited is refused.
+	// lease, both value digests and the cluster ID (version 2), and the
+	// operation id (version 3): a backup whose key or lease was edited is
+	// refused.
 	Digest string `json:"digest,omitempty"`
+	// OperationID is the operation the write belongs to: every key one
+	// command run writes shares it (version 3).
+	OperationID string `json:"operationID,omitempty"`
 
 	// Path is the file the backup was read from, absolute (not stored).
 	Path string `json:"-"`
@@ -120,37 +125,13 @@ func backupDigest(b *Backup) string {
 		ClusterID      string `json:"clusterID"`
 	}{b.Key, b.Absent, b.ModRevision, b.CreateRevision, b.KeyVersion, b.Lease, b.SHA256, b.NewSHA256, b.ClusterID()}
 	data, _ := json.Marshal(covered) // strings, bools and integers: cannot fail
+	if b.Version >= 3 {
+		// The operation id is appended after the version-2 fields.
+		op, _ := json.Marshal(b.OperationID)
+		return digest(append(append(append([]byte(BackupKind+"/v3\n"), data...), '\n'), op...))
+	}
 	return digest(append([]byte(BackupKind+"/v2\n"), data...))
 }
-
-// AuditRecord is one line of audit.log: a write that succeeded, or one
-// whose outcome is unknown.
-type AuditRecord struct {
-	Time string `json:"time"`
-	Key  string `json:"key"`
-	Op   string `json:"op"`
-	// FromRevision is the mod revision the write replaced (0: created);
-	// ToRevision the key's mod revision after it.
-	FromRevision int64    `json:"fromRevision"`
-	ToRevision   int64    `json:"toRevision"`
-	Backup       string   `json:"backup"`
-	SHA256       string   `json:"sha256"`
-	NewSHA256    string   `json:"newSha256"`
-	Endpoints    []string `json:"endpoints,omitempty"`
-	ToolVersion  string   `json:"toolVersion,omitempty"`
-	// Outcome is empty for a write that was made, OutcomeUncertain for one
-	// whose outcome is unknown (ToRevision 0).
-	Outcome string `json:"outcome,omitempty"`
-	// Resolution says how a transaction whose answer was lost was resolved:
-	// what the re-reads showed, and each fence (the key rewritten with its
-	// own value so that the lost transaction can no longer apply), with
-	// revisions. Empty when the answer came back.
-	Resolution []string `json:"resolution,omitempty"`
-}
-
-// OutcomeUncertain is AuditRecord.Outcome for a write that was sent and
-// may or may not have been applied.
-const OutcomeUncertain = "uncertain"
 
 // AuditLogName is the audit log's file name in the backup directory.
 const AuditLogName = "audit.log"
@@ -408,6 +389,8 @@ func ReadBackup(path string) (*Backup, error) {
 		return nil, fmt.Errorf("read backup %s: %w: records an absent key with a value", path, ErrBadBackup)
 	}
 	switch {
+	case b.Version < 3 && b.OperationID != "":
+		return nil, fmt.Errorf("read backup %s: %w: version %d with a version-3 field", path, ErrBadBackup, b.Version)
 	case b.Version == 1:
 		if b.Source != nil || b.Digest != "" {
 			return nil, fmt.Errorf("read backup %s: %w: version 1 with version-2 fields", path, ErrBadBackup)
@@ -416,7 +399,7 @@ func ReadBackup(path string) (*Backup, error) {
 	case b.Digest == "":
 		return nil, fmt.Errorf("read backup %s: %w: no digest", path, ErrBadBackup)
 	case backupDigest(b) != b.Digest:
-		return nil, fmt.Errorf("read backup %s: %w: its key, revisions, lease or cluster ID were changed after it was written (the digest does not match)", path, ErrBadBackup)
+		return nil, fmt.Errorf("read backup %s: %w: its key, revisions, lease, cluster ID or operation id were changed after it was written (the digest does not match)", path, ErrBadBackup)
 	}
 	b.Path = path
 	return b, nil

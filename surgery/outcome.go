@@ -41,7 +41,7 @@ func (s Step) Outcome() (o Outcome, ok bool) {
 
 // UndoCommand is the command that undoes the write a backup records
 // (restore undoes a create too: it deletes what was created).
-func UndoCommand(backup string) string { return "etcdpvc restore " + backup }
+func UndoCommand(backup string) string { return "etcdpvc restore " + ShellQuote(backup) }
 
 // UndoSteps are the commands that undo the steps written, last first,
 // joined with &&; "" when none was written.

@@ -1,11 +1,13 @@
 package surgery
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // PlanRecover plans recreating a deleted object from kv, a live revision of
@@ -43,11 +45,12 @@ func (c Planner) planRecover(ctx context.Context, live store.Reader, kv store.Ke
 	if len(kv.Value) == 0 {
 		return nil, fmt.Errorf("%s: that revision holds no value (a deletion)", what)
 	}
+	var exists *store.KeyValue
 	if checkAbsent {
 		cur, err := live.Get(ctx, kv.Key, 0)
 		switch {
 		case err == nil:
-			return nil, fmt.Errorf("%s: %w: the key is at revision %d; recover only recreates deleted objects", what, ErrExists, cur.ModRevision)
+			exists = cur
 		case !errors.Is(err, store.ErrNotFound):
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
@@ -66,6 +69,9 @@ func (c Planner) planRecover(ctx context.Context, live store.Reader, kv store.Ke
 	}
 	if err := c.checkKey(kv.Key, after); err != nil {
 		return nil, fmt.Errorf("%s: %w; nothing written", what, err)
+	}
+	if exists != nil {
+		return c.recoveredAlready(ctx, what, src, exists, newPlain)
 	}
 	p := &Plan{
 		Key:         kv.Key,
@@ -88,4 +94,17 @@ func (c Planner) planRecover(ctx context.Context, live store.Reader, kv store.Ke
 	}
 	p.Warnings = append(p.Warnings, c.warnings(ctx, live, nil, after, true)...)
 	return p, nil
+}
+
+// recoveredAlready is the plan of a recover whose key exists: nothing to
+// do when it holds the very object the recover would create (an earlier
+// recover made it), as a recovery of a set reports it exists-identical;
+// otherwise ErrExists, since recover never replaces an object.
+func (c Planner) recoveredAlready(ctx context.Context, what string, src *stored.Current, cur *store.KeyValue, newPlain []byte) (*Plan, error) {
+	if live, err := c.Open(ctx, *cur); err == nil && bytes.Equal(live.Plain, newPlain) {
+		return &Plan{Key: cur.Key, GR: src.GR, Before: live, Expect: cur.ModRevision, Lease: cur.Lease, NewPlain: live.Plain, NewStored: cur.Value,
+			NoOp: true, Description: what,
+			NoOpReason: fmt.Sprintf("%s exists (revision %d) and is the object recover would create: recovered before", objectName(live.Obj), cur.ModRevision)}, nil
+	}
+	return nil, fmt.Errorf("%s: %w: the key is at revision %d; recover only recreates deleted objects", what, ErrExists, cur.ModRevision)
 }

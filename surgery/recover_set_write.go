@@ -32,6 +32,8 @@ type SetWritten struct {
 	BackupPath string
 	// VerifyErr is why the Verifier does not accept the item as written.
 	VerifyErr error
+	// Record is the write's record, as audit.log has it.
+	Record Record
 }
 
 // RecoverSetResult reports WriteRecoverSet.
@@ -42,6 +44,9 @@ type RecoverSetResult struct {
 	BackupDir string
 	// Warnings are problems that did not stop the writes.
 	Warnings []string
+	// Failed are the items whose write failed, or whose outcome is
+	// unknown, with the error (every item of a failed transaction).
+	Failed map[*SetItem]error
 }
 
 // SetPartialError reports a WriteRecoverSet that stopped after writing
@@ -105,11 +110,19 @@ func WriteRecoverSet(ctx context.Context, w store.Writer, plan *SetPlan, o Recov
 	steps, err := Execute(ctx, w, plans, ExecuteOptions{ApplyOptions: o.ApplyOptions, Verifier: o.Verifier, MaxTxnOps: maxOps,
 		OnWritten: func(st Step) {
 			res.Warnings = append(res.Warnings, st.Result.Warnings...)
-			res.Written = append(res.Written, SetWritten{Item: item[st.Plan], Revision: st.Result.Revision, BackupPath: st.Result.BackupPath})
+			res.Written = append(res.Written, SetWritten{Item: item[st.Plan], Revision: st.Result.Revision, BackupPath: st.Result.BackupPath, Record: st.Result.Record})
 			if o.OnWritten != nil {
 				o.OnWritten(item[st.Plan])
 			}
 		}})
+	for _, st := range steps {
+		if st.Err != nil {
+			if res.Failed == nil {
+				res.Failed = map[*SetItem]error{}
+			}
+			res.Failed[item[st.Plan]] = st.Err
+		}
+	}
 	for i := range res.Written {
 		for _, st := range steps {
 			if st.Plan == res.Written[i].Item.Plan {
@@ -244,7 +257,11 @@ func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) 
 		recs := make([]AuditRecord, len(batch))
 		for i, p := range batch {
 			recs[i] = auditOf(p, backups[i], out[i].BackupPath, o, now)
-			recs[i].ToRevision, recs[i].Outcome = rev, outcome
+			recs[i].ToRevision = rev
+			if outcome != "" {
+				recs[i].Outcome = outcome
+			}
+			out[i].Record = recs[i]
 		}
 		return appendAudits(logPath, recs)
 	}
@@ -432,4 +449,53 @@ func resolveBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, kv
 		}
 	}
 	return 0, uncertain("the transaction's answer was lost and the keys are still absent; a create cannot be fenced off and may still land")
+}
+
+// Records are the records of plan's items as WriteRecoverSet left them
+// (res, err: its result), in plan order: each written one's audit record,
+// exists-identical as nothing to do, exists-different refused, skipped and
+// unreadable ones not written, and a create or replace not written with
+// its own error (outcome classifies it), or, when none was written, the
+// run's; after a failure, those not attempted.
+func (p *SetPlan) Records(res *RecoverSetResult, err error, operationID string, outcome func(error) string) []Record {
+	written := map[*SetItem]Record{}
+	var failed map[*SetItem]error
+	if res != nil {
+		for _, w := range res.Written {
+			written[w.Item] = w.Record
+		}
+		failed = res.Failed
+	}
+	out := make([]Record, 0, len(p.Items))
+	for _, it := range p.Items {
+		if rec, ok := written[it]; ok {
+			out = append(out, rec)
+			continue
+		}
+		r := Record{Schema: RecordSchema, OperationID: operationID, Key: it.Key, Resource: it.Resource.GroupResource().String(),
+			Namespace: it.Namespace, Name: it.Name, Op: "recover " + it.What()}
+		if it.Plan != nil {
+			r.Op, r.FromRevision = it.Plan.Description, it.Plan.Expect
+		}
+		switch ferr := failed[it]; {
+		case it.Action == ActionIdentical:
+			r.Outcome, r.Reason = OutcomeNothingToDo, "exists-identical: the key holds what recover would write"
+		case it.Action == ActionDifferent:
+			r.Outcome, r.Reason = OutcomeRefused, "exists-different: "+it.Reason
+		case it.Action == ActionSkipped:
+			r.Outcome, r.Reason = OutcomeNotWritten, "skipped: "+it.Reason
+		case it.Action == ActionUnreadable:
+			r.Outcome, r.Reason = OutcomeNotWritten, "unreadable: "+it.Reason
+		case ferr != nil:
+			r.Outcome, r.Reason = outcome(ferr), ferr.Error()
+		case err != nil && len(written) == 0:
+			r.Outcome, r.Reason = outcome(err), err.Error()
+		case err != nil:
+			r.Outcome, r.Reason = OutcomeNotWritten, "not attempted: an earlier transaction failed"
+		default:
+			r.Outcome, r.Reason = OutcomeNotWritten, "not written"
+		}
+		out = append(out, r)
+	}
+	return out
 }

@@ -211,6 +211,7 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 	sum := digest(kv.Value)
 	if sum == b.SHA256 {
 		p.Before, p.NoOp = &stored.Current{KV: *kv, GR: gr}, true
+		p.NoOpReason = fmt.Sprintf("%s already holds the value of backup %s (revision %d): restored before, or never changed", b.Key, filepath.Base(b.Path), kv.ModRevision)
 		return p, nil
 	}
 	if c.Enc == nil && backupPlain && codec.Detect(kv.Value) == codec.FormatEncrypted {
@@ -263,6 +264,7 @@ func (c Planner) planUncreate(ctx context.Context, r store.Reader, b *Backup, fo
 	if errors.Is(err, store.ErrNotFound) {
 		p.NoOp = true
 		p.Description = fmt.Sprintf("%s is already absent, as before %q", b.Key, b.Operation)
+		p.NoOpReason = fmt.Sprintf("%s is already absent, as before the create backup %s records", b.Key, filepath.Base(b.Path))
 		return p, nil
 	}
 	if err != nil {
@@ -337,6 +339,7 @@ func (c Planner) planPutBackRaw(ctx context.Context, r store.Reader, b *Backup, 
 	p.Before = &stored.Current{KV: *kv, GR: gr}
 	if digest(kv.Value) == b.SHA256 {
 		p.NoOp = true
+		p.NoOpReason = fmt.Sprintf("%s already holds the bytes of backup %s (revision %d): restored before", b.Key, filepath.Base(b.Path), kv.ModRevision)
 		return p, nil
 	}
 	p.Diff = c.rawDiff(b.Key, gr.Resource, kv.Value, kv.ModRevision, b.Value, newName, fmt.Errorf("the key was written again after the delete"))
@@ -458,7 +461,9 @@ func auditRevision(b *Backup) (int64, bool) {
 		if json.Unmarshal(sc.Bytes(), &rec) != nil {
 			continue
 		}
-		if filepath.Base(rec.Backup) == base && rec.Key == b.Key && rec.NewSHA256 == b.NewSHA256 {
+		// A write of unknown outcome (uncertain, revision 0) says nothing
+		// of the revision it made.
+		if filepath.Base(rec.Backup) == base && rec.Key == b.Key && rec.NewSHA256 == b.NewSHA256 && rec.ToRevision != 0 {
 			rev, found = rec.ToRevision, true
 		}
 	}

@@ -288,7 +288,12 @@ func TestRecover(t *testing.T) {
 	if obj.Meta.UID != want.Meta.UID || obj.Meta.DeletionTimestamp != nil || len(obj.Meta.Finalizers) != 1 {
 		t.Fatalf("recovered metadata: %+v", obj.Meta)
 	}
-	if _, err := (Planner{}).PlanRecover(ctx, s, *old); !errors.Is(err, ErrExists) {
+	// Recovered already: the key holds what the recover would create,
+	// nothing to do; anything else there is never replaced.
+	if p, err := (Planner{}).PlanRecover(ctx, s, *old); err != nil || !p.NoOp || !strings.Contains(p.NoOpReason, "recovered before") {
+		t.Fatalf("recover over the key it recovered: %+v, %v; want nothing to do", p, err)
+	}
+	if _, err := (Planner{}).PlanRecover(ctx, s, store.KeyValue{Key: old.Key, Value: pvcWithLabel(t, orig), ModRevision: old.ModRevision}); !errors.Is(err, ErrExists) {
 		t.Fatalf("recover over an existing key: %v, want ErrExists", err)
 	}
 	// A create planned while the key was absent conflicts if it appears.
@@ -408,15 +413,16 @@ func TestForgedBackup(t *testing.T) {
 	_, s := startEtcd(t)
 	create(t, s, pvcKey, corpus(t, pvcFile))
 	b := undeleteOnce(t, Planner{}, s, t.TempDir())
-	if b.Version != 2 || b.Digest == "" {
-		t.Fatalf("new backup: version %d digest %q", b.Version, b.Digest)
+	if b.Version != 3 || b.Digest == "" || CheckOperationID(b.OperationID) != nil {
+		t.Fatalf("new backup: version %d digest %q operation %q", b.Version, b.Digest, b.OperationID)
 	}
 	for name, edit := range map[string]func(*Backup){
-		"key":      func(b *Backup) { b.Key = "/registry/secrets/demo/ghost" },
-		"lease":    func(b *Backup) { b.Lease = 7587888 },
-		"revision": func(b *Backup) { b.ModRevision++ },
-		"absent":   func(b *Backup) { b.Absent, b.Value, b.SHA256 = true, nil, digest(nil) },
-		"cluster":  func(b *Backup) { b.Source = &Source{ClusterID: "1234"} },
+		"key":       func(b *Backup) { b.Key = "/registry/secrets/demo/ghost" },
+		"lease":     func(b *Backup) { b.Lease = 7587888 },
+		"revision":  func(b *Backup) { b.ModRevision++ },
+		"absent":    func(b *Backup) { b.Absent, b.Value, b.SHA256 = true, nil, digest(nil) },
+		"cluster":   func(b *Backup) { b.Source = &Source{ClusterID: "1234"} },
+		"operation": func(b *Backup) { b.OperationID = "20200101T000000Z-00000000" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := rewriteBackup(t, b.Path, edit, false)
@@ -425,8 +431,26 @@ func TestForgedBackup(t *testing.T) {
 			}
 		})
 	}
+	t.Run("version 2", func(t *testing.T) {
+		// Written before operation ids: still read, and restored.
+		path := rewriteBackup(t, b.Path, func(b *Backup) { b.Version, b.OperationID = 2, "" }, true)
+		v2, err := ReadBackup(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v2.OperationID != "" || len(v2.Warnings) != 0 {
+			t.Fatalf("version 2: operation %q warnings %q", v2.OperationID, v2.Warnings)
+		}
+		if _, err := (Planner{}).PlanRestore(ctx, s, v2, false); err != nil {
+			t.Fatal(err)
+		}
+		withOp := rewriteBackup(t, b.Path, func(b *Backup) { b.Version = 2 }, true)
+		if _, err := ReadBackup(withOp); !errors.Is(err, ErrBadBackup) {
+			t.Fatalf("version 2 with an operation id: %v, want ErrBadBackup", err)
+		}
+	})
 	t.Run("version 1", func(t *testing.T) {
-		path := rewriteBackup(t, b.Path, func(b *Backup) { b.Version, b.Source, b.Digest = 1, nil, "" }, false)
+		path := rewriteBackup(t, b.Path, func(b *Backup) { b.Version, b.Source, b.Digest, b.OperationID = 1, nil, "", "" }, false)
 		v1, err := ReadBackup(path)
 		if err != nil {
 			t.Fatal(err)
@@ -776,4 +800,15 @@ func TestRawDiff(t *testing.T) {
 	if !strings.Contains(d, "password") {
 		t.Errorf("--show-secrets hides the bytes:\n%s", d)
 	}
+}
+
+// pvcWithLabel returns stored with a label added at the wire level: the
+// same object, another value.
+func pvcWithLabel(t testing.TB, stored []byte) []byte {
+	t.Helper()
+	out, err := codec.EditMeta(stored, codec.MetaEdit{SetLabels: map[string]string{"edited": "yes"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -31,6 +31,10 @@ type env struct {
 	getenv func(string) string
 	// salvaged is the salvage report of a session opened with --salvage.
 	salvaged *salvage.Report
+	// opID is the run's operation id (operationID); result collects the
+	// records of a write command run with --result (withResult).
+	opID   string
+	result *flows.Result
 }
 
 // globalFlag is a flag that works before or after the command name: a
@@ -251,6 +255,7 @@ func commands() []command {
 		resizeRecoverCommand(),
 		rebindCommand(),
 		restoreCommand(),
+		backupsCommand(),
 		deleteCommand(),
 		recoverCommand(),
 		dumpCommand(),
@@ -307,7 +312,7 @@ func (cmd *command) run(c *cli.Context, e *env) error {
 		}
 		in.g = g
 	}
-	err := cmd.action(c, e, in)
+	err := withResult(c, e, func(e *env) error { return cmd.action(c, e, in) })
 	if err == nil && e.salvaged != nil {
 		// What was read is what survives of the file.
 		err = flows.SalvageVerdict(e.salvaged)

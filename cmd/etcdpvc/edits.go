@@ -48,7 +48,7 @@ etcdpvc --kubeadm undelete pv pv-www-web-0`,
 			&cli.BoolFlag{Name: "force", Usage: "undelete even when the stored value is another object than its key names"}),
 		action: func(c *cli.Context, e *env, in *input) error {
 			ed := surgery.Undelete{KeepGCFinalizers: c.Bool("keep-gc-finalizers"), SayNotTerminating: true}
-			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c, e),
 				func(s *cliSession, _ string) (surgery.Edit, error) {
 					s.Planner.AllowKeyMismatch = c.Bool("force")
 					return ed, nil
@@ -79,7 +79,7 @@ etcdpvc finalizers ns stuck --remove-all --dry-run`,
 			if len(me.RemoveFinalizers) == 0 && !me.RemoveAllFinalizers && len(me.AddFinalizers) == 0 {
 				return usagef("finalizers needs --remove F, --remove-all or --add F")
 			}
-			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c, e),
 				func(*cliSession, string) (surgery.Edit, error) { return surgery.Meta{MetaEdit: me}, nil })
 		},
 	}
@@ -112,7 +112,7 @@ etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
 			if annotate {
 				me = codec.MetaEdit{SetAnnotations: set, RemoveAnnotations: remove}
 			}
-			err = planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
+			err = planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c, e),
 				func(*cliSession, string) (surgery.Edit, error) {
 					return surgery.Meta{MetaEdit: me, Overwrite: c.Bool("overwrite")}, nil
 				})
@@ -154,7 +154,7 @@ etcdpvc patch pv pv-www-web-0 --patch-file claimref.json --dry-run`,
 			if err != nil {
 				return err
 			}
-			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c),
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c, e),
 				func(*cliSession, string) (surgery.Edit, error) { return patch, nil })
 		},
 	}
@@ -171,7 +171,7 @@ func editCommand() command {
 		examples: `EDITOR=nano etcdpvc edit pvc www-web-0 -n demo`,
 		flags:    withWrite(),
 		action: func(c *cli.Context, e *env, in *input) error {
-			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c), func(s *cliSession, key string) (surgery.Edit, error) {
+			return planAndApply(e, in.g, in.obj, in.namespace, in.key, readWriteOptions(c, e), func(s *cliSession, key string) (surgery.Edit, error) {
 				return s.Edited(e.ctx, key, func(doc []byte) ([]byte, error) { return runEditor(e, doc) })
 			})
 		},
@@ -219,9 +219,9 @@ func runEditor(e *env, doc []byte) ([]byte, error) {
 func restoreCommand() command {
 	return command{
 		name:      "restore",
-		usage:     "undo a write from its backup",
-		argsUsage: "BACKUP_FILE",
-		args:      cliargs.Args{Kind: cliargs.ArgsCount, Min: 1, Max: 1, What: "BACKUP_FILE", First: cliargs.OfferBackups},
+		usage:     "undo a write from its backup, or every write of an operation",
+		argsUsage: "BACKUP_FILE... | --operation ID --backup-dir DIR",
+		args:      cliargs.Args{Kind: cliargs.ArgsFree, What: "BACKUP_FILE", First: cliargs.OfferBackups},
 		desc: "restore undoes the write a backup was taken for. For an edit it writes the backup's original\n" +
 			"stored bytes back, byte for byte (ciphertext included), only while the key still holds what\n" +
 			"etcdpvc's write produced, or when the key was deleted since (then it is created). For a create\n" +
@@ -234,13 +234,38 @@ func restoreCommand() command {
 			"from another cluster (another etcd cluster ID) is refused unless --force. A backup value stored\n" +
 			"otherwise than the encryption config's first provider stores it is sealed with that provider;\n" +
 			"without a config, a plaintext value is refused where the key holds an encrypted one.\n" +
-			"Restore makes a backup of its own first.",
+			"Restore makes a backup of its own first.\n\n" +
+			"Several backups, or --operation ID --backup-dir DIR (every write of one command run, as\n" +
+			"audit.log in DIR records it; a write of several keys prints this as its undo line), are\n" +
+			"undone as a unit: newest write first, all diffs shown and one confirmation asked; runs of\n" +
+			"deletes (of what a recovery created) or creates go in transactions of --max-txn-ops keys, each\n" +
+			"all or nothing, every other key with its own compare-and-swap. Every key must still hold what\n" +
+			"its write left: one changed since refuses the whole restore (each diff shown) unless --force.\n" +
+			"A key restored already is nothing to do, so running the same restore again after one that\n" +
+			"stopped part way finishes it. restore's own backups and audit lines go to DIR too.",
 		examples: `etcdpvc restore ~/.local/state/etcdpvc/backups/20261130T023000.123456789Z-registry_persistentvolumeclaims_demo_www-web-0-r214.json --yes
-etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client.crt --key client.key BACKUP --dry-run`,
-		flags: append(writeFlags(), &cli.BoolFlag{Name: "force", Usage: "restore even though the object changed after etcdpvc's write, its value cannot be decoded, or the cluster is another"}),
+etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client.crt --key client.key BACKUP --dry-run
+etcdpvc restore --operation 20261203T003510Z-1f2e3d4c --backup-dir /root/.local/state/etcdpvc/backups --dry-run`,
+		flags: append(writeFlags(),
+			&cli.BoolFlag{Name: "force", Usage: "restore even though the object changed after etcdpvc's write, its value cannot be decoded, or the cluster is another"},
+			&cli.StringFlag{Name: "operation", Usage: "restore every write of this operation (its id, as the undo line and `etcdpvc backups` print it), as audit.log in --backup-dir records them"},
+			&cli.IntFlag{Name: "max-txn-ops", Value: store.MaxTxnOps, Usage: "with several backups: the most keys deleted or created in one transaction (at most etcd's --max-txn-ops)"},
+		),
 		action: func(c *cli.Context, e *env, in *input) error {
-			o := readWriteOptions(c)
-			b, err := surgery.ReadBackup(c.Args().First())
+			o := readWriteOptions(c, e)
+			args := c.Args().Slice()
+			op := c.String("operation")
+			switch {
+			case op != "" && len(args) > 0:
+				return usagef("restore takes BACKUP_FILE... or --operation ID, not both")
+			case op == "" && len(args) == 0:
+				return usagef("restore needs a BACKUP_FILE, several, or --operation ID --backup-dir DIR")
+			case c.Int("max-txn-ops") < 1:
+				return usagef("--max-txn-ops must be at least 1")
+			case op != "" || len(args) > 1:
+				return runRestoreAll(e, in, args, op, c.Bool("force"), c.Int("max-txn-ops"), o)
+			}
+			b, err := surgery.ReadBackup(args[0])
 			if err != nil {
 				return err
 			}
@@ -296,7 +321,7 @@ etcdpvc --kubeadm delete --all-unreadable -n demo --yes`,
 			&cli.IntFlag{Name: "max-txn-ops", Value: store.MaxTxnOps, Usage: "with --all-unreadable: the most keys deleted in one transaction (at most etcd's --max-txn-ops; 1: one per key)"},
 		),
 		action: func(c *cli.Context, e *env, in *input) error {
-			o := readWriteOptions(c)
+			o := readWriteOptions(c, e)
 			if c.Bool("all-unreadable") {
 				return runDeleteUnreadable(c, e, in, o)
 			}
@@ -354,6 +379,38 @@ func runDeleteUnreadable(c *cli.Context, e *env, in *input, o flows.WriteOptions
 		r.Resource = args[0]
 	}
 	return s.DeleteUnreadable(e.ctx, e, r, o)
+}
+
+// runRestoreAll is restore of several backups, or of an operation's
+// (flows.Session.RestoreAll): it reaches the etcd they record, as restore
+// of one does.
+func runRestoreAll(e *env, in *input, files []string, op string, force bool, maxTxnOps int, o writeOptions) error {
+	var backups []*surgery.Backup
+	if op != "" {
+		var err error
+		if backups, err = surgery.OperationBackups(o.BackupDir, op); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range files {
+			b, err := surgery.ReadBackup(f)
+			if err != nil {
+				return err
+			}
+			backups = append(backups, b)
+		}
+		surgery.SortBackupsWritten(backups)
+	}
+	connectAsRecorded(e, in.g, backups[0])
+	o.MaxTxnOps = maxTxnOps
+	s, err := openWriteSession(e, in.g, o)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	s.Planner.ShowSecrets = o.ShowSecrets
+	fmt.Fprintf(e.stderr, "etcdpvc: restore: %d backups, newest write first\n", len(backups))
+	return s.RestoreAll(e.ctx, e, backups, force, o)
 }
 
 // connectAsRecorded makes a restore without connection flags reach the

@@ -16,10 +16,10 @@ import (
 
 // exitStatusHelp is the EXIT STATUS section shared by every command's help.
 const exitStatusHelp = `EXIT STATUS:
-   0  success (a no-op edit included)
+   0  success; also a write with nothing to do ("nothing to do: …; nothing written")
    1  error
    2  usage error
-   3  not found
+   3  not found (restore --operation: no write of it in audit.log)
    4  conflict: the object changed since it was read; nothing written
    5  refused: unsafe, or not confirmed (use --yes); nothing written
    6  the stored value cannot be decoded (or decrypted: no key given, or the key of its name does not decrypt it)

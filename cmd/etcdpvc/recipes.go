@@ -42,7 +42,7 @@ etcdpvc --kubeadm resize-recover pvc www-web-1 -n demo --to 20Gi`,
 			if err != nil {
 				return usagef("--to %q: %v", c.String("to"), err)
 			}
-			return runResizeRecover(e, in.g, in.obj, in.namespace, in.key, to, readWriteOptions(c))
+			return runResizeRecover(e, in.g, in.obj, in.namespace, in.key, to, readWriteOptions(c, e))
 		},
 	}
 }
@@ -93,7 +93,7 @@ etcdpvc --kubeadm rebind pv pv-www-web-1 --to-claim demo/www-web-1`,
 			if !ok || ns == "" || claim == "" || strings.Contains(claim, "/") {
 				return usagef("rebind needs --to-claim NAMESPACE/NAME, the claim to bind the volume to")
 			}
-			return runRebind(e, in.g, in.obj, ns, claim, c.Bool("force"), readWriteOptions(c))
+			return runRebind(e, in.g, in.obj, ns, claim, c.Bool("force"), readWriteOptions(c, e))
 		},
 	}
 }

@@ -53,16 +53,19 @@ etcdpvc --db snapshot.db --out recovered.db recover pvc www-web-0 -n demo --yes
 etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover namespace demo --dry-run
 etcdpvc --kubeadm recover namespace demo --rev 48210 --yes
 etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm -l app=web -n demo --yes`,
-		flags: append(withWrite(
+		flags: append(append([]cli.Flag{
 			&cli.Int64Flag{Name: "rev", Usage: "recover from this revision (default: the last one before the deletion)"},
 			indexFlag(),
-		), append([]cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "yaml, json or raw: print the recovered object (raw: the bytes that would be stored) and write nothing"}}, recoverSetFlags()...)...),
+		}, append(writeFlagsWithout(), resultFlag(false))...), append([]cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "yaml, json or raw: print the recovered object (raw: the bytes that would be stored) and write nothing; --result json|yaml prints what the write did instead"}}, recoverSetFlags()...)...),
 		action: func(c *cli.Context, e *env, in *input) error {
+			if c.String("output") != "" && c.String("result") != "" {
+				return usagef("-o %s prints the recovered object and writes nothing; --result %s prints what a write did: give one", c.String("output"), c.String("result"))
+			}
 			a := flows.RecoverArgs{Args: c.Args().Slice(), Namespace: c.String("namespace"), Key: c.String("etcd-key"),
 				Output: c.String("output"), Rev: c.Int64("rev"), Index: c.Uint64("index"), All: c.Bool("all"), Selector: c.String("selector"),
 				AllNamespaces: c.Bool("all-namespaces"), Include: c.StringSlice("include"), Exclude: c.StringSlice("exclude"),
 				ReplaceDifferent: c.Bool("replace-different"), MaxTxnOps: c.Int("max-txn-ops"), MaxTxnOpsGiven: c.IsSet("max-txn-ops"),
-				Write: readWriteOptions(c), LiveTarget: flagOnCommandLine(c, "endpoints") || flagOnCommandLine(c, "kubeadm")}
+				Write: readWriteOptions(c, e), LiveTarget: flagOnCommandLine(c, "endpoints") || flagOnCommandLine(c, "kubeadm")}
 			if set, ok, err := flows.RecoverSetOf(a); err != nil {
 				return err
 			} else if ok {
@@ -144,7 +147,7 @@ func recoverTarget(e *env, g *globalOptions, src *cliSession, liveGiven bool, ke
 	if dst, err = openSession(e, &live); err != nil {
 		return nil, nil, err
 	}
-	dst.Planner.ShowSecrets = src.Planner.ShowSecrets
+	dst.Planner.ShowSecrets, dst.Planner.HideManagedFields = src.Planner.ShowSecrets, src.Planner.HideManagedFields
 	return dst, dst.Close, nil
 }
 

@@ -13,5 +13,11 @@ func openWriteSession(e *env, g *globalOptions, o writeOptions) (*cliSession, er
 	if o.Out != "" && g.DB == "" {
 		return nil, usagef("--out OUT edits a copy of the --db file: give --db IN (to edit a live cluster, leave out --out)")
 	}
-	return openStore(e, g, o.Out)
+	s, err := openStore(e, g, o.Out)
+	if err != nil {
+		return nil, err
+	}
+	// Diffs follow get: managedFields (and last-applied) are hidden.
+	s.Planner.HideManagedFields = !o.ShowManagedFields
+	return s, nil
 }

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
+	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/surgery"
@@ -16,26 +19,103 @@ import (
 // writeOptions are the flags every write command shares.
 type writeOptions = flows.WriteOptions
 
+// writeFlags are the flags of every write command, -o/--output the
+// spelling of --result.
 func writeFlags() []cli.Flag {
+	return append(writeFlagsWithout(), resultFlag(true))
+}
+
+// writeFlagsWithout are the write flags without --result, for a command
+// that declares it itself.
+func writeFlagsWithout() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "write without asking (required when stdin is not a terminal)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the diff and write nothing"},
 		&cli.StringFlag{Name: "backup-dir", Usage: "where backups and audit.log go (default $XDG_STATE_HOME/etcdpvc/backups or ~/.local/state/etcdpvc/backups)"},
 		&cli.BoolFlag{Name: "show-secrets", Usage: "show Secret values in the diff"},
+		&cli.BoolFlag{Name: "show-managed-fields", Usage: "show metadata.managedFields and the last-applied-configuration annotation in the diff (hidden by default, as get hides them; the write is the same)"},
 		&cli.StringFlag{Name: "out", Usage: "with --db IN: write the edit into a new copy OUT of IN, to restore with etcdutl (IN is never changed)"},
 	}
 }
 
-func readWriteOptions(c *cli.Context) writeOptions {
+// resultFlag is --result FORMAT; with output, -o and --output spell it
+// too (recover's -o prints the recovered object instead).
+func resultFlag(output bool) cli.Flag {
+	f := &cli.StringFlag{Name: "result", Usage: "json or yaml: print what the write did to each key as one document on stdout (schema " + surgery.RecordSchema + ", docs/write-records.md); the diff and the other lines go to stderr"}
+	if output {
+		f.Aliases = []string{"output", "o"}
+	}
+	return f
+}
+
+func readWriteOptions(c *cli.Context, e *env) writeOptions {
 	return writeOptions{Yes: c.Bool("yes"), DryRun: c.Bool("dry-run"), BackupDir: c.String("backup-dir"), ShowSecrets: c.Bool("show-secrets"), Out: c.String("out"),
-		ToolVersion: toolVersion()}
+		ToolVersion: toolVersion(), OperationID: e.operationID(), Result: e.result, ShowManagedFields: c.Bool("show-managed-fields")}
+}
+
+// operationID is the run's operation id, made once.
+func (e *env) operationID() string {
+	if e.opID == "" {
+		e.opID = surgery.NewOperationID(time.Now())
+	}
+	return e.opID
+}
+
+// withResult runs a write command's action with --result FORMAT: the
+// human lines go to stderr, and the document (surgery.RecordList) of what
+// became of each key to stdout, after the action, whether it failed or not
+// (a usage error prints none).
+func withResult(c *cli.Context, e *env, action func(e *env) error) error {
+	format := c.String("result")
+	if format == "" {
+		return action(e)
+	}
+	if format != "json" && format != "yaml" {
+		return usagef("--result %q: json or yaml", format)
+	}
+	re := *e
+	re.stdout = e.stderr
+	re.result = flows.NewResult(e.operationID())
+	re.opID = re.result.OperationID
+	err := action(&re)
+	e.salvaged = re.salvaged
+	var u *usageError
+	if errors.As(err, &u) {
+		return err
+	}
+	if perr := printResult(e.stdout, format, re.result.Document(err)); perr != nil && err == nil {
+		err = perr
+	}
+	return err
+}
+
+// printResult writes doc (a write's surgery.RecordList, the backups'
+// list) as JSON (indented, one object) or YAML.
+func printResult(w io.Writer, format string, doc any) error {
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return fmt.Errorf("print the result: %w", err)
+	}
+	if format == "yaml" {
+		if data, err = yaml.JSONToYAML(data); err != nil {
+			return fmt.Errorf("print the result: %w", err)
+		}
+	} else {
+		data = append(data, '\n')
+	}
+	_, err = w.Write(data)
+	return err
 }
 
 // writeHelp is the part of every write command's description that says how
 // it writes.
 const writeHelp = "Every write shows its diff first, asks for confirmation on a terminal (--yes otherwise),\n" +
 	"saves a durable backup of the stored bytes (mode 0600) and commits with a compare-and-swap on\n" +
-	"the key's mod revision, keeping its lease. `etcdpvc restore BACKUP` undoes it."
+	"the key's mod revision, keeping its lease. `etcdpvc restore BACKUP` undoes it (a write of several\n" +
+	"keys: `etcdpvc restore --operation ID --backup-dir DIR`, as its undo line says). Nothing to do\n" +
+	"exits 0 (\"nothing to do: …\"). The diff leaves out managedFields and the last-applied annotation\n" +
+	"(--show-managed-fields). --result json|yaml (-o, except on recover) prints what the write did to\n" +
+	"each key on stdout (docs/write-records.md), everything else on stderr."
 
 // colorize colours a unified diff for a terminal, unless NO_COLOR is set.
 func colorize(e *env, diff string) string {
@@ -152,6 +232,7 @@ func planAndApply(e *env, g *globalOptions, args []string, namespace, key string
 	}
 	plan, err := s.Planner.MakePlan(e.ctx, s.Reader, ref.Key, ed)
 	if err != nil {
+		o.Result.Failed(ref.Key, nil, s.Options.Prefix, err)
 		return err
 	}
 	return applyPlan(e, s, plan, o)

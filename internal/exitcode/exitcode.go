@@ -5,7 +5,7 @@ package exitcode
 
 // Exit statuses.
 const (
-	OK         = 0 // success, including a no-op edit
+	OK         = 0 // success, including a write with nothing to do ("nothing to do: …")
 	Error      = 1 // any other failure
 	Usage      = 2 // bad flags or arguments
 	NotFound   = 3 // the object or key does not exist
