@@ -78,7 +78,6 @@ func (s *Session) Watch(ctx context.Context, t Terminal, w io.Writer, r WatchReq
 	return err
 }
 
-
 // lostError is a watch's err that also matches ErrIncomplete: changes
 // asked for are not all there.
 type lostError struct{ err error }
