@@ -68,6 +68,13 @@ type NoOpReasoner interface {
 	NoOpReason(cur *stored.Current) string
 }
 
+// Noter is an Edit that has something to say about an object it changes
+// (MakePlan adds it to Plan.Warnings): what it was asked to do that was
+// already so.
+type Noter interface {
+	Notes(cur *stored.Current) []string
+}
+
 // Transform implements Edit.
 func (u Undelete) Transform(cur *stored.Current) ([]byte, error) {
 	if !terminating(cur.Obj.Meta) {
@@ -119,10 +126,13 @@ func terminating(m *metav1.ObjectMeta) bool {
 // `label` and `annotate`. It works on every kind and keeps every byte
 // outside the edited metadata.
 //
-// As kubectl does, it refuses (ErrNotApplicable) to remove a finalizer,
-// label or annotation the object does not have, and to change the value of
-// an existing label or annotation unless Overwrite is set; setting the
-// value a key already has changes nothing.
+// As kubectl does, it refuses (ErrNotApplicable) to change the value of an
+// existing label or annotation unless Overwrite is set; setting the value a
+// key already has changes nothing. Removing a finalizer, label or
+// annotation the object does not have changes nothing either, and is said
+// (kubectl's `label "x" not found.`): as the plan's NoOpReason when nothing
+// else changes (nothing to do, as for any retried edit), else as one of its
+// warnings.
 type Meta struct {
 	codec.MetaEdit
 	// Overwrite allows SetLabels and SetAnnotations to change existing
@@ -150,8 +160,45 @@ func (m Meta) Transform(cur *stored.Current) ([]byte, error) {
 	return out, nil
 }
 
+// NoOpReason implements NoOpReasoner: the labels and annotations m
+// removes that the object does not have.
+func (m Meta) NoOpReason(cur *stored.Current) string {
+	return strings.Join(m.Notes(cur), "; ")
+}
+
+// Notes implements Noter: the labels and annotations m removes that the
+// object does not have, with kubectl's words ("label \"x\" not found") and the object named.
+func (m Meta) Notes(cur *stored.Current) []string {
+	missing := m.missing(cur.Obj)
+	for i := range missing {
+		missing[i] += " on " + objectName(cur.Obj)
+	}
+	return missing
+}
+
+// missing lists the labels and annotations m removes that obj does not
+// have.
+func (m Meta) missing(obj *codec.Object) []string {
+	var notes []string
+	for _, f := range []struct {
+		what   string
+		have   map[string]string
+		remove []string
+	}{
+		{"label", obj.Meta.Labels, m.RemoveLabels},
+		{"annotation", obj.Meta.Annotations, m.RemoveAnnotations},
+	} {
+		for _, k := range f.remove {
+			if _, ok := f.have[k]; !ok {
+				notes = append(notes, fmt.Sprintf("%s %q not found", f.what, k))
+			}
+		}
+	}
+	return notes
+}
+
 // check lists what m names that obj does not allow, with kubectl's
-// messages where kubectl has one.
+// messages.
 func (m Meta) check(obj *codec.Object) []string {
 	var problems []string
 	if !m.RemoveAllFinalizers && len(m.RemoveFinalizers) > 0 {
@@ -182,13 +229,12 @@ func (m Meta) check(obj *codec.Object) []string {
 		}
 	}
 	for _, f := range []struct {
-		what   string
-		have   map[string]string
-		set    map[string]string
-		remove []string
+		what string
+		have map[string]string
+		set  map[string]string
 	}{
-		{"label", obj.Meta.Labels, m.SetLabels, m.RemoveLabels},
-		{"annotation", obj.Meta.Annotations, m.SetAnnotations, m.RemoveAnnotations},
+		{"label", obj.Meta.Labels, m.SetLabels},
+		{"annotation", obj.Meta.Annotations, m.SetAnnotations},
 	} {
 		if !m.Overwrite {
 			for _, k := range sortedKeys(f.set) {
@@ -200,11 +246,6 @@ func (m Meta) check(obj *codec.Object) []string {
 					}
 					problems = append(problems, fmt.Sprintf("'%s' already has a value (%s), and --overwrite is false", k, v))
 				}
-			}
-		}
-		for _, k := range f.remove {
-			if _, ok := f.have[k]; !ok {
-				problems = append(problems, fmt.Sprintf("%s %q not found", f.what, k))
 			}
 		}
 	}

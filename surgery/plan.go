@@ -109,6 +109,9 @@ func (c Planner) MakePlan(ctx context.Context, r store.Reader, key string, e Edi
 		return nil, err
 	}
 	p.Warnings = c.warnings(ctx, r, cur, after, terminating(cur.Obj.Meta) && !terminating(after.Meta))
+	if n, ok := e.(Noter); ok {
+		p.Warnings = append(p.Warnings, n.Notes(cur)...)
+	}
 	if metaWarning != "" {
 		p.Warnings = append(p.Warnings, metaWarning)
 	}

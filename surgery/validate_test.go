@@ -132,9 +132,10 @@ func TestMetaValidation(t *testing.T) {
 	}
 }
 
-// TestTypoRules checks kubectl's rules: removing what is not there, and
-// changing an existing label or annotation without Overwrite, are errors;
-// setting the value a key has changes nothing.
+// TestTypoRules checks kubectl's rules: changing an existing label or
+// annotation without Overwrite is an error, removing one that is not there
+// and setting the value a key has change nothing; removing a finalizer that
+// is not there is an error (a misspelt finalizer).
 func TestTypoRules(t *testing.T) {
 	pvc := corpus(t, pvcBound)
 	terminating := corpus(t, pvcFile)
@@ -171,12 +172,12 @@ func TestTypoRules(t *testing.T) {
 			edit: Meta{MetaEdit: codec.MetaEdit{RemoveFinalizers: []string{"kubernetes"}}}},
 		{name: "remove all finalizers of an object without any", key: secKey, value: corpus(t, secFile),
 			edit: Meta{MetaEdit: codec.MetaEdit{RemoveAllFinalizers: true}}},
+		// As kubectl: a label or annotation not there is said, and the
+		// edit changes nothing (see TestMetaNotes).
 		{name: "remove absent label", key: pvcKey, value: pvc,
-			edit:    Meta{MetaEdit: codec.MetaEdit{RemoveLabels: []string{"ap"}}},
-			errText: `persistentvolumeclaim www-web-1 in namespace demo: label "ap" not found; nothing written`},
+			edit: Meta{MetaEdit: codec.MetaEdit{RemoveLabels: []string{"ap"}}}},
 		{name: "remove absent annotation", key: pvcKey, value: pvc,
-			edit:    Meta{MetaEdit: codec.MetaEdit{RemoveAnnotations: []string{"nope"}}},
-			errText: `persistentvolumeclaim www-web-1 in namespace demo: annotation "nope" not found; nothing written`},
+			edit: Meta{MetaEdit: codec.MetaEdit{RemoveAnnotations: []string{"nope"}}}},
 		{name: "change label without overwrite", key: pvcKey, value: pvc,
 			edit:    Meta{MetaEdit: codec.MetaEdit{SetLabels: map[string]string{"app": "web", "team": "x"}}},
 			errText: `persistentvolumeclaim www-web-1 in namespace demo: 'app' already has a value (nginx), and --overwrite is false; nothing written`},
@@ -220,6 +221,23 @@ func TestTypoRules(t *testing.T) {
 				t.Errorf("err %q shows %q", err, tc.notInErr)
 			}
 		})
+	}
+}
+
+// TestMetaNotes: a label or annotation removed that the object does not
+// have is said, as the reason of a no-op or as a warning of an edit that
+// changes something else.
+func TestMetaNotes(t *testing.T) {
+	pvc := current(t, "/registry/persistentvolumeclaims/demo/www-web-1", corpus(t, pvcBound))
+	m := Meta{MetaEdit: codec.MetaEdit{RemoveLabels: []string{"ap"}, RemoveAnnotations: []string{"nope"}}}
+	want := `label "ap" not found on persistentvolumeclaim www-web-1 in namespace demo; annotation "nope" not found on persistentvolumeclaim www-web-1 in namespace demo`
+	if got := m.NoOpReason(pvc); got != want {
+		t.Errorf("NoOpReason = %q\nwant %q", got, want)
+	}
+	m.RemoveLabels = []string{"app", "ap"}
+	m.RemoveAnnotations = nil
+	if got := m.Notes(pvc); len(got) != 1 || got[0] != `label "ap" not found on persistentvolumeclaim www-web-1 in namespace demo` {
+		t.Errorf("Notes = %q", got)
 	}
 }
 

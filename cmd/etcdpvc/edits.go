@@ -97,8 +97,9 @@ func labelCommand(annotate bool) command {
 		args:      cliargs.Args{Kind: cliargs.ArgsObject, More: name + " needs at least one KEY=VALUE or KEY-"},
 		desc: name + " sets KEY=VALUE and removes KEY- " + what + " at the wire level, with kubectl's syntax,\n" +
 			"validation and rules: changing an existing value needs --overwrite (setting the value a key\n" +
-			"already has changes nothing), and removing a key the object does not have is refused\n" +
-			"(exit status 5).\n\n" + writeHelp,
+			"already has changes nothing), and removing a key the object does not have changes nothing\n" +
+			"and says so, as kubectl does (\"label KEY not found\"; nothing to do, exit status 0, when it is all\n" +
+			"the command asks).\n\n" + writeHelp,
 		examples: fmt.Sprintf(`etcdpvc %[1]s pvc www-web-0 -n demo team=storage old- --yes
 etcdpvc %[1]s pvc www-web-0 -n demo team=databases --overwrite --yes
 etcdpvc %[1]s pv/pv-www-web-0 note=rebound --dry-run`, name),
