@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,10 @@ func TestWatchNamesTheManagers(t *testing.T) {
 	if _, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "writer-b"}); err != nil {
 		t.Fatal(err)
 	}
+	// managedFields times have a resolution of one second: a manager's
+	// second change within the second it last changed leaves its entry as
+	// it was, and watch then names no manager.
+	time.Sleep(1100 * time.Millisecond)
 	if _, err = cms.Patch(ctx, name, types.MergePatchType, []byte(`{"data":{"mode":"b"}}`), metav1.PatchOptions{FieldManager: "writer-a"}); err != nil {
 		t.Fatal(err)
 	}

@@ -46,9 +46,9 @@ type HistoryRow struct {
 	Outcome string `json:"outcome,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	// Manager is the field manager whose managedFields entry the write
-	// made or changed (see FieldManager): nil where that is not known (a
-	// deletion, a first revision held whose previous one is gone, a
-	// write that changed no managed field).
+	// added or dated anew (see changeWriter): nil where that is not known
+	// (a deletion, a first revision held whose previous one is gone, a
+	// write the apiserver did not date).
 	Manager *FieldManager `json:"manager,omitempty"`
 	// EtcdUser, for a write read from a write-ahead log, is the etcd user
 	// its request carried (see wal.WAL.User): set only where etcd's

@@ -1,10 +1,6 @@
 package inspect
 
-import (
-	"encoding/json"
-	"reflect"
-	"time"
-)
+import "time"
 
 // FieldManager is who made a change, as the object's metadata.managedFields
 // records it: the apiserver keeps one entry per manager (the client's
@@ -51,39 +47,46 @@ type managedEntry struct {
 	Manager     string          `json:"manager"`
 	Operation   string          `json:"operation"`
 	Subresource string          `json:"subresource"`
-	Time        string          `json:"time"`
-	Fields      json.RawMessage `json:"fieldsV1"`
+	Time        string `json:"time"`
 }
 
 // changeWriter names the manager whose managedFields entry is new or
-// changed from prev to cur (prev nil: a creation, every entry is new); of
-// several, the one with the newest time. It returns nil when no entry
-// changed: a change the apiserver did not track (a write straight to
-// etcd, say, or one that left every owned field as it was), or an object
-// without managedFields.
+// has a new time from prev to cur (prev nil: a creation, every entry is
+// new); of several, the one with the newest time. The apiserver sets an
+// entry's time only for the manager of the request, and only when the
+// request changed a field it then owns, so that entry is the writer's. An
+// entry whose fields changed but not its time is no evidence: another
+// manager's write takes fields from it, and a manager's second change
+// within the same second leaves its time as it was. It returns nil when no
+// entry says who wrote (a write the apiserver did not track, such as one
+// straight to etcd; a removal of fields; a second write in one second), or
+// when two entries have the newest time.
 func changeWriter(prev, cur map[string]any) *FieldManager {
 	before := managedEntries(prev)
 	var best *managedEntry
 	var bestTime time.Time
+	tie := false
 	for _, e := range managedEntries(cur) {
-		if old, ok := before[entryID(e)]; ok && old.Time == e.Time && reflect.DeepEqual(old.Fields, e.Fields) {
+		if old, ok := before[entryID(e)]; ok && old.Time == e.Time {
 			continue
 		}
-		t, _ := time.Parse(time.RFC3339, e.Time)
-		if best == nil || t.After(bestTime) {
+		t, err := time.Parse(time.RFC3339, e.Time)
+		if err != nil {
+			continue
+		}
+		switch {
+		case best == nil || t.After(bestTime):
 			e := e
-			best, bestTime = &e, t
+			best, bestTime, tie = &e, t, false
+		case t.Equal(bestTime):
+			tie = true
 		}
 	}
-	if best == nil {
+	if best == nil || tie {
 		return nil
 	}
-	w := &FieldManager{Manager: best.Manager, Operation: best.Operation, Subresource: best.Subresource}
-	if !bestTime.IsZero() {
-		t := bestTime.UTC()
-		w.Time = &t
-	}
-	return w
+	t := bestTime.UTC()
+	return &FieldManager{Manager: best.Manager, Operation: best.Operation, Subresource: best.Subresource, Time: &t}
 }
 
 // entryID identifies a managedFields entry: the apiserver keeps one per
@@ -106,9 +109,6 @@ func managedEntries(content map[string]any) map[string]managedEntry {
 		e.Operation, _ = m["operation"].(string)
 		e.Subresource, _ = m["subresource"].(string)
 		e.Time, _ = m["time"].(string)
-		if f, ok := m["fieldsV1"]; ok {
-			e.Fields, _ = json.Marshal(f)
-		}
 		out[entryID(e)] = e
 	}
 	return out

@@ -39,6 +39,10 @@ func TestChangeWriter(t *testing.T) {
 		{"a changed entry", managedObject(t, kubectl, kcm), managedObject(t, kubectl2, kcm), "kubectl-client-side-apply"},
 		{"a subresource", managedObject(t, kubectl), managedObject(t, kubectl, kubelet), "kubelet (status)"},
 		{"of two new entries the newest", managedObject(t), managedObject(t, kcm, kubelet), "kubelet (status)"},
+		{"fields taken from another entry, its time kept: not the writer", managedObject(t, kubectl, kcm),
+			managedObject(t, [5]string{kubectl[0], kubectl[1], "", kubectl[3], `{}`}, kcm), ""},
+		{"two entries with the newest time: not known", managedObject(t),
+			managedObject(t, kcm, [5]string{"other", "Update", "", kcm[3], `{}`}), ""},
 		{"no entry changed", managedObject(t, kubectl), managedObject(t, kubectl), ""},
 		{"no managedFields", map[string]any{}, map[string]any{"metadata": map[string]any{}}, ""},
 	} {

@@ -24,9 +24,10 @@ func historyCommand() command {
 		desc: "history shows every revision of one key still held by etcd (or by --db), deletions and\n" +
 			"re-creations included: revision, version, create revision, lease, MANAGER and a one-line summary\n" +
 			"of what changed. MANAGER is the field manager whose metadata.managedFields entry the revision\n" +
-			"made or changed (kubectl, a controller, kubelet (status)); \"-\" where managedFields do not tell (a\n" +
-			"deletion, a revision whose previous one is not held, a write that changed no managed field, such\n" +
-			"as one made straight in etcd). With --wal, ETCD USER is the etcd user the request carried, which\n" +
+			"added or dated anew (kubectl, a controller, kubelet (status)); \"-\" where managedFields do not\n" +
+			"tell: a deletion, a revision whose previous one is not held, a write straight to etcd, a removal\n" +
+			"of fields, a manager's second change within one second (the entries' times are to the second).\n" +
+			"With --wal, ETCD USER is the etcd user the request carried, which\n" +
 			"etcd records only while its authentication is enabled (\"-\" otherwise): the closest etcd comes to\n" +
 			"who deleted it. A history whose start was compacted away says so. Revisions are indexed by\n" +
 			"mod revision: a re-created object starts again at version 1. A Secret's changed values (data,\n" +

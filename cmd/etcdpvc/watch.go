@@ -29,8 +29,10 @@ func watchCommand() command {
 		desc: "watch follows etcd's watch (a live etcd only) and prints each change as it comes: TIME, REVISION,\n" +
 			"TYPE (ADDED, MODIFIED, DELETED), the object, its MANAGER and what changed, decoded as history\n" +
 			"decodes a revision (etcd hands the value before each change with it). MANAGER is the field\n" +
-			"manager whose metadata.managedFields entry the change made or changed (kubectl, a controller,\n" +
-			"kubelet (status)); \"-\" where managedFields do not tell (a deletion, a write straight to etcd).\n" +
+			"manager whose metadata.managedFields entry the change added or dated anew (kubectl, a controller,\n" +
+			"kubelet (status)); \"-\" where managedFields do not tell: a deletion, a write straight to etcd, a\n" +
+			"removal of fields, a manager's second change within one second (the entries' times are to the\n" +
+			"second).\n" +
 			"TIME is the time of that entry (when the apiserver applied the change), else, for a change made\n" +
 			"while watching, when etcdpvc received it; \"-\" for a past change managedFields do not date.\n" +
 			"RESOURCE, -n and -A scope it as ls does (without RESOURCE: every resource; a namespaced\n" +
