@@ -44,9 +44,9 @@ func (w FieldManager) String() string {
 
 // managedEntry is one metadata.managedFields entry as stored.
 type managedEntry struct {
-	Manager     string          `json:"manager"`
-	Operation   string          `json:"operation"`
-	Subresource string          `json:"subresource"`
+	Manager     string `json:"manager"`
+	Operation   string `json:"operation"`
+	Subresource string `json:"subresource"`
 	Time        string `json:"time"`
 }
 
