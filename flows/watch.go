@@ -24,8 +24,10 @@ type WatchRequest struct {
 	// until Ctrl-C).
 	From, Until int64
 	// Output is "table" or "json" (one object a line).
-	Output      string
-	NoHeaders   bool
+	Output    string
+	NoHeaders bool
+	// Selector is a label selector (kubectl's syntax; "": every object).
+	Selector    string
 	ShowSecrets bool
 	Now         func() time.Time
 }
@@ -59,6 +61,13 @@ func (s *Session) Watch(ctx context.Context, t Terminal, w io.Writer, r WatchReq
 		default:
 			t.Note(fmt.Sprintf("watching %s for changes after revision %d (Ctrl-C ends)", what, rev))
 		}
+	}
+	if r.Selector != "" {
+		sel, err := inspect.ParseLabelSelector(r.Selector)
+		if err != nil {
+			return &session.OptionError{Err: err}
+		}
+		o.Labels = sel
 	}
 	table := inspect.NewWatchTable(w, !r.NoHeaders)
 	err = inspect.Watch(ctx, watcher, s.Options.Prefix, scope, r.Key, o, func(row inspect.WatchRow) error {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/stored"
 )
@@ -27,6 +29,11 @@ type WatchOptions struct {
 	Note    func(msg string)
 	// Now is the clock that stamps the changes made while the watch runs.
 	Now func() time.Time
+	// Labels, if set, keeps the changes of objects whose labels it
+	// matches before or after the change (so the change that takes a
+	// label away is reported too), and those whose labels could not be
+	// read (a value that cannot be decoded is never left out).
+	Labels labels.Selector
 }
 
 // WatchRow is one change a watch reports.
@@ -100,9 +107,13 @@ func Watch(ctx context.Context, w store.Watcher, prefix string, scope Scope, key
 				prev, prevEnc = p.Obj.Content, encLabel(p)
 			}
 		}
+		var curContent map[string]any
 		switch {
 		case ev.Deleted:
 			row.Type, row.Change = "DELETED", "deleted"
+			if prev == nil {
+				row.Undecodable = ev.Prev != nil
+			}
 		default:
 			row.Type = "MODIFIED"
 			if ev.KV.Version == 1 {
@@ -113,6 +124,7 @@ func Watch(ctx context.Context, w store.Watcher, prefix string, scope Scope, key
 				row.Change, row.Undecodable = "undecodable: "+err.Error(), true
 				break
 			}
+			curContent = cur.Obj.Content
 			switch {
 			case ev.KV.Version != 1 && prev == nil && ev.Prev != nil:
 				row.Change = "the value before could not be read"
@@ -123,8 +135,28 @@ func Watch(ctx context.Context, w store.Watcher, prefix string, scope Scope, key
 				row.Manager = rowManager(ev.KV.Version, prev, cur.Obj.Content)
 			}
 		}
+		prevUnread := ev.Prev != nil && prev == nil
+		if o.Labels != nil && !row.Undecodable && !prevUnread && !(ev.Deleted && ev.Prev == nil) &&
+			!labelsMatch(o.Labels, prev) && !labelsMatch(o.Labels, curContent) {
+			return nil
+		}
 		return fn(row)
 	})
+}
+
+// labelsMatch reports whether content (nil: none) has labels sel matches.
+func labelsMatch(sel labels.Selector, content map[string]any) bool {
+	if content == nil {
+		return false
+	}
+	meta, _ := content["metadata"].(map[string]any)
+	raw, _ := meta["labels"].(map[string]any)
+	set := labels.Set{}
+	for k, v := range raw {
+		s, _ := v.(string)
+		set[k] = s
+	}
+	return sel.Matches(set)
 }
 
 // encLabel says how an opened value is stored at rest.

@@ -17,6 +17,7 @@ type watchOptions struct {
 	Key           string
 	Rev, Until    int64
 	Output        string
+	Selector      string
 	NoHeaders     bool
 	ShowSecrets   bool
 }
@@ -37,6 +38,8 @@ func watchCommand() command {
 			"while watching, when etcdpvc received it; \"-\" for a past change managedFields do not date.\n" +
 			"RESOURCE, -n and -A scope it as ls does (without RESOURCE: every resource; a namespaced\n" +
 			"RESOURCE without -n watches the namespace \"default\"); NAME (or --etcd-key) watches one key.\n" +
+			"-l SELECTOR keeps the objects whose labels match before or after the change (the change that\n" +
+			"takes the label away is shown too), and every value whose labels cannot be read.\n" +
 			"--rev N starts at revision N, replaying what etcd still holds from it; a revision compacted\n" +
 			"away is refused, naming the oldest revision held. --until M stops after revision M. A watch\n" +
 			"etcd cuts (a leader change, a member restarting) resumes after the last change printed and\n" +
@@ -51,6 +54,7 @@ etcdpvc watch -A --rev 4100 --until 4200 -o json | jq -c 'select(.type=="DELETED
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "watch this namespace only"},
 			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "watch every namespace"},
 			&cli.StringFlag{Name: "etcd-key", Usage: "watch this one etcd key"},
+			&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Usage: "only objects whose labels match, before or after the change (kubectl's label selector syntax)"},
 			&cli.Int64Flag{Name: "rev", Usage: "start at this revision, replaying what etcd holds from it (0: changes from now on)"},
 			&cli.Int64Flag{Name: "until", Usage: "stop after this revision (0: follow until Ctrl-C)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table, or json (one object a line)"},
@@ -62,7 +66,7 @@ etcdpvc watch -A --rev 4100 --until 4200 -o json | jq -c 'select(.type=="DELETED
 		values: map[string]cliargs.Offer{"namespace": cliargs.OfferNamespaces},
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := watchOptions{Args: c.Args().Slice(), Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"),
-				Key: c.String("etcd-key"), Rev: c.Int64("rev"), Until: c.Int64("until"), Output: c.String("output"),
+				Key: c.String("etcd-key"), Rev: c.Int64("rev"), Until: c.Int64("until"), Output: c.String("output"), Selector: c.String("selector"),
 				NoHeaders: c.Bool("no-headers"), ShowSecrets: c.Bool("show-secrets")}
 			if err := cliargs.CheckOutput(o.Output, "table", "json"); err != nil {
 				return err
@@ -89,7 +93,7 @@ func runWatch(e *env, g *globalOptions, o watchOptions) error {
 	}
 	defer s.Close()
 	r := flows.WatchRequest{Namespace: o.Namespace, AllNamespaces: o.AllNamespaces, From: o.Rev, Until: o.Until,
-		Output: o.Output, NoHeaders: o.NoHeaders, ShowSecrets: o.ShowSecrets, Now: e.now}
+		Output: o.Output, Selector: o.Selector, NoHeaders: o.NoHeaders, ShowSecrets: o.ShowSecrets, Now: e.now}
 	named := len(o.Args) == 2 || (len(o.Args) == 1 && strings.Contains(o.Args[0], "/"))
 	switch {
 	case o.Key != "":
