@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -129,13 +130,30 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 	return nil
 }
 
-// Stats writes the stats report to w (inspect.BoltStats of a db file,
-// else inspect.LiveStats; a log's coverage with --wal), as JSON or as
-// tables, telling progress (when set) of the read. A report that covers
-// only part of the store is written, then incomplete (ErrIncomplete). A
-// live read that etcd's compaction made span revisions is told to warn
-// (when set) after the report, which says so too.
-func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pageSize int64, progress Progress, warn func(msg string)) error {
+// StatsRequest is what `etcdpvc stats` counts and how it writes it.
+type StatsRequest struct {
+	// JSON writes the report as JSON (docs/stats-schema.md), else tables.
+	JSON bool
+	// Top bounds the lists: largest objects, hottest keys, leases.
+	Top      int
+	PageSize int64
+	// By groups the counts (--by).
+	By inspect.GroupBy
+	// Since is the first revision the hottest keys count (--since; 0:
+	// every revision a db file holds, none live).
+	Since int64
+}
+
+// Stats writes the stats report r asks for to w (inspect.BoltStats of a
+// db file, else inspect.LiveStats; a log's coverage with --wal), as JSON
+// or as tables, telling progress (when set) of the read. A report that
+// covers only part of the store is written, then incomplete
+// (ErrIncomplete). A live read that etcd's compaction made span revisions
+// is told to warn (when set) after the report, which says so too. A
+// --since the source cannot count from (compacted, ahead of it) is an
+// *OptionError naming the revisions it holds.
+func (s *Session) Stats(ctx context.Context, w io.Writer, r StatsRequest, progress Progress, warn func(msg string)) error {
+	json, top, pageSize := r.JSON, r.Top, r.PageSize
 	prefix := s.Options.Prefix + "/"
 	var update inspect.Progress
 	if progress != nil {
@@ -145,7 +163,15 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pa
 	if s.Enc != nil {
 		write = func(gr schema.GroupResource) string { return s.Enc.Providers(gr)[0] }
 	}
-	o := inspect.StatsOptions{Prefix: prefix, Top: top, PageSize: pageSize, Progress: update, Write: write}
+	codec := s.Planner.Codec
+	o := inspect.StatsOptions{Prefix: prefix, Top: top, PageSize: pageSize, Progress: update, Write: write, By: r.By, Since: r.Since,
+		Open: func(ctx context.Context, kv store.KeyValue) (map[string]any, error) {
+			cur, err := codec.Open(ctx, kv)
+			if err != nil {
+				return nil, err
+			}
+			return cur.Obj.Content, nil
+		}}
 	if s.Enc != nil {
 		o.Dec = s.Enc
 	}
@@ -166,6 +192,13 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pa
 		progress.Done()
 	}
 	if rep == nil {
+		var since *inspect.SinceError
+		switch {
+		case errors.As(err, &since):
+			return &hintedError{&session.OptionError{Err: err}, since.Hint()}
+		case errors.Is(err, store.ErrSpansStores):
+			return &session.OptionError{Err: err}
+		}
 		return err
 	}
 	rep.Source = s.Description

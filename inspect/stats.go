@@ -22,15 +22,8 @@ import (
 // ResourceStats counts one resource's keys. The history columns are nil
 // when unknown (live etcd).
 type ResourceStats struct {
-	Resource   string `json:"resource"`
-	Objects    int64  `json:"objects"`
-	Bytes      int64  `json:"bytes"`
-	Leased     int64  `json:"leased"`
-	Revisions  *int64 `json:"revisions,omitempty"`
-	Tombstones *int64 `json:"tombstones,omitempty"`
-	Deleted    *int64 `json:"deletedKeys,omitempty"`
-	// HistoryBytes is the size of every value held, all revisions.
-	HistoryBytes *int64 `json:"historyBytes,omitempty"`
+	Resource string `json:"resource"`
+	Counts
 	// Storage counts the objects stored under each provider and key
 	// ("aescbc/key1", "kms/mykms", "identity" for plain values), as their
 	// k8s:enc: header names it, most objects first.
@@ -119,6 +112,8 @@ type LargeObject struct {
 // StatsReport is what `etcdpvc stats` reports: per-resource counts, the
 // largest objects, the revision range and the compaction state.
 type StatsReport struct {
+	// SchemaVersion is StatsSchemaVersion (docs/stats-schema.md).
+	SchemaVersion            int              `json:"schemaVersion"`
 	Source                   string           `json:"source"`
 	Revision                 int64            `json:"revision"`
 	OldestRevision           int64            `json:"oldestRevisionHeld,omitempty"`
@@ -133,8 +128,16 @@ type StatsReport struct {
 	Snapshot                 string           `json:"snapshot"`
 	DB                       *DBStats         `json:"db,omitempty"`
 	Resources                []*ResourceStats `json:"resources"`
-	Largest                  []LargeObject    `json:"largest"`
-	Notes                    []string         `json:"notes,omitempty"`
+	// By is what Groups are grouped by (--by), Groups the counts.
+	By      []string      `json:"by"`
+	Groups  []*GroupStats `json:"groups"`
+	Largest []LargeObject `json:"largest"`
+	// HotKeys are the keys with the most revisions (nil when not
+	// counted: live etcd without --since).
+	HotKeys *HotKeys `json:"hotKeys"`
+	// Leases are the keys attached per lease.
+	Leases *LeaseStats `json:"leases"`
+	Notes  []string    `json:"notes,omitempty"`
 	// Incomplete says why the counts cover only part of the store ("" when
 	// everything was read).
 	Incomplete string `json:"incomplete,omitempty"`
@@ -198,6 +201,14 @@ type StatsOptions struct {
 	// (nil: no encryption config; their version is not read, and they are
 	// counted as not read).
 	Dec Decrypter
+	// By is what the Groups are grouped by (zero: by resource).
+	By GroupBy
+	// Since is the first revision the hot keys count (0: every revision a
+	// db file holds; live etcd counts hot keys only with one).
+	Since int64
+	// Open decrypts and decodes the hot keys' last values for their field
+	// manager (nil: not read).
+	Open ValueOpener
 }
 
 // stats accumulates a StatsReport.
@@ -206,11 +217,14 @@ type stats struct {
 	history bool
 	rep     *StatsReport
 	groups  map[string]*ResourceStats
+	bys     map[groupKey]*GroupStats
+	leases  map[int64]*leaseAcc
 	top     topN
 }
 
 func newStats(o StatsOptions, history bool) *stats {
-	return &stats{StatsOptions: o, history: history, rep: &StatsReport{}, groups: map[string]*ResourceStats{}, top: topN{n: o.Top}}
+	return &stats{StatsOptions: o, history: history, rep: &StatsReport{SchemaVersion: StatsSchemaVersion, By: o.By.Words()},
+		groups: map[string]*ResourceStats{}, bys: map[groupKey]*GroupStats{}, leases: map[int64]*leaseAcc{}, top: topN{n: o.Top}}
 }
 
 func (s *stats) group(key string) *ResourceStats {
@@ -222,21 +236,24 @@ func (s *stats) group(key string) *ResourceStats {
 			gs.WriteProvider = s.Write(r.GroupResource())
 		}
 		if s.history {
-			gs.Revisions, gs.Tombstones, gs.Deleted, gs.HistoryBytes = new(int64), new(int64), new(int64), new(int64)
+			gs.withHistory()
 		}
 		s.groups[name] = gs
 	}
 	return gs
 }
 
-// object counts a current object.
-func (s *stats) object(gs *ResourceStats, key string, size, modRev int64, leased bool, under string) {
-	gs.Objects++
+// object counts a current object of gs and bg.
+func (s *stats) object(gs *ResourceStats, bg *GroupStats, key string, size, modRev, lease int64, under string) {
 	gs.storage[under]++
-	gs.Bytes += size
-	if leased {
-		gs.Leased++
+	for _, c := range []*Counts{&gs.Counts, &bg.Counts} {
+		c.Objects++
+		c.Bytes += size
+		if lease != 0 {
+			c.Leased++
+		}
 	}
+	s.lease(lease, gs.Resource, size)
 	s.top.add(LargeObject{Key: key, Bytes: size, ModRevision: modRev})
 }
 
@@ -351,6 +368,7 @@ func (s *stats) finish() *StatsReport {
 		}
 		return a.Resource < b.Resource
 	})
+	rep.Groups = s.finishGroups()
 	rep.Largest = s.top.sorted()
 	rep.NotRead = rep.Unread.Total()
 	if rep.Resources == nil {
@@ -411,11 +429,13 @@ func (gs *ResourceStats) finishVersions() {
 // keyState is a key's newest state during a db scan.
 type keyState struct {
 	group   *ResourceStats
+	by      *GroupStats
 	size    int64
 	modRev  int64
-	leased  bool
+	lease   int64
 	deleted bool
 	under   string
+	hot     hotCount
 }
 
 // BoltStats reads every revision a db file holds under prefix (ending in
@@ -432,6 +452,9 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 	prefix, progress := o.Prefix, o.Progress
 	rep := s.rep
 	m := b.Meta()
+	if err := checkSince(o.Since, m.CompactRevision, m.Revision, "the db file"); err != nil {
+		return nil, err
+	}
 	snap := b.Snapshot()
 	rep.Revision, rep.CompactRevision = m.Revision, m.CompactRevision
 	sched := m.ScheduledCompactRevision
@@ -461,20 +484,26 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 		}
 		ks := keys[ev.KV.Key]
 		if ks == nil {
-			ks = &keyState{group: s.group(ev.KV.Key)}
+			ks = &keyState{group: s.group(ev.KV.Key), by: s.byGroup(ev.KV.Key)}
 			keys[ev.KV.Key] = ks
 		}
-		gs := ks.group
+		gs, bg := &ks.group.Counts, &ks.by.Counts
 		*gs.Revisions++
+		*bg.Revisions++
 		*revs++
+		if ev.KV.ModRevision >= o.Since {
+			ks.hot.count(ev.KV.ModRevision, ev.Deleted)
+		}
 		if ev.Deleted {
 			*gs.Tombstones++
+			*bg.Tombstones++
 			*tombs++
-			ks.deleted, ks.size, ks.leased, ks.modRev = true, 0, false, ev.KV.ModRevision
+			ks.deleted, ks.size, ks.lease, ks.modRev = true, 0, 0, ev.KV.ModRevision
 		} else {
 			sz := int64(len(ev.KV.Value))
 			*gs.HistoryBytes += sz
-			ks.deleted, ks.size, ks.leased, ks.modRev = false, sz, ev.KV.Lease != 0, ev.KV.ModRevision
+			*bg.HistoryBytes += sz
+			ks.deleted, ks.size, ks.lease, ks.modRev = false, sz, ev.KV.Lease, ev.KV.ModRevision
 			ks.under = StoredUnder(ev.KV.Value)
 		}
 		if progress != nil {
@@ -489,10 +518,11 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 	for key, ks := range keys {
 		if ks.deleted {
 			*ks.group.Deleted++
+			*ks.by.Deleted++
 			*deleted++
 			continue
 		}
-		s.object(ks.group, key, ks.size, ks.modRev, ks.leased, ks.under)
+		s.object(ks.group, ks.by, key, ks.size, ks.modRev, ks.lease, ks.under)
 		current = append(current, store.KeyValue{Key: key, ModRevision: ks.modRev})
 	}
 	if err == nil {
@@ -505,6 +535,14 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 		}
 	}
 	rep = s.finish()
+	rep.HotKeys = topHot(o.Top, prefix, func(fn func(string, *hotCount)) {
+		for key, ks := range keys {
+			fn(key, &ks.hot)
+		}
+	})
+	rep.HotKeys.Counted, rep.HotKeys.Since, rep.HotKeys.ToRevision = "revisions held", o.Since, m.Revision
+	rep.HotKeys.managers(ctx, b, prefix, o.Open)
+	rep.Leases = s.finishLeases(ctx, b, "the db's lease bucket", "")
 	if err != nil {
 		rep.Incomplete = fmt.Sprintf("the scan stopped after %s: %v", Count(int(n), "revision", "revisions"), err)
 		return rep, err
@@ -536,7 +574,7 @@ func LiveStats(ctx context.Context, r store.Reader, o StatsOptions) (*StatsRepor
 		n++
 		sz := int64(len(kv.Value))
 		gs := s.group(kv.Key)
-		s.object(gs, kv.Key, sz, kv.ModRevision, kv.Lease != 0, StoredUnder(kv.Value))
+		s.object(gs, s.byGroup(kv.Key), kv.Key, sz, kv.ModRevision, kv.Lease, StoredUnder(kv.Value))
 		s.value(ctx, gs, kv)
 		if progress != nil {
 			progress(n, sz, kv.ModRevision)
@@ -547,6 +585,31 @@ func LiveStats(ctx context.Context, r store.Reader, o StatsOptions) (*StatsRepor
 		return nil, err
 	}
 	rep.Revision = max(rep.Revision, rev)
+	switch a, isArchive := r.(store.Archive); {
+	case isArchive:
+		if err := checkSince(o.Since, 0, rep.Revision, "the log"); err != nil {
+			return nil, err
+		}
+		rep.HotKeys, err = ArchiveHotKeys(ctx, a, prefix, o.Since, rep.Revision, o.Top, o.Open)
+		if err != nil {
+			return nil, err
+		}
+	case o.Since > 0:
+		w, ok := r.(store.Watcher)
+		if !ok {
+			return nil, fmt.Errorf("--since: %w", store.ErrNoWatch)
+		}
+		if err := checkSince(o.Since, info.CompactRevision, rep.Revision, "etcd"); err != nil {
+			return nil, err
+		}
+		rep.HotKeys, err = liveHot(ctx, w, prefix, o.Since, rep.Revision, o.Top, nil)
+		if err != nil {
+			return nil, err
+		}
+		rep.HotKeys.managers(ctx, r, prefix, o.Open)
+	default:
+		rep.Notes = append(rep.Notes, "live etcd: the hottest keys are counted over a window: --since REV counts the changes etcd's watch replays from REV to now")
+	}
 	if span.Spans() {
 		rep.ReadFrom, rep.ReadTo = span.From, span.To
 		rep.Revision = max(rep.Revision, span.To)
@@ -556,7 +619,36 @@ func LiveStats(ctx context.Context, r store.Reader, o StatsOptions) (*StatsRepor
 			rep.Revision, rep.CompactRevision = max(rep.Revision, info.Revision), info.CompactRevision
 		}
 	}
-	return s.finish(), nil
+	rep = s.finish()
+	switch l, ok := r.(store.Leaser); {
+	case ok:
+		rep.Leases = s.finishLeases(ctx, l, "etcd's lease list", "")
+	case isRouted(r):
+		rep.Leases = s.finishLeases(ctx, nil, "", "several etcds (--etcd-servers-overrides): the leases each holds are not read")
+	default:
+		rep.Leases = s.finishLeases(ctx, nil, "", "the source lists no leases (a write-ahead log's replay)")
+	}
+	return rep, nil
+}
+
+// isRouted reports whether r is a store routed over several etcds.
+func isRouted(r store.Reader) bool {
+	_, ok := r.(*store.Routed)
+	return ok
+}
+
+// checkSince refuses a --since revision outside what a source at revision
+// rev compacted at compactRev counts from (0: none asked).
+func checkSince(since, compactRev, rev int64, source string) error {
+	switch {
+	case since == 0:
+		return nil
+	case since <= compactRev:
+		return &SinceError{Since: since, Revision: rev, Oldest: compactRev + 1, Compacted: true, Source: source}
+	case since > rev:
+		return &SinceError{Since: since, Revision: rev, Source: source}
+	}
+	return nil
 }
 
 // topN keeps the n largest objects (a min-heap).

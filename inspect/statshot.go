@@ -1,0 +1,294 @@
+package inspect
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// HotKeys are the keys that take the most revisions: held by a db file
+// (every revision above its compaction), established by a write-ahead
+// log, or, live, the changes etcd's watch replays from Since to
+// ToRevision.
+type HotKeys struct {
+	// Counted says what Revisions counts: "revisions held" (a db file),
+	// "revisions the log establishes" (--wal), "changes replayed by etcd's
+	// watch" (live, --since).
+	Counted string `json:"counted"`
+	// Since is the first revision counted (0: every one held);
+	// ToRevision the last.
+	Since      int64 `json:"sinceRevision,omitempty"`
+	ToRevision int64 `json:"toRevision"`
+	// KeysChanged is how many keys have a revision counted, Revisions how
+	// many revisions are counted in all.
+	KeysChanged int64 `json:"keysChanged"`
+	Revisions   int64 `json:"revisions"`
+	// Keys are the top keys, most revisions first.
+	Keys []HotKey `json:"keys"`
+}
+
+// HotKey is one of the keys with the most revisions.
+type HotKey struct {
+	Key       string `json:"key"`
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace,omitempty"`
+	// Revisions counted of the key (HotKeys.Counted).
+	Revisions int64 `json:"revisions"`
+	// LastRevision is the key's newest revision counted; Deleted is true
+	// when it is a deletion.
+	LastRevision int64 `json:"lastRevision"`
+	Deleted      bool  `json:"deleted,omitempty"`
+	// LastWrite is the field manager of the key's last write (its newest
+	// put): of its value's metadata.managedFields, the entry with the
+	// newest time; nil with ManagerUnknown saying why.
+	LastWrite      *FieldManager `json:"lastWriteManager,omitempty"`
+	ManagerUnknown string        `json:"managerUnknown,omitempty"`
+
+	lastPut int64
+}
+
+// hotCount is one key's revisions counted.
+type hotCount struct {
+	revs, last, lastPut int64
+	deleted             bool
+}
+
+// count adds a revision at rev (a deletion when deleted).
+func (h *hotCount) count(rev int64, deleted bool) {
+	h.revs++
+	if rev >= h.last {
+		h.last, h.deleted = rev, deleted
+	}
+	if !deleted && rev > h.lastPut {
+		h.lastPut = rev
+	}
+}
+
+// hotHeap keeps the n keys with the most revisions (a min-heap: the
+// fewest first, ties by the greater key).
+type hotHeap []HotKey
+
+func (h hotHeap) Len() int { return len(h) }
+func (h hotHeap) Less(i, j int) bool {
+	if h[i].Revisions != h[j].Revisions {
+		return h[i].Revisions < h[j].Revisions
+	}
+	return h[i].Key > h[j].Key
+}
+func (h hotHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *hotHeap) Push(x any)   { *h = append(*h, x.(HotKey)) }
+func (h *hotHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// topHot selects the n keys of counts (each key's count by each) with the
+// most revisions, most first, ties in key order.
+func topHot(n int, prefix string, each func(fn func(key string, c *hotCount))) *HotKeys {
+	hk := &HotKeys{Keys: []HotKey{}}
+	var h hotHeap
+	each(func(key string, c *hotCount) {
+		if c.revs == 0 {
+			return
+		}
+		hk.KeysChanged++
+		hk.Revisions += c.revs
+		if n == 0 {
+			return
+		}
+		k := HotKey{Key: key, Revisions: c.revs, LastRevision: c.last, Deleted: c.deleted, lastPut: c.lastPut}
+		if len(h) < n {
+			heap.Push(&h, k)
+			return
+		}
+		if (hotHeap{h[0], k}).Less(0, 1) {
+			h[0] = k
+			heap.Fix(&h, 0)
+		}
+	})
+	hk.Keys = append(hk.Keys, h...)
+	sort.Slice(hk.Keys, func(i, j int) bool { return hotHeap(hk.Keys).Less(j, i) })
+	for i := range hk.Keys {
+		k := &hk.Keys[i]
+		k.Resource = GroupOf(prefix, k.Key)
+		if _, ns, _, ok := resource.ParseKey(prefix, k.Key); ok {
+			k.Namespace = ns
+		}
+	}
+	return hk
+}
+
+// ValueOpener decrypts and decodes a stored value (stored.Codec.Open).
+type ValueOpener func(ctx context.Context, kv store.KeyValue) (map[string]any, error)
+
+// managers reads, for each hot key, the field manager of its last write:
+// its value at its newest put, read from r and opened with open.
+func (hk *HotKeys) managers(ctx context.Context, r store.Reader, prefix string, open ValueOpener) {
+	for i := range hk.Keys {
+		k := &hk.Keys[i]
+		switch {
+		case open == nil:
+			k.ManagerUnknown = "values not read"
+			continue
+		case k.lastPut == 0:
+			k.ManagerUnknown = "no write counted, only deletions"
+			continue
+		}
+		if _, _, _, ok := resource.ParseKey(prefix, k.Key); !ok {
+			k.ManagerUnknown = "not an object"
+			continue
+		}
+		kv, err := r.Get(ctx, k.Key, k.lastPut)
+		if err != nil {
+			k.ManagerUnknown = fmt.Sprintf("revision %d not read: %v", k.lastPut, notReadReason(err))
+			continue
+		}
+		content, err := open(ctx, *kv)
+		if err != nil {
+			k.ManagerUnknown = fmt.Sprintf("revision %d not read: %v", k.lastPut, notReadReason(err))
+			continue
+		}
+		if k.LastWrite = NewestManager(content); k.LastWrite == nil {
+			k.ManagerUnknown = "no managedFields"
+		}
+	}
+}
+
+// notReadReason says why a value was not read, without quoting it (a
+// Secret's bytes are never shown).
+func notReadReason(err error) string {
+	switch {
+	case errors.Is(err, store.ErrCompacted):
+		return "compacted"
+	case errors.Is(err, store.ErrNotFound):
+		return "not held"
+	case errors.Is(err, codec.ErrEncrypted):
+		return "encrypted at rest, no usable key"
+	}
+	return "undecodable or unreachable"
+}
+
+// NewestManager is the field manager of content's metadata.managedFields
+// entry with the newest time (nil when it has none): the apiserver sets
+// an entry's time when its manager changes a field it owns, so the newest
+// is the manager of the last write that changed a tracked field.
+func NewestManager(content map[string]any) *FieldManager {
+	var best *managedEntry
+	var bestTime time.Time
+	for _, e := range managedEntries(content) {
+		t, _ := time.Parse(time.RFC3339, e.Time)
+		if best == nil || t.After(bestTime) || (t.Equal(bestTime) && entryID(e) < entryID(*best)) {
+			e := e
+			best, bestTime = &e, t
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	w := &FieldManager{Manager: best.Manager, Operation: best.Operation, Subresource: best.Subresource}
+	if !bestTime.IsZero() {
+		t := bestTime.UTC()
+		w.Time = &t
+	}
+	return w
+}
+
+// SinceError is a --since revision the source cannot count from: ahead
+// of its revision, or compacted (then it wraps store.ErrCompacted).
+type SinceError struct {
+	Since, Revision, Oldest int64
+	Compacted               bool
+	Source                  string
+}
+
+func (e *SinceError) Error() string {
+	if e.Compacted {
+		return fmt.Sprintf("--since %d: revision %d is compacted: the oldest revision %s holds is %d", e.Since, e.Since, e.Source, e.Oldest)
+	}
+	return fmt.Sprintf("--since %d: %s is at revision %d", e.Since, e.Source, e.Revision)
+}
+
+// Unwrap is store.ErrCompacted for a compacted revision.
+func (e *SinceError) Unwrap() error {
+	if e.Compacted {
+		return store.ErrCompacted
+	}
+	return nil
+}
+
+// Hint says which revisions may be given.
+func (e *SinceError) Hint() string {
+	if e.Compacted {
+		return fmt.Sprintf("give a --since from %d to %d; older revisions are in a snapshot or member db taken before the compaction (--db FILE)", e.Oldest, e.Revision)
+	}
+	return fmt.Sprintf("give a --since at or below %d", e.Revision)
+}
+
+// liveHot counts the changes etcd's watch replays under prefix from since
+// to the current revision rev.
+func liveHot(ctx context.Context, w store.Watcher, prefix string, since, rev int64, top int, progress Progress) (*HotKeys, error) {
+	counts := map[string]*hotCount{}
+	var n int64
+	err := w.Watch(ctx, prefix, store.WatchOptions{Prefix: true, From: since, Until: rev}, func(ev store.WatchEvent) error {
+		c := counts[ev.KV.Key]
+		if c == nil {
+			c = &hotCount{}
+			counts[ev.KV.Key] = c
+		}
+		c.count(ev.KV.ModRevision, ev.Deleted)
+		if n++; progress != nil {
+			progress(n, int64(len(ev.KV.Value)), ev.KV.ModRevision)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count the changes since revision %d: %w", since, err)
+	}
+	hk := topHot(top, prefix, func(fn func(string, *hotCount)) {
+		for k, c := range counts {
+			fn(k, c)
+		}
+	})
+	hk.Counted, hk.Since, hk.ToRevision = "changes replayed by etcd's watch", since, rev
+	return hk, nil
+}
+
+// ArchiveHotKeys counts the revisions a (an archive that is not a db
+// file: a write-ahead log's replay) holds under prefix from since (0:
+// every one) and returns the top keys with the manager of their last
+// write.
+func ArchiveHotKeys(ctx context.Context, a store.Archive, prefix string, since, rev int64, top int, open ValueOpener) (*HotKeys, error) {
+	counts := map[string]*hotCount{}
+	err := a.ScanRevisions(ctx, prefix, func(ev store.Event) error {
+		if ev.KV.ModRevision < since {
+			return nil
+		}
+		c := counts[ev.KV.Key]
+		if c == nil {
+			c = &hotCount{}
+			counts[ev.KV.Key] = c
+		}
+		c.count(ev.KV.ModRevision, ev.Deleted)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count the revisions held: %w", err)
+	}
+	hk := topHot(top, prefix, func(fn func(string, *hotCount)) {
+		for k, c := range counts {
+			fn(k, c)
+		}
+	})
+	hk.Counted, hk.Since, hk.ToRevision = "revisions the log establishes", since, rev
+	hk.managers(ctx, a, prefix, open)
+	return hk, nil
+}
