@@ -218,21 +218,42 @@ type stats struct {
 	rep     *StatsReport
 	groups  map[string]*ResourceStats
 	bys     map[groupKey]*GroupStats
+	pairs   map[groupKey]*keyGroups
+	unders  interned
 	leases  map[int64]*leaseAcc
 	top     topN
 }
 
 func newStats(o StatsOptions, history bool) *stats {
 	return &stats{StatsOptions: o, history: history, rep: &StatsReport{SchemaVersion: StatsSchemaVersion, By: o.By.Words()},
-		groups: map[string]*ResourceStats{}, bys: map[groupKey]*GroupStats{}, leases: map[int64]*leaseAcc{}, top: topN{n: o.Top}}
+		groups: map[string]*ResourceStats{}, bys: map[groupKey]*GroupStats{}, pairs: map[groupKey]*keyGroups{}, leases: map[int64]*leaseAcc{}, top: topN{n: o.Top}}
 }
 
-func (s *stats) group(key string) *ResourceStats {
-	name := GroupOf(s.Prefix, key)
+// keyGroups are the groups a key is counted in: its resource's and its
+// --by group's.
+type keyGroups struct {
+	rs *ResourceStats
+	by *GroupStats
+}
+
+// groupsOf returns key's groups, made on first use; the key is parsed
+// once.
+func (s *stats) groupsOf(key string) *keyGroups {
+	r, ns, _, isObject := resource.ParseKey(s.Prefix, key)
+	var name string
+	if isObject {
+		name = r.String()
+	} else {
+		name, ns = GroupOf(s.Prefix, key), ""
+	}
+	k := groupKey{name, ns}
+	if p := s.pairs[k]; p != nil {
+		return p
+	}
 	gs := s.groups[name]
 	if gs == nil {
 		gs = &ResourceStats{Resource: name, storage: map[string]int64{}, versions: map[versionKey]int64{}, unread: map[string]int64{}}
-		if r, _, _, ok := resource.ParseKey(s.Prefix, key); ok && s.Write != nil {
+		if isObject && s.Write != nil {
 			gs.WriteProvider = s.Write(r.GroupResource())
 		}
 		if s.history {
@@ -240,11 +261,14 @@ func (s *stats) group(key string) *ResourceStats {
 		}
 		s.groups[name] = gs
 	}
-	return gs
+	p := &keyGroups{rs: gs, by: s.byGroup(k)}
+	s.pairs[k] = p
+	return p
 }
 
-// object counts a current object of gs and bg.
-func (s *stats) object(gs *ResourceStats, bg *GroupStats, key string, size, modRev, lease int64, under string) {
+// object counts a current object of g.
+func (s *stats) object(g *keyGroups, key string, size, modRev, lease int64, under string) {
+	gs, bg := g.rs, g.by
 	gs.storage[under]++
 	for _, c := range []*Counts{&gs.Counts, &bg.Counts} {
 		c.Objects++
@@ -428,14 +452,16 @@ func (gs *ResourceStats) finishVersions() {
 
 // keyState is a key's newest state during a db scan.
 type keyState struct {
-	group   *ResourceStats
-	by      *GroupStats
-	size    int64
-	modRev  int64
-	lease   int64
+	groups *keyGroups
+	size   int64
+	modRev int64
+	lease  int64
+	// revs counts the revisions from StatsOptions.Since on (the hottest
+	// keys); under is the provider and key the value is stored under
+	// (stats.unders).
+	revs    int32
+	under   uint32
 	deleted bool
-	under   string
-	hot     hotCount
 }
 
 // BoltStats reads every revision a db file holds under prefix (ending in
@@ -484,15 +510,15 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 		}
 		ks := keys[ev.KV.Key]
 		if ks == nil {
-			ks = &keyState{group: s.group(ev.KV.Key), by: s.byGroup(ev.KV.Key)}
+			ks = &keyState{groups: s.groupsOf(ev.KV.Key)}
 			keys[ev.KV.Key] = ks
 		}
-		gs, bg := &ks.group.Counts, &ks.by.Counts
+		gs, bg := &ks.groups.rs.Counts, &ks.groups.by.Counts
 		*gs.Revisions++
 		*bg.Revisions++
 		*revs++
 		if ev.KV.ModRevision >= o.Since {
-			ks.hot.count(ev.KV.ModRevision, ev.Deleted)
+			ks.revs++
 		}
 		if ev.Deleted {
 			*gs.Tombstones++
@@ -504,7 +530,7 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 			*gs.HistoryBytes += sz
 			*bg.HistoryBytes += sz
 			ks.deleted, ks.size, ks.lease, ks.modRev = false, sz, ev.KV.Lease, ev.KV.ModRevision
-			ks.under = StoredUnder(ev.KV.Value)
+			ks.under = s.unders.index(StoredUnder(ev.KV.Value))
 		}
 		if progress != nil {
 			progress(n, int64(len(ev.KV.Value)), ev.KV.ModRevision)
@@ -517,27 +543,27 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 	var current []store.KeyValue
 	for key, ks := range keys {
 		if ks.deleted {
-			*ks.group.Deleted++
-			*ks.by.Deleted++
+			*ks.groups.rs.Deleted++
+			*ks.groups.by.Deleted++
 			*deleted++
 			continue
 		}
-		s.object(ks.group, ks.by, key, ks.size, ks.modRev, ks.lease, ks.under)
+		s.object(ks.groups, key, ks.size, ks.modRev, ks.lease, s.unders.names[ks.under])
 		current = append(current, store.KeyValue{Key: key, ModRevision: ks.modRev})
 	}
 	if err == nil {
 		// The stored versions: each current value read again, in
 		// revision order, the order of the db's key bucket.
 		sort.Slice(current, func(i, j int) bool { return current[i].ModRevision < current[j].ModRevision })
-		err = s.boltValues(ctx, b, current, func(key string) *ResourceStats { return keys[key].group })
+		err = s.boltValues(ctx, b, current, func(key string) *ResourceStats { return keys[key].groups.rs })
 		if err != nil && !errors.Is(err, store.ErrCorrupt) {
 			return nil, err
 		}
 	}
 	rep = s.finish()
-	rep.HotKeys = topHot(o.Top, prefix, func(fn func(string, *hotCount)) {
+	rep.HotKeys = topHot(o.Top, prefix, func(fn func(key string, revs, last int64, deleted bool)) {
 		for key, ks := range keys {
-			fn(key, &ks.hot)
+			fn(key, int64(ks.revs), ks.modRev, ks.deleted)
 		}
 	})
 	rep.HotKeys.Counted, rep.HotKeys.Since, rep.HotKeys.ToRevision = "revisions held", o.Since, m.Revision
@@ -573,8 +599,9 @@ func LiveStats(ctx context.Context, r store.Reader, o StatsOptions) (*StatsRepor
 	rev, err := r.List(ctx, prefix, store.ListOptions{PageSize: pageSize, OnCompacted: span.Record}, func(kv *store.KeyValue) error {
 		n++
 		sz := int64(len(kv.Value))
-		gs := s.group(kv.Key)
-		s.object(gs, s.byGroup(kv.Key), kv.Key, sz, kv.ModRevision, kv.Lease, StoredUnder(kv.Value))
+		g := s.groupsOf(kv.Key)
+		gs := g.rs
+		s.object(g, kv.Key, sz, kv.ModRevision, kv.Lease, StoredUnder(kv.Value))
 		s.value(ctx, gs, kv)
 		if progress != nil {
 			progress(n, sz, kv.ModRevision)
@@ -733,4 +760,25 @@ func FromWAL(rep *StatsReport, cov wal.WALCoverage) {
 		return
 	}
 	rep.Incomplete = fmt.Sprintf("the log establishes the keyspace up to revision %d only: its later writes are not counted (%s)", cov.LastRevision, cov.RevisionsStop)
+}
+
+// interned numbers strings (the few providers values are stored under),
+// so that a key's state holds a number.
+type interned struct {
+	names  []string
+	byName map[string]uint32
+}
+
+// index is name's number.
+func (in *interned) index(name string) uint32 {
+	if i, ok := in.byName[name]; ok {
+		return i
+	}
+	if in.byName == nil {
+		in.byName = map[string]uint32{}
+	}
+	i := uint32(len(in.names))
+	in.names = append(in.names, name)
+	in.byName[name] = i
+	return i
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/etcdpvc/etcdpvc/resource"
 )
 
 // StatsSchemaVersion is the version of `stats -o json`'s schema
@@ -89,23 +87,16 @@ type GroupStats struct {
 // namespace.
 const NoNamespace = "(no namespace)"
 
-// groupKeyOf is the --by group of key.
-func groupKeyOf(by GroupBy, prefix, key string) groupKey {
+// byGroup returns the --by group of the keys of resource group and
+// namespace rk, made on first use.
+func (s *stats) byGroup(rk groupKey) *GroupStats {
 	var k groupKey
-	if by.Resource || !by.Namespace {
-		k.resource = GroupOf(prefix, key)
+	if s.By.Resource || !s.By.Namespace {
+		k.resource = rk.resource
 	}
-	if by.Namespace {
-		if _, ns, _, ok := resource.ParseKey(prefix, key); ok {
-			k.namespace = ns
-		}
+	if s.By.Namespace {
+		k.namespace = rk.namespace
 	}
-	return k
-}
-
-// byGroup returns key's --by group, made on first use.
-func (s *stats) byGroup(key string) *GroupStats {
-	k := groupKeyOf(s.By, s.Prefix, key)
 	g := s.bys[k]
 	if g == nil {
 		g = &GroupStats{}

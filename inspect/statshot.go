@@ -45,19 +45,18 @@ type HotKey struct {
 	// when it is a deletion.
 	LastRevision int64 `json:"lastRevision"`
 	Deleted      bool  `json:"deleted,omitempty"`
-	// LastWrite is the field manager of the key's last write (its newest
-	// put): of its value's metadata.managedFields, the entry with the
-	// newest time; nil with ManagerUnknown saying why.
+	// LastWrite is the field manager of the key's last write: of the
+	// value at LastRevision, the metadata.managedFields entry with the
+	// newest time; nil with ManagerUnknown saying why (a deletion records
+	// no manager).
 	LastWrite      *FieldManager `json:"lastWriteManager,omitempty"`
 	ManagerUnknown string        `json:"managerUnknown,omitempty"`
-
-	lastPut int64
 }
 
 // hotCount is one key's revisions counted.
 type hotCount struct {
-	revs, last, lastPut int64
-	deleted             bool
+	revs, last int64
+	deleted    bool
 }
 
 // count adds a revision at rev (a deletion when deleted).
@@ -66,8 +65,14 @@ func (h *hotCount) count(rev int64, deleted bool) {
 	if rev >= h.last {
 		h.last, h.deleted = rev, deleted
 	}
-	if !deleted && rev > h.lastPut {
-		h.lastPut = rev
+}
+
+// eachCount hands fn each key's count of counts.
+func eachCount(counts map[string]*hotCount) func(fn func(key string, revs, last int64, deleted bool)) {
+	return func(fn func(key string, revs, last int64, deleted bool)) {
+		for k, c := range counts {
+			fn(k, c.revs, c.last, c.deleted)
+		}
 	}
 }
 
@@ -91,21 +96,22 @@ func (h *hotHeap) Pop() any {
 	return x
 }
 
-// topHot selects the n keys of counts (each key's count by each) with the
-// most revisions, most first, ties in key order.
-func topHot(n int, prefix string, each func(fn func(key string, c *hotCount))) *HotKeys {
+// topHot selects the n keys each hands over (with its revisions counted,
+// the newest, and whether that is a deletion) with the most revisions,
+// most first, ties in key order.
+func topHot(n int, prefix string, each func(fn func(key string, revs, last int64, deleted bool))) *HotKeys {
 	hk := &HotKeys{Keys: []HotKey{}}
 	var h hotHeap
-	each(func(key string, c *hotCount) {
-		if c.revs == 0 {
+	each(func(key string, revs, last int64, deleted bool) {
+		if revs == 0 {
 			return
 		}
 		hk.KeysChanged++
-		hk.Revisions += c.revs
+		hk.Revisions += revs
 		if n == 0 {
 			return
 		}
-		k := HotKey{Key: key, Revisions: c.revs, LastRevision: c.last, Deleted: c.deleted, lastPut: c.lastPut}
+		k := HotKey{Key: key, Revisions: revs, LastRevision: last, Deleted: deleted}
 		if len(h) < n {
 			heap.Push(&h, k)
 			return
@@ -127,34 +133,55 @@ func topHot(n int, prefix string, each func(fn func(key string, c *hotCount))) *
 	return hk
 }
 
+// getter reads one key at a revision (store.Reader's Get).
+type getter interface {
+	Get(ctx context.Context, key string, rev int64) (*store.KeyValue, error)
+}
+
 // ValueOpener decrypts and decodes a stored value (stored.Codec.Open).
 type ValueOpener func(ctx context.Context, kv store.KeyValue) (map[string]any, error)
 
 // managers reads, for each hot key, the field manager of its last write:
-// its value at its newest put, read from r and opened with open.
-func (hk *HotKeys) managers(ctx context.Context, r store.Reader, prefix string, open ValueOpener) {
+// its value at its newest put, read from r and opened with open. A db
+// file's values are sought by revision (store.Bolt.ValuesOf), not found
+// by a walk of the file per key.
+func (hk *HotKeys) managers(ctx context.Context, r getter, prefix string, open ValueOpener) {
+	if b, ok := r.(*store.Bolt); ok && len(hk.Keys) > 0 {
+		held := map[string][]byte{}
+		var want []store.KeyValue
+		for _, k := range hk.Keys {
+			if !k.Deleted {
+				want = append(want, store.KeyValue{Key: k.Key, ModRevision: k.LastRevision})
+			}
+		}
+		err := b.ValuesOf(ctx, want, nil, func(kv *store.KeyValue) error {
+			held[kv.Key] = append([]byte(nil), kv.Value...)
+			return nil
+		})
+		r = heldValues{held, err}
+	}
 	for i := range hk.Keys {
 		k := &hk.Keys[i]
 		switch {
 		case open == nil:
 			k.ManagerUnknown = "values not read"
 			continue
-		case k.lastPut == 0:
-			k.ManagerUnknown = "no write counted, only deletions"
+		case k.Deleted:
+			k.ManagerUnknown = "the last write is a deletion, which records no manager"
 			continue
 		}
 		if _, _, _, ok := resource.ParseKey(prefix, k.Key); !ok {
 			k.ManagerUnknown = "not an object"
 			continue
 		}
-		kv, err := r.Get(ctx, k.Key, k.lastPut)
+		kv, err := r.Get(ctx, k.Key, k.LastRevision)
 		if err != nil {
-			k.ManagerUnknown = fmt.Sprintf("revision %d not read: %v", k.lastPut, notReadReason(err))
+			k.ManagerUnknown = fmt.Sprintf("revision %d not read: %v", k.LastRevision, notReadReason(err))
 			continue
 		}
 		content, err := open(ctx, *kv)
 		if err != nil {
-			k.ManagerUnknown = fmt.Sprintf("revision %d not read: %v", k.lastPut, notReadReason(err))
+			k.ManagerUnknown = fmt.Sprintf("revision %d not read: %v", k.LastRevision, notReadReason(err))
 			continue
 		}
 		if k.LastWrite = NewestManager(content); k.LastWrite == nil {
@@ -253,11 +280,7 @@ func liveHot(ctx context.Context, w store.Watcher, prefix string, since, rev int
 	if err != nil {
 		return nil, fmt.Errorf("count the changes since revision %d: %w", since, err)
 	}
-	hk := topHot(top, prefix, func(fn func(string, *hotCount)) {
-		for k, c := range counts {
-			fn(k, c)
-		}
-	})
+	hk := topHot(top, prefix, eachCount(counts))
 	hk.Counted, hk.Since, hk.ToRevision = "changes replayed by etcd's watch", since, rev
 	return hk, nil
 }
@@ -283,12 +306,27 @@ func ArchiveHotKeys(ctx context.Context, a store.Archive, prefix string, since, 
 	if err != nil {
 		return nil, fmt.Errorf("count the revisions held: %w", err)
 	}
-	hk := topHot(top, prefix, func(fn func(string, *hotCount)) {
-		for k, c := range counts {
-			fn(k, c)
-		}
-	})
+	hk := topHot(top, prefix, eachCount(counts))
 	hk.Counted, hk.Since, hk.ToRevision = "revisions the log establishes", since, rev
 	hk.managers(ctx, a, prefix, open)
 	return hk, nil
+}
+
+// heldValues are values read beforehand, by key, served as a Reader's Get
+// for managers (err: why they could not be read).
+type heldValues struct {
+	values map[string][]byte
+	err    error
+}
+
+// Get returns key's value held, at rev.
+func (h heldValues) Get(_ context.Context, key string, rev int64) (*store.KeyValue, error) {
+	if h.err != nil {
+		return nil, h.err
+	}
+	v, ok := h.values[key]
+	if !ok {
+		return nil, fmt.Errorf("get %s: %w", key, store.ErrNotFound)
+	}
+	return &store.KeyValue{Key: key, ModRevision: rev, Value: v}, nil
 }
