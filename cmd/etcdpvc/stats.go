@@ -20,7 +20,7 @@ type statsOptions struct {
 func statsCommand() command {
 	return command{
 		name:  "stats",
-		usage: "count objects and bytes per resource, the largest objects, revisions and compaction",
+		usage: "count objects, bytes and revisions per resource or namespace; the largest objects, hottest keys, leases, compaction",
 		desc: "stats reads every key once and reports, per resource, the objects and the bytes of their\n" +
 			"current values; under ENCRYPTION AT REST, how many are stored under each provider and key\n" +
 			"(as their k8s:enc: header names it; plain values as identity), and with --encryption-config\n" +
