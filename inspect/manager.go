@@ -57,7 +57,8 @@ type managedEntry struct {
 
 // changeWriter names the manager whose managedFields entry is new or
 // changed from prev to cur (prev nil: a creation, every entry is new); of
-// several, the one with the newest time. It returns nil when no entry
+// several, the one with the newest time (of entries of the same time, the
+// first by manager, operation and subresource). It returns nil when no entry
 // changed: a change the apiserver did not track (a write straight to
 // etcd, say, or one that left every owned field as it was), or an object
 // without managedFields.
@@ -70,7 +71,7 @@ func changeWriter(prev, cur map[string]any) *FieldManager {
 			continue
 		}
 		t, _ := time.Parse(time.RFC3339, e.Time)
-		if best == nil || t.After(bestTime) {
+		if best == nil || t.After(bestTime) || t.Equal(bestTime) && entryID(e) < entryID(*best) {
 			e := e
 			best, bestTime = &e, t
 		}

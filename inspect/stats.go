@@ -221,12 +221,12 @@ type stats struct {
 	pairs   map[groupKey]*keyGroups
 	unders  interned
 	leases  map[int64]*leaseAcc
-	top     topN
+	top     topN[LargeObject]
 }
 
 func newStats(o StatsOptions, history bool) *stats {
 	return &stats{StatsOptions: o, history: history, rep: &StatsReport{SchemaVersion: StatsSchemaVersion, By: o.By.Words()},
-		groups: map[string]*ResourceStats{}, bys: map[groupKey]*GroupStats{}, pairs: map[groupKey]*keyGroups{}, leases: map[int64]*leaseAcc{}, top: topN{n: o.Top}}
+		groups: map[string]*ResourceStats{}, bys: map[groupKey]*GroupStats{}, pairs: map[groupKey]*keyGroups{}, leases: map[int64]*leaseAcc{}, top: topN[LargeObject]{n: o.Top, less: smallerObject}}
 }
 
 // keyGroups are the groups a key is counted in: its resource's and its
@@ -678,48 +678,54 @@ func checkSince(since, compactRev, rev int64, source string) error {
 	return nil
 }
 
-// topN keeps the n largest objects (a min-heap).
-type topN struct {
-	n int
-	h largeHeap
+// topN keeps the n elements a less orders last (a min-heap of them).
+type topN[T any] struct {
+	n    int
+	less func(a, b T) bool
+	h    []T
 }
 
-type largeHeap []LargeObject
+// heapOf is t's heap, for container/heap.
+type heapOf[T any] struct{ t *topN[T] }
 
-func (h largeHeap) Len() int { return len(h) }
-func (h largeHeap) Less(i, j int) bool {
-	if h[i].Bytes != h[j].Bytes {
-		return h[i].Bytes < h[j].Bytes
-	}
-	return h[i].Key > h[j].Key
-}
-func (h largeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *largeHeap) Push(x any)   { *h = append(*h, x.(LargeObject)) }
-func (h *largeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+func (h heapOf[T]) Len() int           { return len(h.t.h) }
+func (h heapOf[T]) Less(i, j int) bool { return h.t.less(h.t.h[i], h.t.h[j]) }
+func (h heapOf[T]) Swap(i, j int)      { h.t.h[i], h.t.h[j] = h.t.h[j], h.t.h[i] }
+func (h heapOf[T]) Push(x any)         { h.t.h = append(h.t.h, x.(T)) }
+func (h heapOf[T]) Pop() any {
+	x := h.t.h[len(h.t.h)-1]
+	h.t.h = h.t.h[:len(h.t.h)-1]
 	return x
 }
 
-func (t *topN) add(o LargeObject) {
+// add keeps o if it is among the n last.
+func (t *topN[T]) add(o T) {
 	if t.n == 0 {
 		return
 	}
 	if len(t.h) < t.n {
-		heap.Push(&t.h, o)
+		heap.Push(heapOf[T]{t}, o)
 		return
 	}
-	if (largeHeap{t.h[0], o}).Less(0, 1) {
+	if t.less(t.h[0], o) {
 		t.h[0] = o
-		heap.Fix(&t.h, 0)
+		heap.Fix(heapOf[T]{t}, 0)
 	}
 }
 
-func (t *topN) sorted() []LargeObject {
-	out := append([]LargeObject{}, t.h...)
-	sort.Slice(out, func(i, j int) bool { return largeHeap(out).Less(j, i) })
+// sorted returns the elements kept, the last in less's order first.
+func (t *topN[T]) sorted() []T {
+	out := append([]T{}, t.h...)
+	sort.Slice(out, func(i, j int) bool { return t.less(out[j], out[i]) })
 	return out
+}
+
+// smallerObject orders objects by size, ties by the greater key.
+func smallerObject(a, b LargeObject) bool {
+	if a.Bytes != b.Bytes {
+		return a.Bytes < b.Bytes
+	}
+	return a.Key > b.Key
 }
 
 // HumanBytes renders a byte count for people, the same everywhere

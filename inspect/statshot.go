@@ -1,12 +1,9 @@
 package inspect
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"time"
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
@@ -76,53 +73,29 @@ func eachCount(counts map[string]*hotCount) func(fn func(key string, revs, last 
 	}
 }
 
-// hotHeap keeps the n keys with the most revisions (a min-heap: the
-// fewest first, ties by the greater key).
-type hotHeap []HotKey
-
-func (h hotHeap) Len() int { return len(h) }
-func (h hotHeap) Less(i, j int) bool {
-	if h[i].Revisions != h[j].Revisions {
-		return h[i].Revisions < h[j].Revisions
+// colderKey orders keys by revisions counted, ties by the greater key.
+func colderKey(a, b HotKey) bool {
+	if a.Revisions != b.Revisions {
+		return a.Revisions < b.Revisions
 	}
-	return h[i].Key > h[j].Key
-}
-func (h hotHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *hotHeap) Push(x any)   { *h = append(*h, x.(HotKey)) }
-func (h *hotHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	return a.Key > b.Key
 }
 
 // topHot selects the n keys each hands over (with its revisions counted,
 // the newest, and whether that is a deletion) with the most revisions,
 // most first, ties in key order.
 func topHot(n int, prefix string, each func(fn func(key string, revs, last int64, deleted bool))) *HotKeys {
-	hk := &HotKeys{Keys: []HotKey{}}
-	var h hotHeap
+	hk := &HotKeys{}
+	top := topN[HotKey]{n: n, less: colderKey}
 	each(func(key string, revs, last int64, deleted bool) {
 		if revs == 0 {
 			return
 		}
 		hk.KeysChanged++
 		hk.Revisions += revs
-		if n == 0 {
-			return
-		}
-		k := HotKey{Key: key, Revisions: revs, LastRevision: last, Deleted: deleted}
-		if len(h) < n {
-			heap.Push(&h, k)
-			return
-		}
-		if (hotHeap{h[0], k}).Less(0, 1) {
-			h[0] = k
-			heap.Fix(&h, 0)
-		}
+		top.add(HotKey{Key: key, Revisions: revs, LastRevision: last, Deleted: deleted})
 	})
-	hk.Keys = append(hk.Keys, h...)
-	sort.Slice(hk.Keys, func(i, j int) bool { return hotHeap(hk.Keys).Less(j, i) })
+	hk.Keys = top.sorted()
 	for i := range hk.Keys {
 		k := &hk.Keys[i]
 		k.Resource = GroupOf(prefix, k.Key)
@@ -209,24 +182,7 @@ func notReadReason(err error) string {
 // an entry's time when its manager changes a field it owns, so the newest
 // is the manager of the last write that changed a tracked field.
 func NewestManager(content map[string]any) *FieldManager {
-	var best *managedEntry
-	var bestTime time.Time
-	for _, e := range managedEntries(content) {
-		t, _ := time.Parse(time.RFC3339, e.Time)
-		if best == nil || t.After(bestTime) || (t.Equal(bestTime) && entryID(e) < entryID(*best)) {
-			e := e
-			best, bestTime = &e, t
-		}
-	}
-	if best == nil {
-		return nil
-	}
-	w := &FieldManager{Manager: best.Manager, Operation: best.Operation, Subresource: best.Subresource}
-	if !bestTime.IsZero() {
-		t := bestTime.UTC()
-		w.Time = &t
-	}
-	return w
+	return changeWriter(nil, content)
 }
 
 // SinceError is a --since revision the source cannot count from: ahead
