@@ -153,7 +153,22 @@ type StatsRequest struct {
 // --since the source cannot count from (compacted, ahead of it) is an
 // *OptionError naming the revisions it holds.
 func (s *Session) Stats(ctx context.Context, w io.Writer, r StatsRequest, progress Progress, warn func(msg string)) error {
-	json, top, pageSize := r.JSON, r.Top, r.PageSize
+	rep, err := s.statsReport(ctx, r, 0, progress)
+	if rep == nil {
+		return err
+	}
+	if werr := rep.Write(w, r.JSON); werr != nil {
+		return werr
+	}
+	return s.statsOutcome(rep, err, "stats", warn)
+}
+
+// statsReport counts what r asks for (inspect.BoltStats of a db file,
+// else inspect.LiveStats; a log's coverage with --wal), with up to details
+// of each detail listed (inspect.StatsOptions.Details), telling progress
+// (when set). A nil report comes with the error that stopped it: a
+// --since the source cannot count from is an *OptionError.
+func (s *Session) statsReport(ctx context.Context, r StatsRequest, details int, progress Progress) (*inspect.StatsReport, error) {
 	prefix := s.Options.Prefix + "/"
 	var update inspect.Progress
 	if progress != nil {
@@ -164,7 +179,7 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, r StatsRequest, progre
 		write = func(gr schema.GroupResource) string { return s.Enc.Providers(gr)[0] }
 	}
 	codec := s.Planner.Codec
-	o := inspect.StatsOptions{Prefix: prefix, Top: top, PageSize: pageSize, Progress: update, Write: write, By: r.By, Since: r.Since,
+	o := inspect.StatsOptions{Prefix: prefix, Top: r.Top, PageSize: r.PageSize, Progress: update, Write: write, By: r.By, Since: r.Since, Details: details,
 		Open: func(ctx context.Context, kv store.KeyValue) (map[string]any, error) {
 			cur, err := codec.Open(ctx, kv)
 			if err != nil {
@@ -195,19 +210,24 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, r StatsRequest, progre
 		var since *inspect.SinceError
 		switch {
 		case errors.As(err, &since):
-			return &hintedError{&session.OptionError{Err: err}, since.Hint()}
+			return nil, &hintedError{&session.OptionError{Err: err}, since.Hint()}
 		case errors.Is(err, store.ErrSpansStores):
-			return &session.OptionError{Err: err}
+			return nil, &session.OptionError{Err: err}
 		}
-		return err
+		return nil, err
 	}
 	rep.Source = s.Description
 	if s.WAL != nil {
 		inspect.FromWAL(rep, s.WAL.Coverage())
 	}
-	if werr := rep.Write(w, json); werr != nil {
-		return werr
-	}
+	return rep, err
+}
+
+// statsOutcome is the outcome of a report written (err: what stopped its
+// read part way), for command what: a read across a compaction is told to
+// warn (when set); a report that covers only part of the store, or with
+// values not read, is incomplete (ErrIncomplete).
+func (s *Session) statsOutcome(rep *inspect.StatsReport, err error, what string, warn func(msg string)) error {
 	if rep.ReadFrom != 0 && warn != nil {
 		warn(fmt.Sprintf("the read spans revisions %d–%d: etcd was compacted while it ran, so it continued from the last key read at the newer revision", rep.ReadFrom, rep.ReadTo))
 	}
@@ -218,11 +238,15 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, r StatsRequest, progre
 		if s.WAL != nil {
 			hint = s.UndeterminedHint()
 		}
-		return &hintedError{&incompleteError{msg: "stats incomplete: " + rep.Incomplete}, hint}
+		return &hintedError{&incompleteError{msg: what + " incomplete: " + rep.Incomplete}, hint}
 	}
 	if err == nil && rep.Unread.Total() > 0 {
 		// The counts hold; the stored versions of these are unknown.
-		return &hintedError{&incompleteError{msg: rep.Unread.Message() + " (their stored versions are unknown; UNREADABLE says why)"}, rep.Unread.Hint()}
+		where := "UNREADABLE says why"
+		if what != "stats" {
+			where = "the " + what + " lists them and why"
+		}
+		return &hintedError{&incompleteError{msg: rep.Unread.Message() + " (their stored versions are unknown; " + where + ")"}, rep.Unread.Hint()}
 	}
 	return err
 }

@@ -132,6 +132,8 @@ type StatsReport struct {
 	By      []string      `json:"by"`
 	Groups  []*GroupStats `json:"groups"`
 	Largest []LargeObject `json:"largest"`
+	// Details are the lists StatsOptions.Details asks for (nil: none).
+	Details *StatsDetails `json:"details,omitempty"`
 	// HotKeys are the keys with the most revisions (nil when not
 	// counted: live etcd without --since).
 	HotKeys *HotKeys `json:"hotKeys"`
@@ -209,6 +211,9 @@ type StatsOptions struct {
 	// Open decrypts and decodes the hot keys' last values for their field
 	// manager (nil: not read).
 	Open ValueOpener
+	// Details, above 0, lists in StatsReport.Details up to that many
+	// objects stuck Terminating, values not read, and deleted keys.
+	Details int
 }
 
 // stats accumulates a StatsReport.
@@ -219,13 +224,18 @@ type stats struct {
 	groups  map[string]*ResourceStats
 	bys     map[groupKey]*GroupStats
 	pairs   map[groupKey]*keyGroups
+	details *detailTally
 	unders  interned
 	leases  map[int64]*leaseAcc
 	top     topN[LargeObject]
 }
 
 func newStats(o StatsOptions, history bool) *stats {
-	return &stats{StatsOptions: o, history: history, rep: &StatsReport{SchemaVersion: StatsSchemaVersion, By: o.By.Words()},
+	var d *detailTally
+	if o.Details > 0 {
+		d = newDetailTally(o.Details)
+	}
+	return &stats{StatsOptions: o, details: d, history: history, rep: &StatsReport{SchemaVersion: StatsSchemaVersion, By: o.By.Words()},
 		groups: map[string]*ResourceStats{}, bys: map[groupKey]*GroupStats{}, pairs: map[groupKey]*keyGroups{}, leases: map[int64]*leaseAcc{}, top: topN[LargeObject]{n: o.Top, less: smallerObject}}
 }
 
@@ -296,6 +306,7 @@ type versionTally struct {
 	versions map[*ResourceStats]map[versionKey]int64
 	unread   map[*ResourceStats]map[string]int64
 	u        Unread
+	d        *detailTally
 }
 
 // add reads kv's stored version, or why it cannot be read, into t.
@@ -305,11 +316,17 @@ func (t *versionTally) add(ctx context.Context, o StatsOptions, gs *ResourceStat
 		return
 	}
 	it, _ := Read(ctx, o.Dec, r, ns, name, kv, 0)
-	if it.Summary == nil {
-		why := it.Unread
-		if !it.UnreadEncrypted {
-			why = "Undecodable: " + it.Problem
+	why := it.Unread
+	if it.Summary == nil && !it.UnreadEncrypted {
+		why = "Undecodable: " + it.Problem
+	}
+	if o.Details > 0 {
+		if t.d == nil {
+			t.d = newDetailTally(o.Details)
 		}
+		t.d.item(it, gs.Resource, why)
+	}
+	if it.Summary == nil {
 		if t.unread == nil {
 			t.unread = map[*ResourceStats]map[string]int64{}
 		}
@@ -340,6 +357,9 @@ func (s *stats) merge(t *versionTally) {
 		for k, n := range m {
 			gs.unread[k] += n
 		}
+	}
+	if t.d != nil {
+		s.details.merge(t.d)
 	}
 	u := &s.rep.Unread
 	u.Encrypted += t.u.Encrypted
@@ -393,6 +413,9 @@ func (s *stats) finish() *StatsReport {
 		return a.Resource < b.Resource
 	})
 	rep.Groups = s.finishGroups()
+	if s.details != nil {
+		rep.Details = s.details.report()
+	}
 	rep.Largest = s.top.sorted()
 	rep.NotRead = rep.Unread.Total()
 	if rep.Resources == nil {
@@ -462,6 +485,9 @@ type keyState struct {
 	revs    int32
 	under   uint32
 	deleted bool
+	// put is true once a value of the key is seen: a deleted key whose
+	// value before the deletion is held.
+	put bool
 }
 
 // BoltStats reads every revision a db file holds under prefix (ending in
@@ -529,7 +555,7 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 			sz := int64(len(ev.KV.Value))
 			*gs.HistoryBytes += sz
 			*bg.HistoryBytes += sz
-			ks.deleted, ks.size, ks.lease, ks.modRev = false, sz, ev.KV.Lease, ev.KV.ModRevision
+			ks.deleted, ks.size, ks.lease, ks.modRev, ks.put = false, sz, ev.KV.Lease, ev.KV.ModRevision, true
 			ks.under = s.unders.index(StoredUnder(ev.KV.Value))
 		}
 		if progress != nil {
@@ -546,6 +572,9 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 			*ks.groups.rs.Deleted++
 			*ks.groups.by.Deleted++
 			*deleted++
+			if s.details != nil {
+				s.details.deletedKey(prefix, key, ks.modRev, ks.put)
+			}
 			continue
 		}
 		s.object(ks.groups, key, ks.size, ks.modRev, ks.lease, s.unders.names[ks.under])
