@@ -255,6 +255,7 @@ func commands() []command {
 		recoverCommand(),
 		dumpCommand(),
 		statsCommand(),
+		reportCommand(),
 		salvageCommand(),
 		decodeCommand(),
 		encodeCommand(),
