@@ -42,6 +42,8 @@ type reportPage struct {
 	RecoverableTotal  int64
 	DeletedNote       string
 	Notes             []string
+	// Shown says, of each bounded list, how many of how many it shows.
+	Shown map[string]string
 }
 
 // reportCell is a treemap cell as the SVG draws it.
@@ -98,6 +100,13 @@ func WriteReport(w io.Writer, rep *StatsReport, o ReportOptions) error {
 				cmd = recoverCommand(o.DB, k.Key)
 			}
 			p.Deleted = append(p.Deleted, []string{k.Resource, k.Key, strconv.FormatInt(k.DeleteRevision, 10), cmd})
+		}
+	}
+	p.Shown = map[string]string{}
+	for name, n := range map[string][2]int64{"terminating": {int64(len(p.Terminating)), p.TerminatingTotal},
+		"unreadable": {int64(len(p.Unreadable)), p.UnreadableTotal}, "deleted": {int64(len(p.Deleted)), p.DeletedTotal}} {
+		if n[0] < n[1] {
+			p.Shown[name] = fmt.Sprintf("the first %d of %d, in key order (report --details N lists more)", n[0], n[1])
 		}
 	}
 	if rep.Deleted == nil {
@@ -234,11 +243,11 @@ th{background:#f4f4f4}td.n{text-align:right}code,.k{font-family:ui-monospace,mon
 {{range .Leases}}<tr><td class="k">{{index . 0}}</td><td class="n">{{index . 1}}</td><td class="n">{{index . 2}}</td><td>{{index . 3}}</td><td>{{index . 4}}</td><td>{{index . 5}}</td></tr>
 {{end}}</table>
 <h2 id="terminating">Stuck Terminating ({{.TerminatingTotal}})</h2>
-{{if .Terminating}}<table><tr><th>resource</th><th>namespace</th><th>name</th><th>deletionTimestamp</th><th>finalizers</th></tr>
+{{with index .Shown "terminating"}}<p class="muted">{{.}}</p>{{end}}{{if .Terminating}}<table><tr><th>resource</th><th>namespace</th><th>name</th><th>deletionTimestamp</th><th>finalizers</th></tr>
 {{range .Terminating}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td><td>{{index . 2}}</td><td>{{index . 3}}</td><td class="k">{{index . 4}}</td></tr>
 {{end}}</table>{{else}}<p>no object carries a deletionTimestamp</p>{{end}}
 <h2 id="unreadable">Values that cannot be read ({{.UnreadableTotal}})</h2>
-{{if .Unreadable}}<p class="warn">every LIST of their resource may fail: docs/runbooks/unreadable-objects.md</p>
+{{with index .Shown "unreadable"}}<p class="muted">{{.}}</p>{{end}}{{if .Unreadable}}<p class="warn">every LIST of their resource may fail: docs/runbooks/unreadable-objects.md</p>
 <table><tr><th>resource</th><th>key</th><th>why</th></tr>
 {{range .Unreadable}}<tr><td>{{index . 0}}</td><td class="k">{{index . 1}}</td><td>{{index . 2}}</td></tr>
 {{end}}</table>{{else}}<p>every value was read</p>{{end}}
@@ -248,7 +257,7 @@ th{background:#f4f4f4}td.n{text-align:right}code,.k{font-family:ui-monospace,mon
 {{range .Stale}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td><td class="n">{{index . 2}}</td><td>{{index . 3}}</td></tr>
 {{end}}</table>{{end}}
 <h2 id="deleted">Deleted keys ({{.DeletedTotal}}, {{.RecoverableTotal}} recoverable)</h2>
-{{if .DeletedNote}}<p class="muted">{{.DeletedNote}}</p>{{else if .Deleted}}<table><tr><th>resource</th><th>key</th><th>deleted at</th><th>recover (a dry run; then with --endpoints and without --dry-run)</th></tr>
+{{with index .Shown "deleted"}}<p class="muted">{{.}}</p>{{end}}{{if .DeletedNote}}<p class="muted">{{.DeletedNote}}</p>{{else if .Deleted}}<table><tr><th>resource</th><th>key</th><th>deleted at</th><th>recover (a dry run; then with --endpoints and without --dry-run)</th></tr>
 {{range .Deleted}}<tr><td>{{index . 0}}</td><td class="k">{{index . 1}}</td><td class="n">{{index . 2}}</td><td><code>{{index . 3}}</code></td></tr>
 {{end}}</table>{{else}}<p>no key's newest revision is a deletion</p>{{end}}
 </body>
