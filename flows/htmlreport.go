@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // ReportRequest is what `etcdpvc report` writes.
@@ -32,10 +33,20 @@ func (s *Session) Report(ctx context.Context, w io.Writer, r ReportRequest, prog
 		return err
 	}
 	db := ""
+	var flags []string
 	if s.WAL == nil {
 		db = s.Options.DB
+		if s.Options.Salvage {
+			flags = append(flags, "--salvage")
+		}
+		if p := s.Options.Prefix; p != "" && p != stored.DefaultPrefix {
+			flags = append(flags, "--prefix", p)
+		}
+		if s.Options.EncryptionConfig != "" {
+			flags = append(flags, "--encryption-config", s.Options.EncryptionConfig)
+		}
 	}
-	if werr := inspect.WriteReport(w, rep, inspect.ReportOptions{DB: db, Generated: r.Now}); werr != nil {
+	if werr := inspect.WriteReport(w, rep, inspect.ReportOptions{DB: db, Flags: flags, Generated: r.Now}); werr != nil {
 		return werr
 	}
 	return s.statsOutcome(rep, err, "report", warn)

@@ -11,8 +11,11 @@ import (
 
 // ReportOptions say how WriteReport writes the HTML report.
 type ReportOptions struct {
-	// DB is the db file read, for the recover commands ("" live: none).
-	DB string
+	// DB is the db file read, for the recover commands ("" live: none);
+	// Flags are the global flags they need beside --db (--salvage,
+	// --prefix, --encryption-config).
+	DB    string
+	Flags []string
 	// Generated is the time the report was made.
 	Generated time.Time
 	// Width and Height are the treemap's size, in pixels (0: 1100×520).
@@ -97,7 +100,7 @@ func WriteReport(w io.Writer, rep *StatsReport, o ReportOptions) error {
 		for _, k := range d.Deleted {
 			cmd := "not recoverable from this source: no revision before the deletion is held"
 			if k.Recoverable {
-				cmd = recoverCommand(o.DB, k.Key)
+				cmd = recoverCommand(o.DB, o.Flags, k.Key)
 			}
 			p.Deleted = append(p.Deleted, []string{k.Resource, k.Key, strconv.FormatInt(k.DeleteRevision, 10), cmd})
 		}
@@ -117,8 +120,12 @@ func WriteReport(w io.Writer, rep *StatsReport, o ReportOptions) error {
 
 // recoverCommand is the command that recreates a deleted key from db
 // into the live cluster, as a dry run first.
-func recoverCommand(db, key string) string {
-	return fmt.Sprintf("etcdpvc --db %s recover --etcd-key %s --dry-run", shellQuote(db), shellQuote(key))
+func recoverCommand(db string, flags []string, key string) string {
+	words := []string{"etcdpvc", "--db", shellQuote(db)}
+	for _, f := range flags {
+		words = append(words, shellQuote(f))
+	}
+	return strings.Join(append(words, "recover", "--etcd-key", shellQuote(key), "--dry-run"), " ")
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
