@@ -5,6 +5,9 @@ import "sort"
 // Rect is a rectangle of a treemap: its top left corner and its size.
 type Rect struct{ X, Y, W, H float64 }
 
+// transposed is r mirrored across the diagonal.
+func (r Rect) transposed() Rect { return Rect{r.Y, r.X, r.H, r.W} }
+
 // TreemapCell is one cell of a treemap: a name, the value its area is
 // in proportion to, its rectangle, and the cells it is divided into.
 type TreemapCell struct {
@@ -48,31 +51,29 @@ func Squarify(values []int64, r Rect) []Rect {
 		if j == len(order) {
 			sum = r.W * r.H // the last row fills what is left, rounding aside
 		}
-		if r.W >= r.H {
-			// A column on the left, as wide as the row's area needs.
-			w := sum / r.H
-			y := r.Y
-			for k := i; k < j; k++ {
-				h := area(k) / w
-				if k == j-1 {
-					h = r.Y + r.H - y
-				}
-				out[order[k]] = Rect{r.X, y, w, h}
-				y += h
+		// A column on the left, as wide as the row's area needs; a row
+		// along the top is the same in r transposed.
+		across := r.W < r.H
+		if across {
+			r = r.transposed()
+		}
+		w := sum / r.H
+		y := r.Y
+		for k := i; k < j; k++ {
+			h := area(k) / w
+			if k == j-1 {
+				h = r.Y + r.H - y
 			}
-			r.X, r.W = r.X+w, r.W-w
-		} else {
-			h := sum / r.W
-			x := r.X
-			for k := i; k < j; k++ {
-				w := area(k) / h
-				if k == j-1 {
-					w = r.X + r.W - x
-				}
-				out[order[k]] = Rect{x, r.Y, w, h}
-				x += w
+			cell := Rect{r.X, y, w, h}
+			if across {
+				cell = cell.transposed()
 			}
-			r.Y, r.H = r.Y+h, r.H-h
+			out[order[k]] = cell
+			y += h
+		}
+		r.X, r.W = r.X+w, r.W-w
+		if across {
+			r = r.transposed()
 		}
 		i = j
 	}

@@ -50,15 +50,11 @@ etcdpvc --kubeadm --encryption-config /etc/kubernetes/enc.yaml report --since 12
 }
 
 func runReport(e *env, g *globalOptions, out string, r flows.ReportRequest) error {
-	s, err := openSession(e, g)
+	s, p, err := openCounting(e, g, "report")
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	var p flows.Progress
-	if isTerminal(e.stderr) {
-		p = newProgress(e.stderr, "report")
-	}
 	if out == "-" {
 		return s.Report(e.ctx, e.stdout, r, p, e.Warn)
 	}

@@ -87,14 +87,24 @@ etcdpvc --kubeadm stats --since 1200000 --top 10`,
 }
 
 func runStats(e *env, g *globalOptions, o statsOptions) error {
-	s, err := openSession(e, g)
+	s, p, err := openCounting(e, g, "stats")
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	return s.Stats(e.ctx, e.stdout, flows.StatsRequest{JSON: o.Output == "json", Top: o.Top, PageSize: o.PageSize, By: o.By, Since: o.Since}, p, e.Warn)
+}
+
+// openCounting opens the session a read of every key uses (stats,
+// report), with the progress of command what on a terminal.
+func openCounting(e *env, g *globalOptions, what string) (*cliSession, flows.Progress, error) {
+	s, err := openSession(e, g)
+	if err != nil {
+		return nil, nil, err
+	}
 	var p flows.Progress
 	if isTerminal(e.stderr) {
-		p = newProgress(e.stderr, "stats")
+		p = newProgress(e.stderr, what)
 	}
-	return s.Stats(e.ctx, e.stdout, flows.StatsRequest{JSON: o.Output == "json", Top: o.Top, PageSize: o.PageSize, By: o.By, Since: o.Since}, p, e.Warn)
+	return s, p, nil
 }
