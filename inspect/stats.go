@@ -256,6 +256,9 @@ func (s *stats) groupsOf(key string) *keyGroups {
 	} else {
 		name, ns = GroupOf(s.Prefix, key), ""
 	}
+	if !s.By.Namespace {
+		ns = "" // one pair per resource: fewer, and found sooner
+	}
 	k := groupKey{name, ns}
 	if p := s.pairs[k]; p != nil {
 		return p
