@@ -46,7 +46,11 @@ func (s *Session) Report(ctx context.Context, w io.Writer, r ReportRequest, prog
 			flags = append(flags, "--encryption-config", s.Options.EncryptionConfig)
 		}
 	}
-	if werr := inspect.WriteReport(w, rep, inspect.ReportOptions{DB: db, Flags: flags, Generated: r.Now}); werr != nil {
+	noDeleted := ""
+	if s.WAL != nil {
+		noDeleted = "the keys the log deletes are not listed in this report: `etcdpvc --wal DIR ls --deleted -A` lists them, and recover --wal recreates one"
+	}
+	if werr := inspect.WriteReport(w, rep, inspect.ReportOptions{DB: db, Flags: flags, NoDeleted: noDeleted, Generated: r.Now}); werr != nil {
 		return werr
 	}
 	return s.statsOutcome(rep, err, "report", warn)

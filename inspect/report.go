@@ -16,6 +16,9 @@ type ReportOptions struct {
 	// --prefix, --encryption-config).
 	DB    string
 	Flags []string
+	// NoDeleted says why the deleted keys are not listed when the report
+	// has none counted ("": live etcd, which keeps no index of them).
+	NoDeleted string
 	// Generated is the time the report was made.
 	Generated time.Time
 	// Width and Height are the treemap's size, in pixels (0: 1100×520).
@@ -113,7 +116,10 @@ func WriteReport(w io.Writer, rep *StatsReport, o ReportOptions) error {
 		}
 	}
 	if rep.Deleted == nil {
-		p.DeletedNote = "this source keeps no index of deleted keys: read a snapshot or member db with --db for them (or `etcdpvc history` one key)"
+		p.DeletedNote = o.NoDeleted
+		if p.DeletedNote == "" {
+			p.DeletedNote = "live etcd keeps no index of deleted keys: read a snapshot or member db with --db for them (or `etcdpvc history` one key)"
+		}
 	}
 	return reportTemplate.Execute(w, p)
 }

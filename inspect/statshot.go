@@ -115,7 +115,7 @@ type getter interface {
 type ValueOpener func(ctx context.Context, kv store.KeyValue) (map[string]any, error)
 
 // managers reads, for each hot key, the field manager of its last write:
-// its value at its newest put, read from r and opened with open. A db
+// its value at LastRevision (a put), read from r and opened with open. A db
 // file's values are sought by revision (store.Bolt.ValuesOf), not found
 // by a walk of the file per key.
 func (hk *HotKeys) managers(ctx context.Context, r getter, prefix string, open ValueOpener) {
