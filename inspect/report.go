@@ -269,7 +269,7 @@ th{background:#f4f4f4}td.n{text-align:right}code,.k{font-family:ui-monospace,mon
 {{if .Stale}}<table><tr><th>resource</th><th>stored under</th><th>objects</th><th>status</th></tr>
 {{range .Stale}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td><td class="n">{{index . 2}}</td><td>{{index . 3}}</td></tr>
 {{end}}</table>{{end}}
-<h2 id="deleted">Deleted keys ({{.DeletedTotal}}, {{.RecoverableTotal}} recoverable)</h2>
+<h2 id="deleted">Deleted keys{{if not .DeletedNote}} ({{.DeletedTotal}}, {{.RecoverableTotal}} recoverable){{end}}</h2>
 {{with index .Shown "deleted"}}<p class="muted">{{.}}</p>{{end}}{{if .DeletedNote}}<p class="muted">{{.DeletedNote}}</p>{{else if .Deleted}}<table><tr><th>resource</th><th>key</th><th>deleted at</th><th>recover (a dry run; then with --endpoints and without --dry-run)</th></tr>
 {{range .Deleted}}<tr><td>{{index . 0}}</td><td class="k">{{index . 1}}</td><td class="n">{{index . 2}}</td><td><code>{{index . 3}}</code></td></tr>
 {{end}}</table>{{else}}<p>no key's newest revision is a deletion</p>{{end}}
