@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -214,5 +215,35 @@ func TestNewestManager(t *testing.T) {
 	}
 	if NewestManager(map[string]any{"metadata": map[string]any{}}) != nil {
 		t.Errorf("no managedFields: a manager")
+	}
+}
+
+func TestCheckSince(t *testing.T) {
+	for _, tc := range []struct {
+		since, compact, rev int64
+		want, hint          string
+		compacted           bool
+	}{
+		{0, 10, 20, "", "", false},
+		{11, 10, 20, "", "", false},
+		{20, 10, 20, "", "", false},
+		{10, 10, 20, "--since 10: revision 10 is compacted: the oldest revision etcd holds is 11", "give a --since from 11 to 20; older revisions are in a snapshot or member db taken before the compaction (--db FILE)", true},
+		{21, 10, 20, "--since 21: etcd is at revision 20", "give a --since at or below 20", false},
+	} {
+		err := checkSince(tc.since, tc.compact, tc.rev, "etcd")
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("since %d: %v", tc.since, err)
+			}
+			continue
+		}
+		var se *SinceError
+		if !errors.As(err, &se) {
+			t.Errorf("since %d: %v, want a *SinceError", tc.since, err)
+			continue
+		}
+		if err.Error() != tc.want || se.Hint() != tc.hint || errors.Is(err, store.ErrCompacted) != tc.compacted {
+			t.Errorf("since %d: %v (hint %q), want %q (hint %q), compacted %v", tc.since, err, se.Hint(), tc.want, tc.hint, tc.compacted)
+		}
 	}
 }
