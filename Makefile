@@ -4,7 +4,7 @@ BIN      ?= bin/etcdpvc
 FUZZTIME ?= 20s
 PKGS     ?= ./...
 
-.PHONY: all build release test test-unit test-short bench bench-data bench-offline fuzz lint demo clean
+.PHONY: all build release test test-unit test-short test-browser bench bench-data bench-offline fuzz lint demo clean
 
 all: lint build test
 
@@ -45,6 +45,15 @@ test-unit:
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
+
+# test-browser opens `etcdpvc report`'s page in a headless Chromium
+# (installed from the distribution's packages by tools/chromium.sh when
+# missing): no console message, no request, the treemap's cells and the
+# counts of stats; the screenshot goes to $(ARTIFACTS).
+ARTIFACTS ?= $(CURDIR)/.artifacts
+test-browser:
+	tools/chromium.sh >/dev/null
+	ETCDPVC_BROWSER_TEST=1 ETCDPVC_ARTIFACTS=$(ARTIFACTS) $(GO) test -count=1 -run TestReportBrowser -v ./cmd/etcdpvc
 
 # bench prints figures; it asserts nothing about time.
 bench:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/resource"
+	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/stored"
 )
@@ -209,13 +210,45 @@ func (s *Session) listSelection(ctx context.Context, scope inspect.Scope, labelS
 	return sel, nil
 }
 
-// Stats writes the stats report to w (inspect.BoltStats of a db file,
-// else inspect.LiveStats; a log's coverage with --wal), as JSON or as
-// tables, telling progress (when set) of the read. A report that covers
-// only part of the store is written, then incomplete (ErrIncomplete). A
-// live read that etcd's compaction made span revisions is told to warn
-// (when set) after the report, which says so too.
-func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pageSize int64, progress Progress, warn func(msg string)) error {
+// StatsRequest is what `etcdpvc stats` counts and how it writes it.
+type StatsRequest struct {
+	// JSON writes the report as JSON (docs/stats-schema.md), else tables.
+	JSON bool
+	// Top bounds the lists: largest objects, hottest keys, leases.
+	Top      int
+	PageSize int64
+	// By groups the counts (--by).
+	By inspect.GroupBy
+	// Since is the first revision the hottest keys count (--since; 0:
+	// every revision a db file holds, none live).
+	Since int64
+}
+
+// Stats writes the stats report r asks for to w (inspect.BoltStats of a
+// db file, else inspect.LiveStats; a log's coverage with --wal), as JSON
+// or as tables, telling progress (when set) of the read. A report that
+// covers only part of the store is written, then incomplete
+// (ErrIncomplete). A live read that etcd's compaction made span revisions
+// is told to warn (when set) after the report, which says so too. A
+// --since the source cannot count from (compacted, ahead of it) is an
+// *OptionError naming the revisions it holds.
+func (s *Session) Stats(ctx context.Context, w io.Writer, r StatsRequest, progress Progress, warn func(msg string)) error {
+	rep, err := s.statsReport(ctx, r, 0, progress)
+	if rep == nil {
+		return err
+	}
+	if werr := rep.Write(w, r.JSON); werr != nil {
+		return werr
+	}
+	return s.statsOutcome(rep, err, "stats", warn)
+}
+
+// statsReport counts what r asks for (inspect.BoltStats of a db file,
+// else inspect.LiveStats; a log's coverage with --wal), with up to details
+// of each detail listed (inspect.StatsOptions.Details), telling progress
+// (when set). A nil report comes with the error that stopped it: a
+// --since the source cannot count from is an *OptionError.
+func (s *Session) statsReport(ctx context.Context, r StatsRequest, details int, progress Progress) (*inspect.StatsReport, error) {
 	prefix := s.Options.Prefix + "/"
 	var update inspect.Progress
 	if progress != nil {
@@ -225,7 +258,15 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pa
 	if s.Enc != nil {
 		write = func(gr schema.GroupResource) string { return s.Enc.Providers(gr)[0] }
 	}
-	o := inspect.StatsOptions{Prefix: prefix, Top: top, PageSize: pageSize, Progress: update, Write: write}
+	codec := s.Planner.Codec
+	o := inspect.StatsOptions{Prefix: prefix, Top: r.Top, PageSize: r.PageSize, Progress: update, Write: write, By: r.By, Since: r.Since, Details: details,
+		Open: func(ctx context.Context, kv store.KeyValue) (map[string]any, error) {
+			cur, err := codec.Open(ctx, kv)
+			if err != nil {
+				return nil, err
+			}
+			return cur.Obj.Content, nil
+		}}
 	if s.Enc != nil {
 		o.Dec = s.Enc
 	}
@@ -246,15 +287,27 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pa
 		progress.Done()
 	}
 	if rep == nil {
-		return err
+		var since *inspect.SinceError
+		switch {
+		case errors.As(err, &since):
+			return nil, &hintedError{&session.OptionError{Err: err}, since.Hint()}
+		case errors.Is(err, store.ErrSpansStores):
+			return nil, &session.OptionError{Err: err}
+		}
+		return nil, err
 	}
 	rep.Source = s.Description
 	if s.WAL != nil {
 		inspect.FromWAL(rep, s.WAL.Coverage())
 	}
-	if werr := rep.Write(w, json); werr != nil {
-		return werr
-	}
+	return rep, err
+}
+
+// statsOutcome is the outcome of a report written (err: what stopped its
+// read part way), for command what: a read across a compaction is told to
+// warn (when set); a report that covers only part of the store, or with
+// values not read, is incomplete (ErrIncomplete).
+func (s *Session) statsOutcome(rep *inspect.StatsReport, err error, what string, warn func(msg string)) error {
 	if rep.ReadFrom != 0 && warn != nil {
 		warn(fmt.Sprintf("the read spans revisions %d–%d: etcd was compacted while it ran, so it continued from the last key read at the newer revision", rep.ReadFrom, rep.ReadTo))
 	}
@@ -265,11 +318,15 @@ func (s *Session) Stats(ctx context.Context, w io.Writer, json bool, top int, pa
 		if s.WAL != nil {
 			hint = s.UndeterminedHint()
 		}
-		return &hintedError{&incompleteError{msg: "stats incomplete: " + rep.Incomplete}, hint}
+		return &hintedError{&incompleteError{msg: what + " incomplete: " + rep.Incomplete}, hint}
 	}
 	if err == nil && rep.Unread.Total() > 0 {
 		// The counts hold; the stored versions of these are unknown.
-		return &hintedError{&incompleteError{msg: rep.Unread.Message() + " (their stored versions are unknown; UNREADABLE says why)"}, rep.Unread.Hint()}
+		where := "UNREADABLE says why"
+		if what != "stats" {
+			where = "the " + what + " lists them and why"
+		}
+		return &hintedError{&incompleteError{msg: rep.Unread.Message() + " (their stored versions are unknown; " + where + ")"}, rep.Unread.Hint()}
 	}
 	return err
 }

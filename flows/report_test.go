@@ -105,7 +105,7 @@ func TestReports(t *testing.T) {
 		p := &progressLog{}
 		// The undecodable config map is counted, its version unknown:
 		// incomplete.
-		if err := s.Stats(ctx, &out, true, 5, 10, p, nil); !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "1 value was not read: undecodable") {
+		if err := s.Stats(ctx, &out, StatsRequest{JSON: true, Top: 5, PageSize: 10}, p, nil); !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "1 value was not read: undecodable") {
 			t.Fatalf("error %v, want incomplete: one value not read", err)
 		}
 		if !strings.Contains(out.String(), `"configmaps"`) || !strings.Contains(out.String(), db) || !strings.Contains(out.String(), `"reason": "Undecodable: `) {

@@ -22,15 +22,8 @@ import (
 // ResourceStats counts one resource's keys. The history columns are nil
 // when unknown (live etcd).
 type ResourceStats struct {
-	Resource   string `json:"resource"`
-	Objects    int64  `json:"objects"`
-	Bytes      int64  `json:"bytes"`
-	Leased     int64  `json:"leased"`
-	Revisions  *int64 `json:"revisions,omitempty"`
-	Tombstones *int64 `json:"tombstones,omitempty"`
-	Deleted    *int64 `json:"deletedKeys,omitempty"`
-	// HistoryBytes is the size of every value held, all revisions.
-	HistoryBytes *int64 `json:"historyBytes,omitempty"`
+	Resource string `json:"resource"`
+	Counts
 	// Storage counts the objects stored under each provider and key
 	// ("aescbc/key1", "kms/mykms", "identity" for plain values), as their
 	// k8s:enc: header names it, most objects first.
@@ -119,6 +112,8 @@ type LargeObject struct {
 // StatsReport is what `etcdpvc stats` reports: per-resource counts, the
 // largest objects, the revision range and the compaction state.
 type StatsReport struct {
+	// SchemaVersion is StatsSchemaVersion (docs/stats-schema.md).
+	SchemaVersion            int              `json:"schemaVersion"`
 	Source                   string           `json:"source"`
 	Revision                 int64            `json:"revision"`
 	OldestRevision           int64            `json:"oldestRevisionHeld,omitempty"`
@@ -133,8 +128,18 @@ type StatsReport struct {
 	Snapshot                 string           `json:"snapshot"`
 	DB                       *DBStats         `json:"db,omitempty"`
 	Resources                []*ResourceStats `json:"resources"`
-	Largest                  []LargeObject    `json:"largest"`
-	Notes                    []string         `json:"notes,omitempty"`
+	// By is what Groups are grouped by (--by), Groups the counts.
+	By      []string      `json:"by"`
+	Groups  []*GroupStats `json:"groups"`
+	Largest []LargeObject `json:"largest"`
+	// Details are the lists StatsOptions.Details asks for (nil: none).
+	Details *StatsDetails `json:"details,omitempty"`
+	// HotKeys are the keys with the most revisions (nil when not
+	// counted: live etcd without --since).
+	HotKeys *HotKeys `json:"hotKeys"`
+	// Leases are the keys attached per lease.
+	Leases *LeaseStats `json:"leases"`
+	Notes  []string    `json:"notes,omitempty"`
 	// Incomplete says why the counts cover only part of the store ("" when
 	// everything was read).
 	Incomplete string `json:"incomplete,omitempty"`
@@ -198,6 +203,17 @@ type StatsOptions struct {
 	// (nil: no encryption config; their version is not read, and they are
 	// counted as not read).
 	Dec Decrypter
+	// By is what the Groups are grouped by (zero: by resource).
+	By GroupBy
+	// Since is the first revision the hot keys count (0: every revision a
+	// db file holds; live etcd counts hot keys only with one).
+	Since int64
+	// Open decrypts and decodes the hot keys' last values for their field
+	// manager (nil: not read).
+	Open ValueOpener
+	// Details, above 0, lists in StatsReport.Details up to that many
+	// objects stuck Terminating, values not read, and deleted keys.
+	Details int
 }
 
 // stats accumulates a StatsReport.
@@ -206,37 +222,75 @@ type stats struct {
 	history bool
 	rep     *StatsReport
 	groups  map[string]*ResourceStats
-	top     topN
+	bys     map[groupKey]*GroupStats
+	pairs   map[groupKey]*keyGroups
+	details *detailTally
+	unders  interned
+	leases  map[int64]*leaseAcc
+	top     topN[LargeObject]
 }
 
 func newStats(o StatsOptions, history bool) *stats {
-	return &stats{StatsOptions: o, history: history, rep: &StatsReport{}, groups: map[string]*ResourceStats{}, top: topN{n: o.Top}}
+	var d *detailTally
+	if o.Details > 0 {
+		d = newDetailTally(o.Details)
+	}
+	return &stats{StatsOptions: o, details: d, history: history, rep: &StatsReport{SchemaVersion: StatsSchemaVersion, By: o.By.Words()},
+		groups: map[string]*ResourceStats{}, bys: map[groupKey]*GroupStats{}, pairs: map[groupKey]*keyGroups{}, leases: map[int64]*leaseAcc{}, top: topN[LargeObject]{n: o.Top, less: smallerObject}}
 }
 
-func (s *stats) group(key string) *ResourceStats {
-	name := GroupOf(s.Prefix, key)
+// keyGroups are the groups a key is counted in: its resource's and its
+// --by group's.
+type keyGroups struct {
+	rs *ResourceStats
+	by *GroupStats
+}
+
+// groupsOf returns key's groups, made on first use; the key is parsed
+// once.
+func (s *stats) groupsOf(key string) *keyGroups {
+	r, ns, _, isObject := resource.ParseKey(s.Prefix, key)
+	var name string
+	if isObject {
+		name = r.String()
+	} else {
+		name, ns = GroupOf(s.Prefix, key), ""
+	}
+	if !s.By.Namespace {
+		ns = "" // one pair per resource: fewer, and found sooner
+	}
+	k := groupKey{name, ns}
+	if p := s.pairs[k]; p != nil {
+		return p
+	}
 	gs := s.groups[name]
 	if gs == nil {
 		gs = &ResourceStats{Resource: name, storage: map[string]int64{}, versions: map[versionKey]int64{}, unread: map[string]int64{}}
-		if r, _, _, ok := resource.ParseKey(s.Prefix, key); ok && s.Write != nil {
+		if isObject && s.Write != nil {
 			gs.WriteProvider = s.Write(r.GroupResource())
 		}
 		if s.history {
-			gs.Revisions, gs.Tombstones, gs.Deleted, gs.HistoryBytes = new(int64), new(int64), new(int64), new(int64)
+			gs.withHistory()
 		}
 		s.groups[name] = gs
 	}
-	return gs
+	p := &keyGroups{rs: gs, by: s.byGroup(k)}
+	s.pairs[k] = p
+	return p
 }
 
-// object counts a current object.
-func (s *stats) object(gs *ResourceStats, key string, size, modRev int64, leased bool, under string) {
-	gs.Objects++
+// object counts a current object of g.
+func (s *stats) object(g *keyGroups, key string, size, modRev, lease int64, under string) {
+	gs, bg := g.rs, g.by
 	gs.storage[under]++
-	gs.Bytes += size
-	if leased {
-		gs.Leased++
+	for _, c := range []*Counts{&gs.Counts, &bg.Counts} {
+		c.Objects++
+		c.Bytes += size
+		if lease != 0 {
+			c.Leased++
+		}
 	}
+	s.lease(lease, gs.Resource, size)
 	s.top.add(LargeObject{Key: key, Bytes: size, ModRevision: modRev})
 }
 
@@ -255,6 +309,7 @@ type versionTally struct {
 	versions map[*ResourceStats]map[versionKey]int64
 	unread   map[*ResourceStats]map[string]int64
 	u        Unread
+	d        *detailTally
 }
 
 // add reads kv's stored version, or why it cannot be read, into t.
@@ -264,11 +319,17 @@ func (t *versionTally) add(ctx context.Context, o StatsOptions, gs *ResourceStat
 		return
 	}
 	it, _ := Read(ctx, o.Dec, r, ns, name, kv, 0)
-	if it.Summary == nil {
-		why := it.Unread
-		if !it.UnreadEncrypted {
-			why = "Undecodable: " + it.Problem
+	why := it.Unread
+	if it.Summary == nil && !it.UnreadEncrypted {
+		why = "Undecodable: " + it.Problem
+	}
+	if o.Details > 0 {
+		if t.d == nil {
+			t.d = newDetailTally(o.Details)
 		}
+		t.d.item(it, gs.Resource, why)
+	}
+	if it.Summary == nil {
 		if t.unread == nil {
 			t.unread = map[*ResourceStats]map[string]int64{}
 		}
@@ -299,6 +360,9 @@ func (s *stats) merge(t *versionTally) {
 		for k, n := range m {
 			gs.unread[k] += n
 		}
+	}
+	if t.d != nil {
+		s.details.merge(t.d)
 	}
 	u := &s.rep.Unread
 	u.Encrypted += t.u.Encrypted
@@ -351,6 +415,10 @@ func (s *stats) finish() *StatsReport {
 		}
 		return a.Resource < b.Resource
 	})
+	rep.Groups = s.finishGroups()
+	if s.details != nil {
+		rep.Details = s.details.report()
+	}
 	rep.Largest = s.top.sorted()
 	rep.NotRead = rep.Unread.Total()
 	if rep.Resources == nil {
@@ -410,12 +478,19 @@ func (gs *ResourceStats) finishVersions() {
 
 // keyState is a key's newest state during a db scan.
 type keyState struct {
-	group   *ResourceStats
-	size    int64
-	modRev  int64
-	leased  bool
+	groups *keyGroups
+	size   int64
+	modRev int64
+	lease  int64
+	// revs counts the revisions from StatsOptions.Since on (the hottest
+	// keys); under is the provider and key the value is stored under
+	// (stats.unders).
+	revs    int32
+	under   uint32
 	deleted bool
-	under   string
+	// put is true once a value of the key is seen: a deleted key whose
+	// value before the deletion is held.
+	put bool
 }
 
 // BoltStats reads every revision a db file holds under prefix (ending in
@@ -432,6 +507,9 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 	prefix, progress := o.Prefix, o.Progress
 	rep := s.rep
 	m := b.Meta()
+	if err := checkSince(o.Since, m.CompactRevision, m.Revision, "the db file"); err != nil {
+		return nil, err
+	}
 	snap := b.Snapshot()
 	rep.Revision, rep.CompactRevision = m.Revision, m.CompactRevision
 	sched := m.ScheduledCompactRevision
@@ -461,21 +539,27 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 		}
 		ks := keys[ev.KV.Key]
 		if ks == nil {
-			ks = &keyState{group: s.group(ev.KV.Key)}
+			ks = &keyState{groups: s.groupsOf(ev.KV.Key)}
 			keys[ev.KV.Key] = ks
 		}
-		gs := ks.group
+		gs, bg := &ks.groups.rs.Counts, &ks.groups.by.Counts
 		*gs.Revisions++
+		*bg.Revisions++
 		*revs++
+		if ev.KV.ModRevision >= o.Since {
+			ks.revs++
+		}
 		if ev.Deleted {
 			*gs.Tombstones++
+			*bg.Tombstones++
 			*tombs++
-			ks.deleted, ks.size, ks.leased, ks.modRev = true, 0, false, ev.KV.ModRevision
+			ks.deleted, ks.size, ks.lease, ks.modRev = true, 0, 0, ev.KV.ModRevision
 		} else {
 			sz := int64(len(ev.KV.Value))
 			*gs.HistoryBytes += sz
-			ks.deleted, ks.size, ks.leased, ks.modRev = false, sz, ev.KV.Lease != 0, ev.KV.ModRevision
-			ks.under = StoredUnder(ev.KV.Value)
+			*bg.HistoryBytes += sz
+			ks.deleted, ks.size, ks.lease, ks.modRev, ks.put = false, sz, ev.KV.Lease, ev.KV.ModRevision, true
+			ks.under = s.unders.index(StoredUnder(ev.KV.Value))
 		}
 		if progress != nil {
 			progress(n, int64(len(ev.KV.Value)), ev.KV.ModRevision)
@@ -488,23 +572,35 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 	var current []store.KeyValue
 	for key, ks := range keys {
 		if ks.deleted {
-			*ks.group.Deleted++
+			*ks.groups.rs.Deleted++
+			*ks.groups.by.Deleted++
 			*deleted++
+			if s.details != nil {
+				s.details.deletedKey(prefix, key, ks.modRev, ks.put)
+			}
 			continue
 		}
-		s.object(ks.group, key, ks.size, ks.modRev, ks.leased, ks.under)
+		s.object(ks.groups, key, ks.size, ks.modRev, ks.lease, s.unders.names[ks.under])
 		current = append(current, store.KeyValue{Key: key, ModRevision: ks.modRev})
 	}
 	if err == nil {
 		// The stored versions: each current value read again, in
 		// revision order, the order of the db's key bucket.
 		sort.Slice(current, func(i, j int) bool { return current[i].ModRevision < current[j].ModRevision })
-		err = s.boltValues(ctx, b, current, func(key string) *ResourceStats { return keys[key].group })
+		err = s.boltValues(ctx, b, current, func(key string) *ResourceStats { return keys[key].groups.rs })
 		if err != nil && !errors.Is(err, store.ErrCorrupt) {
 			return nil, err
 		}
 	}
 	rep = s.finish()
+	rep.HotKeys = topHot(o.Top, prefix, func(fn func(key string, revs, last int64, deleted bool)) {
+		for key, ks := range keys {
+			fn(key, int64(ks.revs), ks.modRev, ks.deleted)
+		}
+	})
+	rep.HotKeys.Counted, rep.HotKeys.Since, rep.HotKeys.ToRevision = "revisions held", o.Since, m.Revision
+	rep.HotKeys.managers(ctx, b, prefix, o.Open)
+	rep.Leases = s.finishLeases(ctx, b, "the db's lease bucket", "")
 	if err != nil {
 		rep.Incomplete = fmt.Sprintf("the scan stopped after %s: %v", Count(int(n), "revision", "revisions"), err)
 		return rep, err
@@ -535,8 +631,9 @@ func LiveStats(ctx context.Context, r store.Reader, o StatsOptions) (*StatsRepor
 	rev, err := r.List(ctx, prefix, store.ListOptions{PageSize: pageSize, OnCompacted: span.Record}, func(kv *store.KeyValue) error {
 		n++
 		sz := int64(len(kv.Value))
-		gs := s.group(kv.Key)
-		s.object(gs, kv.Key, sz, kv.ModRevision, kv.Lease != 0, StoredUnder(kv.Value))
+		g := s.groupsOf(kv.Key)
+		gs := g.rs
+		s.object(g, kv.Key, sz, kv.ModRevision, kv.Lease, StoredUnder(kv.Value))
 		s.value(ctx, gs, kv)
 		if progress != nil {
 			progress(n, sz, kv.ModRevision)
@@ -547,6 +644,31 @@ func LiveStats(ctx context.Context, r store.Reader, o StatsOptions) (*StatsRepor
 		return nil, err
 	}
 	rep.Revision = max(rep.Revision, rev)
+	switch a, isArchive := r.(store.Archive); {
+	case isArchive:
+		if err := checkSince(o.Since, 0, rep.Revision, "the log"); err != nil {
+			return nil, err
+		}
+		rep.HotKeys, err = ArchiveHotKeys(ctx, a, prefix, o.Since, rep.Revision, o.Top, o.Open)
+		if err != nil {
+			return nil, err
+		}
+	case o.Since > 0:
+		w, ok := r.(store.Watcher)
+		if !ok {
+			return nil, fmt.Errorf("--since: %w", store.ErrNoWatch)
+		}
+		if err := checkSince(o.Since, info.CompactRevision, rep.Revision, "etcd"); err != nil {
+			return nil, err
+		}
+		rep.HotKeys, err = liveHot(ctx, w, prefix, o.Since, rep.Revision, o.Top, nil)
+		if err != nil {
+			return nil, err
+		}
+		rep.HotKeys.managers(ctx, r, prefix, o.Open)
+	default:
+		rep.Notes = append(rep.Notes, "live etcd: the hottest keys are counted over a window: --since REV counts the changes etcd's watch replays from REV to now")
+	}
 	if span.Spans() {
 		rep.ReadFrom, rep.ReadTo = span.From, span.To
 		rep.Revision = max(rep.Revision, span.To)
@@ -556,51 +678,86 @@ func LiveStats(ctx context.Context, r store.Reader, o StatsOptions) (*StatsRepor
 			rep.Revision, rep.CompactRevision = max(rep.Revision, info.Revision), info.CompactRevision
 		}
 	}
-	return s.finish(), nil
-}
-
-// topN keeps the n largest objects (a min-heap).
-type topN struct {
-	n int
-	h largeHeap
-}
-
-type largeHeap []LargeObject
-
-func (h largeHeap) Len() int { return len(h) }
-func (h largeHeap) Less(i, j int) bool {
-	if h[i].Bytes != h[j].Bytes {
-		return h[i].Bytes < h[j].Bytes
+	rep = s.finish()
+	switch l, ok := r.(store.Leaser); {
+	case ok:
+		rep.Leases = s.finishLeases(ctx, l, "etcd's lease list", "")
+	case isRouted(r):
+		rep.Leases = s.finishLeases(ctx, nil, "", "several etcds (--etcd-servers-overrides): the leases each holds are not read")
+	default:
+		rep.Leases = s.finishLeases(ctx, nil, "", "the source lists no leases (a write-ahead log's replay)")
 	}
-	return h[i].Key > h[j].Key
+	return rep, nil
 }
-func (h largeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *largeHeap) Push(x any)   { *h = append(*h, x.(LargeObject)) }
-func (h *largeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+
+// isRouted reports whether r is a store routed over several etcds.
+func isRouted(r store.Reader) bool {
+	_, ok := r.(*store.Routed)
+	return ok
+}
+
+// checkSince refuses a --since revision outside what a source at revision
+// rev compacted at compactRev counts from (0: none asked).
+func checkSince(since, compactRev, rev int64, source string) error {
+	switch {
+	case since == 0:
+		return nil
+	case since <= compactRev:
+		return &SinceError{Since: since, Revision: rev, Oldest: compactRev + 1, Compacted: true, Source: source}
+	case since > rev:
+		return &SinceError{Since: since, Revision: rev, Source: source}
+	}
+	return nil
+}
+
+// topN keeps the n elements a less orders last (a min-heap of them).
+type topN[T any] struct {
+	n    int
+	less func(a, b T) bool
+	h    []T
+}
+
+// heapOf is t's heap, for container/heap.
+type heapOf[T any] struct{ t *topN[T] }
+
+func (h heapOf[T]) Len() int           { return len(h.t.h) }
+func (h heapOf[T]) Less(i, j int) bool { return h.t.less(h.t.h[i], h.t.h[j]) }
+func (h heapOf[T]) Swap(i, j int)      { h.t.h[i], h.t.h[j] = h.t.h[j], h.t.h[i] }
+func (h heapOf[T]) Push(x any)         { h.t.h = append(h.t.h, x.(T)) }
+func (h heapOf[T]) Pop() any {
+	x := h.t.h[len(h.t.h)-1]
+	h.t.h = h.t.h[:len(h.t.h)-1]
 	return x
 }
 
-func (t *topN) add(o LargeObject) {
+// add keeps o if it is among the n last.
+func (t *topN[T]) add(o T) {
 	if t.n == 0 {
 		return
 	}
 	if len(t.h) < t.n {
-		heap.Push(&t.h, o)
+		heap.Push(heapOf[T]{t}, o)
 		return
 	}
-	if (largeHeap{t.h[0], o}).Less(0, 1) {
+	if t.less(t.h[0], o) {
 		t.h[0] = o
-		heap.Fix(&t.h, 0)
+		heap.Fix(heapOf[T]{t}, 0)
 	}
 }
 
-func (t *topN) sorted() []LargeObject {
-	out := append([]LargeObject{}, t.h...)
-	sort.Slice(out, func(i, j int) bool { return largeHeap(out).Less(j, i) })
+// sorted returns the elements kept, the last in less's order first.
+func (t *topN[T]) sorted() []T {
+	out := append([]T{}, t.h...)
+	sort.Slice(out, func(i, j int) bool { return t.less(out[j], out[i]) })
 	return out
+}
+
+// smallerObject orders objects by size, ties by the greater key.
+func smallerObject(a, b LargeObject) bool {
+	if a.Bytes != b.Bytes {
+		return a.Bytes < b.Bytes
+	}
+	return a.Key > b.Key
 }
 
 // HumanBytes renders a byte count for people, the same everywhere
@@ -641,4 +798,25 @@ func FromWAL(rep *StatsReport, cov wal.WALCoverage) {
 		return
 	}
 	rep.Incomplete = fmt.Sprintf("the log establishes the keyspace up to revision %d only: its later writes are not counted (%s)", cov.LastRevision, cov.RevisionsStop)
+}
+
+// interned numbers strings (the few providers values are stored under),
+// so that a key's state holds a number.
+type interned struct {
+	names  []string
+	byName map[string]uint32
+}
+
+// index is name's number.
+func (in *interned) index(name string) uint32 {
+	if i, ok := in.byName[name]; ok {
+		return i
+	}
+	if in.byName == nil {
+		in.byName = map[string]uint32{}
+	}
+	i := uint32(len(in.names))
+	in.names = append(in.names, name)
+	in.byName[name] = i
+	return i
 }

@@ -78,12 +78,7 @@ func (r *StatsReport) Summary() []string {
 func (r *StatsReport) ResourceRows() [][]string {
 	var rows [][]string
 	for _, s := range r.Resources {
-		hist := "unknown"
-		if s.HistoryBytes != nil {
-			hist = HumanBytes(*s.HistoryBytes)
-		}
-		rows = append(rows, []string{s.Resource, strconv.FormatInt(s.Objects, 10), HumanBytes(s.Bytes), strconv.FormatInt(s.Leased, 10),
-			orUnknown(s.Revisions), orUnknown(s.Tombstones), orUnknown(s.Deleted), hist})
+		rows = append(rows, append([]string{s.Resource}, s.Counts.cells()...))
 	}
 	return rows
 }
@@ -220,7 +215,7 @@ func (r *StatsReport) Write(w io.Writer, asJSON bool) error {
 		fmt.Fprintln(w, l)
 	}
 	fmt.Fprintln(w)
-	if err := textout.NewTable(w, StatsColumns...).Rows(r.ResourceRows()); err != nil {
+	if err := r.writeGroups(w); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nENCRYPTION AT REST\n%s\n", r.EncryptionVerdict())
@@ -237,9 +232,150 @@ func (r *StatsReport) Write(w io.Writer, asJSON bool) error {
 			return err
 		}
 	}
-	if len(r.Largest) == 0 {
-		return nil
+	if len(r.Largest) > 0 {
+		fmt.Fprintf(w, "\nLARGEST OBJECTS\n")
+		if err := textout.NewTable(w, LargestColumns...).Rows(r.LargestRows()); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(w, "\nLARGEST OBJECTS\n")
-	return textout.NewTable(w, LargestColumns...).Rows(r.LargestRows())
+	if r.HotKeys != nil {
+		fmt.Fprintf(w, "\nHOTTEST KEYS\n%s\n", r.HotKeys.Verdict())
+		if len(r.HotKeys.Keys) > 0 {
+			if err := textout.NewTable(w, HotColumns...).Rows(r.HotKeys.Rows()); err != nil {
+				return err
+			}
+		}
+	}
+	if r.Leases != nil {
+		fmt.Fprintf(w, "\nLEASES\n%s\n", r.Leases.Verdict())
+		if len(r.Leases.Top) > 0 {
+			return textout.NewTable(w, LeaseColumns...).Rows(r.Leases.Rows())
+		}
+	}
+	return nil
+}
+
+// writeGroups writes the counts table: per resource (StatsColumns) unless
+// --by groups otherwise (GroupColumns).
+func (r *StatsReport) writeGroups(w io.Writer) error {
+	if len(r.By) <= 1 && (len(r.By) == 0 || r.By[0] == "resource") {
+		return textout.NewTable(w, StatsColumns...).Rows(r.ResourceRows())
+	}
+	return textout.NewTable(w, r.GroupColumns()...).Rows(r.GroupRows())
+}
+
+// GroupColumns head the --by table: the words of By, then the counts.
+func (r *StatsReport) GroupColumns() []string {
+	var cols []string
+	for _, b := range r.By {
+		cols = append(cols, strings.ToUpper(b))
+	}
+	return append(cols, StatsColumns[1:]...)
+}
+
+// GroupRows are the --by groups' counts, under GroupColumns.
+func (r *StatsReport) GroupRows() [][]string {
+	var rows [][]string
+	for _, g := range r.Groups {
+		var row []string
+		if g.Resource != nil {
+			row = append(row, *g.Resource)
+		}
+		if g.Namespace != nil {
+			ns := *g.Namespace
+			if ns == "" {
+				ns = NoNamespace
+			}
+			row = append(row, ns)
+		}
+		rows = append(rows, append(row, g.Counts.cells()...))
+	}
+	return rows
+}
+
+// cells are c's columns of StatsColumns after the first.
+func (c *Counts) cells() []string {
+	hist := "unknown"
+	if c.HistoryBytes != nil {
+		hist = HumanBytes(*c.HistoryBytes)
+	}
+	return []string{strconv.FormatInt(c.Objects, 10), HumanBytes(c.Bytes), strconv.FormatInt(c.Leased, 10),
+		orUnknown(c.Revisions), orUnknown(c.Tombstones), orUnknown(c.Deleted), hist}
+}
+
+// HotColumns head the hottest keys (HotKeys.Rows).
+var HotColumns = []string{"REVISIONS", "LAST", "LAST WRITE BY", "KEY"}
+
+// Verdict is the line above the hottest keys: what is counted, over
+// which revisions, in all.
+func (h *HotKeys) Verdict() string {
+	from := "all of them, to revision " + strconv.FormatInt(h.ToRevision, 10)
+	if h.Since > 0 {
+		from = fmt.Sprintf("from revision %d to %d", h.Since, h.ToRevision)
+	}
+	return fmt.Sprintf("%s of %s counted (%s, %s); LAST is the newest revision counted, LAST WRITE BY the field manager of the newest managedFields entry of the key's last write",
+		Count(int(h.Revisions), "revision", "revisions"), Count(int(h.KeysChanged), "key", "keys"), h.Counted, from)
+}
+
+// Rows are the hottest keys, under HotColumns.
+func (h *HotKeys) Rows() [][]string {
+	var rows [][]string
+	for _, k := range h.Keys {
+		last := strconv.FormatInt(k.LastRevision, 10)
+		if k.Deleted {
+			last += " (deleted)"
+		}
+		by := "? (" + k.ManagerUnknown + ")"
+		if k.LastWrite != nil {
+			by = k.LastWrite.String()
+			if k.LastWrite.Time != nil {
+				by += " " + k.LastWrite.Time.Format("2006-01-02T15:04:05Z")
+			}
+		}
+		rows = append(rows, []string{strconv.FormatInt(k.Revisions, 10), last, by, k.Key})
+	}
+	return rows
+}
+
+// LeaseColumns head the leases with the most keys (LeaseStats.Rows).
+var LeaseColumns = []string{"LEASE", "KEYS", "BYTES", "TTL", "REMAINING", "RESOURCES"}
+
+// Verdict is the line above the leases: how many keys and leases, and
+// what is known of the leases held.
+func (l *LeaseStats) Verdict() string {
+	out := fmt.Sprintf("%s attached to %s", Count(int(l.LeasedKeys), "key", "keys"), Count(int(l.Named), "lease", "leases"))
+	if l.Held != nil {
+		out += fmt.Sprintf("; %s held (%s), %d without a key", Count(int(*l.Held), "lease", "leases"), l.Source, *l.WithoutKeys)
+		if *l.NotHeld > 0 {
+			out += fmt.Sprintf("; %s a lease not held (expired or revoked since)", Count(int(*l.NotHeld), "key names", "keys name"))
+		}
+	}
+	if l.NotRead != "" {
+		out += "; leases held not read: " + l.NotRead
+	}
+	return out
+}
+
+// Rows are the leases with the most keys, under LeaseColumns: a TTL not
+// known is "?", a lease not held "NOT HELD".
+func (l *LeaseStats) Rows() [][]string {
+	var rows [][]string
+	for _, c := range l.Top {
+		ttl, rem := "?", "?"
+		if c.TTL != nil {
+			ttl = strconv.FormatInt(*c.TTL, 10) + "s"
+		}
+		if c.RemainingTTL != nil {
+			rem = strconv.FormatInt(*c.RemainingTTL, 10) + "s"
+		}
+		if c.Held != nil && !*c.Held {
+			ttl, rem = "NOT HELD", "-"
+		}
+		var res []string
+		for _, r := range c.Resources {
+			res = append(res, fmt.Sprintf("%s=%d", r.Name, r.Count))
+		}
+		rows = append(rows, []string{c.ID, strconv.FormatInt(c.Keys, 10), HumanBytes(c.Bytes), ttl, rem, strings.Join(res, ",")})
+	}
+	return rows
 }

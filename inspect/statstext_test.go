@@ -13,8 +13,8 @@ func TestStatsText(t *testing.T) {
 	live := &StatsReport{Source: "etcd https://10.0.0.1:2379", Snapshot: "live", Revision: 120, CompactRevision: 100,
 		Objects: 3, Bytes: 2048, Leased: 1,
 		Resources: []*ResourceStats{
-			{Resource: "secrets", Objects: 2, Bytes: 1500, Leased: 0, Storage: []*StorageCount{{Provider: "aescbc/key1", Objects: 1}, {Provider: "identity", Objects: 1}}},
-			{Resource: "pods", Objects: 1, Bytes: 548, Leased: 1, Storage: []*StorageCount{{Provider: "identity", Objects: 1}}},
+			{Resource: "secrets", Counts: Counts{Objects: 2, Bytes: 1500, Leased: 0}, Storage: []*StorageCount{{Provider: "aescbc/key1", Objects: 1}, {Provider: "identity", Objects: 1}}},
+			{Resource: "pods", Counts: Counts{Objects: 1, Bytes: 548, Leased: 1}, Storage: []*StorageCount{{Provider: "identity", Objects: 1}}},
 		},
 		Largest: []LargeObject{{Key: "/registry/secrets/demo/s", Bytes: 1000, ModRevision: 7}}}
 	file := &StatsReport{Source: "db snapshot.db", Snapshot: "sha256 ok", Revision: 120, OldestRevision: 90, Revisions: n(40),
@@ -23,7 +23,7 @@ func TestStatsText(t *testing.T) {
 		Notes:      []string{"a note"},
 		Incomplete: "page 12 is damaged",
 		Resources: []*ResourceStats{
-			{Resource: "secrets", Objects: 2, Bytes: 10, Revisions: n(9), Tombstones: n(1), Deleted: n(0), HistoryBytes: n(90),
+			{Resource: "secrets", Counts: Counts{Objects: 2, Bytes: 10, Revisions: n(9), Tombstones: n(1), Deleted: n(0), HistoryBytes: n(90)},
 				WriteProvider: "aescbc/key2", Stale: n(1),
 				Storage: []*StorageCount{{Provider: "aescbc/key1", Objects: 1, Stale: true}, {Provider: "aescbc/key2", Objects: 1}}},
 		}}
@@ -72,7 +72,7 @@ func TestStatsText(t *testing.T) {
 
 func TestStatsWrite(t *testing.T) {
 	rep := &StatsReport{Source: "db snapshot.db", Snapshot: "sha256 ok", Revision: 12, Objects: 1, Bytes: 10,
-		Resources: []*ResourceStats{{Resource: "pods", Objects: 1, Bytes: 10, Storage: []*StorageCount{{Provider: "identity", Objects: 1}}}},
+		Resources: []*ResourceStats{{Resource: "pods", Counts: Counts{Objects: 1, Bytes: 10}, Storage: []*StorageCount{{Provider: "identity", Objects: 1}}}},
 		Largest:   []LargeObject{{Key: "/registry/pods/demo/web-0", Bytes: 10, ModRevision: 12}}}
 	var text, js strings.Builder
 	if err := rep.Write(&text, false); err != nil {

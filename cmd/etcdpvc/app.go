@@ -260,6 +260,7 @@ func commands() []command {
 		recoverCommand(),
 		dumpCommand(),
 		statsCommand(),
+		reportCommand(),
 		salvageCommand(),
 		decodeCommand(),
 		encodeCommand(),
