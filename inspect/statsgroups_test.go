@@ -173,7 +173,7 @@ func TestBoltStatsHotKeysAndLeases(t *testing.T) {
 		{"/registry/leases/kube-system/apiserver-wlv32tlttr4jl3gtroqexyxapa", 7, 247, "kube-apiserver"},
 		{"/registry/peerserverleases/apiserver-wlv32tlttr4jl3gtroqexyxapa", 7, 248, "not an object"},
 		{"/registry/persistentvolumeclaims/demo/www-web-0", 4, 254, "kubectl-create"},
-		{"/registry/persistentvolumeclaims/demo/www-web-1", 4, 255, "kubectl-patch"},
+		{"/registry/persistentvolumeclaims/demo/www-web-1", 4, 255, "managers dated the same second: kubectl-patch, kubectl-patch (status)"},
 	}
 	if diff := cmp.Diff(wantRows, got); diff != "" {
 		t.Errorf("hot keys (-want +got):\n%s", diff)
@@ -208,13 +208,20 @@ func TestNewestManager(t *testing.T) {
 		map[string]any{"manager": "kubelet", "operation": "Update", "subresource": "status", "time": "2026-01-02T00:00:00Z"},
 		map[string]any{"manager": "kubectl", "operation": "Apply", "time": "2026-01-01T12:00:00Z"},
 	}}}
-	got := NewestManager(content)
+	got, why := NewestManager(content)
 	want := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
-	if got == nil || got.String() != "kubelet (status)" || !got.Time.Equal(want) {
-		t.Errorf("NewestManager = %+v, want kubelet (status) at %v", got, want)
+	if got == nil || got.String() != "kubelet (status)" || !got.Time.Equal(want) || why != "" {
+		t.Errorf("NewestManager = %+v (%q), want kubelet (status) at %v", got, why, want)
 	}
-	if NewestManager(map[string]any{"metadata": map[string]any{}}) != nil {
-		t.Errorf("no managedFields: a manager")
+	if got, why := NewestManager(map[string]any{"metadata": map[string]any{}}); got != nil || why != "no managedFields" {
+		t.Errorf("no managedFields: %+v, %q", got, why)
+	}
+	tied := map[string]any{"metadata": map[string]any{"managedFields": []any{
+		map[string]any{"manager": "kubectl-patch", "operation": "Update", "time": "2026-01-02T00:00:00Z"},
+		map[string]any{"manager": "kube-controller-manager", "operation": "Update", "time": "2026-01-02T00:00:00Z"},
+	}}}
+	if got, why := NewestManager(tied); got != nil || why != "managers dated the same second: kube-controller-manager, kubectl-patch" {
+		t.Errorf("a tie: %+v, %q", got, why)
 	}
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
@@ -157,9 +160,7 @@ func (hk *HotKeys) managers(ctx context.Context, r getter, prefix string, open V
 			k.ManagerUnknown = fmt.Sprintf("revision %d not read: %v", k.LastRevision, notReadReason(err))
 			continue
 		}
-		if k.LastWrite = NewestManager(content); k.LastWrite == nil {
-			k.ManagerUnknown = "no managedFields"
-		}
+		k.LastWrite, k.ManagerUnknown = NewestManager(content)
 	}
 }
 
@@ -178,11 +179,36 @@ func notReadReason(err error) string {
 }
 
 // NewestManager is the field manager of content's metadata.managedFields
-// entry with the newest time (nil when it has none): the apiserver sets
-// an entry's time when its manager changes a field it owns, so the newest
-// is the manager of the last write that changed a tracked field.
-func NewestManager(content map[string]any) *FieldManager {
-	return changeWriter(nil, content)
+// entry with the newest time: the apiserver dates an entry when its
+// manager changes a field it owns, so the newest is the manager of the
+// last write that changed a tracked field. When it cannot tell it returns
+// nil and why: no managedFields, no entry dated, or several entries dated
+// the same second (named: either may have made the last write).
+func NewestManager(content map[string]any) (*FieldManager, string) {
+	entries := managedEntries(content)
+	if len(entries) == 0 {
+		return nil, "no managedFields"
+	}
+	if fm := changeWriter(nil, content); fm != nil {
+		return fm, ""
+	}
+	var newest time.Time
+	var names []string
+	for _, e := range entries {
+		t, err := time.Parse(time.RFC3339, e.Time)
+		switch {
+		case err != nil:
+		case t.After(newest):
+			newest, names = t, []string{FieldManager{Manager: e.Manager, Operation: e.Operation, Subresource: e.Subresource}.String()}
+		case t.Equal(newest):
+			names = append(names, FieldManager{Manager: e.Manager, Operation: e.Operation, Subresource: e.Subresource}.String())
+		}
+	}
+	if len(names) < 2 {
+		return nil, "no managedFields entry is dated"
+	}
+	sort.Strings(names)
+	return nil, "managers dated the same second: " + strings.Join(names, ", ")
 }
 
 // SinceError is a --since revision the source cannot count from: ahead
