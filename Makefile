@@ -37,8 +37,10 @@ release:
 # and the CLI's txtar scripts (test-unit), then the end-to-end suite against
 # a real kube-apiserver (e2e; the first run builds the servers), then the
 # live-etcd tests and the scripts against etcd v3.5, v3.6 and v3.7
-# processes (test-matrix; the first run builds v3.5 and v3.6).
-test: test-unit e2e test-matrix
+# processes (test-matrix; the first run builds v3.5 and v3.6), then the
+# report's page in a headless Chromium (test-browser; the first run
+# installs the distribution's chromium package).
+test: test-unit e2e test-matrix test-browser
 
 test-unit:
 	$(GO) test -count=1 -timeout 30m $(PKGS)
