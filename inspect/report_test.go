@@ -3,6 +3,7 @@ package inspect
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"sort"
@@ -151,4 +152,43 @@ func attr(n *html.Node, key string) string {
 		}
 	}
 	return ""
+}
+
+// TestTreemapFoldsSmallNamespaces: of a resource's many namespaces, the
+// largest foldKeep are drawn, and the rest, each too small to see, become
+// one cell whose bytes are theirs; a resource with few namespaces keeps
+// them all.
+func TestTreemapFoldsSmallNamespaces(t *testing.T) {
+	str := func(s string) *string { return &s }
+	var groups []*GroupStats
+	var total int64
+	for i := range 1000 {
+		g := &GroupStats{Resource: str("events"), Namespace: str(fmt.Sprintf("ns-%04d", i))}
+		g.Bytes = 10
+		if i < 5 {
+			g.Bytes = 100000
+		}
+		total += g.Bytes
+		groups = append(groups, g)
+	}
+	groups = append(groups, &GroupStats{Resource: str("pods"), Namespace: str("a")}, &GroupStats{Resource: str("pods"), Namespace: str("b")})
+	groups[len(groups)-2].Bytes, groups[len(groups)-1].Bytes = 7, 5
+	cells := BytesTreemap(groups, Rect{0, 0, 800, 600}, 2)
+	if len(cells) != 2 || cells[0].Name != "events" || cells[1].Name != "pods" {
+		t.Fatalf("resource cells %+v", cells)
+	}
+	ev := cells[0].Children
+	if len(ev) != foldKeep+1 || ev[len(ev)-1].Name != fmt.Sprintf("%d more namespaces", 1000-foldKeep) {
+		t.Fatalf("%d namespace cells, the last %q", len(ev), ev[len(ev)-1].Name)
+	}
+	var sum int64
+	for _, c := range ev {
+		sum += c.Value
+	}
+	if sum != total || cells[0].Value != total {
+		t.Errorf("the cells hold %d bytes, the resource %d, want %d", sum, cells[0].Value, total)
+	}
+	if len(cells[1].Children) != 2 {
+		t.Errorf("pods: %d namespace cells, want 2", len(cells[1].Children))
+	}
 }

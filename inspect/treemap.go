@@ -1,6 +1,9 @@
 package inspect
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+)
 
 // Rect is a rectangle of a treemap: its top left corner and its size.
 type Rect struct{ X, Y, W, H float64 }
@@ -100,7 +103,8 @@ func worst(i, j int, side float64, area func(int) float64) float64 {
 
 // BytesTreemap is the treemap of the current bytes of groups (by resource
 // and namespace) in r: a cell per resource with bytes, divided into a cell
-// per namespace, inset by pad inside its resource.
+// per namespace, inset by pad inside its resource; the namespaces too small
+// to see are folded into one cell (foldSmall).
 func BytesTreemap(groups []*GroupStats, r Rect, pad float64) []TreemapCell {
 	type res struct {
 		name  string
@@ -139,6 +143,7 @@ func BytesTreemap(groups []*GroupStats, r Rect, pad float64) []TreemapCell {
 	values := make([]int64, len(list))
 	for i, x := range list {
 		values[i] = x.bytes
+		x.ns = foldSmall(x.ns, x.bytes)
 	}
 	cells := make([]TreemapCell, len(list))
 	for i, rect := range Squarify(values, r) {
@@ -154,4 +159,41 @@ func BytesTreemap(groups []*GroupStats, r Rect, pad float64) []TreemapCell {
 		cells[i] = TreemapCell{Name: x.name, Value: x.bytes, Rect: rect, Children: x.ns}
 	}
 	return cells
+}
+
+// Folding: a resource's namespaces beyond the foldKeep largest, each under
+// foldShare of the resource's bytes, are drawn as one cell.
+const (
+	foldKeep  = 40
+	foldShare = 0.005
+)
+
+// foldSmall returns ns (the namespace cells of a resource of total bytes)
+// largest first, with the namespaces past the foldKeep largest that each
+// hold less than foldShare of total folded into one cell "N more
+// namespaces" (at least two: one is drawn as itself). A cluster with
+// thousands of namespaces would otherwise draw thousands of cells too
+// small to read.
+func foldSmall(ns []TreemapCell, total int64) []TreemapCell {
+	sort.SliceStable(ns, func(i, j int) bool {
+		if ns[i].Value != ns[j].Value {
+			return ns[i].Value > ns[j].Value
+		}
+		return ns[i].Name < ns[j].Name
+	})
+	cut := len(ns)
+	for i := foldKeep; i < len(ns); i++ {
+		if float64(ns[i].Value) < foldShare*float64(total) {
+			cut = i
+			break
+		}
+	}
+	if len(ns)-cut < 2 {
+		return ns
+	}
+	var rest int64
+	for _, c := range ns[cut:] {
+		rest += c.Value
+	}
+	return append(ns[:cut:cut], TreemapCell{Name: fmt.Sprintf("%d more namespaces", len(ns)-cut), Value: rest})
 }
