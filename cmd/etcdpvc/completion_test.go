@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/google/go-cmp/cmp"
 )
@@ -34,6 +35,16 @@ func TestParseCompletionLine(t *testing.T) {
 		want := []any{tc.cmd, tc.positional, tc.flags, tc.pending}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("ParseCompletion(%q) (-want +got):\n%s", tc.words, diff)
+		}
+	}
+}
+
+// TestGroupByValuesParse: every --by value completion offers is one stats
+// accepts.
+func TestGroupByValuesParse(t *testing.T) {
+	for _, v := range cliargs.GroupByValues {
+		if _, err := inspect.ParseGroupBy(v); err != nil {
+			t.Errorf("--by %s: %v", v, err)
 		}
 	}
 }

@@ -67,7 +67,8 @@ etcdpvc --kubeadm stats --since 1200000 --top 10`,
 			&cli.Int64Flag{Name: "since", Usage: "count the hottest keys' revisions from revision `REV` to now (live: etcd's watch replays them)"},
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request (live etcd)"},
 		},
-		args: cliargs.None,
+		args:   cliargs.None,
+		values: map[string]cliargs.Offer{"by": cliargs.OfferGroupBy},
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := statsOptions{Output: c.String("output"), Top: c.Int("top"), PageSize: c.Int64("page-size"), Since: c.Int64("since")}
 			if err := cliargs.CheckOutput(o.Output, "table", "json"); err != nil {

@@ -85,6 +85,8 @@ func (c Completer) offer(l Line, what Offer, cur string) []string {
 		return c.Lookup.Names(l, "namespaces", cur)
 	case OfferClaims:
 		return c.Lookup.Claims(l, cur)
+	case OfferGroupBy:
+		return GroupByValues
 	}
 	return nil
 }

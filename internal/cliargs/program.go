@@ -41,7 +41,13 @@ const (
 	OfferBackups
 	OfferNamespaces
 	OfferClaims
+	// OfferGroupBy: stats --by's groupings (GroupByValues).
+	OfferGroupBy
 )
+
+// GroupByValues are the values of stats --by, as inspect.ParseGroupBy
+// reads them, for completion.
+var GroupByValues = []string{"resource", "namespace", "resource,namespace"}
 
 // Args declares a command's positional arguments.
 type Args struct {
