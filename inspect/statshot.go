@@ -247,7 +247,7 @@ func (e *SinceError) Hint() string {
 func liveHot(ctx context.Context, w store.Watcher, prefix string, since, rev int64, top int, progress Progress) (*HotKeys, error) {
 	counts := map[string]*hotCount{}
 	var n int64
-	err := w.Watch(ctx, prefix, store.WatchOptions{Prefix: true, From: since, Until: rev}, func(ev store.WatchEvent) error {
+	err := w.Watch(ctx, prefix, store.WatchOptions{Prefix: true, From: since, Until: rev, NoPrev: true}, func(ev store.WatchEvent) error {
 		c := counts[ev.KV.Key]
 		if c == nil {
 			c = &hotCount{}

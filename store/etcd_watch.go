@@ -33,6 +33,10 @@ type WatchOptions struct {
 	// Until ends the watch once every change up to this revision has
 	// been reported (0: follow until ctx is done).
 	Until int64
+	// NoPrev leaves out the value before each change (WatchEvent.Prev
+	// stays nil), which etcd otherwise reads for every event: for a
+	// watch that only counts changes.
+	NoPrev bool
 	// Started, if set, is called once, before the first event, with the
 	// store's revision when the watch starts: changes above it are made
 	// while the watch runs.
@@ -131,7 +135,10 @@ func (e *Etcd) watchOnce(ctx context.Context, w clientv3.Watcher, key string, o 
 	if e.cfg.Consistency == Linearizable {
 		wctx = clientv3.WithRequireLeader(wctx)
 	}
-	opts := []clientv3.OpOption{clientv3.WithRev(next), clientv3.WithPrevKV()}
+	opts := []clientv3.OpOption{clientv3.WithRev(next)}
+	if !o.NoPrev {
+		opts = append(opts, clientv3.WithPrevKV())
+	}
 	if o.Prefix {
 		opts = append(opts, clientv3.WithPrefix())
 	}

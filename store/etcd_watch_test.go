@@ -91,6 +91,17 @@ func TestEtcdWatch(t *testing.T) {
 		}
 	}
 
+	// NoPrev leaves the values before out.
+	var prevs int
+	if err := e.Watch(ctx, prefix, WatchOptions{Prefix: true, From: r1, Until: r2, NoPrev: true}, func(ev WatchEvent) error {
+		if ev.Prev != nil {
+			prevs++
+		}
+		return nil
+	}); err != nil || prevs != 0 {
+		t.Fatalf("NoPrev: %d values before, %v", prevs, err)
+	}
+
 	// A canceled context ends a watch that follows, without an error.
 	cctx, cancel := context.WithCancel(ctx)
 	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
