@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -76,17 +75,6 @@ func etcdListKeys(t testing.TB, e *Etcd, prefix string, opts ListOptions) ([]str
 }
 
 // etcdClosedPort returns a 127.0.0.1 address nothing listens on.
-func etcdClosedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 func etcdHostPort(endpoint string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(endpoint, "https://"), "http://")
 }
