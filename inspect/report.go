@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/etcdpvc/etcdpvc/internal/textout"
 )
 
 // ReportOptions say how WriteReport writes the HTML report.
@@ -127,19 +129,11 @@ func WriteReport(w io.Writer, rep *StatsReport, o ReportOptions) error {
 // recoverCommand is the command that recreates a deleted key from db
 // into the live cluster, as a dry run first.
 func recoverCommand(db string, flags []string, key string) string {
-	words := []string{"etcdpvc", "--db", shellQuote(db)}
+	words := []string{"etcdpvc", "--db", textout.ShellQuote(db)}
 	for _, f := range flags {
-		words = append(words, shellQuote(f))
+		words = append(words, textout.ShellQuote(f))
 	}
-	return strings.Join(append(words, "recover", "--etcd-key", shellQuote(key), "--dry-run"), " ")
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-:@=+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return strings.Join(append(words, "recover", "--etcd-key", textout.ShellQuote(key), "--dry-run"), " ")
 }
 
 // reportSource is the source's lines: what was read, its sha256, the

@@ -3,6 +3,8 @@ package surgery
 import (
 	"strconv"
 	"strings"
+
+	"github.com/etcdpvc/etcdpvc/internal/textout"
 )
 
 // Outcome is what one written step did, as a command reports it.
@@ -41,7 +43,7 @@ func (s Step) Outcome() (o Outcome, ok bool) {
 
 // UndoCommand is the command that undoes the write a backup records
 // (restore undoes a create too: it deletes what was created).
-func UndoCommand(backup string) string { return "etcdpvc restore " + ShellQuote(backup) }
+func UndoCommand(backup string) string { return "etcdpvc restore " + textout.ShellQuote(backup) }
 
 // UndoSteps are the commands that undo the steps written, last first,
 // joined with &&; "" when none was written.

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 
+	"github.com/etcdpvc/etcdpvc/internal/textout"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -155,16 +155,5 @@ func UndoLine(steps []Step) string {
 // OperationUndo is the command that undoes operation id, whose backups
 // are in dir.
 func OperationUndo(id, dir string) string {
-	return "etcdpvc restore --operation " + id + " --backup-dir " + ShellQuote(dir)
-}
-
-// ShellQuote quotes s for a POSIX shell, when it holds anything but
-// letters, digits and -_./:=@,+%.
-func ShellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return "etcdpvc restore --operation " + id + " --backup-dir " + textout.ShellQuote(dir)
 }
