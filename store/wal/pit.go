@@ -1,0 +1,377 @@
+package wal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// ErrBeforeBase means a point in time was asked for at a raft index the
+// db the log replays over has already passed: the db holds no state older
+// than its own.
+var ErrBeforeBase = errors.New("the db the log replays over is newer than that point")
+
+// ErrNoPointInTime means a point in time was named by what it precedes (a
+// revision, a deletion) and the log's entries after the db hold no such
+// thing.
+var ErrNoPointInTime = errors.New("the log holds no such change after the db")
+
+// etcdMinLeaseTTL is the shortest TTL etcd stores for a lease with its
+// default election timeout (lessor.Grant raises a shorter one to
+// ceil(1.5 × election ticks × heartbeat) = ceil(1.5 × 10 × 100 ms) s).
+const etcdMinLeaseTTL = 2
+
+// PointInTime is the keyspace as the log's entries up to raft index Index
+// left it, replayed exactly over the db the log starts from (the db's
+// state at its consistent index, then each entry after it applied as
+// etcd's apply loop does; see the package comment): what an etcd snapshot
+// taken at Index holds. store.WritePointInTime writes it as one.
+//
+// Only a replay over a db (OpenLogOver, OpenLogChecked) has one, and only
+// where every entry from the db's consistent index to Index has an
+// established outcome and revision: no entry missing, none past the last
+// commit index the log records, none whose apply rules are not modelled
+// (enabling authentication, a NOSPACE alarm).
+type PointInTime struct {
+	// Index and Term are the raft entry the point is at (the snapshot's
+	// consistent index and term).
+	Index, Term uint64
+	// BaseIndex, BaseTerm and BaseRevision are the db's consistent
+	// index, term and revision; Base its path.
+	BaseIndex, BaseTerm uint64
+	BaseRevision        int64
+	Base                string
+	// Revision is the keyspace's revision at Index.
+	Revision int64
+	// Entries counts the entries replayed (BaseIndex, Index]; Changes
+	// the key changes they made (one per key per revision).
+	Entries, Changes int
+	// Compaction is the highest compaction revision at Index: the db's
+	// (scheduled) or one an entry asked for (0: none).
+	Compaction int64
+	// Leases are the lease changes of the entries, in log order.
+	Leases []store.LeaseChange
+	// Kept says what the entries changed that the snapshot keeps as the
+	// db holds it (membership, cluster version, users and roles), with
+	// the entries' count; Notes what else a reader should know.
+	Kept, Notes []string
+
+	w      *WAL
+	writes []int32 // the applied writes of (BaseIndex, Index], in revision order
+}
+
+// PointInTime returns the keyspace at raft index index (see PointInTime).
+// It wraps ErrBeforeBase for an index below the db's consistent index,
+// ErrUndetermined when an entry up to index (or index itself) is not
+// established, and ErrLogGap when the log does not reach it.
+func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, error) {
+	if w.base == nil {
+		return nil, errors.New("a point in time is the log replayed over the db it continues: give the db or an older snapshot of the member (--db)")
+	}
+	ci := w.cov.ConsistentIndex
+	m := w.base.Meta()
+	p := &PointInTime{Index: index, BaseIndex: ci, BaseTerm: m.Term, BaseRevision: w.cov.DBRevision, Base: w.base.Path(),
+		Revision: w.cov.DBRevision, Compaction: max(m.CompactRevision, m.ScheduledCompactRevision), w: w, Term: m.Term}
+	switch {
+	case index < ci:
+		return nil, fmt.Errorf("raft index %d: %w: %s holds the entries up to raft index %d; give an older snapshot of the cluster as --db", index, ErrBeforeBase, w.base.Path(), ci)
+	case index > w.cov.LastIndex:
+		return nil, fmt.Errorf("raft index %d: %w: the log ends at raft index %d", index, ErrLogGap, w.cov.LastIndex)
+	case index > w.cov.Commit:
+		return nil, fmt.Errorf("raft index %d: %w: past the last commit index the log records (%d): it may never have been applied", index, ErrUndetermined, w.cov.Commit)
+	case !w.r.known && w.r.stopAt <= index:
+		return nil, fmt.Errorf("raft index %d: %w: %s", index, ErrUndetermined, w.r.stopWhy)
+	}
+	r := w.r
+	kept := map[string]int{}
+	first, last := -1, -1
+	for i := range r.entries {
+		e := &r.entries[i]
+		if e.index <= ci {
+			continue
+		}
+		if e.index > index {
+			break
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+		we := r.entry(int32(i))
+		p.Entries++
+		p.Term = e.term
+		if e.outcome == OutcomeUnknown {
+			return nil, fmt.Errorf("raft index %d: %w: entry %d (%s): %s", index, ErrUndetermined, e.index, e.kind, we.Reason)
+		}
+		if e.revision != 0 {
+			p.Revision = e.revision
+		}
+		if err := p.entry(ctx, we, kept); err != nil {
+			return nil, err
+		}
+	}
+	if index > ci && (first < 0 || r.entries[last].index != index) {
+		return nil, fmt.Errorf("raft index %d: %w: the log holds no entry %d after the db's", index, ErrLogGap, index)
+	}
+	for _, k := range sortedKeys(kept) {
+		p.Kept = append(p.Kept, fmt.Sprintf("%d %s", kept[k], k))
+	}
+	if first >= 0 {
+		lo, hi := r.entries[first].index, r.entries[last].index
+		for _, id := range r.applied {
+			x := &r.all[id]
+			if ei := r.entries[x.entry].index; ei < lo || ei > hi {
+				continue
+			}
+			if x.mod == 0 {
+				return nil, fmt.Errorf("raft index %d: %w: the revision of entry %d's write of %s", index, ErrUndetermined, r.entries[x.entry].index, r.keyNames[x.key])
+			}
+			p.writes = append(p.writes, id)
+		}
+	}
+	p.Changes = len(p.writes)
+	return p, nil
+}
+
+// entry takes one replayed entry's lease changes, compaction and what the
+// snapshot keeps from the db.
+func (p *PointInTime) entry(ctx context.Context, we WALEntry, kept map[string]int) error {
+	switch {
+	case we.Kind == walread.KindConfChange:
+		kept["membership changes (members, as the db holds them)"]++
+	case we.Kind == walread.KindCompaction && we.Outcome == OutcomeApplied:
+		req, err := p.w.request(we)
+		if err != nil {
+			return err
+		}
+		p.Compaction = max(p.Compaction, req.Compaction.Revision)
+	case we.Kind == walread.KindLeaseGrant && we.Outcome == OutcomeApplied:
+		req, err := p.w.request(we)
+		if err != nil {
+			return err
+		}
+		ttl := req.LeaseGrant.TTL
+		if ttl < etcdMinLeaseTTL {
+			p.Notes = append(p.Notes, fmt.Sprintf("lease %x (entry %d) was granted a TTL of %d s: stored as %d s, etcd's minimum with its default election timeout", req.LeaseGrant.ID, we.Index, ttl, etcdMinLeaseTTL))
+			ttl = etcdMinLeaseTTL
+		}
+		p.Leases = append(p.Leases, store.LeaseChange{Index: we.Index, ID: req.LeaseGrant.ID, TTL: ttl})
+	case we.Kind == walread.KindLeaseRevoke && we.Outcome == OutcomeApplied:
+		req, err := p.w.request(we)
+		if err != nil {
+			return err
+		}
+		p.Leases = append(p.Leases, store.LeaseChange{Index: we.Index, ID: req.LeaseRevoke.ID, Revoke: true})
+	case we.Other == "lease-checkpoint":
+		req, err := p.w.request(we)
+		if err != nil {
+			return err
+		}
+		for _, c := range req.LeaseCheckpoint.GetCheckpoints() {
+			p.Leases = append(p.Leases, store.LeaseChange{Index: we.Index, ID: c.ID, Checkpoint: true, Remaining: c.Remaining_TTL})
+		}
+	case we.Other == "cluster" || we.Other == "v2":
+		kept["member attribute or cluster version changes (members and cluster, as the db holds them)"]++
+	case we.Other == "auth":
+		kept["user and role changes (auth, as the db holds them)"]++
+	case we.Other == "alarm":
+		kept["alarm changes (alarm, as the db holds it)"]++
+	}
+	return ctx.Err()
+}
+
+// request reads entry we's request again from the log.
+func (w *WAL) request(we WALEntry) (*pb.InternalRaftRequest, error) {
+	rec, err := w.log.ReadRecord(we.pos)
+	if err != nil {
+		return nil, fmt.Errorf("read entry %d: %w", we.Index, err)
+	}
+	e, err := walread.DecodeEntry(rec.GetData())
+	if err != nil {
+		return nil, fmt.Errorf("read entry %d: %w", we.Index, err)
+	}
+	if e.Index != we.Index || e.Request == nil {
+		return nil, fmt.Errorf("read entry %d: the log holds another entry there now", we.Index)
+	}
+	return e.Request, nil
+}
+
+// Writes calls fn for each revision the entries add to the db's, in
+// revision order (main, then sub revision), with the value each put
+// wrote (read again from the log).
+func (p *PointInTime) Writes(ctx context.Context, fn func(store.ReplayedRevision) error) error {
+	var main, sub int64
+	for i, id := range p.writes {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		kw, err := p.w.keyWrite(id, true)
+		if err != nil {
+			return err
+		}
+		kv := kw.Event.KV
+		if kv.ModRevision == main {
+			sub++
+		} else {
+			main, sub = kv.ModRevision, 0
+		}
+		if kw.Event.Deleted {
+			kv = store.KeyValue{Key: kv.Key, ModRevision: kv.ModRevision}
+		}
+		if err := fn(store.ReplayedRevision{KV: kv, Sub: sub, Deleted: kw.Event.Deleted}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KeyChange is one key the entries changed: its state in the db (nil:
+// absent) and at the point in time (nil: absent). Values are not read.
+type KeyChange struct {
+	Key           string
+	Before, After *store.KeyValue
+}
+
+// Changed lists the keys the entries changed, in key order, with their
+// states before and after (a key changed and changed back is listed:
+// its revisions differ).
+func (p *PointInTime) Changed() []KeyChange {
+	after := map[string]*store.KeyValue{}
+	for _, id := range p.writes {
+		x := &p.w.r.all[id]
+		key := p.w.r.keyNames[x.key]
+		if x.deleted {
+			after[key] = nil
+			continue
+		}
+		after[key] = &store.KeyValue{Key: key, CreateRevision: x.create, ModRevision: x.mod, Version: x.version, Lease: x.lease}
+	}
+	out := make([]KeyChange, 0, len(after))
+	for _, k := range sortedKeys(after) {
+		kc := KeyChange{Key: k, After: after[k]}
+		if s, ok := p.w.baseState(k); ok {
+			kc.Before = &s
+		}
+		out = append(out, kc)
+	}
+	return out
+}
+
+// Live calls fn for every key live at the point in time, in key order,
+// without its value.
+func (p *PointInTime) Live(fn func(store.KeyValue) error) error {
+	changed := p.Changed()
+	base := p.w.baseStates
+	i, j := 0, 0
+	for i < len(base) || j < len(changed) {
+		switch {
+		case j == len(changed) || i < len(base) && base[i].Key < changed[j].Key:
+			if err := fn(base[i]); err != nil {
+				return err
+			}
+			i++
+		default:
+			if i < len(base) && base[i].Key == changed[j].Key {
+				i++
+			}
+			if a := changed[j].After; a != nil {
+				if err := fn(*a); err != nil {
+					return err
+				}
+			}
+			j++
+		}
+	}
+	return nil
+}
+
+// IndexBeforeRevision is the raft index just before the entry that made
+// revision rev (the point at which the keyspace's revision is rev-1). It
+// wraps ErrNoPointInTime when no entry after the db's made it.
+func (w *WAL) IndexBeforeRevision(rev int64) (uint64, error) {
+	if w.base == nil {
+		return 0, errors.New("a point in time is the log replayed over the db it continues: give the db or an older snapshot of the member (--db)")
+	}
+	ci := w.cov.ConsistentIndex
+	prev := ci
+	for i := range w.r.entries {
+		e := &w.r.entries[i]
+		if e.index <= ci {
+			continue
+		}
+		if e.revision >= rev {
+			if e.revision != rev {
+				break
+			}
+			return prev, nil
+		}
+		prev = e.index
+	}
+	if !w.r.known {
+		return 0, fmt.Errorf("revision %d: %w: %s", rev, ErrUndetermined, w.r.stopWhy)
+	}
+	return 0, fmt.Errorf("revision %d: %w: the entries after the db's (consistent index %d, revision %d) made revisions up to %d", rev, ErrNoPointInTime, ci, w.cov.DBRevision, w.lastRev)
+}
+
+// IndexBeforeDelete is the raft index just before the first entry after
+// the db's that deletes key (or, when it ends in "/", a key under it),
+// with that entry. It wraps ErrNoPointInTime when none does, and
+// ErrUndetermined when an entry before one that does is not established.
+func (w *WAL) IndexBeforeDelete(key string) (uint64, WALEntry, error) {
+	if w.base == nil {
+		return 0, WALEntry{}, errors.New("a point in time is the log replayed over the db it continues: give the db or an older snapshot of the member (--db)")
+	}
+	match := func(k string) bool {
+		if strings.HasSuffix(key, "/") {
+			return strings.HasPrefix(k, key)
+		}
+		return k == key
+	}
+	ci := w.cov.ConsistentIndex
+	best := int32(-1)
+	for _, id := range w.r.applied {
+		x := &w.r.all[id]
+		if !x.deleted || w.r.entries[x.entry].index <= ci || !match(w.r.keyNames[x.key]) {
+			continue
+		}
+		if best < 0 || x.entry < best {
+			best = x.entry
+		}
+	}
+	if best < 0 {
+		if !w.r.known {
+			return 0, WALEntry{}, fmt.Errorf("a deletion of %s: %w: %s", key, ErrUndetermined, w.r.stopWhy)
+		}
+		return 0, WALEntry{}, fmt.Errorf("a deletion of %s: %w: no entry after the db's consistent index %d deletes it", key, ErrNoPointInTime, ci)
+	}
+	prev := ci
+	for i := int32(0); i < best; i++ {
+		if e := w.r.entries[i]; e.index > ci {
+			prev = e.index
+		}
+	}
+	return prev, w.r.entry(best), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Snapshot is p as store.WritePointInTime takes it.
+func (p *PointInTime) Snapshot() store.PointInTime {
+	return store.PointInTime{ConsistentIndex: p.Index, Term: p.Term, Revision: p.Revision, Compaction: p.Compaction, Leases: p.Leases, Revisions: p.Writes}
+}
