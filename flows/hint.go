@@ -100,6 +100,9 @@ var sentinelHints = []struct {
 	{surgery.ErrSeveralWrites, "restore each backup on its own, the newest first (`etcdpvc backups` lists them, newest first)"},
 	{surgery.ErrKeyMismatch, "the stored value is another object than its key names: look at it with `etcdpvc get --etcd-key KEY -o yaml`; undelete --force edits it anyway"},
 	{wal.ErrUndetermined, session.UndeterminedHint},
+	{wal.ErrBeforeBase, "give an older snapshot of the cluster as --db: one taken before that point, whose consistent index the log continues"},
+	{wal.ErrNoPointInTime, "`etcdpvc --db OLD.db --wal DIR history RESOURCE NAME` (or `ls --deleted`) lists the revisions and deletions the log holds"},
+	{store.ErrOutputExists, "give --out a new file name"},
 	// A revision compacted before anything of it was read.
 	{store.ErrCompacted, compactedHint},
 	{codec.ErrLossy, "edit metadata with undelete, finalizers, label or annotate: they work at the wire level and keep unknown fields"},

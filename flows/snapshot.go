@@ -34,9 +34,14 @@ func (s *Session) FinishSnapshot() (*SnapshotResult, error) {
 // SnapshotRunbook is the procedure to make the snapshot file out the
 // cluster's state.
 func SnapshotRunbook(out string) string {
+	return snapshotRunbook(out, `docs/runbooks/forensics.md, "Snapshot surgery"`)
+}
+
+// snapshotRunbook is SnapshotRunbook citing the runbook doc.
+func snapshotRunbook(out, doc string) string {
 	return fmt.Sprintf(`
 Nothing in the cluster has changed yet. To make %[1]s the cluster's state
-(see docs/runbooks/forensics.md, "Snapshot surgery"):
+(see %[2]s):
   1. check it:  etcdpvc --db %[1]s get ...   and   etcdutl snapshot status %[1]s
   2. stop kube-apiserver on every control-plane node, then stop etcd on EVERY member
      (kubeadm: move kube-apiserver.yaml and etcd.yaml out of /etc/kubernetes/manifests)
@@ -51,5 +56,5 @@ Nothing in the cluster has changed yet. To make %[1]s the cluster's state
   4. point each member at the new data dir, start every member, then kube-apiserver
 Never copy %[1]s into a member's data dir or restore it onto some members only:
 members would diverge. Roll back: stop every member and start them on the old data dirs.
-`, out)
+`, out, doc)
 }

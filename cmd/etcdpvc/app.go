@@ -262,6 +262,7 @@ func commands() []command {
 		statsCommand(),
 		reportCommand(),
 		salvageCommand(),
+		snapshotCommand(),
 		decodeCommand(),
 		encodeCommand(),
 		versionCommand(),

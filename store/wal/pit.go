@@ -70,7 +70,7 @@ type PointInTime struct {
 // PointInTime returns the keyspace at raft index index (see PointInTime).
 // It wraps ErrBeforeBase for an index below the db's consistent index,
 // ErrUndetermined when an entry up to index (or index itself) is not
-// established, and ErrLogGap when the log does not reach it.
+// established or the log does not reach it.
 func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, error) {
 	if w.base == nil {
 		return nil, errors.New("a point in time is the log replayed over the db it continues: give the db or an older snapshot of the member (--db)")
@@ -83,7 +83,7 @@ func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, erro
 	case index < ci:
 		return nil, fmt.Errorf("raft index %d: %w: %s holds the entries up to raft index %d; give an older snapshot of the cluster as --db", index, ErrBeforeBase, w.base.Path(), ci)
 	case index > w.cov.LastIndex:
-		return nil, fmt.Errorf("raft index %d: %w: the log ends at raft index %d", index, ErrLogGap, w.cov.LastIndex)
+		return nil, fmt.Errorf("raft index %d: %w: the log ends at raft index %d", index, ErrUndetermined, w.cov.LastIndex)
 	case index > w.cov.Commit:
 		return nil, fmt.Errorf("raft index %d: %w: past the last commit index the log records (%d): it may never have been applied", index, ErrUndetermined, w.cov.Commit)
 	case !w.r.known && w.r.stopAt <= index:
