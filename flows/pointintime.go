@@ -120,7 +120,12 @@ func (s *Session) PointInTime(ctx context.Context, w io.Writer, r PointInTimeReq
 		if err != nil {
 			return err
 		}
-		index, why = i, fmt.Sprintf("just before entry %d, revision %d, which deletes %s", e.Index, e.Revision, r.BeforeDelete)
+		if e.Outcome == wal.OutcomeApplied {
+			why = fmt.Sprintf("just before entry %d, revision %d, which deletes %s", e.Index, e.Revision, r.BeforeDelete)
+		} else {
+			why = fmt.Sprintf("just before entry %d, which would delete %s (its outcome is not established: %s)", e.Index, r.BeforeDelete, e.Reason)
+		}
+		index = i
 	}
 	p, err := s.WAL.PointInTime(ctx, index)
 	if errors.Is(err, wal.ErrUndetermined) {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/etcdpvc/etcdpvc/fixtures"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/internal/demo"
@@ -29,6 +31,8 @@ import (
 //	load demo                     the demo's objects (cmd/etcdpvc/demo.go)
 //	snapshot PATH                 save a snapshot of the etcd to PATH
 //	delete KEY                    delete a key
+//	delete-prefix PREFIX          delete every key under PREFIX (one entry)
+//	wal PATH                      copy the member's write-ahead log to PATH
 //	corrupt KEY                   put at KEY a value no apiserver decodes
 //	-->
 //
@@ -194,6 +198,13 @@ spec:
 			if err != nil || resp.Deleted != 1 {
 				t.Fatalf("%s: deleted %v keys, %v", step, resp, err)
 			}
+		case len(f) == 2 && f[0] == "delete-prefix":
+			resp, err := cli.Delete(ctx, f[1], clientv3.WithPrefix())
+			if err != nil || resp.Deleted == 0 {
+				t.Fatalf("%s: deleted %v keys, %v", step, resp, err)
+			}
+		case len(f) == 2 && f[0] == "wal":
+			copyTree(t, filepath.Join(c.DataDir(0), "member", "wal"), local(f[1]))
 		case len(f) == 2 && f[0] == "corrupt":
 			// Bytes no apiserver decodes: a protobuf envelope cut short.
 			if _, err := cli.Put(ctx, f[1], "k8s\x00\x0a\x0f\x0a\x02v1\x12\x09ConfigMap\x12\x40cut"); err != nil {
@@ -248,6 +259,30 @@ spec:
 	}
 	if ran == 0 {
 		t.Fatal("the runbook has a runbook-test comment but no etcdpvc command")
+	}
+}
+
+// copyTree copies the regular files of directory src into dst (made).
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -347,11 +347,25 @@ func (w *WAL) IndexBeforeDelete(key string) (uint64, WALEntry, error) {
 			best = x.entry
 		}
 	}
-	if best < 0 {
-		if !w.r.known {
-			return 0, WALEntry{}, fmt.Errorf("a deletion of %s: %w: %s", key, ErrUndetermined, w.r.stopWhy)
+	// An entry whose outcome is not established (past the last commit
+	// the log records) that would delete it: the point before it is
+	// before the deletion too.
+	for i := range w.r.entries {
+		e := &w.r.entries[i]
+		if best >= 0 && int32(i) >= best {
+			break
 		}
-		return 0, WALEntry{}, fmt.Errorf("a deletion of %s: %w: no entry after the db's consistent index %d deletes it", key, ErrNoPointInTime, ci)
+		if e.index <= ci || e.outcome != OutcomeUnknown || e.kind != walread.KindDeleteRange && e.kind != walread.KindTxn {
+			continue
+		}
+		req, err := w.request(w.r.entry(int32(i)))
+		if err != nil {
+			return 0, WALEntry{}, err
+		}
+		if requestDeletes(req, key) {
+			best = int32(i)
+			break
+		}
 	}
 	prev := ci
 	for i := int32(0); i < best; i++ {
@@ -360,6 +374,54 @@ func (w *WAL) IndexBeforeDelete(key string) (uint64, WALEntry, error) {
 		}
 	}
 	return prev, w.r.entry(best), nil
+}
+
+// requestDeletes reports whether req holds a delete (in either branch of
+// a transaction) of key, or, when key ends in "/", of a key under it.
+func requestDeletes(req *pb.InternalRaftRequest, key string) bool {
+	var dels []*pb.DeleteRangeRequest
+	if req.DeleteRange != nil {
+		dels = append(dels, req.DeleteRange)
+	}
+	var walk func(ops []*pb.RequestOp)
+	walk = func(ops []*pb.RequestOp) {
+		for _, op := range ops {
+			if d := op.GetRequestDeleteRange(); d != nil {
+				dels = append(dels, d)
+			}
+			if t := op.GetRequestTxn(); t != nil {
+				walk(t.Success)
+				walk(t.Failure)
+			}
+		}
+	}
+	if req.Txn != nil {
+		walk(req.Txn.Success)
+		walk(req.Txn.Failure)
+	}
+	// The keys meant: [lo, hi), hi "" for no bound.
+	lo, hi := key, key+"\x00"
+	if strings.HasSuffix(key, "/") {
+		hi = key[:len(key)-1] + string(rune(key[len(key)-1]+1))
+	}
+	for _, d := range dels {
+		k, e := string(d.Key), string(d.RangeEnd)
+		switch {
+		case e == "":
+			if k >= lo && k < hi {
+				return true
+			}
+		case e == "\x00": // from k on
+			if hi > k {
+				return true
+			}
+		default:
+			if k < hi && e > lo {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string {

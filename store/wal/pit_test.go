@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	etcdwal "go.etcd.io/etcd/server/v3/storage/wal"
 
@@ -385,6 +386,36 @@ func dropSegmentsAfter(t *testing.T, dir string, index uint64) {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+}
+
+func TestRequestDeletes(t *testing.T) {
+	del := func(k, e string) *pb.InternalRaftRequest {
+		return &pb.InternalRaftRequest{DeleteRange: &pb.DeleteRangeRequest{Key: []byte(k), RangeEnd: []byte(e)}}
+	}
+	txn := &pb.InternalRaftRequest{Txn: &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestTxn{RequestTxn: &pb.TxnRequest{
+		Failure: []*pb.RequestOp{{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte("/registry/pods/a/b")}}}}}}}}}}
+	for _, tc := range []struct {
+		req  *pb.InternalRaftRequest
+		key  string
+		want bool
+	}{
+		{del("/registry/pods/a/b", ""), "/registry/pods/a/b", true},
+		{del("/registry/pods/a/b", ""), "/registry/pods/a/bc", false},
+		{del("/registry/pods/a/b", ""), "/registry/pods/a/", true},
+		{del("/registry/pods/a/", "/registry/pods/a0"), "/registry/pods/a/x", true},
+		{del("/registry/pods/a/", "/registry/pods/a0"), "/registry/pods/", true},
+		{del("/registry/pods/b/", "/registry/pods/b0"), "/registry/pods/a/", false},
+		{del("/registry/pods/a/x", "\x00"), "/registry/pods/a/", true},
+		{del("/registry/pods/b", "\x00"), "/registry/pods/a/", false},
+		{del("/registry/pods/a/c", "/registry/pods/a/d"), "/registry/pods/a/b", false},
+		{del("/registry/pods/a/a", "/registry/pods/a/c"), "/registry/pods/a/b", true},
+		{txn, "/registry/pods/a/b", true},
+		{txn, "/registry/pods/a/c", false},
+	} {
+		if got := requestDeletes(tc.req, tc.key); got != tc.want {
+			t.Errorf("requestDeletes(%v, %q) = %v, want %v", tc.req, tc.key, got, tc.want)
 		}
 	}
 }
