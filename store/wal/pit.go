@@ -367,6 +367,12 @@ func (w *WAL) IndexBeforeDelete(key string) (uint64, WALEntry, error) {
 			break
 		}
 	}
+	if best < 0 {
+		if !w.r.known {
+			return 0, WALEntry{}, fmt.Errorf("a deletion of %s: %w: %s", key, ErrUndetermined, w.r.stopWhy)
+		}
+		return 0, WALEntry{}, fmt.Errorf("a deletion of %s: %w: no entry after the db's consistent index %d deletes it", key, ErrNoPointInTime, ci)
+	}
 	prev := ci
 	for i := int32(0); i < best; i++ {
 		if e := w.r.entries[i]; e.index > ci {
