@@ -148,12 +148,12 @@ func (s *Session) PointInTime(ctx context.Context, w io.Writer, r PointInTimeReq
 		return err
 	}
 	if !r.DryRun {
-		written, err := store.WritePointInTime(ctx, s.Bolt, r.Out, p.Snapshot())
+		written, err := store.WritePointInTime(ctx, s.Bolt, r.Out, p.Snapshot(), s.Options.BoltOptions())
 		if err != nil {
 			return err
 		}
 		rep.Written = written
-		if err := checkPointInTime(written.Path, p); err != nil {
+		if err := checkPointInTime(written.Path, p, s.Options.BoltOptions()); err != nil {
 			return err
 		}
 	}
@@ -170,8 +170,8 @@ func (s *Session) PointInTime(ctx context.Context, w io.Writer, r PointInTimeReq
 
 // checkPointInTime opens the snapshot written (its trailer checked) and
 // checks it is at the point: its consistent index, term and revision.
-func checkPointInTime(path string, p *wal.PointInTime) error {
-	b, err := store.OpenBolt(path, store.BoltOptions{})
+func checkPointInTime(path string, p *wal.PointInTime, opts store.BoltOptions) error {
+	b, err := store.OpenBolt(path, opts)
 	if err != nil {
 		return fmt.Errorf("check the snapshot written: %w", err)
 	}

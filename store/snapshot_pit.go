@@ -95,8 +95,10 @@ const pitBatchBytes = 32 << 20
 //
 // It is written to a temporary file beside out (mode 0600), fsynced,
 // linked to out (never replacing a file) and the directory fsynced; on
-// failure nothing is left behind. base is never written.
-func WritePointInTime(ctx context.Context, base *Bolt, out string, p PointInTime) (w *PointInTimeWritten, err error) {
+// failure nothing is left behind. base is never written. With
+// opts.HashCacheDir, the trailer written is remembered as verified, so
+// that opening the file next does not hash it again.
+func WritePointInTime(ctx context.Context, base *Bolt, out string, p PointInTime, opts BoltOptions) (w *PointInTimeWritten, err error) {
 	in := base.Path()
 	if err := checkSnapshotOut(in, out); err != nil {
 		return nil, err
@@ -142,6 +144,9 @@ func WritePointInTime(ctx context.Context, base *Bolt, out string, p PointInTime
 	}
 	if err := durable.SyncDir(dir); err != nil {
 		return nil, err
+	}
+	if opts.HashCacheDir != "" {
+		rememberVerified(opts.HashCacheDir, out, sum)
 	}
 	return w, nil
 }

@@ -228,7 +228,7 @@ func writePIT(t *testing.T, basePath string, dirs []string, index uint64) (strin
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "pit.db")
-	if _, err := store.WritePointInTime(ctx, base, out, p.Snapshot()); err != nil {
+	if _, err := store.WritePointInTime(ctx, base, out, p.Snapshot(), store.BoltOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return out, p

@@ -54,6 +54,11 @@ type Manifest struct {
 	// (-big-namespace), to measure recovering a large namespace.
 	BigNamespace        string `json:"bigNamespace,omitempty"`
 	BigNamespaceObjects int    `json:"bigNamespaceObjects,omitempty"`
+	// SnapshotSaveSeconds is how long etcd's own snapshot save (what
+	// `etcdctl snapshot save` runs) of the final data set took.
+	SnapshotSaveSeconds float64 `json:"snapshotSaveSeconds"`
+	// OlderRevision is the revision of the older snapshot (olderSnapshot).
+	OlderRevision int64 `json:"olderRevision,omitempty"`
 }
 
 // template is one corpus object to vary.
@@ -245,7 +250,7 @@ func generateMain(ctx context.Context, args []string) error {
 		base := strings.TrimSuffix(dbPath, ".db") + fmt.Sprintf("-ns%d", *bigNS)
 		dbPath, manPath = base+".db", base+".json"
 	}
-	if exists(dbPath) && exists(manPath) {
+	if exists(dbPath) && exists(manPath) && exists(olderSnapshot(dbPath)) {
 		fmt.Printf("%s exists; remove it to generate again\n", dbPath)
 		return nil
 	}
@@ -409,7 +414,23 @@ func generateMain(ctx context.Context, args []string) error {
 		}
 		return put(o.key, v, o.lease)
 	}
-	if err := run("update", len(targets), func(i int) error { return update(objs[targets[i]], i) }); err != nil {
+	// The older snapshot, before the last tenth of the updates: inside the
+	// log the member keeps at the end.
+	cut := len(targets) * 9 / 10
+	if err := run("update", cut, func(i int) error { return update(objs[targets[i]], i) }); err != nil {
+		return err
+	}
+	cfg := clientv3.Config{Endpoints: cli.Endpoints(), DialTimeout: 10 * time.Second, Logger: zap.NewNop()}
+	older := olderSnapshot(dbPath)
+	_ = os.Remove(older + ".part")
+	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, older+".part"); err != nil {
+		return fmt.Errorf("save the older snapshot: %w", err)
+	}
+	if err := os.Rename(older+".part", older); err != nil {
+		return err
+	}
+	olderRev := written.Load()
+	if err := run("update", len(targets)-cut, func(i int) error { return update(objs[targets[cut+i]], cut+i) }); err != nil {
 		return err
 	}
 	// One hot key with a long history, written in order.
@@ -478,10 +499,11 @@ func generateMain(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "benchdata: etcd at revision %d; saving the snapshot\n", resp.Header.Revision)
 	part := dbPath + ".part"
 	_ = os.Remove(part)
-	cfg := clientv3.Config{Endpoints: cli.Endpoints(), DialTimeout: 10 * time.Second, Logger: zap.NewNop()}
+	t0 := time.Now()
 	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, part); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
+	saveSeconds := time.Since(t0).Seconds()
 	if err := os.Rename(part, dbPath); err != nil {
 		return err
 	}
@@ -497,6 +519,7 @@ func generateMain(ctx context.Context, args []string) error {
 		Revisions: resp.Header.Revision, Live: live + recreated, Terminating: term, Recreated: recreated,
 		Deleted: deletedPairs, Leased: leased, HistoryKey: hotObj.key, TerminatingKey: objs[pvcs[0]].key,
 		RecreatedSample: recreatedKeys[:min(5, len(recreatedKeys))], FileSize: fi.Size(), Seconds: time.Since(start).Seconds(),
+		SnapshotSaveSeconds: saveSeconds, OlderRevision: olderRev,
 	}
 	if *bigNS > 0 {
 		m.BigNamespace, m.BigNamespaceObjects = bigNamespace, *bigNS

@@ -81,6 +81,12 @@ func dataset(dir string, n int) (db, manifest string) {
 // an operator finds them on a node (they start after a raft snapshot).
 func walDir(db string) string { return strings.TrimSuffix(db, ".db") + "-wal" }
 
+// olderSnapshot is where the data set of db keeps a snapshot saved before
+// the last tenth of its updates, whose consistent index lies inside the
+// kept log: the start of a point-in-time snapshot (`etcdpvc --db OLDER
+// --wal WAL snapshot --index N`).
+func olderSnapshot(db string) string { return strings.TrimSuffix(db, ".db") + "-older.db" }
+
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return !errors.Is(err, os.ErrNotExist)

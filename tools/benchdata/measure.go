@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -62,18 +63,32 @@ func measureMain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	pitOut := dbPath + ".pit-measure.db"
+	defer os.Remove(pitOut)
 	cases := []struct {
 		name string
 		argv []string
+		out  string // a file the command writes, removed before each run
 	}{
-		{"bbolt scan, default mmap", []string{self, "scan", dbPath}},
-		{"bbolt scan, populate (limit)", []string{self, "scan", "-populate", dbPath}},
-		{"ls -A", []string{*bin, "--db", dbPath, "ls", "-A"}},
-		{"ls -A --terminating", []string{*bin, "--db", dbPath, "ls", "-A", "--terminating"}},
-		{"wal ls -A --deleted", []string{*bin, "--wal", walDir(dbPath), "--db", dbPath, "ls", "-A", "--deleted"}},
-		{"history (1 key)", []string{*bin, "--db", dbPath, "history", "--etcd-key", m.HistoryKey}},
-		{"dump", []string{*bin, "--db", dbPath, "dump"}},
-		{"stats", []string{*bin, "--db", dbPath, "stats"}},
+		{"bbolt scan, default mmap", []string{self, "scan", dbPath}, ""},
+		{"bbolt scan, populate (limit)", []string{self, "scan", "-populate", dbPath}, ""},
+		{"ls -A", []string{*bin, "--db", dbPath, "ls", "-A"}, ""},
+		{"ls -A --terminating", []string{*bin, "--db", dbPath, "ls", "-A", "--terminating"}, ""},
+		{"wal ls -A --deleted", []string{*bin, "--wal", walDir(dbPath), "--db", dbPath, "ls", "-A", "--deleted"}, ""},
+		{"history (1 key)", []string{*bin, "--db", dbPath, "history", "--etcd-key", m.HistoryKey}, ""},
+		{"dump", []string{*bin, "--db", dbPath, "dump"}, ""},
+		{"stats", []string{*bin, "--db", dbPath, "stats"}, ""},
+	}
+	if ci, err := consistentIndexOf(dbPath); err == nil && exists(olderSnapshot(dbPath)) && exists(walDir(dbPath)) {
+		// The point in time at the final snapshot's index, from the older
+		// snapshot and the log: the final snapshot again.
+		cases = append(cases, struct {
+			name string
+			argv []string
+			out  string
+		}{"wal snapshot --index (PIT)", []string{*bin, "--db", olderSnapshot(dbPath), "--wal", walDir(dbPath), "snapshot", "--index", fmt.Sprint(ci), "--out", pitOut}, pitOut})
+	} else {
+		fmt.Printf("%s is missing: the point-in-time case is skipped (remove %s and generate again)\n", olderSnapshot(dbPath), dbPath)
 	}
 	if !exists(walDir(dbPath)) {
 		// A data set generated before its wal was kept.
@@ -109,6 +124,9 @@ func measureMain(ctx context.Context, args []string) error {
 					return err
 				}
 			}
+			if c.out != "" {
+				_ = os.Remove(c.out)
+			}
 			r, err := runOne(ctx, c.name, c.argv)
 			if err != nil {
 				fmt.Printf("%-5s %-30s failed: %v\n", mode, c.name, err)
@@ -121,7 +139,43 @@ func measureMain(ctx context.Context, args []string) error {
 			}
 		}
 	}
+	if m.SnapshotSaveSeconds > 0 {
+		fmt.Printf("%-5s %-30s %9.2f   (etcd's own snapshot save of the final data set, timed when it was generated)\n", "-", "etcdctl snapshot save", m.SnapshotSaveSeconds)
+	}
+	if exists(pitOut) {
+		// The point in time at the final index must be the final snapshot.
+		r, err := runOne(ctx, "diff --members", []string{*bin, "diff", "--members", pitOut, dbPath})
+		switch {
+		case err != nil:
+			fmt.Printf("point in time vs the final snapshot: %v\n", err)
+		default:
+			fmt.Printf("point in time vs the final snapshot: diff --members agrees (%.1fs)\n", r.seconds)
+		}
+	}
 	return nil
+}
+
+// consistentIndexOf reads a db file's consistent index.
+func consistentIndexOf(path string) (uint64, error) {
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var ci uint64
+	err = db.View(func(tx *bolt.Tx) error {
+		mb := tx.Bucket([]byte("meta"))
+		if mb == nil {
+			return errors.New("no meta bucket")
+		}
+		v := mb.Get([]byte("consistent_index"))
+		if len(v) != 8 {
+			return errors.New("no consistent index")
+		}
+		ci = binary.BigEndian.Uint64(v)
+		return nil
+	})
+	return ci, err
 }
 
 // runOne runs argv with stdout counted and discarded, and measures it.
