@@ -296,12 +296,16 @@ func (p *PointInTime) Live(fn func(store.KeyValue) error) error {
 
 // IndexBeforeRevision is the raft index just before the entry that made
 // revision rev (the point at which the keyspace's revision is rev-1). It
-// wraps ErrNoPointInTime when no entry after the db's made it.
+// wraps ErrBeforeBase for a revision the db already holds, and
+// ErrNoPointInTime when no entry after the db's made it.
 func (w *WAL) IndexBeforeRevision(rev int64) (uint64, error) {
 	if w.base == nil {
 		return 0, errors.New("a point in time is the log replayed over the db it continues: give the db or an older snapshot of the member (--db)")
 	}
 	ci := w.cov.ConsistentIndex
+	if rev <= w.cov.DBRevision {
+		return 0, fmt.Errorf("revision %d: %w: %s is at revision %d; give an older snapshot of the cluster as --db", rev, ErrBeforeBase, w.base.Path(), w.cov.DBRevision)
+	}
 	prev := ci
 	for i := range w.r.entries {
 		e := &w.r.entries[i]
