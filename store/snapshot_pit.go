@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -16,8 +14,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/server/v3/lease/leasepb"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/etcdpvc/etcdpvc/internal/durable"
 )
 
 // ReplayedRevision is one revision of one key a log replay adds to a db:
@@ -98,53 +94,30 @@ const pitBatchBytes = 32 << 20
 // failure nothing is left behind. base is never written. With
 // opts.HashCacheDir, the trailer written is remembered as verified, so
 // that opening the file next does not hash it again.
-func WritePointInTime(ctx context.Context, base *Bolt, out string, p PointInTime, opts BoltOptions) (w *PointInTimeWritten, err error) {
+func WritePointInTime(ctx context.Context, base *Bolt, out string, p PointInTime, opts BoltOptions) (*PointInTimeWritten, error) {
 	in := base.Path()
 	if err := checkSnapshotOut(in, out); err != nil {
 		return nil, err
 	}
-	if _, err := os.Lstat(out); err == nil {
-		return nil, fmt.Errorf("point-in-time snapshot %s: %w: choose a new file; an existing one is never overwritten", out, ErrOutputExists)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("point-in-time snapshot %s: %w", out, err)
-	}
-	dir := filepath.Dir(out)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(out)+".pit-*")
-	if err != nil {
-		return nil, fmt.Errorf("point-in-time snapshot %s: %w", out, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		_ = os.Remove(tmp)
+	w := &PointInTimeWritten{Path: out}
+	sum, size, err := WriteSnapshotFile(out, func(tmp string) error {
+		f, err := os.OpenFile(tmp, os.O_WRONLY, 0)
 		if err != nil {
-			err = fmt.Errorf("point-in-time snapshot %s: %w", out, err)
+			return err
 		}
-	}()
-	if err := copyBoltPages(base, in, f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("copy %s: %w", in, err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
-	}
-	w = &PointInTimeWritten{Path: out}
-	if err := writePointInTime(ctx, base, tmp, p, w); err != nil {
-		return nil, err
-	}
-	sum, size, err := appendTrailer(tmp)
+		if err := copyBoltPages(base, in, f); err != nil {
+			f.Close()
+			return fmt.Errorf("copy %s: %w", in, err)
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		return writePointInTime(ctx, base, tmp, p, w)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("append sha256 trailer: %w", err)
+		return nil, fmt.Errorf("point-in-time snapshot %s: %w", out, err)
 	}
 	w.SHA256, w.Size = sum, size
-	if err := os.Link(tmp, out); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("%w: created while the snapshot was written", ErrOutputExists)
-		}
-		return nil, err
-	}
-	if err := durable.SyncDir(dir); err != nil {
-		return nil, err
-	}
 	if opts.HashCacheDir != "" {
 		rememberVerified(opts.HashCacheDir, out, sum)
 	}

@@ -106,13 +106,20 @@ func cutCopy(t *testing.T, src string, from uint64) string {
 // starting at or below index (the log then resumes after it).
 func dropSegmentsFrom(t *testing.T, dir string, index uint64) {
 	t.Helper()
+	dropSegments(t, dir, func(start uint64) bool { return start <= index })
+}
+
+// dropSegments removes from a wal directory copy every segment whose first
+// index drop says.
+func dropSegments(t *testing.T, dir string, drop func(start uint64) bool) {
+	t.Helper()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
 		var seq, start uint64
-		if _, err := fmt.Sscanf(e.Name(), "%016x-%016x.wal", &seq, &start); err == nil && start <= index {
+		if _, err := fmt.Sscanf(e.Name(), "%016x-%016x.wal", &seq, &start); err == nil && drop(start) {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
 				t.Fatal(err)
 			}

@@ -376,18 +376,7 @@ func TestPointInTimeMergedMembers(t *testing.T) {
 // starting after index (the log then ends a segment or less after it).
 func dropSegmentsAfter(t *testing.T, dir string, index uint64) {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		var seq, start uint64
-		if _, err := fmt.Sscanf(e.Name(), "%016x-%016x.wal", &seq, &start); err == nil && start > index {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	dropSegments(t, dir, func(start uint64) bool { return start > index })
 }
 
 func TestRequestDeletes(t *testing.T) {
