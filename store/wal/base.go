@@ -133,6 +133,14 @@ func (w *WAL) loadBaseKeys(ctx context.Context, r *replay) error {
 // baseValue reads key's value in the db (its state before the log's
 // writes).
 func (w *WAL) baseValue(key string) ([]byte, error) {
+	if s, ok := w.baseState(key); ok {
+		// A seek to its revision, not a walk of every revision (Bolt.Get).
+		v, err := w.base.ValueCopy(key, s.ModRevision)
+		if err != nil {
+			return nil, fmt.Errorf("read value of %s in the db: %w", key, err)
+		}
+		return v, nil
+	}
 	kv, err := w.base.Get(context.Background(), key, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read value of %s in the db: %w", key, err)

@@ -73,6 +73,7 @@ type walChecker struct {
 
 type checkedValue struct {
 	key string
+	mod int64 // the key's mod revision in the db
 	id  int32
 }
 
@@ -116,7 +117,7 @@ func (c *walChecker) check(ctx context.Context, r *replay) error {
 				kv.Key, s.create, s.mod, s.version, s.lease, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease)
 		}
 		if s.last >= 0 {
-			c.written = append(c.written, checkedValue{kv.Key, s.last})
+			c.written = append(c.written, checkedValue{kv.Key, kv.ModRevision, s.last})
 		}
 		n++
 		return nil
@@ -153,13 +154,15 @@ func (c *walChecker) checkValues(ctx context.Context, w *WAL, shift int32) error
 		if err != nil {
 			return err
 		}
-		kv, err := c.db.Get(ctx, v.key, 0)
+		// A seek to the revision the check found the key at, not a walk
+		// of every revision (Bolt.Get).
+		dbValue, err := c.db.ValueCopy(v.key, v.mod)
 		if err != nil {
 			return fmt.Errorf("check %s against the db %s: %w", v.key, c.db.Path(), err)
 		}
-		if !bytes.Equal(got, kv.Value) {
+		if !bytes.Equal(got, dbValue) {
 			return fmt.Errorf("%w: at the db %s's consistent index %d, %s: the replay's value (%d bytes) is not the db's (%d bytes)",
-				ErrCheckFailed, c.db.Path(), c.result.ConsistentIndex, v.key, len(got), len(kv.Value))
+				ErrCheckFailed, c.db.Path(), c.result.ConsistentIndex, v.key, len(got), len(dbValue))
 		}
 	}
 	c.result.Values = len(c.written)
