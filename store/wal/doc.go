@@ -49,4 +49,16 @@
 // another cluster's (prefix_foreign.go). What no world settles is left
 // unknown, entry by entry, never the whole log (WALCoverage says which
 // stretches are established).
+//
+// # A point in time
+//
+// Over an older snapshot whose consistent index the log continues, every
+// entry after it is replayed exactly, so the keyspace at any later raft
+// index is known revision by revision (pit.go: PointInTime): the db's
+// revisions, then each applied write of the entries up to that index with
+// the main and sub revision etcd gave it (a transaction's operations in
+// order, a range delete's and a revoke's keys in key order), the lease
+// grants, revokes and checkpoints, and the compaction. store.WritePointInTime
+// writes it as an etcd snapshot; it is refused where any entry up to the
+// index is not established, and where the log does not reach it.
 package wal
