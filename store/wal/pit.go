@@ -183,6 +183,8 @@ func (p *PointInTime) entry(ctx context.Context, we WALEntry, kept map[string]in
 		kept["user and role changes (auth, as the db holds them)"]++
 	case we.Other == "alarm":
 		kept["alarm changes (alarm, as the db holds it)"]++
+	case we.Other == "unrecognized":
+		return fmt.Errorf("raft index %d: %w: entry %d holds a request this build does not know: what it changed is not known", p.Index, ErrUndetermined, we.Index)
 	}
 	return ctx.Err()
 }
