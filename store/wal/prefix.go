@@ -422,8 +422,13 @@ func (p *pxSolver) compare(c pxCmp) bool {
 				if eq && s.blindMod {
 					// Naming the revision of a write made without a
 					// compare: a stale read of the state before it
-					// names another (see challenge).
+					// names another (see challenge). Failed in a
+					// challenge's world, it says the write's revision is
+					// not r: the same compare on the same state fails
+					// there too (see noPin), else the next of them would
+					// take that revision for the write's in its place.
 					if p.force[p.cur] {
+						p.noPin[pxPinKey{key: c.key, rel: m, want: r}] = true
 						return false
 					}
 					p.onBlind[p.cur] = true
