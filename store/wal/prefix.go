@@ -193,7 +193,8 @@ type pxSolver struct {
 	assumed map[int32]bool
 	// failed holds the compares on keys' states from before the log
 	// taken to fail that way: the same compare later, with no write of
-	// the key between, fails too.
+	// the key between (nor a revoke that may have deleted it: see
+	// revoke), fails too.
 	failed map[pxCmpKey]bool
 	// relFirst[r] is the index in writes of the first applied write of
 	// relative revision r.
@@ -914,6 +915,15 @@ func (p *pxSolver) revoke(idx int32, id int64) {
 	o.outcome = OutcomeApplied
 	if !p.leaseGranted[id] {
 		p.blind = true
+		// A key still in its state from before the log, its lease not
+		// known, may have been attached to this lease and deleted with
+		// it: a compare found to fail on that state (failed) may hold
+		// after it.
+		for k := range p.failed {
+			if !p.keys[k.key].leaseKnown {
+				delete(p.failed, k)
+			}
+		}
 	}
 	attached := make([]int32, 0, len(p.byLease[id]))
 	for k := range p.byLease[id] {
