@@ -1009,6 +1009,20 @@ func (p *pxSolver) relAbsOK(rel int64) (int64, bool) {
 	return p.abs(rel)
 }
 
+// relBounds returns the revisions rel may be: relAbsOK's, or for a
+// segment left unresolved (see settle), those its start's bounds give;
+// false when not bounded.
+func (p *pxSolver) relBounds(rel int64) (lo, hi int64, ok bool) {
+	if a, ok := p.relAbsOK(rel); ok {
+		return a, a, true
+	}
+	j := max(p.seg(rel), 0)
+	if s := p.segs[j]; !s.pinned && s.lo > 0 && s.hi >= s.lo {
+		return s.lo + rel - s.startRel, s.hi + rel - s.startRel, true
+	}
+	return 0, 0, false
+}
+
 // relAbs is relAbsOK's revision, 0 when not established.
 func (p *pxSolver) relAbs(rel int64) int64 {
 	if a, ok := p.relAbsOK(rel); ok {
@@ -1134,14 +1148,20 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 	seen := make([]bool, len(p.keys))
 	p.dbState = map[int32][2]int64{}
 	// The revisions the log's puts of a key whose creation it does not
-	// know made: one of them may have created it.
+	// know made: one of them may have created it. A put in a segment
+	// left unresolved may have made any revision its segment's bounds
+	// give it.
 	puts := map[int32]map[int64]bool{}
 	for _, w := range p.writes {
 		if w.applied && !w.del && !p.keys[w.key].createKnown {
-			if a, ok := p.relAbsOK(w.rel); ok {
-				if puts[w.key] == nil {
-					puts[w.key] = map[int64]bool{}
-				}
+			lo, hi, ok := p.relBounds(w.rel)
+			if !ok {
+				continue
+			}
+			if puts[w.key] == nil {
+				puts[w.key] = map[int64]bool{}
+			}
+			for a := lo; a <= hi; a++ {
 				puts[w.key][a] = true
 			}
 		}
