@@ -212,10 +212,14 @@ type pxSolver struct {
 	leaseRevoked map[int64]bool
 	rel          int64
 	segs         []pxSeg
-	maxPreMod    int64
-	writes       []pxWrite
-	out          []pxEntryOut
-	compactions  []struct {
+	// maxPreMod is the highest revision known to be at or below the
+	// revision before the log: one a first compare took as a key's state
+	// there, or one a compare names too early for a write of the log
+	// to have made it (see compare).
+	maxPreMod   int64
+	writes      []pxWrite
+	out         []pxEntryOut
+	compactions []struct {
 		entry int32
 		rev   int64
 		rel   int64
@@ -346,7 +350,9 @@ func (p *pxSolver) pin(j int, rel, want int64) bool {
 		return false
 	}
 	// The segment starts after the revision before the log, which is at
-	// least every revision a first compare took as a key's state there.
+	// least every revision a first compare took as a key's state there
+	// (and every one a compare shows to be from before the log: see
+	// maxPreMod).
 	if base < 1 || base < p.maxPreMod+p.segs[j].startRel || p.veto[p.cur] || p.force[p.cur] || !p.fitsSoFar(j, base) {
 		return false
 	}
@@ -411,6 +417,13 @@ func (p *pxSolver) compare(c pxCmp) bool {
 	switch c.target {
 	case pb.Compare_MOD:
 		r := c.value
+		if r > 0 {
+			// Held or not, a compare names a revision its writer read:
+			// made before this entry, so at most one for each write of
+			// the log before it (and each uncertain entry) above the
+			// revision before the log. What is below is from before it.
+			p.maxPreMod = max(p.maxPreMod, r-p.rel-int64(len(p.segs)-1))
+		}
 		if eq {
 			p.refs = append(p.refs, pxRef{entry: p.cur, key: c.key, rev: r, pre: !(s.written && s.exists == 0) && !p.force[p.cur]})
 		}

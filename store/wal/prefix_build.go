@@ -220,8 +220,8 @@ func solveOnce(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool,
 }
 
 // wrongPins returns the entries whose compares pinned a segment at a
-// revision no write of the log can have made: at or below one a first
-// compare took as a key's state before the log.
+// revision no write of the log can have made: at or below one known to
+// be from before the log (maxPreMod).
 func (p *pxSolver) wrongPins() []int32 {
 	var out []int32
 	for _, pn := range p.pins {
