@@ -193,7 +193,8 @@ type pxSolver struct {
 	assumed map[int32]bool
 	// failed holds the compares on keys' states from before the log
 	// taken to fail that way: the same compare later, with no write of
-	// the key between, fails too.
+	// the key between (nor a revoke that may have deleted it: see
+	// revoke), fails too.
 	failed map[pxCmpKey]bool
 	// relFirst[r] is the index in writes of the first applied write of
 	// relative revision r.
@@ -211,10 +212,14 @@ type pxSolver struct {
 	leaseRevoked map[int64]bool
 	rel          int64
 	segs         []pxSeg
-	maxPreMod    int64
-	writes       []pxWrite
-	out          []pxEntryOut
-	compactions  []struct {
+	// maxPreMod is the highest revision known to be at or below the
+	// revision before the log: one a first compare took as a key's state
+	// there, or one a compare names too early for a write of the log
+	// to have made it (see compare).
+	maxPreMod   int64
+	writes      []pxWrite
+	out         []pxEntryOut
+	compactions []struct {
 		entry int32
 		rev   int64
 		rel   int64
@@ -345,7 +350,9 @@ func (p *pxSolver) pin(j int, rel, want int64) bool {
 		return false
 	}
 	// The segment starts after the revision before the log, which is at
-	// least every revision a first compare took as a key's state there.
+	// least every revision a first compare took as a key's state there
+	// (and every one a compare shows to be from before the log: see
+	// maxPreMod).
 	if base < 1 || base < p.maxPreMod+p.segs[j].startRel || p.veto[p.cur] || p.force[p.cur] || !p.fitsSoFar(j, base) {
 		return false
 	}
@@ -410,6 +417,13 @@ func (p *pxSolver) compare(c pxCmp) bool {
 	switch c.target {
 	case pb.Compare_MOD:
 		r := c.value
+		if r > 0 {
+			// Held or not, a compare names a revision its writer read:
+			// made before this entry, so at most one for each write of
+			// the log before it (and each uncertain entry) above the
+			// revision before the log. What is below is from before it.
+			p.maxPreMod = max(p.maxPreMod, r-p.rel-int64(len(p.segs)-1))
+		}
 		if eq {
 			p.refs = append(p.refs, pxRef{entry: p.cur, key: c.key, rev: r, pre: !(s.written && s.exists == 0) && !p.force[p.cur]})
 		}
@@ -422,8 +436,13 @@ func (p *pxSolver) compare(c pxCmp) bool {
 				if eq && s.blindMod {
 					// Naming the revision of a write made without a
 					// compare: a stale read of the state before it
-					// names another (see challenge).
+					// names another (see challenge). Failed in a
+					// challenge's world, it says the write's revision is
+					// not r: the same compare on the same state fails
+					// there too (see noPin), else the next of them would
+					// take that revision for the write's in its place.
 					if p.force[p.cur] {
+						p.noPin[pxPinKey{key: c.key, rel: m, want: r}] = true
 						return false
 					}
 					p.onBlind[p.cur] = true
@@ -909,6 +928,15 @@ func (p *pxSolver) revoke(idx int32, id int64) {
 	o.outcome = OutcomeApplied
 	if !p.leaseGranted[id] {
 		p.blind = true
+		// A key still in its state from before the log, its lease not
+		// known, may have been attached to this lease and deleted with
+		// it: a compare found to fail on that state (failed) may hold
+		// after it.
+		for k := range p.failed {
+			if !p.keys[k.key].leaseKnown {
+				delete(p.failed, k)
+			}
+		}
 	}
 	attached := make([]int32, 0, len(p.byLease[id]))
 	for k := range p.byLease[id] {
@@ -992,6 +1020,20 @@ func (p *pxSolver) relAbsOK(rel int64) (int64, bool) {
 		return p.segs[0].base, p.segs[0].pinned
 	}
 	return p.abs(rel)
+}
+
+// relBounds returns the revisions rel may be: relAbsOK's, or for a
+// segment left unresolved (see settle), those its start's bounds give;
+// false when not bounded.
+func (p *pxSolver) relBounds(rel int64) (lo, hi int64, ok bool) {
+	if a, ok := p.relAbsOK(rel); ok {
+		return a, a, true
+	}
+	j := max(p.seg(rel), 0)
+	if s := p.segs[j]; !s.pinned && s.lo > 0 && s.hi >= s.lo {
+		return s.lo + rel - s.startRel, s.hi + rel - s.startRel, true
+	}
+	return 0, 0, false
 }
 
 // relAbs is relAbsOK's revision, 0 when not established.
@@ -1119,14 +1161,20 @@ func (p *pxSolver) verify(ctx context.Context, b prefixDB) {
 	seen := make([]bool, len(p.keys))
 	p.dbState = map[int32][2]int64{}
 	// The revisions the log's puts of a key whose creation it does not
-	// know made: one of them may have created it.
+	// know made: one of them may have created it. A put in a segment
+	// left unresolved may have made any revision its segment's bounds
+	// give it.
 	puts := map[int32]map[int64]bool{}
 	for _, w := range p.writes {
 		if w.applied && !w.del && !p.keys[w.key].createKnown {
-			if a, ok := p.relAbsOK(w.rel); ok {
-				if puts[w.key] == nil {
-					puts[w.key] = map[int64]bool{}
-				}
+			lo, hi, ok := p.relBounds(w.rel)
+			if !ok {
+				continue
+			}
+			if puts[w.key] == nil {
+				puts[w.key] = map[int64]bool{}
+			}
+			for a := lo; a <= hi; a++ {
 				puts[w.key][a] = true
 			}
 		}

@@ -40,6 +40,9 @@ import (
 // log's. A pin from a compare that no possible start agrees with comes
 // from a stale compare: the prefix is then worked out again with the
 // starts the db allows, so that the compare is evaluated, not trusted.
+// Those starts are the ones for the writes the segment had; where the
+// compares evaluated so give it other writes, its starts are worked out
+// again, not kept (see staleStarts).
 
 // anchorBudget bounds the revisions looked up for one segment (the number
 // of its possible starts times its revisions). Past it the segment's

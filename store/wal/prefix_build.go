@@ -60,8 +60,9 @@ type prefixVerdict struct {
 }
 
 // maxAnchorPasses bounds how many times a prefix is worked out again with
-// the starts the db allows its segments (see anchor): each pass can only
-// narrow them.
+// the starts the db allows its segments (see anchor). A segment's starts
+// are kept only while its writes stay those they were worked out for
+// (see staleStarts).
 const maxAnchorPasses = 4
 
 // solvePrefix works the prefix out over db, whose revision is dbRev.
@@ -145,11 +146,29 @@ func solveTries(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool
 // against the compares and the db).
 func solveOnce(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, x *dbIndex, db prefixDB, veto, force map[int32]bool) (*pxSolver, int) {
 	var allowed map[int32][]int64
+	var sigs map[int32]pxSegSig // the segments allowed was worked out for
 	var p *pxSolver
 	for pass := range maxAnchorPasses {
-		p = newPxSolver(entries, keys, exact, x, veto, allowed)
-		p.force = force
-		p.run()
+		for {
+			p = newPxSolver(entries, keys, exact, x, veto, allowed)
+			p.force = force
+			p.run()
+			// The starts a pass allowed a segment hold for the writes it
+			// had then: a segment this pass gave other writes (a compare
+			// evaluated otherwise, a revision more or less, in it or
+			// after it) may start elsewhere, and its old starts, trusted,
+			// would refuse the pins that lead to the db, and the world
+			// would be taken for refuted. Worked out again without them
+			// (each time one fewer: it ends).
+			stale := p.staleStarts(allowed, sigs)
+			if len(stale) == 0 {
+				break
+			}
+			allowed = maps.Clone(allowed)
+			for _, e := range stale {
+				delete(allowed, e)
+			}
+		}
 		if p.fail != "" {
 			return p, 0
 		}
@@ -172,7 +191,7 @@ func solveOnce(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool,
 				p.failf("%s", p.misfit(bad, dbRev))
 				return p, 1
 			}
-			allowed = next
+			allowed, sigs = next, p.segSigs()
 			continue
 		}
 		next := p.allowedBy(F)
@@ -180,7 +199,7 @@ func solveOnce(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool,
 			p.settle(F)
 			break
 		}
-		allowed = next
+		allowed, sigs = next, p.segSigs()
 	}
 	if p.fail != "" {
 		return p, 1
@@ -201,8 +220,8 @@ func solveOnce(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool,
 }
 
 // wrongPins returns the entries whose compares pinned a segment at a
-// revision no write of the log can have made: at or below one a first
-// compare took as a key's state before the log.
+// revision no write of the log can have made: at or below one known to
+// be from before the log (maxPreMod).
 func (p *pxSolver) wrongPins() []int32 {
 	var out []int32
 	for _, pn := range p.pins {
@@ -221,6 +240,53 @@ func (p *pxSolver) allowedBy(F [][]int64) map[int32][]int64 {
 		m[p.segs[j].revoke] = f
 	}
 	return m
+}
+
+// pxSegSig is what the starts the db allows a segment (see anchor)
+// follow from: its span (startRel, end] and the writes it made there.
+type pxSegSig struct {
+	start, end int64
+	writes     uint64 // a hash of the applied writes' revisions, keys, kinds and values
+}
+
+// segSigs keys the segments' signatures by the entries that start them,
+// as allowedBy keys their starts.
+func (p *pxSolver) segSigs() map[int32]pxSegSig {
+	m := make(map[int32]pxSegSig, len(p.segs))
+	h := make([]uint64, len(p.segs))
+	for i := range p.writes {
+		if w := &p.writes[i]; w.applied && w.rel > 0 {
+			j := p.seg(w.rel)
+			del := uint64(0)
+			if w.del {
+				del = 1
+			}
+			h[j] = (h[j]^uint64(w.rel)<<40^uint64(w.key)<<1^del^w.hash)*0x100000001b3 + 0x9e3779b97f4a7c15
+		}
+	}
+	for j := range p.segs {
+		s, e := p.segSpan(j)
+		m[p.segs[j].revoke] = pxSegSig{start: s, end: e, writes: h[j]}
+	}
+	return m
+}
+
+// staleStarts returns the entries whose segments' allowed starts (worked
+// out for the segments sigs describes) this run gave other writes, or
+// none: the starts the db allows a segment are the ones for its writes.
+func (p *pxSolver) staleStarts(allowed map[int32][]int64, sigs map[int32]pxSegSig) []int32 {
+	if len(allowed) == 0 {
+		return nil
+	}
+	now := p.segSigs()
+	var out []int32
+	for e := range allowed {
+		if sig, ok := now[e]; !ok || sig != sigs[e] {
+			out = append(out, e)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func sameStarts(a, b map[int32][]int64) bool {

@@ -99,7 +99,7 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 		p.yield(q, why)
 		// A world found rests on a writer's word too, where it may
 		// agree with p for another wrong reason: widen it as well.
-		seeds = append(seeds, pxWorld{force: force, took: slices.Sorted(maps.Keys(q.assumed))})
+		seeds = append(seeds, pxWorld{force: force, took: q.wordTaken()})
 	}
 	// The units challenged: each entry that rests on a first compare
 	// taken to hold and that nothing corroborates; the compares
@@ -197,8 +197,8 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 }
 
 // pxWorld is a challenged world: the entries taken to fail (force) and
-// what it took on a writer's word (took: the world's own, or, for one not
-// found, the try's that went furthest, see solveTries).
+// what it took on a writer's word (took: the world's own, see wordTaken,
+// or, for one not found, the try's that went furthest, see solveTries).
 type pxWorld struct {
 	force map[int32]bool
 	took  []int32
@@ -284,13 +284,29 @@ func (p *pxSolver) widen(ctx context.Context, dbRev int64, db prefixDB, seeds []
 			q, _, took := solveTries(ctx, p.entries, p.names, p.exact, dbRev, p.db, db, f)
 			if q != nil {
 				p.yield(q, p.challengeWhy(f))
-				took = slices.Sorted(maps.Keys(q.assumed))
+				took = q.wordTaken()
 			}
 			if w.depth+1 < maxWidenDepth {
 				queue = append(queue, queued{pxWorld{force: f, took: took}, w.depth + 1})
 			}
 		}
 	}
+}
+
+// wordTaken returns what a world found took on a writer's word, in order:
+// the compares on states from before the log taken to hold and the
+// leases taken to exist (assumed), and the compares that held naming the
+// revision of a write made without a compare (onBlind), which a stale
+// read of the state before that write names too.
+func (p *pxSolver) wordTaken() []int32 {
+	out := slices.Collect(maps.Keys(p.assumed))
+	for e := range p.onBlind {
+		if p.out[e].outcome == OutcomeApplied && !p.assumed[e] {
+			out = append(out, e)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func absDiff(a, b int32) int32 {
