@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,15 +67,19 @@ func measureMain(ctx context.Context, args []string) error {
 	cases := []struct {
 		name string
 		argv []string
+		// out: the command writes a file, named by --out: a new one in a
+		// temporary directory, removed after the run.
+		out bool
 	}{
-		{"bbolt scan, default mmap", []string{self, "scan", dbPath}},
-		{"bbolt scan, populate (limit)", []string{self, "scan", "-populate", dbPath}},
-		{"ls -A", []string{*bin, "--db", dbPath, "ls", "-A"}},
-		{"ls -A --terminating", []string{*bin, "--db", dbPath, "ls", "-A", "--terminating"}},
-		{"wal ls -A --deleted", []string{*bin, "--wal", walDir(dbPath), "--db", dbPath, "ls", "-A", "--deleted"}},
-		{"history (1 key)", []string{*bin, "--db", dbPath, "history", "--etcd-key", m.HistoryKey}},
-		{"dump", []string{*bin, "--db", dbPath, "dump"}},
-		{"stats", []string{*bin, "--db", dbPath, "stats"}},
+		{"bbolt scan, default mmap", []string{self, "scan", dbPath}, false},
+		{"bbolt scan, populate (limit)", []string{self, "scan", "-populate", dbPath}, false},
+		{"ls -A", []string{*bin, "--db", dbPath, "ls", "-A"}, false},
+		{"ls -A --terminating", []string{*bin, "--db", dbPath, "ls", "-A", "--terminating"}, false},
+		{"wal ls -A --deleted", []string{*bin, "--wal", walDir(dbPath), "--db", dbPath, "ls", "-A", "--deleted"}, false},
+		{"history (1 key)", []string{*bin, "--db", dbPath, "history", "--etcd-key", m.HistoryKey}, false},
+		{"dump", []string{*bin, "--db", dbPath, "dump"}, false},
+		{"salvage --out TMP", []string{*bin, "--db", dbPath, "salvage"}, true},
+		{"stats", []string{*bin, "--db", dbPath, "stats"}, false},
 	}
 	if !exists(walDir(dbPath)) {
 		// A data set generated before its wal was kept.
@@ -109,7 +115,7 @@ func measureMain(ctx context.Context, args []string) error {
 					return err
 				}
 			}
-			r, err := runOne(ctx, c.name, c.argv)
+			r, err := runOut(ctx, c.name, c.argv, c.out)
 			if err != nil {
 				fmt.Printf("%-5s %-30s failed: %v\n", mode, c.name, err)
 				continue
@@ -122,6 +128,29 @@ func measureMain(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// runOut is runOne, with, when out is set, "--out FILE" added to argv:
+// a new file in a temporary directory, removed after the run (its size
+// is said in the result's note).
+func runOut(ctx context.Context, name string, argv []string, out bool) (*result, error) {
+	if !out {
+		return runOne(ctx, name, argv)
+	}
+	dir, err := os.MkdirTemp("", "etcdpvc-measure-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "out.db")
+	r, err := runOne(ctx, name, append(slices.Clip(argv), "--out", path))
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(path); err == nil {
+		r.note = strings.TrimPrefix(r.note+"; ", "; ") + fmt.Sprintf("wrote %.1f MB (removed)", float64(fi.Size())/1e6)
+	}
+	return r, nil
 }
 
 // runOne runs argv with stdout counted and discarded, and measures it.
