@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -17,8 +18,6 @@ import (
 	"sync"
 
 	"github.com/etcdpvc/etcdpvc/resource"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	"google.golang.org/protobuf/proto"
 )
 
 // ErrNotBolt means the input holds no recognisable bbolt page: no meta
@@ -41,6 +40,20 @@ type Options struct {
 	// PageSize forces the page size (0: from a meta page whose checksum
 	// verifies, else detected).
 	PageSize int
+	// HashCacheDir, for SalvageFile, is where verified sha256 trailers
+	// are remembered (store.BoltOptions.HashCacheDir): the trailer of an
+	// input found there, the same file unchanged since (size, mtime,
+	// ctime, inode, device), is not hashed again, unless the scan finds
+	// the file damaged in any way (then it is hashed after all); one the
+	// scan verifies is recorded. Scan, which has no file to name, ignores
+	// it.
+	HashCacheDir string
+
+	// trailerKnown, set by SalvageFile, reports whether the trailer (hex)
+	// was verified earlier for the input unchanged since, and
+	// trailerVerified records one the scan verified.
+	trailerKnown    func(trailer string) bool
+	trailerVerified func(trailer string)
 }
 
 // Result is a finished scan: its Report, and the index of the revisions a
@@ -247,17 +260,18 @@ func Scan(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Result
 		return nil, err
 	}
 	var h hash.Hash
+	earlier := false
 	if trailer != nil {
-		h = sha256.New()
+		earlier = opts.trailerKnown != nil && opts.trailerKnown(hex.EncodeToString(trailer))
+		if !earlier {
+			h = sha256.New()
+		}
 	}
 	if err := s.pass1(h); err != nil {
 		return nil, err
 	}
 	if h != nil {
-		s.rep.Trailer = "mismatch"
-		if bytes.Equal(h.Sum(nil), trailer) {
-			s.rep.Trailer = "matches"
-		}
+		s.trailerResult(h, trailer)
 	}
 	if err := s.pass2(); err != nil {
 		return nil, err
@@ -265,7 +279,67 @@ func Scan(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Result
 	if err := s.judge(); err != nil {
 		return nil, err
 	}
+	if earlier {
+		// The record of an earlier verification is taken only for a file
+		// the scan found whole, and still unchanged now; else the file is
+		// hashed after all.
+		if s.whole() && opts.trailerKnown(hex.EncodeToString(trailer)) {
+			s.rep.Trailer, s.rep.TrailerVerifiedEarlier = "matches", true
+		} else if err := s.hashAgain(trailer); err != nil {
+			return nil, err
+		}
+	}
 	return s.finish(), nil
+}
+
+// trailerResult sets the report's Trailer from h, the sha256 of the
+// file's pages, and records a match (Options.trailerVerified).
+func (s *scanner) trailerResult(h hash.Hash, trailer []byte) {
+	s.rep.Trailer = "mismatch"
+	if bytes.Equal(h.Sum(nil), trailer) {
+		s.rep.Trailer = "matches"
+		if s.opts.trailerVerified != nil {
+			s.opts.trailerVerified(hex.EncodeToString(trailer))
+		}
+	}
+}
+
+// hashAgain hashes the file's pages, which pass1 did not (a trailer
+// verified earlier, Options.HashCacheDir), and sets the report's Trailer.
+// A read that fails leaves the trailer unverified: "mismatch", as a short
+// read in pass1 would.
+func (s *scanner) hashAgain(trailer []byte) error {
+	h := sha256.New()
+	buf := make([]byte, min(chunkBytes, s.size))
+	for off := int64(0); off < s.size; {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		n, err := s.r.ReadAt(buf[:min(int64(len(buf)), s.size-off)], off)
+		h.Write(buf[:n])
+		off += int64(n)
+		if err != nil && off < s.size {
+			s.rep.Trailer = "mismatch"
+			return nil
+		}
+	}
+	s.trailerResult(h, trailer)
+	return nil
+}
+
+// whole reports whether the scan found nothing wrong with the file: the
+// tree of the newer meta page, every page of it read, every item valid,
+// every value kept readable.
+func (s *scanner) whole() bool {
+	if !s.tree || s.fillAll || s.truncated || len(s.lost) > 0 || len(s.rep.OtherLost) > 0 || s.rep.PagesUnreadable > 0 || s.rep.InvalidItems > 0 {
+		return false
+	}
+	for _, e := range s.keys {
+		if len(e.bad) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // pageSize sets s.ps: opts, a verified meta page, or detection.
@@ -1100,11 +1174,13 @@ func (s *scanner) judgeKey(key string, e *entry, buf []byte) ([]byte, error) {
 		if crc32.Checksum(buf, castagnoli) != c.rev.sum {
 			return buf, fmt.Errorf("revision %s at offset %d: %w", c.rev.rev, c.rev.off, ErrInputChanged)
 		}
-		var m mvccpb.KeyValue
-		if err := proto.Unmarshal(buf, &m); err != nil {
+		// The bytes are the ones the scan parsed (the checksum says so):
+		// parsed again at the wire level, without copying the value.
+		x, ok := parseKV(buf)
+		if !ok {
 			return buf, fmt.Errorf("revision %s at offset %d: %w", c.rev.rev, c.rev.off, ErrInputChanged)
 		}
-		if err := s.opts.Readable(key, m.Value); err != nil {
+		if err := s.opts.Readable(key, x.value); err != nil {
 			if len(e.bad) < 64 {
 				e.bad = append(e.bad, badRev{rev: c.rev.rev, err: err.Error()})
 			}

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/etcdpvc/etcdpvc/internal/durable"
 	"github.com/etcdpvc/etcdpvc/store"
@@ -216,9 +214,11 @@ func (res *Result) readKept(k keptRev, buf []byte) error {
 	if crc32.Checksum(buf, castagnoli) != k.sum {
 		return fmt.Errorf("revision %s at offset %d: %w", k.rev, k.off, ErrInputChanged)
 	}
-	var m mvccpb.KeyValue
-	if err := proto.Unmarshal(buf, &m); err != nil || m.ModRevision != k.rev.Main || len(m.Key) == 0 {
-		return fmt.Errorf("revision %s at offset %d: not the mvccpb.KeyValue of that revision (%v)", k.rev, k.off, err)
+	// The checksum matched; the bytes are parsed again all the same, by
+	// the scan's rule (parseKV, checkKV), so that what is written is the
+	// mvccpb.KeyValue of that revision even if two contents collide.
+	if x, ok := parseKV(buf); !ok || !checkKV(x, k.rev, false) {
+		return fmt.Errorf("revision %s at offset %d: not the mvccpb.KeyValue of that revision", k.rev, k.off)
 	}
 	return nil
 }
@@ -246,6 +246,13 @@ func SalvageFile(ctx context.Context, in, out string, opts Options) (*Result, *W
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("salvage %s: not a regular file", in)
+	}
+	if dir := opts.HashCacheDir; dir != "" {
+		opts.trailerKnown = func(trailer string) bool {
+			now, err := f.Stat()
+			return err == nil && store.TrailerVerifiedEarlier(dir, in, now, trailer)
+		}
+		opts.trailerVerified = func(trailer string) { store.RememberTrailerVerified(dir, in, fi, trailer) }
 	}
 	res, err := Scan(ctx, f, fi.Size(), opts)
 	if err != nil {
