@@ -665,39 +665,28 @@ const chunkBytes = 8 << 20
 // of the tree's leaf pages (and, without a tree, of every leaf page).
 func (s *scanner) pass1(h hash.Hash) error {
 	per := int(min(uint64(max(1, chunkBytes/s.ps)), s.npages))
-	// Two buffers: the sha256 of one chunk is computed on another core
-	// while the next is read and parsed.
-	bufs := [2][]byte{make([]byte, per*s.ps), nil}
-	if h != nil {
-		bufs[1] = make([]byte, per*s.ps)
-	}
-	hashed := make(chan struct{}, 1)
-	hashed <- struct{}{}
-	defer func() { <-hashed }()
+	// Two buffers: the next chunk is read (and hashed) on another core
+	// while this one is parsed.
+	free := make(chan []byte, 2)
+	free <- make([]byte, per*s.ps)
+	free <- make([]byte, per*s.ps)
+	chunks := make(chan readChunk, 1)
+	rctx, cancel := context.WithCancel(s.ctx)
+	go s.readChunks(rctx, per, h, free, chunks)
+	defer func() {
+		cancel()
+		for range chunks {
+		}
+	}()
 	var overflowEnd uint64 // positions below it continue an earlier page
-	for k, start := 0, uint64(0); start < s.npages; k, start = k+1, start+uint64(per) {
+	for c := range chunks {
 		if err := s.ctx.Err(); err != nil {
 			return err
 		}
-		buf := bufs[0]
-		if h != nil {
-			buf = bufs[k%2]
+		if c.err != nil {
+			return c.err
 		}
-		off := int64(start) * int64(s.ps)
-		n, err := s.r.ReadAt(buf[:min(int64(len(buf)), s.size-off)], off)
-		if n == 0 && err != nil && err != io.EOF {
-			return fmt.Errorf("salvage: read at %d: %w", off, err)
-		}
-		chunk := buf[:n]
-		if h != nil {
-			// The hash of the chunk before (in the other buffer) is done
-			// before this one starts, so they are hashed in order.
-			<-hashed
-			go func() {
-				h.Write(chunk)
-				hashed <- struct{}{}
-			}()
-		}
+		start, chunk := c.start, c.data
 		for i := uint64(0); i < uint64(per) && start+i < s.npages; i++ {
 			pos := start + i
 			pstart := int(i) * s.ps
@@ -762,8 +751,43 @@ func (s *scanner) pass1(h hash.Hash) error {
 				return err
 			}
 		}
+		free <- c.buf
 	}
-	return nil
+	// The reader stops early only when the context ends.
+	return s.ctx.Err()
+}
+
+// readChunk is a chunk of pages pass1 reads: data, the bytes read from
+// page start on, in buf; err is why it could not be read.
+type readChunk struct {
+	start     uint64
+	buf, data []byte
+	err       error
+}
+
+// readChunks reads the file's pages in order, per pages at a time, into
+// buffers from free, for out; with h, it hashes them in order. It closes
+// out when done, when a read fails, or when ctx ends.
+func (s *scanner) readChunks(ctx context.Context, per int, h hash.Hash, free <-chan []byte, out chan<- readChunk) {
+	defer close(out)
+	for start := uint64(0); start < s.npages; start += uint64(per) {
+		var buf []byte
+		select {
+		case buf = <-free:
+		case <-ctx.Done():
+			return
+		}
+		off := int64(start) * int64(s.ps)
+		n, err := s.r.ReadAt(buf[:min(int64(len(buf)), s.size-off)], off)
+		if n == 0 && err != nil && err != io.EOF {
+			out <- readChunk{err: fmt.Errorf("salvage: read at %d: %w", off, err)}
+			return
+		}
+		if h != nil {
+			h.Write(buf[:n])
+		}
+		out <- readChunk{start: start, buf: buf, data: buf[:n]}
+	}
 }
 
 func isZero(b []byte) bool {

@@ -149,39 +149,34 @@ func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
 	}
 	w.Leases, w.Members = len(res.leases), len(res.members)
 
-	arena := make([]byte, batchBytes)
-	for i := 0; i < len(res.kept); {
+	// The values of the next transaction are read (and checked) while
+	// the one before is written: two arenas, each held by one batch until
+	// its transaction is committed (bbolt keeps the values given to Put
+	// until then).
+	rctx, cancel := context.WithCancel(ctx)
+	free := make(chan []byte, 2)
+	free <- make([]byte, batchBytes)
+	free <- make([]byte, batchBytes)
+	batches := make(chan batch, 1)
+	go res.readBatches(rctx, free, batches)
+	defer func() {
+		cancel()
+		for range batches {
+		}
+	}()
+	for b := range batches {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		used := 0
+		if b.err != nil {
+			return b.err
+		}
 		err := db.Update(func(tx *bolt.Tx) error {
 			kb := tx.Bucket([]byte(bucketKey))
 			kb.FillPercent = 0.9 // etcd's for the "key" bucket's appends
-			for ; i < len(res.kept); i++ {
-				k := res.kept[i]
-				var buf []byte
-				switch {
-				case k.n > len(arena):
-					if used > 0 {
-						return nil // commit first; the next batch takes it alone
-					}
-					buf = make([]byte, k.n)
-				case used+k.n > len(arena):
-					return nil
-				default:
-					buf = arena[used : used+k.n : used+k.n]
-				}
-				used += k.n
-				if err := res.readKept(k, buf); err != nil {
+			for j, v := range b.vals {
+				if err := kb.Put(revKey(res.kept[b.lo+j].rev, false), v); err != nil {
 					return err
-				}
-				if err := kb.Put(revKey(k.rev, false), buf); err != nil {
-					return err
-				}
-				if k.n > len(arena) {
-					i++
-					return nil
 				}
 			}
 			return nil
@@ -189,6 +184,10 @@ func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
 		if err != nil {
 			return err
 		}
+		free <- b.arena
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	w.Revisions = len(res.kept)
 	if err := db.Sync(); err != nil {
@@ -199,6 +198,62 @@ func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
 		return fmt.Errorf("close bbolt file: %w", err)
 	}
 	return nil
+}
+
+// batch is the revisions of one write transaction, res.kept[lo:lo+len(vals)],
+// read and checked into vals, which alias arena; err is why the next one
+// could not be (the batch is not written).
+type batch struct {
+	lo    int
+	vals  [][]byte
+	arena []byte
+	err   error
+}
+
+// readBatches reads the kept revisions in order into batches for out,
+// each into an arena from free, of at most batchBytes of values (a larger
+// value alone in a batch of its own), and closes out when done, when a
+// read fails, or when ctx ends.
+func (res *Result) readBatches(ctx context.Context, free <-chan []byte, out chan<- batch) {
+	defer close(out)
+	for i := 0; i < len(res.kept); {
+		var b batch
+		select {
+		case b.arena = <-free:
+		case <-ctx.Done():
+			return
+		}
+		b.lo = i
+		used := 0
+	fill:
+		for ; i < len(res.kept); i++ {
+			k := res.kept[i]
+			var buf []byte
+			switch {
+			case k.n > len(b.arena):
+				if used > 0 {
+					break fill // the next batch takes it alone
+				}
+				buf = make([]byte, k.n)
+			case used+k.n > len(b.arena):
+				break fill
+			default:
+				buf = b.arena[used : used+k.n : used+k.n]
+			}
+			used += k.n
+			if err := res.readKept(k, buf); err != nil {
+				b.err = err
+				out <- b
+				return
+			}
+			b.vals = append(b.vals, buf)
+			if k.n > len(b.arena) {
+				i++
+				break
+			}
+		}
+		out <- b
+	}
 }
 
 // readKept reads a kept revision's mvccpb.KeyValue into buf and checks it
