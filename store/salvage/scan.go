@@ -273,9 +273,13 @@ func Scan(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Result
 	if h != nil {
 		s.trailerResult(h, trailer)
 	}
+	// What only the tree walk and pass1 use goes before judge, whose
+	// decoding makes much garbage: each collection marks less.
+	s.live, s.big = nil, nil
 	if err := s.pass2(); err != nil {
 		return nil, err
 	}
+	s.orphan = nil
 	if err := s.judge(); err != nil {
 		return nil, err
 	}
