@@ -63,3 +63,18 @@ func FuzzLookup(f *testing.F) {
 		}
 	})
 }
+
+// TestCutPrefix: cutPrefix is strings.CutPrefix with normPrefix.
+func TestCutPrefix(t *testing.T) {
+	prefixes := []string{"/registry", "/registry/", "registry", "/", "", "//registry", "/a/b", "/a/../b", "/registry/."}
+	keys := []string{"/registry/pods/ns/a", "/registry", "/registry/", "/registryx/pods", "/a/b/c", "/b/c", "registry/pods", "/", "", "//registry/pods"}
+	for _, p := range prefixes {
+		for _, k := range keys {
+			wantRest, wantOK := strings.CutPrefix(k, normPrefix(p))
+			rest, ok := cutPrefix(k, p)
+			if ok != wantOK || ok && rest != wantRest {
+				t.Errorf("cutPrefix(%q, %q) = %q, %v; want %q, %v", k, p, rest, ok, wantRest, wantOK)
+			}
+		}
+	}
+}

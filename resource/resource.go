@@ -113,8 +113,7 @@ func All() []Resource {
 // outside prefix, with the wrong number of segments, and for the
 // apiserver's internal keys listed in the package comment.
 func ParseKey(prefix, key string) (r Resource, namespace, name string, ok bool) {
-	p := normPrefix(prefix)
-	rest, found := strings.CutPrefix(key, p)
+	rest, found := cutPrefix(key, prefix)
 	if !found {
 		return Resource{}, "", "", false
 	}
@@ -177,6 +176,20 @@ func custom(plural, group string) Resource {
 func (r Resource) clone() Resource {
 	r.ShortNames = slices.Clone(r.ShortNames)
 	return r
+}
+
+// cutPrefix is strings.CutPrefix(key, normPrefix(prefix)), without
+// building normPrefix for a prefix that is already absolute and clean
+// (as "/registry" is): ParseKey runs once per key of a scan.
+func cutPrefix(key, prefix string) (string, bool) {
+	if len(prefix) > 1 && prefix[0] == '/' && path.Clean(prefix) == prefix {
+		rest, ok := strings.CutPrefix(key, prefix)
+		if !ok {
+			return key, false
+		}
+		return strings.CutPrefix(rest, "/")
+	}
+	return strings.CutPrefix(key, normPrefix(prefix))
 }
 
 // normPrefix joins the etcd prefix like the apiserver's etcd3 store does:

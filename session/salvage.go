@@ -15,14 +15,15 @@ import (
 )
 
 // SalvageOptions are the options a salvage of o's DB runs with: o's
-// prefix, and the check a revision is kept by: the newest revision of each
+// prefix and hash cache (a trailer verified earlier is not hashed again),
+// and the check a revision is kept by: the newest revision of each
 // key whose value the apiserver can read, by delete's rule
 // (surgery.Planner.Unreadable, decrypting with enc). A value whose
 // readability is not known here (encrypted with no encryption config
 // given) is kept as it is, and so is a key that names no object.
 func SalvageOptions(ctx context.Context, o Options, enc *encryption.Config) salvage.Options {
 	p := surgery.Planner{Codec: stored.Codec{Enc: enc, Prefix: o.Prefix}}
-	return salvage.Options{Prefix: o.Prefix, Readable: func(key string, value []byte) error {
+	return salvage.Options{Prefix: o.Prefix, HashCacheDir: o.HashCacheDir, Readable: func(key string, value []byte) error {
 		why, known := p.Unreadable(ctx, store.KeyValue{Key: key, Value: value})
 		if why != nil && known {
 			return why

@@ -31,11 +31,16 @@ func hashRecordPath(dir, path string) string {
 // currentHashRecord describes path as it is now; ok is false where the
 // platform cannot tell ctime and inode.
 func currentHashRecord(path string, trailer string) (hashRecord, bool) {
-	abs, err := filepath.Abs(path)
+	fi, err := os.Stat(path)
 	if err != nil {
 		return hashRecord{}, false
 	}
-	fi, err := os.Stat(abs)
+	return hashRecordOf(path, fi, trailer)
+}
+
+// hashRecordOf describes the file fi, at path, with trailer.
+func hashRecordOf(path string, fi os.FileInfo, trailer string) (hashRecord, bool) {
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return hashRecord{}, false
 	}
@@ -57,6 +62,38 @@ func cachedVerified(dir, path, trailer string) bool {
 	if !ok {
 		return false
 	}
+	return recorded(dir, cur)
+}
+
+// TrailerVerifiedEarlier reports whether dir (a BoltOptions.HashCacheDir)
+// holds a record that the file at path, as fi describes it, was verified
+// against its sha256 trailer (hex) and has not changed since: the record
+// names the same size, mtime, ctime (which no one can set back), inode
+// and device. fi should be the Stat of the file as opened, so that the
+// record speaks of the file being read, not of what path names now.
+func TrailerVerifiedEarlier(dir, path string, fi os.FileInfo, trailer string) bool {
+	if dir == "" {
+		return false
+	}
+	cur, ok := hashRecordOf(path, fi, trailer)
+	return ok && recorded(dir, cur)
+}
+
+// RememberTrailerVerified records in dir that the file at path, as fi
+// describes it, was verified against its sha256 trailer (hex): fi should
+// be its Stat from before it was read, so that a change while it was read
+// voids the record. Failures are ignored: the cache only saves time.
+func RememberTrailerVerified(dir, path string, fi os.FileInfo, trailer string) {
+	if dir == "" {
+		return
+	}
+	if cur, ok := hashRecordOf(path, fi, trailer); ok {
+		writeHashRecord(dir, cur)
+	}
+}
+
+// recorded reports whether dir holds the record cur.
+func recorded(dir string, cur hashRecord) bool {
 	b, err := os.ReadFile(hashRecordPath(dir, cur.Path))
 	if err != nil {
 		return false
@@ -78,6 +115,11 @@ func rememberVerified(dir, path, trailer string) {
 	if !ok {
 		return
 	}
+	writeHashRecord(dir, cur)
+}
+
+// writeHashRecord writes cur to dir, replacing the record of its path.
+func writeHashRecord(dir string, cur hashRecord) {
 	b, err := json.Marshal(cur)
 	if err != nil {
 		return

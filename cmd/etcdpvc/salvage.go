@@ -5,6 +5,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/session"
 )
 
 func salvageCommand() command {
@@ -35,7 +36,9 @@ etcdpvc --kubeadm --db /root/broken.db salvage --out /root/salvaged.db -o json`,
 				return err
 			}
 			r := flows.SalvageRequest{In: in.g.DB, Out: c.String("out"), JSON: c.String("output") == "json"}
-			return flows.Salvage(e.ctx, in.g.Options, e.stdout, e.Warn, r)
+			o := in.g.Options
+			o.HashCacheDir = session.HashCacheDir(e.getenv)
+			return flows.Salvage(e.ctx, o, e.stdout, e.Warn, r)
 		},
 	}
 }

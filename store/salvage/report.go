@@ -20,6 +20,11 @@ type Report struct {
 	// Trailer describes the input's sha256 trailer: "none", "matches" (the
 	// file is byte for byte what etcd wrote) or "mismatch".
 	Trailer string
+	// TrailerVerifiedEarlier is true when Trailer "matches" comes from an
+	// earlier run's record that this file, unchanged since, matched its
+	// trailer (Options.HashCacheDir), and the scan found it whole: it was
+	// not hashed again.
+	TrailerVerifiedEarlier bool
 
 	// Tree says how pages were assigned to buckets: "meta page N (txid T)"
 	// when the tree of buckets could be followed from a meta page, or ""
@@ -165,7 +170,11 @@ type Drop struct {
 // WriteText writes the report for a person.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "file: %d bytes, page size %d (%s), sha256 trailer: %s\n", r.FileSize, r.PageSize, r.PageSizeSource, r.Trailer)
+	trailer := r.Trailer
+	if r.TrailerVerifiedEarlier {
+		trailer += " (verified by an earlier run; the file has not changed since)"
+	}
+	fmt.Fprintf(&b, "file: %d bytes, page size %d (%s), sha256 trailer: %s\n", r.FileSize, r.PageSize, r.PageSizeSource, trailer)
 	tree := r.Tree
 	if tree == "" {
 		tree = "not found: pages recognised by their contents"

@@ -326,3 +326,54 @@ func TestSalvageRefusesExistingOutput(t *testing.T) {
 		t.Errorf("temporary files left: %v", ents)
 	}
 }
+
+// TestSalvageHashCache: a salvage that verifies the trailer records it;
+// the next one of the same unchanged file takes the record instead of
+// hashing again, and a record of a file the scan finds damaged is not
+// taken: the file is hashed after all.
+func TestSalvageHashCache(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	in := copyFile(t, corpusSnapshot, dir, "snap.db")
+	opts := salvage.Options{HashCacheDir: cache}
+	rep, _ := salvageFile(t, in, opts)
+	if rep.Trailer != "matches" || rep.TrailerVerifiedEarlier {
+		t.Fatalf("first salvage: trailer %q, verified earlier %v; want matches, hashed", rep.Trailer, rep.TrailerVerifiedEarlier)
+	}
+	// The record is the one store.OpenBolt keeps.
+	b, err := store.OpenBolt(in, store.BoltOptions{HashCacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := b.Snapshot()
+	b.Close()
+	if !snap.VerifiedEarlier {
+		t.Error("store.OpenBolt did not take the salvage's record")
+	}
+	rep, out := salvageFile(t, in, opts)
+	if rep.Trailer != "matches" || !rep.TrailerVerifiedEarlier || !rep.Complete {
+		t.Fatalf("second salvage: trailer %q, verified earlier %v, complete %v; want matches from the record", rep.Trailer, rep.TrailerVerifiedEarlier, rep.Complete)
+	}
+	var text strings.Builder
+	_ = rep.WriteText(&text)
+	if !strings.Contains(text.String(), "verified by an earlier run") {
+		t.Errorf("the report does not say the trailer was verified earlier:\n%s", text.String())
+	}
+	if diff := cmp.Diff(latest(t, in), latest(t, out)); diff != "" {
+		t.Errorf("salvaged newest state (-original +salvaged):\n%s", diff)
+	}
+
+	// A leaf page damaged, and a record that (wrongly) says the damaged
+	// file was verified, as if it had rotted unchanged in place.
+	d := describe(t, in)
+	id := d.leaves[len(d.leaves)/2]
+	overwrite(t, in, int64(id)*int64(d.pageSize), randomBytes(9, d.pageSize))
+	fi, err := os.Stat(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.RememberTrailerVerified(cache, in, fi, snap.SHA256)
+	rep, _ = salvageFile(t, in, opts)
+	if rep.Trailer != "mismatch" || rep.TrailerVerifiedEarlier || rep.Complete {
+		t.Errorf("damaged: trailer %q, verified earlier %v, complete %v; want mismatch, hashed, incomplete", rep.Trailer, rep.TrailerVerifiedEarlier, rep.Complete)
+	}
+}

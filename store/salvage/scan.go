@@ -5,20 +5,20 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
 	"io"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/etcdpvc/etcdpvc/resource"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	"google.golang.org/protobuf/proto"
 )
 
 // ErrNotBolt means the input holds no recognisable bbolt page: no meta
@@ -41,6 +41,20 @@ type Options struct {
 	// PageSize forces the page size (0: from a meta page whose checksum
 	// verifies, else detected).
 	PageSize int
+	// HashCacheDir, for SalvageFile, is where verified sha256 trailers
+	// are remembered (store.BoltOptions.HashCacheDir): the trailer of an
+	// input found there, the same file unchanged since (size, mtime,
+	// ctime, inode, device), is not hashed again, unless the scan finds
+	// the file damaged in any way (then it is hashed after all); one the
+	// scan verifies is recorded. Scan, which has no file to name, ignores
+	// it.
+	HashCacheDir string
+
+	// trailerKnown, set by SalvageFile, reports whether the trailer (hex)
+	// was verified earlier for the input unchanged since, and
+	// trailerVerified records one the scan verified.
+	trailerKnown    func(trailer string) bool
+	trailerVerified func(trailer string)
 }
 
 // Result is a finished scan: its Report, and the index of the revisions a
@@ -247,25 +261,90 @@ func Scan(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Result
 		return nil, err
 	}
 	var h hash.Hash
+	earlier := false
 	if trailer != nil {
-		h = sha256.New()
+		earlier = opts.trailerKnown != nil && opts.trailerKnown(hex.EncodeToString(trailer))
+		if !earlier {
+			h = sha256.New()
+		}
 	}
 	if err := s.pass1(h); err != nil {
 		return nil, err
 	}
 	if h != nil {
-		s.rep.Trailer = "mismatch"
-		if bytes.Equal(h.Sum(nil), trailer) {
-			s.rep.Trailer = "matches"
-		}
+		s.trailerResult(h, trailer)
 	}
+	// What only the tree walk and pass1 use goes before judge, whose
+	// decoding makes much garbage: each collection marks less.
+	s.live, s.big = nil, nil
 	if err := s.pass2(); err != nil {
 		return nil, err
 	}
+	s.orphan = nil
 	if err := s.judge(); err != nil {
 		return nil, err
 	}
+	if earlier {
+		// The record of an earlier verification is taken only for a file
+		// the scan found whole, and still unchanged now; else the file is
+		// hashed after all.
+		if s.whole() && opts.trailerKnown(hex.EncodeToString(trailer)) {
+			s.rep.Trailer, s.rep.TrailerVerifiedEarlier = "matches", true
+		} else if err := s.hashAgain(trailer); err != nil {
+			return nil, err
+		}
+	}
 	return s.finish(), nil
+}
+
+// trailerResult sets the report's Trailer from h, the sha256 of the
+// file's pages, and records a match (Options.trailerVerified).
+func (s *scanner) trailerResult(h hash.Hash, trailer []byte) {
+	s.rep.Trailer = "mismatch"
+	if bytes.Equal(h.Sum(nil), trailer) {
+		s.rep.Trailer = "matches"
+		if s.opts.trailerVerified != nil {
+			s.opts.trailerVerified(hex.EncodeToString(trailer))
+		}
+	}
+}
+
+// hashAgain hashes the file's pages, which pass1 did not (a trailer
+// verified earlier, Options.HashCacheDir), and sets the report's Trailer.
+// A read that fails leaves the trailer unverified: "mismatch", as a short
+// read in pass1 would.
+func (s *scanner) hashAgain(trailer []byte) error {
+	h := sha256.New()
+	buf := make([]byte, min(chunkBytes, s.size))
+	for off := int64(0); off < s.size; {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		n, err := s.r.ReadAt(buf[:min(int64(len(buf)), s.size-off)], off)
+		h.Write(buf[:n])
+		off += int64(n)
+		if err != nil && off < s.size {
+			s.rep.Trailer = "mismatch"
+			return nil
+		}
+	}
+	s.trailerResult(h, trailer)
+	return nil
+}
+
+// whole reports whether the scan found nothing wrong with the file: the
+// tree of the newer meta page, every page of it read, every item valid,
+// every value kept readable.
+func (s *scanner) whole() bool {
+	if !s.tree || s.fillAll || s.truncated || len(s.lost) > 0 || len(s.rep.OtherLost) > 0 || s.rep.PagesUnreadable > 0 || s.rep.InvalidItems > 0 {
+		return false
+	}
+	for _, e := range s.keys {
+		if len(e.bad) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // pageSize sets s.ps: opts, a verified meta page, or detection.
@@ -591,39 +670,28 @@ const chunkBytes = 8 << 20
 // of the tree's leaf pages (and, without a tree, of every leaf page).
 func (s *scanner) pass1(h hash.Hash) error {
 	per := int(min(uint64(max(1, chunkBytes/s.ps)), s.npages))
-	// Two buffers: the sha256 of one chunk is computed on another core
-	// while the next is read and parsed.
-	bufs := [2][]byte{make([]byte, per*s.ps), nil}
-	if h != nil {
-		bufs[1] = make([]byte, per*s.ps)
-	}
-	hashed := make(chan struct{}, 1)
-	hashed <- struct{}{}
-	defer func() { <-hashed }()
+	// Two buffers: the next chunk is read (and hashed) on another core
+	// while this one is parsed.
+	free := make(chan []byte, 2)
+	free <- make([]byte, per*s.ps)
+	free <- make([]byte, per*s.ps)
+	chunks := make(chan readChunk, 1)
+	rctx, cancel := context.WithCancel(s.ctx)
+	go s.readChunks(rctx, per, h, free, chunks)
+	defer func() {
+		cancel()
+		for range chunks {
+		}
+	}()
 	var overflowEnd uint64 // positions below it continue an earlier page
-	for k, start := 0, uint64(0); start < s.npages; k, start = k+1, start+uint64(per) {
+	for c := range chunks {
 		if err := s.ctx.Err(); err != nil {
 			return err
 		}
-		buf := bufs[0]
-		if h != nil {
-			buf = bufs[k%2]
+		if c.err != nil {
+			return c.err
 		}
-		off := int64(start) * int64(s.ps)
-		n, err := s.r.ReadAt(buf[:min(int64(len(buf)), s.size-off)], off)
-		if n == 0 && err != nil && err != io.EOF {
-			return fmt.Errorf("salvage: read at %d: %w", off, err)
-		}
-		chunk := buf[:n]
-		if h != nil {
-			// The hash of the chunk before (in the other buffer) is done
-			// before this one starts, so they are hashed in order.
-			<-hashed
-			go func() {
-				h.Write(chunk)
-				hashed <- struct{}{}
-			}()
-		}
+		start, chunk := c.start, c.data
 		for i := uint64(0); i < uint64(per) && start+i < s.npages; i++ {
 			pos := start + i
 			pstart := int(i) * s.ps
@@ -688,8 +756,43 @@ func (s *scanner) pass1(h hash.Hash) error {
 				return err
 			}
 		}
+		free <- c.buf
 	}
-	return nil
+	// The reader stops early only when the context ends.
+	return s.ctx.Err()
+}
+
+// readChunk is a chunk of pages pass1 reads: data, the bytes read from
+// page start on, in buf; err is why it could not be read.
+type readChunk struct {
+	start     uint64
+	buf, data []byte
+	err       error
+}
+
+// readChunks reads the file's pages in order, per pages at a time, into
+// buffers from free, for out; with h, it hashes them in order. It closes
+// out when done, when a read fails, or when ctx ends.
+func (s *scanner) readChunks(ctx context.Context, per int, h hash.Hash, free <-chan []byte, out chan<- readChunk) {
+	defer close(out)
+	for start := uint64(0); start < s.npages; start += uint64(per) {
+		var buf []byte
+		select {
+		case buf = <-free:
+		case <-ctx.Done():
+			return
+		}
+		off := int64(start) * int64(s.ps)
+		n, err := s.r.ReadAt(buf[:min(int64(len(buf)), s.size-off)], off)
+		if n == 0 && err != nil && err != io.EOF {
+			out <- readChunk{err: fmt.Errorf("salvage: read at %d: %w", off, err)}
+			return
+		}
+		if h != nil {
+			h.Write(buf[:n])
+		}
+		out <- readChunk{start: start, buf: buf, data: buf[:n]}
+	}
 }
 
 func isZero(b []byte) bool {
@@ -1024,6 +1127,15 @@ func (s *scanner) judge() error {
 	if s.opts.Readable == nil {
 		return nil
 	}
+	// Decoding each value makes garbage many times the index, which every
+	// collection marks again: while judging, collect half as often (the
+	// heap may grow by the index's size once more).
+	if prev := debug.SetGCPercent(-1); prev > 0 {
+		debug.SetGCPercent(2 * prev)
+		defer debug.SetGCPercent(prev)
+	} else {
+		debug.SetGCPercent(prev)
+	}
 	type job struct {
 		key string
 		e   *entry
@@ -1100,11 +1212,13 @@ func (s *scanner) judgeKey(key string, e *entry, buf []byte) ([]byte, error) {
 		if crc32.Checksum(buf, castagnoli) != c.rev.sum {
 			return buf, fmt.Errorf("revision %s at offset %d: %w", c.rev.rev, c.rev.off, ErrInputChanged)
 		}
-		var m mvccpb.KeyValue
-		if err := proto.Unmarshal(buf, &m); err != nil {
+		// The bytes are the ones the scan parsed (the checksum says so):
+		// parsed again at the wire level, without copying the value.
+		x, ok := parseKV(buf)
+		if !ok {
 			return buf, fmt.Errorf("revision %s at offset %d: %w", c.rev.rev, c.rev.off, ErrInputChanged)
 		}
-		if err := s.opts.Readable(key, m.Value); err != nil {
+		if err := s.opts.Readable(key, x.value); err != nil {
 			if len(e.bad) < 64 {
 				e.bad = append(e.bad, badRev{rev: c.rev.rev, err: err.Error()})
 			}

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/etcdpvc/etcdpvc/internal/durable"
 	"github.com/etcdpvc/etcdpvc/store"
@@ -151,39 +149,34 @@ func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
 	}
 	w.Leases, w.Members = len(res.leases), len(res.members)
 
-	arena := make([]byte, batchBytes)
-	for i := 0; i < len(res.kept); {
+	// The values of the next transaction are read (and checked) while
+	// the one before is written: two arenas, each held by one batch until
+	// its transaction is committed (bbolt keeps the values given to Put
+	// until then).
+	rctx, cancel := context.WithCancel(ctx)
+	free := make(chan []byte, 2)
+	free <- make([]byte, batchBytes)
+	free <- make([]byte, batchBytes)
+	batches := make(chan batch, 1)
+	go res.readBatches(rctx, free, batches)
+	defer func() {
+		cancel()
+		for range batches {
+		}
+	}()
+	for b := range batches {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		used := 0
+		if b.err != nil {
+			return b.err
+		}
 		err := db.Update(func(tx *bolt.Tx) error {
 			kb := tx.Bucket([]byte(bucketKey))
 			kb.FillPercent = 0.9 // etcd's for the "key" bucket's appends
-			for ; i < len(res.kept); i++ {
-				k := res.kept[i]
-				var buf []byte
-				switch {
-				case k.n > len(arena):
-					if used > 0 {
-						return nil // commit first; the next batch takes it alone
-					}
-					buf = make([]byte, k.n)
-				case used+k.n > len(arena):
-					return nil
-				default:
-					buf = arena[used : used+k.n : used+k.n]
-				}
-				used += k.n
-				if err := res.readKept(k, buf); err != nil {
+			for j, v := range b.vals {
+				if err := kb.Put(revKey(res.kept[b.lo+j].rev, false), v); err != nil {
 					return err
-				}
-				if err := kb.Put(revKey(k.rev, false), buf); err != nil {
-					return err
-				}
-				if k.n > len(arena) {
-					i++
-					return nil
 				}
 			}
 			return nil
@@ -191,6 +184,10 @@ func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
 		if err != nil {
 			return err
 		}
+		free <- b.arena
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	w.Revisions = len(res.kept)
 	if err := db.Sync(); err != nil {
@@ -201,6 +198,62 @@ func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
 		return fmt.Errorf("close bbolt file: %w", err)
 	}
 	return nil
+}
+
+// batch is the revisions of one write transaction, res.kept[lo:lo+len(vals)],
+// read and checked into vals, which alias arena; err is why the next one
+// could not be (the batch is not written).
+type batch struct {
+	lo    int
+	vals  [][]byte
+	arena []byte
+	err   error
+}
+
+// readBatches reads the kept revisions in order into batches for out,
+// each into an arena from free, of at most batchBytes of values (a larger
+// value alone in a batch of its own), and closes out when done, when a
+// read fails, or when ctx ends.
+func (res *Result) readBatches(ctx context.Context, free <-chan []byte, out chan<- batch) {
+	defer close(out)
+	for i := 0; i < len(res.kept); {
+		var b batch
+		select {
+		case b.arena = <-free:
+		case <-ctx.Done():
+			return
+		}
+		b.lo = i
+		used := 0
+	fill:
+		for ; i < len(res.kept); i++ {
+			k := res.kept[i]
+			var buf []byte
+			switch {
+			case k.n > len(b.arena):
+				if used > 0 {
+					break fill // the next batch takes it alone
+				}
+				buf = make([]byte, k.n)
+			case used+k.n > len(b.arena):
+				break fill
+			default:
+				buf = b.arena[used : used+k.n : used+k.n]
+			}
+			used += k.n
+			if err := res.readKept(k, buf); err != nil {
+				b.err = err
+				out <- b
+				return
+			}
+			b.vals = append(b.vals, buf)
+			if k.n > len(b.arena) {
+				i++
+				break
+			}
+		}
+		out <- b
+	}
 }
 
 // readKept reads a kept revision's mvccpb.KeyValue into buf and checks it
@@ -216,9 +269,11 @@ func (res *Result) readKept(k keptRev, buf []byte) error {
 	if crc32.Checksum(buf, castagnoli) != k.sum {
 		return fmt.Errorf("revision %s at offset %d: %w", k.rev, k.off, ErrInputChanged)
 	}
-	var m mvccpb.KeyValue
-	if err := proto.Unmarshal(buf, &m); err != nil || m.ModRevision != k.rev.Main || len(m.Key) == 0 {
-		return fmt.Errorf("revision %s at offset %d: not the mvccpb.KeyValue of that revision (%v)", k.rev, k.off, err)
+	// The checksum matched; the bytes are parsed again all the same, by
+	// the scan's rule (parseKV, checkKV), so that what is written is the
+	// mvccpb.KeyValue of that revision even if two contents collide.
+	if x, ok := parseKV(buf); !ok || !checkKV(x, k.rev, false) {
+		return fmt.Errorf("revision %s at offset %d: not the mvccpb.KeyValue of that revision", k.rev, k.off)
 	}
 	return nil
 }
@@ -246,6 +301,13 @@ func SalvageFile(ctx context.Context, in, out string, opts Options) (*Result, *W
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("salvage %s: not a regular file", in)
+	}
+	if dir := opts.HashCacheDir; dir != "" {
+		opts.trailerKnown = func(trailer string) bool {
+			now, err := f.Stat()
+			return err == nil && store.TrailerVerifiedEarlier(dir, in, now, trailer)
+		}
+		opts.trailerVerified = func(trailer string) { store.RememberTrailerVerified(dir, in, fi, trailer) }
 	}
 	res, err := Scan(ctx, f, fi.Size(), opts)
 	if err != nil {
