@@ -12,7 +12,6 @@ import (
 	"hash/crc32"
 	"io"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -1126,15 +1125,6 @@ func (s *scanner) add(rev Revision, tomb bool, x kv, enc []byte, off int64, orph
 func (s *scanner) judge() error {
 	if s.opts.Readable == nil {
 		return nil
-	}
-	// Decoding each value makes garbage many times the index, which every
-	// collection marks again: while judging, collect half as often (the
-	// heap may grow by the index's size once more).
-	if prev := debug.SetGCPercent(-1); prev > 0 {
-		debug.SetGCPercent(2 * prev)
-		defer debug.SetGCPercent(prev)
-	} else {
-		debug.SetGCPercent(prev)
 	}
 	type job struct {
 		key string
