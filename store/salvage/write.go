@@ -7,12 +7,10 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/etcdpvc/etcdpvc/internal/durable"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -58,51 +56,15 @@ const batchBytes = 32 << 20
 // The file is written to a temporary file in path's directory (mode
 // 0600), fsynced, linked to path (never replacing a file) and the
 // directory fsynced; on failure nothing is left behind.
-func (res *Result) WriteSnapshot(ctx context.Context, path string) (w *Written, err error) {
-	if _, err := os.Lstat(path); err == nil {
-		return nil, fmt.Errorf("salvage: write %s: %w: choose a new file; an existing one is never overwritten", path, store.ErrOutputExists)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("salvage: write %s: %w", path, err)
-	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".salvage-*")
+func (res *Result) WriteSnapshot(ctx context.Context, path string) (*Written, error) {
+	w := &Written{Path: path, CompactRevision: res.compact}
+	sum, size, err := store.WriteSnapshotFile(path, func(tmp string) error { return res.writeDB(ctx, tmp, w) })
 	if err != nil {
 		return nil, fmt.Errorf("salvage: write %s: %w", path, err)
-	}
-	tmpPath := tmp.Name()
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmpPath)
-		return nil, fmt.Errorf("salvage: write %s: %w", path, err)
-	}
-	defer func() {
-		_ = os.Remove(tmpPath)
-		if err != nil {
-			err = fmt.Errorf("salvage: write %s: %w", path, err)
-		}
-	}()
-	w = &Written{Path: path, CompactRevision: res.compact}
-	if err := res.writeDB(ctx, tmpPath, w); err != nil {
-		return nil, err
-	}
-	sum, size, err := store.AppendSnapshotTrailer(tmpPath)
-	if err != nil {
-		return nil, fmt.Errorf("append sha256 trailer: %w", err)
 	}
 	w.SHA256, w.Size = sum, size
-	if err := os.Link(tmpPath, path); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("%w: created while the salvage was written", store.ErrOutputExists)
-		}
-		return nil, err
-	}
-	if err := syncDir(dir); err != nil {
-		return nil, err
-	}
 	return w, nil
 }
-
-// syncDir fsyncs a directory (durable.SyncDir).
-func syncDir(dir string) error { return durable.SyncDir(dir) }
 
 // writeDB writes the bbolt database to path (an empty file).
 func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
