@@ -52,17 +52,19 @@ type PointInTime struct {
 
 // PointInTimeWritten describes the snapshot WritePointInTime wrote.
 type PointInTimeWritten struct {
-	Path, SHA256 string
-	Size         int64
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
 	// Revision is the snapshot's revision; Added the revisions added to
 	// the db's, Compacted those the compaction removed.
-	Revision         int64
-	Added, Compacted int
+	Revision  int64 `json:"revision"`
+	Added     int   `json:"revisionsAdded"`
+	Compacted int   `json:"revisionsCompacted"`
 	// Leases is the number of leases the snapshot holds.
-	Leases int
+	Leases int `json:"leases"`
 	// CheckpointsSkipped counts lease checkpoints not stored: etcd
 	// persists them only from cluster version 3.6 on.
-	CheckpointsSkipped int
+	CheckpointsSkipped int `json:"leaseCheckpointsSkipped,omitempty"`
 }
 
 // pitBatchBytes bounds the values one write transaction of
