@@ -177,7 +177,7 @@ func checkPointInTime(path string, p *wal.PointInTime, opts store.BoltOptions) e
 	}
 	defer b.Close()
 	m := b.Meta()
-	if m.ConsistentIndex != p.Index || m.Term != p.Term && p.Term != 0 || m.Revision != max(p.Revision, p.BaseRevision) {
+	if m.ConsistentIndex != p.Index || m.Term != p.Term && p.Term != 0 || m.Revision != p.Revision {
 		return fmt.Errorf("check the snapshot written: %s is at consistent index %d, term %d, revision %d; want %d, %d, %d", path, m.ConsistentIndex, m.Term, m.Revision, p.Index, p.Term, p.Revision)
 	}
 	return nil

@@ -28,7 +28,6 @@ type ReplayedRevision struct {
 // LeaseChange is one lease change of a log entry: a grant (TTL as etcd
 // stores it), a revoke, or a checkpoint of the TTL remaining.
 type LeaseChange struct {
-	Index      uint64
 	ID         int64
 	Revoke     bool
 	Checkpoint bool

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -43,11 +44,11 @@ type PointInTime struct {
 	// Index and Term are the raft entry the point is at (the snapshot's
 	// consistent index and term).
 	Index, Term uint64
-	// BaseIndex, BaseTerm and BaseRevision are the db's consistent
-	// index, term and revision; Base its path.
-	BaseIndex, BaseTerm uint64
-	BaseRevision        int64
-	Base                string
+	// BaseIndex and BaseRevision are the db's consistent index and
+	// revision; Base its path.
+	BaseIndex    uint64
+	BaseRevision int64
+	Base         string
 	// Revision is the keyspace's revision at Index.
 	Revision int64
 	// Entries counts the entries replayed (BaseIndex, Index]; Changes
@@ -77,7 +78,7 @@ func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, erro
 	}
 	ci := w.cov.ConsistentIndex
 	m := w.base.Meta()
-	p := &PointInTime{Index: index, BaseIndex: ci, BaseTerm: m.Term, BaseRevision: w.cov.DBRevision, Base: w.base.Path(),
+	p := &PointInTime{Index: index, BaseIndex: ci, BaseRevision: w.cov.DBRevision, Base: w.base.Path(),
 		Revision: w.cov.DBRevision, Compaction: max(m.CompactRevision, m.ScheduledCompactRevision), w: w, Term: m.Term}
 	switch {
 	case index < ci:
@@ -120,7 +121,7 @@ func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, erro
 	if index > ci && (first < 0 || r.entries[last].index != index) {
 		return nil, fmt.Errorf("raft index %d: %w: the log holds no entry %d after the db's", index, ErrLogGap, index)
 	}
-	for _, k := range sortedKeys(kept) {
+	for _, k := range slices.Sorted(maps.Keys(kept)) {
 		p.Kept = append(p.Kept, fmt.Sprintf("%d %s", kept[k], k))
 	}
 	if first >= 0 {
@@ -162,20 +163,20 @@ func (p *PointInTime) entry(ctx context.Context, we WALEntry, kept map[string]in
 			p.Notes = append(p.Notes, fmt.Sprintf("lease %x (entry %d) was granted a TTL of %d s: stored as %d s, etcd's minimum with its default election timeout", req.LeaseGrant.ID, we.Index, ttl, etcdMinLeaseTTL))
 			ttl = etcdMinLeaseTTL
 		}
-		p.Leases = append(p.Leases, store.LeaseChange{Index: we.Index, ID: req.LeaseGrant.ID, TTL: ttl})
+		p.Leases = append(p.Leases, store.LeaseChange{ID: req.LeaseGrant.ID, TTL: ttl})
 	case we.Kind == walread.KindLeaseRevoke && we.Outcome == OutcomeApplied:
 		req, err := p.w.request(we)
 		if err != nil {
 			return err
 		}
-		p.Leases = append(p.Leases, store.LeaseChange{Index: we.Index, ID: req.LeaseRevoke.ID, Revoke: true})
+		p.Leases = append(p.Leases, store.LeaseChange{ID: req.LeaseRevoke.ID, Revoke: true})
 	case we.Other == "lease-checkpoint":
 		req, err := p.w.request(we)
 		if err != nil {
 			return err
 		}
 		for _, c := range req.LeaseCheckpoint.GetCheckpoints() {
-			p.Leases = append(p.Leases, store.LeaseChange{Index: we.Index, ID: c.ID, Checkpoint: true, Remaining: c.Remaining_TTL})
+			p.Leases = append(p.Leases, store.LeaseChange{ID: c.ID, Checkpoint: true, Remaining: c.Remaining_TTL})
 		}
 	case we.Other == "cluster" || we.Other == "v2":
 		kept["member attribute or cluster version changes (members and cluster, as the db holds them)"]++
@@ -258,7 +259,7 @@ func (p *PointInTime) Changed() []KeyChange {
 		after[key] = &store.KeyValue{Key: key, CreateRevision: x.create, ModRevision: x.mod, Version: x.version, Lease: x.lease}
 	}
 	out := make([]KeyChange, 0, len(after))
-	for _, k := range sortedKeys(after) {
+	for _, k := range slices.Sorted(maps.Keys(after)) {
 		kc := KeyChange{Key: k, After: after[k]}
 		if s, ok := p.w.baseState(k); ok {
 			kc.Before = &s
@@ -411,10 +412,11 @@ func requestDeletes(req *pb.InternalRaftRequest, key string) bool {
 		walk(req.Txn.Success)
 		walk(req.Txn.Failure)
 	}
-	// The keys meant: [lo, hi), hi "" for no bound.
+	// The keys meant: [lo, hi): the key alone, or every key under the
+	// prefix ("/" + 1 is "0").
 	lo, hi := key, key+"\x00"
 	if strings.HasSuffix(key, "/") {
-		hi = key[:len(key)-1] + string(rune(key[len(key)-1]+1))
+		hi = strings.TrimSuffix(key, "/") + "0"
 	}
 	for _, d := range dels {
 		k, e := string(d.Key), string(d.RangeEnd)
@@ -434,15 +436,6 @@ func requestDeletes(req *pb.InternalRaftRequest, key string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // Snapshot is p as store.WritePointInTime takes it.
