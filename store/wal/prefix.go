@@ -183,6 +183,11 @@ type pxSolver struct {
 	// pin an earlier try found wrong); pins the pins made, in order.
 	veto map[int32]bool
 	pins []pxPin
+	// passPins holds the pins earlier passes of solveOnce made: a start
+	// allowed from them fixes its segment when it starts, and the
+	// compare that pinned it no longer pins there, but it is still what
+	// the segment's start rests on (the next try may pass over it).
+	passPins []pxPin
 	// force holds the entries whose first compares on keys from before
 	// the log are taken to fail, not to hold (an alternative world a
 	// challenge works out), and, with leaseBit set, those whose leases
@@ -191,6 +196,8 @@ type pxSolver struct {
 	// (see challenge).
 	force   map[int32]bool
 	assumed map[int32]bool
+	// gone holds the leases force takes to be gone (goneBefore).
+	gone map[int64]bool
 	// failed holds the compares on keys' states from before the log
 	// taken to fail that way: the same compare later, with no write of
 	// the key between (nor a revoke that may have deleted it: see
@@ -617,6 +624,26 @@ func (p *pxSolver) took(s *pxKey, fc int8) {
 	}
 }
 
+// goneBefore reports whether lease l is taken to have been revoked
+// before the log (the world a challenge works out): one entry in force
+// with leaseBit names it. A lease's state at the log's start is one for
+// the whole log, whichever of its entries first meets it in a world: an
+// entry whose compare failed in one world may hold in another, and the
+// next put with the lease then meets it first.
+func (p *pxSolver) goneBefore(l int64) bool {
+	if p.gone == nil {
+		p.gone = map[int64]bool{}
+		for e := range p.force {
+			if e&leaseBit != 0 {
+				if g := p.leaseOf(entryOf(e)); g != 0 {
+					p.gone[g] = true
+				}
+			}
+		}
+	}
+	return p.gone[l]
+}
+
 // leaseBit marks, in pxSolver.force and assumed, an entry's lease from
 // before the log (the entry's number is below it).
 const leaseBit = 1 << 30
@@ -745,7 +772,7 @@ func (p *pxSolver) write(idx int32, ops []pxOp) {
 					o.outcome, o.reason = OutcomeNotApplied, fmt.Sprintf("lease %x not found", l)
 					p.attempts(idx, ops)
 					return
-				case !known && p.force[p.cur|leaseBit]:
+				case !known && p.goneBefore(l):
 					// The other world: the lease was gone already.
 					p.leases[l] = 0
 					o.outcome, o.reason = OutcomeNotApplied, fmt.Sprintf("lease %x not found", l)
@@ -919,7 +946,8 @@ func (p *pxSolver) rangeDelete(idx int32) {
 func (p *pxSolver) revoke(idx int32, id int64) {
 	o := &p.out[idx]
 	st, known := p.leases[id]
-	if (known && st == 0) || (!known && p.exact) {
+	if (known && st == 0) || (!known && (p.exact || p.goneBefore(id))) {
+		p.leases[id] = 0
 		o.outcome, o.reason = OutcomeNotApplied, "lease not found"
 		return
 	}

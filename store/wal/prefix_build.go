@@ -121,7 +121,9 @@ func solveTries(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool
 		// first one not passed over yet.
 		next := slices.DeleteFunc(p.wrongPins(), func(e int32) bool { return force[e|keepBit] })
 		if len(next) == 0 {
-			for _, pn := range p.pins {
+			// The pins of this pass first, then those of the passes
+			// before it whose starts fixed segments up front.
+			for _, pn := range slices.Concat(p.pins, p.passPins) {
 				if !veto[pn.entry] && !force[pn.entry|keepBit] {
 					next = append(next, pn.entry)
 					break
@@ -148,10 +150,15 @@ func solveOnce(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool,
 	var allowed map[int32][]int64
 	var sigs map[int32]pxSegSig // the segments allowed was worked out for
 	var p *pxSolver
+	var passPins []pxPin
 	for pass := range maxAnchorPasses {
 		for {
+			if p != nil {
+				passPins = append(passPins, p.pins...)
+			}
 			p = newPxSolver(entries, keys, exact, x, veto, allowed)
 			p.force = force
+			p.passPins = passPins
 			p.run()
 			// The starts a pass allowed a segment hold for the writes it
 			// had then: a segment this pass gave other writes (a compare
@@ -521,6 +528,17 @@ func (p *pxSolver) rangeTombs(idx int32) (map[int32]bool, bool) {
 // it deleted is not established (its writes are then listed with the
 // outcome unknown).
 func (p *pxSolver) rangeReplay(idx int32, first int, we *WALEntry) (map[int32]bool, bool) {
+	// A world a challenge found in which it deleted other keys, or made
+	// another revision or none: what it deleted is not established (its
+	// writes listed, with its outcome unknown).
+	switch o := p.out[idx]; {
+	case o.ambiguous != "":
+		we.Outcome, we.Reason = OutcomeUnknown, o.ambiguous
+		return nil, true
+	case o.vague != "":
+		we.Outcome, we.Reason = OutcomeUnknown, "a range delete: which keys it deleted, and whether it made a revision, is not established: "+o.vague
+		return nil, true
+	}
 	tombs, known := p.rangeTombs(idx)
 	var unsure []string
 	for i := first; !known && i < len(p.writes) && p.writes[i].entry == idx; i++ {

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/etcdpvc/etcdpvc/walread"
 )
 
 // Challenging the first compares taken to hold.
@@ -128,6 +130,14 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 		if lease {
 			units = append(units, map[int32]bool{idx | leaseBit: true})
 		}
+	}
+	// A lease from before the log that no world so far took to exist
+	// (its first puts failed their compares there): in the world where
+	// a compare before them failed instead, the put holds and meets
+	// the lease, which may have been revoked already. One unit per
+	// lease, at its first put in the log.
+	for _, idx := range p.unassumedLeases(dbLeases) {
+		units = append(units, map[int32]bool{idx | leaseBit: true})
 	}
 	// A compare that named the revision of a write made without a
 	// compare, and held: a stale read of the key's state from before that
@@ -363,6 +373,34 @@ func minKey(m map[int32]bool) int32 {
 		}
 	}
 	return first
+}
+
+// unassumedLeases returns, for each lease from before the log that the
+// db does not hold and that p took nowhere to exist or to be gone, the
+// first entry of the log whose put names it (a lease the log grants or
+// revokes before that put is known there).
+func (p *pxSolver) unassumedLeases(dbLeases map[int64]bool) []int32 {
+	seen := map[int64]bool{}
+	for e := range p.assumed {
+		if e&leaseBit != 0 {
+			seen[p.leaseOf(entryOf(e))] = true
+		}
+	}
+	var firsts []int32
+	for i := range p.entries {
+		pe := &p.entries[i]
+		if pe.kind == walread.KindLeaseGrant || pe.kind == walread.KindLeaseRevoke {
+			// Granted in the log, or revoked before its first put
+			// (both worlds of that revoke are the segments').
+			seen[pe.id] = true
+			continue
+		}
+		if l := p.leaseOf(int32(i)); l != 0 && !seen[l] && !dbLeases[l] {
+			seen[l] = true
+			firsts = append(firsts, int32(i))
+		}
+	}
+	return firsts
 }
 
 // leaseOf returns the lease of entry idx's first put with one (0: none).
