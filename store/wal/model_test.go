@@ -1192,6 +1192,7 @@ var prefixModelRegressions = []struct {
 	{seed: 189, data: []byte("0010270100100200"), what: "five stale compares naming a revision from before the log, then a losing compactor, are the log's first entries: the first of each taken to hold, the two revisions they make up for the revision before the log claimed two too low; in the world where both failed, a later stale compare naming that revision pinned a create of the log there: a compare names a revision made before its entry, so one the log's first entry names is from before the log, whether it held or not"},
 	{seed: 1, data: []byte("002000000000000000000000000000000000000000000000000000\xe800000000"), what: "a stale create of a key that existed is the log's first entry, taken to hold, then a blind put of the key and stale compares naming the key's revision from before the log: in the world where the create failed, the first of them held on the blind put's revision and made up for it; what a world found took on the word of a compare naming a blind write's revision is widened too"},
 	{seed: 116, data: []byte("001111111100200B0002000200070808080808080808080808080708070707"), what: "a lease revoked before the log, used by two updates and revoked again in the log, among stale compares on the revisions of blind puts: etcd refused the updates for the lease, and a later update of the key applied; the solver said their compares failed and the later update did not apply. Two causes: the world in which the lease was gone already was never challenged (no world took it to exist: the updates failed their compares first), and the search in the world that took it gone stopped at a start an earlier pass had allowed from a stale compare's pin (that pin is passed over too now, and a lease's state at the log's start is one for the whole log)"},
+	{seed: 149, data: []byte("011#2702%0"), what: "a stale compare on a key the log's first writes left at a revision from before the log, taken to hold, and later a stale compare naming a blind put's revision pinning the last stretch one low: the try that passed over the first pin (a right one) for good and then the stale one failed every world; the pins are passed over breadth first, each alone before two together"},
 	{seed: 1318, what: "the log starts at raft index 1 (solved without exact): the try that passes over the first pin counts that compare as failed, and a write etcd applied is claimed not applied"},
 }
 
@@ -1353,9 +1354,11 @@ func (mc *modelCase) knownClass() string {
 // stream, modelRangeStream) whose case the solver once got wrong.
 var rangeModelRegressions = []struct {
 	seed uint64
+	data []byte // fuzz input (FuzzPrefixModelRangeDelete), if any
 	what string
 }{
 	{seed: 824, what: "a range delete after two compares the challenges found may have failed, each in its own world: in one it deleted one key, in the other another, at the same revision; in the true world both held and it deleted nothing: a range delete a challenge's world blurs is not established, and was claimed at the revision both worlds gave it"},
+	{seed: 0, data: []byte("0(Y,ZB22b#27"), what: "a range delete at a revision both worlds give it, deleting a key in one (an update before it held there) and not in the other: which keys it deleted is not established, and was claimed"},
 	{seed: 1950, what: "the same, the range delete's outcome left unknown by a challenge (its keys' earlier compares held in one world), its revision still claimed: a range delete's replay took its revision from its own rel, not minding what the challenges left unknown"},
 }
 
@@ -1368,7 +1371,7 @@ func TestPrefixModelRangeDelete(t *testing.T) {
 	for _, r := range rangeModelRegressions {
 		t.Run(fmt.Sprintf("regression-seed-%d", r.seed), func(t *testing.T) {
 			t.Log(r.what)
-			mc := rangeModelCase(r.seed, nil)
+			mc := rangeModelCase(r.seed, r.data)
 			if _, _, _, wrong := checkModelCase(t, mc); len(wrong) > 0 {
 				reportRangeCase(t, r.seed, mc, wrong)
 			}

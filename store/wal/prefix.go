@@ -169,6 +169,10 @@ type pxEntryOut struct {
 	// lo and hi bound it.
 	vague  string
 	lo, hi int64
+	// keysVague, for a range delete, says why which keys it deleted is
+	// not established (an alternative world deletes others), even where
+	// its revision is.
+	keysVague string
 }
 
 // pxSolver works the prefix out.

@@ -96,14 +96,24 @@ func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact boo
 // or nil, why none was found and what the try that went furthest took
 // on a writer's word (pxSolver.assumed: entries, leaseBit marking a
 // lease), in order, for challenge to widen the world it was given.
+//
+// The tries are breadth first: a try that fails passes over the pins
+// certainly wrong (at or below a revision from before the log) in the
+// next, else, each in a try of its own, every pin it made that is not
+// passed over yet (its own first, then those of its earlier passes). A
+// stale compare's pin is seldom the first one: passing over the first
+// for good would fail every compare that pinned right after it.
 func solveTries(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, x *dbIndex, db prefixDB, force map[int32]bool) (*pxSolver, string, []int32) {
 	// The reason given is the one of the try that went furthest (a
 	// disagreement with the db says more than a wrong start).
 	var why string
 	var took []int32
 	stage := -1
-	veto := map[int32]bool{}
-	for range maxPinTries {
+	queue := []map[int32]bool{{}}
+	seen := map[string]bool{"": true}
+	for tries := 0; tries < maxPinTries && len(queue) > 0; tries++ {
+		veto := queue[0]
+		queue = queue[1:]
 		p, reached := solveOnce(ctx, entries, keys, exact, dbRev, x, db, veto, force)
 		if p.fail == "" {
 			p.fill()
@@ -116,29 +126,38 @@ func solveTries(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool
 		if exact || ctx.Err() != nil {
 			break
 		}
-		// A compare that pinned a segment wrong read a stale state: the
-		// pins certainly wrong are passed over on the next try, else the
-		// first one not passed over yet.
-		next := slices.DeleteFunc(p.wrongPins(), func(e int32) bool { return force[e|keepBit] })
-		if len(next) == 0 {
-			// The pins of this pass first, then those of the passes
-			// before it whose starts fixed segments up front.
+		var next [][]int32
+		if wrong := slices.DeleteFunc(p.wrongPins(), func(e int32) bool { return force[e|keepBit] || veto[e] }); len(wrong) > 0 {
+			next = append(next, wrong)
+		} else {
 			for _, pn := range slices.Concat(p.pins, p.passPins) {
 				if !veto[pn.entry] && !force[pn.entry|keepBit] {
-					next = append(next, pn.entry)
-					break
+					next = append(next, []int32{pn.entry})
 				}
 			}
 		}
-		if len(next) == 0 {
-			break
-		}
-		veto = maps.Clone(veto)
-		for _, e := range next {
-			veto[e] = true
+		for _, add := range next {
+			v := maps.Clone(veto)
+			for _, e := range add {
+				v[e] = true
+			}
+			if k := vetoKey(v); !seen[k] {
+				seen[k] = true
+				queue = append(queue, v)
+			}
 		}
 	}
 	return nil, why, took
+}
+
+// vetoKey names a set of entries (the pins a try passes over).
+func vetoKey(v map[int32]bool) string {
+	var b strings.Builder
+	for _, e := range slices.Sorted(maps.Keys(v)) {
+		b.WriteString(strconv.Itoa(int(e)))
+		b.WriteByte(',')
+	}
+	return b.String()
 }
 
 // solveOnce works the prefix out, its compares' pins refused for the
@@ -537,6 +556,13 @@ func (p *pxSolver) rangeReplay(idx int32, first int, we *WALEntry) (map[int32]bo
 		return nil, true
 	case o.vague != "":
 		we.Outcome, we.Reason = OutcomeUnknown, "a range delete: which keys it deleted, and whether it made a revision, is not established: "+o.vague
+		return nil, true
+	case o.keysVague != "":
+		what := "its revision is not established"
+		if rev, ok := p.rangeRev(idx); ok && rev != 0 {
+			what = fmt.Sprintf("it applied at revision %d", rev)
+		}
+		we.Outcome, we.Reason = OutcomeUnknown, fmt.Sprintf("a range delete: which keys it deleted is not established (%s): %s", what, o.keysVague)
 		return nil, true
 	}
 	tombs, known := p.rangeTombs(idx)

@@ -791,6 +791,27 @@ func (p *pxSolver) yield(q *pxSolver, why string) {
 			w.vague = true
 		}
 	}
+	// A range delete applies in every world, but the keys it deletes
+	// are those that exist there: one the other world deletes and this
+	// one does not, or the reverse, leaves which keys it deleted not
+	// established.
+	applied := func(s *pxSolver) map[[2]int32]bool {
+		m := map[[2]int32]bool{}
+		for i := range s.writes {
+			if w := &s.writes[i]; w.applied && s.entries[w.entry].ranged {
+				m[[2]int32{w.entry, w.key}] = true
+			}
+		}
+		return m
+	}
+	pa, qa := applied(p), applied(q)
+	for _, m := range []map[[2]int32]bool{pa, qa} {
+		for k := range m {
+			if pa[k] != qa[k] && p.out[k[0]].keysVague == "" {
+				p.out[k[0]].keysVague = why
+			}
+		}
+	}
 }
 
 // blur leaves the revision entry i made not established, between lo and
