@@ -152,9 +152,10 @@ func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
 		return err
 	}
 	w.Revisions = len(res.kept)
-	if err := db.Sync(); err != nil {
-		return fmt.Errorf("fsync: %w", err)
-	}
+	// No fsync here: the trailer's (store.WriteSnapshotFile) covers the
+	// pages too, and the file gets its name only after it; one fsync of
+	// the whole file, not two, and the pages are written back while the
+	// trailer's hash reads them.
 	closed = true
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("close bbolt file: %w", err)
