@@ -1,6 +1,7 @@
 package salvage
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 
@@ -37,6 +38,14 @@ func (r Revision) String() string { return fmt.Sprintf("%d_%d", r.Main, r.Sub) }
 // less orders revisions.
 func (r Revision) less(o Revision) bool {
 	return r.Main < o.Main || r.Main == o.Main && r.Sub < o.Sub
+}
+
+// cmp orders r and o as less does (-1, 0, +1).
+func (r Revision) cmp(o Revision) int {
+	if c := cmp.Compare(r.Main, o.Main); c != 0 {
+		return c
+	}
+	return cmp.Compare(r.Sub, o.Sub)
 }
 
 // parseRevKey parses a "key" bucket key: 17 bytes (main, '_', sub), or 18

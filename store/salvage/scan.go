@@ -2,6 +2,7 @@ package salvage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -101,6 +102,10 @@ type orphan struct {
 
 // entry is the index of one etcd key: its newest readable put, its newest
 // deletion and the unreadable puts newer than the readable one.
+//
+// The index holds no pointers (entries in one slice, their older
+// revisions in one arena), so that the collector, run again and again
+// while the judge decodes, has next to nothing of it to mark.
 type entry struct {
 	hasKeep    bool
 	keep       keptRev
@@ -108,10 +113,17 @@ type entry struct {
 	keepLease  int64
 	hasTomb    bool
 	tomb       Revision
-	bad        []badRev
-	// older are, with Options.Readable, the revisions older than keep,
-	// which judge falls back to when keep's value does not pass.
-	older []candidate
+	// older is, with Options.Readable, the first of the revisions older
+	// than keep (1-based in scanner.older; 0: none), which judge falls
+	// back to when keep's value does not pass.
+	older int32
+}
+
+// olderRev is one of an entry's older revisions, and the next one (as
+// entry.older).
+type olderRev struct {
+	c    candidate
+	next int32
 }
 
 // candidate is a revision of a key not yet judged (Options.Readable).
@@ -195,7 +207,13 @@ type scanner struct {
 	truncated     bool
 	orphan        []orphan
 
-	keys      map[string]*entry
+	// keys indexes ents by key; older holds the entries' older revisions
+	// (entry.older); badRevs, made by judge, the revisions of each entry
+	// that did not pass Options.Readable.
+	keys      map[string]int32
+	ents      []entry
+	older     []olderRev
+	badRevs   [][]badRev
 	metaItems map[string][]byte
 	metaCI    uint64 // consistent_index of the meta items chosen (shape mode)
 	leases    map[string][]byte
@@ -230,7 +248,7 @@ func Scan(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Result
 		rep:       &Report{FileSize: size, Trailer: "none"},
 		live:      map[uint64]liveRef{},
 		lostPages: map[uint64]bool{},
-		keys:      map[string]*entry{},
+		keys:      map[string]int32{},
 		metaItems: map[string][]byte{},
 		leases:    map[string][]byte{},
 		members:   map[string][]byte{},
@@ -338,8 +356,8 @@ func (s *scanner) whole() bool {
 	if !s.tree || s.fillAll || s.truncated || len(s.lost) > 0 || len(s.rep.OtherLost) > 0 || s.rep.PagesUnreadable > 0 || s.rep.InvalidItems > 0 {
 		return false
 	}
-	for _, e := range s.keys {
-		if len(e.bad) > 0 {
+	for _, b := range s.badRevs {
+		if len(b) > 0 {
 			return false
 		}
 	}
@@ -486,7 +504,8 @@ func (s *scanner) findTree() error {
 func (s *scanner) reset() {
 	s.live, s.lost, s.others, s.lostPages = map[uint64]liveRef{}, nil, map[string]bool{}, map[uint64]bool{}
 	s.rep.LostRanges, s.rep.OtherLost = nil, nil
-	s.keys, s.metaItems, s.leases, s.members = map[string]*entry{}, map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
+	s.keys, s.ents, s.older, s.badRevs = map[string]int32{}, nil, nil, nil
+	s.metaItems, s.leases, s.members = map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
 	s.rep.RevisionsRead, s.rep.InvalidItems, s.rep.Markers, s.maxSeen, s.maxNamed, s.metaCI = 0, 0, 0, 0, 0, 0
 }
 
@@ -1080,11 +1099,13 @@ func (s *scanner) keyPageItems(page []byte, count int) (items []keyItem, n, bad 
 func (s *scanner) add(rev Revision, tomb bool, x kv, enc []byte, off int64, orphan bool) {
 	s.rep.RevisionsRead++
 	s.maxSeen = max(s.maxSeen, rev.Main)
-	e := s.keys[string(x.key)]
-	if e == nil {
-		e = &entry{}
-		s.keys[string(x.key)] = e
+	i, ok := s.keys[string(x.key)]
+	if !ok {
+		i = int32(len(s.ents))
+		s.keys[string(x.key)] = i
+		s.ents = append(s.ents, entry{})
 	}
+	e := &s.ents[i]
 	if tomb {
 		if !e.hasTomb || e.tomb.less(rev) {
 			e.hasTomb, e.tomb = true, rev
@@ -1104,11 +1125,13 @@ func (s *scanner) add(rev Revision, tomb bool, x kv, enc []byte, off int64, orph
 		// Judged at the end, newest first (judge): most keys' newest
 		// revision passes, and the older ones are never decoded.
 		if e.hasKeep && rev.less(e.keep.rev) {
-			e.older = append(e.older, c)
+			s.older = append(s.older, olderRev{c: c, next: e.older})
+			e.older = int32(len(s.older))
 			return
 		}
 		if e.hasKeep {
-			e.older = append(e.older, candidate{rev: e.keep, orphan: e.keepOrphan, lease: e.keepLease})
+			s.older = append(s.older, olderRev{c: candidate{rev: e.keep, orphan: e.keepOrphan, lease: e.keepLease}, next: e.older})
+			e.older = int32(len(s.older))
 		}
 	} else if e.hasKeep && rev.less(e.keep.rev) {
 		return
@@ -1128,9 +1151,26 @@ func (s *scanner) judge() error {
 	}
 	type job struct {
 		key string
-		e   *entry
+		i   int32
 	}
-	jobs := make(chan job, 256)
+	s.badRevs = make([][]badRev, len(s.ents))
+	var all []job
+	n := 0
+	for key, i := range s.keys {
+		if n++; n%4096 == 0 && s.ctx.Err() != nil {
+			return s.ctx.Err()
+		}
+		if e := &s.ents[i]; !e.hasKeep || (e.hasTomb && e.keep.rev.less(e.tomb)) {
+			continue // deleted after every revision held: nothing to judge
+		}
+		all = append(all, job{key, i})
+	}
+	// In file order of the newest revisions, in runs of judgeRun keys a
+	// worker takes at a time: each reads its values through a window
+	// (most keys' newest revision passes, so most reads are those).
+	slices.SortFunc(all, func(a, b job) int { return cmp.Compare(s.ents[a.i].keep.off, s.ents[b.i].keep.off) })
+	const judgeRun = 512
+	runs := make(chan []job, 4)
 	workers := runtime.GOMAXPROCS(0)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -1139,25 +1179,22 @@ func (s *scanner) judge() error {
 		go func() {
 			defer wg.Done()
 			var buf []byte
-			for j := range jobs {
-				if errs[w] != nil {
-					continue
+			var cands []candidate
+			wr := newWindowReader(s.r, s.size)
+			for run := range runs {
+				for _, j := range run {
+					if errs[w] != nil || s.ctx.Err() != nil {
+						break
+					}
+					buf, cands, errs[w] = s.judgeKey(wr, j.key, j.i, buf, cands)
 				}
-				buf, errs[w] = s.judgeKey(j.key, j.e, buf)
 			}
 		}()
 	}
-	n := 0
-	for key, e := range s.keys {
-		if n++; n%1024 == 0 && s.ctx.Err() != nil {
-			break
-		}
-		if !e.hasKeep || (e.hasTomb && e.keep.rev.less(e.tomb)) {
-			continue // deleted after every revision held: nothing to judge
-		}
-		jobs <- job{key, e}
+	for i := 0; i < len(all) && s.ctx.Err() == nil; i += judgeRun {
+		runs <- all[i:min(i+judgeRun, len(all))]
 	}
-	close(jobs)
+	close(runs)
 	wg.Wait()
 	if err := s.ctx.Err(); err != nil {
 		return err
@@ -1165,10 +1202,15 @@ func (s *scanner) judge() error {
 	return errors.Join(errs...)
 }
 
-// judgeKey judges e, the entry of key (see judge), reading values into
-// buf; it returns the buffer for the next key.
-func (s *scanner) judgeKey(key string, e *entry, buf []byte) ([]byte, error) {
-	cands := append(e.older, candidate{rev: e.keep, orphan: e.keepOrphan, lease: e.keepLease})
+// judgeKey judges s.ents[i], the entry of key (see judge), reading values
+// from r into buf; it returns buf and cands (scratch space) for the next
+// key.
+func (s *scanner) judgeKey(r io.ReaderAt, key string, i int32, buf []byte, cands []candidate) ([]byte, []candidate, error) {
+	e := &s.ents[i]
+	cands = append(cands[:0], candidate{rev: e.keep, orphan: e.keepOrphan, lease: e.keepLease})
+	for o := e.older; o != 0; o = s.older[o-1].next {
+		cands = append(cands, s.older[o-1].c)
+	}
 	// Newest first; of one revision held twice (a freed copy), the copy
 	// in the tree first.
 	slices.SortFunc(cands, func(a, b candidate) int {
@@ -1184,9 +1226,9 @@ func (s *scanner) judgeKey(key string, e *entry, buf []byte) ([]byte, error) {
 		}
 		return 1
 	})
-	e.hasKeep, e.older = false, nil
-	for i, c := range cands {
-		if i > 0 && c.rev.rev == cands[i-1].rev.rev {
+	e.hasKeep, e.older = false, 0
+	for k, c := range cands {
+		if k > 0 && c.rev.rev == cands[k-1].rev.rev {
 			continue
 		}
 		if e.hasTomb && c.rev.rev.less(e.tomb) {
@@ -1196,28 +1238,28 @@ func (s *scanner) judgeKey(key string, e *entry, buf []byte) ([]byte, error) {
 			buf = make([]byte, c.rev.n)
 		}
 		buf = buf[:c.rev.n]
-		if _, err := s.r.ReadAt(buf, c.rev.off); err != nil {
-			return buf, fmt.Errorf("salvage: read revision %s again at offset %d: %w", c.rev.rev, c.rev.off, err)
+		if _, err := r.ReadAt(buf, c.rev.off); err != nil {
+			return buf, cands, fmt.Errorf("salvage: read revision %s again at offset %d: %w", c.rev.rev, c.rev.off, err)
 		}
 		if crc32.Checksum(buf, castagnoli) != c.rev.sum {
-			return buf, fmt.Errorf("revision %s at offset %d: %w", c.rev.rev, c.rev.off, ErrInputChanged)
+			return buf, cands, fmt.Errorf("revision %s at offset %d: %w", c.rev.rev, c.rev.off, ErrInputChanged)
 		}
 		// The bytes are the ones the scan parsed (the checksum says so):
 		// parsed again at the wire level, without copying the value.
 		x, ok := parseKV(buf)
 		if !ok {
-			return buf, fmt.Errorf("revision %s at offset %d: %w", c.rev.rev, c.rev.off, ErrInputChanged)
+			return buf, cands, fmt.Errorf("revision %s at offset %d: %w", c.rev.rev, c.rev.off, ErrInputChanged)
 		}
 		if err := s.opts.Readable(key, x.value); err != nil {
-			if len(e.bad) < 64 {
-				e.bad = append(e.bad, badRev{rev: c.rev.rev, err: err.Error()})
+			if len(s.badRevs[i]) < 64 {
+				s.badRevs[i] = append(s.badRevs[i], badRev{rev: c.rev.rev, err: err.Error()})
 			}
 			continue
 		}
 		e.hasKeep, e.keep, e.keepOrphan, e.keepLease = true, c.rev, c.orphan, c.lease
 		break
 	}
-	return buf, nil
+	return buf, cands, nil
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -1315,13 +1357,16 @@ func (s *scanner) finish() *Result {
 	perRes := map[string]int{}
 	var kept []keptRev
 	leased := map[int64]bool{}
-	names := make([]string, 0, len(s.keys))
-	for k := range s.keys {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, key := range names {
-		e := s.keys[key]
+	// The keys in the map's order, what is listed sorted after (only
+	// what a damaged file lists is sorted, not every key).
+	var drops, uncertain []Drop
+	var stale []string
+	for key, i := range s.keys {
+		e := &s.ents[i]
+		var bad []badRev
+		if s.badRevs != nil {
+			bad = s.badRevs[i]
+		}
 		newest := Revision{}
 		if e.hasKeep {
 			newest = e.keep.rev
@@ -1329,7 +1374,7 @@ func (s *scanner) finish() *Result {
 		if e.hasTomb && newest.less(e.tomb) {
 			newest = e.tomb
 		}
-		for _, b := range e.bad {
+		for _, b := range bad {
 			if newest.less(b.rev) {
 				newest = b.rev
 			}
@@ -1343,14 +1388,14 @@ func (s *scanner) finish() *Result {
 			if e.hasKeep {
 				reason = fmt.Sprintf("its newest readable revision %s is older than its deletion at %s", e.keep.rev, e.tomb)
 			}
-			if len(e.bad) > 0 {
-				reason = fmt.Sprintf("unreadable (%s); %s", e.bad[len(e.bad)-1].err, reason)
+			if len(bad) > 0 {
+				reason = fmt.Sprintf("unreadable (%s); %s", bad[len(bad)-1].err, reason)
 			}
-			s.drop(Drop{Key: key, Revision: newest, Reason: reason})
+			drops = append(drops, Drop{Key: key, Revision: newest, Reason: reason})
 			continue
 		}
 		if newest != e.keep.rev {
-			s.drop(Drop{Key: key, Revision: newest, Kept: e.keep.rev, Reason: fmt.Sprintf("newer revision unreadable (%s): kept the older %s", e.bad[len(e.bad)-1].err, e.keep.rev)})
+			drops = append(drops, Drop{Key: key, Revision: newest, Kept: e.keep.rev, Reason: fmt.Sprintf("newer revision unreadable (%s): kept the older %s", bad[len(bad)-1].err, e.keep.rev)})
 		}
 		rep.Keys++
 		kept = append(kept, e.keep)
@@ -1358,23 +1403,30 @@ func (s *scanner) finish() *Result {
 			leased[e.keepLease] = true
 		}
 		perRes[resourceOf(s.opts.Prefix, key)]++
-		if e.keepOrphan && (!compactKnown || e.keep.rev.Main <= compact) && len(rep.Uncertain) < MaxListed {
-			rep.Uncertain = append(rep.Uncertain, Drop{Key: key, Revision: newest, Kept: e.keep.rev,
+		if e.keepOrphan && (!compactKnown || e.keep.rev.Main <= compact) {
+			uncertain = append(uncertain, Drop{Key: key, Revision: newest, Kept: e.keep.rev,
 				Reason: "found only on a page outside the tree of buckets, at or below the compaction revision (or none is known): compaction may have removed it and a deletion after it"})
 		}
 		if openLost || e.keep.rev.Main < maxLost {
 			rep.PossiblyStale++
-			if len(rep.PossiblyStaleKeys) < MaxListed {
-				rep.PossiblyStaleKeys = append(rep.PossiblyStaleKeys, key)
-			}
+			stale = append(stale, key)
 		}
 	}
+	byKey := func(a, b Drop) int { return strings.Compare(a.Key, b.Key) }
+	slices.SortFunc(drops, byKey)
+	for _, d := range drops {
+		s.drop(d)
+	}
+	slices.SortFunc(uncertain, byKey)
+	rep.Uncertain = append(rep.Uncertain, uncertain[:min(len(uncertain), max(0, MaxListed-len(rep.Uncertain)))]...)
+	slices.Sort(stale)
+	rep.PossiblyStaleKeys = append(rep.PossiblyStaleKeys, stale[:min(len(stale), max(0, MaxListed-len(rep.PossiblyStaleKeys)))]...)
 	rep.Superseded = rep.RevisionsRead - int64(rep.Keys)
 	for k, rc := range perRes {
 		rep.Resources = append(rep.Resources, ResourceCount{Resource: k, Keys: rc})
 	}
 	sort.Slice(rep.Resources, func(i, j int) bool { return rep.Resources[i].Resource < rep.Resources[j].Resource })
-	sort.Slice(kept, func(i, j int) bool { return kept[i].rev.less(kept[j].rev) })
+	slices.SortFunc(kept, func(a, b keptRev) int { return a.rev.cmp(b.rev) })
 	res.kept = kept
 
 	for _, k := range sortedKeys(s.leases) {

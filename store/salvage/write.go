@@ -179,6 +179,7 @@ type batch struct {
 // read fails, or when ctx ends.
 func (res *Result) readBatches(ctx context.Context, free <-chan []byte, out chan<- batch) {
 	defer close(out)
+	wr := newWindowReader(res.r, res.size)
 	for i := 0; i < len(res.kept); {
 		var b batch
 		select {
@@ -204,7 +205,7 @@ func (res *Result) readBatches(ctx context.Context, free <-chan []byte, out chan
 				buf = b.arena[used : used+k.n : used+k.n]
 			}
 			used += k.n
-			if err := res.readKept(k, buf); err != nil {
+			if err := res.readKept(wr, k, buf); err != nil {
 				b.err = err
 				out <- b
 				return
@@ -219,10 +220,11 @@ func (res *Result) readBatches(ctx context.Context, free <-chan []byte, out chan
 	}
 }
 
-// readKept reads a kept revision's mvccpb.KeyValue into buf and checks it
+// readKept reads a kept revision's mvccpb.KeyValue from r (the input,
+// through a window) into buf and checks it
 // is the one the scan kept.
-func (res *Result) readKept(k keptRev, buf []byte) error {
-	n, err := res.r.ReadAt(buf, k.off)
+func (res *Result) readKept(r io.ReaderAt, k keptRev, buf []byte) error {
+	n, err := r.ReadAt(buf, k.off)
 	if n != len(buf) {
 		if err == nil {
 			err = io.ErrUnexpectedEOF
