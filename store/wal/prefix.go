@@ -230,10 +230,15 @@ type pxSolver struct {
 	maxPreMod   int64
 	writes      []pxWrite
 	out         []pxEntryOut
+	// compactions are the log's compactions, each with the relative
+	// revision and the segment it came at: the revision it compacts was
+	// read before it (etcd refuses a future one), so that segment's
+	// start is at least rev - (rel - its startRel) (see anchor).
 	compactions []struct {
 		entry int32
 		rev   int64
 		rel   int64
+		seg   int
 	}
 	fail string
 	// xWhy, when not empty, says why the revision before the log is not
@@ -751,7 +756,8 @@ func (p *pxSolver) entry(idx int32) {
 			entry int32
 			rev   int64
 			rel   int64
-		}{idx, pe.id, p.rel})
+			seg   int
+		}{idx, pe.id, p.rel, len(p.segs) - 1})
 	default:
 		o.outcome = OutcomeSkipped
 	}

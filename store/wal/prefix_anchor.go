@@ -234,6 +234,13 @@ func (p *pxSolver) anchor(x *dbIndex, dbRev int64, pins bool) ([][]int64, int) {
 			lo := max(int64(1), p.maxPreMod)
 			cand = slices.DeleteFunc(cand, func(b int64) bool { return b < lo })
 		}
+		// A compaction in the segment compacts a revision made by then.
+		for _, c := range p.compactions {
+			if c.seg == j {
+				lo := c.rev - (c.rel - p.segs[j].startRel)
+				cand = slices.DeleteFunc(cand, func(b int64) bool { return b < lo })
+			}
+		}
 		if pins && p.segs[j].pinned {
 			cand = slices.DeleteFunc(cand, func(b int64) bool { return b != p.segs[j].base })
 		}
