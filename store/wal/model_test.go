@@ -1258,22 +1258,14 @@ func TestPrefixModel(t *testing.T) {
 // unknown, and the revisions before it not established), as past
 // maxChallenges on a long log. No claim may be wrong then either.
 //
-// One case is known wrong (concededKnownWrong, found by fuzzing this test
-// with FuzzPrefixModel's inputs): a concession blurs the revisions before
-// the conceded entry upward only (the other world with it failed), but
-// that world's later compares may flip too (one naming a blind put's
-// revision holds there), so the revisions before it may be lower; a later
-// compare on such a revision is then claimed failed.
+// concededRegressions are cases it once got wrong.
 func TestPrefixModelConceded(t *testing.T) {
 	defer func(n int) { maxChallenges = n }(maxChallenges)
 	maxChallenges = 0
-	for _, k := range concededKnownWrong {
-		t.Run(fmt.Sprintf("known-seed-%d", k.seed), func(t *testing.T) {
-			if _, _, _, wrong := checkModelSeed(t, k.seed, k.data); len(wrong) == 0 {
-				t.Errorf("seed %d: no wrong claim any more: take it out of concededKnownWrong and make it a regression", k.seed)
-			} else {
-				t.Logf("seed %d (known residual, with every challenge conceded): %s; %s", k.seed, wrong[0], k.what)
-			}
+	for _, r := range concededRegressions {
+		t.Run(fmt.Sprintf("regression-seed-%d", r.seed), func(t *testing.T) {
+			t.Log(r.what)
+			reportModelSeed(t, r.seed, r.data)
 		})
 	}
 	n := 600
@@ -1298,14 +1290,14 @@ func TestPrefixModelConceded(t *testing.T) {
 	}
 }
 
-// concededKnownWrong are the cases TestPrefixModelConceded knows wrong
-// (every challenge conceded, as past maxChallenges on a long log).
-var concededKnownWrong = []struct {
+// concededRegressions are cases TestPrefixModelConceded (every challenge
+// conceded, as past maxChallenges on a long log) once got wrong.
+var concededRegressions = []struct {
 	seed uint64
 	data []byte
 	what string
 }{
-	{seed: 83, data: []byte("081110&%C02$7C0A0100A00000270A0"), what: "two stale compares conceded (a losing compactor and a delete of a key from before the log); the world in which they failed also has an update naming a blind put's revision hold and a revoke delete a key, two revisions more after the put, so the put's revision is two lower, not higher: the update is claimed to have failed its compare (with the challenges worked out, the claim is right: not conceded)"},
+	{seed: 83, data: []byte("081110&%C02$7C0A0100A00000270A0"), what: "two stale compares conceded (a losing compactor and a delete of a key from before the log); the world in which they failed also has an update naming a blind put's revision hold and a revoke delete a key, two revisions more after the put, so the put's revision is two lower, not higher: the update was claimed to have failed its compare (with the challenges worked out, the claim is right: not conceded). A concession now blurs the revisions before it both ways, by as many as there are entries after, and a compare naming a revision a concession blurred is conceded too"},
 }
 
 // prefixModelKnownWrong are the seeds whose case the solver still gets
@@ -1397,8 +1389,7 @@ var rangeModelKnownWrong = []struct {
 	seed uint64
 	data []byte
 	what string
-}{
-}
+}{}
 
 // TestPrefixModelRangeDelete is TestPrefixModel over cases with range
 // deletes too (etcdctl del --prefix, del KEY END, del KEY --from-key),

@@ -141,6 +141,10 @@ type pxWrite struct {
 	// not 0, bound its revision, not established either.
 	vague  bool
 	lo, hi int64
+	// conceded: its revision was blurred by a concession (no world worked
+	// out), so what a later compare naming it says is not established
+	// either (see concedeBlurredCompares).
+	conceded bool
 }
 
 // pxSeg is a run of relative revisions whose absolute start is one
@@ -227,9 +231,9 @@ type pxSolver struct {
 	// revision before the log: one a first compare took as a key's state
 	// there, or one a compare names too early for a write of the log
 	// to have made it (see compare).
-	maxPreMod   int64
-	writes      []pxWrite
-	out         []pxEntryOut
+	maxPreMod int64
+	writes    []pxWrite
+	out       []pxEntryOut
 	// compactions are the log's compactions, each with the relative
 	// revision and the segment it came at: the revision it compacts was
 	// read before it (etcd refuses a future one), so that segment's

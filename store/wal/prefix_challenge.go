@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
@@ -204,6 +206,55 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 	}
 	refuted := func(f map[int32]bool) bool { return p.anchoredBefore(f, anchored, ix) }
 	p.widen(ctx, dbRev, db, seeds, units, open, refuted)
+	p.concedeBlurredCompares()
+}
+
+// concedeBlurredCompares concedes (see concede) every entry whose outcome
+// is claimed but rests on a compare naming the mod revision of a write a
+// concession blurred (the key's last applied write before it): in the
+// world conceded, that write may have the revision the compare names, or
+// another, and the compare hold where it failed, or fail where it held.
+// What it concedes blurs more: until nothing more is.
+func (p *pxSolver) concedeBlurredCompares() {
+	for range len(p.entries) + 1 {
+		e, why := p.blurredCompare()
+		if e < 0 {
+			return
+		}
+		p.concede(e, why)
+	}
+}
+
+// blurredCompare returns the first entry concedeBlurredCompares concedes
+// (-1: none) and why.
+func (p *pxSolver) blurredCompare() (int32, string) {
+	last := map[int32]int{} // key: its last applied write so far, in p.writes
+	wi := 0
+	for i := range p.entries {
+		idx := int32(i)
+		if o := p.out[i]; o.ambiguous == "" && (o.outcome == OutcomeApplied || o.outcome == OutcomeNotApplied) {
+			for _, c := range p.entries[i].cmps {
+				if c.target != pb.Compare_MOD || c.value <= 0 {
+					continue
+				}
+				k, ok := last[c.key]
+				if !ok {
+					continue
+				}
+				w := &p.writes[k]
+				if w.del || !w.conceded || c.value < w.lo || c.value > w.hi {
+					continue // absent (mod 0), placed, or not the revision named
+				}
+				return idx, fmt.Sprintf("entry %d compares %s with revision %d, which entry %d may have made (its revision is not established)", p.entries[i].index, p.name(c.key), c.value, p.entries[w.entry].index)
+			}
+		}
+		for ; wi < len(p.writes) && p.writes[wi].entry == idx; wi++ {
+			if p.writes[wi].applied {
+				last[p.writes[wi].key] = wi
+			}
+		}
+	}
+	return -1, ""
 }
 
 // pxWorld is a challenged world: the entries taken to fail (force) and
@@ -863,9 +914,20 @@ func (p *pxSolver) concede(e int32, why string) {
 		}
 	}
 	made = max(made, 1)
-	for i := range conceded[len(conceded)-1] {
+	// In that world the entries after them may differ too (a compare
+	// naming a revision that world gives another write holds, or fails;
+	// a revoke deletes a key or none): the revisions before them may be
+	// lower as well as higher, by as many as there are entries after.
+	last := conceded[len(conceded)-1]
+	for i := range last {
 		if c := p.claimOf(int(i)); !isConceded[i] && c.revOK && c.rev != 0 {
-			p.blur(i, c.rev, c.rev+int64(made), why)
+			after := int64(len(p.entries)) - int64(i)
+			p.blur(i, max(1, c.rev-after), c.rev+max(int64(made), after), why)
+			for wi := range p.writes {
+				if w := &p.writes[wi]; w.entry == i && w.applied {
+					w.conceded = true
+				}
+			}
 		}
 	}
 	if x, ok := p.x(); ok {
