@@ -227,6 +227,9 @@ type scanner struct {
 	readBudget int64
 	big        []byte
 	itemBuf    []keyItem
+	// pre is what the reader parsed ahead of the page pass1 is at (see
+	// preParse), nil elsewhere.
+	pre *prePage
 }
 
 // Scan reads the bbolt file r of size bytes page by page and collects
@@ -770,7 +773,10 @@ func (s *scanner) pass1(h hash.Hash) error {
 				m, _ := s.r.ReadAt(page, int64(pos)*int64(s.ps))
 				page = page[:m]
 			}
-			if err := s.page(pos, hd, page); err != nil {
+			s.pre = c.pre[pos]
+			err := s.page(pos, hd, page)
+			s.pre = nil
+			if err != nil {
 				return err
 			}
 		}
@@ -786,11 +792,60 @@ type readChunk struct {
 	start     uint64
 	buf, data []byte
 	err       error
+	// pre holds, by page position in the chunk, what keyPageItems makes
+	// of each page that looks like a leaf page and lies whole in it
+	// (parsed on the reader's core: most pages are the "key" bucket's).
+	pre map[uint64]*prePage
+}
+
+// prePage is a leaf page's "key" bucket items, worked out ahead
+// (keyPageItems) on the reader's core, with the checksum of each value;
+// used only for the same bytes (page) and count.
+type prePage struct {
+	page   []byte
+	count  int
+	items  []keyItem
+	n, bad int
+}
+
+// preParse returns keyPageItems's answer, and the values' checksums, for
+// each page of chunk (pages start on, from start) whose header names a
+// leaf page at its own position and whose span lies whole in chunk. It
+// reads only chunk: what pass1 does with a page (which bucket it is of,
+// whether the tree names it) is still decided there, which uses this only
+// for those very bytes.
+func (s *scanner) preParse(chunk []byte, start uint64, per int) map[uint64]*prePage {
+	pre := map[uint64]*prePage{}
+	for i := 0; i < per && (i+1)*s.ps <= len(chunk); i++ {
+		pos := start + uint64(i)
+		pstart := i * s.ps
+		hd := parseHeader(chunk[pstart:])
+		if hd.id != pos || hd.flags != flagLeaf {
+			continue
+		}
+		span := s.span(int64(pos)*int64(s.ps), hd)
+		if int64(pstart)+span > int64(len(chunk)) {
+			continue
+		}
+		page := chunk[pstart : int64(pstart)+span]
+		items, n, bad := parseKeyPage(nil, page, int(hd.count))
+		if n == 0 || bad == n {
+			continue // not a "key" bucket page (or nothing of it parses)
+		}
+		for j := range items {
+			if !items[j].marker {
+				items[j].sum, items[j].summed = crc32.Checksum(items[j].enc, castagnoli), true
+			}
+		}
+		pre[pos] = &prePage{page: page, count: int(hd.count), items: items, n: n, bad: bad}
+	}
+	return pre
 }
 
 // readChunks reads the file's pages in order, per pages at a time, into
-// buffers from free, for out; with h, it hashes them in order. It closes
-// out when done, when a read fails, or when ctx ends.
+// buffers from free, for out; with h, it hashes them in order; and it
+// parses ahead what looks like "key" bucket leaf pages (preParse). It
+// closes out when done, when a read fails, or when ctx ends.
 func (s *scanner) readChunks(ctx context.Context, per int, h hash.Hash, free <-chan []byte, out chan<- readChunk) {
 	defer close(out)
 	for start := uint64(0); start < s.npages; start += uint64(per) {
@@ -809,7 +864,7 @@ func (s *scanner) readChunks(ctx context.Context, per int, h hash.Hash, free <-c
 		if h != nil {
 			h.Write(buf[:n])
 		}
-		out <- readChunk{start: start, buf: buf, data: buf[:n]}
+		out <- readChunk{start: start, buf: buf, data: buf[:n], pre: s.preParse(buf[:n], start, per)}
 	}
 }
 
@@ -1025,7 +1080,11 @@ func (s *scanner) leafItems(bucket string, page []byte, count int, base int64, o
 				s.maxSeen = max(s.maxSeen, it.rev.Main)
 				continue
 			}
-			s.add(it.rev, it.tomb, it.x, it.enc, base+int64(it.off), orphan)
+			sum := it.sum
+			if !it.summed && !it.tomb {
+				sum = crc32.Checksum(it.enc, castagnoli)
+			}
+			s.add(it.rev, it.tomb, it.x, it.enc, sum, base+int64(it.off), orphan)
 		}
 		return n, 0
 	}
@@ -1062,6 +1121,8 @@ type keyItem struct {
 	marker  bool // an empty value: etcdutl's --bump-revision mark
 	x       kv
 	off     int
+	sum     uint32 // enc's checksum (castagnoli), when worked out ahead
+	summed  bool
 }
 
 // keyPageItems parses every item of a "key" bucket leaf page into a
@@ -1069,7 +1130,17 @@ type keyItem struct {
 // are out of bounds, not a revision key with a consistent mvccpb.KeyValue
 // (or an empty marker), or out of order.
 func (s *scanner) keyPageItems(page []byte, count int) (items []keyItem, n, bad int) {
-	items = s.itemBuf[:0]
+	if p := s.pre; p != nil && p.count == count && len(p.page) == len(page) && len(page) > 0 && &p.page[0] == &page[0] {
+		return p.items, p.n, p.bad
+	}
+	items, n, bad = parseKeyPage(s.itemBuf[:0], page, count)
+	s.itemBuf = items[:0]
+	return items, n, bad
+}
+
+// parseKeyPage is keyPageItems's parse, appending the items to items.
+func parseKeyPage(items []keyItem, page []byte, count int) ([]keyItem, int, int) {
+	n, bad := 0, 0
 	var prev []byte
 	oob := forLeafItems(page, count, func(it leafItem) {
 		n++
@@ -1091,12 +1162,11 @@ func (s *scanner) keyPageItems(page []byte, count int) (items []keyItem, n, bad 
 		}
 		prev = it.key
 	})
-	s.itemBuf = items[:0]
 	return items, n + oob, bad + oob
 }
 
 // add takes one valid revision of the "key" bucket into the index.
-func (s *scanner) add(rev Revision, tomb bool, x kv, enc []byte, off int64, orphan bool) {
+func (s *scanner) add(rev Revision, tomb bool, x kv, enc []byte, sum uint32, off int64, orphan bool) {
 	s.rep.RevisionsRead++
 	s.maxSeen = max(s.maxSeen, rev.Main)
 	i, ok := s.keys[string(x.key)]
@@ -1120,7 +1190,7 @@ func (s *scanner) add(rev Revision, tomb bool, x kv, enc []byte, off int64, orph
 		}
 		return
 	}
-	c := candidate{rev: keptRev{rev: rev, off: off, n: len(enc), sum: crc32.Checksum(enc, castagnoli)}, orphan: orphan, lease: x.lease}
+	c := candidate{rev: keptRev{rev: rev, off: off, n: len(enc), sum: sum}, orphan: orphan, lease: x.lease}
 	if s.opts.Readable != nil {
 		// Judged at the end, newest first (judge): most keys' newest
 		// revision passes, and the older ones are never decoded.
