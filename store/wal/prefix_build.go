@@ -298,21 +298,27 @@ func (p *pxSolver) segSigs() map[int32]pxSegSig {
 }
 
 // staleStarts returns the entries whose segments' allowed starts (worked
-// out for the segments sigs describes) this run gave other writes, or
-// none: the starts the db allows a segment are the ones for its writes.
+// out for the segments sigs describes) may no longer hold, or none. A
+// segment's starts follow from its own writes and from its neighbours'
+// (the count back from the db's revision runs through every segment after
+// it, the count on from the log's start through every one before): when
+// this run gave any segment other writes, every segment's are stale.
 func (p *pxSolver) staleStarts(allowed map[int32][]int64, sigs map[int32]pxSegSig) []int32 {
 	if len(allowed) == 0 {
 		return nil
 	}
 	now := p.segSigs()
-	var out []int32
-	for e := range allowed {
-		if sig, ok := now[e]; !ok || sig != sigs[e] {
-			out = append(out, e)
+	same := len(now) == len(sigs)
+	for e, sig := range now {
+		if old, ok := sigs[e]; !ok || old != sig {
+			same = false
+			break
 		}
 	}
-	slices.Sort(out)
-	return out
+	if same {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(allowed))
 }
 
 func sameStarts(a, b map[int32][]int64) bool {
