@@ -99,6 +99,12 @@ type pxKey struct {
 	fcEntry int32
 	// blindMod: its last write was made without a compare.
 	blindMod bool
+	// maybeGone: present in its state from before the log, its lease not
+	// known, when a lease from before the log was revoked: the revoke may
+	// have deleted it. A delete without a compare, or a range delete,
+	// then deletes it or nothing (as a key whose existence is unknown);
+	// a write, or a compare that holds on it, says it is there.
+	maybeGone bool
 }
 
 // pxRef is a compare of a key's mod revision with rev.
@@ -493,7 +499,11 @@ func (p *pxSolver) compare(c pxCmp) bool {
 				}
 				m = a
 			}
-			return p.relCompare(s.modRel, c.result, m, r)
+			held := p.relCompare(s.modRel, c.result, m, r)
+			if held && eq {
+				s.maybeGone = false
+			}
+			return held
 		}
 		if !eq {
 			p.failf("compare on %s before the log: not modelled", p.name(c.key))
@@ -691,6 +701,7 @@ func compareInts(res pb.Compare_CompareResult, a, b int64) bool {
 }
 
 func (p *pxSolver) setAbsent(s *pxKey) {
+	s.maybeGone = false
 	s.exists, s.modKnown, s.createKnown, s.verKnown, s.leaseKnown, s.valKnown = 0, true, true, true, true, true
 	s.mod, s.create, s.version, s.lease = 0, 0, 0, 0
 	if s.pre == -1 {
@@ -799,7 +810,7 @@ func (p *pxSolver) write(idx int32, ops []pxOp) {
 			}
 			continue
 		}
-		if s := p.key(op.key); s.exists == -1 {
+		if s := p.key(op.key); s.exists == -1 || s.maybeGone && !op.inTxn {
 			if len(ops) == 1 {
 				p.uncertainDelete(idx, op)
 				return
@@ -833,6 +844,7 @@ func (p *pxSolver) write(idx int32, ops []pxOp) {
 func (p *pxSolver) recordPut(idx int32, op pxOp, rel int64) {
 	k := op.key
 	s := p.key(k)
+	s.maybeGone = false
 	switch s.exists {
 	case 0:
 		s.createKnown, s.createRel, s.create = true, true, rel
@@ -924,7 +936,7 @@ func (p *pxSolver) rangeDelete(idx int32) {
 	}
 	sure := false
 	for _, k := range ks {
-		if p.key(k).exists == 1 {
+		if s := p.key(k); s.exists == 1 && !s.maybeGone {
 			sure = true
 		}
 	}
@@ -935,7 +947,11 @@ func (p *pxSolver) rangeDelete(idx int32) {
 	// In key order: the tombstones' order at the revision.
 	for _, k := range ks {
 		s := p.key(k)
-		switch s.exists {
+		exists := s.exists
+		if s.maybeGone {
+			exists = -1
+		}
+		switch exists {
 		case 1:
 			p.recordDelete(idx, k, 0, false, rel)
 		case -1:
@@ -973,10 +989,15 @@ func (p *pxSolver) revoke(idx int32, id int64) {
 		// A key still in its state from before the log, its lease not
 		// known, may have been attached to this lease and deleted with
 		// it: a compare found to fail on that state (failed) may hold
-		// after it.
+		// after it, and a delete without a compare may delete nothing.
 		for k := range p.failed {
 			if !p.keys[k.key].leaseKnown {
 				delete(p.failed, k)
+			}
+		}
+		for i := range p.keys {
+			if k := &p.keys[i]; k.exists == 1 && !k.leaseKnown {
+				k.maybeGone = true
 			}
 		}
 	}
