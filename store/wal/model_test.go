@@ -1392,7 +1392,7 @@ var rangeModelKnownWrong = []struct {
 	data []byte
 	what string
 }{
-	{seed: 4, data: []byte("021&0000070017$"), what: "a key created before the log with a lease from before the log, its creation kept by the db's compaction, and a create of it in the log whose compare failed (the key existed): taken to hold (the log's first compare on the key), the create is claimed applied at the revision another create made; the db's compacted revision of the key, before the log's start, is not held against a compare taking the key to be absent there"},
+	{seed: 4, data: []byte("021&0000070017$"), what: "a key created before the log with a lease from before the log, a create of it in the log whose compare failed (the key existed), and a revoke of that lease deleting it with the keys the log attached: taken to hold (the log's first compare on the key), the create is claimed applied; the world in which it failed is refuted because the db holds, at the revoke's revision, a tombstone of the key the log does not know to be attached to the lease (a revoke of a lease from before the log may delete such keys too: its revision should allow their tombstones, as a range delete's does, and the replay list them as maybe deleted)"},
 }
 
 // TestPrefixModelRangeDelete is TestPrefixModel over cases with range
