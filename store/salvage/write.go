@@ -221,8 +221,7 @@ func (res *Result) readBatches(ctx context.Context, free <-chan []byte, out chan
 }
 
 // readKept reads a kept revision's mvccpb.KeyValue from r (the input,
-// through a window) into buf and checks it
-// is the one the scan kept.
+// through a window) into buf and checks it is the one the scan kept.
 func (res *Result) readKept(r io.ReaderAt, k keptRev, buf []byte) error {
 	n, err := r.ReadAt(buf, k.off)
 	if n != len(buf) {

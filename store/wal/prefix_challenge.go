@@ -206,7 +206,7 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 	}
 	refuted := func(f map[int32]bool) bool { return p.anchoredBefore(f, anchored, ix) }
 	p.widen(ctx, dbRev, db, seeds, units, open, refuted)
-	p.concedeBlurredCompares()
+	p.concedeBlurredCompares(ctx)
 }
 
 // concedeBlurredCompares concedes (see concede) every entry whose outcome
@@ -214,20 +214,32 @@ func (p *pxSolver) challenge(ctx context.Context, dbRev int64, db prefixDB) {
 // concession blurred (the key's last applied write before it): in the
 // world conceded, that write may have the revision the compare names, or
 // another, and the compare hold where it failed, or fail where it held.
-// What it concedes blurs more: until nothing more is.
-func (p *pxSolver) concedeBlurredCompares() {
+// What it concedes blurs more: again, until nothing more is (each round
+// concedes what one pass over the log finds; every round concedes at
+// least one entry, so there are at most as many rounds as entries). It
+// stops when ctx ends (solvePrefix then keeps no claim).
+func (p *pxSolver) concedeBlurredCompares(ctx context.Context) {
 	for range len(p.entries) + 1 {
-		e, why := p.blurredCompare()
-		if e < 0 {
+		found := p.blurredCompares()
+		if len(found) == 0 || ctx.Err() != nil {
 			return
 		}
-		p.concede(e, why)
+		for _, f := range found {
+			p.concede(f.entry, f.why)
+		}
 	}
 }
 
-// blurredCompare returns the first entry concedeBlurredCompares concedes
-// (-1: none) and why.
-func (p *pxSolver) blurredCompare() (int32, string) {
+// pxConcession is an entry to concede, and why.
+type pxConcession struct {
+	entry int32
+	why   string
+}
+
+// blurredCompares returns the entries concedeBlurredCompares concedes in
+// one pass, and why.
+func (p *pxSolver) blurredCompares() []pxConcession {
+	var out []pxConcession
 	last := map[int32]int{} // key: its last applied write so far, in p.writes
 	wi := 0
 	for i := range p.entries {
@@ -245,7 +257,8 @@ func (p *pxSolver) blurredCompare() (int32, string) {
 				if w.del || !w.conceded || c.value < w.lo || c.value > w.hi {
 					continue // absent (mod 0), placed, or not the revision named
 				}
-				return idx, fmt.Sprintf("entry %d compares %s with revision %d, which entry %d may have made (its revision is not established)", p.entries[i].index, p.name(c.key), c.value, p.entries[w.entry].index)
+				out = append(out, pxConcession{idx, fmt.Sprintf("entry %d compares %s with revision %d, which entry %d may have made (its revision is not established)", p.entries[i].index, p.name(c.key), c.value, p.entries[w.entry].index)})
+				break
 			}
 		}
 		for ; wi < len(p.writes) && p.writes[wi].entry == idx; wi++ {
@@ -254,7 +267,7 @@ func (p *pxSolver) blurredCompare() (int32, string) {
 			}
 		}
 	}
-	return -1, ""
+	return out
 }
 
 // pxWorld is a challenged world: the entries taken to fail (force) and
@@ -865,6 +878,12 @@ func (p *pxSolver) yield(q *pxSolver, why string) {
 	}
 }
 
+// firstWrite returns the index in p.writes of entry i's first write (or
+// where it would be): the writes are in the order of their entries.
+func (p *pxSolver) firstWrite(i int32) int {
+	return sort.Search(len(p.writes), func(k int) bool { return p.writes[k].entry >= i })
+}
+
 // blur leaves the revision entry i made not established, between lo and
 // hi (widened by an earlier blur).
 func (p *pxSolver) blur(i int32, lo, hi int64, why string) {
@@ -874,8 +893,8 @@ func (p *pxSolver) blur(i int32, lo, hi int64, why string) {
 	} else {
 		o.lo, o.hi = min(o.lo, lo), max(o.hi, hi)
 	}
-	for wi := range p.writes {
-		if w := &p.writes[wi]; w.entry == i && w.applied {
+	for wi := p.firstWrite(i); wi < len(p.writes) && p.writes[wi].entry == i; wi++ {
+		if w := &p.writes[wi]; w.applied {
 			w.vague = true
 			if w.lo == 0 {
 				w.lo, w.hi = lo, hi
@@ -923,8 +942,8 @@ func (p *pxSolver) concede(e int32, why string) {
 		if c := p.claimOf(int(i)); !isConceded[i] && c.revOK && c.rev != 0 {
 			after := int64(len(p.entries)) - int64(i)
 			p.blur(i, max(1, c.rev-after), c.rev+max(int64(made), after), why)
-			for wi := range p.writes {
-				if w := &p.writes[wi]; w.entry == i && w.applied {
+			for wi := p.firstWrite(i); wi < len(p.writes) && p.writes[wi].entry == i; wi++ {
+				if w := &p.writes[wi]; w.applied {
 					w.conceded = true
 				}
 			}
