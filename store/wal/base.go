@@ -649,8 +649,9 @@ func (w *WAL) beforeLog(ctx context.Context, key string) (*store.KeyValue, error
 		// The log never wrote it: as the db holds it now.
 		return w.base.Get(ctx, key, 0)
 	}
-	if first := &w.r.all[writes[0]]; first.mod != 0 && !first.deleted && first.create == first.mod {
-		// Its first write in the log created it.
+	if st, ok := w.r.preState[key]; ok && st == 0 {
+		// Every state before the log that leads its entries to the db
+		// has it absent.
 		return nil, store.ErrNotFound
 	}
 	return nil, fmt.Errorf("its value before the log's first write of it is not in the log: %w", ErrUndetermined)

@@ -40,15 +40,21 @@
 //
 // A member's log starts after its last raft snapshot, not at index 1, and
 // its first entries are at or below the db's consistent index: applied,
-// but in revisions the db has usually compacted. They are worked out back
-// from the db (prefix*.go): counting back from the db's revision; anchored
-// where the db holds a write's key and value at a revision; the first
-// compare on a key from before the log taken to hold, and challenged in
-// the world where it read a stale state (prefix_challenge.go). A db whose
+// but in revisions the db has usually compacted, from a state (the
+// keyspace and revision before the log) that neither holds. They are
+// worked out by a search of every such state (worlds*.go): a branch for
+// each thing the log does not say (whether a key existed before the log,
+// its mod revision there, a lease from before it, whether a revoke of
+// such a lease deleted keys the log never names), each branch replayed
+// as etcd applies the entries and ended where it contradicts the db (its
+// keys, leases, revision, compaction, and every revision it holds above
+// its compaction) or what a writer can have read (a compare names a
+// revision its key was put at). What every branch that reaches the db
+// says alike is established, entry by entry and write by write; what two
+// say differently is listed unknown, with what they give, never the whole
+// log (WALCoverage says which stretches are established). A db whose
 // newest revisions hold writes the entries cannot have made is refused as
-// another cluster's (prefix_foreign.go). What no world settles is left
-// unknown, entry by entry, never the whole log (WALCoverage says which
-// stretches are established).
+// another cluster's (prefix_foreign.go).
 //
 // # A point in time
 //

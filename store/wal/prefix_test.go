@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	etcdwal "go.etcd.io/etcd/server/v3/storage/wal"
@@ -470,246 +468,6 @@ func TestWALOverDBThatDisagrees(t *testing.T) {
 	}
 }
 
-// TestPrefixSolver works synthetic prefixes out (before the check against
-// a db): the revision before the log fixed by the first compare that names
-// a revision of the log, a stale first compare passed over on a later try,
-// a revoke of a lease granted before the log fixed by the compares around
-// it, and what is refused.
-func TestPrefixSolver(t *testing.T) {
-	grant := func(id int64) *pb.InternalRaftRequest {
-		return &pb.InternalRaftRequest{LeaseGrant: &pb.LeaseGrantRequest{ID: id, TTL: 60}}
-	}
-	revoke := func(id int64) *pb.InternalRaftRequest {
-		return &pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: id}}
-	}
-	nested := &pb.InternalRaftRequest{Txn: &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestTxn{RequestTxn: &pb.TxnRequest{}}}}}}
-	tests := []struct {
-		name  string
-		reqs  []*pb.InternalRaftRequest
-		dbRev int64
-		// veto: the entries whose compares may not pin.
-		veto []int32
-		// want: each entry's revision (0: none or not established), or
-		// the failure; ambiguous: the entries whose outcome is left
-		// unknown.
-		want      []int64
-		ambiguous []bool
-		fail      string
-	}{{
-		name: "a chain fixes the start",
-		// /a existed at revision 7 before the log; /b is created in it.
-		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 7, "1"), txnReq("/b", 0, "1"), txnReq("/a", 11, "2"), txnReq("/a", 13, "")},
-		dbRev: 14,
-		want:  []int64{11, 12, 13, 14},
-	}, {
-		name: "a conflicting write is not applied",
-		reqs: []*pb.InternalRaftRequest{txnReq("/a", 7, "1"), txnReq("/a", 7, "2"), txnReq("/a", 11, "3")},
-		// The second compares the revision before the first: it lost.
-		dbRev: 12,
-		want:  []int64{11, 0, 12},
-	}, {
-		name: "a stale first compare pins the start wrong",
-		// /c was at revision 10 before the log (X = 19). The first
-		// write read a stale revision 3 and lost; the second applied
-		// at 20, the third at 21. Taking 3 as /c's state, the second
-		// compare pins X at 9.
-		reqs:  []*pb.InternalRaftRequest{txnReq("/c", 3, "1"), txnReq("/c", 10, "2"), txnReq("/c", 20, "3")},
-		dbRev: 21,
-		fail:  "do not lead to the db's revision",
-	}, {
-		name: "the same, the stale compare passed over: which write applied is not claimed",
-		reqs: []*pb.InternalRaftRequest{txnReq("/c", 3, "1"), txnReq("/c", 10, "2"), txnReq("/c", 20, "3")},
-		// The third compare pins X at 19; the two first writes name
-		// two revisions before it: one of them applied at 20, the
-		// log does not tell which.
-		dbRev:     21,
-		veto:      []int32{1},
-		want:      []int64{0, 0, 21},
-		ambiguous: []bool{true, true, false},
-	}, {
-		name: "a revoke of a lease from before the log made a revision",
-		reqs: []*pb.InternalRaftRequest{txnReq("/r", 5, "1"), txnReq("/r", 30, "2"),
-			revoke(9),
-			txnReq("/s", 6, "1"), txnReq("/s", 33, "2")},
-		dbRev: 34,
-		want:  []int64{30, 31, 32, 33, 34},
-	}, {
-		name: "a revoke of a lease from before the log made none",
-		reqs: []*pb.InternalRaftRequest{txnReq("/r", 5, "1"), txnReq("/r", 30, "2"),
-			revoke(9),
-			txnReq("/s", 6, "1"), txnReq("/s", 32, "2")},
-		dbRev: 33,
-		want:  []int64{30, 31, 0, 32, 33},
-	}, {
-		name: "nothing fixes the revision before an uncertain revoke: only the writes before it are unknown",
-		reqs: []*pb.InternalRaftRequest{putReq("/p", "1"), revoke(9), txnReq("/s", 6, "1"), txnReq("/s", 40, "2")},
-		// /p's put made revision 37 or 38: nothing tells which.
-		dbRev: 41,
-		want:  []int64{0, 0, 40, 41},
-	}, {
-		name: "a delete without a compare of a key from before the log (etcdctl del)",
-		reqs: []*pb.InternalRaftRequest{txnReq("/a", 5, "1"), txnReq("/a", 11, "2"),
-			{DeleteRange: &pb.DeleteRangeRequest{Key: []byte("/p")}},
-			txnReq("/b", 0, "1"), txnReq("/b", 14, "2")},
-		dbRev: 15,
-		want:  []int64{11, 12, 13, 14, 15},
-	}, {
-		name:  "the same, with nothing to fix the revision before it: whether it deleted /p is unknown, the put is at 9",
-		reqs:  []*pb.InternalRaftRequest{{DeleteRange: &pb.DeleteRangeRequest{Key: []byte("/p")}}, putReq("/c", "1")},
-		dbRev: 9,
-		want:  []int64{0, 9},
-	}, {
-		name:  "a lease granted in the log: its revoke deletes its keys",
-		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 4, "1"), grant(5), leasePutReq("/e", "x", 5), txnReq("/a", 10, "2"), revoke(5)},
-		dbRev: 13,
-		want:  []int64{10, 0, 11, 12, 13},
-	}, {
-		name: "a compare names a revision no write of the key made",
-		// Revisions count right, but /b's last compare names /a's
-		// revision: not what a writer that read /b sends.
-		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 5, "1"), txnReq("/a", 11, "2"), txnReq("/b", 0, "1"), txnReq("/b", 11, "2")},
-		dbRev: 13,
-		fail:  "entry 103 compares /b with revision 11, which no write of it made",
-	}, {
-		name:  "a nested transaction is not modelled",
-		reqs:  []*pb.InternalRaftRequest{txnReq("/a", 4, "1"), nested},
-		dbRev: 5,
-		fail:  "entry 101: a nested transaction: not modelled",
-	}}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			keys := newPxKeys()
-			var entries []pxEntry
-			for i, req := range tc.reqs {
-				entries = append(entries, compactEntry(mustEntry(t, uint64(100+i), req), walread.Pos{}, keys))
-			}
-			veto := map[int32]bool{}
-			for _, e := range tc.veto {
-				veto[e] = true
-			}
-			p := newPxSolver(entries, keys, false, nil, veto, nil)
-			p.run()
-			if p.fail == "" {
-				p.solve(tc.dbRev)
-			}
-			if p.fail == "" {
-				p.checkRefs()
-			}
-			if p.fail == "" {
-				p.markAmbiguous()
-			}
-			if tc.fail != "" {
-				if !strings.Contains(p.fail, tc.fail) {
-					t.Fatalf("failure %q, want %q", p.fail, tc.fail)
-				}
-				return
-			}
-			if p.fail != "" {
-				t.Fatalf("failed: %s", p.fail)
-			}
-			var got []int64
-			var amb []bool
-			for _, o := range p.out {
-				amb = append(amb, o.ambiguous != "")
-				switch {
-				case o.ambiguous != "":
-					got = append(got, 0)
-				case o.rel != 0:
-					got = append(got, p.relAbs(o.rel))
-				case o.seg != 0:
-					rev, _ := p.revokeRev(o.seg)
-					got = append(got, rev)
-				default:
-					got = append(got, 0)
-				}
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Errorf("revisions %v, want %v", got, tc.want)
-			}
-			if tc.ambiguous == nil {
-				tc.ambiguous = make([]bool, len(got))
-			}
-			if fmt.Sprint(amb) != fmt.Sprint(tc.ambiguous) {
-				t.Errorf("outcomes left unknown %v, want %v", amb, tc.ambiguous)
-			}
-		})
-	}
-}
-
-// FuzzPrefixSolver works out prefixes made of kube-apiserver's writes
-// drawn from the input (three keys, compares on small revisions, leases
-// granted, used and revoked, compactions): it must never panic, and a
-// prefix it solves has revisions that rise with the log.
-func FuzzPrefixSolver(f *testing.F) {
-	f.Add([]byte{0, 7, 1, 0, 2, 11, 3, 13}, int64(14))
-	f.Add([]byte{0, 5, 0, 30, 5, 9, 1, 6, 1, 33}, int64(34))
-	f.Add([]byte{4, 5, 6, 5, 0, 4, 5, 5, 7, 9}, int64(13))
-	f.Fuzz(func(t *testing.T, data []byte, dbRev int64) {
-		keys := newPxKeys()
-		var entries []pxEntry
-		for i := 0; i+1 < len(data) && len(entries) < 64; i += 2 {
-			op, arg := data[i], int64(data[i+1])
-			key := fmt.Sprintf("/k%d", op%3)
-			var req *pb.InternalRaftRequest
-			switch op % 8 {
-			case 0, 1, 2:
-				req = txnReq(key, arg, "v"+strconv.Itoa(i))
-			case 3:
-				req = txnReq(key, arg, "") // a delete
-			case 4:
-				req = &pb.InternalRaftRequest{LeaseGrant: &pb.LeaseGrantRequest{ID: arg%4 + 1, TTL: 60}}
-			case 5:
-				req = leasePutReq(key, "e", arg%4+1)
-			case 6:
-				req = &pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: arg%4 + 1}}
-			case 7:
-				req = &pb.InternalRaftRequest{Compaction: &pb.CompactionRequest{Revision: arg}}
-			}
-			entries = append(entries, compactEntry(mustEntry(t, uint64(100+len(entries)), req), walread.Pos{}, keys))
-		}
-		for _, exact := range []bool{false, true} {
-			p := newPxSolver(entries, keys, exact, nil, nil, nil)
-			p.run()
-			if p.fail == "" {
-				p.solve(dbRev)
-			}
-			if p.fail == "" {
-				p.checkRefs()
-			}
-			if p.fail == "" {
-				p.markAmbiguous()
-			}
-			if p.fail != "" {
-				continue
-			}
-			last := p.relAbs(0)
-			for i, o := range p.out {
-				var rev int64
-				switch {
-				case o.rel != 0:
-					rev = p.relAbs(o.rel)
-				case o.seg != 0:
-					rev, _ = p.revokeRev(o.seg)
-				}
-				if rev == 0 {
-					continue
-				}
-				if rev <= last {
-					t.Fatalf("entry %d: revision %d after %d", i, rev, last)
-				}
-				last = rev
-			}
-			pinned := true
-			for _, sg := range p.segs {
-				pinned = pinned && sg.pinned
-			}
-			if last > dbRev || pinned && last != dbRev {
-				t.Fatalf("solved to revision %d, the db's is %d", last, dbRev)
-			}
-		}
-	})
-}
-
 // TestWALOverAnotherClustersDB: a db whose members do not include the
 // log's member is refused before anything is read from the log.
 func TestWALOverAnotherClustersDB(t *testing.T) {
@@ -776,23 +534,13 @@ func TestWALOverDBEarlyRevoke(t *testing.T) {
 			if revoke.Index == 0 || revoke.Index > cov.FirstIndex+8 {
 				t.Fatalf("the first revoke is entry %d, the log starts at %d: not the scene", revoke.Index, cov.FirstIndex)
 			}
-			if !tc.o.earlyBlind {
-				if len(cov.PrefixUnknown) != 0 || cov.PrefixRevision == 0 {
-					t.Fatalf("not anchored: before %d, unknown %+v", cov.PrefixRevision, cov.PrefixUnknown)
-				}
-			} else {
-				// Besides, a write an early compare's other world (it
-				// failed: see challenge) gives another revision.
-				challenged := slices.DeleteFunc(slices.Clone(cov.PrefixUnknown[min(1, len(cov.PrefixUnknown)):]), func(s WALStretch) bool {
-					return strings.Contains(s.Reason, "may have failed (a stale read)")
-				})
-				if len(cov.PrefixUnknown) == 0 || len(challenged) != 0 || cov.PrefixUnknown[0].FromIndex != cov.FirstIndex || cov.PrefixUnknown[0].ToIndex != revoke.Index-1 {
-					t.Fatalf("unknown stretches %+v, want entries %d to %d", cov.PrefixUnknown, cov.FirstIndex, revoke.Index-1)
-				}
-				// The early events' creates applied, at revisions not
-				// established, or (a create's compare may have failed:
-				// see challenge) with their outcome not established; the
-				// puts after them are placed.
+			// With the early writes overwritten by blind puts and
+			// compacted, the db still fixes them: a put keeps its key's
+			// create revision, which the db holds for each early event.
+			if len(cov.PrefixUnknown) != 0 || cov.PrefixRevision == 0 {
+				t.Fatalf("not anchored: before %d, unknown %+v", cov.PrefixRevision, cov.PrefixUnknown)
+			}
+			if tc.o.earlyBlind {
 				for _, key := range sc.early {
 					var got []string
 					if err := w.KeyWrites(ctx, key, false, func(kw KeyWrite) error {
@@ -801,8 +549,8 @@ func TestWALOverDBEarlyRevoke(t *testing.T) {
 					}); err != nil {
 						t.Fatal(err)
 					}
-					if len(got) != 2 || got[0] != "applied@0" && got[0] != "unknown@0" || !strings.HasPrefix(got[1], "applied@") || got[1] == "applied@0" {
-						t.Errorf("%s: writes %v, want the create applied at an unknown revision, the put placed", key, got)
+					if len(got) != 2 || got[0] == "applied@0" || !strings.HasPrefix(got[0], "applied@") || !strings.HasPrefix(got[1], "applied@") || got[1] == "applied@0" {
+						t.Errorf("%s: writes %v, want the create and the put placed", key, got)
 					}
 				}
 			}
@@ -837,18 +585,10 @@ func TestWALOverDBEarlyRevoke(t *testing.T) {
 				}
 			}
 			// Created before the revoke, deleted after it by a delete
-			// without a compare: listed deleted with its value, whose
-			// revision only the db could fix.
-			gone := deleted[sc.earlyGone]
-			if tc.o.earlyBlind && gone != nil && len(gone.Value) == 0 && gone.ModRevision == 0 {
-				// Its create's compare may have failed (see challenge):
-				// listed deleted, its last value not established, and
-				// said to be.
-				if u := w.Unestablished("/registry/events/"); u.Unknown == 0 {
-					t.Errorf("%s: listed deleted as %+v, and unestablished %+v says nothing is unknown", sc.earlyGone, gone, u)
-				}
-			} else if gone == nil || len(gone.Value) == 0 || tc.o.earlyBlind != (gone.ModRevision == 0) {
-				t.Errorf("%s: listed deleted as %+v, want its value, with its revision unknown only when nothing anchors it", sc.earlyGone, gone)
+			// without a compare: listed deleted with its value and
+			// revision.
+			if gone := deleted[sc.earlyGone]; gone == nil || len(gone.Value) == 0 || gone.ModRevision == 0 {
+				t.Errorf("%s: listed deleted as %+v, want its value and revision", sc.earlyGone, gone)
 			}
 			// The latest state is the db's.
 			for k, l := range sc.live {

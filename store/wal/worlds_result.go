@@ -1,0 +1,479 @@
+package wal
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// xClaim gathers what the consistent worlds say of one number.
+type xClaim struct {
+	v, alt int64 // the first value given; another, when they differ
+	lo, hi int64 // the lowest and highest value given
+	lowPos int64 // the lowest value above 0 given (0: none)
+	n      int32 // the worlds that gave a value
+	diff   bool  // two worlds differ, or one left it open
+	open   bool  // a world left it open (a number from before the log it does not fix)
+}
+
+func (c *xClaim) add(v int64) {
+	if v > 0 && (c.lowPos == 0 || v < c.lowPos) {
+		c.lowPos = v
+	}
+	if c.n == 0 {
+		c.v, c.lo, c.hi = v, v, v
+	} else {
+		if v != c.v && !c.diff {
+			c.diff, c.alt = true, v
+		}
+		c.lo, c.hi = min(c.lo, v), max(c.hi, v)
+	}
+	c.n++
+}
+
+func (c *xClaim) addOpen() { c.diff, c.open = true, true }
+
+// get returns the claim's value and whether every world gave it.
+func (c *xClaim) get() (int64, bool) { return c.v, c.n > 0 && !c.diff }
+
+// xEntryClaim is what the worlds say of an entry.
+type xEntryClaim struct {
+	outcome, why, rev xClaim
+}
+
+// xWriteClaim is what the worlds say of one write: whether it applied
+// (1) or not (0), and, applied, the key's mod and create revision and
+// version after it.
+type xWriteClaim struct {
+	applied, mod, create, version xClaim
+	n                             int32 // the worlds that list it (a key a revoke or range delete deleted)
+}
+
+// worldsResult is what the search of the prefix's worlds established.
+type worldsResult struct {
+	// complete: every consistent world was found; else why says why not,
+	// and nothing is established.
+	complete bool
+	why      string
+	// worlds counts the consistent worlds; with none, noWorld says why
+	// the branch that went furthest ended.
+	worlds  int
+	noWorld string
+	x       xClaim
+	entries []xEntryClaim
+	ops     []xWriteClaim // by opIndex
+	opBase  []int32
+	// dyn holds the deletes of keys by revokes and range deletes, by
+	// entry and key.
+	dyn map[[2]int32]*xWriteClaim
+	// pre holds, by key, whether it existed before the log (1) or not.
+	pre   []xClaim
+	steps int64
+}
+
+// established reports whether r holds claims: the search covered every
+// world and found one at least.
+func (r *worldsResult) established() bool { return r != nil && r.complete && r.worlds > 0 }
+
+// worldsBudget bounds the search's steps: an entry (or one key's check
+// against the db) worked out in one branch is a step. Past it nothing is
+// established. A variable for tests.
+var worldsBudget = func(entries int) int64 { return 64*int64(entries) + 1<<21 }
+
+// debugWorldsChoices, set by a test, counts the search's branch points.
+var debugWorldsChoices map[string]int
+
+// solveWorlds searches the worlds of the prefix entries over db (whose
+// revision is dbRev; x its items at the revisions the prefix may have
+// made). exact: the log starts at raft index 1 (nothing before it).
+func solveWorlds(ctx context.Context, entries []pxEntry, names *pxKeys, exact bool, dbRev int64, db prefixDB, x *dbIndex) *worldsResult {
+	n := int32(len(entries))
+	res := &worldsResult{entries: make([]xEntryClaim, n), dyn: map[[2]int32]*xWriteClaim{}}
+	for i := range entries {
+		pe := &entries[i]
+		if pe.unmodelled != "" {
+			res.why = fmt.Sprintf("entry %d: %s: not modelled", pe.index, pe.unmodelled)
+			return res
+		}
+		for _, c := range pe.cmps {
+			if c.target == pb.Compare_VALUE && c.result != pb.Compare_EQUAL && c.result != pb.Compare_NOT_EQUAL {
+				res.why = fmt.Sprintf("entry %d: a compare of a value by order: not modelled", pe.index)
+				return res
+			}
+		}
+	}
+	s := &worlds{ctx: ctx, entries: entries, names: names, exact: exact, dbRev: dbRev, dbK: db.compactRevision(), db: x, res: res}
+	if why := s.load(ctx, db); why != "" {
+		res.complete, res.noWorld = true, why
+		return res
+	}
+	res.opBase = s.opBase
+	res.ops = make([]xWriteClaim, len(s.anchors))
+	res.pre = make([]xClaim, len(names.names))
+	s.budget = worldsBudget(len(entries))
+	s.debugChoices = debugWorldsChoices
+	s.erecs = make([]xERec, n)
+	s.opLast = make([]int32, len(s.anchors))
+	if s.walk() {
+		res.complete = true
+	} else {
+		res.why = s.why
+	}
+	res.steps = s.steps
+	if res.worlds == 0 {
+		res.noWorld = s.furthest
+	}
+	return res
+}
+
+// load reads what the search needs of the db and of the entries, and sets
+// up the state before the first entry. It returns why no world can be
+// consistent, if the db says so at once.
+func (s *worlds) load(ctx context.Context, db prefixDB) string {
+	names := s.names.names
+	nk := int32(len(names))
+	n := int32(len(s.entries))
+	// The ops, and the puts' anchors: a put's key and value that no other
+	// put of the log writes, where the db holds them.
+	s.opBase = make([]int32, n+1)
+	type kv struct {
+		key  int32
+		hash uint64
+	}
+	count := map[kv]int32{}
+	for i := range s.entries {
+		pe := &s.entries[i]
+		s.opBase[i+1] = s.opBase[i] + int32(len(pe.succ)+len(pe.fail))
+		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for _, op := range ops {
+				if !op.del {
+					count[kv{op.key, op.hash}]++
+				}
+			}
+		}
+	}
+	held := map[kv]int64{}
+	hold := func(k kv, rev int64) {
+		if count[k] != 1 {
+			return
+		}
+		if r, ok := held[k]; ok && r != rev {
+			held[k] = -1 // two revisions: no anchor
+			return
+		}
+		held[k] = rev
+	}
+	if s.db != nil {
+		for rev := s.db.lo; rev <= s.db.hi; rev++ {
+			for _, it := range s.db.at(rev) {
+				if it.key >= 0 && !it.tomb {
+					hold(kv{it.key, it.hash}, rev)
+				}
+			}
+		}
+	} else {
+		s.db = &dbIndex{lo: 1, hi: 0, off: []int32{0}}
+	}
+	// The db's live keys: those the log names, and the highest mod
+	// revision of the others (at or below X: the log did not write them).
+	s.live = make([]xLive, nk)
+	var unnamedRanged string
+	ranges := rangeUnion(s.entries)
+	err := db.live(ctx, func(key string) bool { _, ok := s.names.ids[key]; return ok }, func(v *store.KeyValue, hash uint64) error {
+		k, ok := s.names.ids[v.Key]
+		if !ok {
+			s.unnamedX = max(s.unnamedX, v.ModRevision)
+			if unnamedRanged == "" && ranges.has(v.Key) {
+				unnamedRanged = v.Key
+			}
+			return nil
+		}
+		s.live[k] = xLive{present: true, create: v.CreateRevision, mod: v.ModRevision, version: v.Version, lease: v.Lease, hash: hash}
+		hold(kv{k, hash}, v.ModRevision)
+		return nil
+	})
+	if err != nil {
+		return err.Error()
+	}
+	if unnamedRanged != "" {
+		return fmt.Sprintf("%s: in the db from before the log, yet a range delete of the log deletes every key of its range", unnamedRanged)
+	}
+	s.anchors = make([]int64, s.opBase[n])
+	for i := range s.entries {
+		pe := &s.entries[i]
+		j := s.opBase[i]
+		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for _, op := range ops {
+				if r := held[kv{op.key, op.hash}]; !op.del && r > 0 {
+					s.anchors[j] = r
+				}
+				j++
+			}
+		}
+	}
+	ids, err := db.leaseIDs()
+	if err != nil {
+		return err.Error()
+	}
+	s.dbLeases = make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		s.dbLeases[id] = true
+	}
+	// The keys' items at the revisions read, by key.
+	s.itemOff = make([]int32, nk+1)
+	for _, it := range s.db.items {
+		if it.key >= 0 {
+			s.itemOff[it.key+1]++
+		}
+	}
+	for k := int32(0); k < nk; k++ {
+		s.itemOff[k+1] += s.itemOff[k]
+	}
+	s.items = make([]xItem, s.itemOff[nk])
+	fill := slices.Clone(s.itemOff)
+	for rev := s.db.lo; rev <= s.db.hi; rev++ {
+		for _, it := range s.db.at(rev) {
+			if it.key >= 0 {
+				s.items[fill[it.key]] = xItem{rev: rev, tomb: it.tomb, hash: it.hash}
+				fill[it.key]++
+			}
+		}
+	}
+	// The leases the entries name, and the keys put with each.
+	s.leaseIx = map[int64]int32{}
+	leaseOf := func(id int64) {
+		if _, ok := s.leaseIx[id]; !ok {
+			s.leaseIx[id] = int32(len(s.leases))
+			st := int8(-1)
+			if s.exact {
+				st = 0
+			}
+			s.leases = append(s.leases, xLease{id: id, st: st, att: xNone})
+		}
+	}
+	putWith := map[int64][]int32{}
+	for i := range s.entries {
+		pe := &s.entries[i]
+		switch pe.kind {
+		case walread.KindLeaseGrant, walread.KindLeaseRevoke:
+			leaseOf(pe.id)
+		}
+		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for _, op := range ops {
+				if !op.del && op.lease != 0 {
+					leaseOf(op.lease)
+					putWith[op.lease] = append(putWith[op.lease], op.key)
+				}
+			}
+		}
+	}
+	// The last entry that can change each key (or compare it): there the
+	// key is held against the db.
+	last := make([]int32, nk)
+	for i := range last {
+		last[i] = -1
+	}
+	sorted := make([]int32, nk)
+	for i := range sorted {
+		sorted[i] = int32(i)
+	}
+	slices.SortFunc(sorted, func(a, b int32) int {
+		switch {
+		case names[a] < names[b]:
+			return -1
+		case names[a] > names[b]:
+			return 1
+		}
+		return 0
+	})
+	s.ranged = map[int32][]int32{}
+	for i := range s.entries {
+		e := int32(i)
+		pe := &s.entries[i]
+		for _, c := range pe.cmps {
+			last[c.key] = e
+		}
+		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for _, op := range ops {
+				last[op.key] = e
+			}
+		}
+		if pe.ranged {
+			j := sort.Search(len(sorted), func(j int) bool { return names[sorted[j]] >= pe.from })
+			var ks []int32
+			for ; j < len(sorted) && pe.inRange(names[sorted[j]]); j++ {
+				ks = append(ks, sorted[j])
+				last[sorted[j]] = e
+			}
+			s.ranged[e] = ks
+		}
+		if pe.kind == walread.KindLeaseRevoke {
+			for _, k := range putWith[pe.id] {
+				last[k] = e
+			}
+		}
+	}
+	s.finOff = make([]int32, n+2)
+	for _, e := range last {
+		if e >= 0 {
+			s.finOff[e+1]++
+		}
+	}
+	for e := int32(0); e <= n; e++ {
+		s.finOff[e+1] += s.finOff[e]
+	}
+	s.finKeys = make([]int32, s.finOff[n+1])
+	fill = slices.Clone(s.finOff)
+	for k, e := range last {
+		if e >= 0 {
+			s.finKeys[fill[e]] = int32(k)
+			fill[e]++
+		}
+	}
+	// Keys the log never writes nor compares are not held: none.
+	s.keys = make([]xKey, nk)
+	for k := range s.keys {
+		s.keys[k] = xKey{preExists: -1, puts: xNone, preIx: xNone}
+		if s.exact {
+			s.keys[k].preExists = 0
+		}
+	}
+	s.g.x = freeSym(max(1, s.unnamedX, s.dbRev-int64(n)), s.dbRev)
+	s.g.k0 = freeSym(0, s.dbRev)
+	if s.exact {
+		// A new etcd's keyspace starts at revision 1.
+		s.g.x = xSym{v: 1, lo: 1, hi: 1, pinned: true, not: xNone}
+		s.g.k0 = xSym{lo: 0, hi: 0, pinned: true, not: xNone}
+		if s.unnamedX > 1 {
+			return fmt.Sprintf("the db holds keys the log never writes (changed at revision %d), yet the log starts at raft index 1", s.unnamedX)
+		}
+	}
+	return ""
+}
+
+// record adds the current world, consistent (X known), to the claims.
+func (s *worlds) record() {
+	res := s.res
+	x := s.g.x.v
+	res.worlds++
+	res.x.add(x)
+	for e := range s.erecs {
+		r := s.erecs[e]
+		c := &res.entries[e]
+		if r.open {
+			c.outcome.addOpen()
+			c.why.addOpen()
+		} else {
+			c.outcome.add(int64(r.outcome))
+			c.why.add(int64(r.why))
+		}
+		rev := int64(0)
+		if r.revC > 0 {
+			rev = x + r.revC
+		}
+		c.rev.add(rev)
+	}
+	for k := range s.keys {
+		if st := s.keys[k].preExists; st >= 0 {
+			res.pre[k].add(int64(st))
+		} else {
+			res.pre[k].addOpen()
+		}
+	}
+	// The last record of each write decides.
+	for i := range s.opLast {
+		s.opLast[i] = -1
+	}
+	dyn := map[[2]int32]int32{}
+	for i := range s.recs {
+		r := &s.recs[i]
+		if r.op >= 0 {
+			s.opLast[r.op] = int32(i)
+		} else {
+			dyn[[2]int32{r.entry, r.key}] = int32(i)
+		}
+	}
+	for oi, i := range s.opLast {
+		if i >= 0 {
+			s.addWrite(&res.ops[oi], &s.recs[i], x)
+		}
+	}
+	for k, i := range dyn {
+		c := res.dyn[k]
+		if c == nil {
+			c = &xWriteClaim{}
+			res.dyn[k] = c
+		}
+		c.n++
+		s.addWrite(c, &s.recs[i], x)
+	}
+}
+
+// addWrite adds what record r says to c.
+func (s *worlds) addWrite(c *xWriteClaim, r *xRec, x int64) {
+	switch r.applied {
+	case -1:
+		c.applied.addOpen()
+		c.mod.addOpen()
+		return
+	case 0:
+		c.applied.add(0)
+		c.mod.add(0)
+		return
+	}
+	c.applied.add(1)
+	c.mod.add(x + r.modC)
+	if r.del {
+		return
+	}
+	key := &s.keys[r.key]
+	var p *xPre
+	if key.preIx != xNone {
+		p = &s.pre[key.preIx]
+	}
+	crKind, verKind := r.crKind, r.verKind
+	if crKind == crCond || verKind == verCond {
+		switch key.preExists {
+		case 1:
+			if crKind == crCond {
+				crKind = crPre
+			}
+			if verKind == verCond {
+				verKind = verPre
+			}
+		case 0:
+			if crKind == crCond {
+				crKind = crRel
+			}
+			if verKind == verCond {
+				verKind = verAbs
+			}
+		default:
+			c.create.addOpen()
+			c.version.addOpen()
+			return
+		}
+	}
+	switch {
+	case crKind == crRel:
+		c.create.add(x + r.crV)
+	case p != nil && p.create.pinned:
+		c.create.add(p.create.v)
+	default:
+		c.create.addOpen()
+	}
+	switch {
+	case verKind == verAbs:
+		c.version.add(r.verN)
+	case p != nil && p.ver.pinned:
+		c.version.add(p.ver.v + r.verN)
+	default:
+		c.version.addOpen()
+	}
+}

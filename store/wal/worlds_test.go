@@ -1,0 +1,276 @@
+package wal
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// worldsStats counts what the world search established.
+type worldsStats struct {
+	cases, incomplete, noWorld int
+	entries, entriesEst        int
+	revs, revsEst              int
+	writes, writesEst          int
+	xEst                       int
+	steps                      int64
+}
+
+func (a *worldsStats) add(b worldsStats) {
+	a.cases += b.cases
+	a.incomplete += b.incomplete
+	a.noWorld += b.noWorld
+	a.entries += b.entries
+	a.entriesEst += b.entriesEst
+	a.revs += b.revs
+	a.revsEst += b.revsEst
+	a.writes += b.writes
+	a.writesEst += b.writesEst
+	a.xEst += b.xEst
+	a.steps += b.steps
+}
+
+func (a *worldsStats) log(t *testing.T) {
+	t.Logf("cases %d: incomplete %d, no world %d, revision before the log established in %d (%s)", a.cases, a.incomplete, a.noWorld, a.xEst, pct(a.xEst, a.cases))
+	t.Logf("entries with an established outcome: %d of %d (%s)", a.entriesEst, a.entries, pct(a.entriesEst, a.entries))
+	t.Logf("entries that made a revision, revision established: %d of %d (%s)", a.revsEst, a.revs, pct(a.revsEst, a.revs))
+	t.Logf("key changes with an established revision: %d of %d (%s)", a.writesEst, a.writes, pct(a.writesEst, a.writes))
+	t.Logf("steps %d (%.1f a case)", a.steps, float64(a.steps)/float64(max(a.cases, 1)))
+}
+
+// runWorlds searches the worlds of mc's log from its cut (from raft index
+// 1 when exact) over its db and checks every claim against the truth.
+func (mc *modelCase) runWorlds(t *testing.T, exact bool) (worldsStats, *worldsResult, []string) {
+	ctx := context.Background()
+	keys := newPxKeys()
+	var entries []pxEntry
+	cut := mc.cut
+	if exact {
+		cut = 0
+	}
+	for i := cut; i < len(mc.steps); i++ {
+		entries = append(entries, compactEntry(mustEntry(t, uint64(i+1), mc.steps[i].req), walread.Pos{}, keys))
+	}
+	x, err := loadDBIndex(ctx, mc.m, keys, mc.m.rev-int64(len(entries)), mc.m.rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := solveWorlds(ctx, entries, keys, exact, mc.m.rev, mc.m, x)
+	st := worldsStats{cases: 1, steps: res.steps}
+	var wrong []string
+	claim := func(format string, args ...any) { wrong = append(wrong, fmt.Sprintf(format, args...)) }
+	switch {
+	case !res.complete:
+		st.incomplete++
+	case res.worlds == 0:
+		st.noWorld++
+		claim("no consistent world found (the true one is): %s", res.noWorld)
+	}
+	est := res.established()
+	before := mc.before
+	if exact {
+		before = 1
+	}
+	if v, ok := res.x.get(); est && ok {
+		st.xEst++
+		if v != before {
+			claim("the revision before the log: claimed %d, true %d", v, before)
+		}
+	}
+	for i := range entries {
+		s := mc.steps[cut+i]
+		tr := s.truth
+		at := fmt.Sprintf("entry %d (raft index %d, %s)", i, entries[i].index, s.desc)
+		c := &res.entries[i]
+		st.entries++
+		if o, ok := c.outcome.get(); est && ok {
+			st.entriesEst++
+			if Outcome(o) != tr.outcome {
+				claim("%s: claimed %v, true %v (%s)", at, Outcome(o), tr.outcome, tr.why)
+			}
+		}
+		if tr.rev != 0 {
+			st.revs++
+		}
+		if r, ok := c.rev.get(); est && ok {
+			if r != tr.rev {
+				claim("%s: claimed revision %d, true %d", at, r, tr.rev)
+			} else if tr.rev != 0 {
+				st.revsEst++
+			}
+		}
+		truth := map[string]*modelWrite{}
+		for j := range tr.writes {
+			truth[tr.writes[j].key] = &tr.writes[j]
+			st.writes++
+		}
+		check := func(what string, key int32, del bool, w *xWriteClaim) {
+			name := keys.names[key]
+			tw := truth[name]
+			if tw != nil && tw.del != del {
+				tw = nil
+			}
+			if w.n != 0 && int(w.n) != res.worlds {
+				return // listed in some worlds only: not established
+			}
+			a, ok := w.applied.get()
+			if !est || !ok {
+				return
+			}
+			if (a == 1) != (tw != nil) {
+				claim("%s: %s of %s: claimed applied %v, true %v", at, what, name, a == 1, tw != nil)
+				return
+			}
+			if tw == nil {
+				return
+			}
+			if m, ok := w.mod.get(); ok {
+				if m != tw.mod {
+					claim("%s: %s of %s: claimed revision %d, true %d", at, what, name, m, tw.mod)
+				} else {
+					st.writesEst++
+				}
+			}
+			if del {
+				return
+			}
+			if v, ok := w.create.get(); ok && v != tw.create {
+				claim("%s: %s of %s: claimed create revision %d, true %d", at, what, name, v, tw.create)
+			}
+			if v, ok := w.version.get(); ok && v != tw.version {
+				claim("%s: %s of %s: claimed version %d, true %d", at, what, name, v, tw.version)
+			}
+		}
+		pe := &entries[i]
+		for b, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for j, op := range ops {
+				oi := res.opBase[i] + int32(j)
+				if b == 1 {
+					oi += int32(len(pe.succ))
+				}
+				check("op", op.key, op.del, &res.ops[oi])
+			}
+		}
+		for k, w := range res.dyn {
+			if k[0] == int32(i) {
+				check("delete", k[1], true, w)
+			}
+		}
+		// A key the truth deleted by a revoke or range delete that no
+		// world lists.
+		if pe.kind == walread.KindLeaseRevoke || pe.ranged {
+			for name, tw := range truth {
+				id, ok := keys.ids[name]
+				if !ok || !tw.del || !est {
+					continue
+				}
+				if w := res.dyn[[2]int32{int32(i), id}]; w == nil {
+					claim("%s: the delete of %s is in no world", at, name)
+				}
+			}
+		}
+	}
+	return st, res, wrong
+}
+
+// checkWorldsSeed checks one generated case (and, when its log holds the
+// whole history, the same from raft index 1).
+func checkWorldsSeed(t *testing.T, mc *modelCase) (worldsStats, *worldsResult, []string) {
+	st, res, wrong := mc.runWorlds(t, false)
+	if mc.cut == 0 {
+		_, _, w := mc.runWorlds(t, true)
+		for _, x := range w {
+			wrong = append(wrong, "from raft index 1 (exact): "+x)
+		}
+	}
+	return st, res, wrong
+}
+
+// TestWorldsModel is a model-based property test of the world search:
+// the generated histories of TestPrefixModel (with and without range
+// deletes), each claim the search establishes checked against the truth.
+func TestWorldsModel(t *testing.T) {
+	n := 2000
+	if testing.Short() {
+		n = 300
+	}
+	if s := os.Getenv("ETCDPVC_WORLDS_N"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	for _, ranged := range []bool{false, true} {
+		var total worldsStats
+		var bad []uint64
+		for seed := range uint64(n) {
+			var mc *modelCase
+			if ranged {
+				mc = rangeModelCase(seed, nil)
+			} else {
+				mc = genModelCase(&modelChooser{rng: rand.New(rand.NewPCG(seed, modelStream))})
+			}
+			st, res, wrong := checkWorldsSeed(t, mc)
+			total.add(st)
+			if !res.complete && os.Getenv("ETCDPVC_WORLDS_ALL") != "" {
+				t.Logf("ranged %v seed %d: incomplete after %d steps: %s", ranged, seed, res.steps, res.why)
+			}
+			if len(wrong) > 0 {
+				bad = append(bad, seed)
+				if len(bad) <= 5 {
+					t.Errorf("ranged %v seed %d: %d wrong claims, the first: %s", ranged, seed, len(wrong), wrong[0])
+					if len(bad) <= 2 {
+						t.Logf("worlds %d, X %+v; the case:\n%s", res.worlds, res.x, mc.describe())
+					}
+				}
+			}
+		}
+		t.Logf("range deletes %v:", ranged)
+		total.log(t)
+		if len(bad) > 0 {
+			t.Errorf("ranged %v: wrong claims in %d of %d cases: %v", ranged, len(bad), n, bad)
+		}
+	}
+}
+
+// TestWorldsSeed runs one seed of TestWorldsModel, named by
+// ETCDPVC_WORLDS_SEED (and ETCDPVC_WORLDS_RANGED=1), with its history.
+func TestWorldsSeed(t *testing.T) {
+	v := os.Getenv("ETCDPVC_WORLDS_SEED")
+	if v == "" {
+		t.Skip("ETCDPVC_WORLDS_SEED not set")
+	}
+	seed, _ := strconv.ParseUint(v, 10, 64)
+	var mc *modelCase
+	if os.Getenv("ETCDPVC_WORLDS_RANGED") != "" {
+		mc = rangeModelCase(seed, nil)
+	} else {
+		mc = genModelCase(&modelChooser{rng: rand.New(rand.NewPCG(seed, modelStream))})
+	}
+	debugWorldsChoices = map[string]int{}
+	defer func() { debugWorldsChoices = nil }()
+	st, res, wrong := mc.runWorlds(t, false)
+	for _, w := range wrong {
+		t.Errorf("wrong claim: %s", w)
+	}
+	type kc struct {
+		k string
+		n int
+	}
+	var top []kc
+	for k, n := range debugWorldsChoices {
+		top = append(top, kc{k, n})
+	}
+	slices.SortFunc(top, func(a, b kc) int { return b.n - a.n })
+	for i, c := range top {
+		if i == 25 {
+			break
+		}
+		t.Logf("branch point %6d× %s", c.n, c.k)
+	}
+	t.Logf("complete %v (%s), worlds %d, steps %d, X %+v, no world: %s", res.complete, res.why, res.worlds, st.steps, res.x, res.noWorld)
+	t.Logf("the case:\n%s", mc.describe())
+}
