@@ -173,6 +173,9 @@ type xERec struct {
 	// already, or had no key left).
 	open bool
 	revC int64
+	// dep, for a compaction: it applied exactly when the compaction
+	// revision before the log is below dep (see compaction).
+	dep int64
 }
 
 // Why an entry was not applied in a world (xERec.why).
@@ -207,7 +210,7 @@ type xMark struct {
 type xGlobals struct {
 	x, k0 xSym
 	c     int64 // the revisions the entries made so far: the last is X+c
-	kLog  int64 // the last compaction the entries applied (0: none)
+	kLog  int64 // the highest compaction revision of the entries so far that was not in the future (0: none)
 	made  int32 // the entries worked out so far (their erecs hold)
 	// firstHeld is the first of revokes whose revision the db holds (X
 	// pinned): the revokes before it deleted keys the db cannot show.
@@ -694,7 +697,12 @@ func (s *worlds) lazyGone(k int32, i int32) bool {
 	}
 	key.goneFrom, key.goneTo = key.confirmed, int32(len(s.revokes))
 	s.gone = append(s.gone, k)
-	// Which of them, if one did, is not established.
+	if key.preExists != 1 {
+		// Whether it existed before the log is not known: the revokes'
+		// possible deletions of it are not listed (see replay), nor kept.
+		return true
+	}
+	// Which of them deleted it is not established.
 	for j := key.goneFrom; j < s.pendingEnd(); j++ {
 		if s.leaseFits(k, s.revokes[j].lease) {
 			s.recs = append(s.recs, xRec{entry: s.revokes[j].entry, key: k, op: -1, applied: -1, del: true})

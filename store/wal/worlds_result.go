@@ -366,6 +366,16 @@ func (s *worlds) record() {
 	for e := range s.erecs {
 		r := s.erecs[e]
 		c := &res.entries[e]
+		if r.dep != 0 {
+			switch s.symHolds(&s.g.k0, rLe, r.dep-1) {
+			case 1:
+				r.outcome, r.why = OutcomeApplied, whyNone
+			case 0:
+				r.outcome, r.why = OutcomeNotApplied, whyCompacted
+			default:
+				r.open = true
+			}
+		}
 		if r.open {
 			c.outcome.addOpen()
 			c.why.addOpen()

@@ -736,21 +736,14 @@ func (s *worlds) checkRange(e int32, rho int64) bool {
 }
 
 // compaction works out a compaction: etcd refuses a revision already
-// compacted, or one after the current revision.
+// compacted, or one after the current revision. The compaction revision
+// before the log (K0) is not in the log: one at or above r refuses it,
+// and nothing else tells the two apart but the db's compaction revision
+// at the end (whichever applied, etcd's compaction revision is then the
+// higher of K0 and r). So it is no branch: the entry applied exactly when
+// K0 < r, established where K0's bounds decide that (see record).
 func (s *worlds) compaction(e int32) ([][]xFact, bool) {
 	r := s.entries[e].id
-	if s.g.kLog > 0 {
-		if r <= s.g.kLog {
-			return nil, s.notApplied(e, whyCompacted)
-		}
-	} else {
-		switch s.symHolds(&s.g.k0, rGe, r) {
-		case 1:
-			return nil, s.notApplied(e, whyCompacted)
-		case -1:
-			return [][]xFact{{{sel: selK0, rel: rLe, v: r - 1}}, {{sel: selK0, rel: rGe, v: r}, {sel: selX, rel: rGe, v: r}}}, true
-		}
-	}
 	// r > X + c: a future revision.
 	switch s.symHolds(&s.g.x, rLe, r-s.g.c-1) {
 	case 1:
@@ -758,8 +751,18 @@ func (s *worlds) compaction(e int32) ([][]xFact, bool) {
 	case -1:
 		return [][]xFact{{{sel: selX, rel: rGe, v: r - s.g.c}}, {{sel: selX, rel: rLe, v: r - s.g.c - 1}}}, true
 	}
+	if r <= s.g.kLog {
+		return nil, s.notApplied(e, whyCompacted)
+	}
 	s.g.kLog = r
-	s.done(e, xERec{outcome: OutcomeApplied})
+	switch s.symHolds(&s.g.k0, rLe, r-1) {
+	case 1:
+		s.done(e, xERec{outcome: OutcomeApplied})
+	case 0:
+		return nil, s.notApplied(e, whyCompacted)
+	default:
+		s.done(e, xERec{outcome: OutcomeApplied, dep: r})
+	}
 	return nil, true
 }
 
@@ -886,6 +889,9 @@ func (s *worlds) end() ([][]xFact, bool) {
 		for j := key.residual - 1; j < s.pendingEnd(); j++ {
 			if s.leaseFits(k, s.revokes[j].lease) {
 				found = true
+				if key.preExists != 1 {
+					break // not listed (see lazyGone)
+				}
 				// Which of them deleted it is not established.
 				s.recs = append(s.recs, xRec{entry: s.revokes[j].entry, key: k, op: -1, applied: -1, del: true})
 			}
@@ -903,14 +909,23 @@ func (s *worlds) end() ([][]xFact, bool) {
 			return nil, s.fail("lease %x: the log's entries leave it %v, the db %v", l.id, l.st == 1, in)
 		}
 	}
-	if s.g.kLog > 0 {
-		if s.g.kLog != s.dbK {
-			return nil, s.fail("the log compacts revision %d last, the db is compacted at %d", s.g.kLog, s.dbK)
+	// etcd's compaction revision is the higher of K0 and the log's last
+	// (each of which etcd refuses at or below the one before).
+	switch {
+	case s.g.kLog > s.dbK:
+		return nil, s.fail("the log compacts revision %d, the db only %d", s.g.kLog, s.dbK)
+	case s.g.kLog == s.dbK:
+		if !s.restrict(&s.g.k0, rLe, s.dbK) {
+			return nil, s.fail("the compaction revision before the log is above the db's")
 		}
-	} else {
-		if !s.restrict(&s.g.k0, rEq, s.dbK) || s.dbK > s.g.x.v {
-			return nil, s.fail("the db is compacted at revision %d, which no compaction of the log made, after the log's start (revision %d)", s.dbK, s.g.x.v)
+	default:
+		if !s.restrict(&s.g.k0, rEq, s.dbK) {
+			return nil, s.fail("the db is compacted at revision %d, which no compaction of the log made", s.dbK)
 		}
+	}
+	// Compacted before the log: at or below the revision then.
+	if s.g.k0.lo > s.g.x.v {
+		return nil, s.fail("the db is compacted at revision %d, which no compaction of the log made, after the log's start (revision %d)", s.g.k0.lo, s.g.x.v)
 	}
 	return nil, true
 }
