@@ -259,6 +259,13 @@ type worlds struct {
 	// none).
 	anchors []int64
 	opBase  []int32 // by entry: the index of its first op (opIndex)
+	// certain and possible count the entries before each that certainly
+	// make a revision, and that may; nextAnchor is the first entry from
+	// each on with a put the db anchors, anchorRev its revision (see
+	// xBounds).
+	certain, possible []int32
+	nextAnchor        []int32
+	anchorRev         []int64
 	// finOff/finKeys list, by entry, the keys the entry touches last.
 	finOff  []int32
 	finKeys []int32

@@ -84,7 +84,7 @@ func (r *worldsResult) established() bool { return r != nil && r.complete && r.w
 // worldsBudget bounds the search's steps: an entry (or one key's check
 // against the db) worked out in one branch is a step. Past it nothing is
 // established. A variable for tests.
-var worldsBudget = func(entries int) int64 { return 64*int64(entries) + 1<<21 }
+var worldsBudget = func(entries int) int64 { return 64*int64(entries) + 1<<23 }
 
 // debugWorldsChoices, set by a test, counts the search's branch points.
 var debugWorldsChoices map[string]int
@@ -217,6 +217,7 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 			}
 		}
 	}
+	s.countBounds()
 	ids, err := db.leaseIDs()
 	if err != nil {
 		return err.Error()
@@ -486,4 +487,74 @@ func (s *worlds) addWrite(c *xWriteClaim, r *xRec, x int64) {
 	default:
 		c.version.addOpen()
 	}
+}
+
+// countBounds works out, by entry, how many of the entries before it
+// certainly make a revision (certain) and how many may (possible), and the
+// next entry the db anchors (see xBounds).
+func (s *worlds) countBounds() {
+	n := len(s.entries)
+	s.certain = make([]int32, n+1)
+	s.possible = make([]int32, n+1)
+	s.nextAnchor = make([]int32, n+1)
+	s.anchorRev = make([]int64, n+1)
+	s.nextAnchor[n] = int32(n)
+	for i := range s.entries {
+		pe := &s.entries[i]
+		anchored, writes := false, pe.ranged || pe.kind == walread.KindLeaseRevoke
+		for b, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for j := range ops {
+				writes = true
+				if s.anchors[s.opIndex(int32(i), j, b == 1)] != 0 {
+					anchored = true
+				}
+			}
+		}
+		// A put without a lease outside a transaction, or in one without
+		// compares whose puts name no lease, always applies.
+		sure := anchored
+		if !sure && len(pe.cmps) == 0 && (pe.kind == walread.KindPut || pe.kind == walread.KindTxn) {
+			puts := 0
+			for _, op := range pe.succ {
+				if !op.del {
+					puts++
+					if op.lease != 0 {
+						puts = -len(pe.succ) - 1
+					}
+				}
+			}
+			sure = puts > 0
+		}
+		s.certain[i+1] = s.certain[i] + int32(b2i(sure))
+		s.possible[i+1] = s.possible[i] + int32(b2i(writes))
+	}
+	for i := n - 1; i >= 0; i-- {
+		s.nextAnchor[i], s.anchorRev[i] = s.nextAnchor[i+1], s.anchorRev[i+1]
+		pe := &s.entries[i]
+		for b, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for j := range ops {
+				if r := s.anchors[s.opIndex(int32(i), j, b == 1)]; r != 0 {
+					s.nextAnchor[i], s.anchorRev[i] = int32(i), r
+				}
+			}
+		}
+	}
+}
+
+// xBounds bounds X before entry e is worked out, with c revisions made: the
+// entries from e on make at least the certain ones and at most the
+// possible ones, and the db's revision follows the last; the next entry
+// the db anchors (its put's key and value at a revision) made exactly that
+// revision.
+func (s *worlds) xBounds(e int32) bool {
+	n := int32(len(s.entries))
+	c := s.g.c
+	hi := s.dbRev - c - int64(s.certain[n]-s.certain[e])
+	lo := s.dbRev - c - int64(s.possible[n]-s.possible[e])
+	if a := s.nextAnchor[e]; a < n {
+		r := s.anchorRev[e]
+		hi = min(hi, r-c-1-int64(s.certain[a]-s.certain[e]))
+		lo = max(lo, r-c-1-int64(s.possible[a]-s.possible[e]))
+	}
+	return s.restrictX(rLe, hi) && s.restrictX(rGe, lo)
 }

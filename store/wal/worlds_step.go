@@ -23,6 +23,9 @@ const crCond uint8 = 2
 // it needs first, or false when the world is not consistent.
 func (s *worlds) step(e int32) ([][]xFact, bool) {
 	if s.scratch.phase == 0 {
+		if !s.xBounds(e) {
+			return nil, false
+		}
 		alts, ok := s.entry(e)
 		if !ok || alts != nil {
 			return alts, ok
