@@ -119,6 +119,9 @@ type xKey struct {
 	goneSure         bool
 	stamp            uint32
 	preIx            int32 // its facts before the log in worlds.pre (xNone: none yet)
+	// putsH hashes the revisions of its puts (puts); zh1, zh2 are its
+	// part of the state's hash (see worlds_memo.go).
+	putsH, zh1, zh2 uint64
 }
 
 // xPre is what is known of a key's state before the log beyond whether it
@@ -136,6 +139,9 @@ type xLease struct {
 	pre   bool // it existed before the log (keys may have been attached to it there)
 	att   int32
 	stamp uint32
+	// attH hashes the keys attached (att); zh1, zh2 are its part of the
+	// state's hash (see memo).
+	attH, zh1, zh2 uint64
 }
 
 // xRevoke is a revoke of a lease from before the log that made a
@@ -147,11 +153,18 @@ type xRevoke struct {
 	lease int64
 }
 
-// xRec is one write of an entry in a world (see worlds.rec).
+// The kinds of a record that are not an op's (xRec.op).
+const (
+	opDyn  = -1 // a key a revoke (of those the log puts with its lease) or range delete deleted, or not
+	opPre  = -2 // whether the key existed before the log (applied: 1, 0, -1 not known)
+	opLazy = -3 // a key a revoke of a lease from before the log may have deleted besides
+)
+
+// xRec is one write of an entry in a world, or what it says of a key (see
+// the op kinds).
 type xRec struct {
 	entry, key int32
-	// op is the write's op in its entry (opIndex), or -1: a key a revoke
-	// or range delete deleted.
+	// op is the write's op in its entry (opIndex), or a kind above.
 	op      int32
 	applied int8 // 1, 0, or -1: not established in this world
 	del     bool
@@ -203,6 +216,8 @@ type xMark struct {
 	resid      int
 	gone       int
 	preKeys    int
+	dirtyK     int
+	dirtyL     int
 	scratch    xScratch
 }
 
@@ -212,6 +227,11 @@ type xGlobals struct {
 	c     int64 // the revisions the entries made so far: the last is X+c
 	kLog  int64 // the highest compaction revision of the entries so far that was not in the future (0: none)
 	made  int32 // the entries worked out so far (their erecs hold)
+	// h1, h2 hash the keys' and leases' parts of the state (see memo),
+	// up to the dirty ones from dirtyK, dirtyL on; revH hashes revokes.
+	h1, h2         uint64
+	dirtyK, dirtyL int32
+	revH           uint64
 	// firstHeld is the first of revokes whose revision the db holds (X
 	// pinned): the revokes before it deleted keys the db cannot show.
 	firstHeld int32
@@ -229,6 +249,9 @@ type xChoice struct {
 	mark xMark
 	alts [][]xFact
 	next int
+	// recorded: the segment from this branch point's alternative on was
+	// added to the claims (see record).
+	recorded bool
 }
 
 // xDeferred is a check that waits for X: a compare naming revision r of
@@ -266,6 +289,11 @@ type worlds struct {
 	certain, possible []int32
 	nextAnchor        []int32
 	anchorRev         []int64
+	// settled is what settle fixed before the search.
+	settled *settled
+	// lookR and preCompares: see lookAhead.
+	lookR       []int64
+	preCompares int64
 	// finOff/finKeys list, by entry, the keys the entry touches last.
 	finOff  []int32
 	finKeys []int32
@@ -275,6 +303,7 @@ type worlds struct {
 	unnamedX int64 // the highest mod revision of a live key the log never names
 
 	budget, steps int64
+	reached       int32 // the furthest entry the search got to
 
 	// A world (the one being worked out): its state and what its entries
 	// did so far.
@@ -309,8 +338,18 @@ type worlds struct {
 	dead      string
 	furthest  string
 	furthestE int32
-	// opLast is record's scratch: the last record of each op.
-	opLast []int32
+	// putWith lists, by lease, the keys the log puts with it (the keys
+	// a revoke of it may delete that the log attached).
+	putWith map[int64][]int32
+	// last is, by key, the last entry that names it (or may delete it).
+	last []int32
+	// The memo (see worlds_memo.go): by state, what its future gave.
+	memo        map[[2]uint64]int32
+	memos       []xMemo
+	open        []int32
+	completions int64
+	dirtyK      []int32
+	dirtyL      []int32
 	// debugChoices, when not nil, counts the branch points by entry and
 	// alternatives (tests).
 	debugChoices map[string]int
@@ -378,6 +417,12 @@ type xFact struct {
 }
 
 func (s *worlds) trailKey(k int32) *xKey {
+	s.dirtyK = append(s.dirtyK, k)
+	return s.trailKeyClean(k)
+}
+
+// trailKeyClean is trailKey without marking the key changed (memo).
+func (s *worlds) trailKeyClean(k int32) *xKey {
 	key := &s.keys[k]
 	if key.stamp != s.serial {
 		s.keyTrail = append(s.keyTrail, xKeyUndo{k, *key})
@@ -388,6 +433,7 @@ func (s *worlds) trailKey(k int32) *xKey {
 
 // preOf returns key k's facts from before the log, made on first use.
 func (s *worlds) preOf(k int32) *xPre {
+	s.dirtyK = append(s.dirtyK, k)
 	key := &s.keys[k]
 	if key.preIx == xNone {
 		key = s.trailKey(k)
@@ -418,6 +464,12 @@ func (s *worlds) peekPre(k int32) *xPre {
 }
 
 func (s *worlds) trailLease(i int32) *xLease {
+	s.dirtyL = append(s.dirtyL, i)
+	return s.trailLeaseClean(i)
+}
+
+// trailLeaseClean is trailLease without marking the lease changed.
+func (s *worlds) trailLeaseClean(i int32) *xLease {
 	l := &s.leases[i]
 	if l.stamp != s.serial {
 		s.leaseTrail = append(s.leaseTrail, xLeaseUndo{i, *l})
@@ -429,7 +481,8 @@ func (s *worlds) trailLease(i int32) *xLease {
 func (s *worlds) mark() xMark {
 	return xMark{g: s.g, keyTrail: len(s.keyTrail), preTrail: len(s.preTrail), leaseTrail: len(s.leaseTrail),
 		excl: len(s.excl), puts: len(s.puts), att: len(s.att), revokes: len(s.revokes), recs: len(s.recs),
-		deferred: len(s.deferred), resid: len(s.resid), gone: len(s.gone), preKeys: len(s.preKeys), scratch: s.scratch}
+		deferred: len(s.deferred), resid: len(s.resid), gone: len(s.gone), preKeys: len(s.preKeys),
+		dirtyK: len(s.dirtyK), dirtyL: len(s.dirtyL), scratch: s.scratch}
 }
 
 // undo goes back to m.
@@ -456,6 +509,7 @@ func (s *worlds) undo(m xMark) {
 	s.excl, s.puts, s.att = s.excl[:m.excl], s.puts[:m.puts], s.att[:m.att]
 	s.revokes, s.recs, s.deferred, s.resid = s.revokes[:m.revokes], s.recs[:m.recs], s.deferred[:m.deferred], s.resid[:m.resid]
 	s.gone = s.gone[:m.gone]
+	s.dirtyK, s.dirtyL = s.dirtyK[:m.dirtyK], s.dirtyL[:m.dirtyL]
 	s.preKeys = s.preKeys[:m.preKeys]
 }
 
@@ -699,7 +753,7 @@ func (s *worlds) lazyGone(k int32, i int32) bool {
 	if i >= 0 {
 		rv := s.revokes[i]
 		key.goneFrom, key.goneTo, key.goneSure = i, i+1, true
-		s.recs = append(s.recs, xRec{entry: rv.entry, key: k, op: -1, applied: 1, del: true, modC: rv.c})
+		s.recs = append(s.recs, xRec{entry: rv.entry, key: k, op: opLazy, applied: 1, del: true, modC: rv.c})
 		return s.setPreExists(k, 1) && s.restrictPre(k, selLease, rEq, rv.lease)
 	}
 	key.goneFrom, key.goneTo = key.confirmed, int32(len(s.revokes))
@@ -712,7 +766,7 @@ func (s *worlds) lazyGone(k int32, i int32) bool {
 	// Which of them deleted it is not established.
 	for j := key.goneFrom; j < s.pendingEnd(); j++ {
 		if s.leaseFits(k, s.revokes[j].lease) {
-			s.recs = append(s.recs, xRec{entry: s.revokes[j].entry, key: k, op: -1, applied: -1, del: true})
+			s.recs = append(s.recs, xRec{entry: s.revokes[j].entry, key: k, op: opLazy, applied: -1, del: true})
 		}
 	}
 	return true
@@ -768,8 +822,9 @@ func (s *worlds) pending(k int32) []int32 {
 }
 
 // exists returns key k's existence now (1 or 0), or the alternatives of
-// a fact that decides it.
-func (s *worlds) exists(k int32) (int8, [][]xFact) {
+// a fact that decides it, the likelier first (absent first when
+// preferAbsent: a create's compare names no revision).
+func (s *worlds) exists(k int32, preferAbsent bool) (int8, [][]xFact) {
 	key := &s.keys[k]
 	switch key.st {
 	case xsPresent:
@@ -780,17 +835,23 @@ func (s *worlds) exists(k int32) (int8, [][]xFact) {
 	if key.preExists == 0 {
 		return 0, nil
 	}
+	var alts [][]xFact
 	if len(s.pending(k)) == 0 {
 		if key.preExists == 1 {
 			return 1, nil
 		}
-		return -1, [][]xFact{{{sel: selExists, k: k, v: 1}}, {{sel: selExists, k: k, v: 0}}}
+		alts = [][]xFact{{{sel: selExists, k: k, v: 1}}, {{sel: selExists, k: k, v: 0}}}
+	} else {
+		// A revoke of a lease from before the log may have deleted it:
+		// there now (it existed, and outlived them), or not (it did not
+		// exist, or one of them deleted it: one branch, as they differ in
+		// nothing the log or the db shows but that revoke's deletion).
+		alts = [][]xFact{{{sel: selExists, k: k, v: 1}, {sel: selLazyPresent, k: k}}, {{sel: selLazyGone, k: k, v: -1}}}
 	}
-	// A revoke of a lease from before the log may have deleted it: there
-	// now (it existed, and outlived them), or not (it did not exist, or
-	// one of them deleted it: one branch, as they differ in nothing the
-	// log or the db shows but that revoke's deletion).
-	return -1, [][]xFact{{{sel: selExists, k: k, v: 1}, {sel: selLazyPresent, k: k}}, {{sel: selLazyGone, k: k, v: -1}}}
+	if preferAbsent {
+		alts[0], alts[1] = alts[1], alts[0]
+	}
+	return -1, alts
 }
 
 // pinned does what follows once X is known: the revisions made so far
@@ -915,6 +976,13 @@ func (s *worlds) walk() bool {
 			s.why = fmt.Sprintf("the search of the worlds the log and the db allow took more than %d steps", s.budget)
 			return false
 		}
+		s.reached = max(s.reached, s.scratch.entry)
+		if s.steps > 1<<21 && s.steps > 64*int64(s.reached+1) {
+			// Far more steps than entries reached: the worlds multiply
+			// faster than the search gets on.
+			s.why = fmt.Sprintf("the search of the worlds the log and the db allow took %d steps to get to entry %d", s.steps, s.entries[min(int(s.reached), len(s.entries)-1)].index)
+			return false
+		}
 		if s.steps&1023 == 0 {
 			if err := s.ctx.Err(); err != nil {
 				s.why = "the search of the worlds the log and the db allow was interrupted: " + err.Error()
@@ -927,11 +995,23 @@ func (s *worlds) walk() bool {
 			alts, ok = s.step(e)
 			if ok && alts == nil {
 				s.scratch = xScratch{entry: e + 1, delta: -1}
-				continue
+				if !s.g.x.pinned {
+					continue
+				}
+				seen, found := s.memoCheck(e + 1)
+				if !seen {
+					continue
+				}
+				// Its future is known: a world for each it held, or none.
+				if found {
+					s.completions++
+					s.record()
+				}
 			}
 		} else {
 			alts, ok = s.end()
 			if ok && alts == nil {
+				s.completions++
 				s.record()
 			}
 		}
@@ -947,6 +1027,7 @@ func (s *worlds) walk() bool {
 		}
 		// Take the next alternative of the innermost branch point left.
 		for {
+			s.memoDone(len(s.stack) - 1)
 			if len(s.stack) == 0 {
 				return true
 			}
@@ -955,6 +1036,7 @@ func (s *worlds) walk() bool {
 				s.stack = s.stack[:len(s.stack)-1]
 				continue
 			}
+			ch.recorded = false
 			s.undo(ch.mark)
 			s.serial++
 			alt := ch.alts[ch.next]

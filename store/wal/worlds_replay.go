@@ -18,6 +18,8 @@ func (r *worldsResult) replay(entries []pxEntry, keys *pxKeys) (*replay, prefixV
 		why := r.why
 		if r.complete {
 			why = "no state before the log leads its entries to the db: " + r.noWorld
+		} else if r.settled != nil {
+			return r.settledReplay(entries, keys, why)
 		}
 		return unresolvedPrefix(entries, keys, why), prefixVerdict{unresolved: why}
 	}
@@ -34,6 +36,11 @@ func (r *worldsResult) replay(entries []pxEntry, keys *pxKeys) (*replay, prefixV
 	dynOf := map[int32][]int32{}
 	for k := range r.dyn {
 		dynOf[k[0]] = append(dynOf[k[0]], k[1])
+	}
+	for k := range r.lazy {
+		if r.dyn[k] == nil {
+			dynOf[k[0]] = append(dynOf[k[0]], k[1])
+		}
 	}
 	for e := range dynOf {
 		slices.SortFunc(dynOf[e], func(a, b int32) int { return strings.Compare(keys.names[a], keys.names[b]) })
@@ -71,7 +78,13 @@ func (r *worldsResult) replay(entries []pxEntry, keys *pxKeys) (*replay, prefixV
 		}
 		for _, k := range dynOf[idx] {
 			w := r.dyn[[2]int32{idx, k}]
-			all := int(w.n) == r.worlds
+			if w == nil {
+				w = &xWriteClaim{}
+			}
+			// A key the log does not attach to the lease, or not only,
+			// may have been attached to it before the log: which the
+			// worlds do not say alike.
+			all := !r.lazy[[2]int32{idx, k}]
 			a, ok := w.applied.get()
 			if pre, known := r.pre[k].get(); (!all || !ok) && pe.kind == walread.KindLeaseRevoke && (!known || pre != 1) {
 				// A key the log names that may have existed before the
@@ -355,4 +368,154 @@ func uncertainKind(pe *pxEntry) string {
 		return "a put with a lease from before the log"
 	}
 	return "a transaction whose compare may not have held (a stale read)"
+}
+
+// settledReplay is the prefix's replay from what settle fixed alone, for a
+// search that did not finish (why): an entry settle fixes is established
+// (a kube-apiserver transaction, a plain put or delete: applied at its
+// revision, or not), every other one is listed unknown.
+func (r *worldsResult) settledReplay(entries []pxEntry, keys *pxKeys, why string) (*replay, prefixVerdict) {
+	st := r.settled
+	rp := newReplay(nil)
+	rp.sizeKeys(len(keys.names))
+	rp.entries = make([]walEntry, 0, len(entries))
+	var v prefixVerdict
+	n := len(entries)
+	// The revisions known around each entry bound those not known.
+	prevRev := make([]int64, n)
+	var last int64
+	for i := range n {
+		prevRev[i] = last
+		if st.rev[i] != 0 {
+			last = st.rev[i]
+		}
+	}
+	nextRev := make([]int64, n)
+	next := r.dbRev + 1
+	for i := n - 1; i >= 0; i-- {
+		nextRev[i] = next
+		if st.rev[i] != 0 {
+			next = st.rev[i]
+		}
+	}
+	granted := map[int64]bool{}
+	unknown := "not established: " + why + "; the counting between the revisions the db anchors and the keys' chains of compares do not fix it"
+	var open int = -1
+	flush := func(end int) {
+		if open >= 0 {
+			v.unknown = append(v.unknown, WALStretch{FromIndex: entries[open].index, ToIndex: entries[end].index, Reason: unknown})
+			open = -1
+		}
+	}
+	for i := range entries {
+		pe := &entries[i]
+		idx := int32(i)
+		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: OutcomeUnknown, Reason: unknown}
+		made, rev := st.made[i], st.rev[i]
+		_, _, _, lease, kube := kubeShape(pe)
+		plain := pe.kind == walread.KindPut || pe.kind == walread.KindDeleteRange && !pe.ranged
+		switch {
+		case pe.kind == walread.KindLeaseGrant:
+			if !granted[pe.id] {
+				we.Outcome, we.Reason = OutcomeApplied, ""
+			}
+			granted[pe.id] = true
+		case pe.kind == walread.KindLeaseRevoke:
+			delete(granted, pe.id)
+		case pe.kind == walread.KindCompaction, pe.ranged:
+		case !kube && !plain && (pe.kind == walread.KindPut || pe.kind == walread.KindDeleteRange || pe.kind == walread.KindTxn):
+		case pe.kind != walread.KindPut && pe.kind != walread.KindDeleteRange && pe.kind != walread.KindTxn:
+			we.Outcome, we.Reason = OutcomeSkipped, ""
+		case made == 1:
+			we.Outcome, we.Reason = OutcomeApplied, ""
+			if rev != 0 {
+				we.Revision = rev
+			} else {
+				we.Reason = fmt.Sprintf("applied; its revision is not established: between %d and %d", prevRev[i]+1, nextRev[i]-1)
+			}
+		case made == 0 && pe.kind == walread.KindDeleteRange:
+			we.Outcome, we.Reason = OutcomeApplied, "the key did not exist: nothing deleted"
+		case made == 0 && pe.kind == walread.KindPut:
+			we.Outcome, we.Reason = OutcomeNotApplied, fmt.Sprintf("lease %x not found (a lease its puts name)", pe.succ[0].lease)
+		case made == 0 && lease != 0:
+			we.Outcome, we.Reason = OutcomeNotApplied, "compare failed (the key changed since it was read), or the lease its put names was not found"
+		case made == 0:
+			we.Outcome, we.Reason = OutcomeNotApplied, "compare failed (the key changed since it was read)"
+		}
+		if we.Outcome == OutcomeUnknown || made == 1 && rev == 0 {
+			if open < 0 {
+				open = i
+			}
+		} else if rev != 0 {
+			flush(i - 1)
+		}
+		rp.counts[pe.kind.String()]++
+		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for _, op := range ops {
+				s := rp.keyString(keys.names[op.key])
+				id := rp.newWrite(s, idx, opOf(op), op.del)
+				if we.Outcome != OutcomeApplied || made != 1 {
+					continue
+				}
+				x := &rp.all[id]
+				if !op.del {
+					x.lease = op.lease
+				}
+				s.last = id
+				if rev != 0 {
+					x.mod = rev
+					rp.applied = append(rp.applied, id)
+				} else {
+					rp.unplaced[id] = [2]int64{prevRev[i] + 1, nextRev[i] - 1}
+				}
+			}
+		}
+		if pe.ranged {
+			for _, k := range r.rangedKeys[idx] {
+				rp.newWrite(rp.keyString(keys.names[k]), idx, op{}, true)
+			}
+		}
+		rp.push(we)
+	}
+	flush(n - 1)
+	slices.SortStableFunc(rp.applied, func(a, b int32) int {
+		switch x, y := rp.all[a].mod, rp.all[b].mod; {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	})
+	// The revision before the log, where the entries before the first
+	// known revision are all settled.
+	v.floor = r.dbRev
+	for i := range n {
+		if st.made[i] == -1 {
+			break
+		}
+		if st.rev[i] != 0 {
+			made := int64(0)
+			for j := range i {
+				made += int64(b2i(st.made[j] == 1))
+			}
+			v.before = st.rev[i] - 1 - made
+			v.floor = v.before
+			break
+		}
+	}
+	if n > 0 && st.rev[n-1] == 0 && st.made[n-1] != -1 {
+		// Only settled entries and no revision known: counted back from
+		// the db's revision.
+		all := true
+		made := int64(0)
+		for i := range n {
+			all = all && st.made[i] != -1
+			made += int64(b2i(st.made[i] == 1))
+		}
+		if all && v.before == 0 {
+			v.before, v.floor = r.dbRev-made, r.dbRev-made
+		}
+	}
+	return rp, v
 }

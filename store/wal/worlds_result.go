@@ -52,7 +52,6 @@ type xEntryClaim struct {
 // version after it.
 type xWriteClaim struct {
 	applied, mod, create, version xClaim
-	n                             int32 // the worlds that list it (a key a revoke or range delete deleted)
 }
 
 // worldsResult is what the search of the prefix's worlds established.
@@ -61,17 +60,30 @@ type worldsResult struct {
 	// and nothing is established.
 	complete bool
 	why      string
-	// worlds counts the consistent worlds; with none, noWorld says why
-	// the branch that went furthest ended.
+	// worlds counts the consistent worlds found (a path that reaches a
+	// state whose future is consistent counts once, for every world that
+	// future holds); with none, noWorld says why the branch that went
+	// furthest ended.
 	worlds  int
 	noWorld string
 	x       xClaim
 	entries []xEntryClaim
 	ops     []xWriteClaim // by opIndex
 	opBase  []int32
-	// dyn holds the deletes of keys by revokes and range deletes, by
-	// entry and key.
-	dyn map[[2]int32]*xWriteClaim
+	// dyn holds the deletes of keys by revokes (of the keys the log
+	// puts with their lease) and range deletes (of the keys in the range
+	// the log names), by entry and key: every world says of each whether
+	// it deleted it. lazy holds the keys a revoke of a lease from before
+	// the log may have deleted besides (attached to it there): never
+	// established.
+	dyn  map[[2]int32]*xWriteClaim
+	lazy map[[2]int32]bool
+	// settled is what settle fixed: established where the search did not
+	// finish; rangedKeys the keys the log names in each range delete's
+	// range, dbRev the db's revision.
+	settled    *settled
+	rangedKeys map[int32][]int32
+	dbRev      int64
 	// pre holds, by key, whether it existed before the log (1) or not.
 	pre   []xClaim
 	steps int64
@@ -94,7 +106,7 @@ var debugWorldsChoices map[string]int
 // made). exact: the log starts at raft index 1 (nothing before it).
 func solveWorlds(ctx context.Context, entries []pxEntry, names *pxKeys, exact bool, dbRev int64, db prefixDB, x *dbIndex) *worldsResult {
 	n := int32(len(entries))
-	res := &worldsResult{entries: make([]xEntryClaim, n), dyn: map[[2]int32]*xWriteClaim{}}
+	res := &worldsResult{entries: make([]xEntryClaim, n), dyn: map[[2]int32]*xWriteClaim{}, lazy: map[[2]int32]bool{}}
 	for i := range entries {
 		pe := &entries[i]
 		if pe.unmodelled != "" {
@@ -114,12 +126,13 @@ func solveWorlds(ctx context.Context, entries []pxEntry, names *pxKeys, exact bo
 		return res
 	}
 	res.opBase = s.opBase
+	res.settled, res.rangedKeys, res.dbRev = s.settled, s.ranged, s.dbRev
 	res.ops = make([]xWriteClaim, len(s.anchors))
 	res.pre = make([]xClaim, len(names.names))
 	s.budget = worldsBudget(len(entries))
 	s.debugChoices = debugWorldsChoices
 	s.erecs = make([]xERec, n)
-	s.opLast = make([]int32, len(s.anchors))
+	s.memo = map[[2]uint64]int32{}
 	if s.walk() {
 		res.complete = true
 	} else {
@@ -217,7 +230,13 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 			}
 		}
 	}
-	s.countBounds()
+	s.countBounds(nil)
+	s.lookAhead()
+	s.settled = s.settle()
+	if s.settled.noWorld != "" {
+		return s.settled.noWorld
+	}
+	s.countBounds(s.settled)
 	ids, err := db.leaseIDs()
 	if err != nil {
 		return err.Error()
@@ -259,6 +278,13 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 		}
 	}
 	putWith := map[int64][]int32{}
+	defer func() {
+		s.putWith = map[int64][]int32{}
+		for l, ks := range putWith {
+			slices.Sort(ks)
+			s.putWith[l] = slices.Compact(ks)
+		}
+	}()
 	for i := range s.entries {
 		pe := &s.entries[i]
 		switch pe.kind {
@@ -320,6 +346,7 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 			}
 		}
 	}
+	s.last = last
 	s.finOff = make([]int32, n+2)
 	for _, e := range last {
 		if e >= 0 {
@@ -345,7 +372,7 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 			s.keys[k].preExists = 0
 		}
 	}
-	s.g.x = freeSym(max(1, s.unnamedX, s.dbRev-int64(n)), s.dbRev)
+	s.g.x = freeSym(max(1, s.unnamedX, s.dbRev-int64(n), s.preCompares), s.dbRev)
 	s.g.k0 = freeSym(0, s.dbRev)
 	if s.exact {
 		// A new etcd's keyspace starts at revision 1.
@@ -358,26 +385,51 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 	return ""
 }
 
-// record adds the current world, consistent (X known), to the claims.
+// record adds the current path, a consistent world (X known) or one that
+// reaches a state whose future was found consistent (see memo), to the
+// claims. A path's records are added a segment (between two branch points)
+// at a time, and each segment once: the segments it shares with a path
+// recorded before hold the same records, whose values depend on X only
+// where X was known when they were made (else they are added again).
 func (s *worlds) record() {
 	res := s.res
 	x := s.g.x.v
 	res.worlds++
 	res.x.add(x)
-	for e := range s.erecs {
+	// The segments above the first branch point made with X known, from
+	// the top down to one recorded already.
+	first := sort.Search(len(s.stack), func(i int) bool { return s.stack[i].mark.g.x.pinned })
+	for i := len(s.stack) - 1; i >= first; i-- {
+		if s.stack[i].recorded {
+			break
+		}
+		s.stack[i].recorded = true
+		s.recordSegment(i, x)
+	}
+	// Below it, X was not known yet: added every time.
+	for i := first - 1; i >= -1; i-- {
+		s.recordSegment(i, x)
+	}
+}
+
+// recordSegment adds segment i of the current path (-1: before the first
+// branch point) to the claims.
+func (s *worlds) recordSegment(i int, x int64) {
+	e0, r0 := int32(0), 0
+	if i >= 0 {
+		e0, r0 = s.stack[i].mark.g.made, s.stack[i].mark.recs
+	}
+	e1, r1 := s.g.made, len(s.recs)
+	if i+1 < len(s.stack) {
+		e1, r1 = s.stack[i+1].mark.g.made, s.stack[i+1].mark.recs
+	}
+	res := s.res
+	for e := e0; e < e1; e++ {
 		r := s.erecs[e]
 		c := &res.entries[e]
-		if r.dep != 0 {
-			switch s.symHolds(&s.g.k0, rLe, r.dep-1) {
-			case 1:
-				r.outcome, r.why = OutcomeApplied, whyNone
-			case 0:
-				r.outcome, r.why = OutcomeNotApplied, whyCompacted
-			default:
-				r.open = true
-			}
-		}
-		if r.open {
+		if r.open || r.dep != 0 {
+			// A compaction applied unless the compaction before the log
+			// was at or above it: its bounds are the end's.
 			c.outcome.addOpen()
 			c.why.addOpen()
 		} else {
@@ -390,39 +442,28 @@ func (s *worlds) record() {
 		}
 		c.rev.add(rev)
 	}
-	for k := range s.keys {
-		if st := s.keys[k].preExists; st >= 0 {
-			res.pre[k].add(int64(st))
-		} else {
-			res.pre[k].addOpen()
+	for j := r0; j < r1; j++ {
+		r := &s.recs[j]
+		switch r.op {
+		case opPre:
+			if r.applied >= 0 {
+				res.pre[r.key].add(int64(r.applied))
+			} else {
+				res.pre[r.key].addOpen()
+			}
+		case opLazy:
+			res.lazy[[2]int32{r.entry, r.key}] = true
+		case opDyn:
+			k := [2]int32{r.entry, r.key}
+			c := res.dyn[k]
+			if c == nil {
+				c = &xWriteClaim{}
+				res.dyn[k] = c
+			}
+			s.addWrite(c, r, x)
+		default:
+			s.addWrite(&res.ops[r.op], r, x)
 		}
-	}
-	// The last record of each write decides.
-	for i := range s.opLast {
-		s.opLast[i] = -1
-	}
-	dyn := map[[2]int32]int32{}
-	for i := range s.recs {
-		r := &s.recs[i]
-		if r.op >= 0 {
-			s.opLast[r.op] = int32(i)
-		} else {
-			dyn[[2]int32{r.entry, r.key}] = int32(i)
-		}
-	}
-	for oi, i := range s.opLast {
-		if i >= 0 {
-			s.addWrite(&res.ops[oi], &s.recs[i], x)
-		}
-	}
-	for k, i := range dyn {
-		c := res.dyn[k]
-		if c == nil {
-			c = &xWriteClaim{}
-			res.dyn[k] = c
-		}
-		c.n++
-		s.addWrite(c, &s.recs[i], x)
 	}
 }
 
@@ -443,47 +484,18 @@ func (s *worlds) addWrite(c *xWriteClaim, r *xRec, x int64) {
 	if r.del {
 		return
 	}
-	key := &s.keys[r.key]
-	var p *xPre
-	if key.preIx != xNone {
-		p = &s.pre[key.preIx]
-	}
-	crKind, verKind := r.crKind, r.verKind
-	if crKind == crCond || verKind == verCond {
-		switch key.preExists {
-		case 1:
-			if crKind == crCond {
-				crKind = crPre
-			}
-			if verKind == verCond {
-				verKind = verPre
-			}
-		case 0:
-			if crKind == crCond {
-				crKind = crRel
-			}
-			if verKind == verCond {
-				verKind = verAbs
-			}
-		default:
-			c.create.addOpen()
-			c.version.addOpen()
-			return
-		}
-	}
-	switch {
-	case crKind == crRel:
+	// A create revision and version from before the log are the key's
+	// there, which what comes after the write may fix: not recorded (the
+	// write's own segment would hold them for every path through it).
+	switch r.crKind {
+	case crRel:
 		c.create.add(x + r.crV)
-	case p != nil && p.create.pinned:
-		c.create.add(p.create.v)
 	default:
 		c.create.addOpen()
 	}
-	switch {
-	case verKind == verAbs:
+	switch r.verKind {
+	case verAbs:
 		c.version.add(r.verN)
-	case p != nil && p.ver.pinned:
-		c.version.add(p.ver.v + r.verN)
 	default:
 		c.version.addOpen()
 	}
@@ -492,13 +504,28 @@ func (s *worlds) addWrite(c *xWriteClaim, r *xRec, x int64) {
 // countBounds works out, by entry, how many of the entries before it
 // certainly make a revision (certain) and how many may (possible), and the
 // next entry the db anchors (see xBounds).
-func (s *worlds) countBounds() {
+func (s *worlds) countBounds(st *settled) {
 	n := len(s.entries)
 	s.certain = make([]int32, n+1)
 	s.possible = make([]int32, n+1)
 	s.nextAnchor = make([]int32, n+1)
 	s.anchorRev = make([]int64, n+1)
 	s.nextAnchor[n] = int32(n)
+	if st != nil {
+		// What settle fixed: the entries that made a revision or not, and
+		// which.
+		for i := n - 1; i >= 0; i-- {
+			s.nextAnchor[i], s.anchorRev[i] = s.nextAnchor[i+1], s.anchorRev[i+1]
+			if st.rev[i] != 0 {
+				s.nextAnchor[i], s.anchorRev[i] = int32(i), st.rev[i]
+			}
+		}
+		for i := range n {
+			s.certain[i+1] = s.certain[i] + int32(b2i(st.made[i] == 1))
+			s.possible[i+1] = s.possible[i] + int32(b2i(st.made[i] != 0))
+		}
+		return
+	}
 	for i := range s.entries {
 		pe := &s.entries[i]
 		anchored, writes := false, pe.ranged || pe.kind == walread.KindLeaseRevoke
@@ -557,4 +584,50 @@ func (s *worlds) xBounds(e int32) bool {
 		lo = max(lo, r-c-1-int64(s.possible[a]-s.possible[e]))
 	}
 	return s.restrictX(rLe, hi) && s.restrictX(rGe, lo)
+}
+
+// lookAhead works out, for each put of the log, the highest revision a
+// compare of its key's mod revision names after it, up to and with the
+// next entry that puts the key (lookR): where the put does not apply and
+// the log has applied no put of the key before, those compares name
+// revisions from before the log (a writer names a revision the key was
+// put at), so X is at least that. The same for the compares before each
+// key's first put gives X's first lower bound (preCompares).
+func (s *worlds) lookAhead() {
+	s.lookR = make([]int64, len(s.anchors))
+	acc := make([]int64, len(s.names.names))
+	for i := len(s.entries) - 1; i >= 0; i-- {
+		pe := &s.entries[i]
+		puts := false
+		for b, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for j, op := range ops {
+				if !op.del {
+					s.lookR[s.opIndex(int32(i), j, b == 1)] = acc[op.key]
+					puts = true
+				}
+			}
+		}
+		// This entry's compares come before its puts.
+		mine := map[int32]int64{}
+		for _, c := range pe.cmps {
+			if c.target == pb.Compare_MOD && c.result == pb.Compare_EQUAL && c.value > 0 {
+				mine[c.key] = max(mine[c.key], c.value)
+			}
+		}
+		if puts {
+			for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+				for _, op := range ops {
+					if !op.del {
+						acc[op.key] = 0
+					}
+				}
+			}
+		}
+		for k, r := range mine {
+			acc[k] = max(acc[k], r)
+		}
+	}
+	for _, r := range acc {
+		s.preCompares = max(s.preCompares, r)
+	}
 }

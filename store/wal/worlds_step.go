@@ -2,6 +2,7 @@ package wal
 
 import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"slices"
 
 	"github.com/etcdpvc/etcdpvc/walread"
 )
@@ -30,14 +31,29 @@ func (s *worlds) step(e int32) ([][]xFact, bool) {
 		if !ok || alts != nil {
 			return alts, ok
 		}
+		// What settle fixed holds in every world.
+		if st := s.settled; st != nil && st.made[e] >= 0 {
+			r := s.erecs[e]
+			if (r.revC > 0) != (st.made[e] == 1) {
+				return nil, s.fail("entry %d: made a revision %v, where the counting says %v", s.entries[e].index, r.revC > 0, st.made[e] == 1)
+			}
+			if st.rev[e] != 0 && !s.restrictX(rEq, st.rev[e]-r.revC) {
+				return nil, false
+			}
+		}
 		s.scratch.phase = 1
 	}
 	keys := s.finKeys[s.finOff[e]:s.finOff[e+1]]
 	for int(s.scratch.phase-1) < len(keys) {
-		alts, ok := s.finalize(keys[s.scratch.phase-1])
+		k := keys[s.scratch.phase-1]
+		alts, ok := s.finalize(k)
 		if !ok || alts != nil {
 			return alts, ok
 		}
+		// What this world says of the key before the log; and the key
+		// is no longer part of the state the rest of the log reads.
+		s.recs = append(s.recs, xRec{entry: e, key: k, op: opPre, applied: s.keys[k].preExists})
+		s.dirtyK = append(s.dirtyK, k)
 		s.scratch.phase++
 	}
 	return nil, true
@@ -87,7 +103,8 @@ func cmpRel(res pb.Compare_CompareResult, v int64) (uint8, int64) {
 // is needed first; false: no world).
 func (s *worlds) compare(c pxCmp) (int8, [][]xFact, bool) {
 	k := c.key
-	ex, alts := s.exists(k)
+	// A compare with 0 (a create's) holds where the key is absent.
+	ex, alts := s.exists(k, c.value == 0 && c.result == pb.Compare_EQUAL && c.target != pb.Compare_VALUE && c.target != pb.Compare_LEASE)
 	if alts != nil {
 		return -1, alts, true
 	}
@@ -291,7 +308,7 @@ func (s *worlds) write(e int32, txn bool) ([][]xFact, bool) {
 		// where a revoke may have deleted it (else its create revision
 		// and version are worked out once the db is reached: crCond).
 		if op.del || key.preExists == 1 || len(s.pending(op.key)) > 0 {
-			if _, alts := s.exists(op.key); alts != nil {
+			if _, alts := s.exists(op.key, false); alts != nil {
 				return alts, true
 			}
 		}
@@ -305,7 +322,7 @@ func (s *worlds) write(e int32, txn bool) ([][]xFact, bool) {
 	for i, op := range ops {
 		oi := s.opIndex(e, i, !succ)
 		if op.del {
-			ex, _ := s.exists(op.key)
+			ex, _ := s.exists(op.key, false)
 			if ex == 1 {
 				key := s.trailKey(op.key)
 				key.st, key.residual = xsAbsent, 0
@@ -328,6 +345,9 @@ func (s *worlds) write(e int32, txn bool) ([][]xFact, bool) {
 		oi := s.opIndex(e, i, otherFail)
 		if s.anchors[oi] != 0 {
 			return nil, s.fail("entry %d: the db holds the value of a put of its other branch", pe.index)
+		}
+		if !s.notPut(op, oi) {
+			return nil, false
 		}
 		s.recs = append(s.recs, xRec{entry: e, key: op.key, op: oi, del: op.del})
 	}
@@ -382,10 +402,12 @@ func (s *worlds) put(e int32, op pxOp, oi int32, rho int64) xRec {
 	key.lease, key.hash, key.residual = op.lease, op.hash, 0
 	s.puts = append(s.puts, xNode{v: rho, next: key.puts})
 	key.puts = int32(len(s.puts) - 1)
+	key.putsH = mix64(key.putsH, uint64(rho))
 	if op.lease != 0 {
 		l := s.trailLease(s.leaseIx[op.lease])
 		s.att = append(s.att, xNode{v: int64(op.key), next: l.att})
 		l.att = int32(len(s.att) - 1)
+		l.attH = mix64(l.attH, uint64(op.key))
 	}
 	return rec
 }
@@ -400,11 +422,24 @@ func (s *worlds) notApplied(e int32, why uint8) bool {
 			if s.anchors[oi] != 0 {
 				return s.fail("entry %d: not applied, yet the db holds the value of its put of %s", pe.index, s.names.names[op.key])
 			}
+			if !s.notPut(op, oi) {
+				return false
+			}
 			s.recs = append(s.recs, xRec{entry: e, key: op.key, op: oi, del: op.del})
 		}
 	}
 	s.done(e, xERec{outcome: OutcomeNotApplied, why: why})
 	return true
+}
+
+// notPut takes op (a put) not to have applied: with no put of its key
+// applied by the log so far, the compares of the key up to its next put
+// name revisions from before the log (see lookAhead).
+func (s *worlds) notPut(op pxOp, oi int32) bool {
+	if op.del || s.keys[op.key].puts != xNone || s.lookR[oi] == 0 {
+		return true
+	}
+	return s.restrictX(rGe, s.lookR[oi])
 }
 
 // checkWrites holds the writes recs an entry made at revision X+rho
@@ -492,9 +527,11 @@ func (s *worlds) revoke(e int32) ([][]xFact, bool) {
 		}
 		l := s.trailLease(li)
 		l.st, l.att = 0, xNone
+		s.revokeRecords(e, id, nil, 0)
 		s.done(e, xERec{outcome: OutcomeUnknown, open: true})
 		return nil, true
 	case 0:
+		s.revokeRecords(e, id, nil, 0)
 		return nil, s.notApplied(e, whyLease)
 	}
 	att := s.attached(li)
@@ -513,8 +550,8 @@ func (s *worlds) revoke(e int32) ([][]xFact, bool) {
 	for _, k := range att {
 		key := s.trailKey(k)
 		key.st, key.residual = xsAbsent, 0
-		s.recs = append(s.recs, xRec{entry: e, key: k, op: -1, applied: 1, del: true, modC: rho})
 	}
+	s.revokeRecords(e, id, att, rho)
 	l := s.trailLease(li)
 	l.st, l.att = 0, xNone
 	r := xERec{outcome: OutcomeApplied}
@@ -527,6 +564,7 @@ func (s *worlds) revoke(e int32) ([][]xFact, bool) {
 	s.done(e, r)
 	if delta == 1 && pre {
 		s.revokes = append(s.revokes, xRevoke{entry: e, c: rho, lease: id})
+		s.g.revH = mix64(mix64(mix64(s.g.revH, uint64(e)), uint64(rho)), uint64(id))
 		if s.g.x.pinned && !s.held(s.g.x.v+rho) {
 			s.g.firstHeld = int32(len(s.revokes))
 		}
@@ -535,6 +573,25 @@ func (s *worlds) revoke(e int32) ([][]xFact, bool) {
 		return nil, s.checkRevoke(e, rho, pre)
 	}
 	return nil, true
+}
+
+// revokeRecords records, for each key the log puts with lease id, whether
+// revoke e deleted it (those in deleted, at revision X+rho).
+func (s *worlds) revokeRecords(e int32, id int64, deleted []int32, rho int64) {
+	pre := s.leases[s.leaseIx[id]].pre
+	for _, k := range s.putWith[id] {
+		r := xRec{entry: e, key: k, op: opDyn, del: true}
+		key := &s.keys[k]
+		switch {
+		case slices.Contains(deleted, k):
+			r.applied, r.modC = 1, rho
+		case pre && key.st == xsPre && key.preExists != 0 && !key.final && s.leaseFits(k, id):
+			// Attached to the lease before the log, it may have been
+			// deleted with it.
+			r.applied = -1
+		}
+		s.recs = append(s.recs, r)
+	}
 }
 
 // checkRevoke holds a revoke's revision X+rho against the db's items
@@ -586,11 +643,11 @@ func (s *worlds) checkRevoke(e int32, rho int64, pre bool) bool {
 			key = s.trailKey(k)
 			for j := key.goneFrom; j < key.goneTo; j++ {
 				if j != gi {
-					s.recs = append(s.recs, xRec{entry: s.revokes[j].entry, key: k, op: -1, del: true})
+					s.recs = append(s.recs, xRec{entry: s.revokes[j].entry, key: k, op: opLazy, del: true})
 				}
 			}
 			key.goneFrom, key.goneTo, key.goneSure = gi, gi+1, true
-			s.recs = append(s.recs, xRec{entry: e, key: k, op: -1, applied: 1, del: true, modC: rho})
+			s.recs = append(s.recs, xRec{entry: e, key: k, op: opLazy, applied: 1, del: true, modC: rho})
 			if !s.setPreExists(k, 1) || !s.restrictPre(k, selLease, rEq, s.entries[e].id) {
 				return false
 			}
@@ -614,7 +671,7 @@ func (s *worlds) checkRevoke(e int32, rho int64, pre bool) bool {
 	// not.
 	for _, k := range s.gone {
 		if key := &s.keys[k]; gi >= 0 && !tomb[k] && !key.goneSure && key.goneFrom <= gi && gi < key.goneTo {
-			s.recs = append(s.recs, xRec{entry: e, key: k, op: -1, del: true})
+			s.recs = append(s.recs, xRec{entry: e, key: k, op: opLazy, del: true})
 		}
 	}
 	return true
@@ -650,9 +707,20 @@ func (s *worlds) rangeDelete(e int32) ([][]xFact, bool) {
 		delta = 0
 	}
 	rho := s.g.c + 1
+	// Where the db holds the revision, its tombstones say which keys
+	// whose existence there is not known it deleted.
+	var tombs map[int32]bool
+	if delta == 1 && s.g.x.pinned && s.held(s.g.x.v+rho) {
+		tombs = map[int32]bool{}
+		for _, it := range s.db.at(s.g.x.v + rho) {
+			if it.tomb && it.key >= 0 {
+				tombs[it.key] = true
+			}
+		}
+	}
 	for _, k := range keys {
 		key := &s.keys[k]
-		rec := xRec{entry: e, key: k, op: -1, del: true}
+		rec := xRec{entry: e, key: k, op: opDyn, del: true}
 		switch {
 		case key.st == xsPresent, key.st == xsPre && key.preExists == 1 && len(s.pending(k)) == 0:
 			rec.applied, rec.modC = 1, rho
@@ -662,6 +730,10 @@ func (s *worlds) rangeDelete(e int32) ([][]xFact, bool) {
 			if key.preExists == -1 && len(s.pending(k)) == 0 && !s.setPreExists(k, 0) {
 				return nil, false
 			}
+		case tombs != nil && tombs[k]:
+			rec.applied, rec.modC = 1, rho
+		case tombs != nil:
+			// Not there then.
 		default:
 			rec.applied, rec.modC = -1, rho
 		}
@@ -670,7 +742,7 @@ func (s *worlds) rangeDelete(e int32) ([][]xFact, bool) {
 			// A revoke since the log's start may have deleted it
 			// before: which of them did, if one did, is not established.
 			for _, j := range s.pending(k) {
-				s.recs = append(s.recs, xRec{entry: s.revokes[j].entry, key: k, op: -1, applied: -1, del: true})
+				s.recs = append(s.recs, xRec{entry: s.revokes[j].entry, key: k, op: opLazy, applied: -1, del: true})
 			}
 		}
 		key = s.trailKey(k)
@@ -714,7 +786,7 @@ func (s *worlds) checkRange(e int32, rho int64) bool {
 	// The latest record of each key of the entry decides.
 	state := map[int32]int8{}
 	for _, r := range s.recs {
-		if r.entry == e && r.op == -1 {
+		if r.entry == e && r.op == opDyn {
 			state[r.key] = r.applied
 		}
 	}
@@ -724,7 +796,7 @@ func (s *worlds) checkRange(e int32, rho int64) bool {
 			return s.fail("entry %d: the db's revision %d deletes %s, which the range delete did not delete", s.entries[e].index, rev, s.names.names[k])
 		}
 		if st == -1 {
-			s.recs = append(s.recs, xRec{entry: e, key: k, op: -1, applied: 1, del: true, modC: rho})
+			s.recs = append(s.recs, xRec{entry: e, key: k, op: opDyn, applied: 1, del: true, modC: rho})
 		}
 	}
 	for k, st := range state {
@@ -732,7 +804,7 @@ func (s *worlds) checkRange(e int32, rho int64) bool {
 		case st == 1 && !tomb[k]:
 			return s.fail("entry %d: the db's revision %d lacks its deletion of %s", s.entries[e].index, rev, s.names.names[k])
 		case st == -1 && !tomb[k]:
-			s.recs = append(s.recs, xRec{entry: e, key: k, op: -1, del: true})
+			s.recs = append(s.recs, xRec{entry: e, key: k, op: opDyn, del: true})
 		}
 	}
 	return true
@@ -896,7 +968,7 @@ func (s *worlds) end() ([][]xFact, bool) {
 					break // not listed (see lazyGone)
 				}
 				// Which of them deleted it is not established.
-				s.recs = append(s.recs, xRec{entry: s.revokes[j].entry, key: k, op: -1, applied: -1, del: true})
+				s.recs = append(s.recs, xRec{entry: s.revokes[j].entry, key: k, op: opLazy, applied: -1, del: true})
 			}
 		}
 		if !found && key.preExists == 1 {

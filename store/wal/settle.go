@@ -1,0 +1,229 @@
+package wal
+
+import (
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// Settling the prefix by propagation (settle).
+//
+// Before any search, some entries' outcomes follow from the db and the log
+// alone, in every world:
+//
+//   - a put whose key and value the db holds at revision R, no other put of
+//     the log writing them, made R (see worlds' anchors);
+//   - between two entries whose revisions are known (or the last one and
+//     the db's revision), the entries made exactly as many revisions as lie
+//     between: where that is all of those that can make one, each did; where
+//     it is none, none did;
+//   - a key's writes are a chain: where its last write's outcome and
+//     revision are known, a compare of its mod revision holds exactly when
+//     it names that revision (a kube-apiserver transaction that puts or
+//     deletes the key it compares then made a revision, or not).
+//
+// Each fact feeds the others until nothing changes. What it settles holds
+// in every world, so the search (worlds.go) takes it as given, and where
+// the search does not finish it is what is established.
+
+// settled holds, by entry, whether it made a revision (made: 1, 0, -1 not
+// known) and which (rev, 0 when not known).
+type settled struct {
+	made []int8
+	rev  []int64
+	// noWorld says why no world can be consistent, when the counting
+	// shows it.
+	noWorld string
+}
+
+// kubeTxn describes a transaction of kube-apiserver's shape: one compare
+// of a key's mod revision, a success branch that puts or deletes that key
+// alone, and no write in its failure branch.
+func kubeShape(pe *pxEntry) (key int32, r int64, del bool, lease int64, ok bool) {
+	if pe.kind != walread.KindTxn || len(pe.cmps) != 1 || len(pe.succ) != 1 || len(pe.fail) != 0 {
+		return 0, 0, false, 0, false
+	}
+	c, op := pe.cmps[0], pe.succ[0]
+	if c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || c.key != op.key {
+		return 0, 0, false, 0, false
+	}
+	return c.key, c.value, op.del, op.lease, true
+}
+
+// settle works out what the counting and the keys' compare chains fix.
+func (s *worlds) settle() *settled {
+	n := len(s.entries)
+	st := &settled{made: make([]int8, n), rev: make([]int64, n)}
+	for i := range s.entries {
+		st.made[i] = -1
+		pe := &s.entries[i]
+		switch {
+		case s.possible[i+1] == s.possible[i]:
+			st.made[i] = 0
+		case s.certain[i+1] > s.certain[i]:
+			st.made[i] = 1
+		}
+		for b, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for j := range ops {
+				if r := s.anchors[s.opIndex(int32(i), j, b == 1)]; r != 0 {
+					st.made[i], st.rev[i] = 1, r
+				}
+			}
+		}
+	}
+	for changed := true; changed && st.noWorld == ""; {
+		changed = st.count(s.dbRev)
+		if st.noWorld == "" && s.chains(st) {
+			changed = true
+		}
+	}
+	return st
+}
+
+// count settles the entries between two whose revisions are known (the
+// db's revision follows the last entry): it reports whether it settled
+// any.
+func (st *settled) count(dbRev int64) bool {
+	n := len(st.made)
+	changed := false
+	prev, prevRev := -1, int64(0)
+	for q := 0; q <= n; q++ {
+		var qRev int64
+		switch {
+		case q == n:
+			qRev = dbRev + 1
+		case st.rev[q] != 0:
+			qRev = st.rev[q]
+		default:
+			continue
+		}
+		if prev >= 0 {
+			need := qRev - prevRev - 1
+			var one, unknown int64
+			for i := prev + 1; i < q; i++ {
+				switch st.made[i] {
+				case 1:
+					one++
+				case -1:
+					unknown++
+				}
+			}
+			switch {
+			case need < one || need > one+unknown:
+				st.noWorld = "the revisions the db holds between two of the log's writes it anchors do not fit the entries between them"
+				return false
+			case unknown > 0 && (need == one || need == one+unknown):
+				v := int8(0)
+				if need > one {
+					v = 1
+				}
+				for i := prev + 1; i < q; i++ {
+					if st.made[i] == -1 {
+						st.made[i] = v
+					}
+				}
+				changed = true
+				unknown = 0
+			}
+			if unknown == 0 {
+				r := prevRev
+				for i := prev + 1; i < q; i++ {
+					if st.made[i] == 1 {
+						r++
+						if st.rev[i] == 0 {
+							st.rev[i] = r
+							changed = true
+						}
+					}
+				}
+			}
+		}
+		prev, prevRev = q, qRev
+	}
+	return changed
+}
+
+// chains settles kube-apiserver transactions from their keys' chains of
+// writes: a compare of a key's mod revision holds exactly when it names
+// the revision the key's last write made. It reports whether it settled
+// any.
+func (s *worlds) chains(st *settled) bool {
+	const unknown = -1
+	cur := make([]int64, len(s.names.names)) // the key's mod revision (0: absent), or unknown
+	for i := range cur {
+		cur[i] = unknown
+	}
+	// Keys the log has put without a lease are out of the reach of
+	// revokes until put with one again.
+	leaseFree := make([]bool, len(s.names.names))
+	// The leases the log granted (a grant of a new id always applies) and
+	// has not revoked since.
+	granted := map[int64]bool{}
+	changed := false
+	for i := range s.entries {
+		pe := &s.entries[i]
+		switch pe.kind {
+		case walread.KindLeaseGrant:
+			granted[pe.id] = true
+			continue
+		case walread.KindLeaseRevoke:
+			delete(granted, pe.id)
+			// It may delete any key attached to the lease: the log's, or
+			// one whose lease is not known.
+			for k := range cur {
+				if !leaseFree[k] {
+					cur[k] = unknown
+				}
+			}
+			continue
+		}
+		if pe.ranged {
+			for k := range cur {
+				if pe.inRange(s.names.names[k]) {
+					cur[k] = unknown
+				}
+			}
+			continue
+		}
+		k, r, del, lease, ok := kubeShape(pe)
+		if !ok {
+			// Any other write leaves its keys unknown after it.
+			for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+				for _, op := range ops {
+					cur[op.key] = unknown
+					leaseFree[op.key] = false
+				}
+			}
+			continue
+		}
+		if st.made[i] == -1 && cur[k] != unknown {
+			// The compare holds exactly when it names the key's mod
+			// revision; the write then made a revision (a delete: the
+			// key is there, mod revision r > 0), if its lease is there.
+			switch holds := cur[k] == r; {
+			case !holds, del && r == 0:
+				st.made[i] = 0
+				changed = true
+			case lease == 0 || granted[lease]:
+				st.made[i] = 1
+				changed = true
+			}
+		}
+		switch {
+		case st.made[i] == 1 && del:
+			cur[k] = 0
+		case st.made[i] == 1 && st.rev[i] != 0:
+			cur[k] = st.rev[i]
+			leaseFree[k] = lease == 0
+		case st.made[i] == 1:
+			cur[k] = unknown
+			leaseFree[k] = lease == 0
+		case st.made[i] == 0:
+			// Not applied: the key is as it was.
+		default:
+			cur[k] = unknown
+			leaseFree[k] = false
+		}
+	}
+	return changed
+}
