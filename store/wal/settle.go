@@ -145,53 +145,135 @@ func (st *settled) count(dbRev int64) bool {
 
 // chains settles kube-apiserver transactions from their keys' chains of
 // writes: a compare of a key's mod revision holds exactly when it names
-// the revision the key's last write made. It reports whether it settled
-// any.
+// the revision the key's last write made. Deletes (plain, or of a range)
+// leave their keys absent whatever they found; a revoke deletes the keys
+// attached to its lease: those the log last put with it, and, for a lease
+// from before the log, keys whose lease the log does not know (a lease the
+// log grants is new: see worlds.grant). It reports whether it settled any.
 func (s *worlds) chains(st *settled) bool {
 	const unknown = -1
-	cur := make([]int64, len(s.names.names)) // the key's mod revision (0: absent), or unknown
+	nk := len(s.names.names)
+	cur := make([]int64, nk)   // the key's mod revision (0: absent), or unknown
+	lease := make([]int64, nk) // the key's lease, as its last put applied set it, or unknown
 	for i := range cur {
-		cur[i] = unknown
+		cur[i], lease[i] = unknown, unknown
 	}
-	// Keys the log has put without a lease are out of the reach of
-	// revokes until put with one again.
-	leaseFree := make([]bool, len(s.names.names))
-	// The leases the log granted (a grant of a new id always applies) and
-	// has not revoked since.
+	// The leases the log granted and has not revoked since (they exist).
 	granted := map[int64]bool{}
+	// puts lists, by key, the entries so far that put it and may have
+	// applied; minRev is the lowest revision known: X is below it.
+	puts := make([][]int32, nk)
+	minRev := int64(0)
+	for _, r := range st.rev {
+		if r != 0 && (minRev == 0 || r < minRev) {
+			minRev = r
+		}
+	}
+	// ever: the leases the log granted (others are from before it, and
+	// may have had keys attached there).
+	ever := map[int64]bool{}
 	changed := false
 	for i := range s.entries {
 		pe := &s.entries[i]
-		switch pe.kind {
-		case walread.KindLeaseGrant:
-			granted[pe.id] = true
+		switch {
+		case pe.kind == walread.KindLeaseGrant:
+			granted[pe.id], ever[pe.id] = true, true
 			continue
-		case walread.KindLeaseRevoke:
-			delete(granted, pe.id)
-			// It may delete any key attached to the lease: the log's, or
-			// one whose lease is not known.
+		case pe.kind == walread.KindLeaseRevoke:
+			l := pe.id
+			fromBefore := !ever[l]
+			exists := granted[l]
+			delete(granted, l)
+			if exists && st.made[i] == -1 && !fromBefore {
+				// It deletes the keys the log attached that are there.
+				some, all := false, true
+				for _, k := range s.putWith[l] {
+					switch {
+					case lease[k] == l && cur[k] > 0:
+						some = true
+					case cur[k] == 0 || lease[k] != unknown && lease[k] != l:
+					default:
+						all = false
+					}
+				}
+				switch {
+				case some:
+					st.made[i], changed = 1, true
+				case all:
+					st.made[i], changed = 0, true
+				}
+			}
 			for k := range cur {
-				if !leaseFree[k] {
+				switch {
+				case lease[k] == l && exists:
+					cur[k] = 0 // deleted with it, or absent already
+				case lease[k] == l, lease[k] == unknown && fromBefore:
 					cur[k] = unknown
 				}
 			}
 			continue
-		}
-		if pe.ranged {
-			for k := range cur {
-				if pe.inRange(s.names.names[k]) {
-					cur[k] = unknown
-				}
+		case pe.ranged:
+			// Every key of its range is absent after it.
+			for _, k := range s.ranged[int32(i)] {
+				cur[k] = 0
 			}
 			continue
 		}
-		k, r, del, lease, ok := kubeShape(pe)
+		if pe.kind == walread.KindDeleteRange {
+			// Absent after it, whatever it found.
+			cur[pe.succ[0].key] = 0
+			continue
+		}
+		// A compare of a key's mod revision names a revision the key was
+		// put at (see worlds): one after the log's start (at or above a
+		// revision the log made) was made by a put of the log before it;
+		// where one such put's revision is not known, and no other's is
+		// that, it is this one's.
+		for _, c := range pe.cmps {
+			if c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || minRev == 0 || c.value < minRev {
+				continue
+			}
+			cand, named := int32(-1), false
+			for _, e := range puts[c.key] {
+				switch {
+				case st.rev[e] == c.value:
+					named = true
+				case st.rev[e] == 0 && st.made[e] != 0:
+					if cand >= 0 {
+						cand = -2
+					}
+					if cand == -1 {
+						cand = e
+					}
+				}
+			}
+			if !named && cand >= 0 {
+				st.made[cand], st.rev[cand] = 1, c.value
+				changed = true
+			}
+		}
+		k, r, del, l, ok := kubeShape(pe)
+		// The puts a revision can be told from: a kube-apiserver
+		// transaction's (it writes that key alone) or a plain put's.
+		switch {
+		case ok && !del && st.made[i] != 0:
+			puts[k] = append(puts[k], int32(i))
+		case pe.kind == walread.KindPut && st.made[i] != 0:
+			puts[pe.succ[0].key] = append(puts[pe.succ[0].key], int32(i))
+		}
 		if !ok {
+			if pe.kind == walread.KindPut && st.made[i] == 1 {
+				op := pe.succ[0]
+				cur[op.key], lease[op.key] = st.rev[i], op.lease
+				if st.rev[i] == 0 {
+					cur[op.key] = unknown
+				}
+				continue
+			}
 			// Any other write leaves its keys unknown after it.
 			for _, ops := range [][]pxOp{pe.succ, pe.fail} {
 				for _, op := range ops {
-					cur[op.key] = unknown
-					leaseFree[op.key] = false
+					cur[op.key], lease[op.key] = unknown, unknown
 				}
 			}
 			continue
@@ -204,7 +286,7 @@ func (s *worlds) chains(st *settled) bool {
 			case !holds, del && r == 0:
 				st.made[i] = 0
 				changed = true
-			case lease == 0 || granted[lease]:
+			case l == 0 || granted[l]:
 				st.made[i] = 1
 				changed = true
 			}
@@ -213,16 +295,13 @@ func (s *worlds) chains(st *settled) bool {
 		case st.made[i] == 1 && del:
 			cur[k] = 0
 		case st.made[i] == 1 && st.rev[i] != 0:
-			cur[k] = st.rev[i]
-			leaseFree[k] = lease == 0
+			cur[k], lease[k] = st.rev[i], l
 		case st.made[i] == 1:
-			cur[k] = unknown
-			leaseFree[k] = lease == 0
+			cur[k], lease[k] = unknown, l
 		case st.made[i] == 0:
 			// Not applied: the key is as it was.
 		default:
-			cur[k] = unknown
-			leaseFree[k] = false
+			cur[k], lease[k] = unknown, unknown
 		}
 	}
 	return changed

@@ -232,11 +232,6 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 	}
 	s.countBounds(nil)
 	s.lookAhead()
-	s.settled = s.settle()
-	if s.settled.noWorld != "" {
-		return s.settled.noWorld
-	}
-	s.countBounds(s.settled)
 	ids, err := db.leaseIDs()
 	if err != nil {
 		return err.Error()
@@ -278,13 +273,6 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 		}
 	}
 	putWith := map[int64][]int32{}
-	defer func() {
-		s.putWith = map[int64][]int32{}
-		for l, ks := range putWith {
-			slices.Sort(ks)
-			s.putWith[l] = slices.Compact(ks)
-		}
-	}()
 	for i := range s.entries {
 		pe := &s.entries[i]
 		switch pe.kind {
@@ -299,6 +287,11 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 				}
 			}
 		}
+	}
+	s.putWith = make(map[int64][]int32, len(putWith))
+	for l, ks := range putWith {
+		slices.Sort(ks)
+		s.putWith[l] = slices.Compact(ks)
 	}
 	// The last entry that can change each key (or compare it): there the
 	// key is held against the db.
@@ -382,6 +375,12 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 			return fmt.Sprintf("the db holds keys the log never writes (changed at revision %d), yet the log starts at raft index 1", s.unnamedX)
 		}
 	}
+	// What counting and the compare chains fix, before any search.
+	s.settled = s.settle()
+	if s.settled.noWorld != "" {
+		return s.settled.noWorld
+	}
+	s.countBounds(s.settled)
 	return ""
 }
 
