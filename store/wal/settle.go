@@ -163,6 +163,7 @@ func (s *worlds) chains(st *settled) bool {
 	// puts lists, by key, the entries so far that put it and may have
 	// applied; minRev is the lowest revision known: X is below it.
 	puts := make([][]int32, nk)
+	otherPuts := make([]bool, nk) // keys put by an entry not in puts
 	minRev := int64(0)
 	for _, r := range st.rev {
 		if r != 0 && (minRev == 0 || r < minRev) {
@@ -234,6 +235,9 @@ func (s *worlds) chains(st *settled) bool {
 				continue
 			}
 			cand, named := int32(-1), false
+			if otherPuts[c.key] {
+				continue // a put whose revision cannot be told from
+			}
 			for _, e := range puts[c.key] {
 				switch {
 				case st.rev[e] == c.value:
@@ -260,6 +264,14 @@ func (s *worlds) chains(st *settled) bool {
 			puts[k] = append(puts[k], int32(i))
 		case pe.kind == walread.KindPut && st.made[i] != 0:
 			puts[pe.succ[0].key] = append(puts[pe.succ[0].key], int32(i))
+		case !ok && st.made[i] != 0:
+			for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+				for _, op := range ops {
+					if !op.del {
+						otherPuts[op.key] = true
+					}
+				}
+			}
 		}
 		if !ok {
 			if pe.kind == walread.KindPut && st.made[i] == 1 {
