@@ -52,9 +52,13 @@
 // revision its key was put at). What every branch that reaches the db
 // says alike is established, entry by entry and write by write; what two
 // say differently is listed unknown, with what they give, never the whole
-// log (WALCoverage says which stretches are established). A db whose
-// newest revisions hold writes the entries cannot have made is refused as
-// another cluster's (prefix_foreign.go).
+// log (WALCoverage says which stretches are established). Before the
+// search, settle.go fixes what counting between the revisions the db
+// anchors and each key's chain of compares alone fix; the search takes it
+// as given, and where the search would take too long (worlds that differ
+// in ways only distant entries tell apart multiply) that is what is
+// established. A db whose newest revisions hold writes the entries cannot
+// have made is refused as another cluster's (prefix_foreign.go).
 //
 // # A point in time
 //
