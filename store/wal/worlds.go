@@ -995,7 +995,7 @@ func (s *worlds) walk() bool {
 			alts, ok = s.step(e)
 			if ok && alts == nil {
 				s.scratch = xScratch{entry: e + 1, delta: -1}
-				if !s.g.x.pinned {
+				if !s.g.x.pinned || !worldsMemo {
 					continue
 				}
 				seen, found := s.memoCheck(e + 1)

@@ -21,6 +21,9 @@ package wal
 // puts). The keys' and leases' parts are kept as running hashes, brought
 // up to date from the keys and leases changed since the last state hashed.
 
+// worldsMemo turns the memo on (tests turn it off to compare).
+var worldsMemo = true
+
 // xMemo is a state the search reached between two entries: whether the
 // future from it is worked out (done), and whether it held a world.
 type xMemo struct {

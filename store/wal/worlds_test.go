@@ -452,3 +452,60 @@ func kubeScaleCase(seed uint64, n, keep, staleOdds int) *modelCase {
 	}
 	return mc
 }
+
+// TestWorldsMemo: the memo changes what the search establishes in nothing
+// (a state reached again has the future it had the first time), only how
+// long it takes: over the model's cases the claims are the same with it
+// and without it, and it takes fewer steps.
+func TestWorldsMemo(t *testing.T) {
+	n := 600
+	if testing.Short() {
+		n = 150
+	}
+	var with, without int64
+	for seed := range uint64(n) {
+		mc := rangeModelCase(seed, nil)
+		_, a, _ := mc.runWorlds(t, false)
+		worldsMemo = false
+		_, b, _ := mc.runWorlds(t, false)
+		worldsMemo = true
+		with, without = with+a.steps, without+b.steps
+		if a.complete != b.complete || !a.complete {
+			continue
+		}
+		same := func(what string, x, y *xClaim) {
+			xv, xok := x.get()
+			yv, yok := y.get()
+			if xok != yok || xok && xv != yv {
+				t.Errorf("seed %d: %s: with the memo %v (%v), without %v (%v)", seed, what, xv, xok, yv, yok)
+			}
+		}
+		same("the revision before the log", &a.x, &b.x)
+		for i := range a.entries {
+			same(fmt.Sprintf("entry %d outcome", i), &a.entries[i].outcome, &b.entries[i].outcome)
+			same(fmt.Sprintf("entry %d revision", i), &a.entries[i].rev, &b.entries[i].rev)
+		}
+		for i := range a.ops {
+			same(fmt.Sprintf("op %d applied", i), &a.ops[i].applied, &b.ops[i].applied)
+			same(fmt.Sprintf("op %d revision", i), &a.ops[i].mod, &b.ops[i].mod)
+			same(fmt.Sprintf("op %d create", i), &a.ops[i].create, &b.ops[i].create)
+			same(fmt.Sprintf("op %d version", i), &a.ops[i].version, &b.ops[i].version)
+		}
+		for k := range a.pre {
+			same(fmt.Sprintf("key %d before the log", k), &a.pre[k], &b.pre[k])
+		}
+		for k, w := range a.dyn {
+			v := b.dyn[k]
+			if v == nil {
+				t.Errorf("seed %d: delete %v only with the memo", seed, k)
+				continue
+			}
+			same(fmt.Sprintf("delete %v applied", k), &w.applied, &v.applied)
+			same(fmt.Sprintf("delete %v revision", k), &w.mod, &v.mod)
+		}
+		if len(a.dyn) != len(b.dyn) || len(a.lazy) != len(b.lazy) {
+			t.Errorf("seed %d: deletes %d/%d with the memo, %d/%d without", seed, len(a.dyn), len(a.lazy), len(b.dyn), len(b.lazy))
+		}
+	}
+	t.Logf("steps with the memo %d, without %d", with, without)
+}
