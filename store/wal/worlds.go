@@ -132,6 +132,22 @@ type xPre struct {
 	key                          int32
 }
 
+// sym returns p's number that sel selects (selMod, selCreate, selVer,
+// selLease, selVal).
+func (p *xPre) sym(sel uint8) *xSym {
+	switch sel {
+	case selMod:
+		return &p.mod
+	case selCreate:
+		return &p.create
+	case selVer:
+		return &p.ver
+	case selLease:
+		return &p.lease
+	}
+	return &p.val
+}
+
 // xLease is a lease in a world.
 type xLease struct {
 	id    int64
@@ -692,19 +708,7 @@ func (s *worlds) restrictX(rel uint8, v int64) bool {
 // restrictPre applies a fact on key k's state before the log.
 func (s *worlds) restrictPre(k int32, sel, rel uint8, v int64) bool {
 	p := s.preOf(k)
-	var sym *xSym
-	switch sel {
-	case selMod:
-		sym = &p.mod
-	case selCreate:
-		sym = &p.create
-	case selVer:
-		sym = &p.ver
-	case selLease:
-		sym = &p.lease
-	default:
-		sym = &p.val
-	}
+	sym := p.sym(sel)
 	if !s.restrict(sym, rel, v) {
 		return s.fail("%s: before the log, its %s cannot be %s %d", s.names.names[k], selWord(sel), relWord(rel), v)
 	}

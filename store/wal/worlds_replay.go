@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -129,15 +130,7 @@ func (r *worldsResult) replay(entries []pxEntry, keys *pxKeys) (*replay, prefixV
 		}
 		rp.push(we)
 	}
-	slices.SortStableFunc(rp.applied, func(a, b int32) int {
-		switch x, y := rp.all[a].mod, rp.all[b].mod; {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
-	})
+	rp.sortApplied()
 	v.unknown = r.stretches(entries)
 	rp.preState = map[string]int8{}
 	for k := range keys.names {
@@ -478,15 +471,7 @@ func (r *worldsResult) settledReplay(entries []pxEntry, keys *pxKeys, why string
 		rp.push(we)
 	}
 	flush(n - 1)
-	slices.SortStableFunc(rp.applied, func(a, b int32) int {
-		switch x, y := rp.all[a].mod, rp.all[b].mod; {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
-	})
+	rp.sortApplied()
 	// The revision before the log, where the entries before the first
 	// known revision are all settled.
 	v.floor = r.dbRev
@@ -518,4 +503,10 @@ func (r *worldsResult) settledReplay(entries []pxEntry, keys *pxKeys, why string
 		}
 	}
 	return rp, v
+}
+
+// sortApplied puts the applied writes in revision order (a revision's
+// writes in the log's order).
+func (r *replay) sortApplied() {
+	slices.SortStableFunc(r.applied, func(a, b int32) int { return cmp.Compare(r.all[a].mod, r.all[b].mod) })
 }

@@ -118,20 +118,7 @@ func (s *worlds) compare(c pxCmp) (int8, [][]xFact, bool) {
 		concrete = true
 	)
 	symOf := func(which uint8) {
-		p := s.preOf(k)
-		sel, concrete = which, false
-		switch which {
-		case selMod:
-			sym = &p.mod
-		case selCreate:
-			sym = &p.create
-		case selVer:
-			sym = &p.ver
-		case selLease:
-			sym = &p.lease
-		default:
-			sym = &p.val
-		}
+		sel, concrete, sym = which, false, s.preOf(k).sym(which)
 	}
 	switch c.target {
 	case pb.Compare_MOD:
