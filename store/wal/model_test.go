@@ -1310,6 +1310,12 @@ func FuzzPrefixModelRangeDelete(f *testing.F) {
 		if _, _, _, wrong := checkModelCase(t, mc); len(wrong) > 0 {
 			reportRangeCase(t, seed, mc, wrong)
 		}
+		// And what settle fixes alone (a search given no steps).
+		defer func(f func(int) int64) { worldsBudget = f }(worldsBudget)
+		worldsBudget = func(int) int64 { return 1 }
+		if _, _, _, wrong := checkModelCase(t, mc); len(wrong) > 0 {
+			reportRangeCase(t, seed, mc, wrong)
+		}
 	})
 }
 
@@ -1330,6 +1336,10 @@ func FuzzPrefixModel(f *testing.F) {
 	f.Add(uint64(42), []byte{1, 8, 60, 2, 9, 9, 9, 9, 3, 3})
 	f.Add(uint64(99), []byte{0, 11, 70, 3, 0, 20, 40, 60})
 	f.Fuzz(func(t *testing.T, seed uint64, data []byte) {
+		reportModelSeed(t, seed, data)
+		// And what settle fixes alone (a search given no steps).
+		defer func(f func(int) int64) { worldsBudget = f }(worldsBudget)
+		worldsBudget = func(int) int64 { return 1 }
 		reportModelSeed(t, seed, data)
 	})
 }

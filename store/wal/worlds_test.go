@@ -509,3 +509,38 @@ func TestWorldsMemo(t *testing.T) {
 	}
 	t.Logf("steps with the memo %d, without %d", with, without)
 }
+
+// TestPrefixModelSettled is TestPrefixModel (with and without range
+// deletes) with the search given no steps: what settle fixes alone is
+// then what is claimed, and none of it may be wrong.
+func TestPrefixModelSettled(t *testing.T) {
+	defer func(f func(int) int64) { worldsBudget = f }(worldsBudget)
+	worldsBudget = func(int) int64 { return 1 }
+	n := 2000
+	if testing.Short() {
+		n = 300
+	}
+	for _, ranged := range []bool{false, true} {
+		var total modelStats
+		var bad []uint64
+		for seed := range uint64(n) {
+			mc := genModelCase(&modelChooser{rng: rand.New(rand.NewPCG(seed, modelStream))})
+			if ranged {
+				mc = rangeModelCase(seed, nil)
+			}
+			st, _, wrong := mc.run(t, false)
+			total.add(st)
+			if len(wrong) > 0 {
+				bad = append(bad, seed)
+				if len(bad) <= 5 {
+					t.Errorf("ranged %v seed %d: %d wrong claims, the first: %s", ranged, seed, len(wrong), wrong[0])
+				}
+			}
+		}
+		t.Logf("range deletes %v:", ranged)
+		total.log(t)
+		if len(bad) > 0 {
+			t.Errorf("ranged %v: wrong claims in %d of %d cases: %v", ranged, len(bad), n, bad)
+		}
+	}
+}
