@@ -981,7 +981,7 @@ func (s *worlds) walk() bool {
 			return false
 		}
 		s.reached = max(s.reached, s.scratch.entry)
-		if s.steps > 1<<21 && s.steps > 64*int64(s.reached+1) {
+		if s.steps > 1<<21 && s.steps > worldsPace*int64(s.reached+1) {
 			// Far more steps than entries reached: the worlds multiply
 			// faster than the search gets on.
 			s.why = fmt.Sprintf("the search of the worlds the log and the db allow took %d steps to get to entry %d", s.steps, s.entries[min(int(s.reached), len(s.entries)-1)].index)
@@ -1060,6 +1060,11 @@ func (s *worlds) walk() bool {
 		}
 	}
 }
+
+// worldsPace is how many steps an entry reached the search may take (past
+// 2M steps) before it gives up: the worlds multiply faster than it gets
+// on. A variable for tests.
+var worldsPace int64 = 64
 
 // noteDead keeps why the branch that got furthest ended.
 func (s *worlds) noteDead() {
