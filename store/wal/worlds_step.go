@@ -725,7 +725,8 @@ func (s *worlds) rangeDelete(e int32) ([][]xFact, bool) {
 			rec.applied, rec.modC = -1, rho
 		}
 		s.recs = append(s.recs, rec)
-		if rec.applied != 1 && key.st == xsPre && key.preExists != 0 {
+		pend := key.st == xsPre && key.preExists != 0 && len(s.pending(k)) > 0
+		if rec.applied != 1 && pend {
 			// A revoke since the log's start may have deleted it
 			// before: which of them did, if one did, is not established.
 			for _, j := range s.pending(k) {
@@ -733,6 +734,14 @@ func (s *worlds) rangeDelete(e int32) ([][]xFact, bool) {
 			}
 		}
 		key = s.trailKey(k)
+		if pend && rec.applied != 1 {
+			// Absent now, whether this delete or one of those revokes
+			// deleted it (or it never existed): as lazyGone takes it, so
+			// that the db's tombstone at one of their revisions, once
+			// known, is taken for that revoke's.
+			key.goneFrom, key.goneTo = key.confirmed, int32(len(s.revokes))
+			s.gone = append(s.gone, k)
+		}
 		key.st, key.residual = xsAbsent, 0
 	}
 	r := xERec{outcome: OutcomeApplied}
