@@ -1,6 +1,8 @@
 package wal
 
 import (
+	"fmt"
+
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/etcdpvc/etcdpvc/walread"
@@ -31,6 +33,8 @@ import (
 type settled struct {
 	made []int8
 	rev  []int64
+	// index is, by entry, its raft index (for what noWorld says).
+	index func(int) uint64
 	// noWorld says why no world can be consistent, when the counting
 	// shows it.
 	noWorld string
@@ -54,7 +58,12 @@ func kubeShape(pe *pxEntry) (key int32, r int64, del bool, lease int64, ok bool)
 // settle works out what the counting and the keys' compare chains fix.
 func (s *worlds) settle() *settled {
 	n := len(s.entries)
-	st := &settled{made: make([]int8, n), rev: make([]int64, n)}
+	st := &settled{made: make([]int8, n), rev: make([]int64, n), index: func(i int) uint64 {
+		if i >= len(s.entries) {
+			return s.entries[len(s.entries)-1].index + 1
+		}
+		return s.entries[i].index
+	}}
 	for i := range s.entries {
 		st.made[i] = -1
 		pe := &s.entries[i]
@@ -112,7 +121,7 @@ func (st *settled) count(dbRev int64) bool {
 			}
 			switch {
 			case need < one || need > one+unknown:
-				st.noWorld = "the revisions the db holds between two of the log's writes it anchors do not fit the entries between them"
+				st.noWorld = fmt.Sprintf("the db holds revision %d and %d for entries %d and %d (or its own revision), and the %d entries between them cannot have made the %d revisions between", prevRev, qRev, st.index(prev), st.index(q), q-prev-1, need)
 				return false
 			case unknown > 0 && (need == one || need == one+unknown):
 				v := int8(0)
