@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -132,7 +133,13 @@ func solveWorlds(ctx context.Context, entries []pxEntry, names *pxKeys, exact bo
 	s.budget = worldsBudget(len(entries))
 	s.debugChoices = debugWorldsChoices
 	s.erecs = make([]xERec, n)
-	s.memo = map[[2]uint64]int32{}
+	s.memo = make(map[[2]uint64]int32, n)
+	// The main path's records and trail, sized once (a log may hold a
+	// million entries).
+	s.recs = make([]xRec, 0, len(s.anchors)+2*len(s.keys))
+	s.keyTrail = make([]xKeyUndo, 0, len(s.keys))
+	s.dirtyK = make([]int32, 0, 2*len(s.anchors))
+	s.memos = make([]xMemo, 0, n)
 	if s.walk() {
 		res.complete = true
 	} else {
@@ -153,40 +160,59 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 	nk := int32(len(names))
 	n := int32(len(s.entries))
 	// The ops, and the puts' anchors: a put's key and value that no other
-	// put of the log writes, where the db holds them.
+	// put of the log writes, where the db holds them. The puts are sorted
+	// by key and value hash (no map: a log may hold a million).
 	s.opBase = make([]int32, n+1)
-	type kv struct {
+	type put struct {
 		key  int32
 		hash uint64
+		op   int32
 	}
-	count := map[kv]int32{}
+	var puts []put
 	for i := range s.entries {
 		pe := &s.entries[i]
 		s.opBase[i+1] = s.opBase[i] + int32(len(pe.succ)+len(pe.fail))
+		j := s.opBase[i]
 		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
 			for _, op := range ops {
 				if !op.del {
-					count[kv{op.key, op.hash}]++
+					puts = append(puts, put{op.key, op.hash, j})
 				}
+				j++
 			}
 		}
 	}
-	held := map[kv]int64{}
-	hold := func(k kv, rev int64) {
-		if count[k] != 1 {
+	slices.SortFunc(puts, func(a, b put) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.hash, b.hash)
+	})
+	s.anchors = make([]int64, s.opBase[n])
+	// hold notes that the db holds key's value hash at rev: the put of the
+	// log that writes them alone made it (two revisions: no anchor).
+	hold := func(key int32, hash uint64, rev int64) {
+		i, found := slices.BinarySearchFunc(puts, put{key: key, hash: hash}, func(a, b put) int {
+			if c := cmp.Compare(a.key, b.key); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.hash, b.hash)
+		})
+		if !found || i+1 < len(puts) && puts[i+1].key == key && puts[i+1].hash == hash {
 			return
 		}
-		if r, ok := held[k]; ok && r != rev {
-			held[k] = -1 // two revisions: no anchor
-			return
+		switch a := &s.anchors[puts[i].op]; {
+		case *a == 0:
+			*a = rev
+		case *a != rev:
+			*a = -1
 		}
-		held[k] = rev
 	}
 	if s.db != nil {
 		for rev := s.db.lo; rev <= s.db.hi; rev++ {
 			for _, it := range s.db.at(rev) {
 				if it.key >= 0 && !it.tomb {
-					hold(kv{it.key, it.hash}, rev)
+					hold(it.key, it.hash, rev)
 				}
 			}
 		}
@@ -198,8 +224,20 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 	s.live = make([]xLive, nk)
 	var unnamedRanged string
 	ranges := rangeUnion(s.entries)
-	err := db.live(ctx, func(key string) bool { _, ok := s.names.ids[key]; return ok }, func(v *store.KeyValue, hash uint64) error {
-		k, ok := s.names.ids[v.Key]
+	// need asks, then fn is called, for each key in turn: the key's
+	// number is looked up once (the db's keys are many).
+	var lastKey string
+	var lastID int32
+	var lastOK bool
+	lookup := func(key string) (int32, bool) {
+		if key != lastKey || lastKey == "" {
+			lastKey = key
+			lastID, lastOK = s.names.ids[key]
+		}
+		return lastID, lastOK
+	}
+	err := db.live(ctx, func(key string) bool { _, ok := lookup(key); return ok }, func(v *store.KeyValue, hash uint64) error {
+		k, ok := lookup(v.Key)
 		if !ok {
 			s.unnamedX = max(s.unnamedX, v.ModRevision)
 			if unnamedRanged == "" && ranges.has(v.Key) {
@@ -208,7 +246,7 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 			return nil
 		}
 		s.live[k] = xLive{present: true, create: v.CreateRevision, mod: v.ModRevision, version: v.Version, lease: v.Lease, hash: hash}
-		hold(kv{k, hash}, v.ModRevision)
+		hold(k, hash, v.ModRevision)
 		return nil
 	})
 	if err != nil {
@@ -217,17 +255,9 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 	if unnamedRanged != "" {
 		return fmt.Sprintf("%s: in the db from before the log, yet a range delete of the log deletes every key of its range", unnamedRanged)
 	}
-	s.anchors = make([]int64, s.opBase[n])
-	for i := range s.entries {
-		pe := &s.entries[i]
-		j := s.opBase[i]
-		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
-			for _, op := range ops {
-				if r := held[kv{op.key, op.hash}]; !op.del && r > 0 {
-					s.anchors[j] = r
-				}
-				j++
-			}
+	for i, a := range s.anchors {
+		if a < 0 {
+			s.anchors[i] = 0
 		}
 	}
 	s.countBounds(nil)
