@@ -344,7 +344,7 @@ func (s *scanner) end(res *Result) error {
 	s.finish(res)
 	// The index is read no more (res has what the write reads): it goes
 	// before the write's buffers come.
-	s.keys, s.ents, s.older, s.badRevs = nil, chunked[entry]{}, chunked[olderRev]{}, nil
+	s.keys, s.ents, s.badRevs = nil, chunked[entry]{}, nil
 	return nil
 }
 
@@ -1320,6 +1320,9 @@ func (s *scanner) judgeAll(all []job) error {
 	}
 	close(runs)
 	wg.Wait()
+	// The older revisions are read by the judge alone: they go before
+	// what comes after it (the write's buffers).
+	s.older = chunked[olderRev]{}
 	if err := s.ctx.Err(); err != nil {
 		return err
 	}
