@@ -20,10 +20,13 @@ import (
 	"github.com/etcdpvc/etcdpvc/store/salvage"
 )
 
-// op is one write of smallDB: a put (value) or a delete (del) of key.
+// op is one write of smallDB: a put (value) or a delete (del) of key;
+// sameRev gives it the main revision of the op before it (which etcd
+// never writes).
 type op struct {
 	key, value string
 	del        bool
+	sameRev    bool
 }
 
 // smallDB writes ops as etcd would store them, one main revision each,
@@ -45,8 +48,11 @@ func smallDB(t testing.TB, ops []op) []byte {
 			return err
 		}
 		created, version := map[string]int64{}, map[string]int64{}
-		for i, o := range ops {
-			rev := int64(i + 2)
+		rev := int64(1)
+		for _, o := range ops {
+			if !o.sameRev {
+				rev++
+			}
 			k := make([]byte, 17, 18)
 			binary.BigEndian.PutUint64(k, uint64(rev))
 			k[8] = '_'

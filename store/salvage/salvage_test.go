@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -375,5 +376,60 @@ func TestSalvageHashCache(t *testing.T) {
 	rep, _ = salvageFile(t, in, opts)
 	if rep.Trailer != "mismatch" || rep.TrailerVerifiedEarlier || rep.Complete {
 		t.Errorf("damaged: trailer %q, verified earlier %v, complete %v; want mismatch, hashed, incomplete", rep.Trailer, rep.TrailerVerifiedEarlier, rep.Complete)
+	}
+}
+
+// TestSalvageFileAsScan: SalvageFile, which writes while finish runs,
+// writes byte for byte the file and the report Scan and WriteSnapshot
+// make, whether every newest revision is kept, a value fails the judge,
+// or what finish keeps is not what was written first (a deletion at a
+// put's own revision), on undamaged and damaged files.
+func TestSalvageFileAsScan(t *testing.T) {
+	sameRev := append(smallOps(), op{key: "/registry/configmaps/demo/cm-f", value: "put"}, op{key: "/registry/configmaps/demo/cm-f", del: true, sameRev: true})
+	inputs := map[string][]byte{"same revision": smallDB(t, sameRev)}
+	for i, s := range fuzzSeeds(t) {
+		inputs[fmt.Sprintf("seed %d", i)] = s
+	}
+	checks := map[string]func(string, []byte) error{"none": nil, "bad": badReadable}
+	for name, in := range inputs {
+		for cname, readable := range checks {
+			t.Run(name+", readable "+cname, func(t *testing.T) {
+				opts := salvage.Options{Readable: readable}
+				ctx := context.Background()
+				dir := t.TempDir()
+				want, err := salvage.Scan(ctx, bytes.NewReader(in), int64(len(in)), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantW, err := want.WriteSnapshot(ctx, filepath.Join(dir, "want.db"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := filepath.Join(dir, "in.db")
+				if err := os.WriteFile(p, in, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				got, gotW, err := salvage.SalvageFile(ctx, p, filepath.Join(dir, "got.db"), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want.Report, got.Report); diff != "" {
+					t.Errorf("report (-Scan +SalvageFile):\n%s", diff)
+				}
+				wantW.Path, gotW.Path = "", ""
+				if diff := cmp.Diff(wantW, gotW); diff != "" {
+					t.Errorf("written (-WriteSnapshot +SalvageFile):\n%s", diff)
+				}
+				a, _ := os.ReadFile(filepath.Join(dir, "want.db"))
+				b, _ := os.ReadFile(filepath.Join(dir, "got.db"))
+				if !bytes.Equal(a, b) {
+					t.Errorf("SalvageFile wrote %d bytes, not the %d WriteSnapshot writes", len(b), len(a))
+				}
+				ents, _ := os.ReadDir(dir)
+				if len(ents) != 3 {
+					t.Errorf("files left: %v", ents)
+				}
+			})
+		}
 	}
 }

@@ -103,8 +103,8 @@ type orphan struct {
 // entry is the index of one etcd key: its newest readable put, its newest
 // deletion and the unreadable puts newer than the readable one.
 //
-// The index holds no pointers (entries in one slice, their older
-// revisions in one arena), so that the collector, run again and again
+// The index holds no pointers (entries in one chunked list, their older
+// revisions in another), so that the collector, run again and again
 // while the judge decodes, has next to nothing of it to mark.
 type entry struct {
 	hasKeep    bool
@@ -211,8 +211,8 @@ type scanner struct {
 	// (entry.older); badRevs, made by judge, the revisions of each entry
 	// that did not pass Options.Readable.
 	keys      map[string]int32
-	ents      []entry
-	older     []olderRev
+	ents      chunked[entry]
+	older     chunked[olderRev]
 	badRevs   [][]badRev
 	metaItems map[string][]byte
 	metaCI    uint64 // consistent_index of the meta items chosen (shape mode)
@@ -230,6 +230,15 @@ type scanner struct {
 	// pre is what the reader parsed ahead of the page pass1 is at (see
 	// preParse), nil elsewhere.
 	pre *prePage
+
+	// trailer is the input's sha256 trailer (nil: none), and earlier is
+	// set when an earlier verification of it is taken (Options.trailerKnown)
+	// instead of hashing the file in pass1.
+	trailer []byte
+	earlier bool
+	// compactKnown and compact are the compaction salvaged (newResult).
+	compactKnown bool
+	compact      int64
 }
 
 // Scan reads the bbolt file r of size bytes page by page and collects
@@ -243,6 +252,23 @@ type scanner struct {
 // only when the input holds no bbolt page at all (ErrNotBolt), cannot be
 // read, or ctx ends.
 func Scan(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Result, error) {
+	s, err := scanIndex(ctx, r, size, opts)
+	if err != nil {
+		return nil, err
+	}
+	res := s.newResult()
+	if err := s.judge(); err != nil {
+		return nil, err
+	}
+	if err := s.end(res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// scanIndex is the part of Scan before the judge: it reads the file and
+// indexes each key's revisions.
+func scanIndex(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*scanner, error) {
 	if opts.Prefix == "" {
 		opts.Prefix = "/registry"
 	}
@@ -257,10 +283,9 @@ func Scan(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Result
 		members:   map[string][]byte{},
 		others:    map[string]bool{},
 	}
-	var trailer []byte
 	if size%512 == sha256.Size && size > sha256.Size {
-		trailer = make([]byte, sha256.Size)
-		if _, err := r.ReadAt(trailer, size-sha256.Size); err != nil {
+		s.trailer = make([]byte, sha256.Size)
+		if _, err := r.ReadAt(s.trailer, size-sha256.Size); err != nil {
 			return nil, fmt.Errorf("salvage: read trailer: %w", err)
 		}
 		s.size -= sha256.Size
@@ -281,10 +306,9 @@ func Scan(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Result
 		return nil, err
 	}
 	var h hash.Hash
-	earlier := false
-	if trailer != nil {
-		earlier = opts.trailerKnown != nil && opts.trailerKnown(hex.EncodeToString(trailer))
-		if !earlier {
+	if s.trailer != nil {
+		s.earlier = opts.trailerKnown != nil && opts.trailerKnown(hex.EncodeToString(s.trailer))
+		if !s.earlier {
 			h = sha256.New()
 		}
 	}
@@ -292,7 +316,7 @@ func Scan(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Result
 		return nil, err
 	}
 	if h != nil {
-		s.trailerResult(h, trailer)
+		s.trailerResult(h, s.trailer)
 	}
 	// What only the tree walk and pass1 use goes before judge, whose
 	// decoding makes much garbage: each collection marks less.
@@ -301,20 +325,27 @@ func Scan(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Result
 		return nil, err
 	}
 	s.orphan = nil
-	if err := s.judge(); err != nil {
-		return nil, err
-	}
-	if earlier {
+	return s, nil
+}
+
+// end is the part of Scan after the judge: the trailer, when an earlier
+// verification was taken, and the rest of res (finish).
+func (s *scanner) end(res *Result) error {
+	if s.earlier {
 		// The record of an earlier verification is taken only for a file
 		// the scan found whole, and still unchanged now; else the file is
 		// hashed after all.
-		if s.whole() && opts.trailerKnown(hex.EncodeToString(trailer)) {
+		if s.whole() && s.opts.trailerKnown(hex.EncodeToString(s.trailer)) {
 			s.rep.Trailer, s.rep.TrailerVerifiedEarlier = "matches", true
-		} else if err := s.hashAgain(trailer); err != nil {
-			return nil, err
+		} else if err := s.hashAgain(s.trailer); err != nil {
+			return err
 		}
 	}
-	return s.finish(), nil
+	s.finish(res)
+	// The index is read no more (res has what the write reads): it goes
+	// before the write's buffers come.
+	s.keys, s.ents, s.badRevs = nil, chunked[entry]{}, nil
+	return nil
 }
 
 // trailerResult sets the report's Trailer from h, the sha256 of the
@@ -359,12 +390,7 @@ func (s *scanner) whole() bool {
 	if !s.tree || s.fillAll || s.truncated || len(s.lost) > 0 || len(s.rep.OtherLost) > 0 || s.rep.PagesUnreadable > 0 || s.rep.InvalidItems > 0 {
 		return false
 	}
-	for _, b := range s.badRevs {
-		if len(b) > 0 {
-			return false
-		}
-	}
-	return true
+	return !s.judgedBad()
 }
 
 // pageSize sets s.ps: opts, a verified meta page, or detection.
@@ -507,7 +533,7 @@ func (s *scanner) findTree() error {
 func (s *scanner) reset() {
 	s.live, s.lost, s.others, s.lostPages = map[uint64]liveRef{}, nil, map[string]bool{}, map[uint64]bool{}
 	s.rep.LostRanges, s.rep.OtherLost = nil, nil
-	s.keys, s.ents, s.older, s.badRevs = map[string]int32{}, nil, nil, nil
+	s.keys, s.ents, s.older, s.badRevs = map[string]int32{}, chunked[entry]{}, chunked[olderRev]{}, nil
 	s.metaItems, s.leases, s.members = map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
 	s.rep.RevisionsRead, s.rep.InvalidItems, s.rep.Markers, s.maxSeen, s.maxNamed, s.metaCI = 0, 0, 0, 0, 0, 0
 }
@@ -565,12 +591,15 @@ func (s *scanner) walk(id uint64, bucket string, lo, hi []byte, depth int, paren
 					s.maxNamed = max(s.maxNamed, rev.Main)
 				}
 			}
-			clo, chi := bytes.Clone(e.key), hi
+			// The bounds alias the page's buffer (readPage's own, which
+			// nothing writes): one object a branch page for the collector
+			// to mark while s.live lives, not two a child.
+			clo, chi := e.key, hi
 			if i == 0 {
 				clo = lo
 			}
 			if i+1 < len(elems) {
-				chi = bytes.Clone(elems[i+1].key)
+				chi = elems[i+1].key
 			}
 			if leaves {
 				switch _, dup := s.live[e.child]; {
@@ -1171,11 +1200,10 @@ func (s *scanner) add(rev Revision, tomb bool, x kv, enc []byte, sum uint32, off
 	s.maxSeen = max(s.maxSeen, rev.Main)
 	i, ok := s.keys[string(x.key)]
 	if !ok {
-		i = int32(len(s.ents))
+		i = int32(s.ents.add(entry{}))
 		s.keys[string(x.key)] = i
-		s.ents = append(s.ents, entry{})
 	}
-	e := &s.ents[i]
+	e := s.ents.at(i)
 	if tomb {
 		if !e.hasTomb || e.tomb.less(rev) {
 			e.hasTomb, e.tomb = true, rev
@@ -1195,13 +1223,11 @@ func (s *scanner) add(rev Revision, tomb bool, x kv, enc []byte, sum uint32, off
 		// Judged at the end, newest first (judge): most keys' newest
 		// revision passes, and the older ones are never decoded.
 		if e.hasKeep && rev.less(e.keep.rev) {
-			s.older = append(s.older, olderRev{c: c, next: e.older})
-			e.older = int32(len(s.older))
+			e.older = int32(s.older.add(olderRev{c: c, next: e.older}) + 1)
 			return
 		}
 		if e.hasKeep {
-			s.older = append(s.older, olderRev{c: candidate{rev: e.keep, orphan: e.keepOrphan, lease: e.keepLease}, next: e.older})
-			e.older = int32(len(s.older))
+			e.older = int32(s.older.add(olderRev{c: candidate{rev: e.keep, orphan: e.keepOrphan, lease: e.keepLease}, next: e.older}) + 1)
 		}
 	} else if e.hasKeep && rev.less(e.keep.rev) {
 		return
@@ -1219,27 +1245,55 @@ func (s *scanner) judge() error {
 	if s.opts.Readable == nil {
 		return nil
 	}
-	type job struct {
-		key string
-		i   int32
+	all, err := s.judgeJobs()
+	if err != nil {
+		return err
 	}
-	s.badRevs = make([][]badRev, len(s.ents))
-	var all []job
-	n := 0
-	for key, i := range s.keys {
-		if n++; n%4096 == 0 && s.ctx.Err() != nil {
-			return s.ctx.Err()
-		}
-		if e := &s.ents[i]; !e.hasKeep || (e.hasTomb && e.keep.rev.less(e.tomb)) {
-			continue // deleted after every revision held: nothing to judge
-		}
-		all = append(all, job{key, i})
+	return s.judgeAll(all)
+}
+
+// judgePlanned is judge, and returns the revisions finish keeps when
+// every value passes Options.Readable (no key has a bad revision, see
+// judgedBad): the newest revision of each key judge judges, in revision
+// order (sorted while the judge runs).
+func (s *scanner) judgePlanned() ([]keptRev, error) {
+	all, err := s.judgeJobs()
+	if err != nil {
+		return nil, err
 	}
+	planned := make([]keptRev, len(all))
+	for j, jb := range all {
+		planned[j] = s.ents.at(jb.i).keep
+	}
+	sorted := make(chan struct{})
+	go func() {
+		defer close(sorted)
+		slices.SortFunc(planned, func(a, b keptRev) int { return a.rev.cmp(b.rev) })
+	}()
+	if s.opts.Readable != nil {
+		err = s.judgeAll(all)
+	}
+	<-sorted
+	return planned, err
+}
+
+// judgedBad reports whether the judge found a revision that does not pass
+// Options.Readable.
+func (s *scanner) judgedBad() bool {
+	for _, b := range s.badRevs {
+		if len(b) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeAll judges the keys of all (see judge).
+func (s *scanner) judgeAll(all []job) error {
 	// In file order of the newest revisions, in runs of judgeRun keys a
 	// worker takes at a time: each reads its values through a window
 	// (most keys' newest revision passes, so most reads are those).
-	slices.SortFunc(all, func(a, b job) int { return cmp.Compare(s.ents[a.i].keep.off, s.ents[b.i].keep.off) })
-	const judgeRun = 512
+	slices.SortFunc(all, func(a, b job) int { return cmp.Compare(a.off, b.off) })
 	runs := make(chan []job, 4)
 	workers := runtime.GOMAXPROCS(0)
 	errs := make([]error, workers)
@@ -1266,20 +1320,54 @@ func (s *scanner) judge() error {
 	}
 	close(runs)
 	wg.Wait()
+	// The older revisions are read by the judge alone: they go before
+	// what comes after it (the write's buffers).
+	s.older = chunked[olderRev]{}
 	if err := s.ctx.Err(); err != nil {
 		return err
 	}
 	return errors.Join(errs...)
 }
 
+// judgeRun is how many keys a worker of the judge takes at a time.
+const judgeRun = 512
+
+// job is a key for the judge: s.ents.at(i) is its entry, and off where
+// its newest revision is in the input (the judge's order).
+type job struct {
+	key string
+	i   int32
+	off int64
+}
+
+// judgeJobs returns the keys judge judges (in the index's order), and
+// makes the table of the revisions that do not pass (s.badRevs): the keys
+// with a revision not older than their newest deletion.
+func (s *scanner) judgeJobs() ([]job, error) {
+	s.badRevs = make([][]badRev, s.ents.len())
+	var all []job
+	n := 0
+	for key, i := range s.keys {
+		if n++; n%4096 == 0 && s.ctx.Err() != nil {
+			return nil, s.ctx.Err()
+		}
+		e := s.ents.at(i)
+		if !e.hasKeep || (e.hasTomb && e.keep.rev.less(e.tomb)) {
+			continue // deleted after every revision held: nothing to judge
+		}
+		all = append(all, job{key, i, e.keep.off})
+	}
+	return all, nil
+}
+
 // judgeKey judges s.ents[i], the entry of key (see judge), reading values
 // from r into buf; it returns buf and cands (scratch space) for the next
 // key.
 func (s *scanner) judgeKey(r io.ReaderAt, key string, i int32, buf []byte, cands []candidate) ([]byte, []candidate, error) {
-	e := &s.ents[i]
+	e := s.ents.at(i)
 	cands = append(cands[:0], candidate{rev: e.keep, orphan: e.keepOrphan, lease: e.keepLease})
-	for o := e.older; o != 0; o = s.older[o-1].next {
-		cands = append(cands, s.older[o-1].c)
+	for o := e.older; o != 0; o = s.older.at(o - 1).next {
+		cands = append(cands, s.older.at(o-1).c)
 	}
 	// Newest first; of one revision held twice (a freed copy), the copy
 	// in the tree first.
@@ -1369,8 +1457,10 @@ func (s *scanner) pass2() error {
 	return nil
 }
 
-// finish turns the index into the kept revisions and the report.
-func (s *scanner) finish() *Result {
+// newResult starts the Result of the index: what the write needs besides
+// the kept revisions (the compaction salvaged, the leases and members
+// found), which the judge does not change. finish completes it.
+func (s *scanner) newResult() *Result {
 	rep := s.rep
 	res := &Result{Report: rep, r: s.r, size: s.size}
 	rep.MaxRevisionSeen, rep.MaxRevisionNamed = s.maxSeen, s.maxNamed
@@ -1391,8 +1481,26 @@ func (s *scanner) finish() *Result {
 	if v := s.metaItems[metaConsistentIndex]; len(v) == 8 {
 		rep.ConsistentIndex = binary.BigEndian.Uint64(v)
 	}
-	compact := max(rep.CompactRevision, rep.ScheduledCompactRevision)
+	s.compactKnown = compactKnown
+	s.compact = max(rep.CompactRevision, rep.ScheduledCompactRevision)
 
+	for _, k := range sortedKeys(s.leases) {
+		res.leases = append(res.leases, rawItem{[]byte(k), s.leases[k]})
+	}
+	rep.Leases = len(res.leases)
+	for _, k := range sortedKeys(s.members) {
+		res.members = append(res.members, rawItem{[]byte(k), s.members[k]})
+	}
+	rep.Members = len(res.members)
+	res.compact = max(s.compact, rep.MaxRevisionSeen, rep.MaxRevisionNamed)
+	return res
+}
+
+// finish turns the judged index into res's kept revisions and the
+// report (res from newResult).
+func (s *scanner) finish(res *Result) {
+	rep := s.rep
+	compactKnown, compact := s.compactKnown, s.compact
 	if !s.tree {
 		// Without a tree, a branch page still names what its lost
 		// children held; it may be a freed copy, which the problem says.
@@ -1432,7 +1540,7 @@ func (s *scanner) finish() *Result {
 	var drops, uncertain []Drop
 	var stale []string
 	for key, i := range s.keys {
-		e := &s.ents[i]
+		e := s.ents.at(i)
 		var bad []badRev
 		if s.badRevs != nil {
 			bad = s.badRevs[i]
@@ -1499,24 +1607,17 @@ func (s *scanner) finish() *Result {
 	slices.SortFunc(kept, func(a, b keptRev) int { return a.rev.cmp(b.rev) })
 	res.kept = kept
 
-	for _, k := range sortedKeys(s.leases) {
-		res.leases = append(res.leases, rawItem{[]byte(k), s.leases[k]})
-		delete(leased, int64(binary.BigEndian.Uint64([]byte(k))))
+	for _, it := range res.leases {
+		delete(leased, int64(binary.BigEndian.Uint64(it.key)))
 	}
-	rep.Leases, rep.LeasesMissing = len(res.leases), len(leased)
-	for _, k := range sortedKeys(s.members) {
-		res.members = append(res.members, rawItem{[]byte(k), s.members[k]})
-	}
-	rep.Members = len(res.members)
+	rep.LeasesMissing = len(leased)
 	for k := range s.others {
 		rep.OtherBuckets = append(rep.OtherBuckets, k)
 	}
 	sort.Strings(rep.OtherBuckets)
-	res.compact = max(compact, rep.MaxRevisionSeen, rep.MaxRevisionNamed)
 
 	rep.Complete = s.tree && !s.fillAll && len(s.lost) == 0 && len(rep.OtherLost) == 0 && rep.Dropped == nil && rep.Trailer != "mismatch"
 	s.warn(compactKnown)
-	return res
 }
 
 func (s *scanner) drop(d Drop) {

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -58,7 +59,7 @@ const batchBytes = 32 << 20
 // directory fsynced; on failure nothing is left behind.
 func (res *Result) WriteSnapshot(ctx context.Context, path string) (*Written, error) {
 	w := &Written{Path: path, CompactRevision: res.compact}
-	sum, size, err := store.WriteSnapshotFile(path, func(tmp string) error { return res.writeDB(ctx, tmp, w) })
+	sum, size, err := store.WriteSnapshotFile(path, func(tmp string) error { return res.writeDB(ctx, tmp, w, res.kept) })
 	if err != nil {
 		return nil, fmt.Errorf("salvage: write %s: %w", path, err)
 	}
@@ -66,9 +67,10 @@ func (res *Result) WriteSnapshot(ctx context.Context, path string) (*Written, er
 	return w, nil
 }
 
-// writeDB writes the bbolt database to path (an empty file).
-func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true, InitialMmapSize: int(min(res.mmapHint(), 1<<30))})
+// writeDB writes the bbolt database to path (an empty file): res's
+// leases, members and compaction, and the revisions kept, in order.
+func (res *Result) writeDB(ctx context.Context, path string, w *Written, kept []keptRev) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true, InitialMmapSize: int(min(mmapHint(kept), 1<<30))})
 	if err != nil {
 		return fmt.Errorf("create bbolt file: %w", err)
 	}
@@ -120,7 +122,7 @@ func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
 	free <- make([]byte, batchBytes)
 	free <- make([]byte, batchBytes)
 	batches := make(chan batch, 1)
-	go res.readBatches(rctx, free, batches)
+	go res.readBatches(rctx, kept, free, batches)
 	defer func() {
 		cancel()
 		for range batches {
@@ -137,7 +139,7 @@ func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
 			kb := tx.Bucket([]byte(bucketKey))
 			kb.FillPercent = 0.9 // etcd's for the "key" bucket's appends
 			for j, v := range b.vals {
-				if err := kb.Put(revKey(res.kept[b.lo+j].rev, false), v); err != nil {
+				if err := kb.Put(revKey(kept[b.lo+j].rev, false), v); err != nil {
 					return err
 				}
 			}
@@ -151,7 +153,7 @@ func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	w.Revisions = len(res.kept)
+	w.Revisions = len(kept)
 	// No fsync here: the trailer's (store.WriteSnapshotFile) covers the
 	// pages too, and the file gets its name only after it; one fsync of
 	// the whole file, not two, and the pages are written back while the
@@ -163,7 +165,7 @@ func (res *Result) writeDB(ctx context.Context, path string, w *Written) error {
 	return nil
 }
 
-// batch is the revisions of one write transaction, res.kept[lo:lo+len(vals)],
+// batch is the revisions of one write transaction, kept[lo:lo+len(vals)],
 // read and checked into vals, which alias arena; err is why the next one
 // could not be (the batch is not written).
 type batch struct {
@@ -173,14 +175,14 @@ type batch struct {
 	err   error
 }
 
-// readBatches reads the kept revisions in order into batches for out,
+// readBatches reads the revisions kept in order into batches for out,
 // each into an arena from free, of at most batchBytes of values (a larger
 // value alone in a batch of its own), and closes out when done, when a
 // read fails, or when ctx ends.
-func (res *Result) readBatches(ctx context.Context, free <-chan []byte, out chan<- batch) {
+func (res *Result) readBatches(ctx context.Context, kept []keptRev, free <-chan []byte, out chan<- batch) {
 	defer close(out)
 	wr := newWindowReader(res.r, res.size)
-	for i := 0; i < len(res.kept); {
+	for i := 0; i < len(kept); {
 		var b batch
 		select {
 		case b.arena = <-free:
@@ -190,8 +192,8 @@ func (res *Result) readBatches(ctx context.Context, free <-chan []byte, out chan
 		b.lo = i
 		used := 0
 	fill:
-		for ; i < len(res.kept); i++ {
-			k := res.kept[i]
+		for ; i < len(kept); i++ {
+			k := kept[i]
 			var buf []byte
 			switch {
 			case k.n > len(b.arena):
@@ -244,7 +246,9 @@ func (res *Result) readKept(r io.ReaderAt, k keptRev, buf []byte) error {
 
 // SalvageFile scans the file in (opened read-only, never written) and,
 // when out is not "", writes the salvage there (see WriteSnapshot); an
-// existing out is refused before the scan. It returns the scan's Result
+// existing out is refused before the scan. The file and the Report are
+// those of Scan and WriteSnapshot, byte for byte; the scan's last step
+// runs while the file is written (salvageTo). It returns the scan's Result
 // (with its Report) even when the write fails, and nil when the scan
 // fails. The input is closed when it returns: the Result is for its
 // Report (its WriteSnapshot would fail).
@@ -273,17 +277,80 @@ func SalvageFile(ctx context.Context, in, out string, opts Options) (*Result, *W
 		}
 		opts.trailerVerified = func(trailer string) { store.RememberTrailerVerified(dir, in, fi, trailer) }
 	}
-	res, err := Scan(ctx, f, fi.Size(), opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("salvage %s: %w", in, err)
-	}
 	if out == "" {
+		res, err := Scan(ctx, f, fi.Size(), opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("salvage %s: %w", in, err)
+		}
 		return res, nil, nil
 	}
-	w, err := res.WriteSnapshot(ctx, out)
-	if err != nil {
-		return res, nil, err
+	res, w, err := salvageTo(ctx, f, fi.Size(), opts, out)
+	if res == nil {
+		return nil, nil, fmt.Errorf("salvage %s: %w", in, err)
 	}
+	return res, w, err
+}
+
+// salvageTo is Scan, then WriteSnapshot to out, with finish made while
+// the file is written when it can be: when no value failed the judge,
+// every key the judge judged keeps its newest revision, and those are
+// written (planned, see judgePlanned) while finish runs. The file is then
+// the one WriteSnapshot would write of Scan's Result: what finish keeps
+// is compared with what was written before the file gets its name, and
+// when they differ it is written again from the Result. It fails as Scan
+// does (no Result), or returns the Result with WriteSnapshot's error.
+func salvageTo(ctx context.Context, r io.ReaderAt, size int64, opts Options, out string) (*Result, *Written, error) {
+	s, err := scanIndex(ctx, r, size, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := s.newResult()
+	planned, err := s.judgePlanned()
+	if err != nil {
+		return nil, nil, err
+	}
+	w := &Written{Path: out, CompactRevision: res.compact}
+	var scanErr error
+	ended := false
+	sum, n, err := store.WriteSnapshotFile(out, func(tmp string) error {
+		ended = true
+		if s.judgedBad() {
+			// What is kept is known only once finish has run.
+			if scanErr = s.end(res); scanErr != nil {
+				return scanErr
+			}
+			return res.writeDB(ctx, tmp, w, res.kept)
+		}
+		done := make(chan error, 1)
+		go func() { done <- s.end(res) }()
+		werr := res.writeDB(ctx, tmp, w, planned)
+		if scanErr = <-done; scanErr != nil {
+			return scanErr
+		}
+		if werr != nil || slices.Equal(res.kept, planned) {
+			return werr
+		}
+		// Not what finish keeps (a key deleted at its newest revision, a
+		// revision held by two keys): written again.
+		if err := os.Truncate(tmp, 0); err != nil {
+			return err
+		}
+		*w = Written{Path: out, CompactRevision: res.compact}
+		return res.writeDB(ctx, tmp, w, res.kept)
+	})
+	if scanErr != nil {
+		return nil, nil, scanErr
+	}
+	if !ended {
+		// The write failed before it began (its temporary file).
+		if err := s.end(res); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err != nil {
+		return res, nil, fmt.Errorf("salvage: write %s: %w", out, err)
+	}
+	w.SHA256, w.Size = sum, n
 	return res, w, nil
 }
 
@@ -291,9 +358,9 @@ func SalvageFile(ctx context.Context, in, out string, opts Options) (*Result, *W
 // InitialMmapSize): about what the kept values take in pages, so that it
 // is not mapped again and again as the file grows. writeDB caps it at
 // 1 GiB (an int on every platform; bbolt grows by 1 GiB steps past it).
-func (res *Result) mmapHint() int64 {
+func mmapHint(kept []keptRev) int64 {
 	var n int64
-	for _, k := range res.kept {
+	for _, k := range kept {
 		n += int64(k.n) + 48 // the revision key and the page element
 	}
 	return n + n/4 + 1<<20
