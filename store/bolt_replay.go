@@ -84,17 +84,20 @@ func (b *Bolt) WalkLatest(ctx context.Context, count func(n int), fn func(kv *Ke
 
 // ValuesOf hands fn each of states (keys without values, as WalkLatest
 // gave them), with its value read at its mod revision when need says so
-// (nil: every one): a seek per key, not a walk of the db.
+// (nil: every one): a seek per key, not a walk of the db. kv is valid
+// only during the call.
 func (b *Bolt) ValuesOf(ctx context.Context, states []KeyValue, need func(key string) bool, fn func(kv *KeyValue) error) error {
 	return b.view(func(tx *bolt.Tx, g *viewGuard) error {
 		c := keyBucket(tx).Cursor()
+		// One copy, reused: fn does not keep it.
+		var kv KeyValue
 		for i := range states {
 			if i%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
 			}
-			kv := states[i]
+			kv = states[i]
 			if need == nil || need(kv.Key) {
 				v, err := valueAt(c, kv.Key, kv.ModRevision)
 				if err != nil {

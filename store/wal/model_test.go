@@ -346,7 +346,7 @@ func (m *mvccModel) revisions(ctx context.Context, lo, hi int64, fn func(main in
 }
 
 // live lists the live keys in key order.
-func (m *mvccModel) live(ctx context.Context, _ func(string) bool, fn func(kv *store.KeyValue, hash uint64) error) error {
+func (m *mvccModel) live(ctx context.Context, keys *pxKeys, fn func(kv *store.KeyValue, id int32, hash uint64) error) error {
 	names := make([]string, 0, len(m.keys))
 	for k := range m.keys {
 		names = append(names, k)
@@ -361,7 +361,17 @@ func (m *mvccModel) live(ctx context.Context, _ func(string) bool, fn func(kv *s
 		if v == nil {
 			v = []byte{}
 		}
-		if err := fn(&store.KeyValue{Key: name, Value: v, CreateRevision: k.create, ModRevision: k.mod, Version: k.version, Lease: k.lease}, valueHash(v)); err != nil {
+		id, ok := int32(-1), keys == nil
+		if keys != nil {
+			if id, ok = keys.ids[name]; !ok {
+				id = -1
+			}
+		}
+		var h uint64
+		if ok {
+			h = valueHash(v)
+		}
+		if err := fn(&store.KeyValue{Key: name, Value: v, CreateRevision: k.create, ModRevision: k.mod, Version: k.version, Lease: k.lease}, id, h); err != nil {
 			return err
 		}
 	}
@@ -1485,7 +1495,7 @@ func TestMVCCModelAgainstEtcd(t *testing.T) {
 				}); err != nil {
 					t.Fatal(err)
 				}
-				if err := d.live(ctx, nil, func(kv *store.KeyValue, _ uint64) error {
+				if err := d.live(ctx, nil, func(kv *store.KeyValue, _ int32, _ uint64) error {
 					fmt.Fprintf(&b, "live %s %q create %d mod %d version %d lease %x\n", kv.Key, kv.Value, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease)
 					return nil
 				}); err != nil {

@@ -16,20 +16,17 @@ import (
 // It fails with an error wrapping ErrOtherCluster when the db holds
 // writes the entries cannot have made (foreignDB): nothing the db says
 // can then be taken for the log's.
-func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool) (*replay, error) {
+func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, xr *dbIndexRead) (*replay, error) {
 	db := boltPrefixDB{b: w.base, states: w.baseStates}
 	if db.states != nil {
 		// The values of the db's keys the log names are read and hashed
 		// on another core while the solver starts.
-		want := make([]bool, len(db.states))
-		for i := range db.states {
-			_, want[i] = keys.ids[db.states[i].Key]
-		}
+		db.ids = stateIDs(db.states, keys)
 		var stop func()
-		db.hashes, stop = readHashes(ctx, w.base, db.states, want)
+		db.hashes, stop = readHashes(ctx, w.base, db.states, db.ids)
 		defer stop()
 	}
-	rp, v := solvePrefix(ctx, entries, keys, exact, w.cov.DBRevision, db)
+	rp, v := solvePrefixRead(ctx, entries, keys, exact, w.cov.DBRevision, db, xr)
 	if v.foreign != "" {
 		return nil, fmt.Errorf("%w: %s: %s", ErrOtherCluster, w.base.Path(), v.foreign)
 	}
@@ -52,9 +49,12 @@ type prefixVerdict struct {
 
 // solvePrefix works the prefix out over db, whose revision is dbRev.
 func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, db prefixDB) (*replay, prefixVerdict) {
-	// Every entry makes one revision at most: the prefix's lie in the
-	// db's last len(entries) revisions.
-	x, err := loadDBIndex(ctx, db, keys, dbRev-int64(len(entries)), dbRev)
+	return solvePrefixRead(ctx, entries, keys, exact, dbRev, db, readDBIndex(ctx, db, entries, keys, dbRev))
+}
+
+// solvePrefixRead is solvePrefix with the db's last revisions read by xr.
+func solvePrefixRead(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, db prefixDB, xr *dbIndexRead) (*replay, prefixVerdict) {
+	x, err := xr.wait()
 	if err != nil {
 		return unresolvedPrefix(entries, keys, err.Error()), prefixVerdict{unresolved: err.Error()}
 	}
@@ -62,6 +62,32 @@ func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact boo
 		return nil, prefixVerdict{foreign: why}
 	}
 	return solveWorlds(ctx, entries, keys, exact, dbRev, db, x).replay(entries, keys)
+}
+
+// dbIndexRead is the db's revisions the prefix may have made, read in a
+// goroutine of its own (readDBIndex) while the db's keys are still read.
+type dbIndexRead struct {
+	done chan struct{}
+	x    *dbIndex
+	err  error
+}
+
+// readDBIndex starts reading the db's revisions the prefix entries may
+// have made: every entry makes one revision at most, so they lie in the
+// db's last len(entries) revisions. keys must not change meanwhile.
+func readDBIndex(ctx context.Context, db prefixDB, entries []pxEntry, keys *pxKeys, dbRev int64) *dbIndexRead {
+	r := &dbIndexRead{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.x, r.err = loadDBIndex(ctx, db, keys, dbRev-int64(len(entries)), dbRev)
+	}()
+	return r
+}
+
+// wait waits for the read (it ends with ctx).
+func (r *dbIndexRead) wait() (*dbIndex, error) {
+	<-r.done
+	return r.x, r.err
 }
 
 // WALStretch is a run of the log's entries whose revisions are not

@@ -14,10 +14,11 @@ type prefixDB interface {
 	// it is a tombstone, and the value put (nil for a tombstone), valid
 	// only during the call.
 	revisions(ctx context.Context, lo, hi int64, fn func(main int64, key []byte, tombstone bool, value []byte) error) error
-	// live calls fn for every live key, in key order, with its value's
-	// hash (valueHash) where need is nil or says so (else 0); kv.Value may
-	// be nil, and is valid only during the call.
-	live(ctx context.Context, need func(key string) bool, fn func(kv *store.KeyValue, hash uint64) error) error
+	// live calls fn for every live key, in key order, with its number
+	// in names (-1: names does not hold it) and, for a key names holds
+	// (every key, names nil), its value's hash (valueHash; else 0).
+	// kv.Value may be nil; kv is valid only during the call.
+	live(ctx context.Context, names *pxKeys, fn func(kv *store.KeyValue, id int32, hash uint64) error) error
 	// leaseIDs lists the leases the db holds.
 	leaseIDs() ([]int64, error)
 	// compactRevision is the db's compaction revision: every revision
@@ -32,6 +33,9 @@ type prefixDB interface {
 type boltPrefixDB struct {
 	b      *store.Bolt
 	states []store.KeyValue
+	// ids, when not nil, are the states' numbers in the log's keys (-1:
+	// the log does not name it), looked up once (stateIDs).
+	ids []int32
 	// hashes, when not nil, are the hashes of states' values the log
 	// names, read ahead (readHashes).
 	hashes *liveHashes
@@ -40,20 +44,60 @@ type boltPrefixDB struct {
 func (d boltPrefixDB) leaseIDs() ([]int64, error) { return d.b.LeaseIDs() }
 func (d boltPrefixDB) compactRevision() int64     { return d.b.CompactRevision() }
 
-func (d boltPrefixDB) live(ctx context.Context, need func(key string) bool, fn func(kv *store.KeyValue, hash uint64) error) error {
+// stateIDs returns the number in names of each of states' keys (-1: names
+// does not hold it).
+func stateIDs(states []store.KeyValue, names *pxKeys) []int32 {
+	ids := make([]int32, len(states))
+	for i := range states {
+		id, ok := names.ids[states[i].Key]
+		if !ok {
+			id = -1
+		}
+		ids[i] = id
+	}
+	return ids
+}
+
+func (d boltPrefixDB) live(ctx context.Context, names *pxKeys, fn func(kv *store.KeyValue, id int32, hash uint64) error) error {
+	idOf := func(key string) int32 {
+		if names == nil {
+			return -1
+		}
+		if id, ok := names.ids[key]; ok {
+			return id
+		}
+		return -1
+	}
 	withHash := func(kv *store.KeyValue) error {
+		id := idOf(kv.Key)
 		var h uint64
-		if need == nil || need(kv.Key) {
+		if names == nil || id >= 0 {
 			h = valueHash(kv.Value)
 		}
-		return fn(kv, h)
+		return fn(kv, id, h)
 	}
 	if d.states == nil {
 		_, err := d.b.List(ctx, "", store.ListOptions{}, withHash)
 		return err
 	}
+	ids := d.ids
+	if ids == nil && names != nil {
+		ids = stateIDs(d.states, names)
+	}
 	if d.hashes == nil {
-		return d.b.ValuesOf(ctx, d.states, need, withHash)
+		i := 0
+		return d.b.ValuesOf(ctx, d.states, func(string) bool { return names == nil || ids[i] >= 0 }, func(kv *store.KeyValue) error {
+			id := int32(-1)
+			if ids != nil {
+				id = ids[i]
+			}
+			i++
+			var h uint64
+			if names == nil || id >= 0 {
+				h = valueHash(kv.Value)
+			}
+			return fn(kv, id, h)
+		})
 	}
 	if err := d.hashes.wait(ctx); err != nil {
 		return err
@@ -64,18 +108,23 @@ func (d boltPrefixDB) live(ctx context.Context, need func(key string) bool, fn f
 				return err
 			}
 		}
-		kv := d.states[i]
+		// The states are not changed: fn gets each in place.
+		kv := &d.states[i]
+		id := int32(-1)
+		if ids != nil {
+			id = ids[i]
+		}
 		switch {
-		case need != nil && !need(kv.Key):
-			if err := fn(&kv, 0); err != nil {
+		case names != nil && id < 0:
+			if err := fn(kv, id, 0); err != nil {
 				return err
 			}
 		case d.hashes.read[i]:
-			if err := fn(&kv, d.hashes.of[i]); err != nil {
+			if err := fn(kv, id, d.hashes.of[i]); err != nil {
 				return err
 			}
 		default:
-			// Not read ahead (the log does not name it): read now.
+			// Not read ahead: read now.
 			if err := d.b.ValuesOf(ctx, d.states[i:i+1], nil, withHash); err != nil {
 				return err
 			}
@@ -94,18 +143,18 @@ type liveHashes struct {
 }
 
 // readHashes starts reading, in a goroutine of its own, the value of each
-// of states that want says, and hashing it: the solver needs them only
-// once it checks its model against the db (pxSolver.verify), and works
-// the model out meanwhile on another core. The returned stop cancels the
+// of states the log names (ids[i] >= 0), and hashing it: the solver needs
+// them only once it reads the db's live keys (worlds.load), and reads the
+// db's last revisions meanwhile on another core. The returned stop cancels the
 // read and waits for it; it must be called before b is closed.
-func readHashes(ctx context.Context, b *store.Bolt, states []store.KeyValue, want []bool) (h *liveHashes, stop func()) {
+func readHashes(ctx context.Context, b *store.Bolt, states []store.KeyValue, ids []int32) (h *liveHashes, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	h = &liveHashes{done: make(chan struct{}), of: make([]uint64, len(states)), read: make([]bool, len(states))}
 	go func() {
 		defer close(h.done)
 		i := 0
-		h.err = b.ValuesOf(ctx, states, func(string) bool { return want[i] }, func(kv *store.KeyValue) error {
-			if want[i] {
+		h.err = b.ValuesOf(ctx, states, func(string) bool { return ids[i] >= 0 }, func(kv *store.KeyValue) error {
+			if ids[i] >= 0 {
 				h.of[i], h.read[i] = valueHash(kv.Value), true
 			}
 			i++

@@ -72,7 +72,7 @@ type pxEntry struct {
 	// ranged marks a plain range delete (not in a transaction): it
 	// deletes every key in [from, end) that exists (end "\x00": every
 	// key from from on). Its keys are not in succ: which exist there is
-	// worked out by the solver (see pxSolver.rangeDelete).
+	// worked out by the search (see worlds.rangeDelete).
 	ranged    bool
 	from, end string
 }

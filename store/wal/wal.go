@@ -329,6 +329,13 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 		}
 		return nil
 	})
+	// The db's revisions the entries in it may have made are read while
+	// the db's keys are.
+	var xr *dbIndexRead
+	if err == nil && base != nil && len(prefix) > 0 {
+		xr = readDBIndex(ctx, boltPrefixDB{b: base}, prefix, prefixKeys, w.cov.DBRevision)
+		defer func() { _, _ = xr.wait() }()
+	}
 	if err == nil {
 		err = ready()
 	}
@@ -391,7 +398,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	writes := len(r.all)
 	if base != nil && len(prefix) > 0 {
 		w.cov.InDB = len(prefix)
-		p, err := w.resolvePrefix(ctx, prefix, prefixKeys, firstIndex == 1)
+		p, err := w.resolvePrefix(ctx, prefix, prefixKeys, firstIndex == 1, xr)
 		if err != nil {
 			return nil, fmt.Errorf("read write-ahead log: %w", err)
 		}

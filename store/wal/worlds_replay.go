@@ -27,6 +27,9 @@ func (r *worldsResult) replay(entries []pxEntry, keys *pxKeys) (*replay, prefixV
 	rp := newReplay(nil)
 	rp.sizeKeys(len(keys.names))
 	rp.entries = make([]walEntry, 0, len(entries))
+	rp.all = make([]walWrite, 0, len(r.ops)+len(r.dyn)+len(r.lazy))
+	// The keys' states by number, looked up once.
+	states := make([]*keyState, len(keys.names))
 	var v prefixVerdict
 	if x, ok := r.x.get(); ok {
 		v.before = x
@@ -126,7 +129,12 @@ func (r *worldsResult) replay(entries []pxEntry, keys *pxKeys) (*replay, prefixV
 				// was not there, a key it did not delete.
 				continue
 			}
-			r.addWrite(rp, idx, keys.names[pw.op.key], pw.op, pw.w, pw.all && !uncertain)
+			ks := states[pw.op.key]
+			if ks == nil {
+				ks = rp.keyString(keys.names[pw.op.key])
+				states[pw.op.key] = ks
+			}
+			r.addWrite(rp, idx, ks, pw.op, pw.w, pw.all && !uncertain)
 		}
 		rp.push(we)
 	}
@@ -141,11 +149,10 @@ func (r *worldsResult) replay(entries []pxEntry, keys *pxKeys) (*replay, prefixV
 	return rp, v
 }
 
-// addWrite lists one write of entry idx: applied with its revision,
+// addWrite lists one write of entry idx to key s: applied with its revision,
 // create revision and version where every world gives them (all: every
 // world lists it), else without.
-func (r *worldsResult) addWrite(rp *replay, idx int32, name string, op pxOp, w *xWriteClaim, all bool) {
-	s := rp.keyString(name)
+func (r *worldsResult) addWrite(rp *replay, idx int32, s *keyState, op pxOp, w *xWriteClaim, all bool) {
 	id := rp.newWrite(s, idx, opOf(op), op.del)
 	a, ok := w.applied.get()
 	if !all || !ok || a != 1 {

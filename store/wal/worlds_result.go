@@ -140,6 +140,9 @@ func solveWorlds(ctx context.Context, entries []pxEntry, names *pxKeys, exact bo
 	s.keyTrail = make([]xKeyUndo, 0, len(s.keys))
 	s.dirtyK = make([]int32, 0, 2*len(s.anchors))
 	s.memos = make([]xMemo, 0, n)
+	s.pre = slices.Grow(s.pre, len(s.keys)-len(s.pre))
+	s.preKeys = slices.Grow(s.preKeys, len(s.keys)-len(s.preKeys))
+	s.puts = slices.Grow(s.puts, len(s.anchors))
 	if s.walk() {
 		res.complete = true
 	} else {
@@ -224,21 +227,8 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 	s.live = make([]xLive, nk)
 	var unnamedRanged string
 	ranges := rangeUnion(s.entries)
-	// need asks, then fn is called, for each key in turn: the key's
-	// number is looked up once (the db's keys are many).
-	var lastKey string
-	var lastID int32
-	var lastOK bool
-	lookup := func(key string) (int32, bool) {
-		if key != lastKey || lastKey == "" {
-			lastKey = key
-			lastID, lastOK = s.names.ids[key]
-		}
-		return lastID, lastOK
-	}
-	err := db.live(ctx, func(key string) bool { _, ok := lookup(key); return ok }, func(v *store.KeyValue, hash uint64) error {
-		k, ok := lookup(v.Key)
-		if !ok {
+	err := db.live(ctx, s.names, func(v *store.KeyValue, k int32, hash uint64) error {
+		if k < 0 {
 			s.unnamedX = max(s.unnamedX, v.ModRevision)
 			if unnamedRanged == "" && ranges.has(v.Key) {
 				unnamedRanged = v.Key
