@@ -82,6 +82,19 @@ func measureMain(ctx context.Context, args []string) error {
 		{"salvage --out TMP", []string{*bin, "--db", dbPath, "salvage"}, true},
 		{"stats", []string{*bin, "--db", dbPath, "stats"}, false},
 	}
+	// Two members' db files: the data set and a copy of it (in a temporary
+	// directory beside it, removed after the runs), compared object by
+	// object with the hashes as diff --members compares members.
+	member, err := copyMember(dbPath)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(filepath.Dir(member))
+	cases = append(cases, struct {
+		name string
+		argv []string
+		out  bool
+	}{"diff --members (2 files)", []string{*bin, "diff", "--members", dbPath, member}, false})
 	if ci, err := consistentIndexOf(dbPath); err == nil && exists(olderSnapshot(dbPath)) && exists(walDir(dbPath)) {
 		// The point in time at the final snapshot's index, from the older
 		// snapshot and the log, checked against the final snapshot: the
@@ -144,6 +157,23 @@ func measureMain(ctx context.Context, args []string) error {
 		fmt.Printf("%-5s %-30s %9.2f   (etcd's own snapshot save of the final data set, timed when it was generated)\n", "-", "etcdctl snapshot save", m.SnapshotSaveSeconds)
 	}
 	return nil
+}
+
+// copyMember copies the db file at path into a new temporary directory
+// beside it, as a second member's file, and returns the copy's path.
+func copyMember(path string) (string, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), "member-copy-")
+	if err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, "member.db")
+	if err := copyFile(path, dst); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("copy %s as a second member: %w", path, err)
+	}
+	// The copy's pages written back now, not during the runs it would slow.
+	syscall.Sync()
+	return dst, nil
 }
 
 // consistentIndexOf reads a db file's consistent index.
