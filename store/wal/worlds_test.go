@@ -414,6 +414,9 @@ func TestWorldsKubeScale(t *testing.T) {
 			t.Logf("%d entries from raft index %d over a db at revision %d compacted at %d: %v; revision before the log %d, unresolved %q, %d stretches not established",
 				len(mc.steps)-mc.cut, mc.cut+1, mc.m.rev, mc.m.compact, time.Since(start).Round(time.Millisecond), v.before, v.unresolved, len(v.unknown))
 			st.log(t)
+			if len(v.unknown) > 0 {
+				t.Logf("first stretch not established: entries %d to %d: %s", v.unknown[0].FromIndex, v.unknown[0].ToIndex, v.unknown[0].Reason)
+			}
 			for i, w := range wrong {
 				if i == 10 {
 					break
