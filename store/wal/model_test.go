@@ -553,10 +553,15 @@ func genModelCaseWith(c *modelChooser, ranged bool) *modelCase {
 		r := g.m.compact + 1 + int64(c.intn(int(g.m.rev-g.m.compact)))
 		g.add(&pb.InternalRaftRequest{Compaction: &pb.CompactionRequest{Revision: r}}, fmt.Sprintf("compact %d", r))
 	}
-	mc := &modelCase{steps: g.steps, m: g.m, mix: mix}
-	mc.cut = c.intn(len(g.steps))
-	mc.before = 1
-	for _, s := range g.steps[:mc.cut] {
+	mc := g.caseAt(c.intn(len(g.steps)))
+	mc.mix = mix
+	return mc
+}
+
+// caseAt is g's history as a case whose log starts at step cut.
+func (g *modelGen) caseAt(cut int) *modelCase {
+	mc := &modelCase{steps: g.steps, m: g.m, cut: cut, before: 1}
+	for _, s := range g.steps[:cut] {
 		if s.truth.rev != 0 {
 			mc.before = s.truth.rev
 		}
@@ -950,16 +955,21 @@ func (s *modelStats) log(t *testing.T) {
 // keys), to count the reasons by kind.
 var reasonNumbers = regexp.MustCompile(`[0-9a-f]*[0-9][0-9a-f]*|/registry/[^ ,:]*|compact_rev_key|\[[^]]*\]`)
 
-// run gives the log from the cut on to solvePrefix over the model's db
-// and checks every claim against the truth. It returns the wrong claims.
-func (mc *modelCase) run(t *testing.T, exact bool) (modelStats, prefixVerdict, []string) {
-	ctx := context.Background()
+// solve gives the log from the cut on (raft index i+1 for step i) to
+// solvePrefix over the model's db.
+func (mc *modelCase) solve(t *testing.T, exact bool) (*replay, prefixVerdict) {
 	keys := newPxKeys()
 	var entries []pxEntry
 	for i := mc.cut; i < len(mc.steps); i++ {
 		entries = append(entries, compactEntry(mustEntry(t, uint64(i+1), mc.steps[i].req), walread.Pos{}, keys))
 	}
-	rp, v := solvePrefix(ctx, entries, keys, exact, mc.m.rev, mc.m)
+	return solvePrefix(context.Background(), entries, keys, exact, mc.m.rev, mc.m)
+}
+
+// run gives the log from the cut on to solvePrefix over the model's db
+// and checks every claim against the truth. It returns the wrong claims.
+func (mc *modelCase) run(t *testing.T, exact bool) (modelStats, prefixVerdict, []string) {
+	rp, v := mc.solve(t, exact)
 	st := modelStats{cases: 1, reasons: map[string]int{}}
 	var wrong []string
 	claim := func(format string, args ...any) { wrong = append(wrong, fmt.Sprintf(format, args...)) }
@@ -980,8 +990,8 @@ func (mc *modelCase) run(t *testing.T, exact bool) (modelStats, prefixVerdict, [
 	} else if v.before != 0 && v.before != mc.before {
 		claim("the revision before the log: claimed %d, true %d", v.before, mc.before)
 	}
-	if len(rp.entries) != len(entries) {
-		claim("the replay has %d entries, %d were given", len(rp.entries), len(entries))
+	if n := len(mc.steps) - mc.cut; len(rp.entries) != n {
+		claim("the replay has %d entries, %d were given", len(rp.entries), n)
 		return st, v, wrong
 	}
 	for i, e := range rp.entries {

@@ -269,7 +269,10 @@ func (r *worldsResult) outcomeWhy(c *xEntryClaim, pe *pxEntry) string {
 			in = append(in, outcomeWord(Outcome(c.outcome.alt), 0))
 		}
 	}
-	if c.outcome.open {
+	switch {
+	case c.outcome.open && pe.kind == walread.KindCompaction:
+		in = append(in, "refused in one: the db may have been compacted at or above its revision before the log")
+	case c.outcome.open:
 		in = append(in, "a revoke that made no revision (its lease gone already, or with no key left)")
 	}
 	return "not established: the worlds that fit the log and the db differ (" + strings.Join(in, "; ") + ")"

@@ -446,12 +446,19 @@ func (s *worlds) recordSegment(i int, x int64) {
 	for e := e0; e < e1; e++ {
 		r := s.erecs[e]
 		c := &res.entries[e]
-		if r.open || r.dep != 0 {
-			// A compaction applied unless the compaction before the log
-			// was at or above it: its bounds are the end's.
+		switch {
+		case r.dep > x:
+			// A compaction applied unless the compaction before the
+			// log (K0) was at or above it; K0 is at most X, the
+			// revision before the log.
+			c.outcome.add(int64(OutcomeApplied))
+			c.why.add(int64(whyNone))
+		case r.open || r.dep != 0:
+			// A revoke that made no revision (see xERec.open); a
+			// compaction at or below X, which K0 may have refused.
 			c.outcome.addOpen()
 			c.why.addOpen()
-		} else {
+		default:
 			c.outcome.add(int64(r.outcome))
 			c.why.add(int64(r.why))
 		}

@@ -275,7 +275,10 @@ func TestWorldsSeed(t *testing.T) {
 	if v == "" {
 		t.Skip("ETCDPVC_WORLDS_SEED not set")
 	}
-	seed, _ := strconv.ParseUint(v, 10, 64)
+	seed, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatalf("ETCDPVC_WORLDS_SEED: %v", err)
+	}
 	var mc *modelCase
 	if os.Getenv("ETCDPVC_WORLDS_RANGED") != "" {
 		mc = rangeModelCase(seed, nil)
@@ -446,14 +449,7 @@ func kubeScaleCase(seed uint64, n, keep, staleOdds int) *modelCase {
 	for len(g.steps) < n {
 		k.step()
 	}
-	mc := &modelCase{steps: g.steps, m: g.m, cut: n / 3}
-	mc.before = 1
-	for _, s := range g.steps[:mc.cut] {
-		if s.truth.rev != 0 {
-			mc.before = s.truth.rev
-		}
-	}
-	return mc
+	return g.caseAt(n / 3)
 }
 
 // TestWorldsMemo: the memo changes what the search establishes in nothing
