@@ -1252,10 +1252,12 @@ func (s *scanner) judge() error {
 	return s.judgeAll(all)
 }
 
-// judgePlanned is judge, and returns the revisions finish keeps when
-// every value passes Options.Readable (no key has a bad revision, see
-// judgedBad): the newest revision of each key judge judges, in revision
-// order (sorted while the judge runs).
+// judgePlanned is judge, and returns the revisions finish usually keeps
+// when every value passes Options.Readable (no key has a bad revision,
+// see judgedBad): the newest revision of each key judge judges, in
+// revision order (sorted while the judge runs). Not always: finish drops
+// a key deleted at its newest revision, and orders two keys of one
+// revision its own way; salvageTo compares the two.
 func (s *scanner) judgePlanned() ([]keptRev, error) {
 	all, err := s.judgeJobs()
 	if err != nil {

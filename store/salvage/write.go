@@ -327,11 +327,13 @@ func salvageTo(ctx context.Context, r io.ReaderAt, size int64, opts Options, out
 		if scanErr = <-done; scanErr != nil {
 			return scanErr
 		}
-		if werr != nil || slices.Equal(res.kept, planned) {
+		if slices.Equal(res.kept, planned) || ctx.Err() != nil {
 			return werr
 		}
 		// Not what finish keeps (a key deleted at its newest revision, a
-		// revision held by two keys): written again.
+		// revision held by two keys): written again, also when writing
+		// what was planned failed (on a revision finish may not keep:
+		// the failure is then that of writing what it keeps, or none).
 		if err := os.Truncate(tmp, 0); err != nil {
 			return err
 		}
