@@ -27,6 +27,11 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys
 		defer stop()
 	}
 	rp, v := solvePrefixRead(ctx, entries, keys, exact, w.cov.DBRevision, db, xr)
+	if err := ctx.Err(); err != nil {
+		// Interrupted (Ctrl-C): the search stopped, and so does the
+		// command, not going on with what settle fixed.
+		return nil, fmt.Errorf("work out the entries before the db's revision: %w", err)
+	}
 	if v.foreign != "" {
 		return nil, fmt.Errorf("%w: %s: %s", ErrOtherCluster, w.base.Path(), v.foreign)
 	}

@@ -30,8 +30,9 @@ import (
 // have seen; the branches that reach the log's end are the consistent
 // worlds. Nothing is taken to hold unless every world says it: there is
 // no "likely" world and no challenge of it, so a world the search does
-// not find cannot make a claim wrong (within the search's budget; past
-// it nothing is established).
+// not find cannot make a claim wrong. A search that stops short (its
+// budget or pace, see walk) establishes nothing: what settle fixed
+// before it stands.
 //
 // What a world must agree with:
 //

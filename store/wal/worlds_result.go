@@ -95,8 +95,10 @@ type worldsResult struct {
 func (r *worldsResult) established() bool { return r != nil && r.complete && r.worlds > 0 }
 
 // worldsBudget bounds the search's steps: an entry (or one key's check
-// against the db) worked out in one branch is a step. Past it nothing is
-// established. A variable for tests.
+// against the db) worked out in one branch is a step. Past it the search
+// establishes nothing (what settle fixed stands). On a log of any length
+// the pace (worldsPace) stops a search that is not getting on before it;
+// a variable for tests (1: settle alone).
 var worldsBudget = func(entries int) int64 { return 64*int64(entries) + 1<<23 }
 
 // debugWorldsChoices, set by a test, counts the search's branch points.
@@ -122,7 +124,13 @@ func solveWorlds(ctx context.Context, entries []pxEntry, names *pxKeys, exact bo
 		}
 	}
 	s := &worlds{ctx: ctx, entries: entries, names: names, exact: exact, dbRev: dbRev, dbK: db.compactRevision(), db: x, res: res}
-	if why := s.load(ctx, db); why != "" {
+	why, err := s.load(ctx, db)
+	if err != nil {
+		// Not a verdict on the worlds: the db could not be read.
+		res.why = "reading the db: " + err.Error()
+		return res
+	}
+	if why != "" {
 		res.complete, res.noWorld = true, why
 		return res
 	}
@@ -157,8 +165,8 @@ func solveWorlds(ctx context.Context, entries []pxEntry, names *pxKeys, exact bo
 
 // load reads what the search needs of the db and of the entries, and sets
 // up the state before the first entry. It returns why no world can be
-// consistent, if the db says so at once.
-func (s *worlds) load(ctx context.Context, db prefixDB) string {
+// consistent, if the db says so at once, or the error reading it.
+func (s *worlds) load(ctx context.Context, db prefixDB) (string, error) {
 	names := s.names.names
 	nk := int32(len(names))
 	n := int32(len(s.entries))
@@ -240,10 +248,10 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 		return nil
 	})
 	if err != nil {
-		return err.Error()
+		return "", err
 	}
 	if unnamedRanged != "" {
-		return fmt.Sprintf("%s: in the db from before the log, yet a range delete of the log deletes every key of its range", unnamedRanged)
+		return fmt.Sprintf("%s: in the db from before the log, yet a range delete of the log deletes every key of its range", unnamedRanged), nil
 	}
 	for i, a := range s.anchors {
 		if a < 0 {
@@ -254,7 +262,7 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 	s.lookAhead()
 	ids, err := db.leaseIDs()
 	if err != nil {
-		return err.Error()
+		return "", err
 	}
 	s.dbLeases = make(map[int64]bool, len(ids))
 	for _, id := range ids {
@@ -392,16 +400,16 @@ func (s *worlds) load(ctx context.Context, db prefixDB) string {
 		s.g.x = xSym{v: 1, lo: 1, hi: 1, pinned: true, not: xNone}
 		s.g.k0 = xSym{lo: 0, hi: 0, pinned: true, not: xNone}
 		if s.unnamedX > 1 {
-			return fmt.Sprintf("the db holds keys the log never writes (changed at revision %d), yet the log starts at raft index 1", s.unnamedX)
+			return fmt.Sprintf("the db holds keys the log never writes (changed at revision %d), yet the log starts at raft index 1", s.unnamedX), nil
 		}
 	}
 	// What counting and the compare chains fix, before any search.
 	s.settled = s.settle()
 	if s.settled.noWorld != "" {
-		return s.settled.noWorld
+		return s.settled.noWorld, nil
 	}
 	s.countBounds(s.settled)
-	return ""
+	return "", nil
 }
 
 // record adds the current path, a consistent world (X known) or one that

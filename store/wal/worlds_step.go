@@ -793,6 +793,11 @@ func (s *worlds) checkRange(e int32, rho int64) bool {
 		}
 		if st == -1 {
 			s.recs = append(s.recs, xRec{entry: e, key: k, op: opDyn, applied: 1, del: true, modC: rho})
+			if key := &s.keys[k]; key.goneTo > 0 && !key.goneSure {
+				// The range delete deleted it: no revoke before it
+				// need have (see goneOK).
+				s.trailKey(k).goneSure = true
+			}
 		}
 	}
 	for k, st := range state {
