@@ -402,6 +402,9 @@ func (r *worldsResult) settledReplay(entries []pxEntry, keys *pxKeys, why string
 		}
 	}
 	granted := map[int64]bool{}
+	// attached: the keys the log's puts named with each lease since its
+	// last revoke, which a revoke of it may have deleted.
+	attached := map[int64][]int32{}
 	unknown := "not established: " + why + "; the counting between the revisions the db anchors and the keys' chains of compares do not fix it"
 	var open int = -1
 	flush := func(end int) {
@@ -425,6 +428,12 @@ func (r *worldsResult) settledReplay(entries []pxEntry, keys *pxKeys, why string
 			granted[pe.id] = true
 		case pe.kind == walread.KindLeaseRevoke:
 			delete(granted, pe.id)
+			// Its outcome is not established, nor so which keys it
+			// deleted: each listed, not applied.
+			for _, k := range attached[pe.id] {
+				rp.newWrite(rp.keyString(keys.names[k]), idx, op{}, true)
+			}
+			delete(attached, pe.id)
 		case pe.kind == walread.KindCompaction, pe.ranged:
 		case !kube && !plain && (pe.kind == walread.KindPut || pe.kind == walread.KindDeleteRange || pe.kind == walread.KindTxn):
 		case pe.kind != walread.KindPut && pe.kind != walread.KindDeleteRange && pe.kind != walread.KindTxn:
@@ -455,6 +464,9 @@ func (r *worldsResult) settledReplay(entries []pxEntry, keys *pxKeys, why string
 		rp.counts[pe.kind.String()]++
 		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
 			for _, op := range ops {
+				if op.lease != 0 && !op.del && !slices.Contains(attached[op.lease], op.key) {
+					attached[op.lease] = append(attached[op.lease], op.key)
+				}
 				s := rp.keyString(keys.names[op.key])
 				id := rp.newWrite(s, idx, opOf(op), op.del)
 				if we.Outcome != OutcomeApplied || made != 1 {
