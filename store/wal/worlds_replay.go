@@ -418,7 +418,7 @@ func (r *worldsResult) settledReplay(entries []pxEntry, keys *pxKeys, why string
 		idx := int32(i)
 		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: OutcomeUnknown, Reason: unknown}
 		made, rev := st.made[i], st.rev[i]
-		_, _, _, lease, kube := kubeShape(pe)
+		_, cmpRev, del, lease, kube := kubeShape(pe)
 		plain := pe.kind == walread.KindPut || pe.kind == walread.KindDeleteRange && !pe.ranged
 		switch {
 		case pe.kind == walread.KindLeaseGrant:
@@ -449,6 +449,10 @@ func (r *worldsResult) settledReplay(entries []pxEntry, keys *pxKeys, why string
 			we.Outcome, we.Reason = OutcomeApplied, "the key did not exist: nothing deleted"
 		case made == 0 && pe.kind == walread.KindPut:
 			we.Outcome, we.Reason = OutcomeNotApplied, fmt.Sprintf("lease %x not found (a lease its puts name)", pe.succ[0].lease)
+		case made == 0 && kube && del && cmpRev == 0:
+			// A delete if the key does not exist (mod revision 0):
+			// its compare held on an absent key (applied, nothing
+			// deleted) or failed; which is not established.
 		case made == 0 && lease != 0:
 			we.Outcome, we.Reason = OutcomeNotApplied, "compare failed (the key changed since it was read), or the lease its put names was not found"
 		case made == 0:
