@@ -1043,6 +1043,39 @@ func (mc *modelCase) run(t *testing.T, exact bool) (modelStats, prefixVerdict, [
 	for _, id := range rp.applied {
 		applied[id] = true
 	}
+	// A key a revoke deleted that a put of the log attached to its lease
+	// is listed among the revoke's writes (applied or not): else the put
+	// would read as live after it.
+	listed := map[[2]int32]bool{}
+	for _, w := range rp.all {
+		listed[[2]int32{w.entry, w.key}] = true
+	}
+	keyID := map[string]int32{}
+	for id, name := range rp.keyNames {
+		keyID[name] = int32(id)
+	}
+	attachedInLog := map[int64]map[string]bool{}
+	for i := mc.cut; i < len(mc.steps) && v.unresolved == ""; i++ {
+		s := mc.steps[i]
+		for _, w := range s.truth.writes {
+			if w.lease != 0 && !w.del {
+				if attachedInLog[w.lease] == nil {
+					attachedInLog[w.lease] = map[string]bool{}
+				}
+				attachedInLog[w.lease][w.key] = true
+			}
+		}
+		r := s.req.LeaseRevoke
+		if r == nil {
+			continue
+		}
+		for _, tw := range s.truth.writes {
+			if id, ok := keyID[tw.key]; ok && attachedInLog[r.ID][tw.key] && !listed[[2]int32{int32(i - mc.cut), id}] {
+				claim("entry %d (raft index %d, %s): the revoke deleted %s, which the log attached to its lease, and its writes do not list it", i-mc.cut, i+1, s.desc, tw.key)
+			}
+		}
+		delete(attachedInLog, r.ID)
+	}
 	established := map[[2]int]bool{}
 	for id, w := range rp.all {
 		if int(w.entry) < 0 || int(w.entry) >= len(rp.entries) || int(w.key) < 0 || int(w.key) >= len(rp.keyNames) {

@@ -82,6 +82,7 @@ func (r *worldsResult) replay(entries []pxEntry, keys *pxKeys) (*replay, prefixV
 		}
 		for _, k := range dynOf[idx] {
 			w := r.dyn[[2]int32{idx, k}]
+			attachedByLog := w != nil
 			if w == nil {
 				w = &xWriteClaim{}
 			}
@@ -90,12 +91,14 @@ func (r *worldsResult) replay(entries []pxEntry, keys *pxKeys) (*replay, prefixV
 			// worlds do not say alike.
 			all := !r.lazy[[2]int32{idx, k}]
 			a, ok := w.applied.get()
-			if pre, known := r.pre[k].get(); (!all || !ok) && pe.kind == walread.KindLeaseRevoke && (!known || pre != 1) {
+			if pre, known := r.pre[k].get(); !attachedByLog && pe.kind == walread.KindLeaseRevoke && (!known || pre != 1) {
 				// A key the log names that may have existed before the
-				// log, attached to this lease, and been deleted by it:
-				// like the keys the log never names, not listed (its
-				// state before the log is not established, and says so:
-				// see preState).
+				// log, attached to this lease, and been deleted by it,
+				// and that no write of the log before it attached: like
+				// the keys the log never names, not listed (its state
+				// before the log is not established, and says so: see
+				// preState). One the log attached is listed: else its
+				// put would read as live after it.
 				we.Reason = "it may also have deleted keys attached to its lease before the log, whose state there is not established"
 				continue
 			}
