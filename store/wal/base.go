@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/walread"
 )
 
 // A member's log almost always starts after a raft snapshot: etcd
@@ -581,20 +582,32 @@ func (w *WAL) isUnplaced(id int32) bool {
 	return ok
 }
 
-// unplacedAfter reports whether key has a write applied at a revision not
-// established that may be at or below at, after its write from (in the
-// log's order; -1: from its first): its state at revision at is then not
-// established.
-func (w *WAL) unplacedAfter(key string, from int32, at int64) bool {
+// openAfter says why key's state at revision at is not established by
+// its writes after write from (in the log's order; -1: from its first)
+// up to its first placed above at: one applied at a revision not
+// established that may be at or below at, or one whose outcome is not
+// established ("": none).
+func (w *WAL) openAfter(key string, from int32, at int64) string {
 	for _, id := range w.writesOf(key) {
 		if id <= from {
 			continue
 		}
-		if span, ok := w.r.unplaced[id]; ok && span[0] <= at {
-			return true
+		x := &w.r.all[id]
+		if x.mod > at {
+			break
+		}
+		if span, ok := w.r.unplaced[id]; ok {
+			if span[0] > at {
+				// Applied after at: so is every later write.
+				break
+			}
+			return fmt.Sprintf("the log applied a write of it whose revision it does not establish, and that may be before %d", at)
+		}
+		if e := w.r.entry(x.entry); x.mod == 0 && (e.Outcome == OutcomeUnknown || e.Outcome == OutcomeApplied) {
+			return fmt.Sprintf("entry %d wrote it with an outcome the log does not establish", e.Index)
 		}
 	}
-	return false
+	return ""
 }
 
 // latest returns key's last applied write in the log's order whose value
@@ -625,8 +638,8 @@ func (w *WAL) before(key string, id int32) int32 {
 // before the db.
 func (w *WAL) prefixGet(ctx context.Context, key string, at int64) (*store.KeyValue, error) {
 	x := w.at(key, at)
-	if w.unplacedAfter(key, x, at) {
-		return nil, fmt.Errorf("get %s at revision %d: the log applied a write of it whose revision it does not establish, and that may be before %d: %w", key, at, at, ErrUndetermined)
+	if why := w.openAfter(key, x, at); why != "" {
+		return nil, fmt.Errorf("get %s at revision %d: %s: %w", key, at, why, ErrUndetermined)
 	}
 	if x >= 0 {
 		if w.deleted(x) {
@@ -634,20 +647,76 @@ func (w *WAL) prefixGet(ctx context.Context, key string, at int64) (*store.KeyVa
 		}
 		return w.kv(x, true)
 	}
-	kv, err := w.beforeLog(ctx, key)
+	kv, err := w.beforeLog(ctx, key, func(e WALEntry) bool { return e.Revision != 0 && e.Revision <= at })
 	if err != nil {
 		return nil, fmt.Errorf("get %s at revision %d: %w", key, at, err)
 	}
 	return kv, nil
 }
 
+// unnamedDeleter is an entry before the db that may have deleted keys
+// the log never names: a revoke of a lease the log did not grant before
+// it (keys attached before the log), or a range delete (of [from, end)).
+type unnamedDeleter struct {
+	entry     int32
+	ranged    bool
+	from, end string
+}
+
+// unnamedDeleters lists the prefix entries that may have deleted keys the
+// log never names.
+func unnamedDeleters(prefix []pxEntry) []unnamedDeleter {
+	var out []unnamedDeleter
+	granted := map[int64]bool{}
+	for i := range prefix {
+		pe := &prefix[i]
+		switch {
+		case pe.kind == walread.KindLeaseGrant:
+			granted[pe.id] = true
+		case pe.kind == walread.KindLeaseRevoke && !granted[pe.id]:
+			out = append(out, unnamedDeleter{entry: int32(i)})
+		case pe.ranged:
+			out = append(out, unnamedDeleter{entry: int32(i), ranged: true, from: pe.from, end: pe.end})
+		}
+	}
+	return out
+}
+
+// unnamedOpen says why the state of key, which the log never writes and
+// the db does not hold, is not established at a point of the log: an
+// entry before the db that may have deleted it, with the key there
+// before (a revoke of a lease from before the log, a range delete over
+// it), is not established to be before the point (before reports whether
+// an entry is). "": none.
+func (w *WAL) unnamedOpen(key string, before func(WALEntry) bool) string {
+	for _, u := range w.unnamed {
+		if u.ranged && (key < u.from || u.end != "\x00" && key >= u.end) {
+			continue
+		}
+		e := w.r.entry(u.entry)
+		if e.Outcome == OutcomeNotApplied || e.Outcome == OutcomeSkipped || before(e) {
+			continue
+		}
+		return fmt.Sprintf("entry %d (%s), which may have deleted it, is not established to be before it; the log never writes it, so whether it existed then is not established", e.Index, e.Kind)
+	}
+	return ""
+}
+
 // beforeLog returns key as it was before the log's first entry, when the
-// log and the db establish it.
-func (w *WAL) beforeLog(ctx context.Context, key string) (*store.KeyValue, error) {
+// log and the db establish it; for a key the log never writes, as it was
+// at a point of the log before the db (before: see unnamedOpen).
+func (w *WAL) beforeLog(ctx context.Context, key string, before func(WALEntry) bool) (*store.KeyValue, error) {
 	writes := w.writesOf(key)
 	if len(writes) == 0 {
-		// The log never wrote it: as the db holds it now.
-		return w.base.Get(ctx, key, 0)
+		// The log never wrote it: as the db holds it now, unless an
+		// entry after the point may have deleted it.
+		kv, err := w.base.Get(ctx, key, 0)
+		if errors.Is(err, store.ErrNotFound) {
+			if why := w.unnamedOpen(key, before); why != "" {
+				return nil, fmt.Errorf("%s: %w", why, ErrUndetermined)
+			}
+		}
+		return kv, err
 	}
 	if st, ok := w.r.preState[key]; ok && st == 0 {
 		// Every state before the log that leads its entries to the db

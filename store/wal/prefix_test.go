@@ -332,6 +332,16 @@ func TestWALOverCurrentDB(t *testing.T) {
 	if len(revokes) != 1 || revokes[0].Outcome != OutcomeApplied || revokes[0].Revision != sc.revokeRev {
 		t.Errorf("revokes %+v, want one applied at revision %d", revokes, sc.revokeRev)
 	}
+	// An event the revoke deleted that the log never names: before the
+	// revoke, whether it existed is not established (not "not found");
+	// from the revoke on, it is absent.
+	oldEvent := "/registry/events/demo/old-5"
+	if _, err := w.Get(ctx, oldEvent, sc.revokeRev-1); !errors.Is(err, ErrUndetermined) {
+		t.Errorf("%s at revision %d, before the revoke: %v, want undetermined", oldEvent, sc.revokeRev-1, err)
+	}
+	if _, err := w.Get(ctx, oldEvent, sc.revokeRev); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("%s at revision %d, the revoke's: %v, want not found", oldEvent, sc.revokeRev, err)
+	}
 
 	deleted := map[string]*store.KeyValue{}
 	checkScanDeleted(t, w, "/registry/")

@@ -87,6 +87,9 @@ type WAL struct {
 	// establish reads at (the revision before the log, or its highest
 	// possible value when that is not established).
 	prefixFloor int64
+	// unnamed are the entries before the db that may have deleted keys
+	// the log never names (see unnamedOpen).
+	unnamed []unnamedDeleter
 	// baseStates are base's live keys (without values) in key order, as
 	// the replay read them: the prefix's check against the db reads them
 	// (see boltPrefixDB), and baseState looks a key up without walking the
@@ -398,6 +401,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	writes := len(r.all)
 	if base != nil && len(prefix) > 0 {
 		w.cov.InDB = len(prefix)
+		w.unnamed = unnamedDeleters(prefix)
 		p, err := w.resolvePrefix(ctx, prefix, prefixKeys, firstIndex == 1, xr)
 		if err != nil {
 			return nil, fmt.Errorf("read write-ahead log: %w", err)
@@ -600,7 +604,7 @@ func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*store.
 	}
 	if found < 0 && w.base != nil && index < w.cov.ConsistentIndex {
 		// Before the key's first write in the log.
-		kv, err := w.beforeLog(ctx, key)
+		kv, err := w.beforeLog(ctx, key, func(e WALEntry) bool { return e.Index <= index })
 		if err != nil {
 			return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, err)
 		}
