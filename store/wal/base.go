@@ -417,9 +417,9 @@ func (c WALCoverage) Lines() []string {
 		case len(c.PrefixUnknown) > 0:
 			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db; revisions established %s", c.InDB, c.establishedStretches()))
 			for _, u := range c.PrefixUnknown {
-				what := fmt.Sprintf("entries %d to %d: revisions", u.FromIndex, u.ToIndex)
+				what := fmt.Sprintf("entries %d to %d: outcomes or revisions", u.FromIndex, u.ToIndex)
 				if u.FromIndex == u.ToIndex {
-					what = fmt.Sprintf("entry %d: revision", u.FromIndex)
+					what = fmt.Sprintf("entry %d: outcome or revision", u.FromIndex)
 				}
 				out = append(out, fmt.Sprintf("%s not established (%s)", what, u.Reason))
 			}

@@ -59,10 +59,10 @@ type WALCoverage struct {
 	// writes are then listed with an unknown outcome).
 	PrefixRevision   int64
 	PrefixUnresolved string
-	// PrefixUnknown lists the stretches of those entries whose revisions
-	// are not established (their outcomes are; PrefixRevision is 0 when
-	// the first stretch starts the log): only their own writes' revisions
-	// are unknown, not the rest of the log's.
+	// PrefixUnknown lists the stretches of those entries whose revisions,
+	// or outcomes, are not established (each entry's Outcome says which;
+	// PrefixRevision is 0 when the first stretch starts the log): only
+	// their own writes are unknown, not the rest of the log's.
 	PrefixUnknown []WALStretch
 	// Check, when not nil, says what a second, newer db of the member
 	// established of the replay (OpenLogChecked).
@@ -336,8 +336,11 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	// the db's keys are.
 	var xr *dbIndexRead
 	if err == nil && base != nil && len(prefix) > 0 {
-		xr = readDBIndex(ctx, boltPrefixDB{b: base}, prefix, prefixKeys, w.cov.DBRevision)
-		defer func() { _, _ = xr.wait() }()
+		// Its own context: an error return stops it, not waiting for it
+		// to read every revision.
+		ictx, cancel := context.WithCancel(ctx)
+		xr = readDBIndex(ictx, boltPrefixDB{b: base}, prefix, prefixKeys, w.cov.DBRevision)
+		defer func() { cancel(); _, _ = xr.wait() }()
 	}
 	if err == nil {
 		err = ready()
