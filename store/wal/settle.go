@@ -121,7 +121,7 @@ func (st *settled) count(dbRev int64) bool {
 			}
 			switch {
 			case need < one || need > one+unknown:
-				st.noWorld = fmt.Sprintf("the db holds revision %d and %d for entries %d and %d (or its own revision), and the %d entries between them cannot have made the %d revisions between", prevRev, qRev, st.index(prev), st.index(q), q-prev-1, need)
+				st.noWorld = fmt.Sprintf("entries %d and %d are at revisions %d and %d (a value the db holds there, a compare that names it, or the db's own revision after the last entry), and the %d entries between them cannot have made the %d revisions between", st.index(prev), st.index(q), prevRev, qRev, q-prev-1, need)
 				return false
 			case unknown > 0 && (need == one || need == one+unknown):
 				v := int8(0)

@@ -985,7 +985,11 @@ func (s *worlds) walk() bool {
 		if s.steps > 1<<21 && s.steps > worldsPace*int64(s.reached+1) {
 			// Far more steps than entries reached: the worlds multiply
 			// faster than the search gets on.
-			s.why = fmt.Sprintf("the search of the worlds the log and the db allow took %d steps to get to entry %d", s.steps, s.entries[min(int(s.reached), len(s.entries)-1)].index)
+			if s.reached >= n-1 {
+				s.why = fmt.Sprintf("the search of the worlds the log and the db allow took %d steps, reaching the log's last entry (%d) without going through every world", s.steps, s.entries[n-1].index)
+			} else {
+				s.why = fmt.Sprintf("the search of the worlds the log and the db allow took %d steps to get to entry %d", s.steps, s.entries[s.reached].index)
+			}
 			return false
 		}
 		if s.steps&1023 == 0 {

@@ -230,8 +230,10 @@ func nothingWhy(c *xEntryClaim, pe *pxEntry) string {
 		return "no key of its range existed: nothing deleted"
 	case pe.kind == walread.KindLeaseRevoke:
 		return "no key attached to the lease was left: nothing deleted"
-	case pe.kind == walread.KindDeleteRange, pe.kind == walread.KindTxn && len(pe.succ)+len(pe.fail) > 0:
+	case pe.kind == walread.KindDeleteRange:
 		return "the key did not exist: nothing deleted"
+	case pe.kind == walread.KindTxn && len(pe.succ)+len(pe.fail) > 0:
+		return "the branch it took changed nothing (no write in it, or a delete of a key that did not exist)"
 	}
 	return ""
 }
