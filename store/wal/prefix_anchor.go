@@ -18,16 +18,15 @@ type dbItem struct {
 // by revision (lo to hi): memory bounded by the number of revisions, not
 // by their values.
 type dbIndex struct {
-	lo, hi  int64
-	compact int64
-	off     []int32 // items of revision lo+i: items[off[i]:off[i+1]]
-	items   []dbItem
+	lo, hi int64
+	off    []int32 // items of revision lo+i: items[off[i]:off[i+1]]
+	items  []dbItem
 }
 
 // loadDBIndex reads the db's items at revisions lo to hi.
 func loadDBIndex(ctx context.Context, db prefixDB, names *pxKeys, lo, hi int64) (*dbIndex, error) {
 	lo = max(lo, 1)
-	x := &dbIndex{lo: lo, hi: hi, compact: db.compactRevision()}
+	x := &dbIndex{lo: lo, hi: hi}
 	if hi < lo {
 		x.off = []int32{0}
 		return x, nil
@@ -65,10 +64,4 @@ func (x *dbIndex) at(rev int64) []dbItem {
 	}
 	i := rev - x.lo
 	return x.items[x.off[i]:x.off[i+1]]
-}
-
-// held reports whether the db holds every revision at rev (above its
-// compaction), so that an empty revision there refutes a write.
-func (x *dbIndex) held(rev int64) bool {
-	return x != nil && rev > x.compact && rev >= x.lo && rev <= x.hi
 }

@@ -38,7 +38,6 @@ type settled struct {
 	// noWorld says why no world can be consistent, when the counting
 	// shows it.
 	noWorld string
-	rounds  int // the passes until nothing changed
 }
 
 // kubeTxn describes a transaction of kube-apiserver's shape: one compare
@@ -82,7 +81,6 @@ func (s *worlds) settle() *settled {
 		}
 	}
 	for changed := true; changed && st.noWorld == ""; {
-		st.rounds++
 		changed = st.count(s.dbRev)
 		if st.noWorld == "" && s.chains(st) {
 			changed = true

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-
-	"github.com/etcdpvc/etcdpvc/walread"
 )
 
 // The worlds of the prefix (worlds*.go).
@@ -404,7 +402,6 @@ type xItem struct {
 // The selectors of a fact (xFact.sel).
 const (
 	selX uint8 = iota
-	selK0
 	selMod
 	selCreate
 	selVer
@@ -658,11 +655,6 @@ func (s *worlds) apply(f xFact) bool {
 	switch f.sel {
 	case selX:
 		return s.restrictX(f.rel, f.v)
-	case selK0:
-		if !s.restrict(&s.g.k0, f.rel, f.v) {
-			return s.fail("the compaction revision before the log cannot be %s %d", relWord(f.rel), f.v)
-		}
-		return true
 	case selMod, selCreate, selVer, selLease, selVal:
 		return s.restrictPre(f.k, f.sel, f.rel, f.v)
 	case selExists:
@@ -729,7 +721,7 @@ func (s *worlds) restrictPre(k int32, sel, rel uint8, v int64) bool {
 }
 
 func selWord(sel uint8) string {
-	return [...]string{"revision", "compaction revision", "mod revision", "create revision", "version", "lease", "value"}[sel]
+	return [...]string{"revision", "mod revision", "create revision", "version", "lease", "value"}[sel]
 }
 
 // setPreExists takes key k to have existed before the log (v 1) or not.
@@ -1086,6 +1078,3 @@ func (s *worlds) opIndex(e int32, i int, fail bool) int32 {
 	}
 	return s.opBase[e] + int32(i)
 }
-
-// kindOf is entry e's kind.
-func (s *worlds) kindOf(e int32) walread.Kind { return s.entries[e].kind }
