@@ -334,7 +334,7 @@ type worlds struct {
 	erecs      []xERec
 	deferred   []xDeferred
 	resid      []int32
-	gone       []int32 // keys lazyGone(-1) took absent
+	gone       []int32 // keys lazyGone(-1) or a range delete took absent, a revoke before perhaps deleting them
 	preKeys    []int32
 	scratch    xScratch
 	keyTrail   []xKeyUndo
@@ -345,8 +345,8 @@ type worlds struct {
 
 	// res gathers what the consistent worlds say.
 	res *worldsResult
-	// why says why the search stopped short (budget, an entry not
-	// modelled): nothing it found is then established.
+	// why says why the search stopped short (its budget, its pace, an
+	// interruption): nothing it found is then established.
 	why string
 	// dead says why the current branch ended; furthest why the branch
 	// that got furthest did (the reason when no world is consistent).
@@ -545,7 +545,7 @@ func (s *worlds) excluded(sym *xSym, v int64) bool {
 	return false
 }
 
-// holds reports whether sym rel v is certain (1), impossible (0), or
+// symHolds reports whether sym rel v is certain (1), impossible (0), or
 // open (-1).
 func (s *worlds) symHolds(sym *xSym, rel uint8, v int64) int8 {
 	if sym.pinned {

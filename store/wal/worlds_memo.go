@@ -46,18 +46,20 @@ func mix64(h, v uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// symHash folds sym into h.
+// symHash folds sym into h: every field in its place, and the excluded
+// values followed by their count, so that no two syms fold alike but by
+// a collision of the mix.
 func (s *worlds) symHash(h uint64, sym *xSym) uint64 {
 	h = mix64(h, uint64(sym.lo))
 	h = mix64(h, uint64(sym.hi))
 	h = mix64(h, uint64(sym.v))
-	if sym.pinned {
-		h = mix64(h, 1)
-	}
+	h = mix64(h, uint64(b2i(sym.pinned)))
+	n := uint64(0)
 	for i := sym.not; i != xNone; i = s.excl[i].next {
 		h = mix64(h, uint64(s.excl[i].v))
+		n++
 	}
-	return h
+	return mix64(h, n)
 }
 
 // keyHash is key k's part of the state's hash under seed (0: the key is
@@ -74,6 +76,9 @@ func (s *worlds) keyHash(k, e int32, seed uint64) uint64 {
 	}
 	if key.goneSure {
 		flags |= 1 << 33
+	}
+	if key.preIx != xNone {
+		flags |= 1 << 34
 	}
 	for _, v := range []uint64{flags, uint64(key.modC), uint64(key.crV), uint64(key.verN), uint64(key.lease), key.hash, key.putsH,
 		uint64(key.confirmed), uint64(key.residual), uint64(key.goneFrom), uint64(key.goneTo)} {

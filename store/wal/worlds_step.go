@@ -762,8 +762,9 @@ func (s *worlds) rangeDelete(e int32) ([][]xFact, bool) {
 
 // checkRange holds a range delete's revision X+rho against the db's items
 // there (X known, the revision held): only tombstones, every key it
-// certainly deleted among them; which of the keys whose existence was not
-// known it deleted is then established.
+// certainly deleted among them; for each key whose existence was not
+// known, whether it deleted it is recorded too (the record made before,
+// when it was not known, still leaves the claim open: see recordSegment).
 func (s *worlds) checkRange(e int32, rho int64) bool {
 	rev := s.g.x.v + rho
 	items := s.db.at(rev)
