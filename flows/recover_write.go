@@ -268,6 +268,9 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 		if errors.Is(werr, surgery.ErrNotAccepted) {
 			return &hintedError{werr, fmt.Sprintf("the writes are made, but the apiserver does not accept those named: undo them with %s (or each with `etcdpvc restore BACKUP`, its backup named above) and see the runbook's section on verification", undo)}
 		}
+		if errors.Is(werr, surgery.ErrNotRecorded) {
+			return &hintedError{werr, notRecordedHint(undo)}
+		}
 		if errors.Is(werr, surgery.ErrPartial) && undo != "" {
 			werr = &hintedError{werr, "run the same command again to resume, or undo what was written with " + undo}
 		}

@@ -388,8 +388,13 @@ func runDeleteUnreadable(c *cli.Context, e *env, in *input, o flows.WriteOptions
 func runRestoreAll(e *env, in *input, files []string, op string, force bool, maxTxnOps int, o writeOptions) error {
 	var backups []*surgery.Backup
 	if op != "" {
+		var notes []string
 		var err error
-		if backups, err = surgery.OperationBackups(o.BackupDir, op); err != nil {
+		backups, notes, err = surgery.OperationBackups(o.BackupDir, op)
+		for _, n := range notes {
+			e.warn(n)
+		}
+		if err != nil {
 			return err
 		}
 	} else {
