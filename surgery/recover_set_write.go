@@ -142,6 +142,49 @@ func WriteRecoverSet(ctx context.Context, w store.Writer, plan *SetPlan, o Recov
 	return res, err
 }
 
+// ResumedOperation returns the operation a run of plan resumes: the last
+// one whose writes audit.log in dir records (an intent, a write made, or
+// one of unknown outcome) of keys the plan finds holding the very value
+// that write left (ActionIdentical), provided it wrote none of the keys
+// the plan writes. The run then writes as that operation, so that one
+// restore --operation undoes both runs, the first one's writes included
+// when it was killed before it could print its undo line. "" when none.
+func ResumedOperation(dir string, plan *SetPlan) string {
+	found := map[string]string{}
+	for _, it := range plan.Items {
+		if it.Action == ActionIdentical && it.LiveSHA256 != "" {
+			found[it.Key] = it.LiveSHA256
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	recs, _, err := ReadAuditLog(BackupDirOrDefault(dir))
+	if err != nil {
+		return ""
+	}
+	id := ""
+	keys := map[string]map[string]bool{} // operation → keys it wrote
+	for _, rec := range recs {
+		if rec.OperationID == "" || rec.Outcome == OutcomeNotWritten {
+			continue
+		}
+		if keys[rec.OperationID] == nil {
+			keys[rec.OperationID] = map[string]bool{}
+		}
+		keys[rec.OperationID][rec.Key] = true
+		if sum, ok := found[rec.Key]; ok && !rec.Deleted && rec.NewSHA256 == sum {
+			id = rec.OperationID
+		}
+	}
+	for _, it := range plan.Writes() {
+		if keys[id][it.Key] {
+			return "" // a key written twice in one operation could not be undone as a unit
+		}
+	}
+	return id
+}
+
 // Writes returns the items the plan writes, in the order WriteRecoverSet
 // writes them: the creates, then the replaces.
 func (p *SetPlan) Writes() []*SetItem {
