@@ -864,6 +864,9 @@ func settleFailed(logPath string, rec Record, err error) error {
 		return err
 	}
 	rec.Outcome, rec.Reason = OutcomeNotWritten, err.Error()
+	if errors.Is(err, store.ErrConflict) {
+		rec.Outcome = OutcomeConflict
+	}
 	var fe *FenceError
 	if errors.As(err, &fe) && fe.Key == rec.Key {
 		rec.Fence = fe.Revision

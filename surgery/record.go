@@ -181,6 +181,12 @@ func (r *Record) identify(p *Plan, prefix string) {
 	}
 }
 
+// mayBeMade reports whether the write r records was made or may have
+// been: an intent alone, a write made, or one of unknown outcome.
+func (r Record) mayBeMade() bool {
+	return r.Outcome == OutcomeIntent || r.Outcome == OutcomeWritten || r.Outcome == OutcomeUncertain
+}
+
 // PlanRecord is the record of plan p that was not written: outcome and
 // reason say what became of it.
 func PlanRecord(p *Plan, operationID, prefix, outcome, reason string) Record {

@@ -166,7 +166,7 @@ func ResumedOperation(dir string, plan *SetPlan) string {
 	id := ""
 	keys := map[string]map[string]bool{} // operation → keys it wrote
 	for _, rec := range recs {
-		if rec.OperationID == "" || rec.Outcome == OutcomeNotWritten {
+		if rec.OperationID == "" || !rec.mayBeMade() {
 			continue
 		}
 		if keys[rec.OperationID] == nil {
@@ -315,7 +315,11 @@ func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) 
 	// notSent records that the transaction was not applied, and removes
 	// its backups.
 	notSent := func(err error, fe *FenceError) string {
-		if aerr := audit(0, OutcomeNotWritten, err.Error(), fe); aerr != nil {
+		outcome := OutcomeNotWritten
+		if errors.Is(err, store.ErrConflict) {
+			outcome = OutcomeConflict
+		}
+		if aerr := audit(0, outcome, err.Error(), fe); aerr != nil {
 			return fmt.Sprintf(" (audit.log could not record that nothing was written: %v)", aerr)
 		}
 		return unsent()

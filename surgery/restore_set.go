@@ -87,7 +87,7 @@ func OperationBackups(dir, id string) (backups []*Backup, notes []string, err er
 		rec := last[base]
 		b := found[base]
 		switch {
-		case rec.Outcome == OutcomeNotWritten:
+		case !rec.mayBeMade():
 			delete(found, base)
 		case b == nil:
 			missing = append(missing, fmt.Sprintf("%s (backup %s, %s)", rec.Key, base, missingWhy(dir, base)))
