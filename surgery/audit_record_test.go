@@ -282,3 +282,50 @@ func TestRestoreResumeAfterFence(t *testing.T) {
 		t.Fatalf("restore after a change by someone else = %v, want it refused", err)
 	}
 }
+
+// TestNeverSentThenChanged: a write killed after its backup and before its
+// transaction, its key changed afterwards by someone else. The undo of its
+// operation finds, in the key's history, that the write was never made:
+// nothing to do, not "changed after etcdpvc's write".
+func TestNeverSentThenChanged(t *testing.T) {
+	c, s := startEtcd(t)
+	orig := corpus(t, pvcFile)
+	rev := create(t, s, pvcKey, orig)
+	dir := filepath.Join(t.TempDir(), "backups")
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperApplyBlocks$", "-test.count=1")
+	cmd.Env = append(os.Environ(), helperEnv+"=apply-and-block", "ETCDPVC_ENDPOINTS="+strings.Join(c.Endpoints(), ","),
+		"ETCDPVC_KEY="+pvcKey, "ETCDPVC_BACKUP_DIR="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "BACKUP-DURABLE" {
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	files := backups(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("backups: %v", files)
+	}
+	b, err := ReadBackup(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CompareAndSwap(testCtx(t), pvcKey, rev, append(bytes.Clone(orig), 0), 0); err != nil {
+		t.Fatal(err)
+	}
+	bs, _, err := OperationBackups(dir, b.OperationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, err := Planner{}.PlanRestores(testCtx(t), s, bs, false)
+	if err != nil || len(plans) != 1 || !plans[0].NoOp || !strings.Contains(plans[0].NoOpReason, "was never made") {
+		t.Fatalf("PlanRestores = %v, %v; want nothing to do: the write was never made", plans, err)
+	}
+}

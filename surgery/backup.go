@@ -91,6 +91,9 @@ type Backup struct {
 	// Warnings are what a reader should know about the backup itself (an
 	// old format), found by ReadBackup (not stored).
 	Warnings []string `json:"-"`
+	// outcomeUnknown: audit.log records no outcome of the write
+	// (OperationBackups): whether it was made is the key's to tell.
+	outcomeUnknown bool
 }
 
 // ClusterID returns the cluster ID the backup records, or "".

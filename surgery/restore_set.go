@@ -94,6 +94,7 @@ func OperationBackups(dir, id string) (backups []*Backup, notes []string, err er
 		case b.Key != rec.Key:
 			missing = append(missing, fmt.Sprintf("%s (backup %s records key %s)", rec.Key, base, b.Key))
 		case rec.Outcome == OutcomeIntent:
+			b.outcomeUnknown = true
 			b.Warnings = append(b.Warnings, fmt.Sprintf("audit.log records the intent of the write of backup %s but not its outcome (the run was killed, or audit.log could not take the line): %s's state decides whether it is undone", base, b.Key))
 		}
 	}
@@ -103,6 +104,7 @@ func OperationBackups(dir, id string) (backups []*Backup, notes []string, err er
 	}
 	for base, b := range found {
 		if _, ok := last[base]; !ok {
+			b.outcomeUnknown = true
 			b.Warnings = append(b.Warnings, fmt.Sprintf("backup %s records operation %s but audit.log has no line of its write (the run was killed before it, or audit.log could not take the line): %s's state decides whether it is undone", base, id, b.Key))
 		}
 		backups = append(backups, b)
@@ -189,6 +191,10 @@ func (c Planner) PlanRestores(ctx context.Context, r store.Reader, backups []*Ba
 		p, err := c.PlanRestore(ctx, r, b, force)
 		var ch *ChangedError
 		switch {
+		case errors.As(err, &ch) && b.outcomeUnknown && neverWritten(ctx, r, b):
+			plans = append(plans, &Plan{Key: b.Key, NoOp: true, Description: "restore " + b.Key,
+				NoOpReason: fmt.Sprintf("the write backup %s was taken for was never made: audit.log has no outcome of it, and %s's history since revision %d never shows what it would have left", filepath.Base(b.Path), b.Key, b.ModRevision)})
+			continue
 		case errors.As(err, &ch):
 			set.Changed = append(set.Changed, ch)
 			continue
@@ -201,6 +207,26 @@ func (c Planner) PlanRestores(ctx context.Context, r store.Reader, backups []*Ba
 		return nil, set
 	}
 	return plans, nil
+}
+
+// neverWritten reports whether the history of b's key since the
+// backup's revision shows that the write b was taken for was never made:
+// the key never held the value it would have left (a delete's: it was
+// never deleted since). A history compacted past the backup's revision,
+// or that cannot be read, tells nothing (false).
+func neverWritten(ctx context.Context, r store.Reader, b *Backup) bool {
+	made := false
+	info, err := r.History(ctx, b.Key, func(ev store.Event) error {
+		switch {
+		case ev.KV.ModRevision <= b.ModRevision:
+		case b.NewSHA256 == "":
+			made = made || ev.Deleted
+		default:
+			made = made || !ev.Deleted && digest(ev.KV.Value) == b.NewSHA256
+		}
+		return nil
+	})
+	return err == nil && info.CompactRevision <= b.ModRevision && !made
 }
 
 // UndoLine is the command that undoes the steps written: restore BACKUP
