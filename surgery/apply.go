@@ -229,16 +229,16 @@ func BackupDirOrDefault(dir string) string {
 // the transaction, and how an unanswered one is resolved (resolve,
 // resolveDelete). The rest (backup, audit line, refusals) is Apply's.
 type writeOp struct {
-	verb, gerund, noun, nothing string
-	send                        func(ctx context.Context) (int64, error)
-	resolve                     func(ctx context.Context, txnErr error) (int64, []string, error)
+	verb, gerund, nothing string
+	send                  func(ctx context.Context) (int64, error)
+	resolve               func(ctx context.Context, txnErr error) (int64, []string, error)
 }
 
 // opOf returns p's writeOp on w.
 func opOf(w store.Writer, p *Plan) (*writeOp, error) {
 	if !p.Delete {
 		return &writeOp{
-			verb: "write", gerund: "writing", noun: "write", nothing: "nothing written",
+			verb: "write", gerund: "writing", nothing: "nothing written",
 			send: func(ctx context.Context) (int64, error) {
 				return w.CompareAndSwap(ctx, p.Key, p.Expect, p.NewStored, p.Lease)
 			},
@@ -250,7 +250,7 @@ func opOf(w store.Writer, p *Plan) (*writeOp, error) {
 		return nil, fmt.Errorf("delete %s: %T cannot delete keys; nothing written", p.Key, w)
 	}
 	return &writeOp{
-		verb: "delete", gerund: "deleting", noun: "delete", nothing: "nothing deleted",
+		verb: "delete", gerund: "deleting", nothing: "nothing deleted",
 		send: func(ctx context.Context) (int64, error) { return d.CompareAndDelete(ctx, p.Key, p.Expect) },
 		resolve: func(ctx context.Context, txnErr error) (int64, []string, error) {
 			return 0, nil, resolveDelete(ctx, w, p, txnErr)
