@@ -94,6 +94,18 @@ type Backup struct {
 	// outcomeUnknown: audit.log records no outcome of the write
 	// (OperationBackups): whether it was made is the key's to tell.
 	outcomeUnknown bool
+	// log is the audit log beside the backup as OperationBackups read it
+	// (shared by the operation's backups); nil: read it when needed.
+	log []Record
+}
+
+// auditLog returns the records of the audit log beside b (nil when there
+// is none or it cannot be read).
+func (b *Backup) auditLog() []Record {
+	if b.log == nil && b.Path != "" {
+		b.log, _, _ = ReadAuditLog(filepath.Dir(b.Path))
+	}
+	return b.log
 }
 
 // ClusterID returns the cluster ID the backup records, or "".

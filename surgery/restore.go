@@ -444,17 +444,10 @@ func resolveDelete(ctx context.Context, w store.Writer, p *Plan, txnErr error) e
 // backup was taken for, and returns the revision that write produced. A
 // write of unknown outcome, or only intended, says nothing of it.
 func auditRevision(b *Backup) (int64, bool) {
-	if b.Path == "" {
-		return 0, false
-	}
-	recs, _, err := ReadAuditLog(filepath.Dir(b.Path))
-	if err != nil {
-		return 0, false
-	}
 	base := filepath.Base(b.Path)
 	var rev int64
 	found := false
-	for _, rec := range recs {
+	for _, rec := range b.auditLog() {
 		if filepath.Base(rec.Backup) == base && rec.Key == b.Key && rec.NewSHA256 == b.NewSHA256 && rec.ToRevision != 0 {
 			rev, found = rec.ToRevision, true
 		}
@@ -467,15 +460,11 @@ func auditRevision(b *Backup) (int64, bool) {
 // write of kv's key whose answer was lost, fenced off): kv then holds
 // what it held before the fence, not a change by someone else.
 func auditFence(b *Backup, kv *store.KeyValue) bool {
-	if b.Path == "" || kv == nil {
-		return false
-	}
-	recs, _, err := ReadAuditLog(filepath.Dir(b.Path))
-	if err != nil {
+	if kv == nil {
 		return false
 	}
 	sum := digest(kv.Value)
-	for _, rec := range recs {
+	for _, rec := range b.auditLog() {
 		if rec.Key == kv.Key && rec.Fence == kv.ModRevision && rec.SHA256 == sum {
 			return true
 		}

@@ -77,6 +77,7 @@ func OperationBackups(dir, id string) (backups []*Backup, notes []string, err er
 		case err != nil:
 			unreadable = append(unreadable, fmt.Sprintf("%s (%v)", filepath.Base(path), err))
 		case b.OperationID == id:
+			b.log = recs
 			found[filepath.Base(path)] = b
 		}
 	}); err != nil {
