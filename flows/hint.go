@@ -96,6 +96,7 @@ var sentinelHints = []struct {
 	{store.ErrConflict, "re-run the command: it reads the object again and shows a new diff"},
 	{surgery.ErrUncertain, "the write may or may not have been applied: read the object again (etcdpvc get) and compare it with the backup before doing anything else"},
 	{surgery.ErrOperationNotFound, "the operation id and the backup directory are those the write's undo line names; `etcdpvc backups --backup-dir DIR` lists the operations recorded there"},
+	{surgery.ErrOperationIncomplete, "put the missing backups back into the backup directory (from where they were copied) and run the same command again; to undo only the rest, restore their backups one by one (etcdpvc restore BACKUP...)"},
 	{surgery.ErrBadOperationID, "copy the operation id from the write's undo line, or from `etcdpvc backups`"},
 	{surgery.ErrSeveralWrites, "restore each backup on its own, the newest first (`etcdpvc backups` lists them, newest first)"},
 	{surgery.ErrKeyMismatch, "the stored value is another object than its key names: look at it with `etcdpvc get --etcd-key KEY -o yaml`; undelete --force edits it anyway"},

@@ -245,6 +245,17 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 		}
 	}
 	ao := s.ApplyOptions(ctx, t, r.Write)
+	id := surgery.ResumedOperation(ao.BackupDir, plan)
+	resumed := id != ""
+	if resumed {
+		// The objects an earlier run created are here: this run goes on
+		// with its operation, so that one undo line undoes both.
+		t.Note(fmt.Sprintf("resuming operation %s, whose writes audit.log records for objects that exist as it left them: this run's writes join it", id))
+		ao.OperationID = id
+		if r.Write.Result != nil {
+			r.Write.Result.OperationID = id
+		}
+	}
 	var werr error
 	res, werr = surgery.WriteRecoverSet(ctx, w, plan, surgery.RecoverSetWriteOptions{ApplyOptions: ao, MaxTxnOps: r.MaxTxnOps, Verifier: v,
 		OnWritten: func(it *surgery.SetItem) {
@@ -259,6 +270,9 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 	t.Print(fmt.Sprintf("summary: %d written, %s, %d not written, %d unreadable; backups and audit.log in %s\n",
 		out.Written, out.SkipReasons, out.NotWritten, out.Unreadable, ao.BackupDir))
 	undo := setUndo(res)
+	if resumed && undo != "" {
+		undo = surgery.OperationUndo(ao.OperationID, ao.BackupDir)
+	}
 	if out.Written > 0 {
 		t.Print(v.Summary() + "\n")
 		t.Print(fmt.Sprintf("undo with: %s\n", undo))
@@ -267,6 +281,9 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 	if werr != nil {
 		if errors.Is(werr, surgery.ErrNotAccepted) {
 			return &hintedError{werr, fmt.Sprintf("the writes are made, but the apiserver does not accept those named: undo them with %s (or each with `etcdpvc restore BACKUP`, its backup named above) and see the runbook's section on verification", undo)}
+		}
+		if errors.Is(werr, surgery.ErrNotRecorded) {
+			return &hintedError{werr, notRecordedHint(undo)}
 		}
 		if errors.Is(werr, surgery.ErrPartial) && undo != "" {
 			werr = &hintedError{werr, "run the same command again to resume, or undo what was written with " + undo}

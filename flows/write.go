@@ -186,6 +186,8 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 		}
 		if errors.Is(err, surgery.ErrNotAccepted) {
 			err = &hintedError{err, "the write is made, but the apiserver does not accept it: undo it with " + surgery.UndoLine(steps) + " and see the runbook's section on verification"}
+		} else if errors.Is(err, surgery.ErrNotRecorded) {
+			err = &hintedError{err, notRecordedHint(surgery.UndoLine(steps))}
 		}
 		return steps, err
 	}
@@ -257,4 +259,10 @@ func (s *Session) finishSnapshot(t Terminal) (bool, error) {
 	t.Print(fmt.Sprintf("snapshot: %s (revision %d, sha256 %s); %s is unchanged\n", r.Path, r.Revision, r.SHA256, r.Input))
 	t.Print(r.Runbook)
 	return true, nil
+}
+
+// notRecordedHint is the hint of a write made whose outcome line audit.log
+// could not take: undo names the command that undoes it.
+func notRecordedHint(undo string) string {
+	return "the write is made; free the backup directory's disk (or fix what refused the append) before the next write; undo it with " + undo + ", which reads the backups and checks each key"
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ type ApplyOptions struct {
 	// afterBackup, when set, is called after the backup is durable and
 	// before the transaction. It is a test hook.
 	afterBackup func()
+	// afterSend, when set, is called once a write is made and before its
+	// outcome line is appended. It is a test hook.
+	afterSend func()
 	// MaxRequestBytes is the largest request etcd accepts (default
 	// store.MaxRequestBytes, etcd's default --max-request-bytes): a larger
 	// write is refused with ErrTooLarge before anything is written.
@@ -48,27 +52,33 @@ type Result struct {
 	// AuditLog is the audit log the write was recorded in.
 	AuditLog string
 	// Warnings are problems after a successful write that did not undo it
-	// (the audit log could not be appended to, the outcome had to be
-	// confirmed by a re-read).
+	// (the outcome had to be confirmed by a re-read).
 	Warnings []string
+	// AuditErr is why audit.log could not take the write's outcome line
+	// (its intent line is there): the write is made, and Execute fails
+	// with a *NotRecordedError.
+	AuditErr error
 	// Record is the write's record, as audit.log has it.
 	Record Record
 }
 
 // Apply makes a plan's write: it writes the backup (durably, before
-// anything else), then writes p.NewStored with a compare-and-swap on
-// p.Expect that keeps p.Lease, then appends to the audit log. A value
-// larger than etcd accepts is refused (ErrTooLarge) before the backup. If
-// the backup cannot be written, nothing is written. If the key changed
-// since the plan read it, nothing is written and the error is a
-// *ConflictError (matching store.ErrConflict). If ctx is done before the
-// transaction is sent, nothing is sent. A backup left by a write that did
-// not happen is harmless.
+// anything else), appends the write's intent line to audit.log, then
+// writes p.NewStored with a compare-and-swap on p.Expect that keeps
+// p.Lease, then appends the outcome line. A value larger than etcd
+// accepts is refused (ErrTooLarge) before the backup. If the backup or
+// the intent line cannot be written, or ctx is done before the
+// transaction is sent, nothing is sent (and the backup is removed). If
+// the key changed since the plan read it, nothing is written and the
+// error is a *ConflictError (matching store.ErrConflict); its backup
+// stays, harmless, with a not-written outcome line. A write made whose
+// outcome line audit.log did not take is reported in Result.AuditErr.
 //
 // When the transaction's answer is lost (a timeout, a lost connection,
 // ctx cancelled while it was under way), resolve finds out what happened;
 // an outcome it cannot establish is an *UncertainError (ErrUncertain),
-// also recorded in the audit log.
+// also recorded in the audit log, and a fence that established nothing
+// was written is recorded in its not-written line (Record.Fence).
 func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Result, error) {
 	if err := checkPlan(p, o); err != nil {
 		return nil, err
@@ -90,7 +100,12 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	rec := auditOf(p, b, path, o, now)
 	logPath := filepath.Join(o.BackupDir, AuditLogName)
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%s %s: %w before the transaction was sent; %s", op.verb, p.ObjectName(), err, op.nothing)
+		return nil, fmt.Errorf("%s %s: %w before the transaction was sent; %s%s", op.verb, p.ObjectName(), err, op.nothing, dropBackups(o.BackupDir, path))
+	}
+	// Intent first: the write is in audit.log before it can be made, so
+	// that a run killed after the commit leaves it there.
+	if err := appendAudit(logPath, rec.intent()); err != nil {
+		return nil, fmt.Errorf("%s %s: record the write in %s before sending it: %w; %s%s", op.verb, p.ObjectName(), logPath, err, op.nothing, dropBackups(o.BackupDir, path))
 	}
 
 	res := &Result{BackupPath: path}
@@ -99,34 +114,29 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 		var ce *store.ConflictError
 		switch {
 		case errors.As(err, &ce):
-			return nil, &ConflictError{Key: p.Key, Read: p.Expect, Current: ce.Current, Cause: ce}
+			err = &ConflictError{Key: p.Key, Read: p.Expect, Current: ce.Current, Cause: ce}
 		case !p.Delete && errors.Is(err, store.ErrLeaseNotFound):
-			return nil, fmt.Errorf("write %s: %w; nothing written", p.Key, err)
+			err = fmt.Errorf("write %s: %w; nothing written", p.Key, err)
 		case !p.Delete && errors.Is(err, store.ErrTooLarge):
-			return nil, fmt.Errorf("write %s: %w: %w; nothing written", p.ObjectName(), ErrTooLarge, err)
+			err = fmt.Errorf("write %s: %w: %w; nothing written", p.ObjectName(), ErrTooLarge, err)
+		default:
+			var warnings []string
+			rev, warnings, err = op.resolve(ctx, err)
+			res.Warnings = append(res.Warnings, warnings...)
+			rec.Resolution = warnings
 		}
-		var warnings []string
-		rev, warnings, err = op.resolve(ctx, err)
 		if err != nil {
-			var ue *UncertainError
-			if errors.As(err, &ue) {
-				ue.Backup = path
-				rec.Outcome = OutcomeUncertain
-				rec.Resolution = []string{ue.Reason}
-				if aerr := appendAudit(logPath, rec); aerr != nil {
-					ue.AuditErr = aerr
-				}
-			}
-			return nil, err
+			return nil, settleFailed(logPath, rec, err)
 		}
-		res.Warnings = append(res.Warnings, warnings...)
-		rec.Resolution = warnings
 	}
 	res.Revision = rev
 	rec.ToRevision = rev
 	res.Record = rec
+	if o.afterSend != nil {
+		o.afterSend()
+	}
 	if err := appendAudit(logPath, rec); err != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the %s succeeded but the audit log could not be appended to: %v", op.noun, err))
+		res.AuditErr = err
 	} else {
 		res.AuditLog = logPath
 	}
@@ -219,16 +229,16 @@ func BackupDirOrDefault(dir string) string {
 // the transaction, and how an unanswered one is resolved (resolve,
 // resolveDelete). The rest (backup, audit line, refusals) is Apply's.
 type writeOp struct {
-	verb, gerund, noun, nothing string
-	send                        func(ctx context.Context) (int64, error)
-	resolve                     func(ctx context.Context, txnErr error) (int64, []string, error)
+	verb, gerund, nothing string
+	send                  func(ctx context.Context) (int64, error)
+	resolve               func(ctx context.Context, txnErr error) (int64, []string, error)
 }
 
 // opOf returns p's writeOp on w.
 func opOf(w store.Writer, p *Plan) (*writeOp, error) {
 	if !p.Delete {
 		return &writeOp{
-			verb: "write", gerund: "writing", noun: "write", nothing: "nothing written",
+			verb: "write", gerund: "writing", nothing: "nothing written",
 			send: func(ctx context.Context) (int64, error) {
 				return w.CompareAndSwap(ctx, p.Key, p.Expect, p.NewStored, p.Lease)
 			},
@@ -240,7 +250,7 @@ func opOf(w store.Writer, p *Plan) (*writeOp, error) {
 		return nil, fmt.Errorf("delete %s: %T cannot delete keys; nothing written", p.Key, w)
 	}
 	return &writeOp{
-		verb: "delete", gerund: "deleting", noun: "delete", nothing: "nothing deleted",
+		verb: "delete", gerund: "deleting", nothing: "nothing deleted",
 		send: func(ctx context.Context) (int64, error) { return d.CompareAndDelete(ctx, p.Key, p.Expect) },
 		resolve: func(ctx context.Context, txnErr error) (int64, []string, error) {
 			return 0, nil, resolveDelete(ctx, w, p, txnErr)
@@ -395,6 +405,11 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 			return steps, &NotAcceptedError{Steps: steps}
 		}
 	}
+	for _, st := range steps {
+		if st.Written() && st.Result.AuditErr != nil {
+			return steps, &NotRecordedError{Steps: steps}
+		}
+	}
 	return steps, nil
 }
 
@@ -482,6 +497,8 @@ func (e *PartialError) Error() string {
 		}
 		name := s.Plan.ObjectName()
 		switch {
+		case s.Written() && s.Result.AuditErr != nil:
+			parts = append(parts, fmt.Sprintf("%s was written (revision %s → %d; backup %s), but audit.log could not take its outcome line (%v)", name, revString(s.Plan.Expect), s.Result.Revision, s.Result.BackupPath, s.Result.AuditErr))
 		case s.Written():
 			parts = append(parts, fmt.Sprintf("%s was written (revision %s → %d; backup %s)", name, revString(s.Plan.Expect), s.Result.Revision, s.Result.BackupPath))
 		case i == e.Failed && errors.Is(s.Err, ErrUncertain):
@@ -676,7 +693,11 @@ func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64,
 	// It returns done with the outcome, or !done to re-read.
 	retry := func(notWritten string) (done bool, rev int64, warn []string, err error) {
 		if ctx.Err() != nil || retries >= resolveRetries {
-			return true, 0, nil, fmt.Errorf("write %s: %s; %s: nothing written: %w", obj, lost, notWritten, txnErr)
+			err := fmt.Errorf("write %s: %s; %s: nothing written: %w", obj, lost, notWritten, txnErr)
+			if expect != p.Expect {
+				err = &FenceError{Key: p.Key, Revision: expect, Err: err}
+			}
+			return true, 0, nil, err
 		}
 		retries++
 		rev, err = w.CompareAndSwap(rctx, p.Key, expect, p.NewStored, p.Lease)
@@ -821,3 +842,98 @@ func writtenSince(ctx context.Context, rd store.Reader, p *Plan) (int64, error) 
 	}
 	return made, nil
 }
+
+// intent is the intent line of the write r records: appended before its
+// transaction is sent.
+func (r Record) intent() Record {
+	r.Outcome, r.ToRevision, r.Resolution = OutcomeIntent, 0, nil
+	return r
+}
+
+// settleFailed appends the outcome line of a write whose transaction was
+// sent and failed with err (rec: its intent): uncertain, or not written
+// (with the fence, when one established it). It returns err, saying when
+// audit.log could not take the line.
+func settleFailed(logPath string, rec Record, err error) error {
+	rec.ToRevision = 0
+	var ue *UncertainError
+	if errors.As(err, &ue) {
+		ue.Backup = rec.Backup
+		rec.Outcome, rec.Resolution = OutcomeUncertain, []string{ue.Reason}
+		ue.AuditErr = appendAudit(logPath, rec)
+		return err
+	}
+	rec.Outcome, rec.Reason = OutcomeNotWritten, err.Error()
+	if errors.Is(err, store.ErrConflict) {
+		rec.Outcome = OutcomeConflict
+	}
+	var fe *FenceError
+	if errors.As(err, &fe) && fe.Key == rec.Key {
+		rec.Fence = fe.Revision
+	}
+	if aerr := appendAudit(logPath, rec); aerr != nil {
+		return fmt.Errorf("%w (audit.log could not record that nothing was written: %v)", err, aerr)
+	}
+	return err
+}
+
+// dropBackups removes the backups of writes that were not sent and never
+// will be, and says what became of them (for an error's end).
+func dropBackups(dir string, paths ...string) string {
+	failed := 0
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			failed++
+		}
+	}
+	if err := syncDir(dir); err != nil || failed > 0 {
+		return "; its backups could not all be removed (they record writes that were not made, and are harmless)"
+	}
+	if len(paths) == 1 {
+		return "; its backup was removed"
+	}
+	return "; its backups were removed"
+}
+
+// FenceError reports a write whose transaction's answer was lost and
+// which was fenced off: Key was rewritten with its own bytes at Revision,
+// so that the transaction can no longer apply; nothing was written. The
+// fence is recorded in audit.log (Record.Fence), so that a restore run
+// again takes it for what it is, not for a change by someone else.
+type FenceError struct {
+	Key      string
+	Revision int64
+	Err      error
+}
+
+func (e *FenceError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error that says what was established.
+func (e *FenceError) Unwrap() error { return e.Err }
+
+// ErrNotRecorded means a write was made and audit.log could not take its
+// outcome line (a full disk, an I/O error, a file-size limit); its intent
+// line is there, and restore reads the backups themselves.
+var ErrNotRecorded = errors.New("written, but audit.log could not record the outcome")
+
+// NotRecordedError reports an Execute whose writes were made and some of
+// whose outcome lines audit.log did not take. It matches ErrNotRecorded.
+type NotRecordedError struct {
+	Steps []Step
+}
+
+func (e *NotRecordedError) Error() string {
+	var parts []string
+	for _, s := range e.Steps {
+		if s.Written() && s.Result.AuditErr != nil {
+			parts = append(parts, fmt.Sprintf("%s was written (revision %s → %d; backup %s), but its outcome line could not be appended: %v", s.Plan.ObjectName(), revString(s.Plan.Expect), s.Result.Revision, s.Result.BackupPath, s.Result.AuditErr))
+		}
+	}
+	return fmt.Sprintf("%v: %s; audit.log holds the intent of each, and restore reads their backups", ErrNotRecorded, strings.Join(parts, "; "))
+}
+
+// Is reports whether target is ErrNotRecorded.
+func (e *NotRecordedError) Is(target error) bool { return target == ErrNotRecorded }

@@ -91,6 +91,21 @@ type Backup struct {
 	// Warnings are what a reader should know about the backup itself (an
 	// old format), found by ReadBackup (not stored).
 	Warnings []string `json:"-"`
+	// outcomeUnknown: audit.log records no outcome of the write
+	// (OperationBackups): whether it was made is the key's to tell.
+	outcomeUnknown bool
+	// log is the audit log beside the backup as OperationBackups read it
+	// (shared by the operation's backups); nil: read it when needed.
+	log []Record
+}
+
+// auditLog returns the records of the audit log beside b (nil when there
+// is none or it cannot be read).
+func (b *Backup) auditLog() []Record {
+	if b.log == nil && b.Path != "" {
+		b.log, _, _ = ReadAuditLog(filepath.Dir(b.Path))
+	}
+	return b.log
 }
 
 // ClusterID returns the cluster ID the backup records, or "".
@@ -308,7 +323,9 @@ func appendAudit(path string, rec AuditRecord) error {
 }
 
 // appendAudits appends one JSON line per record to the audit log, with one
-// write and one fsync.
+// write and one fsync. A last line left torn by an append that failed part
+// way (a full disk, a file-size limit) is ended first, so that it stays a
+// line of its own that readers skip and the new lines read whole.
 func appendAudits(path string, recs []AuditRecord) error {
 	var line []byte
 	for _, rec := range recs {
@@ -319,12 +336,25 @@ func appendAudits(path string, recs []AuditRecord) error {
 		line = append(append(line, b...), '\n')
 	}
 	_, statErr := os.Lstat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|oNoFollow, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|oNoFollow, 0o600)
 	if err != nil {
 		if isSymlinkErr(path, err) {
 			return fmt.Errorf("%w: %s is a symbolic link; etcdpvc never writes through one", ErrUnsafeBackupDir, path)
 		}
 		return err
+	}
+	if fi, err := f.Stat(); err != nil {
+		f.Close()
+		return err
+	} else if size := fi.Size(); size > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, size-1); err != nil {
+			f.Close()
+			return err
+		}
+		if last[0] != '\n' {
+			line = append([]byte{'\n'}, line...)
+		}
 	}
 	if _, err := f.Write(line); err != nil {
 		f.Close()

@@ -26,23 +26,11 @@ type ListedBackup struct {
 // values stay in the backups: a caller prints only what Backup says of
 // the write. A directory that does not exist holds none.
 func ListBackups(dir string) ([]ListedBackup, error) {
-	dir = BackupDirOrDefault(dir)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list backups: %w", err)
-	}
 	var out []ListedBackup
-	for _, e := range entries {
-		name := e.Name()
-		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
-			continue
-		}
-		path := filepath.Join(dir, name)
-		b, err := ReadBackup(path)
+	if err := eachBackup(dir, func(path string, b *Backup, err error) {
 		out = append(out, ListedBackup{Path: path, Backup: b, Err: err})
+	}); err != nil {
+		return nil, err
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i].Backup, out[j].Backup
@@ -57,6 +45,30 @@ func ListBackups(dir string) ([]ListedBackup, error) {
 		return out[i].Path > out[j].Path
 	})
 	return out, nil
+}
+
+// eachBackup reads every backup file (*.json) of dir in name order and
+// calls fn with it, or with why it cannot be read. A directory that does
+// not exist holds none.
+func eachBackup(dir string, fn func(path string, b *Backup, err error)) error {
+	dir = BackupDirOrDefault(dir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list backups: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		b, err := ReadBackup(path)
+		fn(path, b, err)
+	}
+	return nil
 }
 
 // Time is when the backup was taken (the zero time when it records none

@@ -43,16 +43,20 @@
 //  2. Apply writes a backup file first: the original stored bytes
 //     (ciphertext when encrypted), their sha256 and the sha256 of the new
 //     bytes, written to a temporary file, fsynced, linked into place and the
-//     directory fsynced, mode 0600. If the backup cannot be written, nothing
-//     is written to etcd.
+//     directory fsynced, mode 0600, then the write's intent line to
+//     audit.log beside it, fsynced. If either cannot be written, nothing is
+//     written to etcd.
 //  3. Apply then writes with one etcd transaction that succeeds only if the
 //     key is still at revision R (store.Writer.CompareAndSwap), with the
 //     lease the key had. If anything wrote the key since it was read, the
 //     transaction writes nothing and Apply returns a *ConflictError. A backup
 //     left behind by a write that did not happen is harmless: it holds the
 //     value the key still has.
-//  4. On success Apply appends one JSON line to audit.log beside the
-//     backups.
+//  4. Apply then appends the write's outcome line to audit.log. A write
+//     made whose outcome line audit.log does not take is reported
+//     (Result.AuditErr; Execute's *NotRecordedError): the intent line and
+//     the backup, which carries the operation id, still undo it, since
+//     OperationBackups reads the backups themselves.
 //
 // # Restore and recover
 //

@@ -46,6 +46,11 @@ const (
 	// OutcomeUncertain: the write was sent and may or may not have been
 	// applied (the audit log's "uncertain").
 	OutcomeUncertain = "uncertain"
+	// OutcomeIntent: in audit.log only, the write is about to be sent; a
+	// later line of the same backup says its outcome. Alone, the run
+	// stopped before recording it (killed, or audit.log could not take
+	// the line): the key's state tells whether the write was made.
+	OutcomeIntent = "intent"
 	// OutcomeNotWritten: not written for another reason (not attempted
 	// after an earlier key failed, or an error; Reason says).
 	OutcomeNotWritten = "not-written"
@@ -104,6 +109,10 @@ type Record struct {
 	// Resolution says how a transaction whose answer was lost was
 	// resolved: what the re-reads showed, and each fence, with revisions.
 	Resolution []string `json:"resolution,omitempty"`
+	// Fence is the revision at which etcdpvc rewrote the key with its own
+	// bytes so that a transaction whose answer was lost can no longer
+	// apply (a not-written outcome); 0: none.
+	Fence int64 `json:"fence,omitempty"`
 }
 
 // AuditRecord is a line of audit.log: a Record.
@@ -170,6 +179,12 @@ func (r *Record) identify(p *Plan, prefix string) {
 	if obj != nil && obj.Meta != nil {
 		r.Namespace, r.Name = obj.Meta.Namespace, obj.Meta.Name
 	}
+}
+
+// mayBeMade reports whether the write r records was made or may have
+// been: an intent alone, a write made, or one of unknown outcome.
+func (r Record) mayBeMade() bool {
+	return r.Outcome == OutcomeIntent || r.Outcome == OutcomeWritten || r.Outcome == OutcomeUncertain
 }
 
 // PlanRecord is the record of plan p that was not written: outcome and

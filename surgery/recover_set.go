@@ -98,6 +98,9 @@ type SetItem struct {
 	Warnings []string
 	// SourceRevision is the revision of the source value.
 	SourceRevision int64
+	// LiveSHA256 is the sha256 of the value the live key holds, for an
+	// item found there identical (ActionIdentical).
+	LiveSHA256 string
 
 	rank  int
 	owner []metav1.OwnerReference
@@ -606,7 +609,7 @@ func (c Planner) checkExisting(ctx context.Context, live store.Reader, plan *Set
 			continue
 		}
 		if bytes.Equal(cur.Plain, it.Plan.NewPlain) {
-			it.Action, it.Plan = ActionIdentical, nil
+			it.Action, it.Plan, it.LiveSHA256 = ActionIdentical, nil, digest(cur.KV.Value)
 			continue
 		}
 		it.Reason = fmt.Sprintf("the live object (revision %d, uid %s) differs from the source", cur.KV.ModRevision, cur.Obj.Meta.UID)

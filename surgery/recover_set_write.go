@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -143,6 +142,49 @@ func WriteRecoverSet(ctx context.Context, w store.Writer, plan *SetPlan, o Recov
 	return res, err
 }
 
+// ResumedOperation returns the operation a run of plan resumes: the last
+// one whose writes audit.log in dir records (an intent, a write made, or
+// one of unknown outcome) of keys the plan finds holding the very value
+// that write left (ActionIdentical), provided it wrote none of the keys
+// the plan writes. The run then writes as that operation, so that one
+// restore --operation undoes both runs, the first one's writes included
+// when it was killed before it could print its undo line. "" when none.
+func ResumedOperation(dir string, plan *SetPlan) string {
+	found := map[string]string{}
+	for _, it := range plan.Items {
+		if it.Action == ActionIdentical && it.LiveSHA256 != "" {
+			found[it.Key] = it.LiveSHA256
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	recs, _, err := ReadAuditLog(BackupDirOrDefault(dir))
+	if err != nil {
+		return ""
+	}
+	id := ""
+	keys := map[string]map[string]bool{} // operation → keys it wrote
+	for _, rec := range recs {
+		if rec.OperationID == "" || !rec.mayBeMade() {
+			continue
+		}
+		if keys[rec.OperationID] == nil {
+			keys[rec.OperationID] = map[string]bool{}
+		}
+		keys[rec.OperationID][rec.Key] = true
+		if sum, ok := found[rec.Key]; ok && !rec.Deleted && rec.NewSHA256 == sum {
+			id = rec.OperationID
+		}
+	}
+	for _, it := range plan.Writes() {
+		if keys[id][it.Key] {
+			return "" // a key written twice in one operation could not be undone as a unit
+		}
+	}
+	return id
+}
+
 // Writes returns the items the plan writes, in the order WriteRecoverSet
 // writes them: the creates, then the replaces.
 func (p *SetPlan) Writes() []*SetItem {
@@ -194,8 +236,9 @@ func deleteBatch(w store.Writer, bd store.BatchDeleter) batchOp {
 }
 
 // writeBatch writes the backups of a batch of creates or of deletes (each
-// file fsynced, several at once, then the directory once), then sends them
-// in one transaction, then appends them to the audit log with one fsync.
+// file fsynced, several at once, then the directory once), appends their
+// intent lines to the audit log (one fsync), then sends them in one
+// transaction, then appends their outcome lines (one fsync).
 // When the transaction is known not to have been applied (a conflict, keys
 // in several stores, more than etcd takes in one transaction), the batch's
 // backups are removed: they record writes that were never made.
@@ -224,22 +267,15 @@ func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) 
 	}
 	close(next)
 	wg.Wait()
+	paths := make([]string, len(batch))
+	for i, r := range out {
+		if r != nil {
+			paths[i] = r.BackupPath
+		}
+	}
 	// unsent removes the batch's backups: the transaction was not
 	// applied, and never will be.
-	unsent := func() string {
-		var failed int
-		for _, r := range out {
-			if r != nil && r.BackupPath != "" {
-				if err := os.Remove(r.BackupPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-					failed++
-				}
-			}
-		}
-		if err := syncDir(o.BackupDir); err != nil || failed > 0 {
-			return fmt.Sprintf("; its backups could not all be removed (they record %ss that were not made, and are harmless)", op.verb)
-		}
-		return "; its backups were removed"
-	}
+	unsent := func() string { return dropBackups(o.BackupDir, paths...) }
 	for i, p := range batch {
 		if errs[i] != nil {
 			return nil, fmt.Errorf("%s %s: back up before writing: %w; this batch of %d was not written%s", op.verb, p.ObjectName(), errs[i], len(batch), unsent())
@@ -253,17 +289,40 @@ func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) 
 		return nil, fmt.Errorf("%s %d %s: %w before the transaction was sent; this batch was not written%s", op.verb, len(batch), op.noun, err, unsent())
 	}
 	logPath := filepath.Join(o.BackupDir, AuditLogName)
-	audit := func(rev int64, outcome string) error {
-		recs := make([]AuditRecord, len(batch))
-		for i, p := range batch {
-			recs[i] = auditOf(p, backups[i], out[i].BackupPath, o, now)
-			recs[i].ToRevision = rev
-			if outcome != "" {
-				recs[i].Outcome = outcome
+	recs := make([]AuditRecord, len(batch))
+	for i, p := range batch {
+		recs[i] = auditOf(p, backups[i], out[i].BackupPath, o, now)
+	}
+	// audit appends one line per key: the intent (before the transaction
+	// is sent), or the outcome (with fe's fence on its key).
+	audit := func(rev int64, outcome, reason string, fe *FenceError) error {
+		lines := make([]AuditRecord, len(batch))
+		for i, rec := range recs {
+			rec.Outcome, rec.ToRevision, rec.Reason = outcome, rev, reason
+			if outcome == OutcomeIntent {
+				rec = rec.intent()
 			}
-			out[i].Record = recs[i]
+			if fe != nil && fe.Key == rec.Key {
+				rec.Fence = fe.Revision
+			}
+			lines[i], out[i].Record = rec, rec
 		}
-		return appendAudits(logPath, recs)
+		return appendAudits(logPath, lines)
+	}
+	if err := audit(0, OutcomeIntent, "", nil); err != nil {
+		return nil, fmt.Errorf("%s %d %s: record them in %s before sending the transaction: %w; this batch was not written%s", op.verb, len(batch), op.noun, logPath, err, unsent())
+	}
+	// notSent records that the transaction was not applied, and removes
+	// its backups.
+	notSent := func(err error, fe *FenceError) string {
+		outcome := OutcomeNotWritten
+		if errors.Is(err, store.ErrConflict) {
+			outcome = OutcomeConflict
+		}
+		if aerr := audit(0, outcome, err.Error(), fe); aerr != nil {
+			return fmt.Sprintf(" (audit.log could not record that nothing was written: %v)", aerr)
+		}
+		return unsent()
 	}
 	rev, err := op.send(ctx, kvs)
 	if err != nil {
@@ -271,24 +330,26 @@ func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) 
 		var me *store.BatchMovedError
 		switch {
 		case errors.As(err, &ce), errors.As(err, &me):
-			return nil, fmt.Errorf("%w; nothing of this transaction was written%s", err, unsent())
+			return nil, fmt.Errorf("%w; nothing of this transaction was written%s", err, notSent(err, nil))
 		case errors.Is(err, store.ErrCrossStore):
-			unsent()
+			notSent(err, nil)
 			return nil, fmt.Errorf("%w; nothing of this transaction was written", err)
 		case errors.Is(err, store.ErrTooManyOps):
-			return nil, &TooManyOpsError{Verb: op.verb, Ops: len(batch), Cause: err, Removed: unsent()}
+			return nil, &TooManyOpsError{Verb: op.verb, Ops: len(batch), Cause: err, Removed: notSent(err, nil)}
 		case errors.Is(err, store.ErrTooLarge):
-			return nil, fmt.Errorf("%s %d %s: %w: %w; nothing of this transaction was written%s", op.verb, len(batch), op.noun, ErrTooLarge, err, unsent())
+			return nil, fmt.Errorf("%s %d %s: %w: %w; nothing of this transaction was written%s", op.verb, len(batch), op.noun, ErrTooLarge, err, notSent(err, nil))
 		}
 		rev, err = op.resolve(ctx, kvs, err)
 		if err != nil {
+			var fe *FenceError
+			errors.As(err, &fe)
 			switch {
 			case errors.Is(err, ErrUncertain):
-				if aerr := audit(0, OutcomeUncertain); aerr != nil {
+				if aerr := audit(0, OutcomeUncertain, "", nil); aerr != nil {
 					err = fmt.Errorf("%w (the audit log could not record it: %v)", err, aerr)
 				}
 			case errors.Is(err, errBatchNotApplied):
-				err = fmt.Errorf("%w%s", err, unsent())
+				err = fmt.Errorf("%w%s", err, notSent(err, fe))
 			}
 			return nil, err
 		}
@@ -296,10 +357,10 @@ func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) 
 	for i := range out {
 		out[i].Revision = rev
 	}
-	if err := audit(rev, ""); err != nil {
-		// The writes are made; a failing audit log is not a failed write.
+	if err := audit(rev, OutcomeWritten, "", nil); err != nil {
+		// The writes are made; Execute reports the missing lines.
 		for i := range out {
-			out[i].Warnings = []string{fmt.Sprintf("the write succeeded but the audit log could not be appended to: %v", err)}
+			out[i].AuditErr = err
 		}
 	} else {
 		for i := range out {
@@ -352,8 +413,8 @@ func resolveDeleteBatch(ctx context.Context, w store.Writer, kvs []store.KeyValu
 	if err != nil {
 		return 0, uncertain(fmt.Sprintf("%s was still at its revision when read, but fencing the transaction off failed (%v): it may have applied, or may still", held.Key, err))
 	}
-	return 0, fmt.Errorf("%s: the transaction's answer was lost (%v); %s was still at revision %d and was rewritten with its own value at revision %d so that the transaction can no longer apply; run the same command again: %w, nothing of it was deleted",
-		what, txnErr, held.Key, held.ModRevision, frev, errBatchNotApplied)
+	return 0, &FenceError{Key: held.Key, Revision: frev, Err: fmt.Errorf("%s: the transaction's answer was lost (%v); %s was still at revision %d and was rewritten with its own value at revision %d so that the transaction can no longer apply; run the same command again: %w, nothing of it was deleted",
+		what, txnErr, held.Key, held.ModRevision, frev, errBatchNotApplied)}
 }
 
 // ErrTooManyOps means a transaction held more operations than etcd

@@ -1,13 +1,9 @@
 package surgery
 
 import (
-	"bufio"
-
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -243,7 +239,7 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 			return nil, &ChangedError{Key: b.Key, Backup: b.Path, Revision: kv.ModRevision, Diff: p.Diff}
 		}
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s was changed after etcdpvc's write (now revision %d); the forced restore discards that change", b.Key, kv.ModRevision))
-	} else if rev, ok := auditRevision(b); ok && rev != kv.ModRevision {
+	} else if rev, ok := auditRevision(b); ok && rev != kv.ModRevision && !auditFence(b, kv) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s holds the value etcdpvc's write produced, but at revision %d, not %d as the audit log records: something wrote the same value again", b.Key, kv.ModRevision, rev))
 	}
 	p.Warnings = append(p.Warnings, c.warnings(ctx, r, cur, bobj, terminating(cur.Obj.Meta) && !terminating(bobj.Meta))...)
@@ -272,13 +268,17 @@ func (c Planner) planUncreate(ctx context.Context, r store.Reader, b *Backup, fo
 	}
 	p.Expect, p.Lease = kv.ModRevision, kv.Lease
 	var changed []string
-	if digest(kv.Value) != b.NewSHA256 {
+	same := digest(kv.Value) == b.NewSHA256
+	if !same {
 		changed = append(changed, "it holds other bytes than etcdpvc created")
 	}
-	if kv.Version != 1 {
+	switch rev, ok := auditRevision(b); {
+	case same && kv.Version != 1 && auditFence(b, kv):
+		// Rewritten with its own bytes by etcdpvc itself: a fence.
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s is at revision %d, where etcdpvc rewrote it with its own bytes so that a delete whose answer was lost could not apply (audit.log records the fence): not a change by someone else", b.Key, kv.ModRevision))
+	case kv.Version != 1:
 		changed = append(changed, fmt.Sprintf("it was written %d times since it was created", kv.Version-1))
-	}
-	if rev, ok := auditRevision(b); ok && (kv.CreateRevision != rev || kv.ModRevision != rev) {
+	case ok && (kv.CreateRevision != rev || kv.ModRevision != rev):
 		changed = append(changed, fmt.Sprintf("it was created at revision %d and is at revision %d, not at revision %d as the audit log records", kv.CreateRevision, kv.ModRevision, rev))
 	}
 	cur, openErr := c.Open(ctx, *kv)
@@ -429,7 +429,7 @@ func resolveDelete(ctx context.Context, w store.Writer, p *Plan, txnErr error) e
 	case err == nil && kv.ModRevision == p.Expect:
 		frev, ferr := w.CompareAndSwap(rctx, p.Key, p.Expect, kv.Value, kv.Lease)
 		if ferr == nil {
-			return fmt.Errorf("delete %s: %w; the key was still at revision %d and was rewritten with its own value at revision %d so that the delete can no longer apply: nothing deleted", p.Key, txnErr, p.Expect, frev)
+			return &FenceError{Key: p.Key, Revision: frev, Err: fmt.Errorf("delete %s: %w; the key was still at revision %d and was rewritten with its own value at revision %d so that the delete can no longer apply: nothing deleted", p.Key, txnErr, p.Expect, frev)}
 		}
 		return uncertain(fmt.Sprintf("%s; the key was still at revision %d, but fencing the delete off failed (%v): it may still apply", lost, p.Expect, ferr))
 	case errors.Is(err, store.ErrNotFound):
@@ -441,31 +441,33 @@ func resolveDelete(ctx context.Context, w store.Writer, p *Plan, txnErr error) e
 }
 
 // auditRevision looks in the audit log beside a backup for the write that
-// backup was taken for, and returns the revision that write produced.
+// backup was taken for, and returns the revision that write produced. A
+// write of unknown outcome, or only intended, says nothing of it.
 func auditRevision(b *Backup) (int64, bool) {
-	if b.Path == "" {
-		return 0, false
-	}
-	f, err := os.OpenFile(filepath.Join(filepath.Dir(b.Path), AuditLogName), os.O_RDONLY|oNoFollow, 0)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
 	base := filepath.Base(b.Path)
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var rev int64
 	found := false
-	for sc.Scan() {
-		var rec AuditRecord
-		if json.Unmarshal(sc.Bytes(), &rec) != nil {
-			continue
-		}
-		// A write of unknown outcome (uncertain, revision 0) says nothing
-		// of the revision it made.
+	for _, rec := range b.auditLog() {
 		if filepath.Base(rec.Backup) == base && rec.Key == b.Key && rec.NewSHA256 == b.NewSHA256 && rec.ToRevision != 0 {
 			rev, found = rec.ToRevision, true
 		}
 	}
 	return rev, found
+}
+
+// auditFence reports whether the audit log beside backup b records a
+// fence etcdpvc wrote at kv's revision with kv's bytes (Record.Fence: a
+// write of kv's key whose answer was lost, fenced off): kv then holds
+// what it held before the fence, not a change by someone else.
+func auditFence(b *Backup, kv *store.KeyValue) bool {
+	if kv == nil {
+		return false
+	}
+	sum := digest(kv.Value)
+	for _, rec := range b.auditLog() {
+		if rec.Key == kv.Key && rec.Fence == kv.ModRevision && rec.SHA256 == sum {
+			return true
+		}
+	}
+	return false
 }

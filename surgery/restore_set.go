@@ -4,58 +4,132 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/etcdpvc/etcdpvc/internal/textout"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
-// ErrOperationNotFound means the audit log of a backup directory records
-// no write of the operation asked for.
+// ErrOperationNotFound means neither the audit log nor the backups of a
+// backup directory record a write of the operation asked for.
 var ErrOperationNotFound = errors.New("no write of this operation is recorded")
 
-// OperationBackups returns the backups of the writes of operation id that
-// the audit log of dir records (made, or of unknown outcome), in the order
-// they were written. Each backup is read from dir (by its file name, so a
-// directory moved as a whole still works) and must record the same
-// operation id. An operation none of whose writes is recorded is
-// ErrOperationNotFound.
-func OperationBackups(dir, id string) ([]*Backup, error) {
+// ErrOperationIncomplete means audit.log records a write of an operation
+// whose backup is missing or cannot be read: the operation cannot be
+// undone as a whole.
+var ErrOperationIncomplete = errors.New("a backup of the operation is missing")
+
+// OperationBackups returns the backups of the writes of operation id in
+// dir, in the order they were made, the backups cross-checked against
+// audit.log:
+//
+//   - every backup file of dir that records operation id is one, whether
+//     audit.log records its outcome or not (a run killed after its
+//     backup, or audit.log that could not take a line): restore then
+//     goes by its key's state (PlanRestore: the write is undone where the
+//     key holds what it left, nothing to do where it holds the backup's
+//     value, refused where it was changed since); its Warnings say so;
+//   - a write audit.log records (its intent, made, or of unknown outcome)
+//     whose backup is missing or cannot be read refuses the whole undo,
+//     naming each (ErrOperationIncomplete): undoing the rest would undo
+//     part of the operation;
+//   - a backup whose write audit.log records as not written is left out.
+//
+// notes say what else was found that the caller should tell: lines of
+// audit.log that cannot be read, backup files that cannot be read. An
+// operation none of whose writes is recorded is ErrOperationNotFound.
+func OperationBackups(dir, id string) (backups []*Backup, notes []string, err error) {
 	if err := CheckOperationID(id); err != nil {
-		return nil, fmt.Errorf("restore --operation %w", err)
+		return nil, nil, fmt.Errorf("restore --operation %w", err)
 	}
 	dir = BackupDirOrDefault(dir)
-	recs, _, err := ReadAuditLog(dir)
+	recs, skipped, err := ReadAuditLog(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []*Backup
-	seen := map[string]bool{}
+	logPath := filepath.Join(dir, AuditLogName)
+	if skipped > 0 {
+		notes = append(notes, fmt.Sprintf("%s holds %d lines that cannot be read (torn by an append that failed, or of another format); the backups of the operation are read too", logPath, skipped))
+	}
+	// last is, for each backup of the operation audit.log names (by file
+	// name, so that a directory moved as a whole still works), its last
+	// line: the intent, or the outcome.
+	last := map[string]Record{}
+	var order []string
 	for _, rec := range recs {
-		if rec.OperationID != id || (rec.Outcome != OutcomeWritten && rec.Outcome != OutcomeUncertain) || rec.Backup == "" {
+		if rec.OperationID != id || rec.Backup == "" {
 			continue
 		}
-		path := filepath.Join(dir, filepath.Base(rec.Backup))
-		if seen[path] {
-			continue
+		base := filepath.Base(rec.Backup)
+		if _, ok := last[base]; !ok {
+			order = append(order, base)
 		}
-		seen[path] = true
-		b, err := ReadBackup(path)
-		if err != nil {
-			return nil, fmt.Errorf("operation %s: %w", id, err)
-		}
-		if b.OperationID != id || b.Key != rec.Key {
-			return nil, fmt.Errorf("operation %s: read backup %s: %w: it records operation %q and key %s, audit.log operation %s and key %s",
-				id, path, ErrBadBackup, b.OperationID, b.Key, id, rec.Key)
-		}
-		out = append(out, b)
+		last[base] = rec
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("restore --operation %s: %w in %s", id, ErrOperationNotFound, filepath.Join(dir, AuditLogName))
+	found := map[string]*Backup{}
+	var unreadable []string
+	if err := eachBackup(dir, func(path string, b *Backup, err error) {
+		switch {
+		case err != nil:
+			unreadable = append(unreadable, fmt.Sprintf("%s (%v)", filepath.Base(path), err))
+		case b.OperationID == id:
+			b.log = recs
+			found[filepath.Base(path)] = b
+		}
+	}); err != nil {
+		return nil, nil, fmt.Errorf("restore --operation %s: %w", id, err)
 	}
-	return out, nil
+	var missing []string
+	for _, base := range order {
+		rec := last[base]
+		b := found[base]
+		switch {
+		case !rec.mayBeMade():
+			delete(found, base)
+		case b == nil:
+			missing = append(missing, fmt.Sprintf("%s (backup %s, %s)", rec.Key, base, missingWhy(dir, base)))
+		case b.Key != rec.Key:
+			missing = append(missing, fmt.Sprintf("%s (backup %s records key %s)", rec.Key, base, b.Key))
+		case rec.Outcome == OutcomeIntent:
+			b.outcomeUnknown = true
+			b.Warnings = append(b.Warnings, fmt.Sprintf("audit.log records the intent of the write of backup %s but not its outcome (the run was killed, or audit.log could not take the line): %s's state decides whether it is undone", base, b.Key))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, notes, fmt.Errorf("restore --operation %s: %w: %s records writes of %s; undoing the rest would undo only part of the operation; nothing written",
+			id, ErrOperationIncomplete, logPath, strings.Join(missing, ", "))
+	}
+	for base, b := range found {
+		if _, ok := last[base]; !ok {
+			b.outcomeUnknown = true
+			b.Warnings = append(b.Warnings, fmt.Sprintf("backup %s records operation %s but audit.log has no line of its write (the run was killed before it, or audit.log could not take the line): %s's state decides whether it is undone", base, id, b.Key))
+		}
+		backups = append(backups, b)
+	}
+	if len(unreadable) > 0 {
+		notes = append(notes, fmt.Sprintf("backup files of %s that cannot be read, and which audit.log does not name as this operation's: %s", dir, strings.Join(unreadable, ", ")))
+	}
+	if len(backups) == 0 {
+		return nil, notes, fmt.Errorf("restore --operation %s: %w in %s or its backups", id, ErrOperationNotFound, logPath)
+	}
+	sort.Slice(backups, func(i, j int) bool { return backups[i].Path < backups[j].Path })
+	SortBackupsWritten(backups)
+	return backups, notes, nil
+}
+
+// missingWhy says why the backup file base of dir cannot be read.
+func missingWhy(dir, base string) string {
+	if _, err := ReadBackup(filepath.Join(dir, base)); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "missing"
+		}
+		return err.Error()
+	}
+	return "of another operation"
 }
 
 // SortBackupsWritten sorts backups in the order their writes were made
@@ -118,6 +192,10 @@ func (c Planner) PlanRestores(ctx context.Context, r store.Reader, backups []*Ba
 		p, err := c.PlanRestore(ctx, r, b, force)
 		var ch *ChangedError
 		switch {
+		case errors.As(err, &ch) && b.outcomeUnknown && neverWritten(ctx, r, b):
+			plans = append(plans, &Plan{Key: b.Key, NoOp: true, Description: "restore " + b.Key,
+				NoOpReason: fmt.Sprintf("the write backup %s was taken for was never made: audit.log has no outcome of it, and %s's history since revision %d never shows what it would have left", filepath.Base(b.Path), b.Key, b.ModRevision)})
+			continue
 		case errors.As(err, &ch):
 			set.Changed = append(set.Changed, ch)
 			continue
@@ -130,6 +208,26 @@ func (c Planner) PlanRestores(ctx context.Context, r store.Reader, backups []*Ba
 		return nil, set
 	}
 	return plans, nil
+}
+
+// neverWritten reports whether the history of b's key since the
+// backup's revision shows that the write b was taken for was never made:
+// the key never held the value it would have left (a delete's: it was
+// never deleted since). A history compacted past the backup's revision,
+// or that cannot be read, tells nothing (false).
+func neverWritten(ctx context.Context, r store.Reader, b *Backup) bool {
+	made := false
+	info, err := r.History(ctx, b.Key, func(ev store.Event) error {
+		switch {
+		case ev.KV.ModRevision <= b.ModRevision:
+		case b.NewSHA256 == "":
+			made = made || ev.Deleted
+		default:
+			made = made || !ev.Deleted && digest(ev.KV.Value) == b.NewSHA256
+		}
+		return nil
+	})
+	return err == nil && info.CompactRevision <= b.ModRevision && !made
 }
 
 // UndoLine is the command that undoes the steps written: restore BACKUP

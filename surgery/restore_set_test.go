@@ -48,11 +48,11 @@ func TestRestoreOperation(t *testing.T) {
 	if undo := UndoLine(steps); undo != "etcdpvc restore --operation "+id+" --backup-dir "+dir {
 		t.Fatalf("undo line %q", undo)
 	}
-	backups, err := OperationBackups(dir, id)
+	backups, _, err := OperationBackups(dir, id)
 	if err != nil || len(backups) != n {
 		t.Fatalf("OperationBackups: %d, %v; want %d", len(backups), err, n)
 	}
-	if _, err := OperationBackups(dir, "20200101T000000Z-00000000"); !errors.Is(err, ErrOperationNotFound) {
+	if _, _, err := OperationBackups(dir, "20200101T000000Z-00000000"); !errors.Is(err, ErrOperationNotFound) {
 		t.Fatalf("another operation: %v, want ErrOperationNotFound", err)
 	}
 

@@ -236,8 +236,9 @@ func restoreCommand() command {
 			"otherwise than the encryption config's first provider stores it is sealed with that provider;\n" +
 			"without a config, a plaintext value is refused where the key holds an encrypted one.\n" +
 			"Restore makes a backup of its own first.\n\n" +
-			"Several backups, or --operation ID --backup-dir DIR (every write of one command run, as\n" +
-			"audit.log in DIR records it; a write of several keys prints this as its undo line), are\n" +
+			"Several backups, or --operation ID --backup-dir DIR (every write of one command run: the\n" +
+			"backups in DIR that record it, cross-checked with audit.log, where a write whose backup is\n" +
+			"missing refuses the whole restore; a write of several keys prints this as its undo line), are\n" +
 			"undone as a unit: newest write first, all diffs shown and one confirmation asked; runs of\n" +
 			"deletes (of what a recovery created) or creates go in transactions of --max-txn-ops keys, each\n" +
 			"all or nothing, every other key with its own compare-and-swap. Every key must still hold what\n" +
@@ -249,7 +250,7 @@ etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client
 etcdpvc restore --operation 20261203T003510Z-1f2e3d4c --backup-dir /root/.local/state/etcdpvc/backups --dry-run`,
 		flags: append(writeFlags(),
 			&cli.BoolFlag{Name: "force", Usage: "restore even though the object changed after etcdpvc's write, its value cannot be decoded, or the cluster is another"},
-			&cli.StringFlag{Name: "operation", Usage: "restore every write of this operation (its id, as the undo line and `etcdpvc backups` print it), as audit.log in --backup-dir records them"},
+			&cli.StringFlag{Name: "operation", Usage: "restore every write of this operation (its id, as the undo line and `etcdpvc backups` print it): its backups in --backup-dir, cross-checked with audit.log there"},
 			&cli.IntFlag{Name: "max-txn-ops", Value: store.MaxTxnOps, Usage: "with several backups: the most keys deleted or created in one transaction (at most etcd's --max-txn-ops)"},
 		),
 		action: func(c *cli.Context, e *env, in *input) error {
@@ -388,8 +389,13 @@ func runDeleteUnreadable(c *cli.Context, e *env, in *input, o flows.WriteOptions
 func runRestoreAll(e *env, in *input, files []string, op string, force bool, maxTxnOps int, o writeOptions) error {
 	var backups []*surgery.Backup
 	if op != "" {
+		var notes []string
 		var err error
-		if backups, err = surgery.OperationBackups(o.BackupDir, op); err != nil {
+		backups, notes, err = surgery.OperationBackups(o.BackupDir, op)
+		for _, n := range notes {
+			e.warn(n)
+		}
+		if err != nil {
 			return err
 		}
 	} else {

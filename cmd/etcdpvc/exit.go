@@ -19,14 +19,14 @@ const exitStatusHelp = `EXIT STATUS:
    0  success; also a write with nothing to do ("nothing to do: …; nothing written")
    1  error
    2  usage error
-   3  not found (restore --operation: no write of it in audit.log)
+   3  not found (restore --operation: no write of it in audit.log or the backups)
    4  conflict: the object changed since it was read; nothing written
    5  refused: unsafe, or not confirmed (use --yes); nothing written
    6  the stored value cannot be decoded (or decrypted: no key given, or the key of its name does not decrypt it)
    7  cannot reach etcd or open the db file
    8  outcome unknown: a write was sent and may or may not have been applied; see the backup named
    9  partly written: a write of several keys stopped after writing some of them (listed)
-  10  incomplete: some values could not be read, or an outcome was not established (listed); the output holds the rest
+  10  incomplete: some values could not be read, or an outcome was not established (listed); the output holds the rest; also a write made whose outcome line audit.log could not take
   11  diff: the two states (diff --members: the members) differ (0: they are the same)
 
   12  written, but the apiserver rejects it (does not serve it at the new revision, or refuses to update it); restore the backup named

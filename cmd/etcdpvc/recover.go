@@ -35,7 +35,8 @@ func recoverCommand() command {
 			"owner is recovered (their controllers recreate them) and pods bound to a node. uids and\n" +
 			"finalizers are kept, deletions cleared, a namespace made Active. Creates are written in\n" +
 			"transactions of --max-txn-ops keys, each all or nothing, their backups first; after a failure\n" +
-			"(exit status 9) the same command resumes: what was created is reported exists-identical.\n" +
+			"(exit status 9, or killed) the same command resumes: what was created is reported exists-identical,\n" +
+			"and the run goes on with the operation that created it, so that its one undo line undoes both.\n" +
 			"Each object is checked with the apiserver as a single write is (--verify), then a summary. A\n" +
 			"write into a namespace still Terminating in the live cluster is refused (its namespace\n" +
 			"controller would delete it again): undelete the namespace first. --dry-run with only --db\n" +

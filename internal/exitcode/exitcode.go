@@ -24,7 +24,8 @@ const (
 	// decrypt or decode, unreadable pages, a member), or an outcome was not
 	// established (a value whose readability is not known here, a salvage
 	// that lost pages); what was read is printed and what was skipped is
-	// listed.
+	// listed. Also a write made whose outcome line audit.log could not
+	// take (each write named with its backup).
 	Incomplete = 10
 	// Differ: diff compared two states (or members) and found them
 	// different (as diff(1) exits 1); nothing went wrong.
