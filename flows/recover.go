@@ -16,7 +16,9 @@ import (
 // the key's deletion. Read from a write-ahead log without rev, it refuses
 // (wal.ErrUndetermined) when the log holds writes of the key after the
 // value found whose outcome or revision it cannot establish: that value
-// may not be the last. Its errors carry a hint (Hint).
+// may not be the last. A key created again after its deletion is refused
+// while another object holds it (Session.heldFrom). Its errors carry a
+// hint (Hint).
 func (s *Session) RecoverSource(ctx context.Context, key string, rev int64) (*surgery.RecoverFrom, error) {
 	from, err := surgery.FindRecoverSource(ctx, s.Reader, key, rev)
 	if s.WAL != nil && rev == 0 && (err == nil || errors.Is(err, store.ErrNotFound)) {
@@ -34,6 +36,8 @@ func (s *Session) RecoverSource(ctx context.Context, key string, rev int64) (*su
 		}
 	}
 	switch {
+	case err == nil && from.Holder != nil:
+		return s.heldFrom(ctx, key, from)
 	case err == nil:
 		return from, nil
 	case errors.Is(err, store.ErrNotFound) && rev != 0:
@@ -42,4 +46,56 @@ func (s *Session) RecoverSource(ctx context.Context, key string, rev int64) (*su
 		return nil, &hintedError{err, "recover from an older snapshot: --db SNAPSHOT (with --endpoints to write live), or name a revision with --rev"}
 	}
 	return nil, err
+}
+
+// heldFrom is the RecoverSource of key when an object was created under
+// it after its last deletion (from.Holder): from itself when that object
+// has the deleted one's uid (recovered before: the write finds it there),
+// else a refusal naming it, since recover never replaces an object. Read
+// without --rev or --index, what recover would take is otherwise not
+// clear: the deleted one is named by its revision.
+func (s *Session) heldFrom(ctx context.Context, key string, from *surgery.RecoverFrom) (*surgery.RecoverFrom, error) {
+	uid := func(kv store.KeyValue) string {
+		if cur, err := s.Planner.Open(ctx, kv); err == nil && cur.Obj.Meta.UID != "" {
+			return string(cur.Obj.Meta.UID)
+		}
+		return ""
+	}
+	have, want := uid(*from.Holder), ""
+	if from.KV.Value != nil {
+		want = uid(from.KV)
+	}
+	if have != "" && have == want {
+		return from, nil
+	}
+	rev := func(r int64) string {
+		if r <= 0 {
+			return "a revision the log does not establish"
+		}
+		return fmt.Sprintf("revision %d", r)
+	}
+	what := session.ObjectName(s.Options.Prefix, key)
+	msg := fmt.Sprintf("recover %s: the key holds another object, uid %s (created at %s), not the one deleted at %s, uid %s (last written at %s)",
+		what, have, rev(from.Holder.CreateRevision), rev(from.DeletedAt), want, rev(from.KV.ModRevision))
+	name := "recover the deleted one from an older snapshot (--db SNAPSHOT)"
+	if have == "" || want == "" {
+		held := "its uid is not read"
+		if from.KV.Value == nil {
+			held = "its values are not held here"
+		}
+		if have == "" {
+			have = "not read"
+		}
+		msg = fmt.Sprintf("recover %s: the key holds an object created again after the deletion at %s (uid %s, created at %s); whether it is the one deleted is not known: %s",
+			what, rev(from.DeletedAt), have, rev(from.Holder.CreateRevision), held)
+	}
+	if from.KV.Value != nil {
+		name = "name the deleted one with --index N (a raft index of its writes: `etcdpvc history` lists them)"
+		if from.KV.ModRevision > 0 {
+			name = fmt.Sprintf("name the deleted one with --rev %d", from.KV.ModRevision)
+		}
+		name += " to print it (-o yaml) or to write it where its name is free"
+	}
+	return nil, &RefusedError{Msg: msg + "; nothing written",
+		Advice: "recover never replaces an object, and whether the one there gives its name back is for its owner to decide: " + name}
 }
