@@ -15,15 +15,19 @@ import (
 // (surgery.FindRecoverSource): rev when given, else the last value before
 // the key's deletion. Read from a write-ahead log without rev, it refuses
 // (wal.ErrUndetermined) when the log holds writes of the key after the
-// value found whose outcome or revision it cannot establish: that value
-// may not be the last. A key created again after its deletion is refused
+// value found whose outcome or revision it cannot establish (that value
+// may not be the last), or, when it establishes no deletion, any such
+// write (one may have been a deletion of another object). A key created again after its deletion is refused
 // while another object holds it (Session.heldFrom). Its errors carry a
 // hint (Hint).
 func (s *Session) RecoverSource(ctx context.Context, key string, rev int64) (*surgery.RecoverFrom, error) {
 	from, err := surgery.FindRecoverSource(ctx, s.Reader, key, rev)
 	if s.WAL != nil && rev == 0 && (err == nil || errors.Is(err, store.ErrNotFound)) {
 		var after int64
-		if err == nil {
+		if err == nil && from.DeletedAt != 0 {
+			// Without a deletion established, a write before the value
+			// found may have deleted another object: that value is then
+			// the one created after it, not the one deleted.
 			after = from.KV.ModRevision
 		}
 		if un := s.WAL.Unsettled(key, after); len(un) > 0 {
