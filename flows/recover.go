@@ -46,10 +46,37 @@ func (s *Session) RecoverSource(ctx context.Context, key string, rev int64) (*su
 		return from, nil
 	case errors.Is(err, store.ErrNotFound) && rev != 0:
 		return nil, &hintedError{err, "`etcdpvc history` lists the revisions held"}
+	case s.WAL != nil && errors.As(err, new(*surgery.DeletionOnlyError)):
+		return nil, s.deletionOnly(ctx, key, err)
 	case errors.Is(err, store.ErrNotFound):
 		return nil, &hintedError{err, "recover from an older snapshot: --db SNAPSHOT (with --endpoints to write live), or name a revision with --rev"}
 	}
 	return nil, err
+}
+
+// deletionOnly is the error of a recover from the session's log of key,
+// whose deletion the log holds and none of its values (err, a
+// *surgery.DeletionOnlyError): they are before the log, and the db it
+// was read over compacted them (a log alone holds every revision it
+// derives). It names the db's compaction revision, not the history's,
+// which is the revision before the log.
+func (s *Session) deletionOnly(ctx context.Context, key string, err error) error {
+	cov := s.WAL.Coverage()
+	if cov.DB == "" {
+		return err
+	}
+	var do *surgery.DeletionOnlyError
+	errors.As(err, &do)
+	at := fmt.Sprintf("revision %d", do.DeletedAt)
+	if do.DeletedAt < 0 {
+		at = "a revision the log does not establish"
+	}
+	compacted := "compacted them"
+	if info, ierr := s.Reader.Info(ctx); ierr == nil && info.CompactRevision > 0 {
+		compacted = fmt.Sprintf("compacted them (compaction revision %d)", info.CompactRevision)
+	}
+	return &hintedError{fmt.Errorf("recover %s: only its deletion at %s is held: its values are before the log (raft index %d on), and the db %s %s: %w",
+		session.ObjectName(s.Options.Prefix, key), at, cov.FirstIndex, cov.DB, compacted, store.ErrNotFound), session.OlderSourcesHint}
 }
 
 // heldFrom is the RecoverSource of key when an object was created under

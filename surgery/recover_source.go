@@ -75,15 +75,28 @@ func FindRecoverSource(ctx context.Context, r store.Reader, key string, rev int6
 			from.KV = *last
 		}
 		return from, nil
+	case last == nil && events > 0:
+		return nil, &DeletionOnlyError{Key: key, DeletedAt: deleted, CompactRevision: info.CompactRevision}
 	case last == nil:
-		msg := fmt.Sprintf("recover %s: no revision with a value is held", key)
-		if events > 0 {
-			msg = fmt.Sprintf("recover %s: only its deletion at revision %d is held; the revisions before it were compacted (compaction revision %d)", key, deleted, info.CompactRevision)
-		}
-		return nil, fmt.Errorf("%s: %w", msg, store.ErrNotFound)
+		return nil, fmt.Errorf("recover %s: no revision with a value is held: %w", key, store.ErrNotFound)
 	}
 	return &RecoverFrom{KV: *last, DeletedAt: deleted}, nil
 }
+
+// DeletionOnlyError is FindRecoverSource's store.ErrNotFound for a key
+// whose history holds its deletion and no value before it.
+type DeletionOnlyError struct {
+	Key       string
+	DeletedAt int64
+	// CompactRevision is the history's (store.HistoryInfo).
+	CompactRevision int64
+}
+
+func (e *DeletionOnlyError) Error() string {
+	return fmt.Sprintf("recover %s: only its deletion at revision %d is held; the revisions before it were compacted (compaction revision %d): %v", e.Key, e.DeletedAt, e.CompactRevision, store.ErrNotFound)
+}
+
+func (e *DeletionOnlyError) Unwrap() error { return store.ErrNotFound }
 
 // Recovered is what recover would create from a stored revision: the
 // value with its deletion cleared (as Undelete does).
