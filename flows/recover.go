@@ -17,9 +17,9 @@ import (
 // (wal.ErrUndetermined) when the log holds writes of the key after the
 // value found whose outcome or revision it cannot establish (that value
 // may not be the last), or, when it establishes no deletion, any such
-// write (one may have been a deletion of another object). A key created again after its deletion is refused
-// while another object holds it (Session.heldFrom). Its errors carry a
-// hint (Hint).
+// write (one may have been a deletion of another object). A key created
+// again after its deletion is refused while another object holds it
+// (Session.heldFrom). Its errors carry a hint (Hint).
 func (s *Session) RecoverSource(ctx context.Context, key string, rev int64) (*surgery.RecoverFrom, error) {
 	from, err := surgery.FindRecoverSource(ctx, s.Reader, key, rev)
 	if s.WAL != nil && rev == 0 && (err == nil || errors.Is(err, store.ErrNotFound)) {
@@ -67,16 +67,12 @@ func (s *Session) deletionOnly(ctx context.Context, key string, err error) error
 	}
 	var do *surgery.DeletionOnlyError
 	errors.As(err, &do)
-	at := fmt.Sprintf("revision %d", do.DeletedAt)
-	if do.DeletedAt < 0 {
-		at = "a revision the log does not establish"
-	}
 	compacted := "compacted them"
 	if info, ierr := s.Reader.Info(ctx); ierr == nil && info.CompactRevision > 0 {
 		compacted = fmt.Sprintf("compacted them (compaction revision %d)", info.CompactRevision)
 	}
 	return &hintedError{fmt.Errorf("recover %s: only its deletion at %s is held: its values are before the log (raft index %d on), and the db %s %s: %w",
-		session.ObjectName(s.Options.Prefix, key), at, cov.FirstIndex, cov.DB, compacted, store.ErrNotFound), session.OlderSourcesHint}
+		session.ObjectName(s.Options.Prefix, key), atRevision(do.DeletedAt), cov.FirstIndex, cov.DB, compacted, store.ErrNotFound), session.OlderSourcesHint}
 }
 
 // heldFrom is the RecoverSource of key when an object was created under
@@ -99,15 +95,9 @@ func (s *Session) heldFrom(ctx context.Context, key string, from *surgery.Recove
 	if have != "" && have == want {
 		return from, nil
 	}
-	rev := func(r int64) string {
-		if r <= 0 {
-			return "a revision the log does not establish"
-		}
-		return fmt.Sprintf("revision %d", r)
-	}
 	what := session.ObjectName(s.Options.Prefix, key)
 	msg := fmt.Sprintf("recover %s: the key holds another object, uid %s (created at %s), not the one deleted at %s, uid %s (last written at %s)",
-		what, have, rev(from.Holder.CreateRevision), rev(from.DeletedAt), want, rev(from.KV.ModRevision))
+		what, have, atRevision(from.Holder.CreateRevision), atRevision(from.DeletedAt), want, atRevision(from.KV.ModRevision))
 	name := "recover the deleted one from an older snapshot (--db SNAPSHOT)"
 	if have == "" || want == "" {
 		held := "its uid is not read"
@@ -118,7 +108,7 @@ func (s *Session) heldFrom(ctx context.Context, key string, from *surgery.Recove
 			have = "not read"
 		}
 		msg = fmt.Sprintf("recover %s: the key holds an object created again after the deletion at %s (uid %s, created at %s); whether it is the one deleted is not known: %s",
-			what, rev(from.DeletedAt), have, rev(from.Holder.CreateRevision), held)
+			what, atRevision(from.DeletedAt), have, atRevision(from.Holder.CreateRevision), held)
 	}
 	if from.KV.Value != nil {
 		name = "name the deleted one with --index N (a raft index of its writes: `etcdpvc history` lists them)"
@@ -129,4 +119,13 @@ func (s *Session) heldFrom(ctx context.Context, key string, from *surgery.Recove
 	}
 	return nil, &RefusedError{Msg: msg + "; nothing written",
 		Advice: "recover never replaces an object, and whether the one there gives its name back is for its owner to decide: " + name}
+}
+
+// atRevision names revision r, which a write-ahead log leaves 0 (or -1)
+// where it does not establish it.
+func atRevision(r int64) string {
+	if r <= 0 {
+		return "a revision the log does not establish"
+	}
+	return fmt.Sprintf("revision %d", r)
 }
