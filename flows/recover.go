@@ -76,11 +76,10 @@ func (s *Session) deletionOnly(ctx context.Context, key string, err error) error
 }
 
 // heldFrom is the RecoverSource of key when an object was created under
-// it after its last deletion (from.Holder): from itself when that object
-// has the deleted one's uid (recovered before: the write finds it there),
-// else a refusal naming it, since recover never replaces an object. Read
-// without --rev or --index, what recover would take is otherwise not
-// clear: the deleted one is named by its revision.
+// it after its last deletion (from.Holder): that object's newest value
+// when it has the deleted one's uid (it is the one deleted, recovered
+// before), else a refusal naming it, since recover never replaces an
+// object: the hint names the deleted one's revision.
 func (s *Session) heldFrom(ctx context.Context, key string, from *surgery.RecoverFrom) (*surgery.RecoverFrom, error) {
 	uid := func(kv store.KeyValue) string {
 		if cur, err := s.Planner.Open(ctx, kv); err == nil && cur.Obj.Meta.UID != "" {
@@ -93,7 +92,7 @@ func (s *Session) heldFrom(ctx context.Context, key string, from *surgery.Recove
 		want = uid(from.KV)
 	}
 	if have != "" && have == want {
-		return from, nil
+		return &surgery.RecoverFrom{KV: *from.Holder}, nil
 	}
 	what := session.ObjectName(s.Options.Prefix, key)
 	msg := fmt.Sprintf("recover %s: the key holds another object, uid %s (created at %s), not the one deleted at %s, uid %s (last written at %s)",

@@ -29,8 +29,9 @@ type RecoverFrom struct {
 
 // FindRecoverSource finds the revision to recover key from in r: rev when
 // given, else the last revision with a value r holds before the key's
-// last deletion (RecoverFrom.Holder names what was created after it), or,
-// for a key never deleted, its newest one. Nothing to recover from matches
+// last deletion (RecoverFrom.Holder names what was created after it, for
+// the caller to tell whether it is the same object), or, for a key never
+// deleted, its newest one. Nothing to recover from matches
 // store.ErrNotFound: the message says whether the key did not exist at
 // rev, or whether only its deletion is left (the revisions before it
 // compacted).
