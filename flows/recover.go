@@ -42,6 +42,9 @@ func (s *Session) RecoverSource(ctx context.Context, key string, rev int64) (*su
 	switch {
 	case err == nil && from.Holder != nil:
 		return s.heldFrom(ctx, key, from)
+	case err == nil && rev == 0 && from.DeletedAt == 0 && !s.ReadOnly():
+		// The newest value is the object there, in the store written.
+		return nil, s.notDeleted(ctx, key, from.KV)
 	case err == nil:
 		return from, nil
 	case errors.Is(err, store.ErrNotFound) && rev != 0:
@@ -118,6 +121,20 @@ func (s *Session) heldFrom(ctx context.Context, key string, from *surgery.Recove
 	}
 	return nil, &RefusedError{Msg: msg + "; nothing written",
 		Advice: "recover never replaces an object, and whether the one there gives its name back is for its owner to decide: " + name}
+}
+
+// notDeleted is the refusal of a recover of key from the store it
+// writes into, whose history shows no deletion of the object there (kv,
+// its newest revision): nothing deleted to recover. One deleted before the
+// history held (a compaction removes deletions) is in an older snapshot.
+func (s *Session) notDeleted(ctx context.Context, key string, kv store.KeyValue) error {
+	uid := "not read"
+	if cur, err := s.Planner.Open(ctx, kv); err == nil && cur.Obj.Meta.UID != "" {
+		uid = string(cur.Obj.Meta.UID)
+	}
+	return &RefusedError{Msg: fmt.Sprintf("recover %s: it exists (revision %d, uid %s, created at revision %d), and the history held shows no deletion of it: nothing deleted to recover; nothing written",
+		session.ObjectName(s.Options.Prefix, key), kv.ModRevision, uid, kv.CreateRevision),
+		Advice: "recover recreates a deleted object and never replaces one: an object deleted under this name before the history held (a compaction removes deletions) is recovered from an older snapshot (--db SNAPSHOT, with --endpoints to write live); `etcdpvc history` lists what is held"}
 }
 
 // atRevision names revision r, which a write-ahead log leaves 0 (or -1)
