@@ -18,7 +18,8 @@ import (
 // re-created (its uid), never the live one; the history says the second
 // create created a new incarnation and never diffs the two; get --index
 // and recover --index within the first incarnation read it back, or say
-// it is not established, never reading the second; recover of it into
+// it is not established, never reading the second; recover without
+// --index refuses while the second holds the name; recover of it into
 // the live cluster refuses, names the object there, and writes nothing.
 func TestWALRecreated(t *testing.T) {
 	c := startCluster(t, "walrecreated", ClusterOptions{})
@@ -137,6 +138,18 @@ func TestWALRecreated(t *testing.T) {
 				case !src.exact && r.code != 0 && (r.code != 10 || !strings.Contains(r.stderr, "not established")):
 					t.Errorf("%s --index %d: want the first incarnation, or exit 10 saying it is not established:\n%s", args[0], within, r)
 				}
+			}
+
+			// Without --index: the first incarnation's last value, refused
+			// while the second holds the name (never "recovered before").
+			r = run("recover", "cm", "twice", "-n", ns, "--dry-run")
+			switch {
+			case strings.Contains(r.stdout, string(second.UID)) || r.code == 0:
+				t.Errorf("recover --dry-run takes the second incarnation %s:\n%s", second.UID, r)
+			case src.exact && (r.code != 5 || !strings.Contains(r.stderr, "the key holds another object, uid "+string(second.UID)) || !strings.Contains(r.stderr, "not the one deleted at revision ")):
+				t.Errorf("recover --dry-run: want exit 5 naming the object that holds the name (uid %s):\n%s", second.UID, r)
+			case !src.exact && r.code != 5 && r.code != 10:
+				t.Errorf("recover --dry-run: want exit 5 naming the object that holds the name, or 10:\n%s", r)
 			}
 
 			// Into the live cluster, where the second incarnation exists:

@@ -58,6 +58,24 @@ func Hint(err error) string {
 	return ""
 }
 
+// SessionHint returns err with the hint of a condition whose remedy
+// depends on the sources given in o, when err has no hint of its own: a
+// log read over a db that does not establish what was asked, or does not
+// hold the revision asked for, is not helped by the db given again
+// (session.UndeterminedHintFor). Other errors are returned as they are.
+func SessionHint(err error, o session.Options) error {
+	if err == nil || len(o.WAL) == 0 || o.DB == "" || wrappedHint(err) != "" {
+		return err
+	}
+	switch {
+	case errors.Is(err, wal.ErrUndetermined):
+		return &hintedError{err, session.UndeterminedHintFor(o)}
+	case errors.Is(err, store.ErrCompacted) || errors.As(err, new(*store.CompactedError)):
+		return &hintedError{err, "neither the log nor the db given holds that revision: " + session.OlderSourcesHint}
+	}
+	return err
+}
+
 // wrappedHint is the first non-empty Hint of the errors in err's tree, in
 // the order errors.As visits them.
 func wrappedHint(err error) string {

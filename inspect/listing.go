@@ -389,19 +389,21 @@ type ListMeta struct {
 	Name              string     `json:"name"`
 	Namespace         string     `json:"namespace,omitempty"`
 	UID               string     `json:"uid,omitempty"`
-	ResourceVersion   string     `json:"resourceVersion"`
+	ResourceVersion   string     `json:"resourceVersion,omitempty"`
 	CreationTimestamp *time.Time `json:"creationTimestamp,omitempty"`
 	DeletionTimestamp *time.Time `json:"deletionTimestamp,omitempty"`
 	Finalizers        []string   `json:"finalizers,omitempty"`
 }
 
-// ListStored is where and how a listed object is stored.
+// ListStored is where and how a listed object is stored. A revision,
+// create revision or version a write-ahead log does not establish is left
+// out (0 is no revision etcd gives a key, nor a version of one).
 type ListStored struct {
 	Key            string `json:"key"`
 	Resource       string `json:"resource"`
-	ModRevision    int64  `json:"modRevision"`
-	CreateRevision int64  `json:"createRevision"`
-	Version        int64  `json:"version"`
+	ModRevision    int64  `json:"modRevision,omitempty"`
+	CreateRevision int64  `json:"createRevision,omitempty"`
+	Version        int64  `json:"version,omitempty"`
 	Lease          int64  `json:"lease,omitempty"`
 	DeleteRevision int64  `json:"deleteRevision,omitempty"`
 	// RecreateRevision is ListItem.RecreateRevision: the key was created
@@ -417,7 +419,7 @@ type ListStored struct {
 // Object is the ListObject of it.
 func (it ListItem) Object() ListObject {
 	r := it.Resource
-	o := ListObject{Kind: r.Kind, Metadata: ListMeta{Name: it.Name, Namespace: it.Namespace, ResourceVersion: strconv.FormatInt(it.ModRevision, 10)},
+	o := ListObject{Kind: r.Kind, Metadata: ListMeta{Name: it.Name, Namespace: it.Namespace, ResourceVersion: known(it.ModRevision, "")},
 		Etcd: ListStored{Key: it.Key, Resource: r.String(), ModRevision: it.ModRevision, CreateRevision: it.CreateRevision, Version: it.Version,
 			Lease: it.Lease, DeleteRevision: it.DeleteRevision, RecreateRevision: it.RecreateRevision, Encryption: it.Encryption, Unread: it.Unread}}
 	if r.Version != "" {

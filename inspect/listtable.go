@@ -107,7 +107,7 @@ func (t *ListTable) Row(it Listed) []string {
 		cells = append(cells, dash(it.Namespace))
 	}
 	cells = append(cells, it.Name)
-	rev := strconv.FormatInt(it.ModRevision, 10)
+	rev := known(it.ModRevision, "-")
 	switch t.Kind {
 	case ListClaims:
 		c := it.ClaimColumns(t.Volumes)
@@ -141,7 +141,7 @@ func (t *ListTable) Row(it Listed) []string {
 			if it.Lease != 0 {
 				lease = strconv.FormatInt(it.Lease, 16)
 			}
-			cells = append(cells, rev, strconv.FormatInt(it.CreateRevision, 10), strconv.FormatInt(it.Version, 10), lease, it.Encryption)
+			cells = append(cells, rev, known(it.CreateRevision, "-"), known(it.Version, "-"), lease, it.Encryption)
 		}
 	}
 	if t.ShowKeys {
@@ -176,4 +176,14 @@ func (t *ListTable) mountedBy(it Listed) string {
 		t.mounted = m
 	}
 	return t.mounted.By(it.Name)
+}
+
+// known is a revision, create revision or version n in decimal, or
+// unknown when it is 0: no revision etcd gives a key, nor a version of
+// one, but what a write-ahead log leaves when it does not establish it.
+func known(n int64, unknown string) string {
+	if n == 0 {
+		return unknown
+	}
+	return strconv.FormatInt(n, 10)
 }

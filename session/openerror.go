@@ -17,18 +17,23 @@ import (
 // UndeterminedHint is the hint for wal.ErrUndetermined.
 const UndeterminedHint = "the write-ahead log cannot establish it: give the same member's db (member/snap/db) or a snapshot of it with --db, so that the log is replayed from the db's state; or read an earlier revision or raft index"
 
-// undeterminedOverDBHint is the hint for what a log read over a db does
-// not establish.
-const undeterminedOverDBHint = "the log and this db do not establish it: give an older snapshot of the same member, taken before the change, with --db (the log's entries after it are replayed from its state), or another member's log"
-
 // UndeterminedHint is the hint for what the session's log does not
-// establish: over a db, an older snapshot or another member's log.
-func (s *Session) UndeterminedHint() string {
-	if s.WAL != nil && s.WAL.Coverage().DB != "" {
-		return undeterminedOverDBHint
+// establish (UndeterminedHintFor).
+func (s *Session) UndeterminedHint() string { return UndeterminedHintFor(s.Options) }
+
+// UndeterminedHintFor is the hint for what a log read with the options o
+// does not establish: alone, the member's db; over a db, what reaches
+// further back than the db and the log given, never the db given again.
+func UndeterminedHintFor(o Options) string {
+	if o.DB == "" {
+		return UndeterminedHint
 	}
-	return UndeterminedHint
+	return "the log and this db do not establish it: " + OlderSourcesHint
 }
+
+// OlderSourcesHint is what reaches further back than a log and a db: an
+// older snapshot, or the other members' logs.
+const OlderSourcesHint = "give an older snapshot of the same member, taken before what is sought, as --wal-base OLDER (the log's entries after it are replayed from its state, and the db given checks the replay) or, when the log does not reach back to it, as --db OLDER without --wal; or the other members' logs (one --wal each: members purge at different points)"
 
 // openError is the *OpenError for err, a failure to open the store of
 // kind: with the context and the hint that say what to do about it, and

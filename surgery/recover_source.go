@@ -21,11 +21,17 @@ type RecoverFrom struct {
 	// KV (0: the key was not deleted since, or the revision was named; -1:
 	// deleted at a revision a write-ahead log does not establish).
 	DeletedAt int64
+	// Holder is the newest revision of the object created under the key
+	// after that deletion, which holds the name still (nil: none). KV is
+	// then the zero value when the deleted object's values are not held.
+	Holder *store.KeyValue
 }
 
 // FindRecoverSource finds the revision to recover key from in r: rev when
-// given, else the newest revision with a value r holds (for a deleted key,
-// the last one before the deletion). Nothing to recover from matches
+// given, else the last revision with a value r holds before the key's
+// last deletion (RecoverFrom.Holder names what was created after it, for
+// the caller to tell whether it is the same object), or, for a key never
+// deleted, its newest one. Nothing to recover from matches
 // store.ErrNotFound: the message says whether the key did not exist at
 // rev, or whether only its deletion is left (the revisions before it
 // compacted).
@@ -41,9 +47,9 @@ func FindRecoverSource(ctx context.Context, r store.Reader, key string, rev int6
 		return &RecoverFrom{KV: *kv}, nil
 	}
 	var (
-		last    *store.KeyValue
-		deleted int64
-		events  int
+		live, last *store.KeyValue // the newest value; the last before the last deletion
+		deleted    int64
+		events     int
 	)
 	info, err := r.History(ctx, key, func(ev store.Event) error {
 		events++
@@ -51,24 +57,47 @@ func FindRecoverSource(ctx context.Context, r store.Reader, key string, rev int6
 			if deleted = ev.KV.ModRevision; deleted == 0 {
 				deleted = -1 // a deletion a write-ahead log applied at a revision it does not establish
 			}
+			last, live = live, nil
 			return nil
 		}
 		kv := ev.KV
-		last, deleted = &kv, 0
+		live = &kv
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recover %s: %w", key, err)
 	}
-	if last == nil {
-		msg := fmt.Sprintf("recover %s: no revision with a value is held", key)
-		if events > 0 {
-			msg = fmt.Sprintf("recover %s: only its deletion at revision %d is held; the revisions before it were compacted (compaction revision %d)", key, deleted, info.CompactRevision)
+	switch {
+	case deleted == 0 && live != nil:
+		return &RecoverFrom{KV: *live}, nil
+	case live != nil:
+		from := &RecoverFrom{DeletedAt: deleted, Holder: live}
+		if last != nil {
+			from.KV = *last
 		}
-		return nil, fmt.Errorf("%s: %w", msg, store.ErrNotFound)
+		return from, nil
+	case last == nil && events > 0:
+		return nil, &DeletionOnlyError{Key: key, DeletedAt: deleted, CompactRevision: info.CompactRevision}
+	case last == nil:
+		return nil, fmt.Errorf("recover %s: no revision with a value is held: %w", key, store.ErrNotFound)
 	}
 	return &RecoverFrom{KV: *last, DeletedAt: deleted}, nil
 }
+
+// DeletionOnlyError is FindRecoverSource's store.ErrNotFound for a key
+// whose history holds its deletion and no value before it.
+type DeletionOnlyError struct {
+	Key       string
+	DeletedAt int64
+	// CompactRevision is the history's (store.HistoryInfo).
+	CompactRevision int64
+}
+
+func (e *DeletionOnlyError) Error() string {
+	return fmt.Sprintf("recover %s: only its deletion at revision %d is held; the revisions before it were compacted (compaction revision %d): %v", e.Key, e.DeletedAt, e.CompactRevision, store.ErrNotFound)
+}
+
+func (e *DeletionOnlyError) Unwrap() error { return store.ErrNotFound }
 
 // Recovered is what recover would create from a stored revision: the
 // value with its deletion cleared (as Undelete does).

@@ -314,7 +314,13 @@ func (cmd *command) run(c *cli.Context, e *env) error {
 		}
 		in.g = g
 	}
-	err := withResult(c, e, func(e *env) error { return cmd.action(c, e, in) })
+	err := withResult(c, e, func(e *env) error {
+		err := cmd.action(c, e, in)
+		if in.g != nil {
+			err = flows.SessionHint(err, in.g.Options)
+		}
+		return err
+	})
 	if err == nil && e.salvaged != nil {
 		// What was read is what survives of the file.
 		err = flows.SalvageVerdict(e.salvaged)

@@ -44,7 +44,8 @@ func lsCommand() command {
 			"how etcd keeps each object: FINALIZERS, REVISION (and CREATED, VERSION, LEASE for other resources)\n" +
 			"and ENCRYPTION, how each value is stored at rest, from its k8s:enc: header (identity,\n" +
 			"aescbc/key1, kms/NAME). -o json and -o yaml write a Kubernetes List of the objects' metadata,\n" +
-			"with each key's revisions and encryption under \"etcd\".\n" +
+			"with each key's revisions and encryption under \"etcd\". A revision, create revision or version\n" +
+			"a write-ahead log does not establish is \"-\" in the table and left out of the JSON.\n" +
 			kubectlFormatsHelp + " -o jsonpath runs its template over\n" +
 			"the List of every object listed, as kubectl does, so it holds them all in memory; so does\n" +
 			"--sort-by JSONPATH (kubectl's order: objects without the field first), which decodes each object\n" +

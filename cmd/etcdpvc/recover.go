@@ -20,7 +20,9 @@ func recoverCommand() command {
 		desc: "recover recreates a deleted object from the last revision before its deletion that etcd (or\n" +
 			"--db) still holds, or from --rev N. deletionTimestamp and deletionGracePeriodSeconds are cleared\n" +
 			"(as undelete does), the uid is kept, and the value is encrypted with --encryption-config as the\n" +
-			"apiserver would. The write is a create: it fails if the key exists, and never replaces an object.\n\n" +
+			"apiserver would. The write is a create: it fails if the key exists, and never replaces an object.\n" +
+			"A name taken again after the deletion (another object, another uid) is refused with status 5,\n" +
+			"naming that object, whatever the source: --rev N or --index N names the deleted one.\n\n" +
 			"Where it reads and writes:\n" +
 			"  live etcd                   reads the key's history live (until it is compacted), writes live\n" +
 			"  --db FILE -o yaml|raw        prints the recovered object (or the bytes it would store); no write\n" +

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -360,4 +361,104 @@ func TestShellWords(t *testing.T) {
 			t.Errorf("shellWords(%q) = %q, %v; want %q", tc.line, got, err, tc.want)
 		}
 	}
+}
+
+// etcdutlCommands are the commands of etcdutl at etcdutlVersion (its
+// ctl.go and snapshot_command.go), the release e2e/tools/etcd/go.mod
+// pins. There is no `etcdutl snapshot hashkv`; `etcdutl hashkv` opens
+// the file as etcd's backend and so rewrites it.
+var etcdutlCommands = map[string]bool{"defrag": true, "snapshot restore": true, "snapshot status": true,
+	"hashkv": true, "version": true, "completion": true, "migrate": true}
+
+const etcdutlVersion = "v3.7.3"
+
+var (
+	inlineCode  = regexp.MustCompile("`([^`]+)`")
+	etcdutlCall = regexp.MustCompile(`(?:^|[\s;|&(])etcdutl\s+([a-z][a-z-]*)(?:\s+([a-z][a-z-]*))?`)
+)
+
+// TestRunbooksEtcdutl: every etcdutl command a runbook names, in its code,
+// is one of etcdutl's, and a runbook that hashes a file with `etcdutl
+// hashkv` says, in the same paragraph, to hash a copy (it rewrites the
+// file: the sha256 trailer of a snapshot then no longer matches, and
+// `etcdutl snapshot restore` refuses it).
+func TestRunbooksEtcdutl(t *testing.T) {
+	mod, err := os.ReadFile(filepath.Join("..", "..", "e2e", "tools", "etcd", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mod), "go.etcd.io/etcd/etcdutl/v3 "+etcdutlVersion+" ") {
+		t.Fatalf("e2e/tools/etcd/go.mod pins another etcdutl than %s: check etcdutlCommands against its ctl.go and snapshot_command.go, then set etcdutlVersion", etcdutlVersion)
+	}
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "runbooks", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no runbooks found: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range paragraphs(string(b)) {
+			for _, code := range p.code {
+				for _, m := range etcdutlCall.FindAllStringSubmatch(code, -1) {
+					cmd := m[1]
+					if cmd == "snapshot" {
+						cmd += " " + m[2]
+					}
+					if !etcdutlCommands[cmd] {
+						t.Errorf("%s: `%s`: etcdutl %s has no command %q", filepath.Base(f), strings.TrimSpace(m[0]), etcdutlVersion, cmd)
+					}
+					if cmd == "hashkv" && !strings.Contains(p.text, "copy") {
+						t.Errorf("%s: `%s` rewrites the file it hashes, and the paragraph does not say to hash a copy:\n%s", filepath.Base(f), strings.TrimSpace(m[0]), p.text)
+					}
+				}
+			}
+		}
+	}
+}
+
+// paragraph is a run of a markdown document's lines up to a blank line (a
+// fenced block is one), with the code it holds: its inline code spans,
+// or the lines of the block.
+type paragraph struct {
+	text string
+	code []string
+}
+
+// paragraphs splits doc into paragraphs.
+func paragraphs(doc string) []paragraph {
+	var (
+		out    []paragraph
+		lines  []string
+		fenced bool
+	)
+	flush := func(block bool) {
+		if len(lines) == 0 {
+			return
+		}
+		p := paragraph{text: strings.Join(lines, " ")}
+		if block {
+			p.code = lines
+		} else {
+			for _, m := range inlineCode.FindAllStringSubmatch(p.text, -1) {
+				p.code = append(p.code, m[1])
+			}
+		}
+		out, lines = append(out, p), nil
+	}
+	for _, line := range strings.Split(doc, "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(t, "```"):
+			flush(fenced)
+			fenced = !fenced
+		case t == "" && !fenced:
+			flush(false)
+		case t != "":
+			lines = append(lines, t)
+		}
+	}
+	flush(fenced)
+	return out
 }
