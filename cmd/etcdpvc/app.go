@@ -17,16 +17,24 @@ import (
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
+	"github.com/etcdpvc/etcdpvc/internal/textout"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store/salvage"
 )
 
 // env is what a command runs with: its streams and context.
 type env struct {
-	ctx    context.Context
-	stdin  io.Reader
+	ctx   context.Context
+	stdin io.Reader
+	// stdout and stderr escape every control character they are given
+	// (textout.Escaper): a name, a value, an error quoting them reaches a
+	// terminal as text. A command printing data has another stdout
+	// (dataStdout).
 	stdout io.Writer
 	stderr io.Writer
+	// rawStdout and rawStderr are the streams as given: for data, and for
+	// the tool's own colours and progress line, whose text is escaped.
+	rawStdout, rawStderr io.Writer
 	// getenv reads the environment (os.Getenv; replaced in tests).
 	getenv func(string) string
 	// salvaged is the salvage report of a session opened with --salvage.
@@ -219,6 +227,9 @@ type command struct {
 	values map[string]cliargs.Offer
 	action func(c *cli.Context, e *env, in *input) error
 	hidden bool
+	// data: the command prints data on stdout whatever its flags
+	// (dataStdout).
+	data bool
 }
 
 // input is what an action receives: the resolved global flags and, for an
@@ -293,6 +304,23 @@ func (cmd command) declared() command {
 	return cmd
 }
 
+// dataStdout returns the stdout of a command printing data, or nil for
+// text: -o json or jsonl and --result json get JSON's escapes of what
+// terminals take as controls (textout.NewJSONEscaper: the same strings);
+// -o yaml and --result yaml print as they are, YAML quoting control
+// characters itself, as do -o raw (the stored bytes asked for) and a
+// command whose output is always data (encode).
+func (cmd *command) dataStdout(c *cli.Context, e *env) io.Writer {
+	out, result := c.String("output"), c.String("result")
+	switch {
+	case out == "json" || out == "jsonl" || result == "json":
+		return textout.NewJSONEscaper(e.rawStdout)
+	case cmd.data || out == "yaml" || out == "raw" || result == "yaml":
+		return e.rawStdout
+	}
+	return nil
+}
+
 // run checks the arguments against the declaration, resolves the global
 // flags and runs the action.
 func (cmd *command) run(c *cli.Context, e *env) error {
@@ -313,6 +341,14 @@ func (cmd *command) run(c *cli.Context, e *env) error {
 			return err
 		}
 		in.g = g
+	}
+	if w := cmd.dataStdout(c, e); w != nil {
+		de := *e
+		de.stdout = w
+		e = &de
+		if esc, ok := w.(*textout.Escaper); ok {
+			defer esc.Flush()
+		}
 	}
 	err := withResult(c, e, func(e *env) error { return cmd.action(c, e, in) })
 	if err == nil && e.salvaged != nil {
@@ -374,14 +410,17 @@ func indent(s, prefix string) string {
 // exit status. Only main exits.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	quietKlog()
-	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	out, errOut := textout.NewEscaper(stdout), textout.NewEscaper(stderr)
+	defer errOut.Flush()
+	defer out.Flush()
+	e := &env{ctx: ctx, stdin: stdin, stdout: out, stderr: errOut, rawStdout: stdout, rawStderr: stderr, getenv: os.Getenv}
 	app := newApp(e)
 	if len(args) == 1 && args[0] == "--version" {
 		args = []string{"version"} // the same words as `etcdpvc version`
 	}
 	reordered, err := reorderArgs(commands(), args)
 	if err != nil {
-		return report(stderr, err)
+		return report(errOut, err)
 	}
 	argv := append([]string{"etcdpvc"}, reordered...)
 	if err := app.RunContext(ctx, argv); err != nil {
@@ -391,7 +430,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if isFlagError(err) {
 			err = &usageError{Msg: err.Error()}
 		}
-		return report(stderr, err)
+		return report(errOut, err)
 	}
 	return exitcode.OK
 }

@@ -125,7 +125,7 @@ func (d *doctor) apiserver(s *cliSession) {
 		d.report(inspect.CheckOK, "apiserver", "not used (--verify=never or --db): writes are not verified")
 		return
 	}
-	v, err := newVerifier(&env{ctx: d.e.ctx, stdout: io.Discard, stderr: d.e.stderr, getenv: d.e.getenv}, s)
+	v, err := newVerifier(&env{ctx: d.e.ctx, stdout: io.Discard, stderr: d.e.stderr, rawStdout: io.Discard, rawStderr: d.e.rawStderr, getenv: d.e.getenv}, s)
 	if err != nil {
 		d.report(inspect.CheckFail, "apiserver", "%v", err)
 		return

@@ -73,7 +73,7 @@ etcdpvc get pvc www-web-0 -n demo -o custom-columns=NAME:.metadata.name,SIZE:.sp
 				o.Format = f
 			}
 			if o.Print.Output == "raw" && !o.Force {
-				if isTerminal(e.stdout) {
+				if isTerminal(e.rawStdout) {
 					return flows.RawToTerminal("redirect the output (-o raw > value.bin, or -o raw | xxd | less), or pass --force")
 				}
 			}
