@@ -7,18 +7,18 @@ import (
 
 func TestEscape(t *testing.T) {
 	for in, want := range map[string]string{
-		"www-web-0":                       "www-web-0",
-		"é ü 日本":                          "é ü 日本",
-		"line\nnext\tcol":                 "line\nnext\tcol",
-		"\x1b[2Jcleared":                  `\x1b[2Jcleared`,
+		"www-web-0":                      "www-web-0",
+		"é ü 日本":                         "é ü 日本",
+		"line\nnext\tcol":                "line\nnext\tcol",
+		"\x1b[2Jcleared":                 `\x1b[2Jcleared`,
 		"\x1b]8;;http://x\x1b\\link\x07": `\x1b]8;;http://x\x1b\link\a`,
-		"over\rwrite":                     `over\rwrite`,
-		"del\x7f":                         `del\x7f`,
-		"c1 \u009b2J":                     `c1 \u009b2J`,
-		"bidi \u202eevil\u2066":           `bidi \u202eevil\u2066`,
-		"zero\u200bwidth\ufeff":           `zero\u200bwidth\ufeff`,
-		"bad \xff\xc3":                    `bad \xff\xc3`,
-		`back\slash`:                      `back\slash`,
+		"over\rwrite":                    `over\rwrite`,
+		"del\x7f":                        `del\x7f`,
+		"c1 \u009b2J":                    `c1 \u009b2J`,
+		"bidi \u202eevil\u2066":          `bidi \u202eevil\u2066`,
+		"zero\u200bwidth\ufeff":          `zero\u200bwidth\ufeff`,
+		"bad \xff\xc3":                   `bad \xff\xc3`,
+		`back\slash`:                     `back\slash`,
 	} {
 		if got := Escape(in); got != want {
 			t.Errorf("Escape(%q) = %s, want %s", in, got, want)
