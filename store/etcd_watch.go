@@ -9,6 +9,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/connectivity"
 )
 
 // Watcher is a store whose changes can be followed as they are made: a
@@ -147,17 +148,28 @@ func (e *Etcd) watchOnce(ctx context.Context, w clientv3.Watcher, key string, o 
 	defer quiet.Stop()
 	tick := time.NewTicker(progressInterval)
 	defer tick.Stop()
-	silent := false
+	go requestProgress(wctx, w)
+	// silent: etcd has not answered for watchQuiet; lost: the connection
+	// to etcd is down. Each was said, and is said to be over at the next
+	// answer.
+	silent, lost := false, false
 	for {
 		select {
 		case resp, ok := <-wch:
 			if !ok {
 				return last, ctx.Err() != nil, nil
 			}
-			if silent {
+			switch {
+			case lost:
+				from := next
+				if last >= next {
+					from = last + 1
+				}
+				note(fmt.Sprintf("etcd answers again: the watch resumed from revision %d", from))
+			case silent:
 				note("etcd answers again")
-				silent = false
 			}
+			silent, lost = false, false
 			quiet.Reset(watchQuiet)
 			if resp.CompactRevision != 0 {
 				return last, true, compactedWatch(next, last, resp.CompactRevision, reported)
@@ -196,16 +208,38 @@ func (e *Etcd) watchOnce(ctx context.Context, w clientv3.Watcher, key string, o 
 				return last, true, nil
 			}
 		case <-tick.C:
-			// Answered only once the watch has caught up; ignored before.
-			_ = w.RequestProgress(wctx)
+			// clientv3 resumes a watch whose stream broke by itself, and
+			// says nothing: the connection's state tells.
+			if e.cli.ActiveConnection().GetState() != connectivity.Ready && !lost {
+				note("lost the connection to etcd: the watch resumes where it stopped when etcd answers again, skipping no change (Ctrl-C ends the watch)")
+				lost = true
+			}
 		case <-quiet.C:
-			if !silent {
+			if !silent && !lost {
 				note(fmt.Sprintf("etcd has not answered for %v; still waiting (Ctrl-C ends the watch)", watchQuiet))
 				silent = true
 			}
 			quiet.Reset(watchQuiet)
 		case <-ctx.Done():
 			return last, true, nil
+		}
+	}
+}
+
+// requestProgress asks etcd for a progress notification on the watch of
+// ctx every progressInterval until ctx is done: an idle watch that is
+// followed gets an answer (once it has caught up; etcd ignores the
+// request before), which tells that etcd still answers. It runs apart from
+// the watch's loop, since the request waits while clientv3 reconnects.
+func requestProgress(ctx context.Context, w clientv3.Watcher) {
+	tick := time.NewTicker(progressInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			_ = w.RequestProgress(ctx)
 		}
 	}
 }
