@@ -83,7 +83,7 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	defer s.Close()
 	r := flows.DumpRequest{Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces, AllRevisions: o.AllRevisions,
 		Rev: o.Rev, PageSize: o.PageSize, YAML: o.Output == "yaml", ShowSecrets: o.ShowSecrets, Warn: e.Warn}
-	if isTerminal(e.rawStderr) {
+	if e.ansiTerminal(e.rawStderr) {
 		r.Progress = newProgress(e.rawStderr, "dump")
 	}
 	return s.Dump(e.ctx, e.stdout, r)

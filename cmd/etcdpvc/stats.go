@@ -104,7 +104,7 @@ func openCounting(e *env, g *globalOptions, what string) (*cliSession, flows.Pro
 		return nil, nil, err
 	}
 	var p flows.Progress
-	if isTerminal(e.rawStderr) {
+	if e.ansiTerminal(e.rawStderr) {
 		p = newProgress(e.rawStderr, what)
 	}
 	return s, p, nil

@@ -119,10 +119,11 @@ const writeHelp = "Every write shows its diff first, asks for confirmation on a 
 	"each key on stdout (docs/write-records.md), everything else on stderr."
 
 // colorize escapes a unified diff (textout.Escape) and colours it for a
-// terminal, unless NO_COLOR is set.
+// terminal that takes ANSI sequences (ansiTerminal), unless NO_COLOR is
+// set (no-color.org).
 func colorize(e *env, diff string) string {
 	diff = textout.Escape(diff)
-	if !isTerminal(e.rawStdout) || e.getenv("NO_COLOR") != "" {
+	if !e.ansiTerminal(e.rawStdout) || e.getenv("NO_COLOR") != "" {
 		return diff
 	}
 	var b strings.Builder
