@@ -8,6 +8,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 )
 
@@ -126,6 +127,11 @@ func getObject(c *cli.Context, in *input) error {
 		res := "RESOURCE"
 		if len(args) == 1 {
 			res = args[0]
+			// The hint names an ls that works: a resource kubectl
+			// would not resolve is the error.
+			if _, err := resource.Lookup(res); err != nil {
+				return usagef("%v", err)
+			}
 		}
 		ls := "etcdpvc ls " + res
 		switch {
