@@ -8,8 +8,8 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/inspect"
-	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/resource"
 )
 
 // getOptions are the flags of `etcdpvc get`.
