@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/klog/v2"
 
 	"github.com/etcdpvc/etcdpvc/flows"
@@ -335,6 +336,9 @@ func (cmd *command) run(c *cli.Context, e *env) error {
 			return err
 		}
 	}
+	if err := checkNamespace(c); err != nil {
+		return err
+	}
 	if !cmd.noGlobals {
 		g, err := resolveGlobals(c, e)
 		if err != nil {
@@ -433,6 +437,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return report(errOut, err)
 	}
 	return exitcode.OK
+}
+
+// checkNamespace refuses a -n that cannot name a namespace, as the
+// apiserver validates one (apimachinery's ValidateNamespaceName, a
+// DNS-1123 label), for every command that has -n: a typo is an error,
+// not a listing of nothing.
+func checkNamespace(c *cli.Context) error {
+	ns := c.String("namespace")
+	if ns == "" {
+		return nil
+	}
+	if errs := apivalidation.ValidateNamespaceName(ns, false); len(errs) > 0 {
+		return usagef("-n %q: not a valid namespace name: %s", ns, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // checkRevision rejects a negative --rev, for every command that has one.
