@@ -55,8 +55,9 @@ type Listed struct {
 	ListItem
 	Claim  *corev1.PersistentVolumeClaim
 	Volume *corev1.PersistentVolume
-	// Phase is a pod's or namespace's STATUS as kubectl shows it
-	// (StatusOf), in a table of any resource; "" otherwise.
+	// Phase is a pod's, namespace's, claim's or volume's STATUS as
+	// kubectl shows it (StatusOf), in a table of any resource; ""
+	// otherwise.
 	Phase string
 	// Content is the object whole, as `get` shows it (resourceVersion
 	// set, a Secret's values redacted), when the listing decodes objects
@@ -183,7 +184,7 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 			it.Claim, err = DecodeClaim(plain)
 		case o.Kind == ListVolumes && o.Objects:
 			it.Volume, err = DecodeVolume(plain)
-		case o.Kind == ListGeneric && o.Objects && res.Group == "" && (res.Plural == "pods" || res.Plural == "namespaces"):
+		case o.Kind == ListGeneric && o.Objects && res.Group == "" && statusKinds[res.Plural]:
 			it.Phase, _, err = StatusOf(plain)
 		}
 		if err != nil {

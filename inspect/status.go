@@ -8,10 +8,10 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 )
 
-// StatusOf is the STATUS kubectl shows for a stored pod or namespace
-// (plaintext), and whether the object is one: a namespace's phase, a
-// pod's status as kubectl's printer sums it up (PodStatus). An object of
-// another kind has none.
+// StatusOf is the STATUS kubectl shows for a stored pod, namespace,
+// claim or volume (plaintext), and whether the object is one: a pod's
+// status as kubectl's printer sums it up (PodStatus), the others' phase.
+// An object of another kind has none.
 func StatusOf(plain []byte) (status string, ok bool, err error) {
 	obj, err := codec.Decode(plain)
 	if err != nil {
@@ -22,9 +22,17 @@ func StatusOf(plain []byte) (status string, ok bool, err error) {
 		return PodStatus(o), true, nil
 	case *corev1.Namespace:
 		return string(o.Status.Phase), true, nil
+	case *corev1.PersistentVolumeClaim:
+		return string(o.Status.Phase), true, nil
+	case *corev1.PersistentVolume:
+		return string(o.Status.Phase), true, nil
 	}
 	return "", false, nil
 }
+
+// statusKinds are the core resources whose objects StatusOf gives a
+// STATUS.
+var statusKinds = map[string]bool{"pods": true, "namespaces": true, "persistentvolumeclaims": true, "persistentvolumes": true}
 
 // PodStatus is the STATUS column kubectl shows for a pod: its phase, or
 // the reason an init container or a container gives (Init:0/1,
