@@ -271,7 +271,7 @@ var kubectlRead = regexp.MustCompile(`\$\((kubectl get [^)]*-o jsonpath=[^)]*)\)
 // checkKubectlReads runs each kubectl read whose answer line uses as
 // etcdpvc get, with the same arguments and JSONPath engine, on the
 // runbook's own objects: one that prints nothing would make line act on
-// nothing ("kubectl patch pv ”").
+// nothing (kubectl patch pv with an empty name).
 func checkKubectlReads(ctx context.Context, t *testing.T, line, manifests string) {
 	t.Helper()
 	for _, m := range kubectlRead.FindAllStringSubmatch(line, -1) {
