@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,5 +130,35 @@ func TestFlagPlaceholders(t *testing.T) {
 	check("etcdpvc", globalCLIFlags())
 	for _, c := range commands() {
 		check(c.name, c.flags)
+	}
+}
+
+// TestReadmeSaysWhatMakeTestNeeds: the README's opening, which says what
+// `make test` needs on a fresh machine, names what the Makefile's test
+// target fetches or installs: the servers the e2e suite builds through the
+// Go module proxy, and the Chromium test-browser installs.
+func TestReadmeSaysWhatMakeTestNeeds(t *testing.T) {
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opening, _, _ := strings.Cut(string(readme), "\n## ")
+	target := regexp.MustCompile(`(?m)^test:(.*)$`).FindStringSubmatch(string(mk))
+	if target == nil {
+		t.Fatal("the Makefile has no test target")
+	}
+	for step, words := range map[string][]string{"e2e": {"kube-apiserver", "module proxy"}, "test-browser": {"Chromium", "apt-get"}} {
+		if !slices.Contains(strings.Fields(target[1]), step) {
+			continue
+		}
+		for _, w := range words {
+			if !strings.Contains(opening, w) {
+				t.Errorf("make test runs %s, but the README's opening, which says what make test needs, does not name %s", step, w)
+			}
+		}
 	}
 }
