@@ -375,7 +375,11 @@ func newApp(e *env) *cli.App {
 			return flagUsageError(err, c.App.Flags)
 		},
 		Description: "etcdpvc reads, and edits with a diff, a durable backup and a compare-and-swap,\n" +
-			"the objects kube-apiserver stores in etcd, and reads etcd db and snapshot files offline.\n\n" + exitStatusHelp,
+			"the objects kube-apiserver stores in etcd, and reads etcd db and snapshot files offline.\n" +
+			"Text output and messages show what a terminal would take as a control, wherever it is stored\n" +
+			"(a name, a value), escaped: ESC as \\x1b, a right-to-left override as \\u202e. -o json writes\n" +
+			"such characters as JSON escapes (the same strings); -o yaml quotes the control characters as\n" +
+			"YAML does (\\e); -o raw writes the bytes as stored.\n\n" + exitStatusHelp,
 	}
 	for _, cmd := range commands() {
 		desc := cmd.desc
