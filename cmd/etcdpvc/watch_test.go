@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -112,6 +113,53 @@ func TestWatchSaysWhenCut(t *testing.T) {
 		if code != exitcode.OK {
 			t.Fatalf("exit status %d, want 0: %s", code, stderr.String())
 		}
+	case <-time.After(time.Minute):
+		t.Fatal("the watch did not end on the interrupt")
+	}
+	t.Logf("stderr:\n%s", stderr.String())
+}
+
+// TestWatchSaysWhenMovedToAnotherMember restarts each member of a
+// three-member cluster in turn while a watch follows it through all three
+// endpoints: when the member its stream is on goes, clientv3 reopens the
+// stream on another, and the watch says so; no change is lost or repeated.
+func TestWatchSaysWhenMovedToAnotherMember(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{Members: 3, InProcess: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--endpoints", strings.Join(c.Endpoints(), ","), "watch", "-A", "-o", "json"}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: stdout:\n%s\nstderr:\n%s", what, stdout.String(), stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("the watch did not start", func() bool { return strings.Contains(stderr.String(), "watching /registry/") })
+	for i := range 3 {
+		c.StopMember(i)
+		time.Sleep(time.Second)
+		name := fmt.Sprintf("after-stop-%d", i)
+		c.Put(t, "/registry/configmaps/demo/"+name, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`","namespace":"demo"}}`))
+		waitFor(name+" was not printed", func() bool { return strings.Contains(stdout.String(), `"name":"`+name+`"`) })
+		c.RestartMember(t, i)
+	}
+	waitFor("the move was not said", func() bool { return strings.Contains(stderr.String(), "resumed") })
+	for i := range 3 {
+		if n := strings.Count(stdout.String(), fmt.Sprintf(`"name":"after-stop-%d"`, i)); n != 1 {
+			t.Errorf("after-stop-%d printed %d times", i, n)
+		}
+	}
+	cancel()
+	select {
+	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("the watch did not end on the interrupt")
 	}
