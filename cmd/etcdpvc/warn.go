@@ -17,7 +17,7 @@ const warnPrefix = "etcdpvc: warning: "
 // anywhere else it stays one line, so that it can be grepped and a log
 // keeps it whole.
 func (e *env) warn(msg string) {
-	fmt.Fprint(e.stderr, textout.Wrap(warnPrefix, msg, terminalWidth(e.rawStderr)))
+	fmt.Fprint(e.stderr, textout.Wrap(warnPrefix, textout.Escape(msg), terminalWidth(e.rawStderr)))
 }
 
 // ansiTerminal reports whether w is a terminal that takes ANSI
