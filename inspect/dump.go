@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
@@ -350,7 +349,7 @@ func (d *dumpWorker) record(out []byte, it *dumpItem) ([]byte, error) {
 		it.unread = d.decode(kv, &rec)
 	}
 	if d.o.YAML {
-		b, err := yaml.Marshal(rec)
+		b, err := codec.YAML(rec)
 		if err != nil {
 			return out, fmt.Errorf("dump %s: %w", kv.Key, err)
 		}

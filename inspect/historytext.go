@@ -6,8 +6,7 @@ import (
 	"io"
 	"strconv"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/internal/textout"
 )
 
@@ -90,7 +89,7 @@ func (rep *HistoryReport) Write(w io.Writer, format string) error {
 			b, err = json.MarshalIndent(rep, "", "  ")
 			b = append(b, '\n')
 		} else {
-			b, err = yaml.Marshal(rep)
+			b, err = codec.YAML(rep)
 		}
 		if err != nil {
 			return err

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"sigs.k8s.io/yaml"
+	"github.com/etcdpvc/etcdpvc/codec"
 )
 
 // ListDocument streams a listing as a Kubernetes List (`ls -o json|yaml`),
@@ -45,7 +45,7 @@ func (d *ListDocument) Add(obj ListObject) error {
 		_, err = fmt.Fprintf(d.w, "%s%s", sep, b)
 		return err
 	}
-	b, err := yaml.Marshal([]ListObject{obj})
+	b, err := codec.YAML([]ListObject{obj})
 	if err != nil {
 		return err
 	}

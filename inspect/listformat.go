@@ -237,7 +237,7 @@ func (f ListFormat) Headers() []string {
 
 // ColumnCells are the custom columns of an object's content, as kubectl
 // prints them: each match of the column's JSONPath, comma-separated,
-// "<none>" for none, terminal escapes made harmless.
+// "<none>" for none (the table escapes terminal controls).
 func (f ListFormat) ColumnCells(content map[string]any) ([]string, error) {
 	cells := make([]string, len(f.Columns))
 	for i, c := range f.Columns {
@@ -255,7 +255,7 @@ func (f ListFormat) ColumnCells(content map[string]any) ([]string, error) {
 		}
 		for _, vs := range values {
 			for _, v := range vs {
-				out = append(out, printers.EscapeTerminal(fmt.Sprint(v.Interface())))
+				out = append(out, fmt.Sprint(v.Interface()))
 			}
 		}
 		cells[i] = strings.Join(out, ",")

@@ -55,6 +55,10 @@ type Listed struct {
 	ListItem
 	Claim  *corev1.PersistentVolumeClaim
 	Volume *corev1.PersistentVolume
+	// Phase is a pod's, namespace's, claim's or volume's STATUS as
+	// kubectl shows it (StatusOf), in a table of any resource; ""
+	// otherwise.
+	Phase string
 	// Content is the object whole, as `get` shows it (resourceVersion
 	// set, a Secret's values redacted), when the listing decodes objects
 	// (ListingOptions.Content); nil otherwise, or when the value was not
@@ -180,6 +184,8 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 			it.Claim, err = DecodeClaim(plain)
 		case o.Kind == ListVolumes && o.Objects:
 			it.Volume, err = DecodeVolume(plain)
+		case o.Kind == ListGeneric && o.Objects && res.Group == "" && statusKinds[res.Plural]:
+			it.Phase, _, err = StatusOf(plain)
 		}
 		if err != nil {
 			it.Summary, it.Unread, it.Problem = nil, UndecodableStatus(plain, err), problem(plain, err)

@@ -131,7 +131,7 @@ func (t *ListTable) Row(it Listed) []string {
 		if t.ShowKind {
 			cells = append(cells, it.Kind())
 		}
-		cells = append(cells, it.Status(t.Now, "-"))
+		cells = append(cells, it.Status(t.Now, dash(it.Phase)))
 		if t.Finalizers {
 			cells = append(cells, fins)
 		}

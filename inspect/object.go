@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/etcdpvc/etcdpvc/codec"
 )
 
@@ -30,7 +28,7 @@ func RenderObject(content map[string]any, o ObjectFormat) ([]byte, error) {
 		content = withoutManagedFields(content)
 	}
 	if o.Output != "json" {
-		return yaml.Marshal(content)
+		return codec.YAML(content)
 	}
 	// No HTML escaping: redaction markers print as <redacted: N bytes>.
 	var buf bytes.Buffer

@@ -330,11 +330,8 @@ func LoadEncryption(ctx context.Context, o Options) (*encryption.Config, error) 
 	if o.EncryptionConfig == "" {
 		return nil, nil
 	}
-	enc, err := encryption.Load(ctx, o.EncryptionConfig)
-	if err != nil {
-		return nil, fmt.Errorf("load encryption config: %w", err)
-	}
-	return enc, nil
+	// encryption.Load's errors say "load encryption config FILE: …".
+	return encryption.Load(ctx, o.EncryptionConfig)
 }
 
 // BoltOptions are the options o's DB file is opened with.

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 )
 
 // Watcher is a store whose changes can be followed as they are made: a
@@ -92,11 +96,12 @@ func (e *Etcd) Watch(ctx context.Context, key string, o WatchOptions, fn func(Wa
 	if note == nil {
 		note = func(string) {}
 	}
-	w := clientv3.NewWatcher(e.cli)
+	streams := &streamCounter{WatchClient: pb.NewWatchClient(e.cli.ActiveConnection())}
+	w := clientv3.NewWatchFromWatchClient(streams, e.cli) // clientv3.NewWatcher, counting streams
 	defer w.Close()
 	reported := false // a change has been reported: a compaction now loses some
 	for {
-		last, done, err := e.watchOnce(ctx, w, key, o, next, startRev, reported, note, fn)
+		last, done, err := e.watchOnce(ctx, w, streams, key, o, next, startRev, reported, note, fn)
 		if last >= next {
 			next, reported = last+1, true
 		}
@@ -128,7 +133,7 @@ func wrapOp(op string, err error) error {
 // watchOnce runs one etcd watch from revision next. It returns the last
 // revision reported, whether the watch is over (ctx done, Until passed)
 // and why it failed; a watch etcd cut without failing it returns neither.
-func (e *Etcd) watchOnce(ctx context.Context, w clientv3.Watcher, key string, o WatchOptions, next, startRev int64, reported bool,
+func (e *Etcd) watchOnce(ctx context.Context, w clientv3.Watcher, streams *streamCounter, key string, o WatchOptions, next, startRev int64, reported bool,
 	note func(string), fn func(WatchEvent) error) (last int64, done bool, err error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -147,16 +152,36 @@ func (e *Etcd) watchOnce(ctx context.Context, w clientv3.Watcher, key string, o 
 	defer quiet.Stop()
 	tick := time.NewTicker(progressInterval)
 	defer tick.Stop()
-	silent := false
+	go requestProgress(wctx, w)
+	// silent: etcd has not answered for watchQuiet; lost: the connection
+	// to etcd is down. Each was said, and is said to be over at the next
+	// answer.
+	silent, lost := false, false
+	// opened is how many watch streams the client had opened when this
+	// watch first answered (0: it has not yet): a later one is clientv3
+	// reopening the watch's stream, which etcd cut.
+	var opened int64
+	resumedFrom := func() int64 {
+		if last >= next {
+			return last + 1
+		}
+		return next
+	}
 	for {
 		select {
 		case resp, ok := <-wch:
 			if !ok {
 				return last, ctx.Err() != nil, nil
 			}
-			if silent {
+			switch {
+			case lost:
+				note(fmt.Sprintf("etcd answers again: the watch resumed from revision %d", resumedFrom()))
+			case silent:
 				note("etcd answers again")
-				silent = false
+			}
+			silent, lost = false, false
+			if opened == 0 {
+				opened = streams.opened.Load()
 			}
 			quiet.Reset(watchQuiet)
 			if resp.CompactRevision != 0 {
@@ -196,16 +221,63 @@ func (e *Etcd) watchOnce(ctx context.Context, w clientv3.Watcher, key string, o 
 				return last, true, nil
 			}
 		case <-tick.C:
-			// Answered only once the watch has caught up; ignored before.
-			_ = w.RequestProgress(wctx)
+			// clientv3 resumes a watch whose stream broke by itself, and
+			// says nothing: the connection's state tells.
+			if e.cli.ActiveConnection().GetState() != connectivity.Ready && !lost {
+				note("lost the connection to etcd: the watch resumes where it stopped when etcd answers again, skipping no change (Ctrl-C ends the watch)")
+				lost = true
+			}
+			if n := streams.opened.Load(); opened > 0 && n > opened {
+				// Another member answers: the connection was not lost.
+				opened = n
+				if !lost {
+					note("etcd cut the watch's stream (a member going away): it was reopened, on another member when --endpoints names several, and resumed after the last change printed, skipping none")
+				}
+			}
 		case <-quiet.C:
-			if !silent {
+			if !silent && !lost {
 				note(fmt.Sprintf("etcd has not answered for %v; still waiting (Ctrl-C ends the watch)", watchQuiet))
 				silent = true
 			}
 			quiet.Reset(watchQuiet)
 		case <-ctx.Done():
 			return last, true, nil
+		}
+	}
+}
+
+// streamCounter is the watch client of a watch (clientv3's own, counting
+// the streams it opens): clientv3 reopens a stream etcd cut, on another
+// member when it can, without a word to the watcher; a new stream is what
+// tells.
+type streamCounter struct {
+	pb.WatchClient
+	opened atomic.Int64
+}
+
+// Watch opens a watch stream.
+func (s *streamCounter) Watch(ctx context.Context, opts ...grpc.CallOption) (pb.Watch_WatchClient, error) {
+	ws, err := s.WatchClient.Watch(ctx, opts...)
+	if err == nil {
+		s.opened.Add(1)
+	}
+	return ws, err
+}
+
+// requestProgress asks etcd for a progress notification on the watch of
+// ctx every progressInterval until ctx is done: an idle watch that is
+// followed gets an answer (once it has caught up; etcd ignores the
+// request before), which tells that etcd still answers. It runs apart from
+// the watch's loop, since the request waits while clientv3 reconnects.
+func requestProgress(ctx context.Context, w clientv3.Watcher) {
+	tick := time.NewTicker(progressInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			_ = w.RequestProgress(ctx)
 		}
 	}
 }

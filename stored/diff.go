@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/rogpeppe/go-internal/diff"
-	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/codec"
 )
@@ -25,7 +24,7 @@ func view(content map[string]any, rev int64) ([]byte, error) {
 			md["resourceVersion"] = strconv.FormatInt(rev, 10)
 		}
 	}
-	return yaml.Marshal(content)
+	return codec.YAML(content)
 }
 
 // RenderDiff returns a unified diff of the YAML views of two objects

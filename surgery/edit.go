@@ -61,6 +61,13 @@ func (u Undelete) NoOpReason(cur *stored.Current) string {
 	return objectName(cur.Obj) + " is not Terminating"
 }
 
+// ObjectDescriber is an Edit whose description depends on the object it
+// edits (MakePlan uses it for the plan's): what it changes there, not
+// all it could change.
+type ObjectDescriber interface {
+	DescribeObject(cur *stored.Current) string
+}
+
 // NoOpReasoner is an Edit that can say why it changes nothing in an
 // object (MakePlan puts it in Plan.NoOpReason); "" when it has nothing to
 // say.
@@ -114,6 +121,44 @@ func (u Undelete) Describe() string {
 		return "undelete: clear deletionTimestamp and deletionGracePeriodSeconds"
 	}
 	return "undelete: clear deletionTimestamp and deletionGracePeriodSeconds, remove finalizers foregroundDeletion and orphan"
+}
+
+// DescribeObject implements ObjectDescriber: what undelete changes in
+// cur, naming only the deletion fields and garbage collector's finalizers
+// it holds (and a Namespace's phase).
+func (u Undelete) DescribeObject(cur *stored.Current) string {
+	m := cur.Obj.Meta
+	var fields, fins, parts []string
+	if m.DeletionTimestamp != nil {
+		fields = append(fields, "deletionTimestamp")
+	}
+	if m.DeletionGracePeriodSeconds != nil {
+		fields = append(fields, "deletionGracePeriodSeconds")
+	}
+	if len(fields) > 0 {
+		parts = append(parts, "clear "+strings.Join(fields, " and "))
+	}
+	if !u.KeepGCFinalizers && len(fields) > 0 {
+		for _, f := range gcFinalizers {
+			if slices.Contains(m.Finalizers, f) {
+				fins = append(fins, f)
+			}
+		}
+	}
+	switch len(fins) {
+	case 0:
+	case 1:
+		parts = append(parts, "remove finalizer "+fins[0])
+	default:
+		parts = append(parts, "remove finalizers "+strings.Join(fins, " and "))
+	}
+	if isNamespace(cur.Obj) && namespacePhase(cur.Obj) == "Terminating" {
+		parts = append(parts, "set the Namespace's phase Active")
+	}
+	if len(parts) == 0 {
+		return u.Describe()
+	}
+	return "undelete: " + strings.Join(parts, ", ")
 }
 
 // terminating reports whether m carries a deletion.

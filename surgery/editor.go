@@ -35,7 +35,7 @@ func EditableYAML(cur *stored.Current) ([]byte, error) {
 		delete(md, "managedFields")
 		md["resourceVersion"] = strconv.FormatInt(cur.KV.ModRevision, 10)
 	}
-	y, err := yaml.Marshal(content)
+	y, err := codec.YAML(content)
 	if err != nil {
 		return nil, fmt.Errorf("render %s for editing: %w", cur.KV.Key, err)
 	}

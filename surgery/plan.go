@@ -76,6 +76,9 @@ func (c Planner) MakePlan(ctx context.Context, r store.Reader, key string, e Edi
 		Lease:       cur.KV.Lease,
 		Description: describe(e, codec.IsSecret(cur.Obj.Content) || cur.GR == secretsGR),
 	}
+	if d, ok := e.(ObjectDescriber); ok {
+		p.Description = d.DescribeObject(cur)
+	}
 	keyErr := c.checkKey(key, cur.Obj)
 	if keyErr != nil && !c.AllowKeyMismatch {
 		return nil, fmt.Errorf("plan %s: %w; nothing written", p.Description, keyErr)

@@ -12,21 +12,30 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/klog/v2"
 
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
+	"github.com/etcdpvc/etcdpvc/internal/textout"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store/salvage"
 )
 
 // env is what a command runs with: its streams and context.
 type env struct {
-	ctx    context.Context
-	stdin  io.Reader
+	ctx   context.Context
+	stdin io.Reader
+	// stdout and stderr escape every control character they are given
+	// (textout.Escaper): a name, a value, an error quoting them reaches a
+	// terminal as text. A command printing data has another stdout
+	// (dataStdout).
 	stdout io.Writer
 	stderr io.Writer
+	// rawStdout and rawStderr are the streams as given: for data, and for
+	// the tool's own colours and progress line, whose text is escaped.
+	rawStdout, rawStderr io.Writer
 	// getenv reads the environment (os.Getenv; replaced in tests).
 	getenv func(string) string
 	// salvaged is the salvage report of a session opened with --salvage.
@@ -74,10 +83,10 @@ var globalUsage = map[string]string{
 	"manifests-dir":            "where --kubeadm finds kube-apiserver.yaml",
 	"db":                       "read an etcd db or snapshot file instead of a live etcd",
 	"wal":                      "read a member's write-ahead log (its wal dir or data dir, read-only); repeatable, one dir per member of one cluster: the logs are merged by raft index into one (each entry once, from whichever log holds it; a dir given twice is read once); with --db (the same member's db, copied before the wal, or a snapshot of it) the log's entries the db holds are worked out back from it and checked against it, the later ones replayed from its state",
-	"wal-base":                 "with --wal: an older db or snapshot of the same cluster (last night's `etcdctl snapshot save`) whose consistent index lies inside the log: the log's later entries are replayed over it exactly, and --db, the member's current db, checks the replay at its own consistent index (a disagreement refuses to answer)",
+	"wal-base":                 "with --wal: an older db or snapshot of the same cluster (last night's, from etcdctl snapshot save) whose consistent index lies inside the log: the log's later entries are replayed over it exactly, and --db, the member's current db, checks the replay at its own consistent index (a disagreement refuses to answer)",
 	"lock-timeout":             "with --db: how long to wait for the file lock (0: do not wait)",
 	"skip-hash-check":          "with --db: go on when a snapshot's sha256 trailer does not match",
-	"salvage":                  "with --db: read a damaged db file bbolt refuses page by page (as `salvage` does): what survives, written to a temporary snapshot under $TMPDIR (as large as what survives; removed afterwards); reads then exit 10 unless nothing was lost",
+	"salvage":                  "with --db: read a damaged db file bbolt refuses page by page (as the salvage command does): what survives, written to a temporary snapshot under $TMPDIR (as large as what survives; removed afterwards); reads then exit 10 unless nothing was lost",
 	"encryption-config":        "the kube-apiserver's EncryptionConfiguration file, to read and write encrypted resources",
 	"kubeconfig":               "kubeconfig of the cluster's apiserver, to verify writes with (--kubeadm: the node's admin.conf, which wins over $KUBECONFIG)",
 	"verify":                   "check writes with the apiserver: auto (when it answers), always (refuse to write unverified) or never",
@@ -219,6 +228,9 @@ type command struct {
 	values map[string]cliargs.Offer
 	action func(c *cli.Context, e *env, in *input) error
 	hidden bool
+	// data: the command prints data on stdout whatever its flags
+	// (dataStdout).
+	data bool
 }
 
 // input is what an action receives: the resolved global flags and, for an
@@ -293,6 +305,23 @@ func (cmd command) declared() command {
 	return cmd
 }
 
+// dataStdout returns the stdout of a command printing data, or nil for
+// text: -o json or jsonl and --result json get JSON's escapes of what
+// terminals take as controls (textout.NewJSONEscaper: the same strings);
+// -o yaml and --result yaml print as they are, YAML quoting control
+// characters itself, as do -o raw (the stored bytes asked for) and a
+// command whose output is always data (encode).
+func (cmd *command) dataStdout(c *cli.Context, e *env) io.Writer {
+	out, result := c.String("output"), c.String("result")
+	switch {
+	case out == "json" || out == "jsonl" || result == "json":
+		return textout.NewJSONEscaper(e.rawStdout)
+	case cmd.data || out == "yaml" || out == "raw" || result == "yaml":
+		return e.rawStdout
+	}
+	return nil
+}
+
 // run checks the arguments against the declaration, resolves the global
 // flags and runs the action.
 func (cmd *command) run(c *cli.Context, e *env) error {
@@ -307,12 +336,23 @@ func (cmd *command) run(c *cli.Context, e *env) error {
 			return err
 		}
 	}
+	if err := checkNamespace(c); err != nil {
+		return err
+	}
 	if !cmd.noGlobals {
 		g, err := resolveGlobals(c, e)
 		if err != nil {
 			return err
 		}
 		in.g = g
+	}
+	if w := cmd.dataStdout(c, e); w != nil {
+		de := *e
+		de.stdout = w
+		e = &de
+		if esc, ok := w.(*textout.Escaper); ok {
+			defer esc.Flush()
+		}
 	}
 	err := withResult(c, e, func(e *env) error {
 		err := cmd.action(c, e, in)
@@ -341,7 +381,11 @@ func newApp(e *env) *cli.App {
 			return flagUsageError(err, c.App.Flags)
 		},
 		Description: "etcdpvc reads, and edits with a diff, a durable backup and a compare-and-swap,\n" +
-			"the objects kube-apiserver stores in etcd, and reads etcd db and snapshot files offline.\n\n" + exitStatusHelp,
+			"the objects kube-apiserver stores in etcd, and reads etcd db and snapshot files offline.\n" +
+			"Text output and messages show what a terminal would take as a control, wherever it is stored\n" +
+			"(a name, a value), escaped: ESC as \\x1b, a right-to-left override as \\u202e. -o json writes\n" +
+			"such characters as JSON escapes (the same strings); -o yaml quotes the control characters as\n" +
+			"YAML does (\\e); -o raw writes the bytes as stored.\n\n" + exitStatusHelp,
 	}
 	for _, cmd := range commands() {
 		desc := cmd.desc
@@ -380,14 +424,17 @@ func indent(s, prefix string) string {
 // exit status. Only main exits.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	quietKlog()
-	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	out, errOut := textout.NewEscaper(stdout), textout.NewEscaper(stderr)
+	defer errOut.Flush()
+	defer out.Flush()
+	e := &env{ctx: ctx, stdin: stdin, stdout: out, stderr: errOut, rawStdout: stdout, rawStderr: stderr, getenv: os.Getenv}
 	app := newApp(e)
 	if len(args) == 1 && args[0] == "--version" {
 		args = []string{"version"} // the same words as `etcdpvc version`
 	}
 	reordered, err := reorderArgs(commands(), args)
 	if err != nil {
-		return report(stderr, err)
+		return report(errOut, err)
 	}
 	argv := append([]string{"etcdpvc"}, reordered...)
 	if err := app.RunContext(ctx, argv); err != nil {
@@ -397,9 +444,24 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if isFlagError(err) {
 			err = &usageError{Msg: err.Error()}
 		}
-		return report(stderr, err)
+		return report(errOut, err)
 	}
 	return exitcode.OK
+}
+
+// checkNamespace refuses a -n that cannot name a namespace, as the
+// apiserver validates one (apimachinery's ValidateNamespaceName, a
+// DNS-1123 label), for every command that has -n: a typo is an error,
+// not a listing of nothing.
+func checkNamespace(c *cli.Context) error {
+	ns := c.String("namespace")
+	if ns == "" {
+		return nil
+	}
+	if errs := apivalidation.ValidateNamespaceName(ns, false); len(errs) > 0 {
+		return usagef("-n %q: not a valid namespace name: %s", ns, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // checkRevision rejects a negative --rev, for every command that has one.

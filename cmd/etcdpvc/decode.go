@@ -76,6 +76,7 @@ type encodeOptions struct {
 func encodeCommand() command {
 	return command{
 		name:      "encode",
+		data:      true,
 		usage:     "turn a YAML or JSON manifest into the bytes the apiserver stores",
 		argsUsage: "[FILE|-]",
 		desc: "encode writes the exact bytes kube-apiserver would store for an object: the protobuf\n" +

@@ -5,8 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 	"github.com/rogpeppe/go-internal/diff"
@@ -95,5 +99,66 @@ func TestHelpSections(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFlagPlaceholders: urfave/cli takes the first `quoted` words of a
+// flag's usage as the placeholder of its value (--since REV): a usage
+// quoting a command (`etcdctl snapshot save`) would print
+// "--wal-base etcdctl snapshot save", a boolean "--salvage salvage".
+// Backticks in a usage name a placeholder, in capitals, and nothing else.
+func TestFlagPlaceholders(t *testing.T) {
+	placeholder := regexp.MustCompile("^[A-Z][A-Z0-9_]*$")
+	check := func(where string, flags []cli.Flag) {
+		for _, f := range flags {
+			d, ok := f.(cli.DocGenerationFlag)
+			if !ok {
+				continue
+			}
+			usage := d.GetUsage()
+			i := strings.IndexByte(usage, '`')
+			if i < 0 {
+				continue
+			}
+			j := strings.IndexByte(usage[i+1:], '`')
+			_, isBool := f.(*cli.BoolFlag)
+			if j < 0 || isBool || !placeholder.MatchString(usage[i+1:i+1+j]) {
+				t.Errorf("%s --%s: backticks in its usage make a placeholder: %q", where, f.Names()[0], usage)
+			}
+		}
+	}
+	check("etcdpvc", globalCLIFlags())
+	for _, c := range commands() {
+		check(c.name, c.flags)
+	}
+}
+
+// TestReadmeSaysWhatMakeTestNeeds: the README's opening, which says what
+// `make test` needs on a fresh machine, names what the Makefile's test
+// target fetches or installs: the servers the e2e suite builds through the
+// Go module proxy, and the Chromium test-browser installs.
+func TestReadmeSaysWhatMakeTestNeeds(t *testing.T) {
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opening, _, _ := strings.Cut(string(readme), "\n## ")
+	target := regexp.MustCompile(`(?m)^test:(.*)$`).FindStringSubmatch(string(mk))
+	if target == nil {
+		t.Fatal("the Makefile has no test target")
+	}
+	for step, words := range map[string][]string{"e2e": {"kube-apiserver", "module proxy"}, "test-browser": {"Chromium", "apt-get"}} {
+		if !slices.Contains(strings.Fields(target[1]), step) {
+			continue
+		}
+		for _, w := range words {
+			if !strings.Contains(opening, w) {
+				t.Errorf("make test runs %s, but the README's opening, which says what make test needs, does not name %s", step, w)
+			}
+		}
 	}
 }

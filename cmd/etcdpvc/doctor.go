@@ -61,8 +61,12 @@ func (d *doctor) report(status inspect.CheckStatus, check, format string, args .
 
 func runDoctor(e *env, g *globalOptions, expiryWarning time.Duration) error {
 	d := newDoctor(e)
-	d.manifest(g)
-	if g.DB == "" {
+	switch {
+	case !d.manifest(g) && g.Kubeadm && g.DB == "":
+		// The certificates are the manifest's: none were named, but
+		// none are known either.
+		d.report(inspect.CheckWarn, "certificates", "not checked: --kubeadm took no settings from a manifest (above), where they would come from")
+	case g.DB == "":
 		inspect.CheckCertificates(&d.rep, inspect.CertInputs{Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key, Now: time.Now(), ExpiryWarning: expiryWarning})
 	}
 	if err := d.connectAndInspect(g); err != nil {
@@ -75,20 +79,22 @@ func runDoctor(e *env, g *globalOptions, expiryWarning time.Duration) error {
 }
 
 // manifest reads the kube-apiserver manifest and says which settings come
-// from it.
-func (d *doctor) manifest(g *globalOptions) {
+// from it; it reports whether they were taken from it.
+func (d *doctor) manifest(g *globalOptions) bool {
 	// A flag overrides the manifest; an ETCDCTL_* variable does not (the
 	// warnings below name those that disagree with it).
 	if !inspect.CheckManifest(&d.rep, g.ManifestsDir, g.Kubeadm, func(flag string) bool { return g.Given[flag] && !g.fromEnvOnly(flag) }) {
-		return
+		return false
 	}
 	if err := applyKubeadm(g); err != nil {
 		d.report(inspect.CheckFail, "manifest", "%v", err)
+		return false
 	}
 	for _, w := range g.kubeadmWarnings {
 		d.report(inspect.CheckWarn, "manifest", "%s", w)
 	}
 	g.kubeadmWarnings = nil // reported here, not again on stderr
+	return true
 }
 
 // connectAndInspect connects and checks the cluster. It returns an error
@@ -125,7 +131,7 @@ func (d *doctor) apiserver(s *cliSession) {
 		d.report(inspect.CheckOK, "apiserver", "not used (--verify=never or --db): writes are not verified")
 		return
 	}
-	v, err := newVerifier(&env{ctx: d.e.ctx, stdout: io.Discard, stderr: d.e.stderr, getenv: d.e.getenv}, s)
+	v, err := newVerifier(&env{ctx: d.e.ctx, stdout: io.Discard, stderr: d.e.stderr, rawStdout: io.Discard, rawStderr: d.e.rawStderr, getenv: d.e.getenv}, s)
 	if err != nil {
 		d.report(inspect.CheckFail, "apiserver", "%v", err)
 		return

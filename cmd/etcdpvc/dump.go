@@ -83,8 +83,8 @@ func runDump(e *env, g *globalOptions, o dumpOptions) error {
 	defer s.Close()
 	r := flows.DumpRequest{Resource: o.Resource, Namespace: o.Namespace, AllNamespaces: o.AllNamespaces, AllRevisions: o.AllRevisions,
 		Rev: o.Rev, PageSize: o.PageSize, YAML: o.Output == "yaml", ShowSecrets: o.ShowSecrets, Warn: e.Warn}
-	if isTerminal(e.stderr) {
-		r.Progress = newProgress(e.stderr, "dump")
+	if e.ansiTerminal(e.rawStderr) {
+		r.Progress = newProgress(e.rawStderr, "dump")
 	}
 	return s.Dump(e.ctx, e.stdout, r)
 }

@@ -250,7 +250,7 @@ etcdpvc restore --endpoints https://10.0.0.12:2379 --cacert ca.crt --cert client
 etcdpvc restore --operation 20261203T003510Z-1f2e3d4c --backup-dir /root/.local/state/etcdpvc/backups --dry-run`,
 		flags: append(writeFlags(),
 			&cli.BoolFlag{Name: "force", Usage: "restore even though the object changed after etcdpvc's write, its value cannot be decoded, or the cluster is another"},
-			&cli.StringFlag{Name: "operation", Usage: "restore every write of this operation (its id, as the undo line and `etcdpvc backups` print it): its backups in --backup-dir, cross-checked with audit.log there"},
+			&cli.StringFlag{Name: "operation", Usage: "restore every write of operation `ID` (as the undo line and etcdpvc backups print it), its backups in --backup-dir, cross-checked with audit.log there"},
 			&cli.IntFlag{Name: "max-txn-ops", Value: store.MaxTxnOps, Usage: "with several backups: the most keys deleted or created in one transaction (at most etcd's --max-txn-ops)"},
 		),
 		action: func(c *cli.Context, e *env, in *input) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/resource"
 )
 
 // getOptions are the flags of `etcdpvc get`.
@@ -73,7 +74,7 @@ etcdpvc get pvc www-web-0 -n demo -o custom-columns=NAME:.metadata.name,SIZE:.sp
 				o.Format = f
 			}
 			if o.Print.Output == "raw" && !o.Force {
-				if isTerminal(e.stdout) {
+				if isTerminal(e.rawStdout) {
 					return flows.RawToTerminal("redirect the output (-o raw > value.bin, or -o raw | xxd | less), or pass --force")
 				}
 			}
@@ -126,6 +127,11 @@ func getObject(c *cli.Context, in *input) error {
 		res := "RESOURCE"
 		if len(args) == 1 {
 			res = args[0]
+			// The hint names an ls that works: a resource kubectl
+			// would not resolve is the error.
+			if _, err := resource.Lookup(res); err != nil {
+				return usagef("%v", err)
+			}
 		}
 		ls := "etcdpvc ls " + res
 		switch {

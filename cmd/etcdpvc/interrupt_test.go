@@ -38,7 +38,7 @@ echo 'edited: true' >> "$1"
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
-	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &stderr, stderr: &stderr, getenv: func(k string) string {
+	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &stderr, stderr: &stderr, rawStdout: &stderr, rawStderr: &stderr, getenv: func(k string) string {
 		if k == "EDITOR" {
 			return script
 		}

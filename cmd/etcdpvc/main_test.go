@@ -76,6 +76,7 @@ func TestScripts(t *testing.T) {
 			"etcdcount":   cmdEtcdCount,
 			"lines":       cmdLines,
 			"protofield":  cmdProtoField,
+			"envquoted":   cmdEnvQuoted,
 		},
 	})
 }
@@ -255,6 +256,18 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 func cmdSHA256(ts *testscript.TestScript, neg bool, args []string) {
 	sum := sha256.Sum256([]byte(ts.ReadFile(args[0])))
 	fmt.Fprintf(ts.Stdout(), "%s\n", hex.EncodeToString(sum[:]))
+}
+
+// cmdEnvQuoted sets an environment variable to a Go string literal's
+// value (envquoted KEY '/registry/configmaps/demo/\x1b[2J'):
+// for bytes a script cannot spell, such as a terminal's controls.
+func cmdEnvQuoted(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: envquoted NAME GO-STRING")
+	}
+	v, err := strconv.Unquote(`"` + args[1] + `"`)
+	ts.Check(err)
+	ts.Setenv(args[0], v)
 }
 
 // cmdMode prints the permission bits of every file matching a glob.

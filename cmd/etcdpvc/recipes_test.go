@@ -51,7 +51,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 	g := &globalOptions{Options: session.Options{Endpoints: c.Endpoints(), Prefix: "/registry"}}
 	s := &cliSession{Session: &flows.Session{Session: &session.Session{Reader: st, Planner: surgery.Planner{Codec: stored.Codec{Prefix: "/registry"}}, Description: "test", Options: session.Options{Prefix: "/registry"}}}, g: g}
 	var stdout, stderr bytes.Buffer
-	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
+	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, rawStdout: &stdout, rawStderr: &stderr, getenv: func(string) string { return "" }}
 
 	// Give both halves something to write: a claimRef with a stale
 	// resourceVersion, a claim without volumeName.

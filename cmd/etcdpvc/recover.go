@@ -182,7 +182,7 @@ func recoverSource(e *env, s *cliSession, key string, rev int64) (*store.KeyValu
 // --show-secrets, managedFields hidden), or -o raw the bytes it would store
 // (sealed with --encryption-config).
 func printRecovered(e *env, s *cliSession, kv store.KeyValue, o flows.RecoverArgs) error {
-	if o.Output == "raw" && isTerminal(e.stdout) {
+	if o.Output == "raw" && isTerminal(e.rawStdout) {
 		if _, err := s.Planner.Recovered(e.ctx, kv); err != nil {
 			return err
 		}

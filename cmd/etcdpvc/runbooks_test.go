@@ -223,6 +223,7 @@ spec:
 			t.Fatalf("%s: %v", line, err)
 		}
 		if len(words) == 0 || words[0] != "etcdpvc" {
+			checkKubectlReads(ctx, t, line, manifests)
 			t.Logf("skipped (not etcdpvc): %s", line)
 			continue
 		}
@@ -260,6 +261,31 @@ spec:
 	}
 	if ran == 0 {
 		t.Fatal("the runbook has a runbook-test comment but no etcdpvc command")
+	}
+}
+
+// kubectlRead matches a command substitution reading a field with kubectl:
+// $(kubectl get pvc NAME -n NS -o jsonpath='{.spec.volumeName}').
+var kubectlRead = regexp.MustCompile(`\$\((kubectl get [^)]*-o jsonpath=[^)]*)\)`)
+
+// checkKubectlReads runs each kubectl read whose answer line uses as
+// etcdpvc get, with the same arguments and JSONPath engine, on the
+// runbook's own objects: one that prints nothing would make line act on
+// nothing (kubectl patch pv with an empty name).
+func checkKubectlReads(ctx context.Context, t *testing.T, line, manifests string) {
+	t.Helper()
+	for _, m := range kubectlRead.FindAllStringSubmatch(line, -1) {
+		words, err := shellWords(m[1])
+		if err != nil {
+			t.Fatalf("%s: %v", m[1], err)
+		}
+		args := append([]string{"--kubeadm", "--manifests-dir", manifests}, words[1:]...)
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, args, strings.NewReader(""), &stdout, &stderr)
+		if code != exitcode.OK || strings.TrimSpace(stdout.String()) == "" {
+			t.Errorf("%s: its read %s prints nothing for the runbook's own objects (etcdpvc %s: exit %d) %s",
+				line, m[1], strings.Join(words[1:], " "), code, stderr.String())
+		}
 	}
 }
 

@@ -104,8 +104,8 @@ func openCounting(e *env, g *globalOptions, what string) (*cliSession, flows.Pro
 		return nil, nil, err
 	}
 	var p flows.Progress
-	if isTerminal(e.stderr) {
-		p = newProgress(e.stderr, what)
+	if e.ansiTerminal(e.rawStderr) {
+		p = newProgress(e.rawStderr, what)
 	}
 	return s, p, nil
 }

@@ -56,3 +56,30 @@ func TestRawRefusesTerminal(t *testing.T) {
 		})
 	}
 }
+
+// TestColorize colours a diff on a terminal only: not off one, not with
+// NO_COLOR set (no-color.org), not on a terminal that says it has no
+// colours (TERM=dumb, as Emacs' shell and CI logs set).
+func TestColorize(t *testing.T) {
+	_, slave := openPTY(t)
+	const diff = "--- a\n+++ b\n-old\n+new\n"
+	for _, tc := range []struct {
+		name   string
+		out    any
+		env    map[string]string
+		colour bool
+	}{
+		{"terminal", slave, map[string]string{"TERM": "xterm-256color"}, true},
+		{"not a terminal", &bytes.Buffer{}, map[string]string{"TERM": "xterm-256color"}, false},
+		{"NO_COLOR", slave, map[string]string{"TERM": "xterm-256color", "NO_COLOR": "1"}, false},
+		{"TERM=dumb", slave, map[string]string{"TERM": "dumb"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &env{rawStdout: tc.out.(io.Writer), getenv: func(k string) string { return tc.env[k] }}
+			got := colorize(e, diff)
+			if coloured := strings.Contains(got, "\x1b["); coloured != tc.colour {
+				t.Errorf("coloured: %v, want %v: %q", coloured, tc.colour, got)
+			}
+		})
+	}
+}

@@ -17,7 +17,14 @@ const warnPrefix = "etcdpvc: warning: "
 // anywhere else it stays one line, so that it can be grepped and a log
 // keeps it whole.
 func (e *env) warn(msg string) {
-	fmt.Fprint(e.stderr, textout.Wrap(warnPrefix, msg, terminalWidth(e.stderr)))
+	fmt.Fprint(e.stderr, textout.Wrap(warnPrefix, textout.Escape(msg), terminalWidth(e.rawStderr)))
+}
+
+// ansiTerminal reports whether w is a terminal that takes ANSI
+// sequences (colours, the progress line's erase): not one whose TERM is
+// dumb.
+func (e *env) ansiTerminal(w any) bool {
+	return isTerminal(w) && e.getenv("TERM") != "dumb"
 }
 
 // terminalWidth returns w's width in columns when it is a terminal, else 0.

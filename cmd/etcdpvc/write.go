@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
 
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/flows"
+	"github.com/etcdpvc/etcdpvc/internal/textout"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -74,7 +75,7 @@ func withResult(c *cli.Context, e *env, action func(e *env) error) error {
 		return usagef("--result %q: json or yaml", format)
 	}
 	re := *e
-	re.stdout = e.stderr
+	re.stdout, re.rawStdout = e.stderr, e.rawStderr
 	re.result = flows.NewResult(e.operationID())
 	re.opID = re.result.OperationID
 	err := action(&re)
@@ -92,16 +93,16 @@ func withResult(c *cli.Context, e *env, action func(e *env) error) error {
 // printResult writes doc (a write's surgery.RecordList, the backups'
 // list) as JSON (indented, one object) or YAML.
 func printResult(w io.Writer, format string, doc any) error {
-	data, err := json.MarshalIndent(doc, "", "  ")
+	var data []byte
+	var err error
+	if format == "yaml" {
+		data, err = codec.YAML(doc)
+	} else {
+		data, err = json.MarshalIndent(doc, "", "  ")
+		data = append(data, '\n')
+	}
 	if err != nil {
 		return fmt.Errorf("print the result: %w", err)
-	}
-	if format == "yaml" {
-		if data, err = yaml.JSONToYAML(data); err != nil {
-			return fmt.Errorf("print the result: %w", err)
-		}
-	} else {
-		data = append(data, '\n')
 	}
 	_, err = w.Write(data)
 	return err
@@ -117,9 +118,12 @@ const writeHelp = "Every write shows its diff first, asks for confirmation on a 
 	"(--show-managed-fields). --result json|yaml (-o, except on recover) prints what the write did to\n" +
 	"each key on stdout (docs/write-records.md), everything else on stderr."
 
-// colorize colours a unified diff for a terminal, unless NO_COLOR is set.
+// colorize escapes a unified diff (textout.Escape) and colours it for a
+// terminal that takes ANSI sequences (ansiTerminal), unless NO_COLOR is
+// set (no-color.org).
 func colorize(e *env, diff string) string {
-	if !isTerminal(e.stdout) || e.getenv("NO_COLOR") != "" {
+	diff = textout.Escape(diff)
+	if !e.ansiTerminal(e.rawStdout) || e.getenv("NO_COLOR") != "" {
 		return diff
 	}
 	var b strings.Builder
@@ -145,7 +149,7 @@ func colorize(e *env, diff string) string {
 func (e *env) Print(text string) { fmt.Fprint(e.stdout, text) }
 
 func (e *env) Diff(diff string) {
-	fmt.Fprint(e.stdout, colorize(e, diff))
+	fmt.Fprint(e.rawStdout, colorize(e, diff))
 	if !strings.HasSuffix(diff, "\n") {
 		fmt.Fprintln(e.stdout)
 	}

@@ -11,7 +11,8 @@ import (
 // Table prints aligned columns without holding the whole table: rows are
 // buffered one batch at a time and column widths only grow, so a
 // million-row listing streams in bounded memory. Columns are separated by
-// three spaces; the last one is not padded.
+// three spaces; the last one is not padded. Cells are escaped (Escape):
+// a stored name cannot move the cursor, and the columns stay aligned.
 type Table struct {
 	w       io.Writer
 	headers []string
@@ -25,6 +26,7 @@ type Table struct {
 // NewTable returns a table with these column headers, printed with the
 // first batch.
 func NewTable(w io.Writer, headers ...string) *Table {
+	headers = escapeCells(headers)
 	t := &Table{w: w, headers: headers, widths: make([]int, len(headers)), BatchSize: 500}
 	t.fit(headers)
 	return t
@@ -46,6 +48,7 @@ func (t *Table) fit(row []string) {
 
 // Row adds a row.
 func (t *Table) Row(cells ...string) error {
+	cells = escapeCells(cells)
 	t.fit(cells)
 	t.batch = append(t.batch, cells)
 	if len(t.batch) >= t.BatchSize {
@@ -92,4 +95,18 @@ func (t *Table) line(b *strings.Builder, cells []string) {
 		b.WriteString(strings.Repeat(" ", t.widths[i]-utf8.RuneCountInString(c)+3))
 	}
 	b.WriteByte('\n')
+}
+
+// escapeCells returns cells escaped, a copy when one changes.
+func escapeCells(cells []string) []string {
+	for i, c := range cells {
+		if e := Escape(c); e != c {
+			out := append([]string(nil), cells...)
+			for j := i; j < len(out); j++ {
+				out[j] = Escape(out[j])
+			}
+			return out
+		}
+	}
+	return cells
 }

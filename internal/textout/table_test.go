@@ -16,6 +16,8 @@ func TestTable(t *testing.T) {
 		{"aligned, last column not padded", 500, [][]string{{"www-web-0", "Terminating 3d"}, {"a", "Bound"}},
 			"NAME        STATUS\nwww-web-0   Terminating 3d\na           Bound\n"},
 		{"runes, not bytes", 500, [][]string{{"é", "x"}}, "NAME   STATUS\né      x\n"},
+		{"controls escaped, aligned as shown", 500, [][]string{{"\x1b[2J", "x"}, {"a", "\u202e"}},
+			"NAME      STATUS\n\\x1b[2J   x\na         \\u202e\n"},
 		// Widths only grow: the second batch is aligned on the widest cell
 		// seen so far, and the first one is not rewritten.
 		{"batches", 1, [][]string{{"a", "1"}, {"longer-name", "2"}, {"b", "3"}},
