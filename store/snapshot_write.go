@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/etcdpvc/etcdpvc/internal/durable"
+	"github.com/etcdpvc/etcdpvc/internal/newfile"
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
@@ -74,16 +75,18 @@ func (c *SnapshotCopy) MarkPartial() {
 }
 
 // ErrMemberDir means a snapshot copy was to be written into an etcd
-// member's data directory.
-var ErrMemberDir = errors.New("refusing to write into an etcd member's data directory: editing one member's backend makes it diverge from the others and from its own WAL")
+// member's data directory (newfile.ErrMemberDir).
+var ErrMemberDir = newfile.ErrMemberDir
 
-// ErrOutputExists means the output file of a snapshot copy already exists.
-var ErrOutputExists = errors.New("output file exists")
+// ErrOutputExists means the output file of a snapshot copy already exists
+// (newfile.ErrExists).
+var ErrOutputExists = newfile.ErrExists
 
 // OpenSnapshotCopy opens in with OpenBolt (so a file locked by a running
 // etcd fails fast with ErrLocked and a snapshot's sha256 trailer is
-// verified, as opts say), copies its bbolt pages to out, which must not
-// exist, and opens the copy for editing. in is never written. out is
+// verified, as opts say), copies its bbolt pages to out, a new file
+// (newfile.Create: nothing may be there, nor may it be in a member's data
+// directory), and opens the copy for editing. in is never written. out is
 // created with mode 0600 and removed again if opening fails.
 //
 // Close finishes the copy: after at least one write it appends the sha256
@@ -98,11 +101,8 @@ func OpenSnapshotCopy(in, out string, opts BoltOptions) (c *SnapshotCopy, err er
 		return nil, err
 	}
 	defer src.Close()
-	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := newfile.Create(out)
 	if err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("snapshot copy %s: %w: choose a new file; an existing one is never overwritten", out, ErrOutputExists)
-		}
 		return nil, fmt.Errorf("snapshot copy: %w", err)
 	}
 	defer func() {
@@ -136,22 +136,14 @@ func OpenSnapshotCopy(in, out string, opts BoltOptions) (c *SnapshotCopy, err er
 	return &SnapshotCopy{Bolt: b, in: in}, nil
 }
 
-// checkSnapshotOut refuses an output path inside a member's data
-// directory (…/member/snap/db, or a directory beside a member's wal).
+// checkSnapshotOut refuses out as the new file of a snapshot of in
+// (newfile.Check), before in is read.
 func checkSnapshotOut(in, out string) error {
 	if out == "" {
 		return fmt.Errorf("snapshot copy of %s: no output file", in)
 	}
-	abs, err := filepath.Abs(out)
-	if err != nil {
+	if err := newfile.Check(out); err != nil {
 		return fmt.Errorf("snapshot copy: %w", err)
-	}
-	dir := filepath.Dir(abs)
-	if filepath.Base(dir) == "snap" && filepath.Base(filepath.Dir(dir)) == "member" {
-		return fmt.Errorf("snapshot copy %s: %w", out, ErrMemberDir)
-	}
-	if fi, err := os.Stat(filepath.Join(dir, "wal")); err == nil && fi.IsDir() {
-		return fmt.Errorf("snapshot copy %s: %w", out, ErrMemberDir)
 	}
 	return nil
 }

@@ -272,13 +272,17 @@ func TestSnapshotCopyRefusals(t *testing.T) {
 		}
 	})
 	t.Run("output in a member dir", func(t *testing.T) {
+		for _, d := range []string{"data", "data2"} {
+			for _, sub := range []string{"wal", "snap"} {
+				if err := os.MkdirAll(filepath.Join(dir, d, "member", sub), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		for _, p := range []string{
 			filepath.Join(dir, "data", "member", "snap", "db"),
 			filepath.Join(dir, "data2", "member", "new.db"),
 		} {
-			if err := os.MkdirAll(filepath.Join(dir, "data2", "member", "wal"), 0o700); err != nil {
-				t.Fatal(err)
-			}
 			if _, err := store.OpenSnapshotCopy(in, p, store.BoltOptions{}); !errors.Is(err, store.ErrMemberDir) {
 				t.Errorf("%s: err = %v, want ErrMemberDir", p, err)
 			}

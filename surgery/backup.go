@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/internal/durable"
+	"github.com/etcdpvc/etcdpvc/internal/newfile"
 )
 
 // BackupKind and BackupVersion identify the backup file format. Version 2
@@ -260,27 +261,7 @@ func writeBackupFile(dir string, b *Backup, now time.Time) (string, error) {
 		return "", fmt.Errorf("encode backup: %w", err)
 	}
 	data = append(data, '\n')
-	tmp, err := os.CreateTemp(dir, ".backup-*.tmp")
-	if err != nil {
-		return "", fmt.Errorf("create backup file: %w", err)
-	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName)
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("backup file mode: %w", err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("write backup file: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("sync backup file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("close backup file: %w", err)
-	}
+	fill := func(tmp string) error { return os.WriteFile(tmp, data, 0o600) }
 	base := fmt.Sprintf("%s-%s-r%d", now.Format("20060102T150405.000000000Z"), sanitizeKey(b.Key), b.ModRevision)
 	var final string
 	for i := 0; ; i++ {
@@ -288,12 +269,12 @@ func writeBackupFile(dir string, b *Backup, now time.Time) (string, error) {
 		if i > 0 {
 			final = filepath.Join(dir, fmt.Sprintf("%s-%d.json", base, i))
 		}
-		err = os.Link(tmpName, final)
+		err = newfile.Add(final, fill)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, os.ErrExist) || i >= 100 {
-			return "", fmt.Errorf("name backup file: %w", err)
+		if !errors.Is(err, newfile.ErrExists) || i >= 100 {
+			return "", fmt.Errorf("write backup file: %w", err)
 		}
 	}
 	return final, nil

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/internal/newfile"
 )
 
 func reportCommand() command {
@@ -32,7 +32,7 @@ func reportCommand() command {
 		examples: `etcdpvc --db snapshot.db report -o report.html
 etcdpvc --kubeadm --encryption-config /etc/kubernetes/enc.yaml report --since 1200000 -o report.html`,
 		flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "report.html", Usage: "the HTML file to write (- for stdout)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "report.html", Usage: "the new HTML file to write (it must not exist; - for stdout)"},
 			&cli.IntFlag{Name: "top", Value: 20, Usage: "how many of the largest objects, hottest keys and leases to list"},
 			&cli.IntFlag{Name: "details", Value: 200, Usage: "how many objects to list Terminating, unreadable and deleted"},
 			&cli.Int64Flag{Name: "since", Usage: "count the hottest keys' revisions from revision `REV` to now (live: etcd's watch replays them)"},
@@ -50,6 +50,14 @@ etcdpvc --kubeadm --encryption-config /etc/kubernetes/enc.yaml report --since 12
 }
 
 func runReport(e *env, g *globalOptions, out string, r flows.ReportRequest) error {
+	if out != "-" {
+		if newfile.IsInput(out, g.DB) {
+			return usagef("-o %s is the input: report never writes its input", out)
+		}
+		if err := newfile.Check(out); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	}
 	s, p, err := openCounting(e, g, "report")
 	if err != nil {
 		return err
@@ -67,31 +75,32 @@ func runReport(e *env, g *globalOptions, out string, r flows.ReportRequest) erro
 	})
 }
 
-// writeReportFile writes the report to a temporary file beside path and
-// renames it to path once written: a page cut short never replaces one.
-// A report whose outcome is incomplete (written whole) is kept. The file
-// is the owner's only (0600): it names keys, Secrets' among them.
+// writeReportFile writes the report to path, a new file (newfile.Write):
+// a page cut short never gets the name. A report whose outcome is
+// incomplete (written whole) is kept. The file is the owner's only
+// (0600): it names keys, Secrets' among them.
 func writeReportFile(path string, write func(w io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write the report: %w", err)
-	}
-	defer os.Remove(f.Name())
-	bw := bufio.NewWriter(f)
-	werr := write(bw)
-	if werr != nil && !errors.Is(werr, flows.ErrIncomplete) {
-		f.Close()
+	var werr error
+	err := newfile.Write(path, func(tmp string) error {
+		f, err := os.OpenFile(tmp, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		if werr = write(bw); werr != nil && !errors.Is(werr, flows.ErrIncomplete) {
+			return werr
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return f.Close()
+	})
+	switch {
+	case err == nil:
 		return werr
+	case errors.Is(err, werr):
+		return err
 	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("write the report %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write the report %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write the report %s: %w", path, err)
-	}
-	return werr
+	return fmt.Errorf("write the report %s: %w", path, err)
 }

@@ -12,6 +12,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/etcdpvc/etcdpvc/internal/newfile"
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -254,11 +256,11 @@ func (res *Result) readKept(r io.ReaderAt, k keptRev, buf []byte) error {
 // Report (its WriteSnapshot would fail).
 func SalvageFile(ctx context.Context, in, out string, opts Options) (*Result, *Written, error) {
 	if out != "" {
-		if _, err := os.Lstat(out); err == nil {
-			return nil, nil, fmt.Errorf("salvage: write %s: %w: choose a new file; an existing one is never overwritten", out, store.ErrOutputExists)
+		if err := newfile.Check(out); err != nil {
+			return nil, nil, fmt.Errorf("salvage: write %w", err)
 		}
 	}
-	f, err := os.Open(in)
+	f, err := regular.Open(in)
 	if err != nil {
 		return nil, nil, fmt.Errorf("salvage: %w", err)
 	}
@@ -266,9 +268,6 @@ func SalvageFile(ctx context.Context, in, out string, opts Options) (*Result, *W
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, nil, fmt.Errorf("salvage: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("salvage %s: not a regular file", in)
 	}
 	if dir := opts.HashCacheDir; dir != "" {
 		opts.trailerKnown = func(trailer string) bool {
