@@ -18,6 +18,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
 
 // Bolt reads an etcd v3 backend file offline: a member's bbolt database
@@ -350,7 +352,7 @@ func metaUint(v []byte) uint64 {
 // checkTrailer hashes the first dataSize bytes of the file and compares
 // them with the trailer that follows.
 func (b *Bolt) checkTrailer(dataSize int64, skip bool, cacheDir string) error {
-	f, err := os.Open(b.path)
+	f, err := regular.Open(b.path)
 	if err != nil {
 		return fmt.Errorf("check snapshot sha256: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
 
 // hashRecord remembers that a snapshot file's sha256 trailer was verified,
@@ -94,7 +96,7 @@ func RememberTrailerVerified(dir, path string, fi os.FileInfo, trailer string) {
 
 // recorded reports whether dir holds the record cur.
 func recorded(dir string, cur hashRecord) bool {
-	b, err := os.ReadFile(hashRecordPath(dir, cur.Path))
+	b, err := regular.ReadFile(hashRecordPath(dir, cur.Path))
 	if err != nil {
 		return false
 	}

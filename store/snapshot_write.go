@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/internal/durable"
 	"github.com/etcdpvc/etcdpvc/internal/newfile"
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
@@ -158,7 +159,7 @@ func copyBoltPages(src *Bolt, in string, f *os.File) error {
 	if snap.IsSnapshot {
 		n -= snapshotTrailerSize
 	}
-	r, err := os.Open(in)
+	r, err := regular.Open(in)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/internal/durable"
 	"github.com/etcdpvc/etcdpvc/internal/newfile"
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
 
 // BackupKind and BackupVersion identify the backup file format. Version 2
@@ -300,11 +301,13 @@ func appendAudits(path string, recs []AuditRecord) error {
 		line = append(append(line, b...), '\n')
 	}
 	_, statErr := os.Lstat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|oNoFollow, 0o600)
-	if err != nil {
-		if isSymlinkErr(path, err) {
-			return fmt.Errorf("%w: %s is a symbolic link; etcdpvc never writes through one", ErrUnsafeBackupDir, path)
-		}
+	f, err := regular.OpenAppend(path)
+	switch {
+	case errors.Is(err, regular.ErrSymlink):
+		return fmt.Errorf("%w: %s is a symbolic link; etcdpvc never writes through one", ErrUnsafeBackupDir, path)
+	case errors.Is(err, regular.ErrNotRegular):
+		return fmt.Errorf("%w: %w", ErrUnsafeBackupDir, err)
+	case err != nil:
 		return err
 	}
 	if _, err := f.Write(line); err != nil {
@@ -333,17 +336,16 @@ func ReadBackup(path string) (*Backup, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
-	if err != nil {
-		if isSymlinkErr(path, err) {
-			return nil, fmt.Errorf("read backup %s: it is a symbolic link; give the file it points to", path)
-		}
+	f, err := regular.OpenNoFollow(path)
+	switch {
+	case errors.Is(err, regular.ErrSymlink):
+		return nil, fmt.Errorf("read backup %s: it is a symbolic link; give the file it points to", path)
+	case errors.Is(err, regular.ErrNotRegular):
+		return nil, fmt.Errorf("read backup: %w: %w", ErrBadBackup, err)
+	case err != nil:
 		return nil, fmt.Errorf("read backup: %w", err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("read backup %s: %w: not a regular file", path, ErrBadBackup)
-	}
 	data, err := io.ReadAll(io.LimitReader(f, maxBackupSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read backup: %w", err)

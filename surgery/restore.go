@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/stored"
@@ -446,7 +446,7 @@ func auditRevision(b *Backup) (int64, bool) {
 	if b.Path == "" {
 		return 0, false
 	}
-	f, err := os.OpenFile(filepath.Join(filepath.Dir(b.Path), AuditLogName), os.O_RDONLY|oNoFollow, 0)
+	f, err := regular.OpenNoFollow(filepath.Join(filepath.Dir(b.Path), AuditLogName))
 	if err != nil {
 		return 0, false
 	}
