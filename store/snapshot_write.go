@@ -63,7 +63,6 @@ type SnapshotCopy struct {
 	writes  int
 	closed  bool
 	partial bool
-	trailer string
 }
 
 // MarkPartial records that the copy holds only part of a change: Close
@@ -193,11 +192,15 @@ func (c *SnapshotCopy) Writes() int {
 	return c.writes
 }
 
-// SHA256 returns the trailer Close appended (hex), or "" before.
-func (c *SnapshotCopy) SHA256() string {
+// Written returns the file Close finished: its trailer, the file's
+// sha256 and size (the zero SnapshotInfo before, or without a write).
+func (c *SnapshotCopy) Written() SnapshotInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.trailer
+	if !c.closed {
+		return SnapshotInfo{}
+	}
+	return c.snap
 }
 
 // leaseKey is a lease's key in the "lease" bucket (schema.leaseIDToBytes).
@@ -359,50 +362,51 @@ func (c *SnapshotCopy) Close() error {
 	if c.partial {
 		return nil
 	}
-	sum, size, err := appendTrailer(c.path)
+	snap, err := appendTrailer(c.path)
 	if err != nil {
 		return fmt.Errorf("finish snapshot copy %s: %w (the edits are in the file, but `etcdutl snapshot restore` needs --skip-hash-check to read it)", c.path, err)
 	}
-	c.trailer = sum
-	c.snap = SnapshotInfo{IsSnapshot: true, SHA256: sum, Verified: true, Size: size}
+	c.snap = snap
 	return nil
 }
 
 // appendTrailer pads path to a multiple of 512 bytes, appends the sha256
-// of its contents and fsyncs it and its directory. It returns the hex
-// sha256 and the final size.
-func appendTrailer(path string) (string, int64, error) {
+// of its contents and fsyncs it and its directory. It returns the file
+// as a verified snapshot: the trailer, the whole file's sha256 (hashed
+// on with the trailer, no further read) and the final size.
+func appendTrailer(path string) (SnapshotInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return "", 0, err
+		return SnapshotInfo{}, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", 0, err
+		return SnapshotInfo{}, err
 	}
 	size := fi.Size()
 	if pad := (512 - size%512) % 512; pad != 0 {
 		if err := f.Truncate(size + pad); err != nil {
-			return "", 0, err
+			return SnapshotInfo{}, err
 		}
 		size += pad
 	}
 	h := sha256.New()
 	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, size), make([]byte, 1<<20)); err != nil {
-		return "", 0, err
+		return SnapshotInfo{}, err
 	}
 	sum := h.Sum(nil)
 	if _, err := f.WriteAt(sum, size); err != nil {
-		return "", 0, err
+		return SnapshotInfo{}, err
 	}
 	if err := f.Sync(); err != nil {
-		return "", 0, err
+		return SnapshotInfo{}, err
 	}
 	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
-		return "", 0, err
+		return SnapshotInfo{}, err
 	}
-	return hex.EncodeToString(sum), size + snapshotTrailerSize, nil
+	h.Write(sum)
+	return SnapshotInfo{IsSnapshot: true, SHA256: hex.EncodeToString(sum), FileSHA256: hex.EncodeToString(h.Sum(nil)), Verified: true, Size: size + snapshotTrailerSize}, nil
 }
 
 // Compile-time checks.

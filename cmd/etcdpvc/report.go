@@ -20,7 +20,7 @@ func reportCommand() command {
 		usage: "write one self-contained HTML page of what fills the store: treemap, hottest keys, stuck, unreadable, deleted",
 		desc: "report reads the store once, as stats does, and writes one HTML file that needs nothing else\n" +
 			"to be read offline (inline CSS and SVG, no script, no request leaves the page): the source (file,\n" +
-			"sha256, revision range, compaction, the span of the objects' creation times); a treemap of the\n" +
+			"its sha256 and snapshot trailer, revision range, compaction, the span of the objects' creation times); a treemap of the\n" +
 			"current bytes by resource, then namespace; the bytes, revisions and history bytes per resource;\n" +
 			"the hottest keys (as stats counts them: --db every revision held, live with --since REV) and the\n" +
 			"largest objects; the leases with most keys; the objects stuck Terminating with their\n" +

@@ -23,10 +23,13 @@ var ErrInputChanged = errors.New("the input changed since it was scanned")
 
 // Written describes a snapshot file WriteSnapshot wrote.
 type Written struct {
-	// Path is the snapshot file, SHA256 its trailer (hex), Size its size.
-	Path   string
-	SHA256 string
-	Size   int64
+	// Path is the snapshot file, FileSHA256 its sha256 (hex, as sha256sum
+	// prints it), TrailerSHA256 its trailer (the sha256 of all but its
+	// last 32 bytes), Size its size.
+	Path          string
+	FileSHA256    string
+	TrailerSHA256 string
+	Size          int64
 	// Revisions is the number of revisions written to "key" (one per
 	// recovered key), Leases and Members the items of those buckets.
 	Revisions, Leases, Members int
@@ -61,11 +64,11 @@ const batchBytes = 32 << 20
 // directory fsynced; on failure nothing is left behind.
 func (res *Result) WriteSnapshot(ctx context.Context, path string) (*Written, error) {
 	w := &Written{Path: path, CompactRevision: res.compact}
-	sum, size, err := store.WriteSnapshotFile(path, func(tmp string) error { return res.writeDB(ctx, tmp, w, res.kept) })
+	snap, err := store.WriteSnapshotFile(path, func(tmp string) error { return res.writeDB(ctx, tmp, w, res.kept) })
 	if err != nil {
 		return nil, fmt.Errorf("salvage: write %s: %w", path, err)
 	}
-	w.SHA256, w.Size = sum, size
+	w.FileSHA256, w.TrailerSHA256, w.Size = snap.FileSHA256, snap.SHA256, snap.Size
 	return w, nil
 }
 
@@ -274,7 +277,7 @@ func SalvageFile(ctx context.Context, in, out string, opts Options) (*Result, *W
 			now, err := f.Stat()
 			return err == nil && store.TrailerVerifiedEarlier(dir, in, now, trailer)
 		}
-		opts.trailerVerified = func(trailer string) { store.RememberTrailerVerified(dir, in, fi, trailer) }
+		opts.trailerVerified = func(trailer, fileSum string) { store.RememberTrailerVerified(dir, in, fi, trailer, fileSum) }
 	}
 	if out == "" {
 		res, err := Scan(ctx, f, fi.Size(), opts)
@@ -311,7 +314,7 @@ func salvageTo(ctx context.Context, r io.ReaderAt, size int64, opts Options, out
 	w := &Written{Path: out, CompactRevision: res.compact}
 	var scanErr error
 	ended := false
-	sum, n, err := store.WriteSnapshotFile(out, func(tmp string) error {
+	snap, err := store.WriteSnapshotFile(out, func(tmp string) error {
 		ended = true
 		if s.judgedBad() {
 			// What is kept is known only once finish has run.
@@ -351,7 +354,7 @@ func salvageTo(ctx context.Context, r io.ReaderAt, size int64, opts Options, out
 	if err != nil {
 		return res, nil, fmt.Errorf("salvage: write %s: %w", out, err)
 	}
-	w.SHA256, w.Size = sum, n
+	w.FileSHA256, w.TrailerSHA256, w.Size = snap.FileSHA256, snap.SHA256, snap.Size
 	return res, w, nil
 }
 
