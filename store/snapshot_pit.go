@@ -93,16 +93,13 @@ const pitBatchBytes = 32 << 20
 // new membership. Finally the sha256 trailer `etcdctl snapshot save`
 // writes, so that `etcdutl snapshot status` and `restore` accept it.
 //
-// It is written to a temporary file beside out (mode 0600), fsynced,
-// linked to out (never replacing a file) and the directory fsynced; on
-// failure nothing is left behind. base is never written. With
+// It is written as a new file (WriteSnapshotFile: nothing may be at out,
+// nor may it be in a member's data directory; on failure nothing is left
+// behind). base is never written. With
 // opts.HashCacheDir, the trailer written is remembered as verified, so
 // that opening the file next does not hash it again.
 func WritePointInTime(ctx context.Context, base *Bolt, out string, p PointInTime, opts BoltOptions) (*PointInTimeWritten, error) {
 	in := base.Path()
-	if err := checkSnapshotOut(in, out); err != nil {
-		return nil, err
-	}
 	w := &PointInTimeWritten{Path: out}
 	snap, err := WriteSnapshotFile(out, func(tmp string) error {
 		f, err := os.OpenFile(tmp, os.O_WRONLY, 0)
