@@ -66,13 +66,11 @@ func runReport(e *env, g *globalOptions, out string, r flows.ReportRequest) erro
 	if out == "-" {
 		return s.Report(e.ctx, e.stdout, r, p, e.Warn)
 	}
-	return writeReportFile(out, func(w io.Writer) error {
-		err := s.Report(e.ctx, w, r, p, e.Warn)
-		if err == nil || errors.Is(err, flows.ErrIncomplete) {
-			fmt.Fprintf(e.stderr, "etcdpvc: report written to %s\n", out)
-		}
-		return err
-	})
+	err = writeReportFile(out, func(w io.Writer) error { return s.Report(e.ctx, w, r, p, e.Warn) })
+	if err == nil || errors.Is(err, flows.ErrIncomplete) {
+		fmt.Fprintf(e.stderr, "etcdpvc: report written to %s\n", out)
+	}
+	return err
 }
 
 // writeReportFile writes the report to path, a new file (newfile.Write):
