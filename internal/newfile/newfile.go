@@ -4,7 +4,9 @@
 // a path that exists in any form (a file, the input itself, a symbolic
 // link, even a dangling one, a device, a directory) is refused, and so is
 // a path inside an etcd member's data directory, whose files etcd owns.
-// Every file etcdpvc creates for the user goes through Create or Write.
+// Every file etcdpvc creates for the user goes through Create, Write or
+// Add; what it keeps for itself (its hash records, temporary files in
+// directories of its own) and the audit log it appends to do not.
 package newfile
 
 import (
