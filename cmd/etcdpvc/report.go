@@ -55,7 +55,7 @@ func runReport(e *env, g *globalOptions, out string, r flows.ReportRequest) erro
 			return usagef("-o %s is the input: report never writes its input", out)
 		}
 		if err := newfile.Check(out); err != nil {
-			return fmt.Errorf("write the report: %w", err)
+			return fmt.Errorf("write the report: %w (-o - writes it to stdout)", err)
 		}
 	}
 	s, p, err := openCounting(e, g, "report")
