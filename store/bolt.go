@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"syscall"
@@ -235,12 +234,16 @@ func openBoltFile(path string, opts BoltOptions) (b *Bolt, err error) {
 			opts.Warn(fmt.Sprintf(format, args...))
 		}
 	}
-	fi, err := os.Stat(path)
+	// bbolt opens path itself: a FIFO, a device or a directory is
+	// refused first, without blocking.
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open etcd db: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("open etcd db %s: not a regular file", path)
+	fi, err := f.Stat()
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("open etcd db: %w", err)
 	}
 	if fi.Size() == 0 {
 		// bbolt would initialize an empty file, that is, write to it.
