@@ -18,17 +18,17 @@ func reportCommand() command {
 	return command{
 		name:  "report",
 		usage: "write one self-contained HTML page of what fills the store: treemap, hottest keys, stuck, unreadable, deleted",
-		desc: "report reads the store once, as stats does, and writes one HTML file that needs nothing else\n" +
-			"to be read offline (inline CSS and SVG, no script, no request leaves the page): the source (file,\n" +
-			"its sha256 and snapshot trailer, revision range, compaction, the span of the objects' creation times); a treemap of the\n" +
-			"current bytes by resource, then namespace; the bytes, revisions and history bytes per resource;\n" +
-			"the hottest keys (as stats counts them: --db every revision held, live with --since REV) and the\n" +
-			"largest objects; the leases with most keys; the objects stuck Terminating with their\n" +
+		desc: "report reads the store once, as stats does, and writes one HTML file that needs nothing else to be\n" +
+			"read offline (inline CSS and SVG, no script, no request leaves the page): the source (file, its\n" +
+			"sha256 and snapshot trailer, revision range, compaction, the span of the objects' creation times);\n" +
+			"a treemap of the current bytes by resource, then namespace; the bytes, revisions and history bytes\n" +
+			"per resource; the hottest keys (as stats counts them: --db every revision held, live with --since\n" +
+			"REV) and the largest objects; the leases with most keys; the objects stuck Terminating with their\n" +
 			"finalizers; the values that cannot be read and why; the objects not under their resource's write\n" +
-			"provider (with --encryption-config); and, with --db, the keys whose newest revision is a\n" +
-			"deletion, each with the etcdpvc recover command that recreates it (a dry run). Lists are bounded\n" +
-			"(--top, --details) and say their totals. Secrets: names only, never a value. As stats, a report\n" +
-			"with values not read, or of part of the store, is written and exits with status 10.",
+			"provider (with --encryption-config); and, with --db, the keys whose newest revision is a deletion,\n" +
+			"each with the etcdpvc recover command that recreates it (a dry run). Lists are bounded (--top,\n" +
+			"--details) and say their totals. Secrets: names only, never a value. As stats, a report with\n" +
+			"values not read, or of part of the store, is written and exits with status 10.",
 		examples: `etcdpvc --db snapshot.db report -o report.html
 etcdpvc --kubeadm --encryption-config /etc/kubernetes/enc.yaml report --since 1200000 -o report.html`,
 		flags: []cli.Flag{
