@@ -18,6 +18,12 @@ type Input struct {
 	// ModRevision, CreateRevision, Version and Lease are set from
 	// etcdctl -w json input.
 	ModRevision, CreateRevision, Version, Lease int64
+	// NewlineUnknown is set for raw input that ends in a newline which
+	// may be the one `etcdctl get --print-value-only` appends, or the
+	// value's own: ReadInput cannot tell without decrypting it (an
+	// encrypted value's last byte is any byte). The caller that decrypts
+	// tries Value as it is first, then without its last byte.
+	NewlineUnknown bool
 }
 
 // maxInput bounds what ReadInput reads: etcd's own request limit is
@@ -27,7 +33,8 @@ const maxInput = 64 << 20
 // ReadInput reads one stored value in any of the forms etcdctl prints it:
 //
 //   - the raw bytes (as `etcdctl get KEY --print-value-only` writes them,
-//     with the newline etcdctl appends tolerated);
+//     with the newline etcdctl appends tolerated; for an encrypted value,
+//     see Input.NewlineUnknown);
 //   - the JSON of `etcdctl get KEY -w json`, whose value and key are base64.
 func ReadInput(r io.Reader) (*Input, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
@@ -43,7 +50,8 @@ func ReadInput(r io.Reader) (*Input, error) {
 	if in, ok, err := parseEtcdctlJSON(b); ok || err != nil {
 		return in, err
 	}
-	return &Input{Value: trimEtcdctlNewline(b)}, nil
+	v := trimEtcdctlNewline(b)
+	return &Input{Value: v, NewlineUnknown: Detect(v) == FormatEncrypted && v[len(v)-1] == '\n'}, nil
 }
 
 // trimEtcdctlNewline removes the newline `etcdctl --print-value-only`

@@ -121,7 +121,8 @@ var sentinelHints = []struct {
 	{wal.ErrUndetermined, session.UndeterminedHint},
 	{wal.ErrBeforeBase, "give an older snapshot of the cluster as --db: one taken before that point, whose consistent index the log continues"},
 	{wal.ErrNoPointInTime, "`etcdpvc --db OLD.db --wal DIR history RESOURCE NAME` (or `ls --deleted`) lists the revisions and deletions the log holds"},
-	{store.ErrOutputExists, "give --out a new file name"},
+	{store.ErrOutputExists, "name a new file: etcdpvc never writes over one that exists (a file, a symbolic link, a device)"},
+	{store.ErrMemberDir, "write outside the member's data directory (the one holding member/wal and member/snap)"},
 	// A revision compacted before anything of it was read.
 	{store.ErrCompacted, compactedHint},
 	{codec.ErrLossy, "edit metadata with undelete, finalizers, label or annotate: they work at the wire level and keep unknown fields"},

@@ -308,8 +308,8 @@ func writePointInTimeReport(w io.Writer, rep *PointInTimeReport, dry bool) error
 	if dry {
 		t.WriteString("dry run: nothing written\n")
 	} else if wr := rep.Written; wr != nil {
-		fmt.Fprintf(&t, "snapshot: %s (revision %d, sha256 %s, %d bytes; %s added, %d removed by the compaction, %s)\n",
-			wr.Path, wr.Revision, wr.SHA256, wr.Size, count(wr.Added, "revision", "revisions"), wr.Compacted, count(wr.Leases, "lease", "leases"))
+		fmt.Fprintf(&t, "snapshot: %s (revision %d, sha256 %s, trailer %s, %d bytes; %s added, %d removed by the compaction, %s)\n",
+			wr.Path, wr.Revision, wr.FileSHA256, wr.TrailerSHA256, wr.Size, count(wr.Added, "revision", "revisions"), wr.Compacted, count(wr.Leases, "lease", "leases"))
 		if wr.CheckpointsSkipped > 0 {
 			fmt.Fprintf(&t, "  %d lease checkpoints not stored: etcd persists them from cluster version 3.6 on\n", wr.CheckpointsSkipped)
 		}

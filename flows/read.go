@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/session"
@@ -261,6 +262,20 @@ func DecodeInput(t Terminal, r io.Reader, key string, decrypt func(key string, v
 		key = in.Key
 	}
 	plain, err := decrypt(key, in.Value)
+	if err != nil && in.NewlineUnknown {
+		// etcdctl's newline, which no cipher text survives: the value
+		// without it is taken when it, and only it, decrypts. When neither
+		// does, the error said is the one that names the key, if only the
+		// value without the newline got that far (aescbc refuses the
+		// newline's odd length before it tries the key).
+		p, err2 := decrypt(key, in.Value[:len(in.Value)-1])
+		switch {
+		case err2 == nil:
+			plain, err = p, nil
+		case errors.Is(err2, encryption.ErrWrongKey) && !errors.Is(err, encryption.ErrWrongKey):
+			err = err2
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -89,8 +89,8 @@ func writeSalvageReport(w io.Writer, rep *salvage.Report, written *salvage.Writt
 	if written == nil {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "written: %s (%d bytes, sha256 %s): %d keys, %d leases, compaction revision %d\n%s",
-		written.Path, written.Size, written.SHA256, written.Revisions, written.Leases, written.CompactRevision, SnapshotRunbook(written.Path))
+	_, err := fmt.Fprintf(w, "written: %s (%d bytes, sha256 %s, trailer %s): %d keys, %d leases, compaction revision %d\n%s",
+		written.Path, written.Size, written.FileSHA256, written.TrailerSHA256, written.Revisions, written.Leases, written.CompactRevision, SnapshotRunbook(written.Path))
 	return err
 }
 

@@ -9,9 +9,11 @@ import (
 type SnapshotResult struct {
 	// Path is the copy, Input the --db file it was made from (unchanged).
 	Path, Input string
-	// Revision is the copy's revision, SHA256 its trailer.
-	Revision int64
-	SHA256   string
+	// Revision is the copy's revision, FileSHA256 its sha256 (as
+	// sha256sum prints it), TrailerSHA256 its trailer (the sha256 of all
+	// but its last 32 bytes).
+	Revision                  int64
+	FileSHA256, TrailerSHA256 string
 	// Runbook is the procedure to restore Path onto every member.
 	Runbook string
 }
@@ -28,7 +30,8 @@ func (s *Session) FinishSnapshot() (*SnapshotResult, error) {
 	if err := sc.Close(); err != nil {
 		return nil, err
 	}
-	return &SnapshotResult{Path: sc.Path(), Input: sc.Input(), Revision: rev, SHA256: sc.SHA256(), Runbook: SnapshotRunbook(sc.Path())}, nil
+	w := sc.Written()
+	return &SnapshotResult{Path: sc.Path(), Input: sc.Input(), Revision: rev, FileSHA256: w.FileSHA256, TrailerSHA256: w.SHA256, Runbook: SnapshotRunbook(sc.Path())}, nil
 }
 
 // SnapshotRunbook is the procedure to make the snapshot file out the

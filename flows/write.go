@@ -256,7 +256,7 @@ func (s *Session) finishSnapshot(t Terminal) (bool, error) {
 	if err != nil {
 		return true, err
 	}
-	t.Print(fmt.Sprintf("snapshot: %s (revision %d, sha256 %s); %s is unchanged\n", r.Path, r.Revision, r.SHA256, r.Input))
+	t.Print(fmt.Sprintf("snapshot: %s (revision %d, sha256 %s, trailer %s); %s is unchanged\n", r.Path, r.Revision, r.FileSHA256, r.TrailerSHA256, r.Input))
 	t.Print(r.Runbook)
 	return true, nil
 }

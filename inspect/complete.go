@@ -3,12 +3,12 @@ package inspect
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -131,7 +131,7 @@ func CompleteBackups(dir, typed string) ([]string, error) {
 		}
 		prefix = dir + string(filepath.Separator)
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := regular.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}

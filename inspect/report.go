@@ -140,8 +140,13 @@ func recoverCommand(db string, flags []string, key string) string {
 // revisions, the compaction, the time span of the objects' creation.
 func reportSource(r *StatsReport) [][2]string {
 	out := [][2]string{{"source", r.Source}, {"snapshot", r.Snapshot}}
-	if r.DB != nil && r.DB.SHA256 != "" {
-		out = append(out, [2]string{"sha256", r.DB.SHA256})
+	if r.DB != nil {
+		if r.DB.FileSHA256 != "" {
+			out = append(out, [2]string{"file sha256", r.DB.FileSHA256})
+		}
+		if r.DB.TrailerSHA256 != "" {
+			out = append(out, [2]string{"sha256 trailer", r.DB.TrailerSHA256})
+		}
 	}
 	if r.OldestRevision != 0 {
 		out = append(out, [2]string{"revisions", fmt.Sprintf("%d to %d (%s held)", r.OldestRevision, r.Revision, orUnknown(r.Revisions))})

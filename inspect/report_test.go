@@ -126,7 +126,7 @@ func TestWriteReport(t *testing.T) {
 		"<td>persistentvolumeclaims</td><td>demo</td><td>www-web-0</td><td>2026-11-30T00:35:10Z</td><td class=\"k\">kubernetes.io/pvc-protection</td>",
 		"Stuck Terminating (1)", "Values that cannot be read (0)",
 		"<td>configmaps</td><td>identity</td><td class=\"n\">2</td><td>STALE: writes use aesgcm/key1</td>",
-		rep.DB.SHA256, "revisions</th><td>2 to 255 (254 held)",
+		"<th>sha256 trailer</th><td>" + rep.DB.TrailerSHA256 + "</td>", "revisions</th><td>2 to 255 (254 held)",
 		"<td>persistentvolumeclaims</td><td class=\"n\">3</td><td class=\"n\">2090</td>",
 	} {
 		if !strings.Contains(page, s) {

@@ -163,7 +163,11 @@ type DBStats struct {
 	ConsistentIndex uint64 `json:"consistentIndex"`
 	Term            uint64 `json:"term"`
 	StorageVersion  string `json:"storageVersion,omitempty"`
-	SHA256          string `json:"sha256,omitempty"`
+	// FileSHA256 is the file's sha256, as sha256sum prints it, where the
+	// file was read whole (store.SnapshotInfo.FileSHA256); TrailerSHA256
+	// its snapshot trailer, the sha256 of all but its last 32 bytes.
+	FileSHA256    string `json:"fileSHA256,omitempty"`
+	TrailerSHA256 string `json:"trailerSHA256,omitempty"`
 }
 
 // GroupOf names the group a key is counted in: its resource, or for keys
@@ -514,7 +518,7 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 	rep.Revision, rep.CompactRevision = m.Revision, m.CompactRevision
 	sched := m.ScheduledCompactRevision
 	rep.ScheduledCompactRevision = &sched
-	rep.DB = &DBStats{FileSize: snap.Size, DataSize: m.DataSize, PageSize: m.PageSize, ConsistentIndex: m.ConsistentIndex, Term: m.Term, StorageVersion: m.StorageVersion, SHA256: snap.SHA256}
+	rep.DB = &DBStats{FileSize: snap.Size, DataSize: m.DataSize, PageSize: m.PageSize, ConsistentIndex: m.ConsistentIndex, Term: m.Term, StorageVersion: m.StorageVersion, FileSHA256: snap.FileSHA256, TrailerSHA256: snap.SHA256}
 	switch {
 	case !snap.IsSnapshot:
 		rep.Snapshot = "no sha256 trailer (a member db, or a copy of one)"

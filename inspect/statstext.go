@@ -64,6 +64,9 @@ func (r *StatsReport) Summary() []string {
 			l += ", storage version " + db.StorageVersion
 		}
 		out = append(out, l)
+		if l := db.sha256Line(); l != "" {
+			out = append(out, "sha256:       "+l)
+		}
 	}
 	for _, n := range r.Notes {
 		out = append(out, "note:         "+n)
@@ -378,4 +381,16 @@ func (l *LeaseStats) Rows() [][]string {
 		rows = append(rows, []string{c.ID, strconv.FormatInt(c.Keys, 10), HumanBytes(c.Bytes), ttl, rem, strings.Join(res, ",")})
 	}
 	return rows
+}
+
+// sha256Line says the file's sha256 and its trailer, each where known.
+func (db *DBStats) sha256Line() string {
+	var parts []string
+	if db.FileSHA256 != "" {
+		parts = append(parts, db.FileSHA256+" (the file's)")
+	}
+	if db.TrailerSHA256 != "" {
+		parts = append(parts, "trailer "+db.TrailerSHA256)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"syscall"
@@ -18,6 +17,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
 
 // Bolt reads an etcd v3 backend file offline: a member's bbolt database
@@ -93,8 +94,14 @@ type SnapshotInfo struct {
 	// IsSnapshot is true when the file has a trailer (its size is 32 bytes
 	// over a multiple of 512); false for a raw member db.
 	IsSnapshot bool
-	// SHA256 is the trailer in hex ("" without one).
+	// SHA256 is the trailer in hex ("" without one): the sha256 of the
+	// file without its last 32 bytes, not the file's.
 	SHA256 string
+	// FileSHA256 is the sha256 of the whole file in hex, as sha256sum
+	// prints it, where the file was read whole: computed while the
+	// trailer is verified (or by the run that verified it, see
+	// VerifiedEarlier); "" without a trailer or with SkipHashCheck.
+	FileSHA256 string
 	// Verified is true when the trailer matched the file's contents; false
 	// without a trailer or with BoltOptions.SkipHashCheck.
 	Verified bool
@@ -227,12 +234,16 @@ func openBoltFile(path string, opts BoltOptions) (b *Bolt, err error) {
 			opts.Warn(fmt.Sprintf(format, args...))
 		}
 	}
-	fi, err := os.Stat(path)
+	// bbolt opens path itself: a FIFO, a device or a directory is
+	// refused first, without blocking.
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open etcd db: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("open etcd db %s: not a regular file", path)
+	fi, err := f.Stat()
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("open etcd db: %w", err)
 	}
 	if fi.Size() == 0 {
 		// bbolt would initialize an empty file, that is, write to it.
@@ -350,7 +361,7 @@ func metaUint(v []byte) uint64 {
 // checkTrailer hashes the first dataSize bytes of the file and compares
 // them with the trailer that follows.
 func (b *Bolt) checkTrailer(dataSize int64, skip bool, cacheDir string) error {
-	f, err := os.Open(b.path)
+	f, err := regular.Open(b.path)
 	if err != nil {
 		return fmt.Errorf("check snapshot sha256: %w", err)
 	}
@@ -363,8 +374,10 @@ func (b *Bolt) checkTrailer(dataSize int64, skip bool, cacheDir string) error {
 	if skip {
 		return nil
 	}
-	if cachedVerified(cacheDir, b.path, b.snap.SHA256) {
-		b.snap.Verified, b.snap.VerifiedEarlier = true, true
+	// A record from before the file's sha256 was kept is hashed again,
+	// once, for it.
+	if fileSum, ok := cachedVerified(cacheDir, b.path, b.snap.SHA256); ok && fileSum != "" {
+		b.snap.Verified, b.snap.VerifiedEarlier, b.snap.FileSHA256 = true, true, fileSum
 		return nil
 	}
 	h := sha256.New()
@@ -375,8 +388,9 @@ func (b *Bolt) checkTrailer(dataSize int64, skip bool, cacheDir string) error {
 	if !bytes.Equal(sum, trailer) {
 		return &HashMismatchError{Path: b.path, Trailer: b.snap.SHA256, Computed: hex.EncodeToString(sum)}
 	}
-	b.snap.Verified = true
-	rememberVerified(cacheDir, b.path, b.snap.SHA256)
+	h.Write(trailer) // the whole file's sum, at no further read
+	b.snap.Verified, b.snap.FileSHA256 = true, hex.EncodeToString(h.Sum(nil))
+	rememberVerified(cacheDir, b.path, b.snap.SHA256, b.snap.FileSHA256)
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
 
 // hashRecord remembers that a snapshot file's sha256 trailer was verified,
@@ -20,6 +22,9 @@ type hashRecord struct {
 	Inode   uint64 `json:"inode"`
 	Device  uint64 `json:"device"`
 	SHA256  string `json:"sha256"`
+	// FileSHA256 is the whole file's sha256, computed with the trailer's
+	// ("" in a record that does not know it).
+	FileSHA256 string `json:"fileSha256,omitempty"`
 }
 
 // hashRecordPath is where the record for path lives in dir.
@@ -53,14 +58,15 @@ func hashRecordOf(path string, fi os.FileInfo, trailer string) (hashRecord, bool
 }
 
 // cachedVerified reports whether dir holds a record that path, with this
-// trailer, was verified and has not changed since.
-func cachedVerified(dir, path, trailer string) bool {
+// trailer, was verified and has not changed since, and returns the file's
+// sha256 that record holds ("" if none).
+func cachedVerified(dir, path, trailer string) (string, bool) {
 	if dir == "" {
-		return false
+		return "", false
 	}
 	cur, ok := currentHashRecord(path, trailer)
 	if !ok {
-		return false
+		return "", false
 	}
 	return recorded(dir, cur)
 }
@@ -76,38 +82,47 @@ func TrailerVerifiedEarlier(dir, path string, fi os.FileInfo, trailer string) bo
 		return false
 	}
 	cur, ok := hashRecordOf(path, fi, trailer)
-	return ok && recorded(dir, cur)
+	if !ok {
+		return false
+	}
+	_, ok = recorded(dir, cur)
+	return ok
 }
 
 // RememberTrailerVerified records in dir that the file at path, as fi
-// describes it, was verified against its sha256 trailer (hex): fi should
+// describes it, was verified against its sha256 trailer (hex), and that
+// the whole file's sha256 is fileSum (hex; "" if not known): fi should
 // be its Stat from before it was read, so that a change while it was read
 // voids the record. Failures are ignored: the cache only saves time.
-func RememberTrailerVerified(dir, path string, fi os.FileInfo, trailer string) {
+func RememberTrailerVerified(dir, path string, fi os.FileInfo, trailer, fileSum string) {
 	if dir == "" {
 		return
 	}
 	if cur, ok := hashRecordOf(path, fi, trailer); ok {
+		cur.FileSHA256 = fileSum
 		writeHashRecord(dir, cur)
 	}
 }
 
-// recorded reports whether dir holds the record cur.
-func recorded(dir string, cur hashRecord) bool {
-	b, err := os.ReadFile(hashRecordPath(dir, cur.Path))
+// recorded reports whether dir holds the record cur (whatever file
+// sha256 either holds), and returns the file's sha256 the record holds.
+func recorded(dir string, cur hashRecord) (string, bool) {
+	b, err := regular.ReadFile(hashRecordPath(dir, cur.Path))
 	if err != nil {
-		return false
+		return "", false
 	}
 	var rec hashRecord
 	if json.Unmarshal(b, &rec) != nil {
-		return false
+		return "", false
 	}
-	return rec == cur
+	fileSum := rec.FileSHA256
+	rec.FileSHA256, cur.FileSHA256 = "", ""
+	return fileSum, rec == cur
 }
 
-// rememberVerified records that path was verified. Failures are ignored:
-// the cache only saves time.
-func rememberVerified(dir, path, trailer string) {
+// rememberVerified records that path was verified, with the file's sha256
+// fileSum. Failures are ignored: the cache only saves time.
+func rememberVerified(dir, path, trailer, fileSum string) {
 	if dir == "" {
 		return
 	}
@@ -115,6 +130,7 @@ func rememberVerified(dir, path, trailer string) {
 	if !ok {
 		return
 	}
+	cur.FileSHA256 = fileSum
 	writeHashRecord(dir, cur)
 }
 

@@ -271,9 +271,11 @@ func TestBoltCorpusSnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		whole := sha256.Sum256(data)
 		want := SnapshotInfo{
 			IsSnapshot: true,
 			SHA256:     hex.EncodeToString(data[len(data)-32:]),
+			FileSHA256: hex.EncodeToString(whole[:]), // sha256sum's
 			Verified:   true,
 			Size:       int64(len(data)),
 		}

@@ -51,9 +51,12 @@ type PointInTime struct {
 
 // PointInTimeWritten describes the snapshot WritePointInTime wrote.
 type PointInTimeWritten struct {
-	Path   string `json:"path"`
-	SHA256 string `json:"sha256"`
-	Size   int64  `json:"size"`
+	// Path is the file; FileSHA256 its sha256, as sha256sum prints it;
+	// TrailerSHA256 its trailer, the sha256 of all but its last 32 bytes.
+	Path          string `json:"path"`
+	FileSHA256    string `json:"fileSHA256"`
+	TrailerSHA256 string `json:"trailerSHA256"`
+	Size          int64  `json:"size"`
 	// Revision is the snapshot's revision; Added the revisions added to
 	// the db's, Compacted those the compaction removed.
 	Revision  int64 `json:"revision"`
@@ -90,18 +93,15 @@ const pitBatchBytes = 32 << 20
 // new membership. Finally the sha256 trailer `etcdctl snapshot save`
 // writes, so that `etcdutl snapshot status` and `restore` accept it.
 //
-// It is written to a temporary file beside out (mode 0600), fsynced,
-// linked to out (never replacing a file) and the directory fsynced; on
-// failure nothing is left behind. base is never written. With
+// It is written as a new file (WriteSnapshotFile: nothing may be at out,
+// nor may it be in a member's data directory; on failure nothing is left
+// behind). base is never written. With
 // opts.HashCacheDir, the trailer written is remembered as verified, so
 // that opening the file next does not hash it again.
 func WritePointInTime(ctx context.Context, base *Bolt, out string, p PointInTime, opts BoltOptions) (*PointInTimeWritten, error) {
 	in := base.Path()
-	if err := checkSnapshotOut(in, out); err != nil {
-		return nil, err
-	}
 	w := &PointInTimeWritten{Path: out}
-	sum, size, err := WriteSnapshotFile(out, func(tmp string) error {
+	snap, err := WriteSnapshotFile(out, func(tmp string) error {
 		f, err := os.OpenFile(tmp, os.O_WRONLY, 0)
 		if err != nil {
 			return err
@@ -118,9 +118,9 @@ func WritePointInTime(ctx context.Context, base *Bolt, out string, p PointInTime
 	if err != nil {
 		return nil, fmt.Errorf("point-in-time snapshot %s: %w", out, err)
 	}
-	w.SHA256, w.Size = sum, size
+	w.FileSHA256, w.TrailerSHA256, w.Size = snap.FileSHA256, snap.SHA256, snap.Size
 	if opts.HashCacheDir != "" {
-		rememberVerified(opts.HashCacheDir, out, sum)
+		rememberVerified(opts.HashCacheDir, out, snap.SHA256, snap.FileSHA256)
 	}
 	return w, nil
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/etcdpvc/etcdpvc/internal/durable"
+	"github.com/etcdpvc/etcdpvc/internal/newfile"
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
@@ -61,7 +63,6 @@ type SnapshotCopy struct {
 	writes  int
 	closed  bool
 	partial bool
-	trailer string
 }
 
 // MarkPartial records that the copy holds only part of a change: Close
@@ -74,16 +75,18 @@ func (c *SnapshotCopy) MarkPartial() {
 }
 
 // ErrMemberDir means a snapshot copy was to be written into an etcd
-// member's data directory.
-var ErrMemberDir = errors.New("refusing to write into an etcd member's data directory: editing one member's backend makes it diverge from the others and from its own WAL")
+// member's data directory (newfile.ErrMemberDir).
+var ErrMemberDir = newfile.ErrMemberDir
 
-// ErrOutputExists means the output file of a snapshot copy already exists.
-var ErrOutputExists = errors.New("output file exists")
+// ErrOutputExists means the output file of a snapshot copy already exists
+// (newfile.ErrExists).
+var ErrOutputExists = newfile.ErrExists
 
 // OpenSnapshotCopy opens in with OpenBolt (so a file locked by a running
 // etcd fails fast with ErrLocked and a snapshot's sha256 trailer is
-// verified, as opts say), copies its bbolt pages to out, which must not
-// exist, and opens the copy for editing. in is never written. out is
+// verified, as opts say), copies its bbolt pages to out, a new file
+// (newfile.Create: nothing may be there, nor may it be in a member's data
+// directory), and opens the copy for editing. in is never written. out is
 // created with mode 0600 and removed again if opening fails.
 //
 // Close finishes the copy: after at least one write it appends the sha256
@@ -98,11 +101,8 @@ func OpenSnapshotCopy(in, out string, opts BoltOptions) (c *SnapshotCopy, err er
 		return nil, err
 	}
 	defer src.Close()
-	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := newfile.Create(out)
 	if err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("snapshot copy %s: %w: choose a new file; an existing one is never overwritten", out, ErrOutputExists)
-		}
 		return nil, fmt.Errorf("snapshot copy: %w", err)
 	}
 	defer func() {
@@ -136,22 +136,14 @@ func OpenSnapshotCopy(in, out string, opts BoltOptions) (c *SnapshotCopy, err er
 	return &SnapshotCopy{Bolt: b, in: in}, nil
 }
 
-// checkSnapshotOut refuses an output path inside a member's data
-// directory (…/member/snap/db, or a directory beside a member's wal).
+// checkSnapshotOut refuses out as the new file of a snapshot of in
+// (newfile.Check), before in is read.
 func checkSnapshotOut(in, out string) error {
 	if out == "" {
 		return fmt.Errorf("snapshot copy of %s: no output file", in)
 	}
-	abs, err := filepath.Abs(out)
-	if err != nil {
+	if err := newfile.Check(out); err != nil {
 		return fmt.Errorf("snapshot copy: %w", err)
-	}
-	dir := filepath.Dir(abs)
-	if filepath.Base(dir) == "snap" && filepath.Base(filepath.Dir(dir)) == "member" {
-		return fmt.Errorf("snapshot copy %s: %w", out, ErrMemberDir)
-	}
-	if fi, err := os.Stat(filepath.Join(dir, "wal")); err == nil && fi.IsDir() {
-		return fmt.Errorf("snapshot copy %s: %w", out, ErrMemberDir)
 	}
 	return nil
 }
@@ -166,7 +158,7 @@ func copyBoltPages(src *Bolt, in string, f *os.File) error {
 	if snap.IsSnapshot {
 		n -= snapshotTrailerSize
 	}
-	r, err := os.Open(in)
+	r, err := regular.Open(in)
 	if err != nil {
 		return err
 	}
@@ -200,11 +192,15 @@ func (c *SnapshotCopy) Writes() int {
 	return c.writes
 }
 
-// SHA256 returns the trailer Close appended (hex), or "" before.
-func (c *SnapshotCopy) SHA256() string {
+// Written returns the file Close finished: its trailer, the file's
+// sha256 and size (the zero SnapshotInfo before, or without a write).
+func (c *SnapshotCopy) Written() SnapshotInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.trailer
+	if !c.closed {
+		return SnapshotInfo{}
+	}
+	return c.snap
 }
 
 // leaseKey is a lease's key in the "lease" bucket (schema.leaseIDToBytes).
@@ -366,50 +362,51 @@ func (c *SnapshotCopy) Close() error {
 	if c.partial {
 		return nil
 	}
-	sum, size, err := appendTrailer(c.path)
+	snap, err := appendTrailer(c.path)
 	if err != nil {
 		return fmt.Errorf("finish snapshot copy %s: %w (the edits are in the file, but `etcdutl snapshot restore` needs --skip-hash-check to read it)", c.path, err)
 	}
-	c.trailer = sum
-	c.snap = SnapshotInfo{IsSnapshot: true, SHA256: sum, Verified: true, Size: size}
+	c.snap = snap
 	return nil
 }
 
 // appendTrailer pads path to a multiple of 512 bytes, appends the sha256
-// of its contents and fsyncs it and its directory. It returns the hex
-// sha256 and the final size.
-func appendTrailer(path string) (string, int64, error) {
+// of its contents and fsyncs it and its directory. It returns the file
+// as a verified snapshot: the trailer, the whole file's sha256 (hashed
+// on with the trailer, no further read) and the final size.
+func appendTrailer(path string) (SnapshotInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return "", 0, err
+		return SnapshotInfo{}, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", 0, err
+		return SnapshotInfo{}, err
 	}
 	size := fi.Size()
 	if pad := (512 - size%512) % 512; pad != 0 {
 		if err := f.Truncate(size + pad); err != nil {
-			return "", 0, err
+			return SnapshotInfo{}, err
 		}
 		size += pad
 	}
 	h := sha256.New()
 	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, size), make([]byte, 1<<20)); err != nil {
-		return "", 0, err
+		return SnapshotInfo{}, err
 	}
 	sum := h.Sum(nil)
 	if _, err := f.WriteAt(sum, size); err != nil {
-		return "", 0, err
+		return SnapshotInfo{}, err
 	}
 	if err := f.Sync(); err != nil {
-		return "", 0, err
+		return SnapshotInfo{}, err
 	}
 	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
-		return "", 0, err
+		return SnapshotInfo{}, err
 	}
-	return hex.EncodeToString(sum), size + snapshotTrailerSize, nil
+	h.Write(sum)
+	return SnapshotInfo{IsSnapshot: true, SHA256: hex.EncodeToString(sum), FileSHA256: hex.EncodeToString(h.Sum(nil)), Verified: true, Size: size + snapshotTrailerSize}, nil
 }
 
 // Compile-time checks.

@@ -135,7 +135,7 @@ func TestSnapshotCopyEdit(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if c.SHA256() == "" {
+	if c.Written().SHA256 == "" {
 		t.Error("no trailer after Close")
 	}
 
@@ -155,8 +155,16 @@ func TestSnapshotCopyEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if !r.Snapshot().Verified || r.Snapshot().SHA256 != c.SHA256() {
-		t.Errorf("output trailer: %+v, want verified %s", r.Snapshot(), c.SHA256())
+	if !r.Snapshot().Verified || r.Snapshot().SHA256 != c.Written().SHA256 {
+		t.Errorf("output trailer: %+v, want verified %s", r.Snapshot(), c.Written().SHA256)
+	}
+	// The file's own sha256, as Close computed it and as the read does.
+	whole, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(whole); hex.EncodeToString(sum[:]) != c.Written().FileSHA256 || r.Snapshot().FileSHA256 != c.Written().FileSHA256 {
+		t.Errorf("file sha256 %x; Close said %s, the read %s", sum, c.Written().FileSHA256, r.Snapshot().FileSHA256)
 	}
 	if m := r.Meta(); m.Revision != rev2 {
 		t.Errorf("output revision %d, want %d", m.Revision, rev2)
@@ -272,13 +280,17 @@ func TestSnapshotCopyRefusals(t *testing.T) {
 		}
 	})
 	t.Run("output in a member dir", func(t *testing.T) {
+		for _, d := range []string{"data", "data2"} {
+			for _, sub := range []string{"wal", "snap"} {
+				if err := os.MkdirAll(filepath.Join(dir, d, "member", sub), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		for _, p := range []string{
 			filepath.Join(dir, "data", "member", "snap", "db"),
 			filepath.Join(dir, "data2", "member", "new.db"),
 		} {
-			if err := os.MkdirAll(filepath.Join(dir, "data2", "member", "wal"), 0o700); err != nil {
-				t.Fatal(err)
-			}
 			if _, err := store.OpenSnapshotCopy(in, p, store.BoltOptions{}); !errors.Is(err, store.ErrMemberDir) {
 				t.Errorf("%s: err = %v, want ErrMemberDir", p, err)
 			}
@@ -355,8 +367,8 @@ func TestSnapshotCopyFromMemberDB(t *testing.T) {
 	if !r.Snapshot().Verified {
 		t.Errorf("output of a member db has no verified trailer: %+v", r.Snapshot())
 	}
-	if !strings.HasPrefix(r.Snapshot().SHA256, c.SHA256()[:8]) {
-		t.Errorf("trailer %s, Close said %s", r.Snapshot().SHA256, c.SHA256())
+	if !strings.HasPrefix(r.Snapshot().SHA256, c.Written().SHA256[:8]) {
+		t.Errorf("trailer %s, Close said %s", r.Snapshot().SHA256, c.Written().SHA256)
 	}
 }
 

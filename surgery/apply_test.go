@@ -335,8 +335,19 @@ func TestConflict(t *testing.T) {
 			if files := backups(t, dir); len(files) != 1 {
 				t.Errorf("backups: %v", files)
 			}
-			if _, err := os.Stat(filepath.Join(dir, AuditLogName)); !os.IsNotExist(err) {
-				t.Errorf("audit log written for a refused write: %v", err)
+			// The intent line goes before the transaction; a refused
+			// write then records its conflict, never a write.
+			recs, _, err := ReadAuditLog(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				if r.Outcome != OutcomeIntent && r.Outcome != OutcomeConflict {
+					t.Errorf("audit line of a refused write: outcome %q", r.Outcome)
+				}
+			}
+			if n := len(recs); n == 0 || recs[n-1].Outcome != OutcomeConflict {
+				t.Errorf("audit log of a refused write: %+v, want its conflict last", recs)
 			}
 		})
 	}

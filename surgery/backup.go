@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/internal/durable"
+	"github.com/etcdpvc/etcdpvc/internal/newfile"
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
 
 // BackupKind and BackupVersion identify the backup file format. Version 2
@@ -275,27 +277,7 @@ func writeBackupFile(dir string, b *Backup, now time.Time) (string, error) {
 		return "", fmt.Errorf("encode backup: %w", err)
 	}
 	data = append(data, '\n')
-	tmp, err := os.CreateTemp(dir, ".backup-*.tmp")
-	if err != nil {
-		return "", fmt.Errorf("create backup file: %w", err)
-	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName)
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("backup file mode: %w", err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("write backup file: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("sync backup file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("close backup file: %w", err)
-	}
+	fill := func(tmp string) error { return os.WriteFile(tmp, data, 0o600) }
 	base := fmt.Sprintf("%s-%s-r%d", now.Format("20060102T150405.000000000Z"), sanitizeKey(b.Key), b.ModRevision)
 	var final string
 	for i := 0; ; i++ {
@@ -303,12 +285,12 @@ func writeBackupFile(dir string, b *Backup, now time.Time) (string, error) {
 		if i > 0 {
 			final = filepath.Join(dir, fmt.Sprintf("%s-%d.json", base, i))
 		}
-		err = os.Link(tmpName, final)
+		err = newfile.Add(final, fill)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, os.ErrExist) || i >= 100 {
-			return "", fmt.Errorf("name backup file: %w", err)
+		if !errors.Is(err, newfile.ErrExists) || i >= 100 {
+			return "", fmt.Errorf("write backup file: %w", err)
 		}
 	}
 	return final, nil
@@ -336,11 +318,13 @@ func appendAudits(path string, recs []AuditRecord) error {
 		line = append(append(line, b...), '\n')
 	}
 	_, statErr := os.Lstat(path)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|oNoFollow, 0o600)
-	if err != nil {
-		if isSymlinkErr(path, err) {
-			return fmt.Errorf("%w: %s is a symbolic link; etcdpvc never writes through one", ErrUnsafeBackupDir, path)
-		}
+	f, err := regular.OpenAppend(path)
+	switch {
+	case errors.Is(err, regular.ErrSymlink):
+		return fmt.Errorf("%w: %s is a symbolic link; etcdpvc never writes through one", ErrUnsafeBackupDir, path)
+	case errors.Is(err, regular.ErrNotRegular):
+		return fmt.Errorf("%w: %w", ErrUnsafeBackupDir, err)
+	case err != nil:
 		return err
 	}
 	if fi, err := f.Stat(); err != nil {
@@ -382,17 +366,16 @@ func ReadBackup(path string) (*Backup, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
-	if err != nil {
-		if isSymlinkErr(path, err) {
-			return nil, fmt.Errorf("read backup %s: it is a symbolic link; give the file it points to", path)
-		}
+	f, err := regular.OpenNoFollow(path)
+	switch {
+	case errors.Is(err, regular.ErrSymlink):
+		return nil, fmt.Errorf("read backup %s: it is a symbolic link; give the file it points to", path)
+	case errors.Is(err, regular.ErrNotRegular):
+		return nil, fmt.Errorf("read backup: %w: %w", ErrBadBackup, err)
+	case err != nil:
 		return nil, fmt.Errorf("read backup: %w", err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("read backup %s: %w: not a regular file", path, ErrBadBackup)
-	}
 	data, err := io.ReadAll(io.LimitReader(f, maxBackupSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read backup: %w", err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -22,7 +23,9 @@ type ListedBackup struct {
 }
 
 // ListBackups reads every backup file (*.json) of dir, newest first (by
-// the time each records; a file that cannot be read last, by name). The
+// the time each records; a file that cannot be read last, by name): one
+// named *.json that is not a regular file (a FIFO, a symbolic link, a
+// directory) is listed too, with why it was not read. The
 // values stay in the backups: a caller prints only what Backup says of
 // the write. A directory that does not exist holds none.
 func ListBackups(dir string) ([]ListedBackup, error) {
@@ -52,7 +55,7 @@ func ListBackups(dir string) ([]ListedBackup, error) {
 // not exist holds none.
 func eachBackup(dir string, fn func(path string, b *Backup, err error)) error {
 	dir = BackupDirOrDefault(dir)
-	entries, err := os.ReadDir(dir)
+	entries, err := regular.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -61,7 +64,7 @@ func eachBackup(dir string, fn func(path string, b *Backup, err error)) error {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+		if !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
 			continue
 		}
 		path := filepath.Join(dir, name)

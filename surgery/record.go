@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/stored"
 )
@@ -202,7 +203,7 @@ func PlanRecord(p *Plan, operationID, prefix, outcome, reason string) Record {
 // skipped and counted in skipped; a missing log is no record and no error.
 // A symbolic link is not followed.
 func ReadAuditLog(dir string) (recs []Record, skipped int, err error) {
-	f, err := os.OpenFile(filepath.Join(dir, AuditLogName), os.O_RDONLY|oNoFollow, 0)
+	f, err := regular.OpenNoFollow(filepath.Join(dir, AuditLogName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, nil
 	}

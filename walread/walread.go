@@ -198,7 +198,7 @@ func Open(dir string) (*Log, error) {
 }
 
 func listSegments(dir string) ([]Segment, error) {
-	ents, err := os.ReadDir(dir)
+	ents, err := regular.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read write-ahead log directory: %w", err)
 	}

@@ -25,7 +25,8 @@ func decodeCommand() command {
 		argsUsage: "[FILE|-]",
 		desc: "decode reads one value as kube-apiserver stores it in etcd (protobuf envelope, JSON,\n" +
 			"or encrypted with --encryption-config) and prints the object. It accepts the raw bytes,\n" +
-			"`etcdctl get KEY --print-value-only` output (its trailing newline is tolerated) and\n" +
+			"`etcdctl get KEY --print-value-only` output (its trailing newline is tolerated, after an\n" +
+			"encrypted value too: dropped when the value decrypts only without it) and\n" +
 			"`etcdctl get KEY -w json` output (base64 value and key). It is plumbing: it prints every\n" +
 			"field stored, metadata.managedFields included, so that `decode | encode` gives the stored\n" +
 			"bytes back. Secret values are redacted unless --show-secrets is given.",

@@ -252,9 +252,14 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// cmdSHA256 prints the sha256 of a file.
+// cmdSHA256 prints the sha256 of a file (sha256sum's), or with
+// `sha256 FILE VAR` sets VAR to it.
 func cmdSHA256(ts *testscript.TestScript, neg bool, args []string) {
 	sum := sha256.Sum256([]byte(ts.ReadFile(args[0])))
+	if len(args) > 1 {
+		ts.Setenv(args[1], hex.EncodeToString(sum[:]))
+		return
+	}
 	fmt.Fprintf(ts.Stdout(), "%s\n", hex.EncodeToString(sum[:]))
 }
 

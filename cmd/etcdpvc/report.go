@@ -6,33 +6,33 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/internal/newfile"
 )
 
 func reportCommand() command {
 	return command{
 		name:  "report",
 		usage: "write one self-contained HTML page of what fills the store: treemap, hottest keys, stuck, unreadable, deleted",
-		desc: "report reads the store once, as stats does, and writes one HTML file that needs nothing else\n" +
-			"to be read offline (inline CSS and SVG, no script, no request leaves the page): the source (file,\n" +
-			"sha256, revision range, compaction, the span of the objects' creation times); a treemap of the\n" +
-			"current bytes by resource, then namespace; the bytes, revisions and history bytes per resource;\n" +
-			"the hottest keys (as stats counts them: --db every revision held, live with --since REV) and the\n" +
-			"largest objects; the leases with most keys; the objects stuck Terminating with their\n" +
+		desc: "report reads the store once, as stats does, and writes one HTML file that needs nothing else to be\n" +
+			"read offline (inline CSS and SVG, no script, no request leaves the page): the source (file, its\n" +
+			"sha256 and snapshot trailer, revision range, compaction, the span of the objects' creation times);\n" +
+			"a treemap of the current bytes by resource, then namespace; the bytes, revisions and history bytes\n" +
+			"per resource; the hottest keys (as stats counts them: --db every revision held, live with --since\n" +
+			"REV) and the largest objects; the leases with most keys; the objects stuck Terminating with their\n" +
 			"finalizers; the values that cannot be read and why; the objects not under their resource's write\n" +
-			"provider (with --encryption-config); and, with --db, the keys whose newest revision is a\n" +
-			"deletion, each with the etcdpvc recover command that recreates it (a dry run). Lists are bounded\n" +
-			"(--top, --details) and say their totals. Secrets: names only, never a value. As stats, a report\n" +
-			"with values not read, or of part of the store, is written and exits with status 10.",
+			"provider (with --encryption-config); and, with --db, the keys whose newest revision is a deletion,\n" +
+			"each with the etcdpvc recover command that recreates it (a dry run). Lists are bounded (--top,\n" +
+			"--details) and say their totals. Secrets: names only, never a value. As stats, a report with\n" +
+			"values not read, or of part of the store, is written and exits with status 10.",
 		examples: `etcdpvc --db snapshot.db report -o report.html
 etcdpvc --kubeadm --encryption-config /etc/kubernetes/enc.yaml report --since 1200000 -o report.html`,
 		flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "report.html", Usage: "the HTML file to write (- for stdout)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "report.html", Usage: "the new HTML file to write (it must not exist; - for stdout)"},
 			&cli.IntFlag{Name: "top", Value: 20, Usage: "how many of the largest objects, hottest keys and leases to list"},
 			&cli.IntFlag{Name: "details", Value: 200, Usage: "how many objects to list Terminating, unreadable and deleted"},
 			&cli.Int64Flag{Name: "since", Usage: "count the hottest keys' revisions from revision `REV` to now (live: etcd's watch replays them)"},
@@ -50,6 +50,14 @@ etcdpvc --kubeadm --encryption-config /etc/kubernetes/enc.yaml report --since 12
 }
 
 func runReport(e *env, g *globalOptions, out string, r flows.ReportRequest) error {
+	if out != "-" {
+		if newfile.IsInput(out, g.DB) {
+			return usagef("-o %s is the input: report never writes its input", out)
+		}
+		if err := newfile.Check(out); err != nil {
+			return fmt.Errorf("write the report: %w (-o - writes it to stdout)", err)
+		}
+	}
 	s, p, err := openCounting(e, g, "report")
 	if err != nil {
 		return err
@@ -58,40 +66,39 @@ func runReport(e *env, g *globalOptions, out string, r flows.ReportRequest) erro
 	if out == "-" {
 		return s.Report(e.ctx, e.stdout, r, p, e.Warn)
 	}
-	return writeReportFile(out, func(w io.Writer) error {
-		err := s.Report(e.ctx, w, r, p, e.Warn)
-		if err == nil || errors.Is(err, flows.ErrIncomplete) {
-			fmt.Fprintf(e.stderr, "etcdpvc: report written to %s\n", out)
-		}
-		return err
-	})
+	err = writeReportFile(out, func(w io.Writer) error { return s.Report(e.ctx, w, r, p, e.Warn) })
+	if err == nil || errors.Is(err, flows.ErrIncomplete) {
+		fmt.Fprintf(e.stderr, "etcdpvc: report written to %s\n", out)
+	}
+	return err
 }
 
-// writeReportFile writes the report to a temporary file beside path and
-// renames it to path once written: a page cut short never replaces one.
-// A report whose outcome is incomplete (written whole) is kept. The file
-// is the owner's only (0600): it names keys, Secrets' among them.
+// writeReportFile writes the report to path, a new file (newfile.Write):
+// a page cut short never gets the name. A report whose outcome is
+// incomplete (written whole) is kept. The file is the owner's only
+// (0600): it names keys, Secrets' among them.
 func writeReportFile(path string, write func(w io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write the report: %w", err)
-	}
-	defer os.Remove(f.Name())
-	bw := bufio.NewWriter(f)
-	werr := write(bw)
-	if werr != nil && !errors.Is(werr, flows.ErrIncomplete) {
-		f.Close()
+	var werr error
+	err := newfile.Write(path, func(tmp string) error {
+		f, err := os.OpenFile(tmp, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		if werr = write(bw); werr != nil && !errors.Is(werr, flows.ErrIncomplete) {
+			return werr
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return f.Close()
+	})
+	switch {
+	case err == nil:
 		return werr
+	case errors.Is(err, werr):
+		return err
 	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("write the report %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write the report %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write the report %s: %w", path, err)
-	}
-	return werr
+	return fmt.Errorf("write the report %s: %w", path, err)
 }

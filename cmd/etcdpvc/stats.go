@@ -34,10 +34,12 @@ func statsCommand() command {
 			"the revision range and the compaction revision; and\n" +
 			"the keys attached to a lease. With --db it also counts every revision the file holds (the\n" +
 			"history weight), the deletion records (tombstones) and the keys whose newest revision is a\n" +
-			"deletion, and reports the scheduled and finished compaction, the snapshot's sha256 trailer\n" +
-			"and the bbolt sizes. Live etcd keeps no record of deletions it can list: those columns say\n" +
-			"\"unknown\" there. With --wal it counts the keyspace the log's replay establishes; when the\n" +
-			"log's revisions stop before its end, stats says so and exits with status 10.\n" +
+			"deletion, and reports the scheduled and finished compaction, the file's sha256 (as sha256sum\n" +
+			"prints it, where the trailer's check reads the file whole), the snapshot's sha256 trailer (of\n" +
+			"the file without its last 32 bytes) and the bbolt sizes. Live etcd keeps no record of\n" +
+			"deletions it can list: those columns say \"unknown\" there. With --wal it counts the keyspace\n" +
+			"the log's replay establishes; when the log's revisions stop before its end, stats says so and\n" +
+			"exits with status 10.\n" +
 			"A compaction of live etcd while stats reads does not stop it: it continues from the last key\n" +
 			"read at the current revision, each object counted once, and the report (\"read at\", with\n" +
 			"-o json readFromRevision and readToRevision) and a warning say which revisions it spans.\n" +

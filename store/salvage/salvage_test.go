@@ -3,7 +3,9 @@ package salvage_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -350,6 +352,11 @@ func TestSalvageHashCache(t *testing.T) {
 	if !snap.VerifiedEarlier {
 		t.Error("store.OpenBolt did not take the salvage's record")
 	}
+	if whole, err := os.ReadFile(in); err != nil {
+		t.Fatal(err)
+	} else if sum := sha256.Sum256(whole); hex.EncodeToString(sum[:]) != snap.FileSHA256 {
+		t.Errorf("file sha256 from the salvage's record %q, want %x", snap.FileSHA256, sum)
+	}
 	rep, out := salvageFile(t, in, opts)
 	if rep.Trailer != "matches" || !rep.TrailerVerifiedEarlier || !rep.Complete {
 		t.Fatalf("second salvage: trailer %q, verified earlier %v, complete %v; want matches from the record", rep.Trailer, rep.TrailerVerifiedEarlier, rep.Complete)
@@ -372,7 +379,7 @@ func TestSalvageHashCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store.RememberTrailerVerified(cache, in, fi, snap.SHA256)
+	store.RememberTrailerVerified(cache, in, fi, snap.SHA256, snap.FileSHA256)
 	rep, _ = salvageFile(t, in, opts)
 	if rep.Trailer != "mismatch" || rep.TrailerVerifiedEarlier || rep.Complete {
 		t.Errorf("damaged: trailer %q, verified earlier %v, complete %v; want mismatch, hashed, incomplete", rep.Trailer, rep.TrailerVerifiedEarlier, rep.Complete)

@@ -52,9 +52,10 @@ type Options struct {
 
 	// trailerKnown, set by SalvageFile, reports whether the trailer (hex)
 	// was verified earlier for the input unchanged since, and
-	// trailerVerified records one the scan verified.
+	// trailerVerified records one the scan verified, with the whole file's
+	// sha256.
 	trailerKnown    func(trailer string) bool
-	trailerVerified func(trailer string)
+	trailerVerified func(trailer, fileSum string)
 }
 
 // Result is a finished scan: its Report, and the index of the revisions a
@@ -355,7 +356,8 @@ func (s *scanner) trailerResult(h hash.Hash, trailer []byte) {
 	if bytes.Equal(h.Sum(nil), trailer) {
 		s.rep.Trailer = "matches"
 		if s.opts.trailerVerified != nil {
-			s.opts.trailerVerified(hex.EncodeToString(trailer))
+			h.Write(trailer)
+			s.opts.trailerVerified(hex.EncodeToString(trailer), hex.EncodeToString(h.Sum(nil)))
 		}
 	}
 }

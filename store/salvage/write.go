@@ -12,6 +12,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/etcdpvc/etcdpvc/internal/newfile"
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -21,10 +23,13 @@ var ErrInputChanged = errors.New("the input changed since it was scanned")
 
 // Written describes a snapshot file WriteSnapshot wrote.
 type Written struct {
-	// Path is the snapshot file, SHA256 its trailer (hex), Size its size.
-	Path   string
-	SHA256 string
-	Size   int64
+	// Path is the snapshot file, FileSHA256 its sha256 (hex, as sha256sum
+	// prints it), TrailerSHA256 its trailer (the sha256 of all but its
+	// last 32 bytes), Size its size.
+	Path          string
+	FileSHA256    string
+	TrailerSHA256 string
+	Size          int64
 	// Revisions is the number of revisions written to "key" (one per
 	// recovered key), Leases and Members the items of those buckets.
 	Revisions, Leases, Members int
@@ -59,11 +64,11 @@ const batchBytes = 32 << 20
 // directory fsynced; on failure nothing is left behind.
 func (res *Result) WriteSnapshot(ctx context.Context, path string) (*Written, error) {
 	w := &Written{Path: path, CompactRevision: res.compact}
-	sum, size, err := store.WriteSnapshotFile(path, func(tmp string) error { return res.writeDB(ctx, tmp, w, res.kept) })
+	snap, err := store.WriteSnapshotFile(path, func(tmp string) error { return res.writeDB(ctx, tmp, w, res.kept) })
 	if err != nil {
 		return nil, fmt.Errorf("salvage: write %s: %w", path, err)
 	}
-	w.SHA256, w.Size = sum, size
+	w.FileSHA256, w.TrailerSHA256, w.Size = snap.FileSHA256, snap.SHA256, snap.Size
 	return w, nil
 }
 
@@ -254,11 +259,11 @@ func (res *Result) readKept(r io.ReaderAt, k keptRev, buf []byte) error {
 // Report (its WriteSnapshot would fail).
 func SalvageFile(ctx context.Context, in, out string, opts Options) (*Result, *Written, error) {
 	if out != "" {
-		if _, err := os.Lstat(out); err == nil {
-			return nil, nil, fmt.Errorf("salvage: write %s: %w: choose a new file; an existing one is never overwritten", out, store.ErrOutputExists)
+		if err := newfile.Check(out); err != nil {
+			return nil, nil, fmt.Errorf("salvage: write %w", err)
 		}
 	}
-	f, err := os.Open(in)
+	f, err := regular.Open(in)
 	if err != nil {
 		return nil, nil, fmt.Errorf("salvage: %w", err)
 	}
@@ -267,15 +272,12 @@ func SalvageFile(ctx context.Context, in, out string, opts Options) (*Result, *W
 	if err != nil {
 		return nil, nil, fmt.Errorf("salvage: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("salvage %s: not a regular file", in)
-	}
 	if dir := opts.HashCacheDir; dir != "" {
 		opts.trailerKnown = func(trailer string) bool {
 			now, err := f.Stat()
 			return err == nil && store.TrailerVerifiedEarlier(dir, in, now, trailer)
 		}
-		opts.trailerVerified = func(trailer string) { store.RememberTrailerVerified(dir, in, fi, trailer) }
+		opts.trailerVerified = func(trailer, fileSum string) { store.RememberTrailerVerified(dir, in, fi, trailer, fileSum) }
 	}
 	if out == "" {
 		res, err := Scan(ctx, f, fi.Size(), opts)
@@ -312,7 +314,7 @@ func salvageTo(ctx context.Context, r io.ReaderAt, size int64, opts Options, out
 	w := &Written{Path: out, CompactRevision: res.compact}
 	var scanErr error
 	ended := false
-	sum, n, err := store.WriteSnapshotFile(out, func(tmp string) error {
+	snap, err := store.WriteSnapshotFile(out, func(tmp string) error {
 		ended = true
 		if s.judgedBad() {
 			// What is kept is known only once finish has run.
@@ -352,7 +354,7 @@ func salvageTo(ctx context.Context, r io.ReaderAt, size int64, opts Options, out
 	if err != nil {
 		return res, nil, fmt.Errorf("salvage: write %s: %w", out, err)
 	}
-	w.SHA256, w.Size = sum, n
+	w.FileSHA256, w.TrailerSHA256, w.Size = snap.FileSHA256, snap.SHA256, snap.Size
 	return res, w, nil
 }
 

@@ -1,0 +1,8 @@
+//go:build unix
+
+package regular
+
+import "syscall"
+
+// oNoFollow makes an open fail on a symbolic link.
+const oNoFollow = syscall.O_NOFOLLOW
