@@ -85,12 +85,21 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 			return it, nil
 		}
 		plain = p
+	} else if enc != nil {
+		// The apiserver reads a value in the clear only through an
+		// identity provider of the resource's.
+		if _, err := enc.Decrypt(ctx, r.GroupResource(), kv.Key, plain); err != nil {
+			it.Problem = "stored in the clear, no identity provider"
+			it.Unread = "Unreadable: " + it.Problem + " for " + r.String() + " in the encryption config"
+			if !errors.Is(err, encryption.ErrNoIdentity) {
+				it.Problem = "unreadable by the encryption config's providers"
+				it.Unread = "Unreadable: " + shorten(err.Error(), 60)
+			}
+			return it, nil
+		}
 	}
-	summarize := codec.Summarize
-	if r.GroupResource() == (schema.GroupResource{Resource: "secrets"}) || codec.IsSecretKey(kv.Key) {
-		summarize = codec.SummarizeSecret
-	}
-	sum, err := summarize(plain)
+	redact := r.GroupResource() == (schema.GroupResource{Resource: "secrets"}) || codec.IsSecretKey(kv.Key)
+	sum, err := codec.CheckStored(plain, r.StoredKind(), redact)
 	if err == nil {
 		err = resource.CheckKind(r, sum.APIVersion, sum.Kind)
 	}
@@ -100,6 +109,20 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 	}
 	it.Summary = sum
 	return it, plain
+}
+
+// BadKeyStatus is the STATUS of a key under a resource's storage path
+// that names no single object (resource.ErrBadKey), whatever its value.
+const BadKeyStatus = "Bad key: names no single object"
+
+// ReadBadKey fills a ListItem for kv, a key under r's storage path that
+// names no single object (resource.BadKey), in namespace ns ("" when the
+// key says none): unread, whatever its value, since every LIST that reads
+// it fails.
+func ReadBadKey(r resource.Resource, ns string, kv *store.KeyValue, deleteRev int64) ListItem {
+	return ListItem{Resource: r, Namespace: ns, Key: kv.Key, ModRevision: kv.ModRevision,
+		CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, DeleteRevision: deleteRev,
+		Encryption: StoredUnder(kv.Value), Unread: BadKeyStatus, Problem: "key names no single object"}
 }
 
 // EncryptedStatus is the STATUS of a value encrypted with env that could
@@ -131,7 +154,11 @@ func EncryptedStatus(env codec.EncryptionHeader, err error) string {
 func problem(plain []byte, err error) string {
 	var km *resource.KindMismatchError
 	if errors.As(err, &km) {
-		return fmt.Sprintf("kind %s under a %s key", km.Kind, km.Resource.Singular)
+		what := km.Resource.Singular
+		if what == "" {
+			what = km.Resource.String()
+		}
+		return fmt.Sprintf("kind %s under a %s key", km.Kind, what)
 	}
 	return codec.Problem(plain, err)
 }

@@ -70,8 +70,10 @@ type ListingOptions struct {
 	KeyPrefix string
 	// Match, when set, keeps only the keys it accepts, and names the
 	// object of each (resource.ParseKey's answer); without it every key
-	// ParseKey parses under StorePrefix is listed. Keys that are not
-	// objects (the apiserver's internal ones) are never listed.
+	// ParseKey parses under StorePrefix is listed. A key under a
+	// resource's storage path that names no object (resource.BadKey;
+	// Match's name "") is listed as unread (BadKeyStatus); other keys
+	// that are not objects (the apiserver's internal ones) never are.
 	Match func(key string) (r resource.Resource, ns, name string, ok bool)
 	// Kind is how objects are shown; with Objects, ListClaims and
 	// ListVolumes decode each claim or volume whole.
@@ -141,11 +143,16 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 		)
 		if o.Match != nil {
 			res, ns, name, ok = o.Match(kv.Key)
-		} else {
-			res, ns, name, ok = resource.ParseKey(o.StorePrefix, kv.Key)
+		} else if res, ns, name, ok = resource.ParseKey(o.StorePrefix, kv.Key); !ok {
+			res, ns, ok = resource.BadKey(o.StorePrefix, kv.Key)
 		}
 		if !ok || !o.Select.MatchesKey(ns, name) {
 			return prepared{} // apiserver-internal keys (ranges, leases of masters), or out of scope
+		}
+		if name == "" {
+			// Under a resource's storage path, naming no object: every
+			// LIST that reads it fails, whatever its value.
+			return prepared{Listed: Listed{ListItem: ReadBadKey(res, ns, kv, deleteRev)}, show: true}
 		}
 		if o.Deleted && kv.ModRevision == 0 && len(kv.Value) == 0 {
 			// A past incarnation whose last state the source does not

@@ -76,6 +76,7 @@ func TestScripts(t *testing.T) {
 			"etcdcount":   cmdEtcdCount,
 			"lines":       cmdLines,
 			"protofield":  cmdProtoField,
+			"wiretype":    cmdWireType,
 		},
 	})
 }
