@@ -132,6 +132,14 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 		}
 		return err
 	}
+	if n := len(sum.BadKeys); n > 0 {
+		names, them := "name", "them"
+		if n == 1 {
+			names, them = "names", "it"
+		}
+		t.Warn(fmt.Sprintf("%s under a resource's path but %s no single object (the first: %s): the apiserver's LIST reads %s, but no GET, update or delete through the API reaches %s; `etcdpvc delete --etcd-key KEY` removes one",
+			inspect.Count(n, "key is", "keys are"), names, sum.BadKeys[0], them, them))
+	}
 	if sum.Partial > 0 {
 		t.Warn(fmt.Sprintf("%s not in this build's scheme: only apiVersion, kind and metadata were decoded (see `etcdpvc get -o raw`)",
 			inspect.Count(sum.Partial, "object's kind is", "objects' kinds are")))

@@ -60,6 +60,11 @@ type ListItem struct {
 	// Encryption is how the value is stored at rest (StoredUnder):
 	// "identity", "aescbc/key1", "kms/NAME".
 	Encryption string
+	// BadKey is true for a key under the resource's storage path that
+	// names no single object (resource.BadKey; Name is then the whole
+	// key): the apiserver's LIST reads its value, but no GET, update or
+	// delete through the API reaches it.
+	BadKey bool
 }
 
 // Read fills a ListItem from kv, a key of resource r. It decrypts with enc
@@ -111,18 +116,14 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 	return it, plain
 }
 
-// BadKeyStatus is the STATUS of a key under a resource's storage path
-// that names no single object (resource.ErrBadKey), whatever its value.
-const BadKeyStatus = "Bad key: names no single object"
-
-// ReadBadKey fills a ListItem for kv, a key under r's storage path that
-// names no single object (resource.BadKey), in namespace ns ("" when the
-// key says none): unread, whatever its value, since every LIST that reads
-// it fails.
-func ReadBadKey(r resource.Resource, ns string, kv *store.KeyValue, deleteRev int64) ListItem {
-	return ListItem{Resource: r, Namespace: ns, Key: kv.Key, ModRevision: kv.ModRevision,
-		CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, DeleteRevision: deleteRev,
-		Encryption: StoredUnder(kv.Value), Unread: BadKeyStatus, Problem: "key names no single object"}
+// ReadBadKey is Read for kv, a key under r's storage path that names no
+// single object (resource.BadKey), in namespace ns ("" when the key says
+// none): its value judged as the apiserver's LIST of r judges it, the
+// item named by its whole key and marked BadKey.
+func ReadBadKey(ctx context.Context, enc Decrypter, r resource.Resource, ns string, kv *store.KeyValue, deleteRev int64) (ListItem, []byte) {
+	it, plain := Read(ctx, enc, r, ns, kv.Key, kv, deleteRev)
+	it.BadKey = true
+	return it, plain
 }
 
 // EncryptedStatus is the STATUS of a value encrypted with env that could

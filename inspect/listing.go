@@ -72,7 +72,7 @@ type ListingOptions struct {
 	// object of each (resource.ParseKey's answer); without it every key
 	// ParseKey parses under StorePrefix is listed. A key under a
 	// resource's storage path that names no object (resource.BadKey;
-	// Match's name "") is listed as unread (BadKeyStatus); other keys
+	// Match's name "") is listed, named by its key (ReadBadKey); other keys
 	// that are not objects (the apiserver's internal ones) never are.
 	Match func(key string) (r resource.Resource, ns, name string, ok bool)
 	// Kind is how objects are shown; with Objects, ListClaims and
@@ -110,6 +110,9 @@ type ListSummary struct {
 	// this build's scheme: their content holds only apiVersion, kind and
 	// metadata.
 	Partial int
+	// BadKeys are the keys listed that name no single object
+	// (ListItem.BadKey).
+	BadKeys []string
 	// Recreated counts the deleted objects listed whose key was created
 	// again after them (ListItem.RecreateRevision); NotHeld those of them
 	// whose last state the source does not establish (listed without
@@ -150,9 +153,10 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 			return prepared{} // apiserver-internal keys (ranges, leases of masters), or out of scope
 		}
 		if name == "" {
-			// Under a resource's storage path, naming no object: every
-			// LIST that reads it fails, whatever its value.
-			return prepared{Listed: Listed{ListItem: ReadBadKey(res, ns, kv, deleteRev)}, show: true}
+			// Under a resource's storage path, naming no object: its
+			// value is read as the LIST reads it, its row named by the key.
+			li, _ := ReadBadKey(ctx, enc, res, ns, kv, deleteRev)
+			return prepared{Listed: Listed{ListItem: li}, show: true}
 		}
 		if o.Deleted && kv.ModRevision == 0 && len(kv.Value) == 0 {
 			// A past incarnation whose last state the source does not
@@ -199,6 +203,9 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 		}
 		sum.Unread.Add(it.ListItem)
 		sum.Listed++
+		if it.BadKey {
+			sum.BadKeys = append(sum.BadKeys, it.Key)
+		}
 		if it.partial {
 			sum.Partial++
 		}

@@ -340,7 +340,7 @@ func (t *versionTally) add(ctx context.Context, o StatsOptions, gs *ResourceStat
 	if r, ns, name, ok := resource.ParseKey(o.Prefix, kv.Key); ok {
 		it, _ = Read(ctx, o.Dec, r, ns, name, kv, 0)
 	} else if r, ns, bad := resource.BadKey(o.Prefix, kv.Key); bad {
-		it = ReadBadKey(r, ns, kv, 0)
+		it, _ = ReadBadKey(ctx, o.Dec, r, ns, kv, 0)
 	} else {
 		return
 	}

@@ -1,35 +1,16 @@
 package resource
 
-import (
-	"errors"
-	"fmt"
-	"strings"
-)
-
-// ErrBadKey means a key lies under a resource's storage path but names no
-// single object of it: "<prefix>/configmaps/NS/" (what `etcdctl put
-// …/$NAME` writes with NAME unset), or one with an extra segment. The
-// apiserver's LIST of the resource reads every key under the path, in the
-// namespace and across namespaces, and fails on it.
-var ErrBadKey = errors.New("a key under a resource's storage path that names no single object")
-
-// BadKeyError is a key of Resource's storage path that names no object.
-// It matches ErrBadKey.
-type BadKeyError struct {
-	Resource Resource
-	Key      string
-}
-
-func (e *BadKeyError) Error() string {
-	return fmt.Sprintf("%s is under the storage path of %s but names no single object: every LIST of %s that reads it fails", e.Key, e.Resource, e.Resource)
-}
-
-// Unwrap returns ErrBadKey.
-func (e *BadKeyError) Unwrap() error { return ErrBadKey }
+import "strings"
 
 // BadKey reports whether key lies under the storage path of a resource,
 // built in or custom ("<group>/<plural>/", a group with a dot that is not
-// built in), without naming one object of it (ParseKey refuses it). It
+// built in), without naming one object of it (ParseKey refuses it):
+// "<prefix>/configmaps/NS/", what `etcdctl put …/$NAME` writes with NAME
+// unset, or a key with an extra segment. The apiserver's LIST of the
+// resource reads it as any other key under the path (kube-apiserver
+// v1.37: it fails when the value does not decode, and lists the object
+// the value holds when it does), but no GET, update or delete through the
+// API reaches it: that takes its etcd key. It
 // returns that resource, and the namespace whose LIST reads the key too
 // when the resource is namespaced and a non-empty segment follows its
 // path ("" otherwise: only the LIST across namespaces reads it). For a

@@ -119,15 +119,13 @@ func (c Codec) open(ctx context.Context, kv store.KeyValue) (*Current, error) {
 // Check decrypts kv's value when it is encrypted at rest and checks that
 // the apiserver reads it (codec.CheckStored, then resource.CheckKind),
 // without building the decoded object: the stored apiVersion and kind, or
-// why the apiserver cannot read the value. A key that names no object
-// but lies under a resource's storage path is a *resource.BadKeyError,
-// whatever its value.
+// why the apiserver cannot read the value. A key that names no object but
+// lies under a resource's storage path (resource.BadKey) is judged as a
+// key of that resource: the apiserver's LIST reads it so.
 func (c Codec) Check(ctx context.Context, kv store.KeyValue) (schema.GroupVersionKind, error) {
 	res, _, _, ok := resource.ParseKey(c.StorePrefix(), kv.Key)
 	if !ok {
-		if r, _, bad := resource.BadKey(c.StorePrefix(), kv.Key); bad {
-			return schema.GroupVersionKind{}, &resource.BadKeyError{Resource: r, Key: kv.Key}
-		}
+		res, _, ok = resource.BadKey(c.StorePrefix(), kv.Key)
 	}
 	gr := res.GroupResource()
 	plain, _, _, err := c.Decrypt(ctx, gr, ok, kv.Key, kv.Value)

@@ -168,7 +168,9 @@ func (c Planner) planDelete(ctx context.Context, kv store.KeyValue, res resource
 	var cur *stored.Current
 	var err error
 	if why == nil {
-		if !force {
+		// A key naming no object: the apiserver lists what it holds,
+		// but no delete through the API reaches it.
+		if !force && name != "" {
 			return nil, &ReadableError{Object: object, Kubectl: kubectlDelete(res, ns, name)}
 		}
 		// The apiserver reads it; this build may still not decode it
@@ -181,6 +183,7 @@ func (c Planner) planDelete(ctx context.Context, kv store.KeyValue, res resource
 			p.Description = fmt.Sprintf("delete %s (readable, --force)", object)
 		}
 	}
+
 	switch {
 	case why != nil:
 		known := unreadableKnown(why)
@@ -192,9 +195,6 @@ func (c Planner) planDelete(ctx context.Context, kv store.KeyValue, res resource
 		p.Before = &stored.Current{KV: kv, GR: gr}
 		p.Diff = c.rawDiff(key, gr.Resource, kv.Value, kv.ModRevision, nil, key+" (deleted)", why)
 		p.Description = fmt.Sprintf("delete %s, whose stored value cannot be read", object)
-		if name == "" {
-			p.Description = fmt.Sprintf("delete %s, which names no single object of %s", object, res)
-		}
 		if !known {
 			p.Description = fmt.Sprintf("delete %s, whose stored value was not read here (--force)", object)
 		}
@@ -205,7 +205,11 @@ func (c Planner) planDelete(ctx context.Context, kv store.KeyValue, res resource
 		}
 		p.Description = fmt.Sprintf("delete %s (readable, --force)", object)
 	}
-	if why == nil {
+	if name == "" && why == nil {
+		p.Description = fmt.Sprintf("delete %s, which names no single object of %s", object, res)
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s names no single object of %s: the apiserver lists what it holds, but no delete through the API reaches it", key, res))
+	}
+	if why == nil && name != "" {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("delete removes %s from etcd directly: no finalizers run, admission is skipped, and nothing it owns is garbage-collected until the garbage collector notices", object))
 	}
 	if kv.Lease != 0 {
