@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -75,15 +76,15 @@ func CheckStored(value []byte, defaults schema.GroupVersionKind, redact bool) (*
 		// whose kind or apiVersion the resource supplies.
 		format = FormatUnknown
 	}
-	return summaryOf(obj, *gvk, format)
+	m, merr := meta.Accessor(obj)
+	if merr != nil {
+		return nil, fmt.Errorf("decode %s: %v: %w", gvk.Kind, merr, ErrNotObject)
+	}
+	return summaryOf(m, *gvk, format), nil
 }
 
-// summaryOf is the Summary of a decoded object of kind gvk.
-func summaryOf(obj runtime.Object, gvk schema.GroupVersionKind, format Format) (*Summary, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, fmt.Errorf("decode %s: %v: %w", gvk.Kind, err, ErrNotObject)
-	}
+// summaryOf is the Summary of an object of kind gvk with metadata m.
+func summaryOf(m metav1.Object, gvk schema.GroupVersionKind, format Format) *Summary {
 	s := &Summary{Format: format, APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
 		Name: m.GetName(), Namespace: m.GetNamespace(), UID: string(m.GetUID()),
 		CreationTimestamp: m.GetCreationTimestamp().UTC(), Finalizers: m.GetFinalizers(),
@@ -91,5 +92,5 @@ func summaryOf(obj runtime.Object, gvk schema.GroupVersionKind, format Format) (
 	if t := m.GetDeletionTimestamp(); t != nil {
 		s.DeletionTimestamp = t.UTC()
 	}
-	return s, nil
+	return s
 }

@@ -106,3 +106,20 @@ func wrongWireType(t *testing.T, value []byte) []byte {
 	t.Fatal("no data field")
 	return nil
 }
+
+// TestDecodeAsTheAPIServer: Decode reads a value stored base64-wrapped,
+// and DecodeAs JSON without its kind, which the apiserver reads.
+func TestDecodeAsTheAPIServer(t *testing.T) {
+	cm, err := os.ReadFile("../fixtures/corpus/plain/configmaps__demo__web-config.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := Decode([]byte(base64.StdEncoding.EncodeToString(cm)))
+	if err != nil || obj.Meta.Name != "web-config" || obj.Typed == nil {
+		t.Fatalf("base64-wrapped: %v, %v", obj, err)
+	}
+	obj, err = DecodeAs("/registry/configmaps/demo/x", []byte(`{"apiVersion":"v1","metadata":{"name":"x"},"data":{"a":"1"}}`), configMapKind, false)
+	if err != nil || obj.GVK != configMapKind || obj.Content["kind"] != "ConfigMap" || obj.Typed == nil {
+		t.Fatalf("JSON without kind: %+v, %v", obj, err)
+	}
+}

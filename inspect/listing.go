@@ -172,7 +172,7 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 			return prepared{}
 		}
 		if o.Content || o.Select.NeedsObject() {
-			obj, err := codec.DecodeAt(kv.Key, plain, false)
+			obj, err := codec.DecodeAs(kv.Key, plain, res.StoredKind(), false)
 			if err != nil {
 				it.Summary, it.Unread, it.Problem = nil, UndecodableStatus(plain, err), problem(plain, err)
 				return it

@@ -108,7 +108,8 @@ func (c Codec) open(ctx context.Context, kv store.KeyValue) (*Current, error) {
 	}
 	cur.Plain, cur.Encrypted, cur.Stale = plain, env, stale
 	// A Secret's bytes are never quoted in an error (unless ShowSecrets).
-	obj, err := codec.DecodeAt(kv.Key, plain, c.ShowSecrets)
+	res, _, _, _ := resource.ParseKey(c.StorePrefix(), kv.Key)
+	obj, err := codec.DecodeAs(kv.Key, plain, res.StoredKind(), c.ShowSecrets)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
 	}
