@@ -164,6 +164,37 @@ func TestUnreadableMatchesAPIServer(t *testing.T) {
 			}
 		})
 	}
+
+	// A key that names no object is deleted by its key through the one
+	// write path, checked with the apiserver (--verify=always): before,
+	// that it cannot read an undecodable value (its LIST fails), after,
+	// that the LIST succeeds.
+	kc := c.writeKubeconfig(t)
+	for _, v := range []struct {
+		name  string
+		value []byte
+	}{{"undecodable", base[:len(base)/2]}, {"decodable", renamed("nameless")}} {
+		t.Run("delete_a_key_naming_no_object,_"+v.name, func(t *testing.T) {
+			k := key("configmaps", "")
+			if _, err := c.Etcd.Put(ctx, k, string(v.value)); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Etcd.Delete(ctx, k)
+			object := ""
+			if v.name == "decodable" {
+				object = "nameless"
+			}
+			served, why := listVerdict(ctx, t, dyn, corpusCase{gvr: cms, object: object}, ns)
+			t.Logf("kube-apiserver: LIST succeeds: %v (%s)", served, why)
+			r := c.etcdpvc(t, "--kubeconfig", kc, "--verify=always", "--encryption-config", cfg, "delete", "--etcd-key", k, "--yes", "--backup-dir", t.TempDir())
+			if r.code != 0 || !strings.Contains(r.stdout, "verified: the list of configmaps in namespace "+ns+" succeeds") {
+				t.Errorf("want exit status 0 and the list verified:\n%s", r)
+			}
+			if got, err := c.Etcd.Get(ctx, k); err != nil || len(got.Kvs) != 0 {
+				t.Errorf("the key is still there: %v", err)
+			}
+		})
+	}
 }
 
 // listVerdict asks the apiserver whether the LIST of tc's resource in ns
