@@ -715,9 +715,10 @@ func (v *Verifier) After(ctx context.Context, p *Write, revision int64) error {
 }
 
 // listAfterDelete checks the delete of a value the apiserver could not
-// read: every LIST of its resource in its namespace failed while it was
-// there; now one must succeed, every page of it (each object of a page is
-// decoded). It waits, as After does, for the watch cache to catch up.
+// read (every LIST of its resource in its namespace failed while it was
+// there), or of a key that names no object (no GET reaches it): now the
+// LIST must succeed, every page of it (each object of a page is decoded).
+// It waits, as After does, for the watch cache to catch up.
 func (v *Verifier) listAfterDelete(ctx context.Context, p *Write) error {
 	gvr, ns, err := v.listTarget(p)
 	if err != nil {
