@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
@@ -231,8 +232,12 @@ type UnreadableScan struct {
 	Read, Skipped int
 	// Unknown are the values in the scope of which it cannot be told here
 	// whether the apiserver reads them (ErrReadabilityUnknown): not
-	// deleted.
+	// deleted, unless the apiserver is asked first (Unjudged).
 	Unknown []*UnknownReadabilityError
+	// Unjudged plans the delete of each of Unknown, in the same order,
+	// for a caller that has the apiserver judge them before the write
+	// (--verify=always): its answer, not this tool's, decides.
+	Unjudged []*Plan
 	// Span is the revisions the scan was read at (a compaction while it
 	// ran moves it on: store.ListOptions.OnCompacted).
 	Span store.Span
@@ -259,6 +264,7 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 		skipped, object bool
 		plan            *Plan
 		unknown         *UnknownReadabilityError
+		unjudged        bool // plan deletes unknown
 	}
 	mapFn := func(kv *store.KeyValue) (seen, error) {
 		if match != nil && !match(kv.Key) {
@@ -279,7 +285,12 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 		p, err := c.planDelete(ctx, held, res, ns, name, false)
 		var ue *UnknownReadabilityError
 		if errors.As(err, &ue) {
-			return seen{object: true, unknown: ue}, nil
+			u, err := c.planDelete(ctx, held, res, ns, name, true)
+			if err != nil {
+				return seen{}, err
+			}
+			u.Description = strings.Replace(u.Description, "(--force)", "(the apiserver asked first, --verify=always)", 1)
+			return seen{object: true, unknown: ue, plan: u, unjudged: true}, nil
 		}
 		return seen{object: true, plan: p}, err
 	}
@@ -290,7 +301,10 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 		case s.object:
 			scan.Read++
 		}
-		if s.plan != nil {
+		switch {
+		case s.unjudged:
+			scan.Unjudged = append(scan.Unjudged, s.plan)
+		case s.plan != nil:
 			scan.Plans = append(scan.Plans, s.plan)
 		}
 		if s.unknown != nil {

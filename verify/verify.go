@@ -799,7 +799,7 @@ func (v *Verifier) servesUnreadable(ctx context.Context, p *Write) (Verdict, str
 	switch {
 	case err == nil:
 		return Rejected, fmt.Sprintf("the apiserver serves it (resourceVersion %s), so it reads it: etcdpvc could not (is the encryption config given the one the apiserver runs with? --kubeadm reads it); delete it through the apiserver", got.GetResourceVersion())
-	case apierrors.IsInternalError(err):
+	case apierrors.IsInternalError(err) || statusCode(err) == http.StatusInternalServerError:
 		return Accepted, "the apiserver cannot read it either: " + v.apiError(p, err)
 	case apierrors.IsNotFound(err):
 		return Unknown, "the apiserver says it does not exist, although etcd holds it"

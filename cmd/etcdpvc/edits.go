@@ -306,7 +306,8 @@ func deleteCommand() command {
 			"RESOURCE (every resource without one) in the namespace of -n (default: default, for a\n" +
 			"namespaced RESOURCE) or in every namespace with -A; without a RESOURCE, -n or -A must be given.\n" +
 			"Readable objects, the apiserver's own keys and values not judged (named, exit status 10) are\n" +
-			"left alone. Every diff is shown and one\n" +
+			"left alone; with --verify=always, values not judged here are judged by the apiserver before\n" +
+			"the write (any it reads refuses the write). Every diff is shown and one\n" +
 			"confirmation asked; then every value is backed up (durably, before its transaction is sent) and\n" +
 			"removed by a compare-and-delete on the revision the scan read, --max-txn-ops keys per\n" +
 			"transaction, each all or nothing, each key in the audit log; one undo line restores them all. The\n" +
