@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"encoding/base64"
 	encjson "encoding/json"
 	"errors"
 	"fmt"
@@ -89,7 +90,36 @@ func detail(err error, redact bool) string {
 	return secretDetail
 }
 
+// DecodeAs is DecodeAt for a value stored under a key of a resource whose
+// kind is defaults (zero: not known): JSON without apiVersion or kind
+// gets them from defaults, as the apiserver's JSON decoder fills them
+// from the resource's type.
+func DecodeAs(key string, value []byte, defaults schema.GroupVersionKind, showSecrets bool) (*Object, error) {
+	return decodeAs(value, defaults, IsSecretKey(key) && !showSecrets)
+}
+
 func decode(value []byte, redact bool) (*Object, error) {
+	return decodeAs(value, schema.GroupVersionKind{}, redact)
+}
+
+// unwrapBase64 returns what a value stored base64-wrapped holds, as the
+// apiserver's storage codec's last decoder reads it (standard encoding),
+// when that is protobuf or JSON; ok is false otherwise.
+func unwrapBase64(value []byte) (inner []byte, ok bool) {
+	inner = make([]byte, base64.StdEncoding.DecodedLen(len(value)))
+	n, err := base64.StdEncoding.Decode(inner, value)
+	if err != nil {
+		return nil, false
+	}
+	inner = inner[:n]
+	switch Detect(inner) {
+	case FormatProtobuf, FormatJSON:
+		return inner, true
+	}
+	return nil, false
+}
+
+func decodeAs(value []byte, defaults schema.GroupVersionKind, redact bool) (*Object, error) {
 	if len(value) == 0 {
 		return nil, fmt.Errorf("decode: %w", ErrEmpty)
 	}
@@ -103,12 +133,16 @@ func decode(value []byte, redact bool) (*Object, error) {
 	case FormatProtobuf:
 		return decodeProtobuf(value, redact)
 	case FormatJSON:
-		return decodeJSON(value, redact)
+		return decodeJSON(value, defaults, redact)
 	case FormatCBOR:
 		return nil, fmt.Errorf("decode: CBOR-encoded value (apiserver CBOR storage): %w", ErrUnsupported)
-	default:
-		return nil, fmt.Errorf("decode: %d bytes that are neither a protobuf envelope, JSON, CBOR nor an encrypted value (%s): %w", len(value), sniff(value, redact), ErrNotObject)
 	}
+	if inner, ok := unwrapBase64(value); ok {
+		// Stored base64-wrapped: the object is what it holds (a write
+		// stores it unwrapped, as the apiserver would).
+		return decodeAs(inner, defaults, redact)
+	}
+	return nil, fmt.Errorf("decode: %d bytes that are neither a protobuf envelope, JSON, CBOR, an encrypted value nor either of the first two base64-wrapped (%s): %w", len(value), sniff(value, redact), ErrNotObject)
 }
 
 // sniff describes bytes that are not an object, for error messages: their
@@ -233,7 +267,7 @@ func (o *Object) fillFromTyped() error {
 	return nil
 }
 
-func decodeJSON(value []byte, redact bool) (*Object, error) {
+func decodeJSON(value []byte, defaults schema.GroupVersionKind, redact bool) (*Object, error) {
 	doc := bytes.TrimRight(value, "\r\n")
 	if !encjson.Valid(doc) {
 		return nil, malformed("decode: invalid JSON: %s", detail(jsonError(doc), redact))
@@ -244,6 +278,13 @@ func decodeJSON(value []byte, redact bool) (*Object, error) {
 	}
 	apiVersion, _ := content["apiVersion"].(string)
 	kind, _ := content["kind"].(string)
+	if kind == "" && defaults.Kind != "" {
+		kind, content["kind"] = defaults.Kind, defaults.Kind
+	}
+	if apiVersion == "" && defaults.Version != "" {
+		apiVersion = defaults.GroupVersion().String()
+		content["apiVersion"] = apiVersion
+	}
 	if apiVersion == "" || kind == "" {
 		return nil, fmt.Errorf("decode: JSON without apiVersion and kind: %w", ErrNotObject)
 	}
@@ -262,7 +303,7 @@ func decodeJSON(value []byte, redact bool) (*Object, error) {
 	}
 	obj.Meta = meta
 	if Known(obj.GVK) {
-		typed, _, err := jsonSerializer.Decode(doc, nil, nil)
+		typed, _, err := jsonSerializer.Decode(doc, &obj.GVK, nil)
 		if err != nil {
 			return nil, malformed("decode %s: %s", kind, detail(err, redact))
 		}

@@ -62,11 +62,12 @@ func summarize(value []byte, redact bool) (*Summary, error) {
 	case FormatJSON:
 		return summarizeJSON(value, redact)
 	default:
-		_, err := decode(value, redact)
-		if err == nil {
-			err = fmt.Errorf("%w", ErrUnsupported)
+		// Base64-wrapped, or not an object: decode says which.
+		obj, err := decode(value, redact)
+		if err != nil {
+			return nil, err
 		}
-		return nil, err
+		return summaryOf(obj.Meta, obj.GVK, FormatUnknown), nil
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/surgery"
+	"github.com/etcdpvc/etcdpvc/verify"
 )
 
 // UnreadableRequest is what `delete --all-unreadable` deletes: every value
@@ -48,6 +49,14 @@ func (s *Session) DeleteUnreadable(ctx context.Context, t Terminal, r Unreadable
 	where := scopeName(scope)
 	if scan.Span.Spans() {
 		t.Warn(scan.Span.Note())
+	}
+	if len(scan.Unknown) > 0 && s.Options.Verify == verify.Always && !s.IsFile() {
+		// The apiserver judges what this tool cannot: each is checked
+		// before the write (its GET, or its LIST, must fail), and any
+		// it reads refuses the whole write.
+		t.Note(fmt.Sprintf("%s not judged here: the apiserver is asked (--verify=always)", inspect.Count(len(scan.Unknown), "value is", "values are")))
+		scan.Plans = append(scan.Plans, scan.Unjudged...)
+		scan.Unknown = nil
 	}
 	for _, u := range scan.Unknown {
 		t.Warn(fmt.Sprintf("not deleted: %v", u))

@@ -87,8 +87,10 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 	sum, err := inspect.List(ctx, s.Reader, enc, inspect.ListingOptions{
 		StorePrefix: prefix, KeyPrefix: scope.Prefix,
 		Match: func(key string) (resource.Resource, string, string, bool) {
-			r, ns, name, parsed, ok := scope.Match(prefix, key)
-			return r, ns, name, parsed && ok
+			// A key that names no object is listed when it lies under a
+			// resource's storage path (name ""), as LIST reads it.
+			r, ns, name, _, ok := scope.Match(prefix, key)
+			return r, ns, name, ok && r.Path != ""
 		},
 		Kind: cols.Kind, Objects: out.IsTable(), Terminating: r.Terminating, Deleted: r.Deleted,
 		Select: sel, Content: f.NeedsObject(),
@@ -129,6 +131,14 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 			return usageError("--sort-by takes a JSONPath of a field the objects have, such as .metadata.creationTimestamp", "%w", err)
 		}
 		return err
+	}
+	if n := len(sum.BadKeys); n > 0 {
+		names, them := "name", "them"
+		if n == 1 {
+			names, them = "names", "it"
+		}
+		t.Warn(fmt.Sprintf("%s under a resource's path but %s no single object (the first: %s): the apiserver's LIST reads %s, but no GET, update or delete through the API reaches %s; `etcdpvc delete --etcd-key KEY` removes one",
+			inspect.Count(n, "key is", "keys are"), names, sum.BadKeys[0], them, them))
 	}
 	if sum.Partial > 0 {
 		t.Warn(fmt.Sprintf("%s not in this build's scheme: only apiVersion, kind and metadata were decoded (see `etcdpvc get -o raw`)",
@@ -255,11 +265,13 @@ func (s *Session) statsReport(ctx context.Context, r StatsRequest, details int, 
 		update = progress.Update
 	}
 	var write inspect.WriteProviderFunc
+	var readers func(schema.GroupResource) []string
 	if s.Enc != nil {
 		write = func(gr schema.GroupResource) string { return s.Enc.Providers(gr)[0] }
+		readers = s.Enc.Providers
 	}
 	codec := s.Planner.Codec
-	o := inspect.StatsOptions{Prefix: prefix, Top: r.Top, PageSize: r.PageSize, Progress: update, Write: write, By: r.By, Since: r.Since, Details: details,
+	o := inspect.StatsOptions{Prefix: prefix, Top: r.Top, PageSize: r.PageSize, Progress: update, Write: write, Readers: readers, By: r.By, Since: r.Since, Details: details,
 		Open: func(ctx context.Context, kv store.KeyValue) (map[string]any, error) {
 			cur, err := codec.Open(ctx, kv)
 			if err != nil {

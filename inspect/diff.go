@@ -326,6 +326,9 @@ func (d *differ) one(ka, kb *store.KeyValue, emit func(DiffRecord) error) error 
 	rec.Key = key
 	if r, ns, name, ok := resource.ParseKey(d.o.StorePrefix, key); ok {
 		rec.Resource, rec.Namespace, rec.Name = r.String(), ns, name
+	} else if r, ns, bad := resource.BadKey(d.o.StorePrefix, key); bad {
+		// Under r's path, naming no object: r's, as its LIST reads it.
+		rec.Resource, rec.Namespace, rec.Name = r.String(), ns, key
 	} else {
 		rec.Resource, rec.Name = GroupOf(strings.TrimSuffix(d.o.StorePrefix, "/")+"/", key), key
 	}

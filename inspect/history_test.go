@@ -21,7 +21,7 @@ import (
 
 const corpusDir = "../fixtures/corpus"
 
-func corpus(t *testing.T, path string) []byte {
+func corpus(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(corpusDir, path))
 	if err != nil {

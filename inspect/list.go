@@ -60,6 +60,11 @@ type ListItem struct {
 	// Encryption is how the value is stored at rest (StoredUnder):
 	// "identity", "aescbc/key1", "kms/NAME".
 	Encryption string
+	// BadKey is true for a key under the resource's storage path that
+	// names no single object (resource.BadKey; Name is then the whole
+	// key): the apiserver's LIST reads its value, but no GET, update or
+	// delete through the API reaches it.
+	BadKey bool
 }
 
 // Read fills a ListItem from kv, a key of resource r. It decrypts with enc
@@ -85,12 +90,21 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 			return it, nil
 		}
 		plain = p
+	} else if enc != nil {
+		// The apiserver reads a value in the clear only through an
+		// identity provider of the resource's.
+		if _, err := enc.Decrypt(ctx, r.GroupResource(), kv.Key, plain); err != nil {
+			it.Problem = "stored in the clear, no identity provider"
+			it.Unread = "Unreadable: " + it.Problem + " for " + r.String() + " in the encryption config"
+			if !errors.Is(err, encryption.ErrNoIdentity) {
+				it.Problem = "unreadable by the encryption config's providers"
+				it.Unread = "Unreadable: " + shorten(err.Error(), 60)
+			}
+			return it, nil
+		}
 	}
-	summarize := codec.Summarize
-	if r.GroupResource() == (schema.GroupResource{Resource: "secrets"}) || codec.IsSecretKey(kv.Key) {
-		summarize = codec.SummarizeSecret
-	}
-	sum, err := summarize(plain)
+	redact := r.GroupResource() == (schema.GroupResource{Resource: "secrets"}) || codec.IsSecretKey(kv.Key)
+	sum, err := codec.CheckStored(plain, r.StoredKind(), redact)
 	if err == nil {
 		err = resource.CheckKind(r, sum.APIVersion, sum.Kind)
 	}
@@ -99,6 +113,16 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 		return it, nil
 	}
 	it.Summary = sum
+	return it, plain
+}
+
+// ReadBadKey is Read for kv, a key under r's storage path that names no
+// single object (resource.BadKey), in namespace ns ("" when the key says
+// none): its value judged as the apiserver's LIST of r judges it, the
+// item named by its whole key and marked BadKey.
+func ReadBadKey(ctx context.Context, enc Decrypter, r resource.Resource, ns string, kv *store.KeyValue, deleteRev int64) (ListItem, []byte) {
+	it, plain := Read(ctx, enc, r, ns, kv.Key, kv, deleteRev)
+	it.BadKey = true
 	return it, plain
 }
 
@@ -131,7 +155,11 @@ func EncryptedStatus(env codec.EncryptionHeader, err error) string {
 func problem(plain []byte, err error) string {
 	var km *resource.KindMismatchError
 	if errors.As(err, &km) {
-		return fmt.Sprintf("kind %s under a %s key", km.Kind, km.Resource.Singular)
+		what := km.Resource.Singular
+		if what == "" {
+			what = km.Resource.String()
+		}
+		return fmt.Sprintf("kind %s under a %s key", km.Kind, what)
 	}
 	return codec.Problem(plain, err)
 }

@@ -178,7 +178,7 @@ func TestReadReasons(t *testing.T) {
 		{"truncated protobuf, half", nil, plain[:len(plain)/2], "Undecodable: truncated protobuf: "},
 		{"JSON cut short", nil, []byte(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"www-web-0"`), "Undecodable: truncated JSON: "},
 		{"JSON syntax", nil, []byte(`{"apiVersion":"v1","kind":"PersistentVolumeClaim",}`), "Undecodable: JSON syntax error: "},
-		{"JSON without kind", nil, []byte(`{"metadata":{}}`), "Undecodable: JSON that is not a Kubernetes object: "},
+		{"JSON of another shape than the kind's", nil, []byte(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","spec":{"accessModes":"RWO"}}`), "Undecodable: JSON that is not a Kubernetes object: "},
 		{"another kind under the key", nil, configMap, "Undecodable: kind ConfigMap under a persistentvolumeclaim key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -74,8 +74,10 @@ type ListingOptions struct {
 	KeyPrefix string
 	// Match, when set, keeps only the keys it accepts, and names the
 	// object of each (resource.ParseKey's answer); without it every key
-	// ParseKey parses under StorePrefix is listed. Keys that are not
-	// objects (the apiserver's internal ones) are never listed.
+	// ParseKey parses under StorePrefix is listed. A key under a
+	// resource's storage path that names no object (resource.BadKey;
+	// Match's name "") is listed, named by its key (ReadBadKey); other keys
+	// that are not objects (the apiserver's internal ones) never are.
 	Match func(key string) (r resource.Resource, ns, name string, ok bool)
 	// Kind is how objects are shown; with Objects, ListClaims and
 	// ListVolumes decode each claim or volume whole.
@@ -112,6 +114,9 @@ type ListSummary struct {
 	// this build's scheme: their content holds only apiVersion, kind and
 	// metadata.
 	Partial int
+	// BadKeys are the keys listed that name no single object
+	// (ListItem.BadKey).
+	BadKeys []string
 	// Recreated counts the deleted objects listed whose key was created
 	// again after them (ListItem.RecreateRevision); NotHeld those of them
 	// whose last state the source does not establish (listed without
@@ -145,11 +150,17 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 		)
 		if o.Match != nil {
 			res, ns, name, ok = o.Match(kv.Key)
-		} else {
-			res, ns, name, ok = resource.ParseKey(o.StorePrefix, kv.Key)
+		} else if res, ns, name, ok = resource.ParseKey(o.StorePrefix, kv.Key); !ok {
+			res, ns, ok = resource.BadKey(o.StorePrefix, kv.Key)
 		}
 		if !ok || !o.Select.MatchesKey(ns, name) {
 			return prepared{} // apiserver-internal keys (ranges, leases of masters), or out of scope
+		}
+		if name == "" {
+			// Under a resource's storage path, naming no object: its
+			// value is read as the LIST reads it, its row named by the key.
+			li, _ := ReadBadKey(ctx, enc, res, ns, kv, deleteRev)
+			return prepared{Listed: Listed{ListItem: li}, show: true}
 		}
 		if o.Deleted && kv.ModRevision == 0 && len(kv.Value) == 0 {
 			// A past incarnation whose last state the source does not
@@ -165,7 +176,7 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 			return prepared{}
 		}
 		if o.Content || o.Select.NeedsObject() {
-			obj, err := codec.DecodeAt(kv.Key, plain, false)
+			obj, err := codec.DecodeAs(kv.Key, plain, res.StoredKind(), false)
 			if err != nil {
 				it.Summary, it.Unread, it.Problem = nil, UndecodableStatus(plain, err), problem(plain, err)
 				return it
@@ -198,6 +209,9 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 		}
 		sum.Unread.Add(it.ListItem)
 		sum.Listed++
+		if it.BadKey {
+			sum.BadKeys = append(sum.BadKeys, it.Key)
+		}
 		if it.partial {
 			sum.Partial++
 		}

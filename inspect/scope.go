@@ -46,13 +46,20 @@ func NewScope(resolver resource.Resolver, storePrefix, res, namespace string, al
 // Match parses key under the store prefix prefix (resource.ParseKey) and
 // reports whether the scope keeps it: ok is false for a key of another
 // resource or namespace, and, when the scope filters, for a key that does
-// not parse.
+// not parse. A key under a resource's storage path that names no single
+// object (resource.BadKey) does not parse, but has that resource and the
+// namespace its path gives (name ""), and is kept by the scopes whose
+// LIST reads it.
 func (k Scope) Match(prefix, key string) (r resource.Resource, ns, name string, parsed, ok bool) {
 	r, ns, name, parsed = resource.ParseKey(prefix, key)
-	if k.Resource != nil && (!parsed || r.Path != k.Resource.Path) {
+	known := parsed
+	if !parsed {
+		r, ns, known = resource.BadKey(prefix, key)
+	}
+	if k.Resource != nil && (!known || r.Path != k.Resource.Path) {
 		return r, ns, name, parsed, false
 	}
-	if k.Namespace != "" && (!parsed || ns != k.Namespace) {
+	if k.Namespace != "" && (!known || ns != k.Namespace) {
 		return r, ns, name, parsed, false
 	}
 	return r, ns, name, parsed, true

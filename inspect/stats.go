@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +50,7 @@ type ResourceStats struct {
 	Unreadable []*ReasonCount `json:"unreadable,omitempty"`
 
 	storage  map[string]int64
+	readers  []string // the resource's providers in the encryption config (nil: unknown)
 	versions map[versionKey]int64
 	unread   map[string]int64
 }
@@ -80,8 +82,16 @@ type versionKey struct{ apiVersion, kind string }
 type StorageCount struct {
 	Provider string `json:"provider"`
 	Objects  int64  `json:"objects"`
-	// Stale is true when Provider is not the resource's write provider.
+	// Stale is true when Provider is not the resource's write provider,
+	// but one of its providers in the encryption config: the apiserver
+	// reads these objects and rewrites them under the write provider.
 	Stale bool `json:"stale,omitempty"`
+	// NotReadable is true when Provider is none of the resource's
+	// providers in the encryption config (a value in the clear under a
+	// config without identity, a key removed): the apiserver can neither
+	// read nor rewrite these objects, and every LIST of the resource
+	// fails. They are not counted Stale.
+	NotReadable bool `json:"notReadable,omitempty"`
 }
 
 // StoredUnder names the provider and key a stored value is under, as an
@@ -203,6 +213,10 @@ type StatsOptions struct {
 	// Write names each resource's write provider (nil: unknown, so which
 	// objects are stale is unknown).
 	Write WriteProviderFunc
+	// Readers names each resource's providers in the encryption config
+	// (nil: unknown): a value stored under any other is one the apiserver
+	// cannot read, nor rewrite (StorageCount.NotReadable), not a stale one.
+	Readers func(gr schema.GroupResource) []string
 	// Dec decrypts values encrypted at rest to read their stored version
 	// (nil: no encryption config; their version is not read, and they are
 	// counted as not read).
@@ -254,6 +268,11 @@ type keyGroups struct {
 // once.
 func (s *stats) groupsOf(key string) *keyGroups {
 	r, ns, _, isObject := resource.ParseKey(s.Prefix, key)
+	if !isObject {
+		// A key under a resource's path naming no object is its
+		// resource's: its LIST fails on it (counted unreadable).
+		r, ns, isObject = resource.BadKey(s.Prefix, key)
+	}
 	var name string
 	if isObject {
 		name = r.String()
@@ -272,6 +291,9 @@ func (s *stats) groupsOf(key string) *keyGroups {
 		gs = &ResourceStats{Resource: name, storage: map[string]int64{}, versions: map[versionKey]int64{}, unread: map[string]int64{}}
 		if isObject && s.Write != nil {
 			gs.WriteProvider = s.Write(r.GroupResource())
+		}
+		if isObject && s.Readers != nil {
+			gs.readers = s.Readers(r.GroupResource())
 		}
 		if s.history {
 			gs.withHistory()
@@ -318,13 +340,16 @@ type versionTally struct {
 
 // add reads kv's stored version, or why it cannot be read, into t.
 func (t *versionTally) add(ctx context.Context, o StatsOptions, gs *ResourceStats, kv *store.KeyValue) {
-	r, ns, name, ok := resource.ParseKey(o.Prefix, kv.Key)
-	if !ok {
+	var it ListItem
+	if r, ns, name, ok := resource.ParseKey(o.Prefix, kv.Key); ok {
+		it, _ = Read(ctx, o.Dec, r, ns, name, kv, 0)
+	} else if r, ns, bad := resource.BadKey(o.Prefix, kv.Key); bad {
+		it, _ = ReadBadKey(ctx, o.Dec, r, ns, kv, 0)
+	} else {
 		return
 	}
-	it, _ := Read(ctx, o.Dec, r, ns, name, kv, 0)
 	why := it.Unread
-	if it.Summary == nil && !it.UnreadEncrypted {
+	if it.Summary == nil && !it.UnreadEncrypted && strings.HasPrefix(why, "Undecodable: ") {
 		why = "Undecodable: " + it.Problem
 	}
 	if o.Details > 0 {
@@ -439,7 +464,9 @@ func (gs *ResourceStats) finishStorage() {
 	}
 	for p, n := range gs.storage {
 		c := &StorageCount{Provider: p, Objects: n}
-		if gs.WriteProvider != "" && p != gs.WriteProvider {
+		if gs.readers != nil && !slices.Contains(gs.readers, p) {
+			c.NotReadable = true
+		} else if gs.WriteProvider != "" && p != gs.WriteProvider {
 			c.Stale = true
 			*gs.Stale += n
 		}

@@ -90,12 +90,24 @@ func (r *StatsReport) ResourceRows() [][]string {
 // stale objects are known (an encryption config was given), and how many.
 func (r *StatsReport) EncryptionVerdict() string {
 	known := false
-	var stale int64
+	var stale, unreadable int64
 	for _, s := range r.Resources {
 		if s.Stale != nil {
 			known = true
 			stale += *s.Stale
 		}
+		for _, c := range s.Storage {
+			if c.NotReadable {
+				unreadable += c.Objects
+			}
+		}
+	}
+	if unreadable > 0 {
+		msg := Count(int(unreadable), "object is", "objects are") + " stored under a provider its resource's rule in the encryption config does not list (NOT READABLE): the apiserver can neither read nor rewrite them, and every LIST of their resource fails; delete them (etcdpvc delete --all-unreadable RESOURCE -A), or add that provider to the rule (for values in the clear, identity, last)"
+		if stale > 0 {
+			msg += "; " + Count(int(stale), "other is", "others are") + " STALE: rewrite them through the API (see docs/runbooks/encryption-rotation.md)"
+		}
+		return msg
 	}
 	switch {
 	case !known:
@@ -115,6 +127,8 @@ func (r *StatsReport) StorageRows() [][]string {
 		for _, c := range s.Storage {
 			status := "-"
 			switch {
+			case c.NotReadable:
+				status = "NOT READABLE: not in the encryption config"
 			case s.WriteProvider == "":
 			case c.Stale:
 				status = "STALE: writes use " + s.WriteProvider

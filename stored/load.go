@@ -108,7 +108,8 @@ func (c Codec) open(ctx context.Context, kv store.KeyValue) (*Current, error) {
 	}
 	cur.Plain, cur.Encrypted, cur.Stale = plain, env, stale
 	// A Secret's bytes are never quoted in an error (unless ShowSecrets).
-	obj, err := codec.DecodeAt(kv.Key, plain, c.ShowSecrets)
+	res, _, _, _ := resource.ParseKey(c.StorePrefix(), kv.Key)
+	obj, err := codec.DecodeAs(kv.Key, plain, res.StoredKind(), c.ShowSecrets)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
 	}
@@ -117,17 +118,30 @@ func (c Codec) open(ctx context.Context, kv store.KeyValue) (*Current, error) {
 }
 
 // Check decrypts kv's value when it is encrypted at rest and checks that
-// it decodes (codec.CheckAt), without building the decoded object: the
-// stored apiVersion and kind, or the error Open would return for it.
+// the apiserver reads it (codec.CheckStored, then resource.CheckKind),
+// without building the decoded object: the stored apiVersion and kind, or
+// why the apiserver cannot read the value. A key that names no object but
+// lies under a resource's storage path (resource.BadKey) is judged as a
+// key of that resource: the apiserver's LIST reads it so.
 func (c Codec) Check(ctx context.Context, kv store.KeyValue) (schema.GroupVersionKind, error) {
-	gr, known := c.GroupResource(kv.Key)
-	plain, _, _, err := c.Decrypt(ctx, gr, known, kv.Key, kv.Value)
+	res, _, _, ok := resource.ParseKey(c.StorePrefix(), kv.Key)
+	if !ok {
+		res, _, ok = resource.BadKey(c.StorePrefix(), kv.Key)
+	}
+	gr := res.GroupResource()
+	plain, _, _, err := c.Decrypt(ctx, gr, ok, kv.Key, kv.Value)
 	if err != nil {
 		return schema.GroupVersionKind{}, err
 	}
-	gvk, err := codec.CheckAt(kv.Key, plain)
+	sum, err := codec.CheckStored(plain, res.StoredKind(), codec.IsSecretKey(kv.Key) && !c.ShowSecrets)
 	if err != nil {
-		return gvk, fmt.Errorf("decode %s: %w", kv.Key, err)
+		return schema.GroupVersionKind{}, fmt.Errorf("decode %s: %w", kv.Key, err)
+	}
+	gvk := schema.FromAPIVersionAndKind(sum.APIVersion, sum.Kind)
+	if ok {
+		if err := resource.CheckKind(res, sum.APIVersion, sum.Kind); err != nil {
+			return gvk, err
+		}
 	}
 	return gvk, nil
 }

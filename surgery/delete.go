@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
@@ -108,93 +109,108 @@ func (e *ReadableError) Hint() string {
 // Deleting an object the apiserver can read is refused (*ReadableError)
 // unless force, and so is a value of which it cannot be told here whether
 // the apiserver reads it (*UnknownReadabilityError: encrypted with no
-// encryption config given, a KMS plugin that did not answer). A key that
-// names no single object (a prefix) is refused (ErrNotObjectKey); a key
+// encryption config given, a KMS plugin that did not answer). A key under
+// a resource's storage path that names no single object
+// (resource.BadKey), which every LIST of the resource fails on, is
+// unreadable whatever its value; any other key that names no object (a
+// prefix, the apiserver's own keys) is refused (ErrNotObjectKey); a key
 // that does not exist is store.ErrNotFound.
 func (c Planner) PlanDelete(ctx context.Context, r store.Reader, key string, force bool) (*Plan, error) {
 	res, ns, name, ok := resource.ParseKey(c.StorePrefix(), key)
 	if !ok {
-		return nil, fmt.Errorf("delete %s: %w under the prefix %s (delete takes one object: RESOURCE NAME, or the whole key of one object with --etcd-key); nothing written", key, ErrNotObjectKey, c.StorePrefix())
+		bad := false
+		if res, ns, bad = resource.BadKey(c.StorePrefix(), key); !bad {
+			return nil, fmt.Errorf("delete %s: %w under the prefix %s (delete takes one object: RESOURCE NAME, or the whole key of one object with --etcd-key); nothing written", key, ErrNotObjectKey, c.StorePrefix())
+		}
 	}
 	kv, err := r.Get(ctx, key, 0)
 	if err != nil {
+		if !ok {
+			return nil, fmt.Errorf("delete %s: %w", key, err)
+		}
 		return nil, fmt.Errorf("delete %s: %w", kubectlName(res.Singular, ns, name), err)
 	}
 	return c.planDelete(ctx, *kv, res, ns, name, force)
 }
 
-// readable opens kv, a value of resource res, as the apiserver would: its
-// Current, or why it cannot be read (decryption, decoding, or an object
-// of another kind than res: *resource.KindMismatchError).
-func (c Planner) readable(ctx context.Context, kv store.KeyValue, res resource.Resource) (*stored.Current, error) {
-	cur, err := c.Open(ctx, kv)
-	if err != nil {
-		return nil, err
-	}
-	// An object of another kind than the key's resource: the apiserver
-	// cannot read it either.
-	if err := resource.CheckKind(res, cur.Obj.GVK.GroupVersion().String(), cur.Obj.GVK.Kind); err != nil {
-		return nil, err
-	}
-	return cur, nil
-}
-
 // Unreadable judges kv by the rule delete follows: why the apiserver
-// cannot read it (nil: it can, or kv is no object's key), and whether that
-// is known here (false: encrypted with no encryption config given, or a
-// KMS plugin that did not answer; see ErrReadabilityUnknown).
+// cannot read it (nil: it can, or kv is no object's key and under no
+// resource's storage path), and whether that is known here (false:
+// encrypted with no encryption config given, a KMS plugin that did not
+// answer, a CBOR value; see ErrReadabilityUnknown).
 func (c Planner) Unreadable(ctx context.Context, kv store.KeyValue) (why error, known bool) {
-	res, _, _, ok := resource.ParseKey(c.StorePrefix(), kv.Key)
-	if !ok {
+	_, _, _, ok := resource.ParseKey(c.StorePrefix(), kv.Key)
+	_, _, bad := resource.BadKey(c.StorePrefix(), kv.Key)
+	if !ok && !bad {
 		return nil, true
 	}
-	if err := c.check(ctx, kv, res); err != nil {
+	if _, err := c.Check(ctx, kv); err != nil {
 		return err, unreadableKnown(err)
 	}
 	return nil, true
 }
 
-// check is readable without building the decoded object
-// (stored.Codec.Check): why the apiserver cannot read kv, nil when it can.
-func (c Planner) check(ctx context.Context, kv store.KeyValue, res resource.Resource) error {
-	gvk, err := c.Check(ctx, kv)
-	if err != nil {
-		return err
-	}
-	return resource.CheckKind(res, gvk.GroupVersion().String(), gvk.Kind)
-}
-
 // planDelete plans deleting kv, read at the latest revision, the object
-// name of resource res in namespace ns.
+// name of resource res in namespace ns (name "": a key under res's
+// storage path that names no single object).
 func (c Planner) planDelete(ctx context.Context, kv store.KeyValue, res resource.Resource, ns, name string, force bool) (*Plan, error) {
 	key := kv.Key
-	gr, _ := c.GroupResource(key)
-	object := kubectlName(res.Singular, ns, name)
+	gr := res.GroupResource()
+	kind := res.Singular
+	if kind == "" {
+		kind = res.String() // a custom resource: widgets.example.com
+	}
+	object := kubectlName(kind, ns, name)
+	if name == "" {
+		object = key
+	}
 	p := &Plan{Key: key, GR: gr, Delete: true, Expect: kv.ModRevision, Lease: kv.Lease}
-	cur, openErr := c.readable(ctx, kv, res)
+	_, why := c.Check(ctx, kv)
+	var cur *stored.Current
 	var err error
-	if openErr != nil {
-		known := unreadableKnown(openErr)
+	if why == nil {
+		// A key naming no object: the apiserver lists what it holds,
+		// but no delete through the API reaches it.
+		if !force && name != "" {
+			return nil, &ReadableError{Object: object, Kubectl: kubectlDelete(res, ns, name)}
+		}
+		// The apiserver reads it; this build may still not decode it
+		// for display (a value stored base64-wrapped, JSON without
+		// its kind).
+		cur, err = c.Open(ctx, kv)
+		if err != nil {
+			p.Before = &stored.Current{KV: kv, GR: gr}
+			p.Diff = c.rawDiff(key, gr.Resource, kv.Value, kv.ModRevision, nil, key+" (deleted)", err)
+			p.Description = fmt.Sprintf("delete %s (readable, --force)", object)
+		}
+	}
+
+	switch {
+	case why != nil:
+		known := unreadableKnown(why)
 		if !known && !force {
-			return nil, &UnknownReadabilityError{Object: object, Cause: openErr}
+			return nil, &UnknownReadabilityError{Object: object, Cause: why}
 		}
 		// The reason stays out of the description (the backup records
 		// it): only the diff, which redacts a Secret's bytes, says it.
 		p.Before = &stored.Current{KV: kv, GR: gr}
-		p.Diff = c.rawDiff(key, gr.Resource, kv.Value, kv.ModRevision, nil, key+" (deleted)", openErr)
+		p.Diff = c.rawDiff(key, gr.Resource, kv.Value, kv.ModRevision, nil, key+" (deleted)", why)
 		p.Description = fmt.Sprintf("delete %s, whose stored value cannot be read", object)
 		if !known {
 			p.Description = fmt.Sprintf("delete %s, whose stored value was not read here (--force)", object)
 		}
-	} else {
-		if !force {
-			return nil, &ReadableError{Object: object, Kubectl: kubectlDelete(res, ns, name)}
-		}
+	case cur != nil:
 		p.Before = cur
 		if p.Diff, err = c.RenderDiff(fmt.Sprintf("%s (revision %d)", key, kv.ModRevision), cur.Obj, kv.ModRevision, key+" (deleted)", nil, 0); err != nil {
 			return nil, err
 		}
 		p.Description = fmt.Sprintf("delete %s (readable, --force)", object)
+	}
+	if name == "" && why == nil {
+		p.Description = fmt.Sprintf("delete %s, which names no single object of %s", object, res)
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s names no single object of %s: the apiserver lists what it holds, but no delete through the API reaches it", key, res))
+	}
+	if why == nil && name != "" {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("delete removes %s from etcd directly: no finalizers run, admission is skipped, and nothing it owns is garbage-collected until the garbage collector notices", object))
 	}
 	if kv.Lease != 0 {
@@ -209,14 +225,19 @@ type UnreadableScan struct {
 	// Plans delete each value found that the apiserver cannot read, in
 	// key order.
 	Plans []*Plan
-	// Read counts the object keys read in the scope, readable or not;
-	// Skipped the keys in it that name no object (the apiserver's own,
-	// such as ranges), which are never deleted.
+	// Read counts the object keys read in the scope, readable or not,
+	// and the keys under a resource's storage path that name no object;
+	// Skipped the keys in it under no resource's path (the apiserver's
+	// own, such as ranges), which are never deleted.
 	Read, Skipped int
 	// Unknown are the values in the scope of which it cannot be told here
 	// whether the apiserver reads them (ErrReadabilityUnknown): not
-	// deleted.
+	// deleted, unless the apiserver is asked first (Unjudged).
 	Unknown []*UnknownReadabilityError
+	// Unjudged plans the delete of each of Unknown, in the same order,
+	// for a caller that has the apiserver judge them before the write
+	// (--verify=always): its answer, not this tool's, decides.
+	Unjudged []*Plan
 	// Span is the revisions the scan was read at (a compaction while it
 	// ran moves it on: store.ListOptions.OnCompacted).
 	Span store.Span
@@ -228,7 +249,8 @@ type UnreadableScan struct {
 // (nil: every one), page by page, and plans the delete of each value the
 // apiserver cannot read, by the rule PlanDelete follows: the same diff,
 // backup, compare-and-delete on the mod revision read. Readable objects
-// and keys that name no object are left alone, and so are the values of
+// and keys under no resource's storage path are left alone (keys under
+// one that name no object are planned: resource.BadKey), and so are the values of
 // which it cannot be told whether the apiserver reads them (Unknown: no
 // encryption config, a KMS plugin that did not answer). The plans are written
 // through the one executor (Execute), each its own compare-and-delete:
@@ -242,6 +264,7 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 		skipped, object bool
 		plan            *Plan
 		unknown         *UnknownReadabilityError
+		unjudged        bool // plan deletes unknown
 	}
 	mapFn := func(kv *store.KeyValue) (seen, error) {
 		if match != nil && !match(kv.Key) {
@@ -249,9 +272,12 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 		}
 		res, ns, name, ok := resource.ParseKey(c.StorePrefix(), kv.Key)
 		if !ok {
-			return seen{skipped: true}, nil
+			bad := false
+			if res, ns, bad = resource.BadKey(c.StorePrefix(), kv.Key); !bad {
+				return seen{skipped: true}, nil
+			}
 		}
-		if err := c.check(ctx, *kv, res); err == nil {
+		if _, err := c.Check(ctx, *kv); err == nil {
 			return seen{object: true}, nil
 		}
 		held := *kv
@@ -259,7 +285,12 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 		p, err := c.planDelete(ctx, held, res, ns, name, false)
 		var ue *UnknownReadabilityError
 		if errors.As(err, &ue) {
-			return seen{object: true, unknown: ue}, nil
+			u, err := c.planDelete(ctx, held, res, ns, name, true)
+			if err != nil {
+				return seen{}, err
+			}
+			u.Description = strings.Replace(u.Description, "(--force)", "(the apiserver asked first, --verify=always)", 1)
+			return seen{object: true, unknown: ue, plan: u, unjudged: true}, nil
 		}
 		return seen{object: true, plan: p}, err
 	}
@@ -270,7 +301,10 @@ func (c Planner) PlanDeleteUnreadable(ctx context.Context, r store.Reader, prefi
 		case s.object:
 			scan.Read++
 		}
-		if s.plan != nil {
+		switch {
+		case s.unjudged:
+			scan.Unjudged = append(scan.Unjudged, s.plan)
+		case s.plan != nil:
 			scan.Plans = append(scan.Plans, s.plan)
 		}
 		if s.unknown != nil {

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"strconv"
 	"strings"
@@ -469,8 +470,9 @@ func hasCause(err error, t metav1.CauseType) bool {
 // canCheckAfter returns why the write of p could not be verified after
 // it (this user may not get it, or update it, as After does), or "".
 func (v *Verifier) canCheckAfter(ctx context.Context, p *Write) string {
-	if p.Delete && (p.Before == nil || p.Before.Obj == nil) {
-		// A value it cannot read: After lists its resource.
+	if p.Delete && (p.Before == nil || p.Before.Obj == nil || !v.namesObject(p.Key)) {
+		// A value it cannot read, or a key no GET reaches: After lists
+		// its resource.
 		gvr, ns, err := v.listTarget(p)
 		if err != nil {
 			return err.Error()
@@ -653,7 +655,7 @@ func (v *Verifier) After(ctx context.Context, p *Write, revision int64) error {
 		return nil
 	}
 	name := p.Object
-	if p.Delete && (p.Before == nil || p.Before.Obj == nil) {
+	if p.Delete && (p.Before == nil || p.Before.Obj == nil || !v.namesObject(p.Key)) {
 		return v.listAfterDelete(ctx, p)
 	}
 	ident, err := identify(p)
@@ -713,9 +715,10 @@ func (v *Verifier) After(ctx context.Context, p *Write, revision int64) error {
 }
 
 // listAfterDelete checks the delete of a value the apiserver could not
-// read: every LIST of its resource in its namespace failed while it was
-// there; now one must succeed, every page of it (each object of a page is
-// decoded). It waits, as After does, for the watch cache to catch up.
+// read (every LIST of its resource in its namespace failed while it was
+// there), or of a key that names no object (no GET reaches it): now the
+// LIST must succeed, every page of it (each object of a page is decoded).
+// It waits, as After does, for the watch cache to catch up.
 func (v *Verifier) listAfterDelete(ctx context.Context, p *Write) error {
 	gvr, ns, err := v.listTarget(p)
 	if err != nil {
@@ -779,11 +782,24 @@ func (v *Verifier) servesUnreadable(ctx context.Context, p *Write) (Verdict, str
 	if ns != "" {
 		ri = v.dyn.Resource(gvr).Namespace(ns)
 	}
+	if !v.namesObject(p.Key) {
+		// No GET reaches a key that names no object: its LIST reads it.
+		_, err := ri.List(ctx, metav1.ListOptions{})
+		switch {
+		case err == nil:
+			return Rejected, "the apiserver's LIST of " + gvr.Resource + " succeeds with it, so it reads it: etcdpvc could not (is the encryption config given the one the apiserver runs with? --kubeadm reads it)"
+		case apierrors.IsInternalError(err) || statusCode(err) == http.StatusInternalServerError:
+			return Accepted, "the apiserver cannot read it either: " + v.apiError(p, err)
+		case apierrors.IsForbidden(err):
+			return Unknown, "this user may not list " + gvr.Resource
+		}
+		return Unknown, "the apiserver could not be asked: " + v.apiError(p, err)
+	}
 	got, err := ri.Get(ctx, path.Base(p.Key), metav1.GetOptions{})
 	switch {
 	case err == nil:
 		return Rejected, fmt.Sprintf("the apiserver serves it (resourceVersion %s), so it reads it: etcdpvc could not (is the encryption config given the one the apiserver runs with? --kubeadm reads it); delete it through the apiserver", got.GetResourceVersion())
-	case apierrors.IsInternalError(err):
+	case apierrors.IsInternalError(err) || statusCode(err) == http.StatusInternalServerError:
 		return Accepted, "the apiserver cannot read it either: " + v.apiError(p, err)
 	case apierrors.IsNotFound(err):
 		return Unknown, "the apiserver says it does not exist, although etcd holds it"
@@ -807,10 +823,29 @@ func (v *Verifier) apiError(p *Write, err error) string {
 	return shortErr(err)
 }
 
+// statusCode is the HTTP status of the apiserver's answer err (0: none).
+func statusCode(err error) int32 {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return se.Status().Code
+	}
+	return 0
+}
+
+// namesObject reports whether key names one object, which a GET reaches
+// (not a key under a resource's path that names none: resource.BadKey).
+func (v *Verifier) namesObject(key string) bool {
+	_, _, _, ok := resource.ParseKey(v.o.Codec.StorePrefix(), key)
+	return ok
+}
+
 func (v *Verifier) listTarget(p *Write) (schema.GroupVersionResource, string, error) {
 	r, ns, _, ok := resource.ParseKey(v.o.Codec.StorePrefix(), p.Key)
 	if !ok {
-		return schema.GroupVersionResource{}, "", fmt.Errorf("its key %s names no resource", p.Key)
+		// A key under r's path that names no object: r's LIST reads it.
+		if r, ns, ok = resource.BadKey(v.o.Codec.StorePrefix(), p.Key); !ok {
+			return schema.GroupVersionResource{}, "", fmt.Errorf("its key %s names no resource", p.Key)
+		}
 	}
 	gvr, err := v.mapper.ResourceFor(schema.GroupVersionResource{Group: r.Group, Resource: r.Plural})
 	if err != nil {

@@ -289,12 +289,16 @@ func deleteCommand() command {
 		usage: "delete an object the apiserver cannot read, or every one (--all-unreadable)",
 		args:  cliargs.Args{Kind: cliargs.ArgsObject, OtherForms: true},
 		desc: "delete removes one object's key from etcd: for a value the apiserver cannot read (encrypted\n" +
-			"with a key it no longer has, undecodable, of another kind than its key's resource), which breaks\n" +
-			"every LIST of its resource and which `kubectl delete` cannot remove. The diff shows what goes:\n" +
+			"with a key it no longer has, undecodable, of another kind than its key's resource, in the clear\n" +
+			"under a config without identity), which breaks every LIST of its resource and which `kubectl\n" +
+			"delete` cannot remove; values are judged as the apiserver's own decoding path judges them. The\n" +
+			"diff shows what goes:\n" +
 			"the value's size, sha256 and why it cannot be read (a Secret's bytes only with --show-secrets).\n" +
 			"An object the apiserver can read is refused (exit status 5): delete it with kubectl, which runs\n" +
-			"its finalizers and admission; --force deletes it here anyway. A prefix, or a key that names no\n" +
-			"single object, is refused. An encrypted value is judged with the apiserver's\n" +
+			"its finalizers and admission; --force deletes it here anyway. A key under a resource's path\n" +
+			"that names no single object (--etcd-key /registry/configmaps/NS/, or one with an extra segment)\n" +
+			"is deleted whatever it holds: no delete through the API reaches it. Any other key that names no\n" +
+			"object (the apiserver's own) is refused. An encrypted value is judged with the apiserver's\n" +
 			"EncryptionConfiguration (--encryption-config, or --kubeadm): without one, or when a KMS plugin\n" +
 			"does not answer here, whether the apiserver reads it is not known, and delete refuses it\n" +
 			"(exit status 10) unless --force. With an apiserver (--verify), the LIST of the resource in the\n" +
@@ -303,7 +307,8 @@ func deleteCommand() command {
 			"RESOURCE (every resource without one) in the namespace of -n (default: default, for a\n" +
 			"namespaced RESOURCE) or in every namespace with -A; without a RESOURCE, -n or -A must be given.\n" +
 			"Readable objects, the apiserver's own keys and values not judged (named, exit status 10) are\n" +
-			"left alone. Every diff is shown and one\n" +
+			"left alone; with --verify=always, values not judged here are judged by the apiserver before\n" +
+			"the write (any it reads refuses the write). Every diff is shown and one\n" +
 			"confirmation asked; then every value is backed up (durably, before its transaction is sent) and\n" +
 			"removed by a compare-and-delete on the revision the scan read, --max-txn-ops keys per\n" +
 			"transaction, each all or nothing, each key in the audit log; one undo line restores them all. The\n" +

@@ -77,6 +77,7 @@ func TestScripts(t *testing.T) {
 			"lines":       cmdLines,
 			"protofield":  cmdProtoField,
 			"envquoted":   cmdEnvQuoted,
+			"wiretype":    cmdWireType,
 		},
 	})
 }

@@ -249,16 +249,16 @@ func (c *Config) Decrypt(ctx context.Context, gr schema.GroupResource, etcdKey s
 // the apiserver's TransformFromStorage reports it: true when it was not
 // written by gr's first provider and key, so that the apiserver would
 // write it differently now. An unencrypted value is stale when gr's first
-// provider is not identity. (If gr lists no identity provider at all, the
-// apiserver itself would fail to read an unencrypted value; DecryptStale
-// returns it unchanged and stale.)
+// provider is not identity; when gr lists no identity provider at all,
+// the apiserver's transformer cannot read it ("no matching prefix found")
+// and neither does DecryptStale: the error matches ErrNoIdentity.
 func (c *Config) DecryptStale(ctx context.Context, gr schema.GroupResource, etcdKey string, stored []byte) (plaintext []byte, stale bool, err error) {
 	if !isEncrypted(stored) {
 		if c == nil {
 			return stored, false, nil
 		}
 		if !hasIdentity(c.providersFor(gr)) {
-			return stored, true, nil
+			return nil, false, fmt.Errorf("read value at %q: %w (%s)", etcdKey, ErrNoIdentity, strings.Join(c.Providers(gr), ", "))
 		}
 		out, stale, err := transformFromStorage(ctx, c.transformer(gr), etcdKey, stored)
 		if err != nil {

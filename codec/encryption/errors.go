@@ -35,6 +35,14 @@ var (
 	// value (the plugin may be down on this node only), so a caller must
 	// not take the value for one the apiserver cannot read.
 	ErrPluginFailed = errors.New("the KMS plugin did not decrypt the value")
+
+	// ErrNoIdentity means a value is stored in the clear under a resource
+	// whose providers in the encryption config include no identity: the
+	// apiserver's transformer finds no matching prefix for it, so it
+	// cannot read it (every LIST of the resource fails), nor rewrite it
+	// through the API. Deleting it, or adding identity to the resource's
+	// providers (last), makes the LIST succeed again.
+	ErrNoIdentity = errors.New("stored in the clear, and the encryption config lists no identity provider for its resource")
 )
 
 // KeyError reports an encrypted value whose provider or key is not

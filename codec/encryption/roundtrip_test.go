@@ -243,12 +243,22 @@ func TestStale(t *testing.T) {
 	}{
 		{"unencrypted, identity first", []string{identity, aescbc("old", key32a)}, plain, false},
 		{"unencrypted, aescbc first", []string{aescbc("new", key32d), identity}, plain, true},
-		{"unencrypted, no identity provider", []string{aescbc("new", key32d)}, plain, true},
 		{"first key", []string{aescbc("old", key32a), identity}, oldValue, false},
 		{"second key", []string{"aescbc: {keys: [{name: new, secret: " + key32d + "}, {name: old, secret: " + key32a + "}]}"}, oldValue, true},
 		{"second provider", []string{secretbox("box", key32c), aescbc("old", key32a)}, oldValue, true},
 		{"after identity", []string{identity, aescbc("old", key32a)}, oldValue, true},
 	}
+	// With no identity provider, the apiserver's transformer finds no
+	// prefix for a value in the clear: neither does DecryptStale.
+	t.Run("unencrypted, no identity provider", func(t *testing.T) {
+		c := load(t, writeConfig(t, rule("secrets", aescbc("new", key32d))))
+		if _, _, err := c.transformer(secrets).TransformFromStorage(ctx, plain, value.DefaultContext(etcdKey)); err == nil {
+			t.Fatal("the apiserver's transformer reads it: nothing to test")
+		}
+		if _, _, err := c.DecryptStale(ctx, secrets, etcdKey, plain); !errors.Is(err, ErrNoIdentity) {
+			t.Fatalf("DecryptStale: %v, want ErrNoIdentity", err)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := load(t, writeConfig(t, rule("secrets", tt.providers...)))
