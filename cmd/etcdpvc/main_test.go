@@ -97,6 +97,7 @@ type scriptCluster struct {
 //	etcd del KEY [--prefix]        delete KEY (every key it prefixes: one range delete)
 //	etcd txnput KEY FILE           store FILE's bytes at KEY as kube-apiserver writes: one transaction comparing the key's mod revision (0: absent)
 //	etcd txndel KEY                delete KEY the same way
+//	etcd txnvalue KEY VFILE PUT FILE  store FILE's bytes at PUT in one transaction comparing KEY's value with VFILE's bytes (etcdctl txn's value("KEY") = "V")
 //	etcd compact                   compact at the current revision
 //	etcd db VAR                    set VAR to member 0's bbolt db (member/snap/db)
 //	etcd wal VAR [MEMBER]          set VAR to member 0's (or MEMBER's) wal directory (member/wal)
@@ -213,6 +214,15 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(err)
 		if !tr.Succeeded {
 			ts.Fatalf("etcd %s %s: the compare on mod revision %d failed", args[0], args[1], mod)
+		}
+	case "txnvalue":
+		if len(args) != 5 {
+			ts.Fatalf("usage: etcd txnvalue KEY VFILE PUT FILE")
+		}
+		tr, err := sc.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(args[1]), "=", ts.ReadFile(args[2]))).Then(clientv3.OpPut(args[3], ts.ReadFile(args[4]))).Commit()
+		ts.Check(err)
+		if !tr.Succeeded {
+			ts.Fatalf("etcd txnvalue %s: the compare on its value failed", args[1])
 		}
 	case "compact":
 		resp, err := sc.cli.Get(ctx, "compact-probe")

@@ -437,7 +437,8 @@ func (r *replay) txnOps(t *pb.TxnRequest, path []int32, rev int64) (ops []op, ok
 			if rr.Revision > rev {
 				return nil, false, true, "a range in the transaction reads a future revision"
 			}
-			if rr.Revision > 0 && rr.Revision <= r.compact {
+			if rr.Revision > 0 && rr.Revision < r.compact {
+				// etcd reads at the compaction revision itself.
 				return nil, false, true, "a range in the transaction reads a compacted revision"
 			}
 		case *pb.RequestOp_RequestTxn:
@@ -523,6 +524,8 @@ func (r *replay) compare(c *pb.Compare) (result, known bool) {
 		if c.Target == pb.Compare_VALUE {
 			var err error
 			switch {
+			case r.valueOf == nil && s.last >= 0:
+				return false, false
 			case s.last >= 0:
 				v, err = r.valueOf(s.last)
 			case r.baseValue != nil:

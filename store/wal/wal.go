@@ -159,6 +159,9 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	var err error
 	w := &WAL{log: l, base: base}
 	r := newReplay(w.value)
+	// A value compare reads a value the replay wrote, through w, before
+	// the replay has finished.
+	w.r = r
 	w.cov = WALCoverage{Dir: l.Dir, Counts: r.counts}
 	var ci uint64
 	// ready waits for the db's keys (read while the log is): r is not
@@ -411,7 +414,6 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 		}
 		r.prepend(p)
 	}
-	w.r = r
 	if checker != nil {
 		if err := checker.checkValues(ctx, w, int32(len(r.all)-writes)); err != nil {
 			return nil, fmt.Errorf("read write-ahead log: %w", err)
