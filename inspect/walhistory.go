@@ -107,6 +107,15 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 				return nil
 			}
 			row := HistoryRow{Revision: ev.KV.ModRevision, Version: ev.KV.Version, CreateRevision: ev.KV.CreateRevision, Lease: ev.KV.Lease, Deleted: ev.Deleted}
+			if e, ok := w.EntryOfRevision(ev.KV.ModRevision); ok {
+				// One of the log's entries the db holds made it (a
+				// revoke's deletion, say): its row says which.
+				user, err := w.User(e)
+				if err != nil {
+					return err
+				}
+				row.Index, row.Term, row.Outcome, row.EtcdUser = e.Index, e.Term, e.Outcome.String(), user
+			}
 			dbRows = append(dbRows, pending{row, ev.KV, ev.Deleted, true})
 			return nil
 		})
@@ -193,6 +202,10 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 	}
 	rep.Revision = info.Revision
 	if len(rep.Rows) == 0 {
+		if u, ok := cov.UnnamedCovering(ref.Key); ok {
+			return nil, fmt.Errorf("history of %s: %s, may have deleted it: it may have deleted %s, and the db compacted its deletions away; the log never writes it and the db does not hold it, so whether it existed is not established: %w",
+				ObjectName(ref), u.Entry(), u.What(), wal.ErrUndetermined)
+		}
 		what := fmt.Sprintf("the log (raft entries %d to %d)", cov.FirstIndex, cov.LastIndex)
 		if cov.DB != "" {
 			what += " nor the db " + cov.DB
