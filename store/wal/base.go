@@ -870,10 +870,5 @@ func (w *WAL) beforeLog(ctx context.Context, key string, before func(WALEntry) b
 		}
 		return kv, err
 	}
-	if st, ok := w.r.preState[key]; ok && st == 0 {
-		// Every state before the log that leads its entries to the db
-		// has it absent.
-		return nil, store.ErrNotFound
-	}
 	return nil, fmt.Errorf("its value before the log's first write of it is not in the log: %w", ErrUndetermined)
 }

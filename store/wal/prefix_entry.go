@@ -71,8 +71,9 @@ type pxEntry struct {
 	authed bool
 	// ranged marks a plain range delete (not in a transaction): it
 	// deletes every key in [from, end) that exists (end "\x00": every
-	// key from from on). Its keys are not in succ: which exist there is
-	// worked out by the search (see worlds.rangeDelete).
+	// key from from on). Its keys are not in succ: which existed there is
+	// what the db holds deleted at its revision, where that is proved
+	// (settler.replay).
 	ranged    bool
 	from, end string
 }

@@ -102,10 +102,6 @@ type keyState struct {
 // revision; from the first entry whose outcome cannot be determined on,
 // revisions are no longer derived (known turns false).
 type replay struct {
-	// preState holds, by key, whether a key the log's entries the db
-	// holds (the prefix) write existed before the log (1) or not (0),
-	// where that is established (see beforeLog).
-	preState map[string]int8
 	known    bool
 	stopAt   uint64 // the entry at which revisions stopped being derived
 	stopWhy  string
