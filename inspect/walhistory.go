@@ -191,7 +191,11 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 		}
 	}
 	if cov.DB != "" && len(rep.Rows) > 0 {
-		rep.CompactedStart = compactedStart(rep.Rows[0], rep.CompactRevision)
+		if first := rep.Rows[0]; first.Revision != 0 {
+			// (A write of the log whose revision is not established
+			// names no revision the history starts at.)
+			rep.CompactedStart = compactedStart(first, rep.CompactRevision)
+		}
 		if first := rep.Rows[0]; rep.CompactedStart == "" && first.Index != 0 && first.Version != 1 {
 			rep.CompactedStart = fmt.Sprintf("the log starts at raft index %d and the db holds no revision of it before: its writes before the log are in neither", cov.FirstIndex)
 		}
