@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
@@ -119,7 +120,7 @@ func (s *Session) Scope(res, namespace string, all bool) (inspect.Scope, error) 
 // listing of the latest state lacks the writes the log cannot place),
 // or, with past (a listing of deleted objects or of every revision), the
 // log's entries the db holds that could not be worked out back from it,
-// and writes under prefix whose outcome is not established (what they
+// the entries that may have deleted keys the log never names, and writes under prefix whose outcome is not established (what they
 // deleted may be missing); with allRevisions, also writes under prefix
 // applied at revisions not established (a listing in revision order
 // cannot place them).
@@ -143,19 +144,40 @@ func (s *Session) Unsettled(prefix string, past, allRevisions bool) error {
 		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log's %d entries up to the db's consistent index are not established (%s): objects they deleted and revisions the db compacted are not in this output", cov.InDB, cov.PrefixUnresolved)},
 			s.UndeterminedHint()}
 	}
+	var msg, hint string
 	u := s.WAL.Unestablished(prefix)
 	switch {
 	case allRevisions && u.Unknown > 0:
-		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log holds %s under %s whose outcome it does not establish (the first at raft index %d: %s): they are not in this output",
-			inspect.Count(u.Unknown, "write", "writes"), prefix, u.First.Index, u.First.Reason)}, s.UndeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes"}
+		msg = fmt.Sprintf("the log holds %s under %s whose outcome it does not establish (the first at raft index %d: %s): they are not in this output",
+			inspect.Count(u.Unknown, "write", "writes"), prefix, u.First.Index, u.First.Reason)
+		hint = s.UndeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes"
 	case u.Hiding > 0:
-		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log holds %s under %s whose outcome it does not establish and that may delete an object or bring one back (the first at raft index %d: %s): this output may lack or wrongly hold what they did",
-			inspect.Count(u.Hiding, "write", "writes"), prefix, u.FirstHiding.Index, u.FirstHiding.Reason)}, s.UndeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes"}
+		msg = fmt.Sprintf("the log holds %s under %s whose outcome it does not establish and that may delete an object or bring one back (the first at raft index %d: %s): this output may lack or wrongly hold what they did",
+			inspect.Count(u.Hiding, "write", "writes"), prefix, u.FirstHiding.Index, u.FirstHiding.Reason)
+		hint = s.UndeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes"
 	case allRevisions && u.Unplaced > 0:
-		return &hintedError{&incompleteError{msg: fmt.Sprintf("the log applied %s under %s at revisions it does not establish (the first at raft index %d): they are not in this output, which is in revision order",
-			inspect.Count(u.Unplaced, "write", "writes"), prefix, u.FirstUnplaced)}, s.UndeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes, with those"}
+		msg = fmt.Sprintf("the log applied %s under %s at revisions it does not establish (the first at raft index %d): they are not in this output, which is in revision order",
+			inspect.Count(u.Unplaced, "write", "writes"), prefix, u.FirstUnplaced)
+		hint = s.UndeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes, with those"
 	}
-	return nil
+	if un := cov.UnnamedUnder(prefix); len(un) > 0 {
+		// Each is listed: what no source names.
+		items := make([]string, len(un))
+		for i, u := range un {
+			items[i] = u.String()
+		}
+		what := fmt.Sprintf("%s: objects under %s deleted there may be missing from this output (the db compacted those deletions away)", strings.Join(items, "; "), prefix)
+		const older = "an older snapshot of the cluster, taken before those entries, names every key they deleted: give it as --db (or as --wal-base, with the current db as --db)"
+		if msg == "" {
+			msg, hint = what, older
+		} else {
+			msg, hint = what+"; and "+msg, older+"; "+hint
+		}
+	}
+	if msg == "" {
+		return nil
+	}
+	return &hintedError{&incompleteError{msg: msg}, hint}
 }
 
 // DumpRequest is what dump writes: the objects of a scope (RESOURCE, -n,

@@ -107,6 +107,15 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 				return nil
 			}
 			row := HistoryRow{Revision: ev.KV.ModRevision, Version: ev.KV.Version, CreateRevision: ev.KV.CreateRevision, Lease: ev.KV.Lease, Deleted: ev.Deleted}
+			if e, ok := w.EntryOfRevision(ev.KV.ModRevision); ok {
+				// One of the log's entries the db holds made it (a
+				// revoke's deletion, say): its row says which.
+				user, err := w.User(e)
+				if err != nil {
+					return err
+				}
+				row.Index, row.Term, row.Outcome, row.EtcdUser = e.Index, e.Term, e.Outcome.String(), user
+			}
 			dbRows = append(dbRows, pending{row, ev.KV, ev.Deleted, true})
 			return nil
 		})
@@ -182,7 +191,11 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 		}
 	}
 	if cov.DB != "" && len(rep.Rows) > 0 {
-		rep.CompactedStart = compactedStart(rep.Rows[0], rep.CompactRevision)
+		if first := rep.Rows[0]; first.Revision != 0 {
+			// (A write of the log whose revision is not established
+			// names no revision the history starts at.)
+			rep.CompactedStart = compactedStart(first, rep.CompactRevision)
+		}
 		if first := rep.Rows[0]; rep.CompactedStart == "" && first.Index != 0 && first.Version != 1 {
 			rep.CompactedStart = fmt.Sprintf("the log starts at raft index %d and the db holds no revision of it before: its writes before the log are in neither", cov.FirstIndex)
 		}
@@ -193,6 +206,10 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 	}
 	rep.Revision = info.Revision
 	if len(rep.Rows) == 0 {
+		if u, ok := cov.UnnamedCovering(ref.Key); ok {
+			return nil, fmt.Errorf("history of %s: %s, may have deleted it: it may have deleted %s, and the db compacted its deletions away; the log never writes it and the db does not hold it, so whether it existed is not established: %w",
+				ObjectName(ref), u.Entry(), u.What(), wal.ErrUndetermined)
+		}
 		what := fmt.Sprintf("the log (raft entries %d to %d)", cov.FirstIndex, cov.LastIndex)
 		if cov.DB != "" {
 			what += " nor the db " + cov.DB

@@ -93,12 +93,14 @@ type scriptCluster struct {
 // cmdEtcd drives a real etcd for a script:
 //
 //	etcd start [tls] [members=N]   start it; sets ETCDCTL_ENDPOINTS (and ETCDCTL_CACERT/CERT/KEY)
-//	etcd put KEY FILE [ttl=S]      store FILE's bytes at KEY (with a lease of S seconds)
+//	etcd put KEY FILE [ttl=S|lease=KEY2]  store FILE's bytes at KEY (with a lease of S seconds, or the lease KEY2 is attached to)
 //	etcd get KEY FILE              write KEY's value to FILE
 //	etcd meta KEY                  print mod_revision, create_revision, version and lease
 //	etcd del KEY [--prefix]        delete KEY (every key it prefixes: one range delete)
 //	etcd txnput KEY FILE           store FILE's bytes at KEY as kube-apiserver writes: one transaction comparing the key's mod revision (0: absent)
 //	etcd txndel KEY                delete KEY the same way
+//	etcd txnvalue KEY VFILE PUT FILE  store FILE's bytes at PUT in one transaction comparing KEY's value with VFILE's bytes (etcdctl txn's value("KEY") = "V")
+//	etcd revoke KEY                revoke the lease KEY is attached to (as its expiry does), deleting every key attached to it
 //	etcd compact                   compact at the current revision
 //	etcd db VAR                    set VAR to member 0's bbolt db (member/snap/db)
 //	etcd wal VAR [MEMBER]          set VAR to member 0's (or MEMBER's) wal directory (member/wal)
@@ -166,6 +168,14 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Check(err)
 			opts = append(opts, clientv3.WithLease(lease.ID))
 		}
+		if len(args) > 3 && strings.HasPrefix(args[3], "lease=") {
+			resp, err := sc.cli.Get(ctx, strings.TrimPrefix(args[3], "lease="))
+			ts.Check(err)
+			if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
+				ts.Fatalf("etcd put %s: %s: no key with a lease", args[1], args[3])
+			}
+			opts = append(opts, clientv3.WithLease(clientv3.LeaseID(resp.Kvs[0].Lease)))
+		}
 		_, err := sc.cli.Put(ctx, args[1], value, opts...)
 		ts.Check(err)
 	case "get":
@@ -216,6 +226,26 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 		if !tr.Succeeded {
 			ts.Fatalf("etcd %s %s: the compare on mod revision %d failed", args[0], args[1], mod)
 		}
+	case "txnvalue":
+		if len(args) != 5 {
+			ts.Fatalf("usage: etcd txnvalue KEY VFILE PUT FILE")
+		}
+		tr, err := sc.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(args[1]), "=", ts.ReadFile(args[2]))).Then(clientv3.OpPut(args[3], ts.ReadFile(args[4]))).Commit()
+		ts.Check(err)
+		if !tr.Succeeded {
+			ts.Fatalf("etcd txnvalue %s: the compare on its value failed", args[1])
+		}
+	case "revoke":
+		if len(args) != 2 {
+			ts.Fatalf("usage: etcd revoke KEY")
+		}
+		resp, err := sc.cli.Get(ctx, args[1])
+		ts.Check(err)
+		if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
+			ts.Fatalf("etcd revoke %s: no key with a lease", args[1])
+		}
+		_, err = sc.cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+		ts.Check(err)
 	case "compact":
 		resp, err := sc.cli.Get(ctx, "compact-probe")
 		ts.Check(err)

@@ -41,24 +41,29 @@
 // A member's log starts after its last raft snapshot, not at index 1, and
 // its first entries are at or below the db's consistent index: applied,
 // but in revisions the db has usually compacted, from a state (the
-// keyspace and revision before the log) that neither holds. They are
-// worked out by a search of every such state (worlds*.go): a branch for
-// each thing the log does not say (whether a key existed before the log,
-// its mod revision there, a lease from before it, whether a revoke of
-// such a lease deleted keys the log never names), each branch replayed
-// as etcd applies the entries and ended where it contradicts the db (its
-// keys, leases, revision, compaction, and every revision it holds above
-// its compaction) or what a writer can have read (a compare names a
-// revision its key was put at). What every branch that reaches the db
-// says alike is established, entry by entry and write by write; what two
-// say differently is listed unknown, with what they give, never the whole
-// log (WALCoverage says which stretches are established). Before the
-// search, settle.go fixes what counting between the revisions the db
-// anchors and each key's chain of compares alone fix; the search takes it
-// as given, and where the search would take too long (worlds that differ
-// in ways only distant entries tell apart multiply) that is what is
-// established. A db whose newest revisions hold writes the entries cannot
-// have made is refused as another cluster's (prefix_foreign.go).
+// keyspace and revision before the log) that neither holds. How such an
+// entry becomes a revision, in two hops:
+//
+//  1. The db anchors it (prefix_settle.go: solveSettled). The db's
+//     revisions the prefix may have made are read (the last one per
+//     entry); a put whose key and value the db holds at revision R, no
+//     other put of the log writing them, made R.
+//  2. Settle proves the rest from the anchors (settle.go): the entries
+//     between two anchored revisions made exactly the revisions between
+//     (where that is all of those that can make one, each did; where it
+//     is none, none did), and a key's chain of kube-apiserver compares
+//     holds exactly where it names the key's mod revision. A range delete
+//     or a revoke whose revision is so proved, above the db's compaction,
+//     deleted the keys the db holds deleted there.
+//
+// Every proof is local and holds in every state before the log that
+// leads the entries to the db; what none proves is listed unknown, entry
+// by entry (WALCoverage.PrefixUnknown), never the whole log. A range
+// delete or the revoke of a lease from before the log whose deletions
+// the db compacted away may have deleted keys the log never names: each
+// is an item of WALCoverage.Unnamed. A db that holds, at the revisions
+// the entries made, a write none of them makes is refused as another
+// cluster's (prefix_foreign.go), or the prefix is left unresolved.
 //
 // # A point in time
 //

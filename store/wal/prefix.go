@@ -12,14 +12,9 @@ import (
 // their revisions away: an object deleted an hour ago is in the log and in
 // no revision of the db. The state the prefix started from (the keyspace
 // before the log, its revision) is in neither. What the prefix did is
-// worked out by a search of every state before the log from which its
-// entries, applied as etcd applies them, lead to the db (worlds.go): what
-// all of them agree on is established, entry by entry and write by write;
-// the rest is listed unknown, with what the worlds give.
-//
-// A log that starts at raft index 1 needs no search of the state before
-// it: it is replayed from an empty keyspace and checked against the db
-// the same way.
+// proved from the db's anchors by settle (prefix_settle.go, settle.go):
+// what it proves is established, entry by entry and write by write; the
+// rest is listed unknown.
 
 // valueSeed hashes values: the prefix keeps a hash of each value, not the
 // value (memory bounded by the number of writes, not the log's size).

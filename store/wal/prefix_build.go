@@ -28,8 +28,8 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys
 	}
 	rp, v := solvePrefixRead(ctx, entries, keys, exact, w.cov.DBRevision, db, xr)
 	if err := ctx.Err(); err != nil {
-		// Interrupted (Ctrl-C): the search stopped, and so does the
-		// command, not going on with what settle fixed.
+		// Interrupted (Ctrl-C): the reads of the db stopped, and so
+		// does the command.
 		return nil, fmt.Errorf("work out the entries before the db's revision: %w", err)
 	}
 	if v.foreign != "" {
@@ -66,7 +66,7 @@ func solvePrefixRead(ctx context.Context, entries []pxEntry, keys *pxKeys, exact
 	if why := foreignDB(entries, keys, x, dbRev); why != "" {
 		return nil, prefixVerdict{foreign: why}
 	}
-	return solveWorlds(ctx, entries, keys, exact, dbRev, db, x).replay(entries, keys)
+	return solveSettled(ctx, entries, keys, exact, dbRev, db, x)
 }
 
 // dbIndexRead is the db's revisions the prefix may have made, read in a
@@ -147,7 +147,6 @@ func (r *replay) prepend(p *replay) {
 			r.entries[i].note += nn
 		}
 	}
-	r.preState = p.preState
 	r.entries = append(p.entries, r.entries...)
 	r.notes = append(p.notes, r.notes...)
 

@@ -144,7 +144,7 @@ type liveHashes struct {
 
 // readHashes starts reading, in a goroutine of its own, the value of each
 // of states the log names (ids[i] >= 0), and hashing it: the solver needs
-// them only once it reads the db's live keys (worlds.load), and reads the
+// them only once it reads the db's live keys (settler.load), and reads the
 // db's last revisions meanwhile on another core. The returned stop cancels the
 // read and waits for it; it must be called before b is closed.
 func readHashes(ctx context.Context, b *store.Bolt, states []store.KeyValue, ids []int32) (h *liveHashes, stop func()) {

@@ -71,8 +71,9 @@ type pxEntry struct {
 	authed bool
 	// ranged marks a plain range delete (not in a transaction): it
 	// deletes every key in [from, end) that exists (end "\x00": every
-	// key from from on). Its keys are not in succ: which exist there is
-	// worked out by the search (see worlds.rangeDelete).
+	// key from from on). Its keys are not in succ: which existed there is
+	// what the db holds deleted at its revision, where that is proved
+	// (settler.replay).
 	ranged    bool
 	from, end string
 }
@@ -110,6 +111,12 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 				out = del(out, x.RequestDeleteRange, branchIndex(i, succ), true)
 			case *pb.RequestOp_RequestTxn:
 				pe.unmodelled = "a nested transaction"
+			case *pb.RequestOp_RequestRange:
+				if x.RequestRange.Revision != 0 {
+					// etcd refuses the transaction when the revision is
+					// compacted or in the future.
+					pe.unmodelled = "a range at a revision in a transaction"
+				}
 			}
 		}
 		return out
@@ -139,6 +146,10 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 				pc.value = c.GetLease()
 			case pb.Compare_VALUE:
 				pc.value = int64(valueHash(c.GetValue()))
+				if c.Result == pb.Compare_GREATER || c.Result == pb.Compare_LESS {
+					// Values are held as hashes, which keep no order.
+					pe.unmodelled = "a compare of a value's order"
+				}
 			}
 			pe.cmps = append(pe.cmps, pc)
 		}

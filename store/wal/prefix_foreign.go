@@ -23,32 +23,12 @@ import (
 // check is then not made.
 func foreignDB(entries []pxEntry, keys *pxKeys, x *dbIndex, dbRev int64) string {
 	certain := int64(0)
-	revokes := false
-	type write struct {
-		key  int32
-		hash uint64
-	}
-	puts := map[write]bool{}
-	dels := map[int32]bool{}
 	for i := range entries {
 		pe := &entries[i]
 		if pe.unmodelled != "" {
 			return ""
 		}
-		if pe.kind == walread.KindLeaseRevoke || pe.ranged {
-			// Either may delete keys the log never names.
-			revokes = true
-		}
 		leaseless := false
-		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
-			for _, o := range ops {
-				if o.del {
-					dels[o.key] = true
-					continue
-				}
-				puts[write{o.key, o.hash}] = true
-			}
-		}
 		if len(pe.cmps) == 0 {
 			for _, o := range pe.succ {
 				if !o.del && o.lease == 0 {
@@ -60,7 +40,39 @@ func foreignDB(entries []pxEntry, keys *pxKeys, x *dbIndex, dbRev int64) string 
 			certain++
 		}
 	}
-	from := dbRev - certain + 1
+	return notTheLogs(entries, keys, x, dbRev-certain+1, dbRev)
+}
+
+// notTheLogs says why an item the db holds at a revision from from to
+// dbRev, which the prefix's entries made, is none of their writes ("":
+// each is).
+func notTheLogs(entries []pxEntry, keys *pxKeys, x *dbIndex, from, dbRev int64) string {
+	if x == nil {
+		return ""
+	}
+	revokes := false
+	type write struct {
+		key  int32
+		hash uint64
+	}
+	puts := map[write]bool{}
+	dels := map[int32]bool{}
+	for i := range entries {
+		pe := &entries[i]
+		if pe.kind == walread.KindLeaseRevoke || pe.ranged {
+			// Either may delete keys the log never names.
+			revokes = true
+		}
+		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+			for _, o := range ops {
+				if o.del {
+					dels[o.key] = true
+					continue
+				}
+				puts[write{o.key, o.hash}] = true
+			}
+		}
+	}
 	for rev := max(from, x.lo); rev <= dbRev && rev <= x.hi; rev++ {
 		for _, it := range x.at(rev) {
 			switch {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -142,8 +141,10 @@ func TestWALOverDBDeletePrefix(t *testing.T) {
 				t.Errorf("the range delete: claimed revision %d, true %d", e.Revision, delRev)
 			case !tc.compacted && (e.Outcome != OutcomeApplied || e.Revision != delRev):
 				t.Errorf("the range delete: %v at revision %d, want applied at %d", e.Outcome, e.Revision, delRev)
-			case tc.compacted && (e.Outcome != OutcomeUnknown || !strings.Contains(e.Reason, claim(1)) || !strings.Contains(e.Reason, fmt.Sprint(delRev))):
-				t.Errorf("the range delete: %v (%s), want unknown, naming %s and revision %d", e.Outcome, e.Reason, claim(1), delRev)
+			case tc.compacted && e.Outcome != OutcomeUnknown:
+				// Which keys it deleted is not established: the db
+				// compacted its tombstones.
+				t.Errorf("the range delete: %v (%s), want unknown", e.Outcome, e.Reason)
 			}
 
 			// Every write listed: what it claims is so; each key's

@@ -46,7 +46,9 @@ func TestPrefixScenarios(t *testing.T) {
 		keepTomb bool
 		pre, log []*pb.InternalRaftRequest
 		// want: per log entry, E (its outcome, and the revision it
-		// made, established) or U (not established).
+		// made, established) or U (not established), by settle's
+		// proofs: a revoke's outcome is not among them, nor a compare
+		// chain that starts before the log.
 		want string
 		// unresolved: the verdict says so, and nothing is claimed.
 		unresolved string
@@ -69,7 +71,7 @@ func TestPrefixScenarios(t *testing.T) {
 		// db.
 		pre:  []*pb.InternalRaftRequest{txnReq("/a", 0, "1")},
 		log:  []*pb.InternalRaftRequest{txnReq("/a", 2, "2"), txnReq("/a", 2, "3"), txnReq("/a", 3, "4"), compact(4)},
-		want: "UEEE",
+		want: "UUEE",
 	}, {
 		name: "a stale first compare, the value after it compacted: which of the two first writes applied is not established",
 		// /c at 5 before the log. The first write read a stale 3 and
@@ -85,13 +87,13 @@ func TestPrefixScenarios(t *testing.T) {
 		name: "the same, the db still holds the value at 6: it fixes the second write, and so the first",
 		pre:  []*pb.InternalRaftRequest{txnReq("/c", 0, "1"), txnReq("/c", 2, "2"), txnReq("/c", 3, "3"), txnReq("/c", 4, "4")},
 		log:  []*pb.InternalRaftRequest{txnReq("/c", 3, "5"), txnReq("/c", 5, "6"), txnReq("/c", 6, "7")},
-		want: "EEE",
+		want: "UEE",
 	}, {
 		name: "a revoke of a lease from before the log that deleted a key, between two chains",
 		// lease 9 holds /e: its revoke makes revision 5.
 		pre:  []*pb.InternalRaftRequest{grant(9), txnReq("/r", 0, "1"), leasePutReq("/e", "x", 9), txnReq("/s", 0, "1")},
 		log:  []*pb.InternalRaftRequest{txnReq("/r", 2, "2"), revoke(9), txnReq("/s", 4, "2"), txnReq("/s", 7, "3"), compact(8)},
-		want: "EEEEE",
+		want: "EUEEE",
 	}, {
 		name: "a revoke of a lease from before the log that deleted nothing, between two chains",
 		// It made no revision; whether the lease still existed (no key
@@ -109,7 +111,7 @@ func TestPrefixScenarios(t *testing.T) {
 		// version in the db would fix its put.)
 		pre:  []*pb.InternalRaftRequest{grant(9), leasePutReq("/e", "x", 9), txnReq("/s", 0, "1")},
 		log:  []*pb.InternalRaftRequest{putReq("/p", "1"), revoke(9), txnReq("/s", 3, "2"), txnReq("/s", 6, "3"), del("/p"), compact(8)},
-		want: "UUEEEE",
+		want: "UUUEEE",
 	}, {
 		name: "a delete without a compare of a key from before the log (etcdctl del) between two chains",
 		pre:  []*pb.InternalRaftRequest{txnReq("/a", 0, "1"), txnReq("/p", 0, "1")},
@@ -149,7 +151,7 @@ func TestPrefixScenarios(t *testing.T) {
 		// Its compare (mod revision 0) held: the key was absent.
 		pre:  []*pb.InternalRaftRequest{txnReq("/a", 0, "1")},
 		log:  []*pb.InternalRaftRequest{del("/k"), txnReq("/k", 0, ""), txnReq("/a", 2, "2")},
-		want: "EEE",
+		want: "UUE",
 	}, {
 		name:       "a nested transaction is not modelled",
 		pre:        []*pb.InternalRaftRequest{txnReq("/a", 0, "1")},
@@ -196,16 +198,6 @@ func TestPrefixScenarios(t *testing.T) {
 			if v.unresolved != "" {
 				t.Fatalf("unresolved: %s", v.unresolved)
 			}
-			// What settle fixes alone (a search given no steps, as on
-			// a log too long for it) must be right too.
-			func() {
-				defer func(f func(int) int64) { worldsBudget = f }(worldsBudget)
-				worldsBudget = func(int) int64 { return 1 }
-				_, _, wrong := mc.run(t, false)
-				for _, w := range wrong {
-					t.Errorf("settle alone: wrong claim: %s", w)
-				}
-			}()
 			rp, v := mc.solve(t, false)
 			var got strings.Builder
 			for i, e := range rp.entries {

@@ -102,10 +102,6 @@ type keyState struct {
 // revision; from the first entry whose outcome cannot be determined on,
 // revisions are no longer derived (known turns false).
 type replay struct {
-	// preState holds, by key, whether a key the log's entries the db
-	// holds (the prefix) write existed before the log (1) or not (0),
-	// where that is established (see beforeLog).
-	preState map[string]int8
 	known    bool
 	stopAt   uint64 // the entry at which revisions stopped being derived
 	stopWhy  string
@@ -437,7 +433,8 @@ func (r *replay) txnOps(t *pb.TxnRequest, path []int32, rev int64) (ops []op, ok
 			if rr.Revision > rev {
 				return nil, false, true, "a range in the transaction reads a future revision"
 			}
-			if rr.Revision > 0 && rr.Revision <= r.compact {
+			if rr.Revision > 0 && rr.Revision < r.compact {
+				// etcd reads at the compaction revision itself.
 				return nil, false, true, "a range in the transaction reads a compacted revision"
 			}
 		case *pb.RequestOp_RequestTxn:
@@ -523,6 +520,8 @@ func (r *replay) compare(c *pb.Compare) (result, known bool) {
 		if c.Target == pb.Compare_VALUE {
 			var err error
 			switch {
+			case r.valueOf == nil && s.last >= 0:
+				return false, false
 			case s.last >= 0:
 				v, err = r.valueOf(s.last)
 			case r.baseValue != nil:

@@ -10,11 +10,11 @@ import (
 
 // Settling the prefix by propagation (settle).
 //
-// Before any search, some entries' outcomes follow from the db and the log
-// alone, in every world:
+// Some entries' outcomes follow from the db and the log alone, whatever the
+// state before the log:
 //
 //   - a put whose key and value the db holds at revision R, no other put of
-//     the log writing them, made R (see worlds' anchors);
+//     the log writing them, made R (see settler.load);
 //   - between two entries whose revisions are known (or the last one and
 //     the db's revision), the entries made exactly as many revisions as lie
 //     between: where that is all of those that can make one, each did; where
@@ -25,8 +25,8 @@ import (
 //     deletes the key it compares then made a revision, or not).
 //
 // Each fact feeds the others until nothing changes. What it settles holds
-// in every world, so the search (worlds.go) takes it as given, and where
-// the search does not finish it is what is established.
+// in every state before the log that leads the entries to the db: it is
+// what is established (prefix_settle.go).
 
 // settled holds, by entry, whether it made a revision (made: 1, 0, -1 not
 // known) and which (rev, 0 when not known).
@@ -35,8 +35,8 @@ type settled struct {
 	rev  []int64
 	// index is, by entry, its raft index (for what noWorld says).
 	index func(int) uint64
-	// noWorld says why no world can be consistent, when the counting
-	// shows it.
+	// noWorld says why no state before the log leads the entries to the
+	// db, when the counting shows it.
 	noWorld string
 }
 
@@ -55,7 +55,7 @@ func kubeShape(pe *pxEntry) (key int32, r int64, del bool, lease int64, ok bool)
 }
 
 // settle works out what the counting and the keys' compare chains fix.
-func (s *worlds) settle() *settled {
+func (s *settler) settle() *settled {
 	n := len(s.entries)
 	st := &settled{made: make([]int8, n), rev: make([]int64, n), index: func(i int) uint64 {
 		if i >= len(s.entries) {
@@ -158,8 +158,8 @@ func (st *settled) count(dbRev int64) bool {
 // leave their keys absent whatever they found; a revoke deletes the keys
 // attached to its lease: those the log last put with it, and, for a lease
 // from before the log, keys whose lease the log does not know (a lease the
-// log grants is new: see worlds.grant). It reports whether it settled any.
-func (s *worlds) chains(st *settled) bool {
+// log grants is new). It reports whether it settled any.
+func (s *settler) chains(st *settled) bool {
 	const unknown = -1
 	nk := len(s.names.names)
 	cur := make([]int64, nk)   // the key's mod revision (0: absent), or unknown
@@ -235,7 +235,7 @@ func (s *worlds) chains(st *settled) bool {
 			continue
 		}
 		// A compare of a key's mod revision names a revision the key was
-		// put at (see worlds): one after the log's start (at or above a
+		// put at: one after the log's start (at or above a
 		// revision the log made) was made by a put of the log before it;
 		// where one such put's revision is not known, and no other's is
 		// that, it is this one's.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
@@ -64,6 +65,10 @@ type WALCoverage struct {
 	// PrefixRevision is 0 when the first stretch starts the log): only
 	// their own writes are unknown, not the rest of the log's.
 	PrefixUnknown []WALStretch
+	// Unnamed lists the entries the db holds that may have deleted keys
+	// the log never names, and that no source names (see
+	// UnnamedDeletion).
+	Unnamed []UnnamedDeletion `json:",omitempty"`
 	// Check, when not nil, says what a second, newer db of the member
 	// established of the replay (OpenLogChecked).
 	Check *WALCheck
@@ -100,6 +105,10 @@ type WAL struct {
 	// it (no value; only Key when the db does not hold it) and the
 	// tombstone's revision.
 	baseDeleted []baseTombstone
+	// revEntries are the entries with an established revision, in order
+	// (EntryOfRevision), made once.
+	revOnce    sync.Once
+	revEntries []int32
 }
 
 // baseTombstone is a key of the db whose newest revision is a deletion.
@@ -159,6 +168,9 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	var err error
 	w := &WAL{log: l, base: base}
 	r := newReplay(w.value)
+	// A value compare reads a value the replay wrote, through w, before
+	// the replay has finished.
+	w.r = r
 	w.cov = WALCoverage{Dir: l.Dir, Counts: r.counts}
 	var ci uint64
 	// ready waits for the db's keys (read while the log is): r is not
@@ -410,8 +422,8 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 			return nil, fmt.Errorf("read write-ahead log: %w", err)
 		}
 		r.prepend(p)
+		w.cov.Unnamed = w.unnamedDeletions(len(prefix))
 	}
-	w.r = r
 	if checker != nil {
 		if err := checker.checkValues(ctx, w, int32(len(r.all)-writes)); err != nil {
 			return nil, fmt.Errorf("read write-ahead log: %w", err)
@@ -753,6 +765,25 @@ func (w *WAL) at(key string, rev int64) int32 {
 		found = id
 	}
 	return found
+}
+
+// EntryOfRevision returns the entry of the log that made revision rev,
+// when the log establishes it (a revision the db holds, made by one of
+// the log's entries it holds: a revoke's deletions, say).
+func (w *WAL) EntryOfRevision(rev int64) (WALEntry, bool) {
+	w.revOnce.Do(func() {
+		for i := range w.r.entries {
+			if w.r.entries[i].revision != 0 {
+				w.revEntries = append(w.revEntries, int32(i))
+			}
+		}
+	})
+	// Established revisions grow with the log's order.
+	i := sort.Search(len(w.revEntries), func(i int) bool { return w.r.entries[w.revEntries[i]].revision >= rev })
+	if i == len(w.revEntries) || w.r.entries[w.revEntries[i]].revision != rev {
+		return WALEntry{}, false
+	}
+	return w.r.entry(w.revEntries[i]), true
 }
 
 // deleted reports whether write id is a deletion.
