@@ -319,7 +319,14 @@ func (ch *oracleCheck) history(m oracleMode, key string) {
 			ch.count(m, "history rows", true)
 		}
 		return
-	case 0, 10:
+	case 10:
+		if strings.TrimSpace(r.stdout) == "" {
+			// Nothing of the history is established: what may have
+			// happened to the key is on stderr.
+			ch.count(m, "history rows", false)
+			return
+		}
+	case 0:
 	default:
 		ch.failed(m, "history rows", cmd, r)
 		return
