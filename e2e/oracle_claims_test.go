@@ -135,6 +135,19 @@ func (ch *oracleCheck) keys() []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
+// objectArgs names the object at key as an operator would: RESOURCE NAME
+// -n NAMESPACE.
+func objectArgs(key string) []string {
+	for resource, prefix := range map[string]string{"configmap": "/registry/configmaps/", "secret": "/registry/secrets/"} {
+		if rest, ok := strings.CutPrefix(key, prefix); ok {
+			if ns, name, ok := strings.Cut(rest, "/"); ok {
+				return []string{resource, name, "-n", ns}
+			}
+		}
+	}
+	return []string{"--etcd-key", key}
+}
+
 func oracleKey(key string) bool {
 	return strings.HasPrefix(key, "/registry/configmaps/"+oracleNS+"/") || strings.HasPrefix(key, "/registry/secrets/"+oracleNS+"/") || strings.HasPrefix(key, oracleRaw)
 }
@@ -308,8 +321,9 @@ func agree(claimed, truth int64) bool {
 // or a row says it may be (outcome unknown, or applied at a revision not
 // established); "not found" is wrong when the log changed the key.
 func (ch *oracleCheck) history(m oracleMode, key string) {
-	cmd := "history --etcd-key " + key
-	r := ch.run(m, "history", "--etcd-key", key, "-o", "json")
+	args := append(append([]string{"history"}, objectArgs(key)...), "-o", "json")
+	cmd := strings.Join(args, " ")
+	r := ch.run(m, args...)
 	evs := ch.inLog(key)
 	switch r.code {
 	case 3:
@@ -411,9 +425,10 @@ func (ch *oracleCheck) getIndex(m oracleMode, key string, points []*boltDB) {
 // getAt runs get FLAG N -o raw and compares it with the key at revision
 // rev.
 func (ch *oracleCheck) getAt(m oracleMode, key, flag string, n, rev int64) {
-	cmd := fmt.Sprintf("get --etcd-key %s %s %d", key, flag, n)
+	args := append(append([]string{"get"}, objectArgs(key)...), flag, strconv.FormatInt(n, 10), "-o", "raw")
+	cmd := strings.Join(args, " ")
 	what := "get " + flag
-	r := ch.run(m, "get", "--etcd-key", key, flag, strconv.FormatInt(n, 10), "-o", "raw")
+	r := ch.run(m, args...)
 	truth := ch.orc.at(key, rev)
 	live := truth != nil && !truth.Deleted
 	switch r.code {
@@ -456,7 +471,8 @@ func (ch *oracleCheck) recover(m oracleMode, key string) {
 	if del == nil {
 		return
 	}
-	cmd := "recover --etcd-key " + key + " -o json"
+	args := append(append([]string{"recover"}, objectArgs(key)...), "-o", "json")
+	cmd := strings.Join(args, " ")
 	hist := ch.orc.history(key)
 	now := hist[len(hist)-1]
 	recreated := !now.Deleted
@@ -464,7 +480,7 @@ func (ch *oracleCheck) recover(m oracleMode, key string) {
 	if recreated {
 		truth += "; re-created: " + describe(&now)
 	}
-	r := ch.run(m, "recover", "--etcd-key", key, "-o", "json")
+	r := ch.run(m, args...)
 	ok := false
 	switch r.code {
 	case 0:

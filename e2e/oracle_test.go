@@ -43,9 +43,10 @@ var oracleEtcdFlags = []string{"--snapshot-count=50", "--snapshot-catchup-entrie
 // ones, leases granted before the log and inside it, revoked and expired,
 // compactions. etcd itself purges the member's first wal file
 // (--max-wals). The log is read over the member's own db (copied once
-// etcd stopped), over an older snapshot taken inside the log, before most
-// of the traffic, and over a second one taken after a compaction, before
-// the nested transactions. Every claim of ls -A --deleted, history, get
+// etcd stopped), over an older snapshot taken inside the log before most
+// of the traffic, over a second one taken after a compaction and before
+// the nested transactions, and over the first as --wal-base with the
+// member's db as --db. Every claim of ls -A --deleted, history, get
 // --rev, get --index, recover (-o json: a dry run) and snapshot --index
 // (over each older snapshot, read back with bbolt) is compared with the
 // oracle: a claim that disagrees is wrong and fails the test; "not
@@ -242,6 +243,7 @@ func TestWALTruthOracle(t *testing.T) {
 		{name: "current db", args: []string{"--wal", wal, "--db", cur}, db: curDB},
 		{name: "older snapshot", args: []string{"--wal", wal, "--db", older}, db: olderDB},
 		{name: "2nd older snapshot", args: []string{"--wal", wal, "--db", mid}, db: midDB},
+		{name: "--wal-base older, --db current", args: []string{"--wal", wal, "--wal-base", older, "--db", cur}, db: curDB},
 	}
 	points := []*boltDB{olderDB, midDB, pointDB, curDB}
 	for _, m := range modes {
@@ -255,6 +257,7 @@ func TestWALTruthOracle(t *testing.T) {
 	}
 	ch.snapshotIndex(modes[1], pointDB)
 	ch.snapshotIndex(modes[2], pointDB)
+	ch.snapshotIndex(modes[3], pointDB)
 	ch.report(time.Since(began))
 }
 
