@@ -640,3 +640,51 @@ func (ch *oracleCheck) report(took time.Duration) {
 		ch.t.Errorf("%d claims disagree with etcd's watch (the table above)", len(ch.tally.wrong))
 	}
 }
+
+var (
+	recoveredFromRE = regexp.MustCompile(`\(recovered from revision (\d+)\)`)
+	diffUIDRE       = regexp.MustCompile(`(?m)^\+  uid: (\S+)$`)
+)
+
+// recoverDryRun checks recover --dry-run of each key the log deleted: the
+// diff creates the deleted incarnation's last revision, with its uid, or
+// it refuses while another incarnation holds the name.
+func (ch *oracleCheck) recoverDryRun(m oracleMode, key string) {
+	del, before := ch.lastDeletion(key)
+	if del == nil {
+		return
+	}
+	args := append(append([]string{"recover"}, objectArgs(key)...), "--dry-run")
+	cmd := strings.Join(args, " ")
+	hist := ch.orc.history(key)
+	now := hist[len(hist)-1]
+	truth := fmt.Sprintf("the incarnation deleted at %d: %s", del.Rev, describe(before))
+	if !now.Deleted {
+		truth += "; re-created: " + describe(&now)
+	}
+	r := ch.run(m, args...)
+	switch r.code {
+	case 0:
+		rev, uid := recoveredFromRE.FindStringSubmatch(r.stdout), diffUIDRE.FindStringSubmatch(r.stdout)
+		switch {
+		case rev == nil || uid == nil:
+			ch.wrong(m, cmd, "a diff without its revision or uid: "+firstLine(r.stdout), truth)
+		case rev[1] != fmt.Sprint(before.Rev) || uid[1] != uidOf(before.Value):
+			ch.wrong(m, cmd, fmt.Sprintf("creates revision %s, uid %s", rev[1], uid[1]), truth)
+		default:
+			ch.count(m, "recover --dry-run", true)
+		}
+	case 5:
+		ch.count(m, "recover --dry-run", !now.Deleted && strings.Contains(r.stderr, uidOf(now.Value)))
+	case 3:
+		if sm := compactionRE.FindStringSubmatch(r.stderr); sm != nil && sm[1] != fmt.Sprint(m.db.CompactRevision) {
+			ch.wrong(m, cmd, "not found: "+sm[0], fmt.Sprintf("the db is compacted at revision %d; %s", m.db.CompactRevision, truth))
+		} else {
+			ch.count(m, "recover --dry-run", false)
+		}
+	case 10:
+		ch.count(m, "recover --dry-run", false)
+	default:
+		ch.failed(m, "recover --dry-run", cmd, r)
+	}
+}

@@ -47,7 +47,7 @@ var oracleEtcdFlags = []string{"--snapshot-count=50", "--snapshot-catchup-entrie
 // of the traffic, over a second one taken after a compaction and before
 // the nested transactions, and over the first as --wal-base with the
 // member's db as --db. Every claim of ls -A --deleted, history, get
-// --rev, get --index, recover (-o json: a dry run) and snapshot --index
+// --rev, get --index, recover (-o json and --dry-run) and snapshot --index
 // (over each older snapshot, read back with bbolt) is compared with the
 // oracle: a claim that disagrees is wrong and fails the test; "not
 // established" is allowed and counted. The table of wrong claims and the
@@ -253,6 +253,7 @@ func TestWALTruthOracle(t *testing.T) {
 			ch.getRev(m, key)
 			ch.getIndex(m, key, points)
 			ch.recover(m, key)
+			ch.recoverDryRun(m, key)
 		}
 	}
 	ch.snapshotIndex(modes[1], pointDB)
