@@ -44,14 +44,18 @@ type tally struct {
 	shares map[string]*[2]int // "mode: what" → found, of
 }
 
+// wrongClaim is a claim that disagrees with the oracle: the command, in
+// which mode, what it claimed and what is true.
 type wrongClaim struct {
 	mode, command, claim, truth string
 }
 
+// newTally is an empty tally.
 func newTally() *tally {
 	return &tally{counts: map[string]*[2]int{}, shares: map[string]*[2]int{}}
 }
 
+// count counts one claim of kind what: established (and true) or not.
 func (ch *oracleCheck) count(m oracleMode, what string, established bool) {
 	k := m.name + ": " + what
 	if ch.tally.counts[k] == nil {
@@ -64,6 +68,8 @@ func (ch *oracleCheck) count(m oracleMode, what string, established bool) {
 	}
 }
 
+// share counts one of what the oracle says there is (a deletion, a
+// deleted object), and whether etcdpvc established it.
 func (ch *oracleCheck) share(m oracleMode, what string, found bool) {
 	k := m.name + ": " + what
 	if ch.tally.shares[k] == nil {
@@ -75,6 +81,7 @@ func (ch *oracleCheck) share(m oracleMode, what string, found bool) {
 	ch.tally.shares[k][1]++
 }
 
+// wrong records a claim that disagrees with the oracle.
 func (ch *oracleCheck) wrong(m oracleMode, command, claim, truth string) {
 	ch.tally.wrong = append(ch.tally.wrong, wrongClaim{m.name, command, claim, truth})
 }
@@ -117,6 +124,7 @@ func firstLine(s string) string {
 	return "(nothing on stderr)"
 }
 
+// truncate cuts s to n bytes, marking the cut.
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "…"
@@ -148,6 +156,7 @@ func objectArgs(key string) []string {
 	return []string{"--etcd-key", key}
 }
 
+// oracleKey reports whether the test wrote key.
 func oracleKey(key string) bool {
 	return strings.HasPrefix(key, "/registry/configmaps/"+oracleNS+"/") || strings.HasPrefix(key, "/registry/secrets/"+oracleNS+"/") || strings.HasPrefix(key, oracleRaw)
 }
@@ -202,6 +211,7 @@ func decodeStored(v []byte) (uid string, data map[string]string) {
 	return uid, data
 }
 
+// uidOf is the uid of the object stored as v.
 func uidOf(v []byte) string {
 	uid, _ := decodeStored(v)
 	return uid

@@ -270,6 +270,7 @@ type oracleScenario struct {
 	n   int
 }
 
+// createCM creates ConfigMap name in oracleNS through the apiserver.
 func (s *oracleScenario) createCM(name, v string) {
 	s.t.Helper()
 	if _, err := s.c.Client.CoreV1().ConfigMaps(oracleNS).Create(s.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": v}}, metav1.CreateOptions{}); err != nil {
@@ -277,6 +278,7 @@ func (s *oracleScenario) createCM(name, v string) {
 	}
 }
 
+// updateCM sets ConfigMap name's data through the apiserver.
 func (s *oracleScenario) updateCM(name, v string) {
 	s.t.Helper()
 	cms := s.c.Client.CoreV1().ConfigMaps(oracleNS)
@@ -290,6 +292,7 @@ func (s *oracleScenario) updateCM(name, v string) {
 	}
 }
 
+// deleteCM deletes ConfigMap name through the apiserver.
 func (s *oracleScenario) deleteCM(name string) {
 	s.t.Helper()
 	if err := s.c.Client.CoreV1().ConfigMaps(oracleNS).Delete(s.ctx, name, metav1.DeleteOptions{}); err != nil {
@@ -297,6 +300,7 @@ func (s *oracleScenario) deleteCM(name string) {
 	}
 }
 
+// createSecret creates Secret name in oracleNS through the apiserver.
 func (s *oracleScenario) createSecret(name string) {
 	s.t.Helper()
 	if _, err := s.c.Client.CoreV1().Secrets(oracleNS).Create(s.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string][]byte{"k": []byte("oracle-test-value")}}, metav1.CreateOptions{}); err != nil {
@@ -304,6 +308,7 @@ func (s *oracleScenario) createSecret(name string) {
 	}
 }
 
+// deleteSecret deletes Secret name through the apiserver.
 func (s *oracleScenario) deleteSecret(name string) {
 	s.t.Helper()
 	if err := s.c.Client.CoreV1().Secrets(oracleNS).Delete(s.ctx, name, metav1.DeleteOptions{}); err != nil {
@@ -330,10 +335,12 @@ func (s *oracleScenario) rawCM(name, v string) string {
 	return string(b)
 }
 
+// opPut is a put of the raw ConfigMap name with data v.
 func (s *oracleScenario) opPut(name, v string, opts ...clientv3.OpOption) clientv3.Op {
 	return clientv3.OpPut(oracleRaw+name, s.rawCM(name, v), opts...)
 }
 
+// put writes the raw ConfigMap name with data v straight to etcd.
 func (s *oracleScenario) put(name, v string, opts ...clientv3.OpOption) {
 	s.t.Helper()
 	if _, err := s.c.Etcd.Do(s.ctx, s.opPut(name, v, opts...)); err != nil {
@@ -341,6 +348,7 @@ func (s *oracleScenario) put(name, v string, opts ...clientv3.OpOption) {
 	}
 }
 
+// deleteRaw deletes the raw key name straight from etcd.
 func (s *oracleScenario) deleteRaw(name string) {
 	s.t.Helper()
 	if resp, err := s.c.Etcd.Delete(s.ctx, oracleRaw+name); err != nil || resp.Deleted != 1 {
@@ -348,6 +356,7 @@ func (s *oracleScenario) deleteRaw(name string) {
 	}
 }
 
+// get reads the raw key name from etcd.
 func (s *oracleScenario) get(name string) *mvccKV {
 	s.t.Helper()
 	return s.c.etcdGet(s.t, oracleRaw+name)
@@ -371,6 +380,7 @@ func (s *oracleScenario) txn(what string, taken bool, cmps []clientv3.Cmp, then,
 	}
 }
 
+// grant grants a lease of ttl seconds.
 func (s *oracleScenario) grant(ttl int64) clientv3.LeaseID {
 	s.t.Helper()
 	resp, err := s.c.Etcd.Grant(s.ctx, ttl)
@@ -380,6 +390,7 @@ func (s *oracleScenario) grant(ttl int64) clientv3.LeaseID {
 	return resp.ID
 }
 
+// revoke revokes lease id.
 func (s *oracleScenario) revoke(id clientv3.LeaseID) {
 	s.t.Helper()
 	if _, err := s.c.Etcd.Revoke(s.ctx, id); err != nil {
