@@ -51,6 +51,9 @@ type ClusterOptions struct {
 	// the kube-apiserver with every member in --etcd-servers. 0 or 1: the
 	// one member "e2e" on etcd-data.
 	EtcdMembers int
+	// EtcdFlags are more etcd flags (such as --snapshot-count=50), appended
+	// after the harness's own; one member only.
+	EtcdFlags []string
 }
 
 // Cluster is an etcd (one member unless ClusterOptions.EtcdMembers says
@@ -376,15 +379,17 @@ func (c *Cluster) startEtcdOn(dataDir string, prepare func(dataDir, name, peerUR
 			}
 		}
 		p, err := startProc("etcd", filepath.Join(c.Dir, fmt.Sprintf("etcd-%d-%d.log", time.Now().UnixNano(), attempt)), suite.etcd,
-			"--name", "e2e",
-			"--data-dir", dataDir,
-			"--listen-client-urls", c.EtcdURL,
-			"--advertise-client-urls", c.EtcdURL,
-			"--listen-peer-urls", peerURL,
-			"--initial-advertise-peer-urls", peerURL,
-			"--initial-cluster", "e2e="+peerURL,
-			"--unsafe-no-fsync",
-			"--log-level", "warn",
+			append([]string{
+				"--name", "e2e",
+				"--data-dir", dataDir,
+				"--listen-client-urls", c.EtcdURL,
+				"--advertise-client-urls", c.EtcdURL,
+				"--listen-peer-urls", peerURL,
+				"--initial-advertise-peer-urls", peerURL,
+				"--initial-cluster", "e2e=" + peerURL,
+				"--unsafe-no-fsync",
+				"--log-level", "warn",
+			}, c.opts.EtcdFlags...)...,
 		)
 		if err != nil {
 			return err

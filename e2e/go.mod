@@ -8,6 +8,7 @@ go 1.26.0
 
 require (
 	github.com/google/go-cmp v0.7.0
+	go.etcd.io/bbolt v1.5.0
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3
