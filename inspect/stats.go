@@ -153,6 +153,10 @@ type StatsReport struct {
 	// key read at the newer revision).
 	ReadFrom int64 `json:"readFromRevision,omitempty"`
 	ReadTo   int64 `json:"readToRevision,omitempty"`
+	// KeyBytes is the size of the current objects' keys: with Bytes,
+	// what space estimates the live data's db size from (not in the
+	// schema).
+	KeyBytes int64 `json:"-"`
 }
 
 // DBStats describes a db file.
@@ -290,6 +294,7 @@ func (s *stats) object(g *keyGroups, key string, size, modRev, lease int64, unde
 			c.Leased++
 		}
 	}
+	s.rep.KeyBytes += int64(len(key))
 	s.lease(lease, gs.Resource, size)
 	s.top.add(LargeObject{Key: key, Bytes: size, ModRevision: modRev})
 }

@@ -260,6 +260,7 @@ func commands() []command {
 		recoverCommand(),
 		dumpCommand(),
 		statsCommand(),
+		spaceCommand(),
 		reportCommand(),
 		salvageCommand(),
 		snapshotCommand(),

@@ -90,7 +90,7 @@ type scriptCluster struct {
 
 // cmdEtcd drives a real etcd for a script:
 //
-//	etcd start [tls] [members=N]   start it; sets ETCDCTL_ENDPOINTS (and ETCDCTL_CACERT/CERT/KEY)
+//	etcd start [tls] [members=N] [quota=BYTES]   start it; sets ETCDCTL_ENDPOINTS (and ETCDCTL_CACERT/CERT/KEY)
 //	etcd put KEY FILE [ttl=S]      store FILE's bytes at KEY (with a lease of S seconds)
 //	etcd get KEY FILE              write KEY's value to FILE
 //	etcd meta KEY                  print mod_revision, create_revision, version and lease
@@ -136,6 +136,8 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 				opts.TLS = true
 			case strings.HasPrefix(a, "members="):
 				opts.Members, _ = strconv.Atoi(strings.TrimPrefix(a, "members="))
+			case strings.HasPrefix(a, "quota="):
+				opts.QuotaBackendBytes, _ = strconv.ParseInt(strings.TrimPrefix(a, "quota="), 10, 64)
 			case strings.HasPrefix(a, "max-txn-ops="):
 				n, _ := strconv.Atoi(strings.TrimPrefix(a, "max-txn-ops="))
 				opts.MaxTxnOps = uint(n)

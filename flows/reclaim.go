@@ -1,0 +1,310 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// ReclaimRequest is what `etcdpvc space --reclaim` asks.
+type ReclaimRequest struct {
+	SpaceRequest
+	// Keep is how many recent revisions the compaction keeps (0: it
+	// compacts at the current revision, as kube-apiserver's compactor).
+	Keep int64
+	// Yes carries the plan out without asking.
+	Yes bool
+	// WaitTimeout bounds the wait for a defragmented member to answer and
+	// catch up with the leader (0: two minutes).
+	WaitTimeout time.Duration
+	// OnDefragment, when set, is told of each member as its
+	// defragmentation starts (the order, for tests).
+	OnDefragment func(m *inspect.SpaceMember)
+}
+
+// reclaim is one run of the plan: what is done so far, for the output and
+// for an interruption.
+type reclaim struct {
+	w      io.Writer
+	e      *store.Etcd
+	r      ReclaimRequest
+	done   []string
+	before map[string]int64
+	// compacted is true once this run compacted.
+	compacted bool
+}
+
+// Reclaim carries out space's plan on live etcd, after one confirmation:
+// it compacts at the current revision (less r.Keep); defragments the
+// members that have pages to return, one at a time, followers first and
+// the leader last, each after the one before answers again and has caught
+// up with the leader; and disarms the NOSPACE alarms only when every
+// member is under the quota less the margin. It prints each step as it is
+// done and each member's size before and after. Interrupted (ctx), it
+// stops between steps and says which were done; a defragmentation under
+// way finishes in etcd on its own.
+func (s *Session) Reclaim(ctx context.Context, t Terminal, w io.Writer, r ReclaimRequest, progress Progress) error {
+	e, ok := etcdOf(s.Reader)
+	if !ok {
+		return &RefusedError{Msg: "space --reclaim compacts and defragments live etcd: a db file or a write-ahead log cannot be reclaimed; nothing written",
+			Advice: "connect to etcd (--kubeadm, or --endpoints and the certificates); offline, `etcdutl defrag --data-dir` defragments a stopped member"}
+	}
+	if r.WaitTimeout <= 0 {
+		r.WaitTimeout = 2 * time.Minute
+	}
+	rep, err := s.spaceReport(ctx, r.SpaceRequest, progress)
+	if rep == nil {
+		return err
+	}
+	if err := rep.Write(w, false); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	switch {
+	case err != nil:
+		return err
+	case rep.Verdict == inspect.SpaceUnknown:
+		return &RefusedError{Msg: "a member did not answer: a defragmentation of another could cost the quorum; nothing written",
+			Advice: "bring the member back (etcdpvc doctor names it), then run space --reclaim again"}
+	case rep.Verdict == inspect.SpaceUnder && len(rep.Plan) == 0:
+		fmt.Fprintln(w, "nothing to do: every member is under the quota less the margin and no NOSPACE alarm is raised; nothing written")
+		return nil
+	}
+	rc := &reclaim{w: w, e: e, r: r, before: map[string]int64{}}
+	for _, m := range rep.Members {
+		rc.before[m.Name] = m.DBSize
+	}
+	compactAt := rep.Revision - r.Keep
+	q := fmt.Sprintf("compact at revision %d and defragment the members one at a time, the leader last", compactAt)
+	if compactAt <= rep.CompactRevision {
+		q = "defragment the members one at a time, the leader last"
+	}
+	if !r.Yes {
+		if err := t.Confirm(q+"?", "--yes carries the plan out without asking"); err != nil {
+			return err
+		}
+	}
+	if err := rc.compact(ctx, compactAt, rep.CompactRevision); err != nil {
+		return rc.stopped(err)
+	}
+	if err := rc.defragment(ctx); err != nil {
+		return rc.stopped(err)
+	}
+	return rc.disarm(ctx, rep.Target)
+}
+
+// compact compacts at rev unless etcd is compacted there already.
+func (rc *reclaim) compact(ctx context.Context, rev, compacted int64) error {
+	if rev <= compacted {
+		fmt.Fprintf(rc.w, "compact: nothing to compact (compacted at %d, keeping %d revisions)\n", compacted, rc.r.Keep)
+		return nil
+	}
+	fmt.Fprintf(rc.w, "compact: at revision %d…\n", rev)
+	if err := rc.e.Compact(ctx, rev); err != nil {
+		return err
+	}
+	rc.compacted = true
+	rc.step(fmt.Sprintf("compacted at revision %d", rev))
+	return nil
+}
+
+// defragment defragments each member with pages to return, one at a time,
+// the leader last: the leader is read again before each, as it may move.
+func (rc *reclaim) defragment(ctx context.Context) error {
+	seen := map[string]bool{}
+	for {
+		members, err := spaceMembers(ctx, rc.e)
+		if err != nil {
+			return err
+		}
+		var next *inspect.SpaceMember
+		for _, m := range members {
+			if m.Error != "" {
+				return fmt.Errorf("member %s did not answer before its turn: %s", m.Name, m.Error)
+			}
+		}
+		for _, m := range inspect.DefragOrder(members) {
+			if !seen[m.Name] {
+				next = m
+				break
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		seen[next.Name] = true
+		// The member has applied the compaction before its turn. Its
+		// size in use says nothing of the pages the compaction frees
+		// (etcd counts them free only at its next write, and NOSPACE
+		// refuses writes): after a compaction every member is
+		// defragmented.
+		if err := rc.caughtUp(ctx, next); err != nil {
+			return err
+		}
+		if !rc.compacted && next.Free() < inspect.WorthDefragmenting(next.DBSize) {
+			fmt.Fprintf(rc.w, "defragment %s (%s): skipped, %s of %s is free: a defragmentation would return little\n", next.Name, next.Role, inspect.HumanBytes(next.Free()), inspect.HumanBytes(next.DBSize))
+			continue
+		}
+		if rc.r.OnDefragment != nil {
+			rc.r.OnDefragment(next)
+		}
+		fmt.Fprintf(rc.w, "defragment %s (%s): %s, %s in use…\n", next.Name, next.Role, inspect.HumanBytes(next.DBSize), inspect.HumanBytes(next.DBSizeInUse))
+		was := next.DBSize
+		if err := rc.e.Defragment(ctx, next.Endpoint); err != nil {
+			return err
+		}
+		if err := rc.caughtUp(ctx, next); err != nil {
+			return err
+		}
+		rc.step(fmt.Sprintf("defragmented %s", next.Name))
+		fmt.Fprintf(rc.w, "defragment %s: %s → %s, answering and caught up\n", next.Name, inspect.HumanBytes(was), inspect.HumanBytes(next.DBSize))
+	}
+}
+
+// caughtUp waits until m answers and has applied every entry the leader
+// had committed when m's defragmentation ended, and reads m's status into
+// it.
+func (rc *reclaim) caughtUp(ctx context.Context, m *inspect.SpaceMember) error {
+	ctx, cancel := context.WithTimeout(ctx, rc.r.WaitTimeout)
+	defer cancel()
+	var committed uint64
+	for {
+		if committed == 0 {
+			committed = rc.leaderCommitted(ctx)
+		}
+		memberStatus(ctx, rc.e, m)
+		if m.Error == "" && committed != 0 && m.RaftAppliedIndex >= committed {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				why := m.Error
+				if why == "" {
+					why = fmt.Sprintf("applied index %d, the leader's commit %d", m.RaftAppliedIndex, committed)
+				}
+				return fmt.Errorf("member %s did not catch up within %v after its defragmentation (%s)", m.Name, rc.r.WaitTimeout, why)
+			}
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// leaderCommitted is the leader's raft index (0: no leader answered).
+func (rc *reclaim) leaderCommitted(ctx context.Context) uint64 {
+	for _, st := range rc.e.Status(ctx) {
+		if st.IsLeader() {
+			return st.RaftIndex
+		}
+	}
+	members, err := spaceMembers(ctx, rc.e)
+	if err != nil {
+		return 0
+	}
+	for _, m := range members {
+		if m.Role == inspect.RoleLeader {
+			return m.RaftIndex
+		}
+	}
+	return 0
+}
+
+// disarm disarms the NOSPACE alarms when every member is under target,
+// and prints each member's size before and after.
+func (rc *reclaim) disarm(ctx context.Context, target int64) error {
+	members, err := spaceMembers(ctx, rc.e)
+	if err != nil {
+		return rc.stopped(err)
+	}
+	var over []string
+	var alarmed []*inspect.SpaceMember
+	for _, m := range members {
+		switch {
+		case m.Error != "":
+			over = append(over, fmt.Sprintf("%s (did not answer: %s)", m.Name, m.Error))
+		case m.DBSize > target:
+			over = append(over, fmt.Sprintf("%s (%s)", m.Name, inspect.HumanBytes(m.DBSize)))
+		}
+		for _, a := range m.Alarms {
+			if a == "NOSPACE" {
+				alarmed = append(alarmed, m)
+			}
+		}
+	}
+	rc.sizes(members)
+	if len(over) > 0 {
+		if len(alarmed) == 0 {
+			fmt.Fprintf(rc.w, "still over %s: %s\n", inspect.HumanBytes(target), strings.Join(over, ", "))
+			return nil
+		}
+		return &RefusedError{Msg: fmt.Sprintf("NOSPACE alarm not disarmed: %s over %s (the quota less the margin); done: %s", strings.Join(over, ", "), inspect.HumanBytes(target), rc.doneWords()),
+			Advice: "the live data fills the quota: delete what `etcdpvc space` lists as the largest, then run space --reclaim again"}
+	}
+	for _, m := range alarmed {
+		id, err := parseMemberID(m.ID)
+		if err == nil {
+			err = rc.e.DisarmNoSpace(ctx, id)
+		}
+		if err != nil {
+			return rc.stopped(err)
+		}
+		rc.step("disarmed the NOSPACE alarm of " + m.Name)
+		fmt.Fprintf(rc.w, "disarm: the NOSPACE alarm of %s\n", m.Name)
+	}
+	fmt.Fprintf(rc.w, "done: %s\n", rc.doneWords())
+	return nil
+}
+
+// sizes prints each member's size before the plan and now.
+func (rc *reclaim) sizes(members []*inspect.SpaceMember) {
+	fmt.Fprintln(rc.w)
+	rows := [][]string{}
+	for _, m := range members {
+		now := "?"
+		if m.Error == "" {
+			now = inspect.HumanBytes(m.DBSize)
+		}
+		rows = append(rows, []string{m.Name, inspect.HumanBytes(rc.before[m.Name]), now, strings.Join(m.Alarms, ",")})
+	}
+	fmt.Fprintf(rc.w, "%-20s %10s %10s %s\n", "MEMBER", "BEFORE", "AFTER", "ALARMS")
+	for _, r := range rows {
+		fmt.Fprintf(rc.w, "%-20s %10s %10s %s\n", r[0], r[1], r[2], r[3])
+	}
+}
+
+// step records a step done.
+func (rc *reclaim) step(what string) { rc.done = append(rc.done, what) }
+
+// doneWords lists the steps done.
+func (rc *reclaim) doneWords() string {
+	if len(rc.done) == 0 {
+		return "nothing"
+	}
+	return strings.Join(rc.done, "; ")
+}
+
+// stopped is the error of a run stopped by err (an interruption, a member
+// that did not answer): it says which steps were done. What was done
+// leaves a working cluster: a compaction and a defragmentation each
+// complete or do not happen, and no alarm was disarmed.
+func (rc *reclaim) stopped(err error) error {
+	msg := fmt.Sprintf("space --reclaim stopped: %v; done: %s; the NOSPACE alarm, if raised, is still raised", err, rc.doneWords())
+	if errors.Is(err, context.Canceled) {
+		msg = fmt.Sprintf("space --reclaim interrupted; done: %s; a defragmentation under way finishes in etcd on its own; the NOSPACE alarm, if raised, is still raised", rc.doneWords())
+	}
+	return &hintedError{&incompleteError{msg: msg}, "run `etcdpvc space` to see where each member stands, then space --reclaim again"}
+}
+
+// parseMemberID parses a member ID in hex.
+func parseMemberID(s string) (uint64, error) {
+	var id uint64
+	_, err := fmt.Sscanf(s, "%x", &id)
+	return id, err
+}
