@@ -171,7 +171,7 @@ const (
 	pageSize        = 4096
 	defragFill      = 0.9
 	perRevision     = 16 + 17 + 32
-	emptyDBEstimate = 64 << 10
+	emptyDBEstimate = 40 << 10
 )
 
 // EstimateDBSize is about the size a db holding objects current values
@@ -277,8 +277,16 @@ func (r *SpaceReport) plan() {
 		under = under && m.DBSize <= r.Target
 	}
 	fits := known
+	// A defragmentation after the compaction rewrites the live data
+	// alone; without one, it returns the free pages.
+	defragAfter := func(m *SpaceMember) int64 {
+		if compacts {
+			return min(m.DBSize, live)
+		}
+		return m.DBSizeInUse
+	}
 	for _, m := range DefragOrder(r.Members) {
-		after := inUseAfter(m)
+		after := defragAfter(m)
 		if m.DBSize-after < WorthDefragmenting(m.DBSize) {
 			if m.DBSize > r.Target {
 				fits = false

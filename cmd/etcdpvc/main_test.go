@@ -74,6 +74,7 @@ func TestScripts(t *testing.T) {
 			"compactloop": cmdCompactLoop,
 			"etcdload":    cmdEtcdLoad,
 			"etcdcount":   cmdEtcdCount,
+			"etcdfill":    cmdEtcdFill,
 			"lines":       cmdLines,
 			"protofield":  cmdProtoField,
 		},
