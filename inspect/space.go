@@ -242,7 +242,9 @@ func (r *SpaceReport) plan() {
 		}
 	}
 	r.NoSpace = alarms
-	compacts := r.Revision > r.CompactRevision
+	// A compaction frees something when revisions were written since
+	// the last one, and for a db file, when it holds old revisions.
+	compacts := r.Revision > r.CompactRevision && (r.History == nil || r.History.OldRevisions > 0)
 	// freed is about what a compaction frees of m's pages in use: the
 	// old revisions a db file counts, else what m uses beyond the live
 	// data's estimate.

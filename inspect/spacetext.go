@@ -39,11 +39,14 @@ func (r *SpaceReport) MemberRows() [][]string {
 func (r *SpaceReport) Why() []string {
 	var out []string
 	h := fmt.Sprintf("history:      a compaction at revision %d would free about %s of pages in use", r.Revision, HumanBytes(r.Compactable))
-	if r.Revision <= r.CompactRevision {
-		h = fmt.Sprintf("history:      none to free: etcd is compacted at its current revision %d", r.Revision)
-	}
 	switch {
 	case r.Revision <= r.CompactRevision:
+		h = fmt.Sprintf("history:      none to free: etcd is compacted at its current revision %d", r.Revision)
+	case r.History != nil && r.History.OldRevisions == 0:
+		h = "history:      none to free: the file holds no old revision under the prefix"
+	}
+	switch {
+	case r.Revision <= r.CompactRevision || r.History != nil && r.History.OldRevisions == 0:
 	case r.History != nil:
 		h += fmt.Sprintf(" (%d old revisions held, %s of values)", r.History.OldRevisions, HumanBytes(r.History.OldValueBytes))
 	default:

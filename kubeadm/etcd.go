@@ -31,8 +31,12 @@ type EtcdMember struct {
 	DataDir string
 }
 
-// ReadEtcd reads the etcd manifest in dir (ErrNoManifest when there is
-// none: an external etcd, or another installer).
+// ErrNoEtcdManifest means the etcd manifest does not exist (an external
+// etcd, or another installer).
+var ErrNoEtcdManifest = errors.New("no etcd manifest")
+
+// ReadEtcd reads the etcd manifest in dir (ErrNoEtcdManifest when there is
+// none).
 func ReadEtcd(dir string) (*EtcdMember, error) {
 	if dir == "" {
 		dir = DefaultManifestsDir
@@ -40,7 +44,7 @@ func ReadEtcd(dir string) (*EtcdMember, error) {
 	path := filepath.Join(dir, EtcdManifestName)
 	b, err := regular.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("read %s: %w", path, ErrNoManifest)
+		return nil, fmt.Errorf("read %s: %w", path, ErrNoEtcdManifest)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read etcd manifest: %w", err)

@@ -120,3 +120,30 @@ func TestParseServersOverrides(t *testing.T) {
 		}
 	}
 }
+
+func TestParseEtcd(t *testing.T) {
+	manifest := []byte(`apiVersion: v1
+kind: Pod
+spec:
+  containers:
+  - name: etcd
+    command:
+    - etcd
+    - --data-dir=/var/lib/etcd
+    - --quota-backend-bytes
+    - "8589934592"
+`)
+	m, err := ParseEtcd("etcd.yaml", manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.QuotaBackendBytes != 8<<30 || m.DataDir != "/var/lib/etcd" {
+		t.Errorf("ParseEtcd: quota %d, data dir %q; want 8Gi, /var/lib/etcd", m.QuotaBackendBytes, m.DataDir)
+	}
+	if _, err := ParseEtcd("etcd.yaml", []byte("spec:\n  containers:\n  - name: etcd\n    command: [etcd, --quota-backend-bytes=8G]\n")); err == nil {
+		t.Error("ParseEtcd accepted --quota-backend-bytes=8G")
+	}
+	if _, err := ReadEtcd(t.TempDir()); !errors.Is(err, ErrNoEtcdManifest) {
+		t.Errorf("ReadEtcd of an empty directory: %v; want ErrNoEtcdManifest", err)
+	}
+}

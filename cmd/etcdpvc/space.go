@@ -121,8 +121,8 @@ func spaceRequest(c *cli.Context, g *globalOptions) (flows.SpaceRequest, error) 
 	}
 	m, err := kubeadm.ReadEtcd(g.ManifestsDir)
 	switch {
-	case errors.Is(err, kubeadm.ErrNoManifest):
-		r.QuotaNote = fmt.Sprintf("quota: no etcd manifest (%v): an external etcd? give --quota", err)
+	case errors.Is(err, kubeadm.ErrNoEtcdManifest):
+		r.QuotaNote = fmt.Sprintf("quota: %v (an external etcd?): etcd's default; give --quota", err)
 	case err != nil:
 		return r, err
 	case m.QuotaBackendBytes > 0:
