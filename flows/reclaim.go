@@ -36,8 +36,8 @@ type reclaim struct {
 	r      ReclaimRequest
 	done   []string
 	before map[string]int64
-	// compacted is true once this run compacted.
-	compacted bool
+	// rep is the diagnosis the plan is of.
+	rep *inspect.SpaceReport
 }
 
 // Reclaim carries out space's plan on live etcd, after one confirmation:
@@ -76,7 +76,7 @@ func (s *Session) Reclaim(ctx context.Context, t Terminal, w io.Writer, r Reclai
 		fmt.Fprintln(w, "nothing to do: every member is under the quota less the margin and no NOSPACE alarm is raised; nothing written")
 		return nil
 	}
-	rc := &reclaim{w: w, e: e, r: r, before: map[string]int64{}}
+	rc := &reclaim{w: w, e: e, r: r, rep: rep, before: map[string]int64{}}
 	for _, m := range rep.Members {
 		rc.before[m.Name] = m.DBSize
 	}
@@ -109,7 +109,6 @@ func (rc *reclaim) compact(ctx context.Context, rev, compacted int64) error {
 	if err := rc.e.Compact(ctx, rev); err != nil {
 		return err
 	}
-	rc.compacted = true
 	rc.step(fmt.Sprintf("compacted at revision %d", rev))
 	return nil
 }
@@ -140,14 +139,13 @@ func (rc *reclaim) defragment(ctx context.Context) error {
 		}
 		seen[next.Name] = true
 		// The member has applied the compaction before its turn. Its
-		// size in use says nothing of the pages the compaction frees
-		// (etcd counts them free only at its next write, and NOSPACE
-		// refuses writes): after a compaction every member is
-		// defragmented.
+		// size in use may say nothing of the pages the compaction
+		// freed (etcd counts them free only at its next write, and
+		// NOSPACE refuses writes): SpaceReport.AfterDefragment.
 		if err := rc.caughtUp(ctx, next); err != nil {
 			return err
 		}
-		if !rc.compacted && next.Free() < inspect.WorthDefragmenting(next.DBSize) {
+		if !rc.rep.DefragmentHelps(next) && next.Free() < inspect.WorthDefragmenting(next.DBSize) {
 			fmt.Fprintf(rc.w, "defragment %s (%s): skipped, %s of %s is free: a defragmentation would return little\n", next.Name, next.Role, inspect.HumanBytes(next.Free()), inspect.HumanBytes(next.DBSize))
 			continue
 		}

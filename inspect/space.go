@@ -279,17 +279,9 @@ func (r *SpaceReport) plan() {
 		under = under && m.DBSize <= r.Target
 	}
 	fits := known
-	// A defragmentation after the compaction rewrites the live data
-	// alone; without one, it returns the free pages.
-	defragAfter := func(m *SpaceMember) int64 {
-		if compacts {
-			return min(m.DBSize, live)
-		}
-		return m.DBSizeInUse
-	}
 	for _, m := range DefragOrder(r.Members) {
-		after := defragAfter(m)
-		if m.DBSize-after < WorthDefragmenting(m.DBSize) {
+		after := r.AfterDefragment(m)
+		if !r.DefragmentHelps(m) {
 			if m.DBSize > r.Target {
 				fits = false
 			}
@@ -327,10 +319,31 @@ func (r *SpaceReport) plan() {
 	}
 }
 
+// AfterDefragment is about m's db size after a defragmentation that
+// follows the plan's compaction. Live etcd compacted at its current
+// revision (by the plan, or already) holds the live data alone: about
+// Live.Estimate, whatever the member reports in use (etcd counts the pages
+// a compaction freed only at its next write, and NOSPACE refuses writes).
+// A db file's pages in use are exact: without a compaction its
+// defragmentation returns its free pages.
+func (r *SpaceReport) AfterDefragment(m *SpaceMember) int64 {
+	if m.Role == RoleFile && (r.Revision <= r.CompactRevision || r.History == nil || r.History.OldRevisions == 0) {
+		return m.DBSizeInUse
+	}
+	return min(m.DBSize, r.Live.Estimate)
+}
+
+// DefragmentHelps reports whether a defragmentation of m after the plan's
+// compaction returns enough to be worth it (WorthDefragmenting).
+func (r *SpaceReport) DefragmentHelps(m *SpaceMember) bool {
+	return m.DBSize-r.AfterDefragment(m) >= WorthDefragmenting(m.DBSize)
+}
+
 // WorthDefragmenting is the least a defragmentation of a file of size
-// bytes must return to be planned: 1/50 of it, at least 16 pages.
+// bytes must return to be planned: a tenth of it (more than the error of
+// Live.Estimate), at least 16 pages.
 func WorthDefragmenting(size int64) int64 {
-	return max(size/50, 16*pageSize)
+	return max(size/10, 16*pageSize)
 }
 
 // DefragOrder orders members for defragmentation: followers and learners

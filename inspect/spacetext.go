@@ -57,7 +57,16 @@ func (r *SpaceReport) Why() []string {
 	for _, m := range r.Members {
 		free = max(free, m.Free())
 	}
-	out = append(out, fmt.Sprintf("free pages:   a defragmentation now would return up to %s (db size − in use)", HumanBytes(free)),
+	out = append(out, fmt.Sprintf("free pages:   a defragmentation now would return up to %s (db size − in use)", HumanBytes(free)))
+	if r.Revision <= r.CompactRevision {
+		for _, m := range r.Members {
+			if m.Error == "" && m.Role != RoleFile && m.DBSizeInUse-r.AfterDefragment(m) >= WorthDefragmenting(m.DBSize) {
+				out = append(out, fmt.Sprintf("stale in use: %s reports %s in use for about %s of live data: etcd counts the pages a compaction freed only at its next write (NOSPACE refuses writes); a defragmentation returns them",
+					m.Name, HumanBytes(m.DBSizeInUse), HumanBytes(r.Live.Estimate)))
+			}
+		}
+	}
+	out = append(out,
 		fmt.Sprintf("live data:    %d objects, %s of values and %s of keys: about %s of db once compacted and defragmented",
 			r.Live.Objects, HumanBytes(r.Live.ValueBytes), HumanBytes(r.Live.KeyBytes), HumanBytes(r.Live.Estimate)))
 	if e := r.Events; e != nil {
