@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/internal/diskfree"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -23,9 +24,18 @@ type ReclaimRequest struct {
 	// WaitTimeout bounds the wait for a defragmented member to answer and
 	// catch up with the leader (0: two minutes).
 	WaitTimeout time.Duration
+	// Local is the member whose data directory this node holds (from the
+	// etcd manifest; nil: none known): its file system must have room
+	// for the defragmented db before its defragmentation.
+	Local *LocalMember
 	// OnDefragment, when set, is told of each member as its
 	// defragmentation starts (the order, for tests).
 	OnDefragment func(m *inspect.SpaceMember)
+}
+
+// LocalMember is a member whose data directory is on this node.
+type LocalMember struct {
+	Name, DataDir string
 }
 
 // reclaim is one run of the plan: what is done so far, for the output and
@@ -38,6 +48,9 @@ type reclaim struct {
 	before map[string]int64
 	// rep is the diagnosis the plan is of.
 	rep *inspect.SpaceReport
+	// unseen is true once the output said that members elsewhere are
+	// not checked for room.
+	unseen bool
 }
 
 // Reclaim carries out space's plan on live etcd, after one confirmation:
@@ -149,6 +162,9 @@ func (rc *reclaim) defragment(ctx context.Context) error {
 			fmt.Fprintf(rc.w, "defragment %s (%s): skipped, %s of %s is free: a defragmentation would return little\n", next.Name, next.Role, inspect.HumanBytes(next.Free()), inspect.HumanBytes(next.DBSize))
 			continue
 		}
+		if err := rc.room(next); err != nil {
+			return err
+		}
 		if rc.r.OnDefragment != nil {
 			rc.r.OnDefragment(next)
 		}
@@ -163,6 +179,33 @@ func (rc *reclaim) defragment(ctx context.Context) error {
 		rc.step(fmt.Sprintf("defragmented %s", next.Name))
 		fmt.Fprintf(rc.w, "defragment %s: %s → %s, answering and caught up\n", next.Name, inspect.HumanBytes(was), inspect.HumanBytes(next.DBSize))
 	}
+}
+
+// room checks, for the member whose data directory is on this node, that
+// its file system has room for the db a defragmentation writes beside the
+// old one: the size expected after it, and a fifth more for the estimate.
+// A member on another node is not checked (its disk is not seen), and the
+// output says so once.
+func (rc *reclaim) room(m *inspect.SpaceMember) error {
+	l := rc.r.Local
+	if l == nil || l.Name != m.Name || l.DataDir == "" {
+		if !rc.unseen {
+			fmt.Fprintln(rc.w, "free disk: not checked for members whose data directory this node does not hold (--kubeadm names the local one)")
+			rc.unseen = true
+		}
+		return nil
+	}
+	need := rc.rep.AfterDefragment(m)
+	need += need / 5
+	avail, err := diskfree.Available(l.DataDir)
+	if err != nil {
+		return fmt.Errorf("before the defragmentation of %s: %w", m.Name, err)
+	}
+	if avail < need {
+		return fmt.Errorf("before the defragmentation of %s: %s free on %s, about %s needed for the defragmented db", m.Name, inspect.HumanBytes(avail), l.DataDir, inspect.HumanBytes(need))
+	}
+	fmt.Fprintf(rc.w, "free disk: %s on %s, about %s needed\n", inspect.HumanBytes(avail), l.DataDir, inspect.HumanBytes(need))
+	return nil
 }
 
 // caughtUp waits until m answers and has applied every entry the leader

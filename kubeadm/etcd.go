@@ -23,6 +23,8 @@ const EtcdManifestName = "etcd.yaml"
 type EtcdMember struct {
 	// Manifest is the file read.
 	Manifest string
+	// Name is --name, the member's name ("" when not set).
+	Name string
 	// QuotaBackendBytes is --quota-backend-bytes (0 when not set: etcd's
 	// default).
 	QuotaBackendBytes int64
@@ -94,6 +96,8 @@ func ParseEtcd(path string, manifest []byte) (*EtcdMember, error) {
 			m.QuotaBackendBytes = n
 		case "data-dir":
 			m.DataDir = val
+		case "name":
+			m.Name = val
 		}
 	}
 	return m, nil

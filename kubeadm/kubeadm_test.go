@@ -129,6 +129,7 @@ spec:
   - name: etcd
     command:
     - etcd
+    - --name=cp-1
     - --data-dir=/var/lib/etcd
     - --quota-backend-bytes
     - "8589934592"
@@ -137,8 +138,8 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.QuotaBackendBytes != 8<<30 || m.DataDir != "/var/lib/etcd" {
-		t.Errorf("ParseEtcd: quota %d, data dir %q; want 8Gi, /var/lib/etcd", m.QuotaBackendBytes, m.DataDir)
+	if m.QuotaBackendBytes != 8<<30 || m.DataDir != "/var/lib/etcd" || m.Name != "cp-1" {
+		t.Errorf("ParseEtcd: quota %d, data dir %q, name %q; want 8Gi, /var/lib/etcd, cp-1", m.QuotaBackendBytes, m.DataDir, m.Name)
 	}
 	if _, err := ParseEtcd("etcd.yaml", []byte("spec:\n  containers:\n  - name: etcd\n    command: [etcd, --quota-backend-bytes=8G]\n")); err == nil {
 		t.Error("ParseEtcd accepted --quota-backend-bytes=8G")

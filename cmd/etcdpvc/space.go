@@ -38,7 +38,9 @@ func spaceCommand() command {
 			"it compacts at the current revision (less --keep REVISIONS) and waits for every member to\n" +
 			"remove the history; defragments the members one at a time, followers first and the leader\n" +
 			"last, each only after the one before answers again and has applied what the leader\n" +
-			"committed; and disarms the NOSPACE alarm only when every member is under the quota less\n" +
+			"committed, and (for the member whose data directory the etcd manifest names, with\n" +
+			"--kubeadm) after checking that its file system has room for the defragmented db; and\n" +
+			"disarms the NOSPACE alarm only when every member is under the quota less\n" +
 			"the margin (else it refuses, exit status 5, and says what is over). It prints each step as\n" +
 			"it is done and each member's size before and after. Ctrl-C stops it between steps (a\n" +
 			"defragmentation under way finishes in etcd on its own) and the output says which steps\n" +
@@ -65,7 +67,7 @@ etcdpvc --kubeadm space --reclaim --keep 1000 --yes`,
 		},
 		args: cliargs.None,
 		action: func(c *cli.Context, e *env, in *input) error {
-			r, err := spaceRequest(c, in.g)
+			r, local, err := spaceRequest(c, in.g)
 			if err != nil {
 				return err
 			}
@@ -89,46 +91,57 @@ etcdpvc --kubeadm space --reclaim --keep 1000 --yes`,
 			}
 			defer s.Close()
 			if reclaim {
-				return s.Reclaim(e.ctx, e, e.stdout, flows.ReclaimRequest{SpaceRequest: r, Keep: c.Int64("keep"), Yes: c.Bool("yes"), WaitTimeout: c.Duration("wait-timeout")}, p)
+				return s.Reclaim(e.ctx, e, e.stdout, flows.ReclaimRequest{SpaceRequest: r, Keep: c.Int64("keep"), Yes: c.Bool("yes"), WaitTimeout: c.Duration("wait-timeout"), Local: local}, p)
 			}
 			return s.Space(e.ctx, e.stdout, r, p, e.Warn)
 		},
 	}
 }
 
-// spaceRequest reads space's flags, and the quota from --quota or the
-// etcd manifest.
-func spaceRequest(c *cli.Context, g *globalOptions) (flows.SpaceRequest, error) {
+// spaceRequest reads space's flags, the quota from --quota or the etcd
+// manifest, and the member whose data directory this node holds (from the
+// manifest with --kubeadm; nil: none known).
+func spaceRequest(c *cli.Context, g *globalOptions) (flows.SpaceRequest, *flows.LocalMember, error) {
 	r := flows.SpaceRequest{JSON: c.String("output") == "json", Margin: c.Int("margin"), Top: c.Int("top"), Since: c.Int64("since"), PageSize: c.Int64("page-size")}
 	if err := cliargs.CheckOutput(c.String("output"), "table", "json"); err != nil {
-		return r, err
+		return r, nil, err
 	}
 	if r.Margin < 0 || r.Margin >= 100 || r.Top < 0 || r.Since < 0 || r.PageSize <= 0 {
-		return r, usagef("--margin must be 0 to 99, --top and --since not negative, --page-size positive")
+		return r, nil, usagef("--margin must be 0 to 99, --top and --since not negative, --page-size positive")
 	}
+	r.Quota, r.QuotaSource = inspect.DefaultQuota, inspect.QuotaDefault
 	if q := c.String("quota"); q != "" {
 		n, err := apiresource.ParseQuantity(q)
 		if err != nil || n.Sign() <= 0 {
-			return r, usagef("--quota %q: not a positive byte count or quantity (8589934592, 8Gi)", q)
+			return r, nil, usagef("--quota %q: not a positive byte count or quantity (8589934592, 8Gi)", q)
 		}
 		r.Quota, r.QuotaSource = n.Value(), inspect.QuotaFlag
-		return r, nil
 	}
-	r.Quota, r.QuotaSource = inspect.DefaultQuota, inspect.QuotaDefault
 	if !g.Kubeadm {
-		r.QuotaNote = "quota: etcd's default (2Gi), not read: give --quota, or --kubeadm to read it from the etcd manifest"
-		return r, nil
+		if r.QuotaSource == inspect.QuotaDefault {
+			r.QuotaNote = "quota: etcd's default (2Gi), not read: give --quota, or --kubeadm to read it from the etcd manifest"
+		}
+		return r, nil, nil
 	}
 	m, err := kubeadm.ReadEtcd(g.ManifestsDir)
+	var local *flows.LocalMember
 	switch {
 	case errors.Is(err, kubeadm.ErrNoEtcdManifest):
-		r.QuotaNote = fmt.Sprintf("quota: %v (an external etcd?): etcd's default; give --quota", err)
+		if r.QuotaSource == inspect.QuotaDefault {
+			r.QuotaNote = fmt.Sprintf("quota: %v (an external etcd?): etcd's default; give --quota", err)
+		}
+		return r, nil, nil
 	case err != nil:
-		return r, err
+		return r, nil, err
+	case m.Name != "" && m.DataDir != "":
+		local = &flows.LocalMember{Name: m.Name, DataDir: m.DataDir}
+	}
+	switch {
+	case r.QuotaSource == inspect.QuotaFlag:
 	case m.QuotaBackendBytes > 0:
 		r.Quota, r.QuotaSource = m.QuotaBackendBytes, inspect.QuotaManifest
 	default:
 		r.QuotaNote = "quota: " + m.Manifest + " sets no --quota-backend-bytes: etcd's default"
 	}
-	return r, nil
+	return r, local, nil
 }
