@@ -10,6 +10,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/diskfree"
+	"github.com/etcdpvc/etcdpvc/internal/textout"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -98,6 +99,9 @@ func (s *Session) Reclaim(ctx context.Context, t Terminal, w io.Writer, r Reclai
 	if compactAt <= rep.CompactRevision {
 		q = "defragment the members one at a time, the leader last"
 	}
+	if rep.Verdict == inspect.SpaceLiveOver {
+		q += " (the NOSPACE alarm stays raised: the live data is over the quota less the margin)"
+	}
 	if !r.Yes {
 		if err := t.Confirm(q+"?", "--yes carries the plan out without asking"); err != nil {
 			return err
@@ -119,7 +123,13 @@ func (rc *reclaim) compact(ctx context.Context, rev, compacted int64) error {
 		return nil
 	}
 	fmt.Fprintf(rc.w, "compact: at revision %d…\n", rev)
-	if err := rc.e.Compact(ctx, rev); err != nil {
+	err := rc.e.Compact(ctx, rev)
+	if errors.Is(err, store.ErrCompacted) {
+		// Another compactor (kube-apiserver's) went past rev meanwhile.
+		fmt.Fprintf(rc.w, "compact: etcd was compacted at or past revision %d meanwhile (kube-apiserver's compactor?)\n", rev)
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	rc.step(fmt.Sprintf("compacted at revision %d", rev))
@@ -240,11 +250,6 @@ func (rc *reclaim) caughtUp(ctx context.Context, m *inspect.SpaceMember) error {
 
 // leaderCommitted is the leader's raft index (0: no leader answered).
 func (rc *reclaim) leaderCommitted(ctx context.Context) uint64 {
-	for _, st := range rc.e.Status(ctx) {
-		if st.IsLeader() {
-			return st.RaftIndex
-		}
-	}
 	members, err := spaceMembers(ctx, rc.e)
 	if err != nil {
 		return 0
@@ -279,7 +284,9 @@ func (rc *reclaim) disarm(ctx context.Context, target int64) error {
 			}
 		}
 	}
-	rc.sizes(members)
+	if err := rc.sizes(members); err != nil {
+		return err
+	}
 	if len(over) > 0 {
 		if len(alarmed) == 0 {
 			fmt.Fprintf(rc.w, "still over %s: %s\n", inspect.HumanBytes(target), strings.Join(over, ", "))
@@ -304,20 +311,20 @@ func (rc *reclaim) disarm(ctx context.Context, target int64) error {
 }
 
 // sizes prints each member's size before the plan and now.
-func (rc *reclaim) sizes(members []*inspect.SpaceMember) {
+func (rc *reclaim) sizes(members []*inspect.SpaceMember) error {
 	fmt.Fprintln(rc.w)
-	rows := [][]string{}
+	var rows [][]string
 	for _, m := range members {
-		now := "?"
+		now, alarms := "?", strings.Join(m.Alarms, ",")
 		if m.Error == "" {
 			now = inspect.HumanBytes(m.DBSize)
 		}
-		rows = append(rows, []string{m.Name, inspect.HumanBytes(rc.before[m.Name]), now, strings.Join(m.Alarms, ",")})
+		if alarms == "" {
+			alarms = "-"
+		}
+		rows = append(rows, []string{m.Name, inspect.HumanBytes(rc.before[m.Name]), now, alarms})
 	}
-	fmt.Fprintf(rc.w, "%-20s %10s %10s %s\n", "MEMBER", "BEFORE", "AFTER", "ALARMS")
-	for _, r := range rows {
-		fmt.Fprintf(rc.w, "%-20s %10s %10s %s\n", r[0], r[1], r[2], r[3])
-	}
+	return textout.NewTable(rc.w, "MEMBER", "BEFORE", "AFTER", "ALARMS").Rows(rows)
 }
 
 // step records a step done.
