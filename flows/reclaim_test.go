@@ -84,10 +84,18 @@ func (n *noTerminal) Confirm(question, hint string) error { return fmt.Errorf("a
 func TestSpaceReclaim(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3, QuotaBackendBytes: spaceQuota})
 	cli := c.Client(t)
+	ctx := context.Background()
+	// A Helm release that keeps 12 revisions, 2 beyond Helm's default.
+	for v := 1; v <= 12; v++ {
+		name := fmt.Sprintf("sh.helm.release.v1.web.v%d", v)
+		value := fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":%q,"namespace":"default"},"type":"helm.sh/release.v1","data":{"release":"%s"}}`, name, strings.Repeat("QUFB", 256))
+		if _, err := cli.Put(ctx, "/registry/secrets/default/"+name, value); err != nil {
+			t.Fatal(err)
+		}
+	}
 	fillUntilNoSpace(t, cli)
 	before := allKeys(t, cli)
 
-	ctx := context.Background()
 	s, err := Open(ctx, session.Options{Endpoints: c.Endpoints()[:1], Prefix: "/registry"})
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +111,9 @@ func TestSpaceReclaim(t *testing.T) {
 	t.Logf("space:\n%s", out.String())
 	if !rep.NoSpace || rep.Verdict != inspect.SpaceReclaimable || len(rep.Members) != 3 {
 		t.Fatalf("space: noSpace %v, verdict %q, %d members; want the alarm, %q, 3", rep.NoSpace, rep.Verdict, len(rep.Members), inspect.SpaceReclaimable)
+	}
+	if len(rep.HelmReleases) != 1 || rep.HelmReleases[0].Name != "web" || rep.HelmReleases[0].Revisions != 12 || !strings.Contains(out.String(), "helm:         release default/web keeps 12 revisions") {
+		t.Errorf("space: Helm releases %+v; want default/web with 12 revisions, named in WHY", rep.HelmReleases)
 	}
 	if rep.Plan[0].Step != inspect.StepCompact || rep.Plan[len(rep.Plan)-1].Step != inspect.StepDisarm {
 		t.Errorf("plan %+v: want compact first, disarm last", rep.Plan)

@@ -141,10 +141,13 @@ type SpaceReport struct {
 	Largest []LargeObject  `json:"largest"`
 	HotKeys *HotKeys       `json:"hotKeys"`
 	Leases  *LeaseStats    `json:"leases"`
-	Plan    []SpaceStep    `json:"plan"`
-	Verdict string         `json:"verdict"`
-	Notes   []string       `json:"notes,omitempty"`
-	Stats   *StatsReport   `json:"-"`
+	// HelmReleases are the Helm releases that keep more revisions than
+	// Helm's default history (HelmHistoryMax), the most bytes first.
+	HelmReleases []*HelmRelease `json:"helmReleases"`
+	Plan         []SpaceStep    `json:"plan"`
+	Verdict      string         `json:"verdict"`
+	Notes        []string       `json:"notes,omitempty"`
+	Stats        *StatsReport   `json:"-"`
 }
 
 // SpaceInput is what Space diagnoses.
@@ -208,6 +211,12 @@ func Space(in SpaceInput) *SpaceReport {
 	for _, rs := range st.Resources {
 		if rs.Resource == "events" {
 			r.Events = rs
+		}
+	}
+	r.HelmReleases = []*HelmRelease{}
+	for _, h := range st.HelmReleases {
+		if h.Revisions > HelmHistoryMax && len(r.HelmReleases) < in.Top {
+			r.HelmReleases = append(r.HelmReleases, h)
 		}
 	}
 	r.Groups = st.Groups

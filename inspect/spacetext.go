@@ -69,6 +69,10 @@ func (r *SpaceReport) Why() []string {
 	out = append(out,
 		fmt.Sprintf("live data:    %d objects, %s of values and %s of keys: about %s of db once compacted and defragmented",
 			r.Live.Objects, HumanBytes(r.Live.ValueBytes), HumanBytes(r.Live.KeyBytes), HumanBytes(r.Live.Estimate)))
+	for _, h := range r.HelmReleases {
+		out = append(out, fmt.Sprintf("helm:         release %s/%s keeps %d revisions (%s, newest v%d): about %s in those beyond Helm's default history of %d (helm upgrade --history-max)",
+			h.Namespace, h.Name, h.Revisions, HumanBytes(h.Bytes), h.Newest, HumanBytes(h.Beyond()), HelmHistoryMax))
+	}
 	if e := r.Events; e != nil {
 		out = append(out, fmt.Sprintf("events:       %d objects, %s, %d with a lease", e.Objects, HumanBytes(e.Bytes), e.Leased))
 	}

@@ -27,7 +27,9 @@ func spaceCommand() command {
 			"estimate; with --db also the old revisions held and their bytes), what a defragmentation\n" +
 			"would return now (db size − in use), and the live data, read as `stats --by\n" +
 			"resource,namespace` reads it: the largest groups, the Events and their leases, the\n" +
-			"largest objects, and with --db (or --since REV) the hottest keys. It ends with the plan:\n" +
+			"Helm releases that keep more than Helm's default 10 revisions, the largest objects (one\n" +
+			"near etcd's request limit is named), and with --db (or --since REV) the hottest keys.\n" +
+			"It ends with the plan:\n" +
 			"compact, defragment each member with pages to return (followers first, the leader last),\n" +
 			"disarm the NOSPACE alarm, each with the size expected after it, and whether that gets\n" +
 			"every member under the quota less --margin. When the live data alone is over it, the plan\n" +
