@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/etcdpvc/etcdpvc/internal/textout"
 )
@@ -105,7 +106,7 @@ func (r *SpaceReport) Write(w io.Writer, asJSON bool) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	fmt.Fprintf(w, "source:       %s\n", r.Source)
+	fmt.Fprintf(w, "source:       %s\n", printable(r.Source))
 	fmt.Fprintf(w, "quota:        %s (%s)\n", HumanBytes(r.Quota), r.QuotaSource)
 	fmt.Fprintf(w, "revision:     %d, compacted at %d\n", r.Revision, r.CompactRevision)
 	if r.NoSpace {
@@ -117,10 +118,10 @@ func (r *SpaceReport) Write(w io.Writer, asJSON bool) error {
 	}
 	fmt.Fprintln(w, "\nWHY")
 	for _, l := range r.Why() {
-		fmt.Fprintln(w, l)
+		fmt.Fprintln(w, printable(l))
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintln(w, "note:         "+n)
+		fmt.Fprintln(w, "note:         "+printable(n))
 	}
 	if len(r.Groups) > 0 {
 		fmt.Fprintln(w, "\nLIVE DATA BY RESOURCE AND NAMESPACE")
@@ -148,7 +149,29 @@ func (r *SpaceReport) Write(w io.Writer, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "\nPLAN\n%s\n", r.PlanVerdict())
 	for i, s := range r.Plan {
-		fmt.Fprintf(w, "%d. %s\n", i+1, s.Message)
+		fmt.Fprintf(w, "%d. %s\n", i+1, printable(s.Message))
 	}
 	return nil
+}
+
+// printable returns s with every character a terminal could take as a
+// control rather than print (strconv.IsPrint refuses it; a newline and a
+// tab aside) written as its Go escape: the lines above name keys, which
+// hold any bytes.
+func printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n' || r == '\t' || strconv.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
 }
