@@ -49,6 +49,9 @@ type reclaim struct {
 	before map[string]int64
 	// rep is the diagnosis the plan is of.
 	rep *inspect.SpaceReport
+	// under names the member whose defragmentation is under way ("":
+	// none).
+	under string
 	// unseen is true once the output said that members elsewhere are
 	// not checked for room.
 	unseen bool
@@ -180,9 +183,11 @@ func (rc *reclaim) defragment(ctx context.Context) error {
 		}
 		fmt.Fprintf(rc.w, "defragment %s (%s): %s, %s in use…\n", next.Name, next.Role, inspect.HumanBytes(next.DBSize), inspect.HumanBytes(next.DBSizeInUse))
 		was := next.DBSize
+		rc.under = next.Name
 		if err := rc.e.Defragment(ctx, next.Endpoint); err != nil {
 			return err
 		}
+		rc.under = ""
 		if err := rc.caughtUp(ctx, next); err != nil {
 			return err
 		}
@@ -345,7 +350,10 @@ func (rc *reclaim) doneWords() string {
 func (rc *reclaim) stopped(err error) error {
 	msg := fmt.Sprintf("space --reclaim stopped: %v; done: %s; the NOSPACE alarm, if raised, is still raised", err, rc.doneWords())
 	if errors.Is(err, context.Canceled) {
-		msg = fmt.Sprintf("space --reclaim interrupted; done: %s; a defragmentation under way finishes in etcd on its own; the NOSPACE alarm, if raised, is still raised", rc.doneWords())
+		msg = fmt.Sprintf("space --reclaim interrupted; done: %s; the NOSPACE alarm, if raised, is still raised", rc.doneWords())
+	}
+	if rc.under != "" {
+		msg += fmt.Sprintf("; the defragmentation of %s had been asked for: if etcd began it, it finishes it on its own", rc.under)
 	}
 	return &hintedError{&incompleteError{msg: msg}, "run `etcdpvc space` to see where each member stands, then space --reclaim again"}
 }

@@ -94,6 +94,9 @@ func (s *Session) spaceReport(ctx context.Context, r SpaceRequest, progress Prog
 	if _, isFile := s.Reader.(*store.Bolt); isFile {
 		rep.Notes = append(rep.Notes, "a db file: its alarms are not read (a live member reports them)")
 	}
+	if _, routed := s.Reader.(*store.Routed); routed {
+		rep.Notes = append(rep.Notes, "several etcds (--etcd-servers-overrides): the members are the main etcd's, the live data every etcd's keys; run space with --endpoints of each etcd alone for its plan")
+	}
 	if st.HotKeys == nil {
 		rep.Notes = append(rep.Notes, "the hottest keys: live etcd keeps no count; --since REV counts the changes from REV, a snapshot read with --db every revision held")
 	}
