@@ -26,30 +26,30 @@ func spaceCommand() command {
 			"compaction at the current revision would free (the pages in use less the live data's\n" +
 			"estimate; with --db also the old revisions held and their bytes), what a defragmentation\n" +
 			"would return now (db size − in use), and the live data, read as `stats --by\n" +
-			"resource,namespace` reads it: the largest groups, the Events and their leases, the\n" +
-			"Helm releases that keep more than Helm's default 10 revisions, the largest objects (one\n" +
-			"near etcd's request limit is named), and with --db (or --since REV) the hottest keys.\n" +
-			"It ends with the plan:\n" +
-			"compact, defragment each member with pages to return (followers first, the leader last),\n" +
-			"disarm the NOSPACE alarm, each with the size expected after it, and whether that gets\n" +
-			"every member under the quota less --margin. When the live data alone is over it, the plan\n" +
-			"says so and how much has to be deleted. A defragmentation is planned only for a member it\n" +
-			"would return pages of. The sizes after a step are estimates (docs/stats-schema.md).\n" +
+			"resource,namespace` reads it: the largest groups, the Events and their leases, the Helm\n" +
+			"releases that keep more than Helm's default 10 revisions, the largest objects (one near\n" +
+			"etcd's request limit is named), and with --db (or --since REV) the hottest keys. It ends\n" +
+			"with the plan: compact, defragment the members (followers first, the leader last), disarm\n" +
+			"the NOSPACE alarm, each with the size expected after it, and whether that gets every member\n" +
+			"under the quota less --margin. When the live data alone is over it, the plan says so and\n" +
+			"how much has to be deleted. A defragmentation is planned only when it would return a tenth\n" +
+			"of the file or more. The sizes after a step are estimates (docs/stats-schema.md).\n" +
 			"\n" +
 			"--reclaim carries the plan out on live etcd after one confirmation (--yes: without asking):\n" +
-			"it compacts at the current revision (less --keep REVISIONS) and waits for every member to\n" +
-			"remove the history; defragments the members one at a time, followers first and the leader\n" +
-			"last, each only after the one before answers again and has applied what the leader\n" +
-			"committed, and (for the member whose data directory the etcd manifest names, with\n" +
-			"--kubeadm) after checking that its file system has room for the defragmented db; and\n" +
-			"disarms the NOSPACE alarm only when every member is under the quota less\n" +
-			"the margin (else it refuses, exit status 5, and says what is over). It prints each step as\n" +
-			"it is done and each member's size before and after. Ctrl-C stops it between steps (a\n" +
-			"defragmentation under way finishes in etcd on its own) and the output says which steps\n" +
-			"were done, exit status 10; the cluster keeps working. It does not delete live data.\n" +
+			"it compacts at the current revision (less --keep REVISIONS), waiting until the member\n" +
+			"asked has removed the history; defragments the members one at a time, followers first and\n" +
+			"the leader last, each only after it has applied what the leader committed (so the\n" +
+			"compaction too) and the one before answers again, and the member whose data directory the\n" +
+			"etcd manifest names (--kubeadm) only when its file system has room for the defragmented\n" +
+			"db; and disarms the NOSPACE alarm only when every member is under the quota less the\n" +
+			"margin (else it refuses, exit status 5, and says what is over). It prints each step as it\n" +
+			"is done and each member's size before and after. Ctrl-C stops it between steps (a\n" +
+			"defragmentation etcd began finishes on its own) and the output says which steps were\n" +
+			"done, exit status 10; the cluster keeps working. It does not delete live data.\n" +
 			"\n" +
-			"Exit status: 0 when the report is written; 10 when a member did not answer or values\n" +
-			"could not be read; 7 when etcd cannot be reached.",
+			"Exit status: 0 when the report is written (and, with --reclaim, the plan carried out); 5\n" +
+			"when --reclaim refuses or is not confirmed; 10 when a member did not answer, values could\n" +
+			"not be read, or --reclaim stopped part way; 7 when etcd cannot be reached.",
 		examples: `etcdpvc --kubeadm space
 etcdpvc --db snapshot.db space --quota 8Gi
 etcdpvc --kubeadm space -o json | jq '.plan[].message'
@@ -58,7 +58,7 @@ etcdpvc --kubeadm space --reclaim --keep 1000 --yes`,
 		flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table or json"},
 			&cli.StringFlag{Name: "quota", Usage: "etcd's --quota-backend-bytes, as `BYTES` or a quantity (8Gi); default: the etcd manifest's with --kubeadm, else etcd's default 2Gi"},
-			&cli.IntFlag{Name: "margin", Value: 10, Usage: "the `PERCENT` of the quota to stay under"},
+			&cli.IntFlag{Name: "margin", Value: 10, Usage: "stay this `PERCENT` of the quota under it"},
 			&cli.IntFlag{Name: "top", Value: 10, Usage: "how many groups, largest objects, hottest keys and leases to list"},
 			&cli.Int64Flag{Name: "since", Usage: "live: count the hottest keys' changes from revision `REV` (etcd's watch replays them)"},
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "keys per range request (live etcd)"},
