@@ -51,8 +51,8 @@ type ClusterOptions struct {
 	// the kube-apiserver with every member in --etcd-servers. 0 or 1: the
 	// one member "e2e" on etcd-data.
 	EtcdMembers int
-	// EtcdFlags are more etcd flags (such as --snapshot-count=50), appended
-	// after the harness's own; one member only.
+	// EtcdFlags are more etcd flags for every member (such as
+	// --quota-backend-bytes=N), appended after the harness's own.
 	EtcdFlags []string
 }
 
@@ -209,7 +209,7 @@ func (c *Cluster) startEtcdMembers(n int) error {
 		}
 		c.EtcdURL = c.Members[0].ClientURL
 		for _, m := range c.Members {
-			p, err := startProc("etcd "+m.Name, filepath.Join(c.Dir, fmt.Sprintf("etcd-%s-%d-%d.log", m.Name, time.Now().UnixNano(), attempt)), suite.etcd,
+			p, err := startProc("etcd "+m.Name, filepath.Join(c.Dir, fmt.Sprintf("etcd-%s-%d-%d.log", m.Name, time.Now().UnixNano(), attempt)), suite.etcd, append([]string{
 				"--name", m.Name,
 				"--data-dir", m.DataDir,
 				"--listen-client-urls", m.ClientURL,
@@ -217,10 +217,10 @@ func (c *Cluster) startEtcdMembers(n int) error {
 				"--listen-peer-urls", m.PeerURL,
 				"--initial-advertise-peer-urls", m.PeerURL,
 				"--initial-cluster", strings.Join(initial, ","),
-				"--initial-cluster-token", "e2e-"+c.Name,
+				"--initial-cluster-token", "e2e-" + c.Name,
 				"--unsafe-no-fsync",
 				"--log-level", "warn",
-			)
+			}, c.opts.EtcdFlags...)...)
 			if err != nil {
 				c.stopMembers()
 				return err
@@ -378,19 +378,17 @@ func (c *Cluster) startEtcdOn(dataDir string, prepare func(dataDir, name, peerUR
 				return err
 			}
 		}
-		p, err := startProc("etcd", filepath.Join(c.Dir, fmt.Sprintf("etcd-%d-%d.log", time.Now().UnixNano(), attempt)), suite.etcd,
-			append([]string{
-				"--name", "e2e",
-				"--data-dir", dataDir,
-				"--listen-client-urls", c.EtcdURL,
-				"--advertise-client-urls", c.EtcdURL,
-				"--listen-peer-urls", peerURL,
-				"--initial-advertise-peer-urls", peerURL,
-				"--initial-cluster", "e2e=" + peerURL,
-				"--unsafe-no-fsync",
-				"--log-level", "warn",
-			}, c.opts.EtcdFlags...)...,
-		)
+		p, err := startProc("etcd", filepath.Join(c.Dir, fmt.Sprintf("etcd-%d-%d.log", time.Now().UnixNano(), attempt)), suite.etcd, append([]string{
+			"--name", "e2e",
+			"--data-dir", dataDir,
+			"--listen-client-urls", c.EtcdURL,
+			"--advertise-client-urls", c.EtcdURL,
+			"--listen-peer-urls", peerURL,
+			"--initial-advertise-peer-urls", peerURL,
+			"--initial-cluster", "e2e=" + peerURL,
+			"--unsafe-no-fsync",
+			"--log-level", "warn",
+		}, c.opts.EtcdFlags...)...)
 		if err != nil {
 			return err
 		}

@@ -284,6 +284,37 @@ func checkCluster(ctx context.Context, r *DoctorReport, cl store.Cluster) {
 	if !leader {
 		r.Add(CheckWarn, "health", "no endpoint given is the leader: writes are forwarded to it")
 	}
+	checkAlarms(ctx, r, cl)
+}
+
+// alarmLister lists a cluster's alarms (store.Etcd).
+type alarmLister interface {
+	Alarms(ctx context.Context) ([]store.Alarm, error)
+}
+
+// checkAlarms reports the alarms raised in the cluster: NOSPACE points at
+// `etcdpvc space`.
+func checkAlarms(ctx context.Context, r *DoctorReport, cl store.Cluster) {
+	l, ok := cl.(alarmLister)
+	if !ok {
+		return
+	}
+	alarms, err := l.Alarms(ctx)
+	if err != nil {
+		r.Add(CheckFail, "alarms", "%v", err)
+		return
+	}
+	if len(alarms) == 0 {
+		r.Add(CheckOK, "alarms", "none raised")
+		return
+	}
+	for _, a := range alarms {
+		if a.Type == "NOSPACE" {
+			r.Add(CheckFail, "alarms", "NOSPACE raised by member %x: etcd refuses writes (mvcc: database space exceeded); `etcdpvc space` says why and the plan, `etcdpvc space --reclaim` carries it out", a.MemberID)
+			continue
+		}
+		r.Add(CheckFail, "alarms", "%s raised by member %x", a.Type, a.MemberID)
+	}
 }
 
 // checkOverrides lists the --etcd-servers-overrides and checks each one's

@@ -163,6 +163,11 @@ type StatsReport struct {
 	// key read at the newer revision).
 	ReadFrom int64 `json:"readFromRevision,omitempty"`
 	ReadTo   int64 `json:"readToRevision,omitempty"`
+	// KeyBytes is the size of the current objects' keys: with Bytes,
+	// what space estimates the live data's db size from; HelmReleases
+	// the Helm releases stored as Secrets (space's; not in the schema).
+	KeyBytes     int64          `json:"-"`
+	HelmReleases []*HelmRelease `json:"-"`
 }
 
 // DBStats describes a db file.
@@ -246,6 +251,8 @@ type stats struct {
 	unders  interned
 	leases  map[int64]*leaseAcc
 	top     topN[LargeObject]
+	// releases counts the Helm release revisions stored as Secrets.
+	releases map[[2]string]*HelmRelease
 }
 
 func newStats(o StatsOptions, history bool) *stats {
@@ -315,6 +322,10 @@ func (s *stats) object(g *keyGroups, key string, size, modRev, lease int64, unde
 		if lease != 0 {
 			c.Leased++
 		}
+	}
+	s.rep.KeyBytes += int64(len(key))
+	if gs.Resource == "secrets" {
+		s.helm(key, size)
 	}
 	s.lease(lease, gs.Resource, size)
 	s.top.add(LargeObject{Key: key, Bytes: size, ModRevision: modRev})
@@ -449,6 +460,7 @@ func (s *stats) finish() *StatsReport {
 		rep.Details = s.details.report()
 	}
 	rep.Largest = s.top.sorted()
+	rep.HelmReleases = s.finishHelm()
 	rep.NotRead = rep.Unread.Total()
 	if rep.Resources == nil {
 		rep.Resources = []*ResourceStats{}

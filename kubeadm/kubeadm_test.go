@@ -120,3 +120,31 @@ func TestParseServersOverrides(t *testing.T) {
 		}
 	}
 }
+
+func TestParseEtcd(t *testing.T) {
+	manifest := []byte(`apiVersion: v1
+kind: Pod
+spec:
+  containers:
+  - name: etcd
+    command:
+    - etcd
+    - --name=cp-1
+    - --data-dir=/var/lib/etcd
+    - --quota-backend-bytes
+    - "8589934592"
+`)
+	m, err := ParseEtcd("etcd.yaml", manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.QuotaBackendBytes != 8<<30 || m.DataDir != "/var/lib/etcd" || m.Name != "cp-1" {
+		t.Errorf("ParseEtcd: quota %d, data dir %q, name %q; want 8Gi, /var/lib/etcd, cp-1", m.QuotaBackendBytes, m.DataDir, m.Name)
+	}
+	if _, err := ParseEtcd("etcd.yaml", []byte("spec:\n  containers:\n  - name: etcd\n    command: [etcd, --quota-backend-bytes=8G]\n")); err == nil {
+		t.Error("ParseEtcd accepted --quota-backend-bytes=8G")
+	}
+	if _, err := ReadEtcd(t.TempDir()); !errors.Is(err, ErrNoEtcdManifest) {
+		t.Errorf("ReadEtcd of an empty directory: %v; want ErrNoEtcdManifest", err)
+	}
+}

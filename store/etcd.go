@@ -348,29 +348,37 @@ func (s EndpointStatus) IsLeader() bool {
 func (e *Etcd) Status(ctx context.Context) []EndpointStatus {
 	out := make([]EndpointStatus, len(e.cfg.Endpoints))
 	for i, ep := range e.cfg.Endpoints {
-		out[i].Endpoint = ep
-		var resp *clientv3.StatusResponse
-		err := e.rpc(ctx, func(ctx context.Context) error {
-			var err error
-			resp, err = e.cli.Status(ctx, ep)
-			return err
-		})
-		if err != nil {
-			out[i].Err = rpcError("status "+ep, err)
-			continue
-		}
-		out[i].MemberID = resp.Header.MemberId
-		out[i].Leader = resp.Leader
-		out[i].Version = resp.Version
-		out[i].Revision = resp.Header.Revision
-		out[i].RaftTerm = resp.RaftTerm
-		out[i].RaftIndex = resp.RaftIndex
-		out[i].RaftAppliedIndex = resp.RaftAppliedIndex
-		out[i].DBSize = resp.DbSize
-		out[i].DBSizeInUse = resp.DbSizeInUse
-		out[i].IsLearner = resp.IsLearner
-		out[i].Errors = resp.Errors
+		out[i] = e.EndpointStatus(ctx, ep)
 	}
+	return out
+}
+
+// EndpointStatus asks endpoint ep (any member's client URL, dialled with
+// the configured TLS) for its status, under CommandTimeout. When it does
+// not answer, Err is set.
+func (e *Etcd) EndpointStatus(ctx context.Context, ep string) EndpointStatus {
+	out := EndpointStatus{Endpoint: ep}
+	var resp *clientv3.StatusResponse
+	err := e.rpc(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = e.cli.Status(ctx, ep)
+		return err
+	})
+	if err != nil {
+		out.Err = rpcError("status "+ep, err)
+		return out
+	}
+	out.MemberID = resp.Header.MemberId
+	out.Leader = resp.Leader
+	out.Version = resp.Version
+	out.Revision = resp.Header.Revision
+	out.RaftTerm = resp.RaftTerm
+	out.RaftIndex = resp.RaftIndex
+	out.RaftAppliedIndex = resp.RaftAppliedIndex
+	out.DBSize = resp.DbSize
+	out.DBSizeInUse = resp.DbSizeInUse
+	out.IsLearner = resp.IsLearner
+	out.Errors = resp.Errors
 	return out
 }
 

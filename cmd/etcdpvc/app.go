@@ -272,6 +272,7 @@ func commands() []command {
 		recoverCommand(),
 		dumpCommand(),
 		statsCommand(),
+		spaceCommand(),
 		reportCommand(),
 		salvageCommand(),
 		snapshotCommand(),

@@ -20,7 +20,8 @@ func doctorCommand() command {
 			"with a one-line reason: the kube-apiserver manifest (with --kubeadm) and the flags or\n" +
 			"ETCDCTL_* variables that override it; the certificate files (readable, parsed, not expired,\n" +
 			"key matching); the connection; etcd's members and each endpoint's health (version, leader,\n" +
-			"revision, db size, alarms); that the prefix holds the apiserver's keys; the encryption\n" +
+			"revision, db size, alarms); the alarms raised (NOSPACE: `etcdpvc space` says why the db is\n" +
+			"full and the plan); that the prefix holds the apiserver's keys; the encryption\n" +
 			"providers for secrets, configmaps, persistentvolumeclaims and *.*, whether the first stored\n" +
 			"Secret can be read with them, and (when the first provider for secrets encrypts) how many\n" +
 			"Secrets are still stored in the clear; and the compaction state, which bounds what history and\n" +

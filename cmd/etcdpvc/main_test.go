@@ -74,6 +74,7 @@ func TestScripts(t *testing.T) {
 			"compactloop": cmdCompactLoop,
 			"etcdload":    cmdEtcdLoad,
 			"etcdcount":   cmdEtcdCount,
+			"etcdfill":    cmdEtcdFill,
 			"lines":       cmdLines,
 			"protofield":  cmdProtoField,
 			"envquoted":   cmdEnvQuoted,
@@ -92,7 +93,7 @@ type scriptCluster struct {
 
 // cmdEtcd drives a real etcd for a script:
 //
-//	etcd start [tls] [members=N]   start it; sets ETCDCTL_ENDPOINTS (and ETCDCTL_CACERT/CERT/KEY)
+//	etcd start [tls] [members=N] [quota=BYTES]   start it; sets ETCDCTL_ENDPOINTS (and ETCDCTL_CACERT/CERT/KEY)
 //	etcd put KEY FILE [ttl=S|lease=KEY2]  store FILE's bytes at KEY (with a lease of S seconds, or the lease KEY2 is attached to)
 //	etcd get KEY FILE              write KEY's value to FILE
 //	etcd meta KEY                  print mod_revision, create_revision, version and lease
@@ -140,6 +141,8 @@ func cmdEtcd(ts *testscript.TestScript, neg bool, args []string) {
 				opts.TLS = true
 			case strings.HasPrefix(a, "members="):
 				opts.Members, _ = strconv.Atoi(strings.TrimPrefix(a, "members="))
+			case strings.HasPrefix(a, "quota="):
+				opts.QuotaBackendBytes, _ = strconv.ParseInt(strings.TrimPrefix(a, "quota="), 10, 64)
 			case strings.HasPrefix(a, "max-txn-ops="):
 				n, _ := strconv.Atoi(strings.TrimPrefix(a, "max-txn-ops="))
 				opts.MaxTxnOps = uint(n)

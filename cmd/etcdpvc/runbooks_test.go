@@ -159,6 +159,24 @@ spec:
 	if err := os.WriteFile(filepath.Join(manifests, "kube-apiserver.yaml"), []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The etcd manifest states the quota the test's etcd runs with
+	// (etcd's default), as kubeadm writes one for a stacked etcd.
+	etcdManifest := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: etcd
+  namespace: kube-system
+spec:
+  containers:
+  - name: etcd
+    command:
+    - etcd
+    - --data-dir=%s
+    - --quota-backend-bytes=2147483648
+`, c.DataDir(0))
+	if err := os.WriteFile(filepath.Join(manifests, "etcd.yaml"), []byte(etcdManifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cli := c.Client(t)
