@@ -88,6 +88,12 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 		return nil, err
 	}
 	o = o.withDefaults()
+	// The members first: a write through a member that holds another
+	// state than the others is not the cluster's.
+	memberWarnings, err := checkMembers(ctx, w, p.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", op.verb, p.ObjectName(), err)
+	}
 	now := o.Now().UTC()
 	b := backupOf(p, o, now)
 	path, err := writeBackup(o.BackupDir, b, now)
@@ -108,7 +114,7 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 		return nil, fmt.Errorf("%s %s: record the write in %s before sending it: %w; %s%s", op.verb, p.ObjectName(), logPath, err, op.nothing, dropBackups(o.BackupDir, path))
 	}
 
-	res := &Result{BackupPath: path}
+	res := &Result{BackupPath: path, Warnings: memberWarnings}
 	rev, err := op.send(ctx)
 	if err != nil {
 		var ce *store.ConflictError
@@ -128,6 +134,10 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 		if err != nil {
 			return nil, settleFailed(logPath, rec, err)
 		}
+	}
+	// The answer is one member's: a majority must hold the write.
+	if err := majorityHolds(ctx, w, p, rev); err != nil {
+		return nil, settleFailed(logPath, rec, err)
 	}
 	res.Revision = rev
 	rec.ToRevision = rev
@@ -189,6 +199,7 @@ func auditOf(p *Plan, b *Backup, path string, o ApplyOptions, now time.Time) Aud
 		NewSHA256:    b.NewSHA256,
 		Endpoints:    o.Endpoints,
 		ToolVersion:  o.ToolVersion,
+		Settles:      p.Settles,
 	}
 	prefix := ""
 	if o.Source != nil {
@@ -730,7 +741,7 @@ func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64,
 			}
 			return 0, nil, uncertain(fmt.Sprintf("%s; the transaction could not be fenced off (last error: %v), so it may still apply", lost, lastErr))
 		}
-		kv, err := rd.Get(rctx, p.Key, 0)
+		kv, err := readAny(rctx, rd, p.Key)
 		absent := errors.Is(err, store.ErrNotFound)
 		if err != nil && !absent {
 			lastErr = err
