@@ -51,6 +51,9 @@ type ClusterOptions struct {
 	// the kube-apiserver with every member in --etcd-servers. 0 or 1: the
 	// one member "e2e" on etcd-data.
 	EtcdMembers int
+	// EtcdOnly starts etcd alone, without a kube-apiserver (for tests of
+	// etcd's faults, run with --verify=never).
+	EtcdOnly bool
 }
 
 // Cluster is an etcd (one member unless ClusterOptions.EtcdMembers says
@@ -93,6 +96,9 @@ func NewCluster(name string, opts ClusterOptions) (c *Cluster, err error) {
 	}()
 	if err := c.startEtcd(); err != nil {
 		return nil, err
+	}
+	if opts.EtcdOnly {
+		return c, nil
 	}
 	if c.pki, err = newPKI(filepath.Join(dir, "pki")); err != nil {
 		return nil, err
@@ -173,6 +179,8 @@ type EtcdMember struct {
 	ClientURL string
 	PeerURL   string
 	proc      *proc
+	args      []string // how it was started, for Restart
+	logPath   string
 }
 
 // startEtcdMembers starts an etcd cluster of n members, each on its own
@@ -206,8 +214,8 @@ func (c *Cluster) startEtcdMembers(n int) error {
 		}
 		c.EtcdURL = c.Members[0].ClientURL
 		for _, m := range c.Members {
-			p, err := startProc("etcd "+m.Name, filepath.Join(c.Dir, fmt.Sprintf("etcd-%s-%d-%d.log", m.Name, time.Now().UnixNano(), attempt)), suite.etcd,
-				"--name", m.Name,
+			m.logPath = filepath.Join(c.Dir, fmt.Sprintf("etcd-%s-%d-%d.log", m.Name, time.Now().UnixNano(), attempt))
+			m.args = []string{"--name", m.Name,
 				"--data-dir", m.DataDir,
 				"--listen-client-urls", m.ClientURL,
 				"--advertise-client-urls", m.ClientURL,
@@ -217,7 +225,8 @@ func (c *Cluster) startEtcdMembers(n int) error {
 				"--initial-cluster-token", "e2e-"+c.Name,
 				"--unsafe-no-fsync",
 				"--log-level", "warn",
-			)
+			}
+			p, err := startProc("etcd "+m.Name, m.logPath, suite.etcd, m.args...)
 			if err != nil {
 				c.stopMembers()
 				return err

@@ -281,3 +281,12 @@ func (r *Routed) GetAny(ctx context.Context, key string) (*KeyValue, error) {
 	}
 	return r.Get(ctx, key, 0)
 }
+
+// ListMembers lists the cluster's members and opens a client of each, as
+// the first read of a member does; a write session calls it when it
+// opens, so that a member that stops answering later (the one the
+// endpoints name, say) does not keep the others from being compared.
+func (e *Etcd) ListMembers(ctx context.Context) error {
+	_, err := e.memberConns(ctx)
+	return err
+}

@@ -598,6 +598,9 @@ type UncertainError struct {
 	// AuditErr is why the audit log could not record the outcome, if it
 	// could not.
 	AuditErr error
+	// Fence is the revision of the last fence resolve landed (0: none):
+	// a retry sent after it compares on it, and may still apply.
+	Fence int64
 }
 
 func (e *UncertainError) Error() string {
@@ -671,8 +674,16 @@ func pauseOrDone(ctx context.Context) {
 // done.
 func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64, []string, error) {
 	obj := p.ObjectName()
+	// expect is the revision every transaction of this write still
+	// outstanding compares against (or an older one): the plan's, then
+	// each fence's.
+	expect := p.Expect
 	uncertain := func(reason string) error {
-		return &UncertainError{Key: p.Key, Object: obj, Expect: p.Expect, Reason: reason, Cause: txnErr}
+		e := &UncertainError{Key: p.Key, Object: obj, Expect: p.Expect, Reason: reason, Cause: txnErr}
+		if expect != p.Expect {
+			e.Fence = expect
+		}
+		return e
 	}
 	rd, ok := w.(store.Reader)
 	if !ok {
@@ -691,10 +702,6 @@ func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64,
 		lost = fmt.Sprintf("the write was interrupted while its transaction was under way (%v)", txnErr)
 	}
 
-	// expect is the revision every transaction of this write still
-	// outstanding compares against (or an older one): the plan's, then
-	// each fence's.
-	expect := p.Expect
 	fenceSent := false
 	retries := 0
 	lastErr := txnErr
@@ -870,7 +877,7 @@ func settleFailed(logPath string, rec Record, err error) error {
 	var ue *UncertainError
 	if errors.As(err, &ue) {
 		ue.Backup = rec.Backup
-		rec.Outcome, rec.Resolution = OutcomeUncertain, []string{ue.Reason}
+		rec.Outcome, rec.Resolution, rec.Fence = OutcomeUncertain, []string{ue.Reason}, ue.Fence
 		ue.AuditErr = appendAudit(logPath, rec)
 		return err
 	}

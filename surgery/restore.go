@@ -205,7 +205,7 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 	}
 	p.Expect, p.Lease = kv.ModRevision, kv.Lease
 	sum := digest(kv.Value)
-	if sum == b.SHA256 && b.mayStillApply() {
+	if sum == b.SHA256 && b.mayStillApply(kv.ModRevision) {
 		// The write may still be on its way (a frozen member holds it):
 		// fence it off, as Apply's resolve does.
 		return planFence(p, b, kv, gr), nil
@@ -262,7 +262,7 @@ func (c Planner) planUncreate(ctx context.Context, r store.Reader, b *Backup, fo
 		Description: fmt.Sprintf("restore %s from backup %s: delete the key that %q created", b.Key, filepath.Base(b.Path), b.Operation),
 	}
 	kv, err := r.Get(ctx, b.Key, 0)
-	if errors.Is(err, store.ErrNotFound) && b.mayStillApply() {
+	if errors.Is(err, store.ErrNotFound) && b.mayStillApply(0) {
 		if err := pendingCreate(ctx, r, b); err != nil {
 			return nil, err
 		}
@@ -271,7 +271,7 @@ func (c Planner) planUncreate(ctx context.Context, r store.Reader, b *Backup, fo
 		p.NoOp = true
 		p.Description = fmt.Sprintf("%s is already absent, as before %q", b.Key, b.Operation)
 		p.NoOpReason = fmt.Sprintf("%s is already absent, as before the create backup %s records", b.Key, filepath.Base(b.Path))
-		if b.mayStillApply() {
+		if b.mayStillApply(0) {
 			p.NoOpReason += "; audit.log records that create as of unknown outcome, and every member answers without holding the key: it did not land"
 		}
 		return p, nil

@@ -12,12 +12,15 @@ import (
 )
 
 // mayStillApply reports whether the write backup b was taken for may
-// still be on its way to etcd: audit.log's last line of it is its intent
-// (the run was killed after sending it) or an uncertain outcome (its
-// answer was lost), and no fence by restore settled it since. A frozen or
-// cut-off member can hold such a transaction and apply it when it comes
-// back, after any read that shows the key unchanged.
-func (b *Backup) mayStillApply() bool {
+// still be on its way to etcd while its key is at revision rev: audit.log's
+// last line of it is its intent (the run was killed after sending it) or
+// an uncertain outcome (its answer was lost), rev is a revision a
+// transaction of it compares on (the backup's, or a fence of the write
+// path's, which its retry compares on), and no fence by restore settled
+// it since. A frozen or cut-off member can hold such a transaction and
+// apply it when it comes back, after any read that shows the key
+// unchanged. For a create, rev is 0 (the key absent).
+func (b *Backup) mayStillApply(rev int64) bool {
 	base := filepath.Base(b.Path)
 	pending := false
 	for _, rec := range b.auditLog() {
@@ -25,7 +28,8 @@ func (b *Backup) mayStillApply() bool {
 		case rec.Settles != "" && filepath.Base(rec.Settles) == base && rec.Outcome == OutcomeWritten:
 			pending = false
 		case filepath.Base(rec.Backup) == base && rec.Key == b.Key:
-			pending = rec.Outcome == OutcomeIntent || rec.Outcome == OutcomeUncertain
+			pending = (rec.Outcome == OutcomeIntent || rec.Outcome == OutcomeUncertain) &&
+				(rev == b.ModRevision || rev == rec.Fence)
 		}
 	}
 	return pending
