@@ -222,7 +222,7 @@ func (c *Cluster) startEtcdMembers(n int) error {
 				"--listen-peer-urls", m.PeerURL,
 				"--initial-advertise-peer-urls", m.PeerURL,
 				"--initial-cluster", strings.Join(initial, ","),
-				"--initial-cluster-token", "e2e-"+c.Name,
+				"--initial-cluster-token", "e2e-" + c.Name,
 				"--unsafe-no-fsync",
 				"--log-level", "warn",
 			}
