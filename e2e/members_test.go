@@ -499,3 +499,114 @@ func undoLinesOf(out string) []string {
 	}
 	return cmds
 }
+
+// argValue is the value of flag in args.
+func argValue(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// divergeMember makes m diverge as a member restored from an old
+// snapshot does: stopped, its db replaced with snapshot snap restored by
+// etcdutl (same name, cluster and token: the same ids), its write-ahead
+// log kept, and started again with the same data-dir layout. It replays
+// the log over the snapshot's state, and holds another state than the
+// others (every put applied twice: other revisions).
+func (c *Cluster) divergeMember(t *testing.T, m *EtcdMember, snap string) {
+	t.Helper()
+	m.proc.stop(stopGrace)
+	tmp := filepath.Join(t.TempDir(), "restored")
+	out, err := exec.Command(suite.etcdutl, "snapshot", "restore", snap,
+		"--data-dir", tmp,
+		"--name", m.Name,
+		"--initial-cluster", argValue(m.args, "--initial-cluster"),
+		"--initial-cluster-token", argValue(m.args, "--initial-cluster-token"),
+		"--initial-advertise-peer-urls", m.PeerURL,
+	).CombinedOutput()
+	if err != nil {
+		t.Fatalf("etcdutl snapshot restore: %v\n%s", err, out)
+	}
+	db, err := os.ReadFile(filepath.Join(tmp, "member", "snap", "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(m.DataDir, "member", "snap", "db"), db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := startProc("etcd "+m.Name, m.logPath, suite.etcd, m.args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.proc = p
+	// Caught up: it applied as much of the log as the others.
+	eventually(t, m.Name+" applies the log again", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		st, err := c.Etcd.Status(ctx, m.ClientURL)
+		if err != nil {
+			return err
+		}
+		ref, err := c.Etcd.Status(ctx, c.Members[0].ClientURL)
+		if err != nil {
+			return err
+		}
+		if st.RaftAppliedIndex < ref.RaftAppliedIndex {
+			return fmt.Errorf("applied index %d, %s's %d", st.RaftAppliedIndex, c.Members[0].Name, ref.RaftAppliedIndex)
+		}
+		return nil
+	})
+}
+
+// TestDivergedMember: a member restored from an old snapshot that rejoins
+// with the same ids holds the key at other revisions than the majority. A
+// write through it alone, or through all three, is refused before
+// anything is written (exit 5), naming it and pointing at diff --members;
+// doctor names it as diverged by its hash at a revision all hold.
+func TestDivergedMember(t *testing.T) {
+	c := startCluster(t, "diverged", ClusterOptions{EtcdMembers: 3, EtcdOnly: true})
+	c.put(t, nsKey, corpusValue(t, "namespaces__-__demo.bin"))
+	value := corpusValue(t, "configmaps__demo__web-config.bin")
+	c.put(t, cmKey, value)
+	odd := c.Members[2]
+	snap := filepath.Join(t.TempDir(), "old.db")
+	if out, err := exec.Command(suite.etcdctl, "--endpoints", odd.ClientURL, "snapshot", "save", snap).CombinedOutput(); err != nil {
+		t.Fatalf("etcdctl snapshot save: %v\n%s", err, out)
+	}
+	for range 3 {
+		c.put(t, cmKey, value)
+	}
+	c.divergeMember(t, odd, snap)
+	majority := c.memberGet(t, c.Members[0], cmKey)
+	if got := c.memberGet(t, odd, cmKey); got == nil || got.ModRevision == majority.ModRevision {
+		t.Fatalf("%s did not diverge: it holds %+v, %s %+v", odd.Name, got, c.Members[0].Name, majority)
+	}
+
+	all := c.Members[0].ClientURL + "," + c.others(c.Members[0])
+	for _, endpoints := range []string{odd.ClientURL, all} {
+		dir := t.TempDir()
+		r := runEtcdpvc(t, nil, "--endpoints", endpoints, "--verify=never", "label", "cm", "web-config", "-n", "demo", "diverged=yes", "--yes", "--backup-dir", dir)
+		if r.code != 5 || !strings.Contains(r.stderr, "member "+odd.Name) || !strings.Contains(r.stderr, "diff --members") {
+			t.Errorf("a write through %s with %s diverged: want exit 5 naming it and diff --members:\n%s", endpoints, odd.Name, r)
+		}
+		if len(undoLines(r.stdout)) > 0 {
+			t.Errorf("a refused write printed an undo line:\n%s", r)
+		}
+		if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) > 0 {
+			t.Errorf("a refused write left %v", files)
+		}
+		for _, m := range c.Members[:2] {
+			if got := c.memberGet(t, m, cmKey); got.ModRevision != majority.ModRevision {
+				t.Errorf("%s: the key moved from revision %d to %d", m.Name, majority.ModRevision, got.ModRevision)
+			}
+		}
+	}
+
+	r := runEtcdpvc(t, nil, "--endpoints", all, "--verify=never", "doctor")
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "member "+odd.Name+" diverged") {
+		t.Errorf("doctor with %s diverged: want it named, and a failure:\n%s", odd.Name, r)
+	}
+}
