@@ -46,8 +46,9 @@ type memberConn struct {
 }
 
 // memberConns returns a client of each voting member the cluster lists
-// (MemberList), opened on first use and kept until Close. A member
-// without a client URL (added, not started) has its dead error set.
+// (MemberList), opened on first use and kept until Close; none for a
+// cluster of one. A member without a client URL (added, not started) has
+// its dead error set.
 func (e *Etcd) memberConns(ctx context.Context) ([]*memberConn, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -62,9 +63,16 @@ func (e *Etcd) memberConns(ctx context.Context) ([]*memberConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var conns []*memberConn
+	voting := 0
 	for _, m := range ms {
-		if m.IsLearner {
+		if !m.IsLearner {
+			voting++
+		}
+	}
+	conns := []*memberConn{}
+	for _, m := range ms {
+		if m.IsLearner || voting < 2 {
+			// One member: nothing to compare it with.
 			continue
 		}
 		c := &memberConn{m: m}

@@ -385,6 +385,11 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 			continue
 		}
 		if end, op, ok := batchEnd(w, plans, i, o); ok && i >= single && end-i > 1 {
+			for _, bp := range plans[i:end] {
+				if _, err := checkMembers(ctx, w, bp.Key); err != nil {
+					return fail(i, end, fmt.Errorf("%s: %w", bp.ObjectName(), err))
+				}
+			}
 			results, err := writeBatch(ctx, plans[i:end], o.ApplyOptions, op)
 			switch {
 			case err == nil:
