@@ -66,11 +66,11 @@ type PendingCreateError struct {
 }
 
 func (e *PendingCreateError) Error() string {
-	who := "members " + strings.Join(e.Members, "; ")
+	who := "member " + strings.Join(e.Members, "; member ")
 	if e.Err != nil {
-		who = fmt.Sprintf("a member (the members could not be listed: %v)", e.Err)
+		who = fmt.Sprintf("any member (the members could not be listed: %v)", e.Err)
 	}
-	return fmt.Sprintf("restore %s from %s: %v: audit.log records the create backup %s was taken for as of unknown outcome, and the key is absent; a create cannot be fenced off (it compares on the key being absent), so it may still land while %s hold it; nothing written",
+	return fmt.Sprintf("restore %s from %s: %v: audit.log records the create backup %s was taken for as of unknown outcome, and the key is absent; a create cannot be fenced off (it compares on the key being absent), so it may still land through %s; nothing written",
 		e.Key, e.Backup, ErrUncertain, filepath.Base(e.Backup), who)
 }
 
