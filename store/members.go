@@ -38,8 +38,11 @@ type MemberHash struct {
 
 // memberConn is a client of one member alone.
 type memberConn struct {
-	m   Member
-	cli *clientv3.Client
+	m Member
+	// urls are where it is reached: an endpoint given that answers as
+	// it, else the client URLs it advertises.
+	urls []string
+	cli  *clientv3.Client
 	// dead is why the member did not answer once: it is not asked again
 	// during this run.
 	dead error
@@ -69,23 +72,40 @@ func (e *Etcd) memberConns(ctx context.Context) ([]*memberConn, error) {
 			voting++
 		}
 	}
+	// A member reached through an endpoint given is reached there (a
+	// tunnel, an address its certificate names), not at the URLs it
+	// advertises.
+	given := map[uint64]string{}
+	if voting >= 2 {
+		for _, ep := range e.cfg.Endpoints {
+			sctx, cancel := context.WithTimeout(ctx, min(memberTimeout, e.cfg.CommandTimeout))
+			st, err := e.cli.Status(sctx, ep)
+			cancel()
+			if err == nil && st.Header != nil {
+				given[st.Header.MemberId] = ep
+			}
+		}
+	}
 	conns := []*memberConn{}
 	for _, m := range ms {
 		if m.IsLearner || voting < 2 {
 			// One member: nothing to compare it with.
 			continue
 		}
-		c := &memberConn{m: m}
-		if len(m.ClientURLs) == 0 {
+		c := &memberConn{m: m, urls: m.ClientURLs}
+		if ep, ok := given[m.ID]; ok {
+			c.urls = []string{ep}
+		}
+		if len(c.urls) == 0 {
 			c.dead = fmt.Errorf("member %s has no client URL (not started)", m.Name)
 		} else if c.cli, err = clientv3.New(clientv3.Config{
-			Endpoints: m.ClientURLs,
+			Endpoints: c.urls,
 			TLS:       tlsConfig,
 			Username:  e.cfg.User,
 			Password:  e.cfg.Password,
 			Logger:    zap.NewNop(),
 		}); err != nil {
-			c.dead = fmt.Errorf("member %s at %s: %w", m.Name, strings.Join(m.ClientURLs, ","), err)
+			c.dead = fmt.Errorf("member %s at %s: %w", m.Name, strings.Join(c.urls, ","), err)
 		}
 		conns = append(conns, c)
 	}
@@ -126,7 +146,7 @@ func (e *Etcd) eachMember(ctx context.Context, conns []*memberConn, fn func(ctx 
 			defer cancel()
 			err := fn(mctx, c)
 			if err != nil && ctx.Err() == nil && errors.Is(mctx.Err(), context.DeadlineExceeded) {
-				err = fmt.Errorf("member %s at %s did not answer within %s: %w", c.m.Name, strings.Join(c.m.ClientURLs, ","), min(memberTimeout, e.cfg.CommandTimeout), ErrUnavailable)
+				err = fmt.Errorf("member %s at %s did not answer within %s: %w", c.m.Name, strings.Join(c.urls, ","), min(memberTimeout, e.cfg.CommandTimeout), ErrUnavailable)
 				e.mu.Lock()
 				c.dead = err
 				e.mu.Unlock()
@@ -240,7 +260,7 @@ func (e *Etcd) MemberHashes(ctx context.Context) ([]MemberHash, int64, error) {
 			defer wg.Done()
 			hctx, cancel := context.WithTimeout(ctx, max(e.cfg.CommandTimeout, hashKVTimeout))
 			defer cancel()
-			resp, err := c.cli.HashKV(hctx, c.m.ClientURLs[0], rev)
+			resp, err := c.cli.HashKV(hctx, c.urls[0], rev)
 			if err != nil {
 				out[i].Err = rpcError(fmt.Sprintf("hashkv of member %s at revision %d", c.m.Name, rev), err)
 				return

@@ -48,7 +48,7 @@ func (e *MembersDifferError) Hint() string {
 const (
 	membersSettle   = 2 * time.Second
 	membersApply    = 5 * time.Second
-	membersInterval = 100 * time.Millisecond
+	membersInterval = 25 * time.Millisecond
 )
 
 // keyState says what a member holds at a key: its mod revision and the
