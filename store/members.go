@@ -160,10 +160,11 @@ func (e *Etcd) eachMember(ctx context.Context, conns []*memberConn, fn func(ctx 
 	return errs
 }
 
-// MemberKeys reads key on every voting member the cluster lists, each
-// alone and serializably (what that member holds, not what the leader
-// says), all at once.
-func (e *Etcd) MemberKeys(ctx context.Context, key string) ([]MemberKey, error) {
+// MemberKeys reads key at revision rev (0: the latest) on every voting
+// member the cluster lists, each alone and serializably (what that member
+// holds, not what the leader says), all at once. A member that has not
+// reached rev answers with an error.
+func (e *Etcd) MemberKeys(ctx context.Context, key string, rev int64) ([]MemberKey, error) {
 	conns, err := e.memberConns(ctx)
 	if err != nil {
 		return nil, err
@@ -171,7 +172,7 @@ func (e *Etcd) MemberKeys(ctx context.Context, key string) ([]MemberKey, error) 
 	out := make([]MemberKey, len(conns))
 	errs := e.eachMember(ctx, conns, func(ctx context.Context, c *memberConn) error {
 		i := indexOf(conns, c)
-		resp, err := c.cli.Get(ctx, key, clientv3.WithSerializable())
+		resp, err := c.cli.Get(ctx, key, clientv3.WithSerializable(), clientv3.WithRev(rev))
 		if err == nil && len(resp.Kvs) > 0 {
 			out[i].KV = keyValue(resp.Kvs[0], true)
 		}
@@ -284,7 +285,7 @@ func indexOf(conns []*memberConn, c *memberConn) int {
 // MemberReader is a store that can read a key on each member of its
 // cluster: a live etcd, or a Routed store for the key's etcd.
 type MemberReader interface {
-	MemberKeys(ctx context.Context, key string) ([]MemberKey, error)
+	MemberKeys(ctx context.Context, key string, rev int64) ([]MemberKey, error)
 	GetAny(ctx context.Context, key string) (*KeyValue, error)
 }
 
@@ -295,9 +296,9 @@ var (
 
 // MemberKeys reads key on each member of its store's cluster; a store
 // that is not a live etcd answers nil.
-func (r *Routed) MemberKeys(ctx context.Context, key string) ([]MemberKey, error) {
+func (r *Routed) MemberKeys(ctx context.Context, key string, rev int64) ([]MemberKey, error) {
 	if m, ok := r.storeFor(key).(MemberReader); ok {
-		return m.MemberKeys(ctx, key)
+		return m.MemberKeys(ctx, key, rev)
 	}
 	return nil, nil
 }

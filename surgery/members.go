@@ -74,7 +74,7 @@ func checkMembers(ctx context.Context, w store.Writer, key string) ([]string, er
 	}
 	deadline := time.Now().Add(membersSettle)
 	for {
-		mks, err := mr.MemberKeys(ctx, key)
+		mks, err := mr.MemberKeys(ctx, key, 0)
 		if err != nil {
 			return nil, fmt.Errorf("%s: list the etcd members to compare the key on each: %w; nothing written", key, err)
 		}
@@ -124,8 +124,9 @@ func membersDiffer(key string, groups map[string][]string, n int) error {
 }
 
 // majorityHolds waits (membersApply at most) until a majority of the
-// cluster's members, each read alone, hold p's write made at rev: the new
-// value at that revision, or for a delete the key absent. A store that
+// cluster's members, each read alone at revision rev, hold p's write made
+// at rev: the new value at that revision, or for a delete the key absent
+// (a member that has not reached rev yet is asked again). A store that
 // cannot read members is not checked. It returns nil once they do, else an
 // *UncertainError: a member answered "written", and the cluster does not
 // show it.
@@ -134,6 +135,8 @@ func majorityHolds(ctx context.Context, w store.Writer, p *Plan, rev int64) erro
 	if !ok {
 		return nil
 	}
+	// Read at rev: what a member holds once it applied the write, later
+	// writes of others aside.
 	want := func(kv *store.KeyValue) bool {
 		if p.Delete {
 			return kv == nil
@@ -143,7 +146,7 @@ func majorityHolds(ctx context.Context, w store.Writer, p *Plan, rev int64) erro
 	ctx = context.WithoutCancel(ctx)
 	deadline := time.Now().Add(membersApply)
 	for {
-		mks, err := mr.MemberKeys(ctx, p.Key)
+		mks, err := mr.MemberKeys(ctx, p.Key, rev)
 		if err != nil || len(mks) < 2 {
 			return nil
 		}
@@ -151,7 +154,7 @@ func majorityHolds(ctx context.Context, w store.Writer, p *Plan, rev int64) erro
 		for _, mk := range mks {
 			switch {
 			case mk.Err != nil:
-				others = append(others, fmt.Sprintf("%s did not answer", mk.Member.Name))
+				others = append(others, fmt.Sprintf("%s did not answer at revision %d (%v)", mk.Member.Name, rev, mk.Err))
 			case want(mk.KV):
 				holds = append(holds, mk.Member.Name)
 			default:

@@ -92,7 +92,7 @@ func pendingCreate(ctx context.Context, r store.Reader, b *Backup) error {
 	if !ok {
 		return nil
 	}
-	mks, err := mr.MemberKeys(ctx, b.Key)
+	mks, err := mr.MemberKeys(ctx, b.Key, 0)
 	if err != nil {
 		return &PendingCreateError{Key: b.Key, Backup: b.Path, Err: err}
 	}
