@@ -350,6 +350,9 @@ func (c Planner) planPutBackRaw(ctx context.Context, r store.Reader, b *Backup, 
 	}
 	p.Expect, p.Lease = kv.ModRevision, kv.Lease
 	p.Before = &stored.Current{KV: *kv, GR: gr}
+	if digest(kv.Value) == b.SHA256 && b.mayStillApply(kv.ModRevision) {
+		return planFence(p, b, kv, gr), nil
+	}
 	if digest(kv.Value) == b.SHA256 {
 		p.NoOp = true
 		p.NoOpReason = fmt.Sprintf("%s already holds the bytes of backup %s (revision %d): restored before", b.Key, filepath.Base(b.Path), kv.ModRevision)
