@@ -74,6 +74,12 @@ type Result struct {
 // stays, harmless, with a not-written outcome line. A write made whose
 // outcome line audit.log did not take is reported in Result.AuditErr.
 //
+// On a live etcd of several members, the key is first compared on each
+// (checkMembers): members that hold it differently refuse the write, a
+// *MembersDifferError, before the backup. Once a member answers that the
+// write was made, a majority must hold it (majorityHolds), or its outcome
+// is uncertain.
+//
 // When the transaction's answer is lost (a timeout, a lost connection,
 // ctx cancelled while it was under way), resolve finds out what happened;
 // an outcome it cannot establish is an *UncertainError (ErrUncertain),
