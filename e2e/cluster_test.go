@@ -54,6 +54,9 @@ type ClusterOptions struct {
 	// EtcdFlags are more etcd flags for every member (such as
 	// --quota-backend-bytes=N), appended after the harness's own.
 	EtcdFlags []string
+	// EtcdOnly starts etcd alone, without a kube-apiserver (for tests of
+	// etcd's faults, run with --verify=never).
+	EtcdOnly bool
 }
 
 // Cluster is an etcd (one member unless ClusterOptions.EtcdMembers says
@@ -96,6 +99,9 @@ func NewCluster(name string, opts ClusterOptions) (c *Cluster, err error) {
 	}()
 	if err := c.startEtcd(); err != nil {
 		return nil, err
+	}
+	if opts.EtcdOnly {
+		return c, nil
 	}
 	if c.pki, err = newPKI(filepath.Join(dir, "pki")); err != nil {
 		return nil, err
@@ -176,6 +182,8 @@ type EtcdMember struct {
 	ClientURL string
 	PeerURL   string
 	proc      *proc
+	args      []string // how it was started, for Restart
+	logPath   string
 }
 
 // startEtcdMembers starts an etcd cluster of n members, each on its own
@@ -209,8 +217,8 @@ func (c *Cluster) startEtcdMembers(n int) error {
 		}
 		c.EtcdURL = c.Members[0].ClientURL
 		for _, m := range c.Members {
-			p, err := startProc("etcd "+m.Name, filepath.Join(c.Dir, fmt.Sprintf("etcd-%s-%d-%d.log", m.Name, time.Now().UnixNano(), attempt)), suite.etcd, append([]string{
-				"--name", m.Name,
+			m.logPath = filepath.Join(c.Dir, fmt.Sprintf("etcd-%s-%d-%d.log", m.Name, time.Now().UnixNano(), attempt))
+			m.args = append([]string{"--name", m.Name,
 				"--data-dir", m.DataDir,
 				"--listen-client-urls", m.ClientURL,
 				"--advertise-client-urls", m.ClientURL,
@@ -220,7 +228,8 @@ func (c *Cluster) startEtcdMembers(n int) error {
 				"--initial-cluster-token", "e2e-" + c.Name,
 				"--unsafe-no-fsync",
 				"--log-level", "warn",
-			}, c.opts.EtcdFlags...)...)
+			}, c.opts.EtcdFlags...)
+			p, err := startProc("etcd "+m.Name, m.logPath, suite.etcd, m.args...)
 			if err != nil {
 				c.stopMembers()
 				return err

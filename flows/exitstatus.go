@@ -35,7 +35,7 @@ var exitRules = []struct {
 	{exitcode.Refused, errorIs(codec.ErrLossy, surgery.ErrImmutableField, surgery.ErrExists,
 		surgery.ErrChangedSinceBackup, surgery.ErrBadBackup, surgery.ErrTooLarge, surgery.ErrTooManyOps,
 		surgery.ErrInvalid, surgery.ErrNotApplicable,
-		surgery.ErrKeyMismatch, surgery.ErrOtherCluster, surgery.ErrPlaintextIntoEncrypted,
+		surgery.ErrKeyMismatch, surgery.ErrMembersDiffer, surgery.ErrOtherCluster, surgery.ErrPlaintextIntoEncrypted,
 		surgery.ErrUnsafeBackupDir, surgery.ErrReadable, surgery.ErrSeveralWrites, surgery.ErrOperationIncomplete, surgery.ErrBadOperationID, surgery.ErrNotObjectKey, verify.ErrRejected, verify.ErrCannotVerify, wal.ErrCheckFailed, wal.ErrBeforeBase,
 		store.ErrOutputExists, store.ErrMemberDir)},
 	{exitcode.Decode, errorIs(encryption.ErrKeyNotFound, encryption.ErrNoConfig, encryption.ErrWrongKey,

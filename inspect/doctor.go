@@ -285,6 +285,9 @@ func checkCluster(ctx context.Context, r *DoctorReport, cl store.Cluster) {
 		r.Add(CheckWarn, "health", "no endpoint given is the leader: writes are forwarded to it")
 	}
 	checkAlarms(ctx, r, cl)
+	if mh, ok := cl.(memberHasher); ok {
+		checkMemberHashes(ctx, r, mh)
+	}
 }
 
 // alarmLister lists a cluster's alarms (store.Etcd).
@@ -314,6 +317,67 @@ func checkAlarms(ctx context.Context, r *DoctorReport, cl store.Cluster) {
 			continue
 		}
 		r.Add(CheckFail, "alarms", "%s raised by member %x", a.Type, a.MemberID)
+	}
+}
+
+// memberHasher hashes each member's keyspace at one revision
+// (store.Etcd.MemberHashes).
+type memberHasher interface {
+	MemberHashes(ctx context.Context) ([]store.MemberHash, int64, error)
+}
+
+// checkMemberHashes compares the members' hashes of their keyspace at one
+// revision (etcd's HashKV, as `etcdctl endpoint hashkv --rev` gives it):
+// members that apply the same log hold the same keys, and a member whose
+// hash differs from the majority's diverged (restored from an old
+// snapshot, a bad disk), whatever its status says.
+func checkMemberHashes(ctx context.Context, r *DoctorReport, mh memberHasher) {
+	hashes, rev, err := mh.MemberHashes(ctx)
+	if err != nil {
+		r.Add(CheckWarn, "hashkv", "the members could not be listed to compare their hashes: %v", err)
+		return
+	}
+	if len(hashes) < 2 {
+		return
+	}
+	groups := map[store.HashKV][]string{}
+	compacts := map[int64]bool{}
+	for _, h := range hashes {
+		if h.Err != nil {
+			r.Add(CheckWarn, "hashkv", "member %s: %v; it is not compared", h.Member.Name, h.Err)
+			continue
+		}
+		groups[h.Hash] = append(groups[h.Hash], h.Member.Name)
+		compacts[h.Hash.CompactRevision] = true
+	}
+	if len(compacts) > 1 {
+		// A compaction was under way: hashes of different compactions
+		// tell nothing.
+		r.Add(CheckWarn, "hashkv", "the members hashed their keyspace at revision %d after different compactions (a compaction was under way): not compared; run doctor again", rev)
+		return
+	}
+	if len(groups) == 1 {
+		for h, names := range groups {
+			r.Add(CheckOK, "hashkv", "%s hash their keyspace alike at revision %d (hashkv %d, compact revision %d)", strings.Join(names, ", "), rev, h.Hash, h.CompactRevision)
+		}
+		return
+	}
+	var majority store.HashKV
+	found := false
+	for h, names := range groups {
+		if len(names) > len(hashes)/2 {
+			majority, found = h, true
+		}
+	}
+	for h, names := range groups {
+		switch {
+		case found && h == majority:
+			r.Add(CheckOK, "hashkv", "%s: hashkv %d at revision %d (compact revision %d), the majority", strings.Join(names, ", "), h.Hash, rev, h.CompactRevision)
+		case found:
+			r.Add(CheckFail, "hashkv", "member %s diverged: hashkv %d at revision %d (compact revision %d), the majority's %d (compact revision %d); compare the members' keys with etcdpvc diff --members and repair it (the runbook diverged-member.md)", strings.Join(names, ", "), h.Hash, rev, h.CompactRevision, majority.Hash, majority.CompactRevision)
+		default:
+			r.Add(CheckFail, "hashkv", "%s: hashkv %d at revision %d (compact revision %d); no majority of the members hashes alike: compare their keys with etcdpvc diff --members", strings.Join(names, ", "), h.Hash, rev, h.CompactRevision)
+		}
 	}
 }
 

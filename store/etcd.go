@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,6 +103,10 @@ type Etcd struct {
 	read     []clientv3.OpOption // consistency options of every read
 	// clusterID is the cluster ID in the header of the connection probe.
 	clusterID atomic.Uint64
+	// mu guards members: a client of each member, opened on first use
+	// (memberConns).
+	mu      sync.Mutex
+	members []*memberConn
 }
 
 var (
@@ -243,7 +248,10 @@ func (e *Etcd) ClusterID(ctx context.Context) (uint64, error) {
 }
 
 // Close closes the connection.
-func (e *Etcd) Close() error { return e.cli.Close() }
+func (e *Etcd) Close() error {
+	e.closeMembers()
+	return e.cli.Close()
+}
 
 // maxRelists is how many compactions in a row List continues after
 // without reading a key in between.

@@ -74,6 +74,12 @@ type Result struct {
 // stays, harmless, with a not-written outcome line. A write made whose
 // outcome line audit.log did not take is reported in Result.AuditErr.
 //
+// On a live etcd of several members, the key is first compared on each
+// (checkMembers): members that hold it differently refuse the write, a
+// *MembersDifferError, before the backup. Once a member answers that the
+// write was made, a majority must hold it (majorityHolds), or its outcome
+// is uncertain.
+//
 // When the transaction's answer is lost (a timeout, a lost connection,
 // ctx cancelled while it was under way), resolve finds out what happened;
 // an outcome it cannot establish is an *UncertainError (ErrUncertain),
@@ -88,6 +94,12 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 		return nil, err
 	}
 	o = o.withDefaults()
+	// The members first: a write through a member that holds another
+	// state than the others is not the cluster's.
+	memberWarnings, err := checkMembers(ctx, w, p.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", op.verb, p.ObjectName(), err)
+	}
 	now := o.Now().UTC()
 	b := backupOf(p, o, now)
 	path, err := writeBackup(o.BackupDir, b, now)
@@ -108,7 +120,7 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 		return nil, fmt.Errorf("%s %s: record the write in %s before sending it: %w; %s%s", op.verb, p.ObjectName(), logPath, err, op.nothing, dropBackups(o.BackupDir, path))
 	}
 
-	res := &Result{BackupPath: path}
+	res := &Result{BackupPath: path, Warnings: memberWarnings}
 	rev, err := op.send(ctx)
 	if err != nil {
 		var ce *store.ConflictError
@@ -128,6 +140,10 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 		if err != nil {
 			return nil, settleFailed(logPath, rec, err)
 		}
+	}
+	// The answer is one member's: a majority must hold the write.
+	if err := majorityHolds(ctx, w, p, rev); err != nil {
+		return nil, settleFailed(logPath, rec, err)
 	}
 	res.Revision = rev
 	rec.ToRevision = rev
@@ -189,6 +205,7 @@ func auditOf(p *Plan, b *Backup, path string, o ApplyOptions, now time.Time) Aud
 		NewSHA256:    b.NewSHA256,
 		Endpoints:    o.Endpoints,
 		ToolVersion:  o.ToolVersion,
+		Settles:      p.Settles,
 	}
 	prefix := ""
 	if o.Source != nil {
@@ -374,6 +391,11 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 			continue
 		}
 		if end, op, ok := batchEnd(w, plans, i, o); ok && i >= single && end-i > 1 {
+			for _, bp := range plans[i:end] {
+				if _, err := checkMembers(ctx, w, bp.Key); err != nil {
+					return fail(i, end, fmt.Errorf("%s: %w", bp.ObjectName(), err))
+				}
+			}
 			results, err := writeBatch(ctx, plans[i:end], o.ApplyOptions, op)
 			switch {
 			case err == nil:
@@ -587,6 +609,9 @@ type UncertainError struct {
 	// AuditErr is why the audit log could not record the outcome, if it
 	// could not.
 	AuditErr error
+	// Fence is the revision of the last fence resolve landed (0: none):
+	// a retry sent after it compares on it, and may still apply.
+	Fence int64
 }
 
 func (e *UncertainError) Error() string {
@@ -660,8 +685,16 @@ func pauseOrDone(ctx context.Context) {
 // done.
 func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64, []string, error) {
 	obj := p.ObjectName()
+	// expect is the revision every transaction of this write still
+	// outstanding compares against (or an older one): the plan's, then
+	// each fence's.
+	expect := p.Expect
 	uncertain := func(reason string) error {
-		return &UncertainError{Key: p.Key, Object: obj, Expect: p.Expect, Reason: reason, Cause: txnErr}
+		e := &UncertainError{Key: p.Key, Object: obj, Expect: p.Expect, Reason: reason, Cause: txnErr}
+		if expect != p.Expect {
+			e.Fence = expect
+		}
+		return e
 	}
 	rd, ok := w.(store.Reader)
 	if !ok {
@@ -680,10 +713,6 @@ func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64,
 		lost = fmt.Sprintf("the write was interrupted while its transaction was under way (%v)", txnErr)
 	}
 
-	// expect is the revision every transaction of this write still
-	// outstanding compares against (or an older one): the plan's, then
-	// each fence's.
-	expect := p.Expect
 	fenceSent := false
 	retries := 0
 	lastErr := txnErr
@@ -730,7 +759,7 @@ func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64,
 			}
 			return 0, nil, uncertain(fmt.Sprintf("%s; the transaction could not be fenced off (last error: %v), so it may still apply", lost, lastErr))
 		}
-		kv, err := rd.Get(rctx, p.Key, 0)
+		kv, err := readAny(rctx, rd, p.Key)
 		absent := errors.Is(err, store.ErrNotFound)
 		if err != nil && !absent {
 			lastErr = err
@@ -859,7 +888,7 @@ func settleFailed(logPath string, rec Record, err error) error {
 	var ue *UncertainError
 	if errors.As(err, &ue) {
 		ue.Backup = rec.Backup
-		rec.Outcome, rec.Resolution = OutcomeUncertain, []string{ue.Reason}
+		rec.Outcome, rec.Resolution, rec.Fence = OutcomeUncertain, []string{ue.Reason}, ue.Fence
 		ue.AuditErr = appendAudit(logPath, rec)
 		return err
 	}

@@ -55,6 +55,9 @@ type Plan struct {
 	// Delete makes the write a compare-and-delete of Key at Expect instead
 	// of a put (restore of a backup that recorded a create).
 	Delete bool
+	// Settles is the backup of a write of unknown outcome that this plan,
+	// a fence, makes unable to apply (recorded in its audit lines).
+	Settles string
 }
 
 // MakePlan reads key at the latest revision with a linearizable read,

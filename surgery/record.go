@@ -114,6 +114,10 @@ type Record struct {
 	// bytes so that a transaction whose answer was lost can no longer
 	// apply (a not-written outcome); 0: none.
 	Fence int64 `json:"fence,omitempty"`
+	// Settles is the backup of a write of unknown outcome that this write,
+	// a fence by restore, made unable to apply: the key rewritten with
+	// its own bytes, at a new revision.
+	Settles string `json:"settles,omitempty"`
 }
 
 // AuditRecord is a line of audit.log: a Record.

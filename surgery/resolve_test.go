@@ -153,7 +153,13 @@ func proxied(t *testing.T) (direct *store.Etcd, p *etcdtest.Proxy, through *stor
 	t.Helper()
 	c, direct := startEtcd(t)
 	p = etcdtest.StartProxy(t, c.ClientURL(0))
-	return direct, p, openStore(t, []string{p.Endpoint()})
+	through = openStore(t, []string{p.Endpoint()})
+	// The members are listed once per store (a write compares its key on
+	// each): now, so that the proxy counts the resolution's requests.
+	if err := through.ListMembers(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return direct, p, through
 }
 
 // resetPVC puts the terminating claim back at pvcKey (creating it if

@@ -205,6 +205,11 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 	}
 	p.Expect, p.Lease = kv.ModRevision, kv.Lease
 	sum := digest(kv.Value)
+	if sum == b.SHA256 && b.mayStillApply(kv.ModRevision) {
+		// The write may still be on its way (a frozen member holds it):
+		// fence it off, as Apply's resolve does.
+		return planFence(p, b, kv, gr), nil
+	}
 	if sum == b.SHA256 {
 		p.Before, p.NoOp = &stored.Current{KV: *kv, GR: gr}, true
 		p.NoOpReason = fmt.Sprintf("%s already holds the value of backup %s (revision %d): restored before, or never changed", b.Key, filepath.Base(b.Path), kv.ModRevision)
@@ -257,10 +262,18 @@ func (c Planner) planUncreate(ctx context.Context, r store.Reader, b *Backup, fo
 		Description: fmt.Sprintf("restore %s from backup %s: delete the key that %q created", b.Key, filepath.Base(b.Path), b.Operation),
 	}
 	kv, err := r.Get(ctx, b.Key, 0)
+	if errors.Is(err, store.ErrNotFound) && b.mayStillApply(0) {
+		if err := pendingCreate(ctx, r, b); err != nil {
+			return nil, err
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		p.NoOp = true
 		p.Description = fmt.Sprintf("%s is already absent, as before %q", b.Key, b.Operation)
 		p.NoOpReason = fmt.Sprintf("%s is already absent, as before the create backup %s records", b.Key, filepath.Base(b.Path))
+		if b.mayStillApply(0) {
+			p.NoOpReason += "; audit.log records that create as of unknown outcome, and every member answers without holding the key: it did not land"
+		}
 		return p, nil
 	}
 	if err != nil {
@@ -337,6 +350,9 @@ func (c Planner) planPutBackRaw(ctx context.Context, r store.Reader, b *Backup, 
 	}
 	p.Expect, p.Lease = kv.ModRevision, kv.Lease
 	p.Before = &stored.Current{KV: *kv, GR: gr}
+	if digest(kv.Value) == b.SHA256 && b.mayStillApply(kv.ModRevision) {
+		return planFence(p, b, kv, gr), nil
+	}
 	if digest(kv.Value) == b.SHA256 {
 		p.NoOp = true
 		p.NoOpReason = fmt.Sprintf("%s already holds the bytes of backup %s (revision %d): restored before", b.Key, filepath.Base(b.Path), kv.ModRevision)
@@ -424,7 +440,7 @@ func resolveDelete(ctx context.Context, w store.Writer, p *Plan, txnErr error) e
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
 	defer cancel()
 	lost := fmt.Sprintf("the delete's answer was lost (%v)", txnErr)
-	kv, err := rd.Get(rctx, p.Key, 0)
+	kv, err := readAny(rctx, rd, p.Key)
 	switch {
 	case err == nil && kv.ModRevision == p.Expect:
 		frev, ferr := w.CompareAndSwap(rctx, p.Key, p.Expect, kv.Value, kv.Lease)

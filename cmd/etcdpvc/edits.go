@@ -236,6 +236,11 @@ func restoreCommand() command {
 			"otherwise than the encryption config's first provider stores it is sealed with that provider;\n" +
 			"without a config, a plaintext value is refused where the key holds an encrypted one.\n" +
 			"Restore makes a backup of its own first.\n\n" +
+			"A write whose outcome is unknown (audit.log records its intent or an uncertain outcome) may\n" +
+			"still apply while its key holds the backup's value: restore then fences it (rewrites the key\n" +
+			"with its own bytes, so that the lost transaction can never apply) instead of finding nothing to\n" +
+			"do. A create cannot be fenced: its undo exits with status 8, nothing written, while a member\n" +
+			"that may hold it does not answer; run it again once that member has restarted or answers.\n\n" +
 			"Several backups, or --operation ID --backup-dir DIR (every write of one command run: the\n" +
 			"backups in DIR that record it, cross-checked with audit.log, where a write whose backup is\n" +
 			"missing refuses the whole restore; a write of several keys prints this as its undo line), are\n" +

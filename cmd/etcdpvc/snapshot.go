@@ -6,6 +6,12 @@ package main
 // cluster (`etcdutl snapshot restore` onto every member) is printed with
 // the result.
 
+import (
+	"context"
+
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
 // openWriteSession opens the session a write command writes through: the
 // usual one (live etcd; a read-only --db file), or with --out a snapshot
 // copy of the --db file.
@@ -19,5 +25,12 @@ func openWriteSession(e *env, g *globalOptions, o writeOptions) (*cliSession, er
 	}
 	// Diffs follow get: managedFields (and last-applied) are hidden.
 	s.Planner.HideManagedFields = !o.ShowManagedFields
+	if cl, ok := store.AsCluster(s.Reader); ok {
+		if m, ok := cl.(interface{ ListMembers(context.Context) error }); ok {
+			// The members now, before any question: a write compares its
+			// key on each (an error here is met again there).
+			_ = m.ListMembers(e.ctx)
+		}
+	}
 	return s, nil
 }
