@@ -83,9 +83,9 @@ func (s *Session) Members(ctx context.Context, w io.Writer, r MembersRequest) er
 	case inspect.MembersAgree:
 		return nil
 	case inspect.MembersDiverged, inspect.MembersDiffer:
-		return fmt.Errorf("diff --members: %s: %w", sum.Verdict, inspect.ErrDiffer)
+		return fmt.Errorf("diff --members: %s: %w", inspect.MembersVerdict(sum), inspect.ErrDiffer)
 	case inspect.MembersIncomplete:
-		return &hintedError{&incompleteError{msg: "diff --members: " + sum.Verdict}, unreadHint(sum)}
+		return &hintedError{&incompleteError{msg: "diff --members: " + inspect.MembersVerdict(sum)}, unreadHint(sum)}
 	default:
 		return &hintedError{fmt.Errorf("diff --members: no key of the scope on any member: %w", inspect.ErrNothingCompared),
 			"-A compares every namespace; without RESOURCE every key under --prefix is compared (check --prefix: `etcdpvc stats` shows the keys' prefixes)"}

@@ -87,7 +87,7 @@ func TestMembersDiverged(t *testing.T) {
 	}
 	sum, recs := runMembers(t, live, MembersOptions{StorePrefix: "/registry", Rev: rev})
 	if sum.Outcome != MembersAgree || !sum.HashesEqual || len(recs) != 0 || sum.Keys != 22 {
-		t.Fatalf("live: outcome %s, hashes equal %v, %d records, %d keys: %s", sum.Outcome, sum.HashesEqual, len(recs), sum.Keys, sum.Verdict)
+		t.Fatalf("live: outcome %s, hashes equal %v, %d records, %d keys: %s", sum.Outcome, sum.HashesEqual, len(recs), sum.Keys, MembersVerdict(sum))
 	}
 	for _, m := range sum.Members {
 		if m.Keys != 22 || m.HashKV == nil || *m.HashKV != want["0"] {
@@ -119,7 +119,7 @@ func TestMembersDiverged(t *testing.T) {
 	}
 	sum, recs = runMembers(t, open(paths...), MembersOptions{StorePrefix: "/registry", Rev: rev})
 	if sum.Outcome != MembersDiverged || !cmp.Equal(sum.Diverged, []string{"m2.db"}) {
-		t.Fatalf("files: outcome %s, diverged %v: %s", sum.Outcome, sum.Diverged, sum.Verdict)
+		t.Fatalf("files: outcome %s, diverged %v: %s", sum.Outcome, sum.Diverged, MembersVerdict(sum))
 	}
 	type got struct{ Key, Member, How string }
 	var gots []got
@@ -187,8 +187,8 @@ func TestMembersDiverged(t *testing.T) {
 
 	// Two members: the keys, no majority named.
 	sum, recs = runMembers(t, open(paths[0], paths[2]), MembersOptions{StorePrefix: "/registry", Rev: rev})
-	if sum.Outcome != MembersDiffer || sum.Differ != 3 || sum.NoMajority != 3 || len(sum.Diverged) != 0 || !strings.Contains(sum.Verdict, "no majority") {
-		t.Errorf("two members: outcome %s, %d differ, %d without majority, diverged %v: %s", sum.Outcome, sum.Differ, sum.NoMajority, sum.Diverged, sum.Verdict)
+	if sum.Outcome != MembersDiffer || sum.Differ != 3 || sum.NoMajority != 3 || len(sum.Diverged) != 0 || !strings.Contains(MembersVerdict(sum), "no majority") {
+		t.Errorf("two members: outcome %s, %d differ, %d without majority, diverged %v: %s", sum.Outcome, sum.Differ, sum.NoMajority, sum.Diverged, MembersVerdict(sum))
 	}
 	if len(recs) != 3 || !strings.HasPrefix(recs[0].Lines()[0], "DIFFERS  -  configmaps demo changed  m0.db: mod revision") {
 		t.Errorf("two members: records %v", recs)
@@ -197,24 +197,24 @@ func TestMembersDiverged(t *testing.T) {
 	// The unaltered two agree.
 	sum, _ = runMembers(t, open(paths[0], paths[1]), MembersOptions{StorePrefix: "/registry", Rev: rev})
 	if sum.Outcome != MembersAgree || !sum.HashesEqual {
-		t.Errorf("unaltered members: %s: %s", sum.Outcome, sum.Verdict)
+		t.Errorf("unaltered members: %s: %s", sum.Outcome, MembersVerdict(sum))
 	}
 
 	// An empty scope compares nothing: no verdict, never "agree".
 	sum, _ = runMembers(t, open(paths...), MembersOptions{StorePrefix: "/registry", ListPrefix: "/registry/nothing/", Rev: rev})
-	if sum.Outcome != MembersNothingCompared || sum.Keys != 0 || strings.Contains(sum.Verdict, "agree") {
-		t.Errorf("empty scope: %s: %s", sum.Outcome, sum.Verdict)
+	if sum.Outcome != MembersNothingCompared || sum.Keys != 0 || strings.Contains(MembersVerdict(sum), "agree") {
+		t.Errorf("empty scope: %s: %s", sum.Outcome, MembersVerdict(sum))
 	}
 
 	// A member that cannot be opened, or read at the revision: incomplete.
 	srcs := append(open(paths[0], paths[1]), MemberSource{Name: "gone.db", Err: errors.New("open gone.db: no such file")})
 	sum, _ = runMembers(t, srcs, MembersOptions{StorePrefix: "/registry", Rev: rev})
-	if sum.Outcome != MembersIncomplete || !strings.Contains(sum.Verdict, "gone.db (open gone.db: no such file)") {
-		t.Errorf("unopened member: %s: %s", sum.Outcome, sum.Verdict)
+	if sum.Outcome != MembersIncomplete || !strings.Contains(MembersVerdict(sum), "gone.db (open gone.db: no such file)") {
+		t.Errorf("unopened member: %s: %s", sum.Outcome, MembersVerdict(sum))
 	}
 	sum, _ = runMembers(t, open(paths...), MembersOptions{StorePrefix: "/registry", Rev: 3})
 	if sum.Outcome != MembersNothingCompared && sum.Outcome != MembersIncomplete || sum.Keys != 0 {
-		t.Errorf("compacted revision: %s, %d keys: %s", sum.Outcome, sum.Keys, sum.Verdict)
+		t.Errorf("compacted revision: %s, %d keys: %s", sum.Outcome, sum.Keys, MembersVerdict(sum))
 	}
 	for _, m := range sum.Members {
 		if !strings.Contains(m.Error, "compacted") {
@@ -364,7 +364,7 @@ func TestMembersLiveAltered(t *testing.T) {
 	}
 	sum, recs := runMembers(t, srcs, MembersOptions{StorePrefix: "/registry", Rev: rev})
 	if sum.Outcome != MembersDiverged || !cmp.Equal(sum.Diverged, []string{"m2"}) || len(recs) != 3 {
-		t.Fatalf("outcome %s, diverged %v, %d records: %s", sum.Outcome, sum.Diverged, len(recs), sum.Verdict)
+		t.Fatalf("outcome %s, diverged %v, %d records: %s", sum.Outcome, sum.Diverged, len(recs), MembersVerdict(sum))
 	}
 	h0, h2 := sum.Members[0].HashKV, sum.Members[2].HashKV
 	if h0 == nil || h2 == nil || !h0.Comparable(*h2) || h0.Hash == h2.Hash || *sum.Members[1].HashKV != *h0 {

@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -239,286 +236,6 @@ type StatsOptions struct {
 	Details int
 }
 
-// stats accumulates a StatsReport.
-type stats struct {
-	StatsOptions
-	history bool
-	rep     *StatsReport
-	groups  map[string]*ResourceStats
-	bys     map[groupKey]*GroupStats
-	pairs   map[groupKey]*keyGroups
-	details *detailTally
-	unders  interned
-	leases  map[int64]*leaseAcc
-	top     topN[LargeObject]
-	// releases counts the Helm release revisions stored as Secrets.
-	releases map[[2]string]*HelmRelease
-}
-
-func newStats(o StatsOptions, history bool) *stats {
-	var d *detailTally
-	if o.Details > 0 {
-		d = newDetailTally(o.Details)
-	}
-	return &stats{StatsOptions: o, details: d, history: history, rep: &StatsReport{SchemaVersion: StatsSchemaVersion, By: o.By.Words()},
-		groups: map[string]*ResourceStats{}, bys: map[groupKey]*GroupStats{}, pairs: map[groupKey]*keyGroups{}, leases: map[int64]*leaseAcc{}, top: topN[LargeObject]{n: o.Top, less: smallerObject}}
-}
-
-// keyGroups are the groups a key is counted in: its resource's and its
-// --by group's.
-type keyGroups struct {
-	rs *ResourceStats
-	by *GroupStats
-}
-
-// groupsOf returns key's groups, made on first use; the key is parsed
-// once.
-func (s *stats) groupsOf(key string) *keyGroups {
-	r, ns, _, isObject := resource.ParseKey(s.Prefix, key)
-	if !isObject {
-		// A key under a resource's path naming no object is its
-		// resource's: its LIST fails on it (counted unreadable).
-		r, ns, isObject = resource.BadKey(s.Prefix, key)
-	}
-	var name string
-	if isObject {
-		name = r.String()
-	} else {
-		name, ns = GroupOf(s.Prefix, key), ""
-	}
-	if !s.By.Namespace {
-		ns = "" // one pair per resource: fewer, and found sooner
-	}
-	k := groupKey{name, ns}
-	if p := s.pairs[k]; p != nil {
-		return p
-	}
-	gs := s.groups[name]
-	if gs == nil {
-		gs = &ResourceStats{Resource: name, storage: map[string]int64{}, versions: map[versionKey]int64{}, unread: map[string]int64{}}
-		if isObject && s.Write != nil {
-			gs.WriteProvider = s.Write(r.GroupResource())
-		}
-		if isObject && s.Readers != nil {
-			gs.readers = s.Readers(r.GroupResource())
-		}
-		if s.history {
-			gs.withHistory()
-		}
-		s.groups[name] = gs
-	}
-	p := &keyGroups{rs: gs, by: s.byGroup(k)}
-	s.pairs[k] = p
-	return p
-}
-
-// object counts a current object of g.
-func (s *stats) object(g *keyGroups, key string, size, modRev, lease int64, under string) {
-	gs, bg := g.rs, g.by
-	gs.storage[under]++
-	for _, c := range []*Counts{&gs.Counts, &bg.Counts} {
-		c.Objects++
-		c.Bytes += size
-		if lease != 0 {
-			c.Leased++
-		}
-	}
-	s.rep.KeyBytes += int64(len(key))
-	if gs.Resource == "secrets" {
-		s.helm(key, size)
-	}
-	s.lease(lease, gs.Resource, size)
-	s.top.add(LargeObject{Key: key, Bytes: size, ModRevision: modRev})
-}
-
-// value reads the stored version of kv, a current object of gs, or
-// counts why it cannot be read. A key that names no object (the
-// apiserver's own: ranges, master leases) is not read.
-func (s *stats) value(ctx context.Context, gs *ResourceStats, kv *store.KeyValue) {
-	var t versionTally
-	t.add(ctx, s.StatsOptions, gs, kv)
-	s.merge(&t)
-}
-
-// versionTally counts stored versions and reasons not read, for merging
-// into a stats: what one worker of a parallel read found.
-type versionTally struct {
-	versions map[*ResourceStats]map[versionKey]int64
-	unread   map[*ResourceStats]map[string]int64
-	u        Unread
-	d        *detailTally
-}
-
-// add reads kv's stored version, or why it cannot be read, into t.
-func (t *versionTally) add(ctx context.Context, o StatsOptions, gs *ResourceStats, kv *store.KeyValue) {
-	var it ListItem
-	if r, ns, name, ok := resource.ParseKey(o.Prefix, kv.Key); ok {
-		it, _ = Read(ctx, o.Dec, r, ns, name, kv, 0)
-	} else if r, ns, bad := resource.BadKey(o.Prefix, kv.Key); bad {
-		it, _ = ReadBadKey(ctx, o.Dec, r, ns, kv, 0)
-	} else {
-		return
-	}
-	why := it.Unread
-	if it.Summary == nil && !it.UnreadEncrypted && strings.HasPrefix(why, "Undecodable: ") {
-		why = "Undecodable: " + it.Problem
-	}
-	if o.Details > 0 {
-		if t.d == nil {
-			t.d = newDetailTally(o.Details)
-		}
-		t.d.item(it, gs.Resource, why)
-	}
-	if it.Summary == nil {
-		if t.unread == nil {
-			t.unread = map[*ResourceStats]map[string]int64{}
-		}
-		if t.unread[gs] == nil {
-			t.unread[gs] = map[string]int64{}
-		}
-		t.unread[gs][why]++
-		t.u.Add(it)
-		return
-	}
-	if t.versions == nil {
-		t.versions = map[*ResourceStats]map[versionKey]int64{}
-	}
-	if t.versions[gs] == nil {
-		t.versions[gs] = map[versionKey]int64{}
-	}
-	t.versions[gs][versionKey{it.Summary.APIVersion, it.Summary.Kind}]++
-}
-
-// merge adds t's counts to s.
-func (s *stats) merge(t *versionTally) {
-	for gs, m := range t.versions {
-		for k, n := range m {
-			gs.versions[k] += n
-		}
-	}
-	for gs, m := range t.unread {
-		for k, n := range m {
-			gs.unread[k] += n
-		}
-	}
-	if t.d != nil {
-		s.details.merge(t.d)
-	}
-	u := &s.rep.Unread
-	u.Encrypted += t.u.Encrypted
-	u.Undecodable += t.u.Undecodable
-	u.NotHeld += t.u.NotHeld
-	u.WrongKey += t.u.WrongKey
-}
-
-// boltValues reads the stored version of each of current (keys of b
-// with their mod revisions, in revision order) on several cores, each
-// worker a run of them in its own read transaction, and adds them to s.
-func (s *stats) boltValues(ctx context.Context, b *store.Bolt, current []store.KeyValue, groups func(key string) *ResourceStats) error {
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(current)/1024))
-	tallies := make([]versionTally, workers)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := w*len(current)/workers, (w+1)*len(current)/workers
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[w] = b.ValuesOf(ctx, current[lo:hi], nil, func(kv *store.KeyValue) error {
-				tallies[w].add(ctx, s.StatsOptions, groups(kv.Key), kv)
-				return nil
-			})
-		}()
-	}
-	wg.Wait()
-	for w := range tallies {
-		s.merge(&tallies[w])
-	}
-	return errors.Join(errs...)
-}
-
-// finish totals the groups and sorts them by bytes.
-func (s *stats) finish() *StatsReport {
-	rep := s.rep
-	for _, gs := range s.groups {
-		rep.Objects += gs.Objects
-		rep.Bytes += gs.Bytes
-		rep.Leased += gs.Leased
-		gs.finishStorage()
-		gs.finishVersions()
-		rep.Resources = append(rep.Resources, gs)
-	}
-	sort.Slice(rep.Resources, func(i, j int) bool {
-		a, b := rep.Resources[i], rep.Resources[j]
-		if a.Bytes != b.Bytes {
-			return a.Bytes > b.Bytes
-		}
-		return a.Resource < b.Resource
-	})
-	rep.Groups = s.finishGroups()
-	if s.details != nil {
-		rep.Details = s.details.report()
-	}
-	rep.Largest = s.top.sorted()
-	rep.HelmReleases = s.finishHelm()
-	rep.NotRead = rep.Unread.Total()
-	if rep.Resources == nil {
-		rep.Resources = []*ResourceStats{}
-	}
-	return rep
-}
-
-// finishStorage turns the storage counts into Storage and Stale.
-func (gs *ResourceStats) finishStorage() {
-	gs.Storage = []*StorageCount{}
-	if gs.WriteProvider != "" {
-		gs.Stale = new(int64)
-	}
-	for p, n := range gs.storage {
-		c := &StorageCount{Provider: p, Objects: n}
-		if gs.readers != nil && !slices.Contains(gs.readers, p) {
-			c.NotReadable = true
-		} else if gs.WriteProvider != "" && p != gs.WriteProvider {
-			c.Stale = true
-			*gs.Stale += n
-		}
-		gs.Storage = append(gs.Storage, c)
-	}
-	sort.Slice(gs.Storage, func(i, j int) bool {
-		a, b := gs.Storage[i], gs.Storage[j]
-		if a.Objects != b.Objects {
-			return a.Objects > b.Objects
-		}
-		return a.Provider < b.Provider
-	})
-}
-
-// finishVersions turns the version and reason counts into StoredVersions
-// and Unreadable, most objects first.
-func (gs *ResourceStats) finishVersions() {
-	gs.StoredVersions = []*VersionCount{}
-	for k, n := range gs.versions {
-		gs.StoredVersions = append(gs.StoredVersions, &VersionCount{APIVersion: k.apiVersion, Kind: k.kind, Objects: n, RemovedIn: resource.RemovedIn(k.apiVersion, k.kind)})
-	}
-	sort.Slice(gs.StoredVersions, func(i, j int) bool {
-		a, b := gs.StoredVersions[i], gs.StoredVersions[j]
-		if a.Objects != b.Objects {
-			return a.Objects > b.Objects
-		}
-		return a.APIVersion+"/"+a.Kind < b.APIVersion+"/"+b.Kind
-	})
-	for why, n := range gs.unread {
-		gs.Unreadable = append(gs.Unreadable, &ReasonCount{Reason: why, Objects: n})
-	}
-	sort.Slice(gs.Unreadable, func(i, j int) bool {
-		a, b := gs.Unreadable[i], gs.Unreadable[j]
-		if a.Objects != b.Objects {
-			return a.Objects > b.Objects
-		}
-		return a.Reason < b.Reason
-	})
-}
-
 // keyState is a key's newest state during a db scan.
 type keyState struct {
 	groups *keyGroups
@@ -547,7 +264,7 @@ type keyState struct {
 // write provider are counted as stale.
 func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport, error) {
 	s := newStats(o, true)
-	prefix, progress := o.Prefix, o.Progress
+	prefix := o.Prefix
 	rep := s.rep
 	m := b.Meta()
 	if err := checkSince(o.Since, m.CompactRevision, m.Revision, "the db file"); err != nil {
@@ -574,9 +291,7 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 	revs, tombs, deleted := new(int64), new(int64), new(int64)
 	rep.Revisions, rep.Tombstones, rep.Deleted = revs, tombs, deleted
 	keys := map[string]*keyState{}
-	var n int64
 	err := b.ScanRevisions(ctx, prefix, func(ev store.Event) error {
-		n++
 		if rep.OldestRevision == 0 || ev.KV.ModRevision < rep.OldestRevision {
 			rep.OldestRevision = ev.KV.ModRevision
 		}
@@ -604,9 +319,7 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 			ks.deleted, ks.size, ks.lease, ks.modRev, ks.put = false, sz, ev.KV.Lease, ev.KV.ModRevision, true
 			ks.under = s.unders.index(StoredUnder(ev.KV.Value))
 		}
-		if progress != nil {
-			progress(n, int64(len(ev.KV.Value)), ev.KV.ModRevision)
-		}
+		s.tick(int64(len(ev.KV.Value)), ev.KV.ModRevision)
 		return nil
 	})
 	if err != nil && !errors.Is(err, store.ErrCorrupt) {
@@ -635,7 +348,7 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 			return nil, err
 		}
 	}
-	rep = s.finish()
+	rep = s.finish(ctx, b, "the db's lease bucket", "")
 	rep.HotKeys = topHot(o.Top, prefix, func(fn func(key string, revs, last int64, deleted bool)) {
 		for key, ks := range keys {
 			fn(key, int64(ks.revs), ks.modRev, ks.deleted)
@@ -643,9 +356,8 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 	})
 	rep.HotKeys.Counted, rep.HotKeys.Since, rep.HotKeys.ToRevision = "revisions held", o.Since, m.Revision
 	rep.HotKeys.managers(ctx, b, prefix, o.Open)
-	rep.Leases = s.finishLeases(ctx, b, "the db's lease bucket", "")
 	if err != nil {
-		rep.Incomplete = fmt.Sprintf("the scan stopped after %s: %v", Count(int(n), "revision", "revisions"), err)
+		rep.Incomplete = fmt.Sprintf("the scan stopped after %s: %v", Count(int(s.read), "revision", "revisions"), err)
 		return rep, err
 	}
 	return rep, nil
@@ -660,7 +372,7 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 // which revisions it spans (ReadFrom, ReadTo, and a note).
 func LiveStats(ctx context.Context, r store.Reader, o StatsOptions) (*StatsReport, error) {
 	s := newStats(o, false)
-	prefix, pageSize, progress := o.Prefix, o.PageSize, o.Progress
+	prefix := o.Prefix
 	rep := s.rep
 	info, err := r.Info(ctx)
 	if err != nil {
@@ -669,18 +381,13 @@ func LiveStats(ctx context.Context, r store.Reader, o StatsOptions) (*StatsRepor
 	rep.Revision, rep.CompactRevision = info.Revision, info.CompactRevision
 	rep.Snapshot = "not a file (live etcd)"
 	rep.Notes = append(rep.Notes, "live etcd: deleted keys, tombstones and the revisions held are unknown (read a snapshot with --db for them)")
-	var n int64
 	var span store.Span
-	rev, err := r.List(ctx, prefix, store.ListOptions{PageSize: pageSize, OnCompacted: span.Record}, func(kv *store.KeyValue) error {
-		n++
+	rev, err := r.List(ctx, prefix, store.ListOptions{PageSize: o.PageSize, OnCompacted: span.Record}, func(kv *store.KeyValue) error {
 		sz := int64(len(kv.Value))
 		g := s.groupsOf(kv.Key)
-		gs := g.rs
 		s.object(g, kv.Key, sz, kv.ModRevision, kv.Lease, StoredUnder(kv.Value))
-		s.value(ctx, gs, kv)
-		if progress != nil {
-			progress(n, sz, kv.ModRevision)
-		}
+		s.value(ctx, g.rs, kv)
+		s.tick(sz, kv.ModRevision)
 		return nil
 	})
 	if err != nil {
@@ -721,16 +428,14 @@ func LiveStats(ctx context.Context, r store.Reader, o StatsOptions) (*StatsRepor
 			rep.Revision, rep.CompactRevision = max(rep.Revision, info.Revision), info.CompactRevision
 		}
 	}
-	rep = s.finish()
 	switch l, ok := r.(store.Leaser); {
 	case ok:
-		rep.Leases = s.finishLeases(ctx, l, "etcd's lease list", "")
+		return s.finish(ctx, l, "etcd's lease list", ""), nil
 	case isRouted(r):
-		rep.Leases = s.finishLeases(ctx, nil, "", "several etcds (--etcd-servers-overrides): the leases each holds are not read")
+		return s.finish(ctx, nil, "", "several etcds (--etcd-servers-overrides): the leases each holds are not read"), nil
 	default:
-		rep.Leases = s.finishLeases(ctx, nil, "", "the source lists no leases (a write-ahead log's replay)")
+		return s.finish(ctx, nil, "", "the source lists no leases (a write-ahead log's replay)"), nil
 	}
-	return rep, nil
 }
 
 // isRouted reports whether r is a store routed over several etcds.

@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -86,58 +85,3 @@ type GroupStats struct {
 // NoNamespace is how the text tables name the group of keys in no
 // namespace.
 const NoNamespace = "(no namespace)"
-
-// byGroup returns the --by group of the keys of resource group and
-// namespace rk, made on first use.
-func (s *stats) byGroup(rk groupKey) *GroupStats {
-	var k groupKey
-	if s.By.Resource || !s.By.Namespace {
-		k.resource = rk.resource
-	}
-	if s.By.Namespace {
-		k.namespace = rk.namespace
-	}
-	g := s.bys[k]
-	if g == nil {
-		g = &GroupStats{}
-		if s.By.Resource || !s.By.Namespace {
-			r := k.resource
-			g.Resource = &r
-		}
-		if s.By.Namespace {
-			ns := k.namespace
-			g.Namespace = &ns
-		}
-		if s.history {
-			g.withHistory()
-		}
-		s.bys[k] = g
-	}
-	return g
-}
-
-// finishGroups sorts the --by groups, most bytes first.
-func (s *stats) finishGroups() []*GroupStats {
-	out := make([]*GroupStats, 0, len(s.bys))
-	for _, g := range s.bys {
-		out = append(out, g)
-	}
-	name := func(g *GroupStats) string {
-		var n string
-		if g.Resource != nil {
-			n = *g.Resource
-		}
-		if g.Namespace != nil {
-			n += "\x00" + *g.Namespace
-		}
-		return n
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Bytes != b.Bytes {
-			return a.Bytes > b.Bytes
-		}
-		return name(a) < name(b)
-	})
-	return out
-}

@@ -88,6 +88,21 @@ func openStore(e *env, g *globalOptions, out string) (*cliSession, error) {
 // overridesString renders overrides in the flag's syntax.
 func overridesString(os []kubeadm.Override) string { return session.OverridesString(os) }
 
+// readObject opens the store the global flags name, resolves the object
+// in's arguments name and runs read on them.
+func readObject(e *env, in *input, read func(*cliSession, resource.Ref) error) error {
+	s, err := openSession(e, in.g)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ref, err := s.ref(in.obj, in.namespace, in.key)
+	if err != nil {
+		return err
+	}
+	return read(s, ref)
+}
+
 // ref resolves a command's object arguments.
 func (s *cliSession) ref(args []string, namespace, key string) (resource.Ref, error) {
 	r, err := s.Resolver.ParseArgs(s.g.Prefix, args, namespace, key)

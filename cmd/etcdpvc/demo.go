@@ -7,8 +7,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/etcdpvc/etcdpvc/cmd/etcdpvc/internal/demo"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
-	"github.com/etcdpvc/etcdpvc/internal/demo"
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 )
 

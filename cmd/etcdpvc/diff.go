@@ -79,9 +79,14 @@ func diffCommand() command {
 			"file exactly as etcd does), with per-resource hashes of files for the resources that differ\n" +
 			"(not hashes etcd computes); and the verdict, which names a diverged member only when a strict\n" +
 			"majority agrees on every differing key and on the hashkv. -o json writes one JSON object a line\n" +
-			"(\"type\": \"key\", \"member\", \"total\", \"summary\"). Exit status: 0 when the members agree on\n" +
-			"every key compared, 11 when they differ (a diverged member named or not), 10 when a member could\n" +
-			"not be read (or not to the end), 13 (no verdict) when no key of the scope is on any member.",
+			"(\"type\": \"key\", \"member\", \"total\", \"summary\"): a diverged member's \"how\" (missing, extra,\n" +
+			"changed) and \"differs\" (the fields); the summary's \"outcome\" (agree, diverged, differ,\n" +
+			"incomplete, nothing-compared) and \"reason\" (the fact that decided it: majority, two-members,\n" +
+			"no-majority, hashkv-equal, hashkv-differs, hashkv-not-compared, no-hashkv-majority,\n" +
+			"hashkv-disagrees, unread, read-partly, empty-scope); the verdict's words only in \"message\".\n" +
+			"Exit status: 0 when the members agree on every key compared, 11 when they differ (a diverged\n" +
+			"member named or not), 10 when a member could not be read (or not to the end), 13 (no verdict)\n" +
+			"when no key of the scope is on any member.",
 		examples: `etcdpvc diff before.db after.db
 etcdpvc --db snapshot.db diff rev:1200 rev:1500 pvc -A
 etcdpvc --kubeadm diff snapshot.db live -A --ignore-metadata-only

@@ -14,11 +14,8 @@ import (
 
 // getOptions are the flags of `etcdpvc get`.
 type getOptions struct {
-	Args      []string
-	Namespace string
-	Key       string
-	Rev       int64
-	Print     printOptions
+	Rev   int64
+	Print printOptions
 	// Format is -o name, jsonpath or custom-columns (Kind "" for yaml,
 	// json and raw).
 	Format inspect.ListFormat
@@ -61,8 +58,7 @@ etcdpvc get pvc www-web-0 -n demo -o custom-columns=NAME:.metadata.name,SIZE:.sp
 			if err := getObject(c, in); err != nil {
 				return err
 			}
-			o := getOptions{Args: in.obj, Namespace: in.namespace, Key: in.key,
-				Rev: c.Int64("rev"), Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: !c.Bool("show-managed-fields")}, Force: c.Bool("force"), Index: c.Uint64("index")}
+			o := getOptions{Rev: c.Int64("rev"), Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: !c.Bool("show-managed-fields")}, Force: c.Bool("force"), Index: c.Uint64("index")}
 			if o.Index != 0 && o.Rev != 0 {
 				return usagef("give --rev or --index, not both")
 			}
@@ -81,21 +77,15 @@ etcdpvc get pvc www-web-0 -n demo -o custom-columns=NAME:.metadata.name,SIZE:.sp
 			if o.Index != 0 && len(in.g.WAL) == 0 {
 				return usagef("--index N reads raft index N of a write-ahead log: give --wal")
 			}
-			return runGet(e, in.g, o)
+			return readObject(e, in, func(s *cliSession, ref resource.Ref) error {
+				return printGot(e, s, ref, o)
+			})
 		},
 	}
 }
 
-func runGet(e *env, g *globalOptions, o getOptions) error {
-	s, err := openSession(e, g)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	ref, err := s.ref(o.Args, o.Namespace, o.Key)
-	if err != nil {
-		return err
-	}
+// printGot reads ref and prints it as o says.
+func printGot(e *env, s *cliSession, ref resource.Ref, o getOptions) error {
 	got, err := s.Get(e.ctx, e, flows.GetRequest{Key: ref.Key, Rev: o.Rev, Index: o.Index, Raw: o.Print.Output == "raw"})
 	if err != nil {
 		return err

@@ -4,17 +4,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/resource"
 )
-
-// historyOptions are the flags of `etcdpvc history`.
-type historyOptions struct {
-	Args      []string
-	Namespace string
-	Key       string
-	Output    string
-	// ShowSecrets shows a Secret's values in the change labels.
-	ShowSecrets bool
-}
 
 func historyCommand() command {
 	return command{
@@ -45,24 +36,13 @@ etcdpvc --db snapshot.db history cm web-config -n demo -o json`,
 			&cli.BoolFlag{Name: "show-secrets", Usage: "show the values of a Secret that changed instead of their sizes"},
 		},
 		action: func(c *cli.Context, e *env, in *input) error {
-			o := historyOptions{Args: in.obj, Namespace: in.namespace, Key: in.key, Output: c.String("output"), ShowSecrets: c.Bool("show-secrets")}
-			if err := cliargs.CheckOutput(o.Output, "table", "json", "yaml"); err != nil {
+			output, showSecrets := c.String("output"), c.Bool("show-secrets")
+			if err := cliargs.CheckOutput(output, "table", "json", "yaml"); err != nil {
 				return err
 			}
-			return runHistory(e, in.g, o)
+			return readObject(e, in, func(s *cliSession, ref resource.Ref) error {
+				return s.History(e.ctx, e.stdout, ref, output, showSecrets)
+			})
 		},
 	}
-}
-
-func runHistory(e *env, g *globalOptions, o historyOptions) error {
-	s, err := openSession(e, g)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	ref, err := s.ref(o.Args, o.Namespace, o.Key)
-	if err != nil {
-		return err
-	}
-	return s.History(e.ctx, e.stdout, ref, o.Output, o.ShowSecrets)
 }

@@ -18,9 +18,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdpvc/etcdpvc/cmd/etcdpvc/internal/demo"
 	"github.com/etcdpvc/etcdpvc/fixtures"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
-	"github.com/etcdpvc/etcdpvc/internal/demo"
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
 )
 
