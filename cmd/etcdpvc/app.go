@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -40,6 +41,9 @@ type env struct {
 	getenv func(string) string
 	// salvaged is the salvage report of a session opened with --salvage.
 	salvaged *salvage.Report
+	// prog is the program's name as help and usage lines show it:
+	// "etcdpvc", or "kubectl etcdpvc" for the kubectl plugin.
+	prog string
 	// opID is the run's operation id (operationID); result collects the
 	// records of a write command run with --result (withResult).
 	opID   string
@@ -210,6 +214,41 @@ func resolveGlobals(c *cli.Context, e *env) (*globalOptions, error) {
 	return &globalOptions{Options: o}, nil
 }
 
+// kubectlPlugin is the name kubectl runs the plugin `kubectl etcdpvc` by;
+// kubectlCompletion the name kubectl asks for its completions (kubectl's
+// plugin completion, since v1.26).
+const (
+	kubectlPlugin     = "kubectl-etcdpvc"
+	kubectlCompletion = "kubectl_complete-etcdpvc"
+)
+
+// programName is the program's name for help, usage and completion, from
+// the name it was invoked by (argv0): "kubectl etcdpvc" as the kubectl
+// plugin, else "etcdpvc". complete reports an invocation as kubectl's
+// completion program.
+func programName(argv0 string) (prog string, complete bool) {
+	switch filepath.Base(argv0) {
+	case kubectlPlugin:
+		return "kubectl etcdpvc", false
+	case kubectlCompletion:
+		return "kubectl etcdpvc", true
+	}
+	return "etcdpvc", false
+}
+
+// commandWord is the program's name where help text shows a command line:
+// at the start of a line, after a space, a backquote or a parenthesis.
+var commandWord = regexp.MustCompile("(^|[\\s`(])etcdpvc( |$)")
+
+// named is help text s with its command lines naming the program as
+// invoked (e.prog).
+func (e *env) named(s string) string {
+	if e.prog == "" || e.prog == "etcdpvc" {
+		return s
+	}
+	return commandWord.ReplaceAllString(s, "${1}"+e.prog+"${2}")
+}
+
 // command is one etcdpvc command, declared once: its help, its flags, what
 // arguments it takes and how they complete, and its action.
 type command struct {
@@ -371,7 +410,8 @@ func (cmd *command) run(c *cli.Context, e *env) error {
 
 func newApp(e *env) *cli.App {
 	app := &cli.App{
-		Name:            "etcdpvc",
+		Name:            e.prog,
+		HelpName:        e.prog,
 		Usage:           "break-glass surgery on Kubernetes objects stored in etcd",
 		Flags:           globalCLIFlags(),
 		Writer:          e.stdout,
@@ -381,12 +421,12 @@ func newApp(e *env) *cli.App {
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return flagUsageError(err, c.App.Flags)
 		},
-		Description: "etcdpvc reads, and edits with a diff, a durable backup and a compare-and-swap,\n" +
+		Description: e.named("etcdpvc reads, and edits with a diff, a durable backup and a compare-and-swap,\n" +
 			"the objects kube-apiserver stores in etcd, and reads etcd db and snapshot files offline.\n" +
 			"Text output and messages show what a terminal would take as a control, wherever it is stored\n" +
 			"(a name, a value), escaped: ESC as \\x1b, a right-to-left override as \\u202e. -o json writes\n" +
 			"such characters as JSON escapes (the same strings); -o yaml quotes the control characters as\n" +
-			"YAML does (\\e); -o raw writes the bytes as stored.\n\n" + exitStatusHelp,
+			"YAML does (\\e); -o raw writes the bytes as stored.\n\n" + exitStatusHelp),
 	}
 	for _, cmd := range commands() {
 		desc := cmd.desc
@@ -398,7 +438,7 @@ func newApp(e *env) *cli.App {
 			Name:        cmd.name,
 			Usage:       cmd.usage,
 			ArgsUsage:   cmd.argsUsage,
-			Description: strings.TrimSpace(desc),
+			Description: e.named(strings.TrimSpace(desc)),
 			Flags:       append(append([]cli.Flag{}, cmd.flags...), hiddenGlobalFlags()...),
 			Hidden:      cmd.hidden,
 			Action:      func(c *cli.Context) error { return cmd.run(c, e) },
@@ -424,11 +464,22 @@ func indent(s, prefix string) string {
 // run is the whole program: it parses args, runs one command and returns the
 // exit status. Only main exits.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runAs(ctx, "etcdpvc", args, stdin, stdout, stderr)
+}
+
+// runAs is run for the program invoked as argv0: as kubectl-etcdpvc (a
+// kubectl plugin) its help and usage name it `kubectl etcdpvc`; as
+// kubectl_complete-etcdpvc it answers kubectl's plugin completion.
+func runAs(ctx context.Context, argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	prog, kubectlComplete := programName(argv0)
+	if kubectlComplete {
+		args = append([]string{"__complete", "--kubectl", "--", prog}, args...)
+	}
 	quietKlog()
 	out, errOut := textout.NewEscaper(stdout), textout.NewEscaper(stderr)
 	defer errOut.Flush()
 	defer out.Flush()
-	e := &env{ctx: ctx, stdin: stdin, stdout: out, stderr: errOut, rawStdout: stdout, rawStderr: stderr, getenv: os.Getenv}
+	e := &env{ctx: ctx, stdin: stdin, stdout: out, stderr: errOut, rawStdout: stdout, rawStderr: stderr, getenv: os.Getenv, prog: prog}
 	app := newApp(e)
 	if len(args) == 1 && args[0] == "--version" {
 		args = []string{"version"} // the same words as `etcdpvc version`
