@@ -21,7 +21,7 @@ func AsRecorded(o *Options, src *surgery.Source) string {
 		if !o.Given[SettingPrefix] && src.Prefix != "" {
 			o.Prefix = src.Prefix
 		}
-		if !o.Given[SettingEncryptionConfig] && !o.Given["kubeadm"] && src.EncryptionConfig != "" {
+		if !o.Given[SettingEncryptionConfig] && !o.Given["kubeadm"] && !o.Given[SettingNode] && src.EncryptionConfig != "" {
 			o.EncryptionConfig = src.EncryptionConfig
 		}
 	}
