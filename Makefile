@@ -4,7 +4,7 @@ BIN      ?= bin/etcdpvc
 FUZZTIME ?= 20s
 PKGS     ?= ./...
 
-.PHONY: all build release test test-unit test-short test-browser bench bench-data bench-offline fuzz lint demo clean
+.PHONY: all build release image test test-unit test-short test-browser bench bench-data bench-offline fuzz lint demo clean
 
 all: lint build test
 
@@ -45,6 +45,17 @@ release:
 	cd dist && sha256sum etcdpvc-* > SHA256SUMS && cat SHA256SUMS
 	$(GO) run ./tools/krewmanifest -version $(VERSION) -uri-base $(KREW_URI_BASE) -out dist/plugins/etcdpvc.yaml dist/etcdpvc-$(VERSION)-*.tar.gz
 	$(GO) run $(KREW_VALIDATOR) -manifest dist/plugins/etcdpvc.yaml -skip-install
+
+# image builds the node image from release's static binaries, without a
+# container daemon (tools/image, go-containerregistry): dist/image, an OCI
+# layout of linux/amd64 and linux/arm64 (crane push dist/image REF), and
+# dist/etcdpvc-VERSION-linux-ARCH.image.tar for docker load. Entrypoint
+# /usr/local/bin/etcdpvc, user 65532 (any other works), version and source
+# labels.
+image: release
+	rm -rf dist/image
+	$(GO) run ./tools/image -version $(VERSION) -out dist/image -tar-prefix dist/etcdpvc-$(VERSION) \
+	  $(foreach p,$(RELEASE_PLATFORMS),$(p)=dist/etcdpvc-$(VERSION)-$(subst /,-,$(p)))
 
 # test runs the whole suite: unit tests with real in-process etcd servers
 # and the CLI's txtar scripts (test-unit), then the end-to-end suite against
