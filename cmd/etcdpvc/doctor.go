@@ -10,7 +10,6 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
-	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/verify"
 )
 
@@ -67,7 +66,11 @@ func runDoctor(e *env, g *globalOptions, expiryWarning time.Duration) error {
 	case !d.manifest(g) && g.TakesLayout() && g.DB == "":
 		// The certificates are the manifest's: none were named, but
 		// none are known either.
-		d.report(inspect.CheckWarn, "certificates", "not checked: %s took no settings from the node (above), where they would come from", session.Summary(g.Options))
+		if g.Node {
+			d.report(inspect.CheckWarn, "certificates", "not checked: --node took no settings from a node layout (above), where they would come from")
+		} else {
+			d.report(inspect.CheckWarn, "certificates", "not checked: --kubeadm took no settings from a manifest (above), where they would come from")
+		}
 	case g.DB == "":
 		inspect.CheckCertificates(&d.rep, inspect.CertInputs{Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key, Now: time.Now(), ExpiryWarning: expiryWarning})
 	}
