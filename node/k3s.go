@@ -100,7 +100,11 @@ func asList(v any) []any {
 }
 
 // readK3s reads k3s's layout. A server on kine (no embedded etcd) or on an
-// external datastore is ErrUnsupported, naming what was found.
+// external datastore is ErrUnsupported, naming what was found: kine's
+// SQLite file DATA-DIR/server/db/state.db (k3s-io/k3s pkg/etcd/etcd.go,
+// sqliteFile) and its socket, which k3s opens as unix://kine.sock in
+// DATA-DIR/server, its working directory (the socket's full path was not
+// verified in k3s's source).
 func readK3s(root string) (*Found, error) {
 	s, err := readK3sConfig(root)
 	if err != nil {
