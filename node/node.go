@@ -29,6 +29,19 @@ const (
 	OpenShift Layout = "openshift"
 )
 
+// Renew says how the layout's certificates are renewed.
+func (l Layout) Renew() string {
+	switch l {
+	case RKE2:
+		return "rke2 certificate rotate"
+	case K3s:
+		return "k3s certificate rotate"
+	case OpenShift:
+		return "OpenShift's operators rotate it: check the etcd and kube-apiserver cluster operators"
+	}
+	return "kubeadm certs renew"
+}
+
 // ErrNoLayout means no known layout was found below the root: not a
 // control-plane node, or the host's file system is mounted elsewhere.
 var ErrNoLayout = errors.New("no control-plane node layout")

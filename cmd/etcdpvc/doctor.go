@@ -72,7 +72,11 @@ func runDoctor(e *env, g *globalOptions, expiryWarning time.Duration) error {
 			d.report(inspect.CheckWarn, "certificates", "not checked: --kubeadm took no settings from a manifest (above), where they would come from")
 		}
 	case g.DB == "":
-		inspect.CheckCertificates(&d.rep, inspect.CertInputs{Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key, Now: time.Now(), ExpiryWarning: expiryWarning})
+		in := inspect.CertInputs{Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key, Now: time.Now(), ExpiryWarning: expiryWarning}
+		if g.NodeFound != nil {
+			in.Renew = g.NodeFound.Layout.Renew()
+		}
+		inspect.CheckCertificates(&d.rep, in)
 	}
 	if err := d.connectAndInspect(g); err != nil {
 		return err
