@@ -4,7 +4,7 @@ BIN      ?= bin/etcdpvc
 FUZZTIME ?= 20s
 PKGS     ?= ./...
 
-.PHONY: all build release test test-unit test-short test-browser bench bench-data bench-offline fuzz lint demo clean
+.PHONY: all build release image test test-unit test-short test-browser bench bench-data bench-offline fuzz lint demo clean
 
 all: lint build test
 
@@ -22,8 +22,13 @@ build:
 	$(STATIC) -o $(BIN) ./cmd/etcdpvc
 
 # release cross-builds the static binary for linux/amd64 and linux/arm64
-# into dist/, with a SHA256SUMS file to check them after copying to a node.
+# into dist/, with a SHA256SUMS file to check them after copying to a node;
+# for krew, one .tar.gz archive per platform holding the binary, and the
+# plugin manifest dist/plugins/etcdpvc.yaml with each archive's URL (below
+# KREW_URI_BASE) and sha256, checked by krew's own validate-krew-manifest.
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+KREW_URI_BASE     ?= https://github.com/etcdpvc/etcdpvc/releases/download/$(VERSION)
+KREW_VALIDATOR    ?= sigs.k8s.io/krew/cmd/validate-krew-manifest@v0.4.3
 release:
 	rm -rf dist && mkdir -p dist
 	@set -e; for p in $(RELEASE_PLATFORMS); do \
@@ -31,7 +36,26 @@ release:
 	  echo "build dist/etcdpvc-$(VERSION)-$$os-$$arch"; \
 	  GOOS=$$os GOARCH=$$arch $(STATIC) -o dist/etcdpvc-$(VERSION)-$$os-$$arch ./cmd/etcdpvc; \
 	done
+	@set -e; for p in $(RELEASE_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; d=$$(mktemp -d); \
+	  cp dist/etcdpvc-$(VERSION)-$$os-$$arch $$d/etcdpvc; \
+	  tar -C $$d -czf dist/etcdpvc-$(VERSION)-$$os-$$arch.tar.gz --owner=0 --group=0 etcdpvc; \
+	  rm -r $$d; \
+	done
 	cd dist && sha256sum etcdpvc-* > SHA256SUMS && cat SHA256SUMS
+	$(GO) run ./tools/krewmanifest -version $(VERSION) -uri-base $(KREW_URI_BASE) -out dist/plugins/etcdpvc.yaml dist/etcdpvc-$(VERSION)-*.tar.gz
+	$(GO) run $(KREW_VALIDATOR) -manifest dist/plugins/etcdpvc.yaml -skip-install
+
+# image builds the node image from release's static binaries, without a
+# container daemon (tools/image, go-containerregistry): dist/image, an OCI
+# layout of linux/amd64 and linux/arm64 (crane push dist/image REF), and
+# dist/etcdpvc-VERSION-linux-ARCH.image.tar for docker load. Entrypoint
+# /usr/local/bin/etcdpvc, user 65532 (any other works), version and source
+# labels.
+image: release
+	rm -rf dist/image
+	$(GO) run ./tools/image -version $(VERSION) -out dist/image -tar-prefix dist/etcdpvc-$(VERSION) \
+	  $(foreach p,$(RELEASE_PLATFORMS),$(p)=dist/etcdpvc-$(VERSION)-$(subst /,-,$(p)))
 
 # test runs the whole suite: unit tests with real in-process etcd servers
 # and the CLI's txtar scripts (test-unit), then the end-to-end suite against

@@ -239,6 +239,9 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 	if err != nil {
 		return &hintedError{fmt.Errorf("%s: %w", s.Description, err), readOnlyHint}
 	}
+	if err := surgery.ProbeBackupDir(surgery.BackupDirOrDefault(r.Write.BackupDir)); err != nil {
+		return err
+	}
 	if !r.Write.Yes {
 		if err := t.Confirm(fmt.Sprintf("Write the %d objects planned above to %s?", writes, s.Target("")), "re-run with --yes to write the plan above, or --dry-run to only see it"); err != nil {
 			return err

@@ -148,6 +148,9 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 	if err != nil {
 		return nil, &hintedError{fmt.Errorf("%s: %w", s.Description, err), readOnlyHint}
 	}
+	if err := surgery.ProbeBackupDir(surgery.BackupDirOrDefault(o.BackupDir)); err != nil {
+		return nil, err
+	}
 	if !o.Yes {
 		what := "this change"
 		if len(keys) > 1 {

@@ -73,6 +73,9 @@ type CertInputs struct {
 	// ExpiryWarning of Now is a warning.
 	Now           time.Time
 	ExpiryWarning time.Duration
+	// Renew says how to renew an expiring certificate ("": kubeadm's
+	// "kubeadm certs renew").
+	Renew string
 }
 
 // CheckCertificates checks the certificate files: readable, parsed, valid
@@ -95,6 +98,9 @@ func CheckCertificates(r *DoctorReport, in CertInputs) {
 			continue
 		}
 		status, detail := CheckCertFile(f.path, in.Now, in.ExpiryWarning)
+		if in.Renew != "" {
+			detail = strings.Replace(detail, "renew it (kubeadm certs renew)", "renew it ("+in.Renew+")", 1)
+		}
 		r.Add(status, f.name, "%s", detail)
 	}
 	if in.Cert != "" || in.Key != "" {

@@ -124,7 +124,7 @@ func Read(dir string) (*APIServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.rebase(HostRoot(dir))
+	a.Rebase(HostRoot(dir))
 	return a, nil
 }
 
@@ -141,10 +141,11 @@ func HostRoot(manifestsDir string) string {
 	return root
 }
 
-// rebase moves the manifest's absolute file paths below root, where the
-// host's files are when the manifest was read there.
-func (a *APIServer) rebase(root string) {
-	if root == "" {
+// Rebase moves the manifest's absolute file paths below root, where the
+// host's files are when the manifest was read there; "" and "/" leave
+// them as they are.
+func (a *APIServer) Rebase(root string) {
+	if root == "" || filepath.Clean(root) == "/" {
 		return
 	}
 	a.HostRoot = root
@@ -173,8 +174,13 @@ func Parse(path string, manifest []byte) (*APIServer, error) {
 	if c == nil {
 		return nil, fmt.Errorf("parse %s: no kube-apiserver container", path)
 	}
+	return ParseArgs(path, append(append([]string{}, c.Command...), c.Args...))
+}
+
+// ParseArgs reads the kube-apiserver's storage flags from its command
+// line args; path names where they were read, for errors.
+func ParseArgs(path string, args []string) (*APIServer, error) {
 	a := &APIServer{Manifest: path, Prefix: "/registry"}
-	args := append(append([]string{}, c.Command...), c.Args...)
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		if !strings.HasPrefix(arg, "--") {

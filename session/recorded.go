@@ -9,7 +9,7 @@ import (
 
 // connectionSettings are the settings that name an etcd: when any of them
 // is given, a restore uses it, not the connection its backup records.
-var connectionSettings = []string{SettingEndpoints, SettingCACert, SettingCert, SettingKey, "kubeadm", "manifests-dir", "db", SettingUser, SettingPassword, SettingInsecure}
+var connectionSettings = []string{SettingEndpoints, SettingCACert, SettingCert, SettingKey, "kubeadm", "manifests-dir", SettingNode, "db", SettingUser, SettingPassword, SettingInsecure}
 
 // AsRecorded makes o, for a restore of a backup taken from src, reach the
 // etcd src records when o names none (no connection setting given), with
@@ -21,7 +21,7 @@ func AsRecorded(o *Options, src *surgery.Source) string {
 		if !o.Given[SettingPrefix] && src.Prefix != "" {
 			o.Prefix = src.Prefix
 		}
-		if !o.Given[SettingEncryptionConfig] && !o.Given["kubeadm"] && src.EncryptionConfig != "" {
+		if !o.Given[SettingEncryptionConfig] && !o.Given["kubeadm"] && !o.Given[SettingNode] && src.EncryptionConfig != "" {
 			o.EncryptionConfig = src.EncryptionConfig
 		}
 	}
@@ -68,7 +68,7 @@ func sameEtcd(o Options, src *surgery.Source) bool {
 	if src == nil || len(src.Endpoints) == 0 {
 		return false
 	}
-	if o.Kubeadm && !o.KubeadmApplied {
+	if o.TakesLayout() && !o.KubeadmApplied {
 		o.Warn = nil
 		if _, err := Kubeadm(&o); err != nil {
 			return false
@@ -96,6 +96,12 @@ func normalizeEndpoints(eps []string) []string {
 func Summary(o Options) string {
 	if o.Kubeadm && !o.KubeadmApplied {
 		return "--kubeadm --manifests-dir " + o.ManifestsDir
+	}
+	if o.Node && !o.KubeadmApplied {
+		if o.NodeRoot == "" {
+			return "--node"
+		}
+		return "--node=" + o.NodeRoot
 	}
 	eps := o.Endpoints
 	if len(eps) == 0 {

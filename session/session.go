@@ -19,6 +19,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
+	"github.com/etcdpvc/etcdpvc/node"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/store/salvage"
@@ -43,6 +44,7 @@ const (
 	SettingEncryptionConfig = "encryption-config"
 	SettingServersOverrides = "etcd-servers-overrides"
 	SettingKubeadm          = "kubeadm"
+	SettingNode             = "node"
 	SettingDB               = "db"
 	SettingWAL              = "wal"
 	SettingWALBase          = "wal-base"
@@ -78,6 +80,13 @@ type Options struct {
 	Kubeadm        bool
 	ManifestsDir   string
 	KubeadmApplied bool
+	// Node takes every setting not in Given from the control-plane node
+	// layout below NodeRoot ("": "/", else "/host"; see node.Detect), as
+	// Kubeadm does from its manifest; NodeFound is what was found once
+	// applied.
+	Node      bool
+	NodeRoot  string
+	NodeFound *node.Found
 
 	// DB is an etcd db or snapshot file to read instead of a live etcd.
 	// With Out, the session writes into a copy of DB at Out
@@ -182,8 +191,13 @@ func (e *OpenError) Unwrap() error { return e.Err }
 // more to say).
 func (e *OpenError) Hint() string { return e.hint }
 
+// TakesLayout reports whether o takes its settings from the node: --kubeadm
+// or --node.
+func (o *Options) TakesLayout() bool { return o.Kubeadm || o.Node }
+
 // Kubeadm applies the kube-apiserver manifest in o.ManifestsDir to o when
-// o.Kubeadm is set (once: it sets o.KubeadmApplied). Every connection
+// o.Kubeadm is set, or the node layout below o.NodeRoot when o.Node is set
+// (once: it sets o.KubeadmApplied). Every connection
 // setting not given as a flag is taken from the manifest: the manifest wins
 // over the ETCDCTL_* variables, and flags win over both. It returns one
 // warning for each variable the manifest disagrees with, naming both
@@ -191,12 +205,23 @@ func (e *OpenError) Hint() string { return e.hint }
 // not use (--user, --password, --insecure-skip-tls-verify: it connects
 // with its client certificate only), which it drops.
 func Kubeadm(o *Options) ([]string, error) {
-	if !o.Kubeadm || o.KubeadmApplied {
+	if !o.TakesLayout() || o.KubeadmApplied {
 		return nil, nil
 	}
-	a, err := kubeadm.Read(o.ManifestsDir)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeadm: %w", err)
+	who, whose := "--kubeadm", "the manifest's"
+	var a *kubeadm.APIServer
+	if o.Node {
+		f, err := node.Detect(o.NodeRoot)
+		if err != nil {
+			return nil, fmt.Errorf("--node: %w", err)
+		}
+		o.NodeFound, a = f, f.APIServer
+		who, whose = "--node", "the "+string(f.Layout)+" node's"
+	} else {
+		var err error
+		if a, err = kubeadm.Read(o.ManifestsDir); err != nil {
+			return nil, fmt.Errorf("--kubeadm: %w", err)
+		}
 	}
 	o.KubeadmApplied = true
 	var warnings []string
@@ -214,7 +239,7 @@ func Kubeadm(o *Options) ([]string, error) {
 				if shown == "" {
 					shown = `""`
 				}
-				warnings = append(warnings, fmt.Sprintf("--kubeadm: using the manifest's %s=%s, not $%s=%s (the flag --%s wins over both)", manifestFlag, shown, ev.Var, v, name))
+				warnings = append(warnings, fmt.Sprintf("%s: using %s %s=%s, not $%s=%s (the flag --%s wins over both)", who, whose, manifestFlag, shown, ev.Var, v, name))
 			}
 		}
 		*dst = value
@@ -243,7 +268,7 @@ func Kubeadm(o *Options) ([]string, error) {
 		case SettingInsecure:
 			o.InsecureSkipTLSVerify = false
 		}
-		warnings = append(warnings, fmt.Sprintf("--kubeadm: ignoring $%s: the kube-apiserver connects with its client certificate only (the flag --%s still applies)", ev.Var, name))
+		warnings = append(warnings, fmt.Sprintf("%s: ignoring $%s: the kube-apiserver connects with its client certificate only (the flag --%s still applies)", who, ev.Var, name))
 	}
 	if !o.Given[SettingPrefix] {
 		o.Prefix = a.Prefix

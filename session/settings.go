@@ -65,6 +65,7 @@ var Settings = []Setting{
 	{Name: SettingServersOverrides, Kind: KindString},
 	{Name: SettingKubeadm, Kind: KindBool},
 	{Name: "manifests-dir", Kind: KindString, Default: "/etc/kubernetes/manifests"},
+	{Name: SettingNode, Kind: KindString},
 	{Name: SettingDB, Kind: KindString},
 	{Name: SettingWAL, Kind: KindRepeated},
 	{Name: SettingWALBase, Kind: KindString},
@@ -106,6 +107,10 @@ func Resolve(flags map[string]string, getenv func(string) string) (Options, erro
 		if err := o.Set(s.Name, v); err != nil {
 			return Options{}, err
 		}
+	}
+	o.Node = o.Given[SettingNode]
+	if o.Node && o.Kubeadm {
+		return Options{}, &OptionError{Err: errors.New("give --kubeadm or --node, not both: --node finds kubeadm's layout too")}
 	}
 	if !o.Given[SettingPassword] {
 		if u, p, ok := strings.Cut(o.User, ":"); ok {
@@ -150,6 +155,8 @@ func (o *Options) Set(name, value string) error {
 		o.Kubeadm = value == "true"
 	case "manifests-dir":
 		o.ManifestsDir = value
+	case SettingNode:
+		o.NodeRoot = value
 	case SettingDB:
 		o.DB = value
 	case SettingWAL:
@@ -216,6 +223,21 @@ func (o *Options) FindKubeconfig() (verify.Kubeconfig, error) {
 	env, flag := "", o.Kubeconfig
 	if o.FromEnvOnly(SettingKubeconfig) {
 		env, flag = o.Kubeconfig, ""
+	}
+	if o.Node && flag == "" {
+		if _, err := Kubeadm(o); err != nil {
+			return verify.Kubeconfig{}, err
+		}
+		if f := o.NodeFound; f != nil {
+			if f.Kubeconfig == "" {
+				return verify.Kubeconfig{}, fmt.Errorf("%w: the %s node below %s has no admin kubeconfig: give --kubeconfig", verify.ErrNoKubeconfig, f.Layout, f.Root)
+			}
+			k := verify.Kubeconfig{Paths: []string{f.Kubeconfig}, Source: "--node"}
+			if f.Root != "/" {
+				k.HostRoot = f.Root
+			}
+			return k, nil
+		}
 	}
 	path, err := verify.Find(verify.FindOptions{Flag: flag, Env: env, Kubeadm: o.Kubeadm, ManifestsDir: o.ManifestsDir})
 	if flag != "" && err != nil {

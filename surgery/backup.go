@@ -192,6 +192,28 @@ func CheckBackupDir(dir string) []string {
 	return out
 }
 
+// ErrBackupDirUnwritable means the backup directory cannot be made or
+// written (a read-only file system, a user without a home directory):
+// no write is made without a backup.
+var ErrBackupDirUnwritable = errors.New("not writable")
+
+// ProbeBackupDir makes the backup directory dir (mode 0700) if missing
+// and checks that a file can be created in it, so that a write is refused
+// before anything is sent, and before its confirmation, rather than when
+// its backup is due.
+func ProbeBackupDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("backup directory %s: %w: %w", dir, ErrBackupDirUnwritable, err)
+	}
+	f, err := os.CreateTemp(dir, ".probe-*.tmp")
+	if err != nil {
+		return fmt.Errorf("backup directory %s: %w: %w", dir, ErrBackupDirUnwritable, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
 // ErrUnsafeBackupDir means the backup directory holds a symbolic link
 // where etcdpvc writes (audit.log): writing would follow it elsewhere.
 var ErrUnsafeBackupDir = errors.New("unsafe backup directory")

@@ -89,7 +89,7 @@ func Find(o FindOptions) (Kubeconfig, error) {
 		return Kubeconfig{Paths: paths, Source: "$KUBECONFIG"}, nil
 	}
 	if len(tried) == 0 {
-		return Kubeconfig{}, fmt.Errorf("%w: give --kubeconfig or $KUBECONFIG (or --kubeadm on a control-plane node)", ErrNoKubeconfig)
+		return Kubeconfig{}, fmt.Errorf("%w: give --kubeconfig or $KUBECONFIG (or --kubeadm or --node on a control-plane node)", ErrNoKubeconfig)
 	}
 	return Kubeconfig{}, fmt.Errorf("%w: none of %v exists", ErrNoKubeconfig, tried)
 }

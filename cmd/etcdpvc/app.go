@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -40,6 +41,9 @@ type env struct {
 	getenv func(string) string
 	// salvaged is the salvage report of a session opened with --salvage.
 	salvaged *salvage.Report
+	// prog is the program's name as help and usage lines show it:
+	// "etcdpvc", or "kubectl etcdpvc" for the kubectl plugin.
+	prog string
 	// opID is the run's operation id (operationID); result collects the
 	// records of a write command run with --result (withResult).
 	opID   string
@@ -81,6 +85,7 @@ var globalUsage = map[string]string{
 	"etcd-servers-overrides":   "per-resource etcd servers, as the kube-apiserver's flag: group/resource#servers;servers, comma-separated (core group: /events#https://10.0.0.5:2379)",
 	"kubeadm":                  "take endpoints, certificates, overrides, prefix and encryption config from the kube-apiserver static pod manifest (they win over ETCDCTL_* variables, not over flags)",
 	"manifests-dir":            "where --kubeadm finds kube-apiserver.yaml",
+	"node":                     "--node[=ROOT]: find the control-plane node's layout below ROOT (kubeadm, RKE2, k3s with embedded etcd, OpenShift) and take endpoints, certificates, prefix, encryption config and kubeconfig from its files, as --kubeadm does (they win over ETCDCTL_* variables, not over flags); without ROOT, / and then /host (kubectl debug node); an absolute ROOT may also follow as the next argument",
 	"db":                       "read an etcd db or snapshot file instead of a live etcd",
 	"wal":                      "read a member's write-ahead log (its wal dir or data dir, read-only); repeatable, one dir per member of one cluster: the logs are merged by raft index into one (each entry once, from whichever log holds it; a dir given twice is read once); with --db (the same member's db, copied before the wal, or a snapshot of it) the log's entries the db holds are worked out back from it and checked against it, the later ones replayed from its state",
 	"wal-base":                 "with --wal: an older db or snapshot of the same cluster (last night's, from etcdctl snapshot save) whose consistent index lies inside the log: the log's later entries are replayed over it exactly, and --db, the member's current db, checks the replay at its own consistent index (a disagreement refuses to answer)",
@@ -207,6 +212,41 @@ func resolveGlobals(c *cli.Context, e *env) (*globalOptions, error) {
 		return nil, &usageError{Msg: err.Error()}
 	}
 	return &globalOptions{Options: o}, nil
+}
+
+// kubectlPlugin is the name kubectl runs the plugin `kubectl etcdpvc` by;
+// kubectlCompletion the name kubectl asks for its completions (kubectl's
+// plugin completion, since v1.26).
+const (
+	kubectlPlugin     = "kubectl-etcdpvc"
+	kubectlCompletion = "kubectl_complete-etcdpvc"
+)
+
+// programName is the program's name for help, usage and completion, from
+// the name it was invoked by (argv0): "kubectl etcdpvc" as the kubectl
+// plugin, else "etcdpvc". complete reports an invocation as kubectl's
+// completion program.
+func programName(argv0 string) (prog string, complete bool) {
+	switch filepath.Base(argv0) {
+	case kubectlPlugin:
+		return "kubectl etcdpvc", false
+	case kubectlCompletion:
+		return "kubectl etcdpvc", true
+	}
+	return "etcdpvc", false
+}
+
+// commandWord is the program's name where help text shows a command line:
+// at the start of a line, after a space, a backquote or a parenthesis.
+var commandWord = regexp.MustCompile("(^|[\\s`(])etcdpvc( |$)")
+
+// named is help text s with its command lines naming the program as
+// invoked (e.prog).
+func (e *env) named(s string) string {
+	if e.prog == "" || e.prog == "etcdpvc" {
+		return s
+	}
+	return commandWord.ReplaceAllString(s, "${1}"+e.prog+"${2}")
 }
 
 // command is one etcdpvc command, declared once: its help, its flags, what
@@ -371,7 +411,8 @@ func (cmd *command) run(c *cli.Context, e *env) error {
 
 func newApp(e *env) *cli.App {
 	app := &cli.App{
-		Name:            "etcdpvc",
+		Name:            e.prog,
+		HelpName:        e.prog,
 		Usage:           "break-glass surgery on Kubernetes objects stored in etcd",
 		Flags:           globalCLIFlags(),
 		Writer:          e.stdout,
@@ -381,12 +422,12 @@ func newApp(e *env) *cli.App {
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return flagUsageError(err, c.App.Flags)
 		},
-		Description: "etcdpvc reads, and edits with a diff, a durable backup and a compare-and-swap,\n" +
+		Description: e.named("etcdpvc reads, and edits with a diff, a durable backup and a compare-and-swap,\n" +
 			"the objects kube-apiserver stores in etcd, and reads etcd db and snapshot files offline.\n" +
 			"Text output and messages show what a terminal would take as a control, wherever it is stored\n" +
 			"(a name, a value), escaped: ESC as \\x1b, a right-to-left override as \\u202e. -o json writes\n" +
 			"such characters as JSON escapes (the same strings); -o yaml quotes the control characters as\n" +
-			"YAML does (\\e); -o raw writes the bytes as stored.\n\n" + exitStatusHelp,
+			"YAML does (\\e); -o raw writes the bytes as stored.\n\n" + exitStatusHelp),
 	}
 	for _, cmd := range commands() {
 		desc := cmd.desc
@@ -398,7 +439,7 @@ func newApp(e *env) *cli.App {
 			Name:        cmd.name,
 			Usage:       cmd.usage,
 			ArgsUsage:   cmd.argsUsage,
-			Description: strings.TrimSpace(desc),
+			Description: e.named(strings.TrimSpace(desc)),
 			Flags:       append(append([]cli.Flag{}, cmd.flags...), hiddenGlobalFlags()...),
 			Hidden:      cmd.hidden,
 			Action:      func(c *cli.Context) error { return cmd.run(c, e) },
@@ -424,11 +465,22 @@ func indent(s, prefix string) string {
 // run is the whole program: it parses args, runs one command and returns the
 // exit status. Only main exits.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runAs(ctx, "etcdpvc", args, stdin, stdout, stderr)
+}
+
+// runAs is run for the program invoked as argv0: as kubectl-etcdpvc (a
+// kubectl plugin) its help and usage name it `kubectl etcdpvc`; as
+// kubectl_complete-etcdpvc it answers kubectl's plugin completion.
+func runAs(ctx context.Context, argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	prog, kubectlComplete := programName(argv0)
+	if kubectlComplete {
+		args = append([]string{"__complete", "--kubectl", "--", prog}, args...)
+	}
 	quietKlog()
 	out, errOut := textout.NewEscaper(stdout), textout.NewEscaper(stderr)
 	defer errOut.Flush()
 	defer out.Flush()
-	e := &env{ctx: ctx, stdin: stdin, stdout: out, stderr: errOut, rawStdout: stdout, rawStderr: stderr, getenv: os.Getenv}
+	e := &env{ctx: ctx, stdin: stdin, stdout: out, stderr: errOut, rawStdout: stdout, rawStderr: stderr, getenv: os.Getenv, prog: prog}
 	app := newApp(e)
 	if len(args) == 1 && args[0] == "--version" {
 		args = []string{"version"} // the same words as `etcdpvc version`

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"path/filepath"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
@@ -54,7 +56,7 @@ func program(cmds []command) cliargs.Program {
 // `etcdpvc --endpoints E get pvc x` both parse. "--" ends flag parsing. A
 // flag that takes a value but ends the command line is a usage error.
 func reorderArgs(cmds []command, args []string) ([]string, error) {
-	l, _, err := program(cmds).Parse(args, false)
+	l, _, err := program(cmds).Parse(nodeArgs(args), false)
 	if err != nil {
 		return nil, err
 	}
@@ -81,4 +83,28 @@ func unknownCommand(app *cli.App, name string) error {
 		}
 	}
 	return &usageError{Msg: cliargs.UnknownCommand(name, names)}
+}
+
+// nodeArgs gives --node its optional value: "--node ROOT" when ROOT is an
+// absolute path (no command or resource name is one), "--node=ROOT", and a
+// bare "--node", which becomes "--node=" (ROOT found: "/", else "/host").
+func nodeArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if a != "--node" {
+			out = append(out, a)
+			continue
+		}
+		if i+1 < len(args) && filepath.IsAbs(args[i+1]) {
+			out = append(out, "--node="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, "--node=")
+	}
+	return out
 }

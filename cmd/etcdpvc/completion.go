@@ -29,7 +29,10 @@ func completionCommand() command {
 			"(plural and short names, as kubectl spells them), namespaces and object names. Object\n" +
 			"names and namespaces are read from the etcd the command line names (its connection flags,\n" +
 			"the ETCDCTL_* variables or --kubeadm), with a short timeout; when etcd cannot be reached,\n" +
-			"nothing is offered and the shell falls back to file names.",
+			"nothing is offered and the shell falls back to file names.\n" +
+			"Installed as the kubectl plugin kubectl-etcdpvc, `kubectl etcdpvc` is completed by kubectl\n" +
+			"itself (v1.26 and later) through a program named kubectl_complete-etcdpvc on PATH: a link to\n" +
+			"the same binary, which answers in kubectl's protocol.",
 		examples: `source <(etcdpvc completion bash)
 etcdpvc completion bash | sudo tee /etc/bash_completion.d/etcdpvc
 etcdpvc completion zsh > "${fpath[1]}/_etcdpvc"
@@ -61,6 +64,7 @@ func completeCommand() command {
 		examples:  `etcdpvc __complete -- etcdpvc get pvc -n demo ''`,
 		hidden:    true,
 		noGlobals: true,
+		flags:     []cli.Flag{&cli.BoolFlag{Name: "kubectl", Usage: "answer as kubectl's plugin completion (kubectl_complete-etcdpvc): the candidates, then cobra's directive line"}},
 		action: func(c *cli.Context, e *env, in *input) error {
 			words := c.Args().Slice()
 			if len(words) > 0 {
@@ -71,6 +75,12 @@ func completeCommand() command {
 			}
 			for _, w := range complete(c, e, words) {
 				fmt.Fprintln(e.stdout, w)
+			}
+			if c.Bool("kubectl") {
+				// kubectl's plugin completion speaks cobra's protocol:
+				// the candidates, then the directive ":4", no file
+				// completion.
+				fmt.Fprintln(e.stdout, ":4")
 			}
 			return nil
 		},

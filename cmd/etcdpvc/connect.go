@@ -33,11 +33,14 @@ func (g *globalOptions) connectOptions(e *env) session.Options {
 // connection setting not given as a flag (session.Kubeadm), and records
 // its warnings in g.kubeadmWarnings.
 func applyKubeadm(g *globalOptions) error {
-	if !g.Kubeadm || g.KubeadmApplied {
+	if !g.TakesLayout() || g.KubeadmApplied {
 		return nil
 	}
 	warnings, err := session.Kubeadm(&g.Options)
 	g.KubeadmApplied = true // once, even when the manifest cannot be read
+	if err != nil && g.Node {
+		return flows.WithHint(err, "run on a control-plane node (or in kubectl debug node/NAME, whose --node finds the node below /host), or give --endpoints and certificates")
+	}
 	if err != nil {
 		return flows.WithHint(err, "run on a control-plane node, point --manifests-dir at the static pod manifests, or give --endpoints and certificates")
 	}

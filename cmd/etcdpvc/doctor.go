@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -63,12 +64,20 @@ func (d *doctor) report(status inspect.CheckStatus, check, format string, args .
 func runDoctor(e *env, g *globalOptions, expiryWarning time.Duration) error {
 	d := newDoctor(e)
 	switch {
-	case !d.manifest(g) && g.Kubeadm && g.DB == "":
+	case !d.manifest(g) && g.TakesLayout() && g.DB == "":
 		// The certificates are the manifest's: none were named, but
 		// none are known either.
-		d.report(inspect.CheckWarn, "certificates", "not checked: --kubeadm took no settings from a manifest (above), where they would come from")
+		if g.Node {
+			d.report(inspect.CheckWarn, "certificates", "not checked: --node took no settings from a node layout (above), where they would come from")
+		} else {
+			d.report(inspect.CheckWarn, "certificates", "not checked: --kubeadm took no settings from a manifest (above), where they would come from")
+		}
 	case g.DB == "":
-		inspect.CheckCertificates(&d.rep, inspect.CertInputs{Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key, Now: time.Now(), ExpiryWarning: expiryWarning})
+		in := inspect.CertInputs{Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key, Now: time.Now(), ExpiryWarning: expiryWarning}
+		if g.NodeFound != nil {
+			in.Renew = g.NodeFound.Layout.Renew()
+		}
+		inspect.CheckCertificates(&d.rep, in)
 	}
 	if err := d.connectAndInspect(g); err != nil {
 		return err
@@ -82,6 +91,9 @@ func runDoctor(e *env, g *globalOptions, expiryWarning time.Duration) error {
 // manifest reads the kube-apiserver manifest and says which settings come
 // from it; it reports whether they were taken from it.
 func (d *doctor) manifest(g *globalOptions) bool {
+	if g.Node {
+		return d.node(g)
+	}
 	// A flag overrides the manifest; an ETCDCTL_* variable does not (the
 	// warnings below name those that disagree with it).
 	if !inspect.CheckManifest(&d.rep, g.ManifestsDir, g.Kubeadm, func(flag string) bool { return g.Given[flag] && !g.fromEnvOnly(flag) }) {
@@ -138,4 +150,32 @@ func (d *doctor) apiserver(s *cliSession) {
 		return
 	}
 	inspect.CheckAPIServer(d.e.ctx, &d.rep, v)
+}
+
+// node finds the node's layout (--node) and names it and every file it
+// took settings from; it reports whether settings were taken.
+func (d *doctor) node(g *globalOptions) bool {
+	if err := applyKubeadm(g); err != nil {
+		d.report(inspect.CheckFail, "node", "%v", err)
+		return false
+	}
+	f := g.NodeFound
+	a := f.APIServer
+	enc := a.EncryptionConfig
+	if enc == "" {
+		enc = "none"
+	}
+	d.report(inspect.CheckOK, "node", "%s node below %s: etcd %s, prefix %s, encryption config %s", f.Layout, f.Root, strings.Join(a.Endpoints, ","), a.Prefix, enc)
+	for _, file := range f.Files {
+		d.report(inspect.CheckOK, "node", "%s: %s", file.Role, file.Path)
+	}
+	for _, n := range f.Notes {
+		d.report(inspect.CheckWarn, "node", "%s", n)
+	}
+	inspect.CheckManifestOverrides(&d.rep, func(flag string) bool { return g.Given[flag] && !g.fromEnvOnly(flag) })
+	for _, w := range g.kubeadmWarnings {
+		d.report(inspect.CheckWarn, "node", "%s", w)
+	}
+	g.kubeadmWarnings = nil
+	return true
 }

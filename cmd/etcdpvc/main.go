@@ -10,7 +10,7 @@ import (
 
 func main() {
 	ctx, stop := interruptContext(context.Background())
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := runAs(ctx, os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

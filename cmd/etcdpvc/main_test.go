@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 		},
 		// etcdpvc-main is the real main, with its signal handling.
 		"etcdpvc-main": main,
+		// The kubectl plugin's names: the same main, named by argv[0].
+		kubectlPlugin:     main,
+		kubectlCompletion: main,
 	})
 }
 
