@@ -197,15 +197,32 @@ func CheckBackupDir(dir string) []string {
 // no write is made without a backup.
 var ErrBackupDirUnwritable = errors.New("not writable")
 
-// ProbeBackupDir makes the backup directory dir (mode 0700) if missing
-// and checks that a file can be created in it, so that a write is refused
-// before anything is sent, and before its confirmation, rather than when
-// its backup is due.
+// ProbeBackupDir checks that the backup directory dir can be written,
+// or, when it does not exist yet, made, so that a write is refused before
+// anything is sent, and before its confirmation, rather than when its
+// backup is due. It makes nothing that stays: a file is created and
+// removed in dir, or in the nearest directory above it that exists (the
+// backup write makes dir itself).
 func ProbeBackupDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("backup directory %s: %w: %w", dir, ErrBackupDirUnwritable, err)
+	probe := filepath.Clean(dir)
+	for {
+		fi, err := os.Stat(probe)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("backup directory %s: %w: %s is not a directory", dir, ErrBackupDirUnwritable, probe)
+			}
+			break
+		}
+		if !os.IsNotExist(err) {
+			return fmt.Errorf("backup directory %s: %w: %w", dir, ErrBackupDirUnwritable, err)
+		}
+		up := filepath.Dir(probe)
+		if up == probe {
+			return fmt.Errorf("backup directory %s: %w: %w", dir, ErrBackupDirUnwritable, err)
+		}
+		probe = up
 	}
-	f, err := os.CreateTemp(dir, ".probe-*.tmp")
+	f, err := os.CreateTemp(probe, ".etcdpvc-probe-*.tmp")
 	if err != nil {
 		return fmt.Errorf("backup directory %s: %w: %w", dir, ErrBackupDirUnwritable, err)
 	}
