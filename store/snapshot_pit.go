@@ -262,32 +262,18 @@ func compactKeyBucket(ctx context.Context, db *bolt.DB, at int64) (int, error) {
 	// Pass 1: each key's newest revision at or below at.
 	newest := map[string][]byte{}
 	err := db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(keyBucketName).Cursor()
-		n := 0
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if n++; n%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			bk, err := parseBucketKey(k)
+		return walkRevisions(ctx, tx.Bucket(keyBucketName).Cursor(), nil, at, func(bk bucketKey, k, v []byte) error {
+			key, err := entryKey(bk, v)
 			if err != nil {
 				return err
-			}
-			if bk.main > at {
-				break
-			}
-			key, err := kvKey(v)
-			if err != nil {
-				return fmt.Errorf("%v: %w", bk, err)
 			}
 			if old, ok := newest[string(key)]; ok && len(old) == len(k) {
 				copy(old, k)
 			} else {
 				newest[string(key)] = bytes.Clone(k)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return 0, err
@@ -299,33 +285,21 @@ func compactKeyBucket(ctx context.Context, db *bolt.DB, at int64) (int, error) {
 		var del [][]byte
 		done := true
 		err := db.View(func(tx *bolt.Tx) error {
-			c := tx.Bucket(keyBucketName).Cursor()
-			k, v := c.First()
-			if from != nil {
-				k, v = c.Seek(from)
-			}
-			for ; k != nil; k, v = c.Next() {
-				bk, err := parseBucketKey(k)
+			return walkRevisions(ctx, tx.Bucket(keyBucketName).Cursor(), from, at, func(bk bucketKey, k, v []byte) error {
+				key, err := entryKey(bk, v)
 				if err != nil {
 					return err
-				}
-				if bk.main > at {
-					return nil
-				}
-				key, err := kvKey(v)
-				if err != nil {
-					return fmt.Errorf("%v: %w", bk, err)
 				}
 				if nk := newest[string(key)]; !bytes.Equal(nk, k) || bk.tombstone {
 					del = append(del, bytes.Clone(k))
 					if len(del) == 100_000 {
 						done = false
 						from = append(bytes.Clone(k), 0)
-						return nil
+						return errStopWalk
 					}
 				}
-			}
-			return nil
+				return nil
+			})
 		})
 		if err != nil {
 			return removed, err
