@@ -586,19 +586,7 @@ func ListMap[T any](ctx context.Context, r Reader, prefix string, opts ListOptio
 // them. A key the file holds no revision of gives no call and no error.
 func (b *Bolt) History(ctx context.Context, key string, fn func(Event) error) (HistoryInfo, error) {
 	info := HistoryInfo{CompactRevision: b.compactRevision(), Revision: b.meta.Revision}
-	err := b.view(func(tx *bolt.Tx, g *viewGuard) error {
-		return forEachRevision(ctx, keyBucket(tx), exactKey(key), 0, func(bk bucketKey, _, v []byte) error {
-			ev, err := bk.event(v)
-			if err != nil {
-				return err
-			}
-			g.inCallback = true
-			err = fn(ev)
-			g.inCallback = false
-			return err
-		})
-	})
-	if err != nil {
+	if err := b.events(ctx, exactKey(key), fn); err != nil {
 		return info, fmt.Errorf("history %s: %w", key, err)
 	}
 	return info, nil
@@ -612,7 +600,16 @@ func (b *Bolt) ScanRevisions(ctx context.Context, prefix string, fn func(Event) 
 	if err != nil {
 		return fmt.Errorf("scan revisions: %w", err)
 	}
-	err = b.view(func(tx *bolt.Tx, g *viewGuard) error {
+	if err := b.events(ctx, m, fn); err != nil {
+		return fmt.Errorf("scan revisions %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// events calls fn with an Event for every revision of the keys m matches,
+// in revision order: History's and ScanRevisions' walk.
+func (b *Bolt) events(ctx context.Context, m keyMatch, fn func(Event) error) error {
+	return b.view(func(tx *bolt.Tx, g *viewGuard) error {
 		return forEachRevision(ctx, keyBucket(tx), m, 0, func(bk bucketKey, _, v []byte) error {
 			ev, err := bk.event(v)
 			if err != nil {
@@ -624,10 +621,6 @@ func (b *Bolt) ScanRevisions(ctx context.Context, prefix string, fn func(Event) 
 			return err
 		})
 	})
-	if err != nil {
-		return fmt.Errorf("scan revisions %s: %w", prefix, err)
-	}
-	return nil
 }
 
 // ScanLatest calls fn once per key under prefix (which must end in "/", or
