@@ -17,6 +17,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 
 	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
@@ -165,17 +166,9 @@ func (e *HashMismatchError) Error() string {
 // Is reports whether target is ErrHashMismatch.
 func (e *HashMismatchError) Is(target error) bool { return target == ErrHashMismatch }
 
-// Bucket and meta key names, as etcd's storage/schema package spells them.
-var (
-	keyBucketName          = []byte("key")
-	metaBucketName         = []byte("meta")
-	metaFinishedCompact    = []byte("finishedCompactRev")
-	metaScheduledCompact   = []byte("scheduledCompactRev")
-	metaConsistentIndex    = []byte("consistent_index")
-	metaTerm               = []byte("term")
-	metaStorageVersion     = []byte("storageVersion")
-	defaultBoltLockTimeout = 2 * time.Second
-)
+// defaultBoltLockTimeout is how long opening a file waits for another
+// process's lock on it.
+const defaultBoltLockTimeout = 2 * time.Second
 
 // snapshotTrailerSize is the size of the sha256 trailer of a snapshot file.
 const snapshotTrailerSize = sha256.Size
@@ -324,16 +317,16 @@ func (b *Bolt) readMeta(tx *bolt.Tx, dataSize int64) error {
 	}
 	b.meta.PageSize = tx.DB().Info().PageSize
 	b.meta.DataSize = tx.Size()
-	kb := tx.Bucket(keyBucketName)
+	kb := tx.Bucket(schema.Key.Name())
 	if kb == nil {
-		return fmt.Errorf("%s: %w: no %q bucket: not an etcd v3 backend", b.path, ErrCorrupt, keyBucketName)
+		return fmt.Errorf("%s: %w: no %q bucket: not an etcd v3 backend", b.path, ErrCorrupt, schema.Key.Name())
 	}
-	if mb := tx.Bucket(metaBucketName); mb != nil {
-		b.meta.CompactRevision = int64(metaUint(mb.Get(metaFinishedCompact)))
-		b.meta.ScheduledCompactRevision = int64(metaUint(mb.Get(metaScheduledCompact)))
-		b.meta.ConsistentIndex = metaUint(mb.Get(metaConsistentIndex))
-		b.meta.Term = metaUint(mb.Get(metaTerm))
-		b.meta.StorageVersion = string(mb.Get(metaStorageVersion))
+	if mb := tx.Bucket(schema.Meta.Name()); mb != nil {
+		b.meta.CompactRevision = int64(metaUint(mb.Get(schema.FinishedCompactKeyName)))
+		b.meta.ScheduledCompactRevision = int64(metaUint(mb.Get(schema.ScheduledCompactKeyName)))
+		b.meta.ConsistentIndex = metaUint(mb.Get(schema.MetaConsistentIndexKeyName))
+		b.meta.Term = metaUint(mb.Get(schema.MetaTermKeyName))
+		b.meta.StorageVersion = string(mb.Get(schema.MetaStorageVersionName))
 	}
 	// etcd starts at revision 1 and never goes below a compaction revision
 	// (mvcc.store.restore).
@@ -460,7 +453,7 @@ func (b *Bolt) view(fn func(tx *bolt.Tx, g *viewGuard) error) (err error) {
 }
 
 // keyBucket returns the "key" bucket (checked at open).
-func keyBucket(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket(keyBucketName) }
+func keyBucket(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket(schema.Key.Name()) }
 
 // Get returns key at revision rev (0: the newest). It finds the key's
 // newest revision at or below rev in one pass over the key bucket, comparing

@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 )
 
 // Path returns the file's path.
@@ -55,7 +56,7 @@ func (b *Bolt) MemberIDs() ([]uint64, error) {
 func (b *Bolt) LeaseIDs() ([]int64, error) {
 	var ids []int64
 	err := b.view(func(tx *bolt.Tx, _ *viewGuard) error {
-		lb := tx.Bucket(leaseBucketName)
+		lb := tx.Bucket(schema.Lease.Name())
 		if lb == nil {
 			return nil
 		}

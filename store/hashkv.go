@@ -11,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 )
 
 // HashKV is etcd's hash of a member's keyspace at one revision, as
@@ -153,7 +154,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // newHashKVHasher is etcd's newKVHasher: crc32c seeded with "key".
 func newHashKVHasher() hash.Hash32 {
 	h := crc32.New(castagnoli)
-	h.Write(keyBucketName)
+	h.Write(schema.Key.Name())
 	return h
 }
 
@@ -259,14 +260,14 @@ func (b *Bolt) hashKV(ctx context.Context, rev int64, group func(key []byte) str
 // newer (interrupted is then true: etcd finishes that compaction first).
 func hashCompactRevision(tx *bolt.Tx) (compact int64, interrupted bool) {
 	compact = -1
-	mb := tx.Bucket(metaBucketName)
+	mb := tx.Bucket(schema.Meta.Name())
 	if mb == nil {
 		return compact, false
 	}
-	if v := mb.Get(metaFinishedCompact); len(v) >= 8 {
+	if v := mb.Get(schema.FinishedCompactKeyName); len(v) >= 8 {
 		compact = int64(metaUint(v))
 	}
-	if v := mb.Get(metaScheduledCompact); len(v) >= 8 {
+	if v := mb.Get(schema.ScheduledCompactKeyName); len(v) >= 8 {
 		if s := int64(metaUint(v)); s > compact {
 			return s, true
 		}

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/server/v3/lease/leasepb"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -152,23 +153,23 @@ func writePointInTime(ctx context.Context, base *Bolt, path string, p PointInTim
 		if err := applyLeaseChanges(tx, p.Leases, w); err != nil {
 			return err
 		}
-		mb := tx.Bucket(metaBucketName)
+		mb := tx.Bucket(schema.Meta.Name())
 		if mb == nil {
-			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, metaBucketName)
+			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, schema.Meta.Name())
 		}
 		u64 := func(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
-		if err := mb.Put(metaConsistentIndex, u64(p.ConsistentIndex)); err != nil {
+		if err := mb.Put(schema.MetaConsistentIndexKeyName, u64(p.ConsistentIndex)); err != nil {
 			return err
 		}
 		if p.Term != 0 {
-			if err := mb.Put(metaTerm, u64(p.Term)); err != nil {
+			if err := mb.Put(schema.MetaTermKeyName, u64(p.Term)); err != nil {
 				return err
 			}
 		}
 		if p.Compaction > 0 {
 			rk := make([]byte, revBytesLen)
 			bucketKey{main: p.Compaction}.put(rk)
-			for _, k := range [][]byte{metaScheduledCompact, metaFinishedCompact} {
+			for _, k := range [][]byte{schema.ScheduledCompactKeyName, schema.FinishedCompactKeyName} {
 				if err := mb.Put(k, rk); err != nil {
 					return err
 				}
@@ -200,9 +201,9 @@ func addRevisions(ctx context.Context, db *bolt.DB, p PointInTime, last int64, w
 			return nil
 		}
 		err := db.Update(func(tx *bolt.Tx) error {
-			kb := tx.Bucket(keyBucketName)
+			kb := tx.Bucket(schema.Key.Name())
 			if kb == nil {
-				return fmt.Errorf("%w: no %q bucket", ErrCorrupt, keyBucketName)
+				return fmt.Errorf("%w: no %q bucket", ErrCorrupt, schema.Key.Name())
 			}
 			kb.FillPercent = 0.9 // etcd's for its appends
 			for _, it := range batch {
@@ -262,7 +263,7 @@ func compactKeyBucket(ctx context.Context, db *bolt.DB, at int64) (int, error) {
 	// Pass 1: each key's newest revision at or below at.
 	newest := map[string][]byte{}
 	err := db.View(func(tx *bolt.Tx) error {
-		return walkRevisions(ctx, tx.Bucket(keyBucketName).Cursor(), nil, at, func(bk bucketKey, k, v []byte) error {
+		return walkRevisions(ctx, tx.Bucket(schema.Key.Name()).Cursor(), nil, at, func(bk bucketKey, k, v []byte) error {
 			key, err := entryKey(bk, v)
 			if err != nil {
 				return err
@@ -285,7 +286,7 @@ func compactKeyBucket(ctx context.Context, db *bolt.DB, at int64) (int, error) {
 		var del [][]byte
 		done := true
 		err := db.View(func(tx *bolt.Tx) error {
-			return walkRevisions(ctx, tx.Bucket(keyBucketName).Cursor(), from, at, func(bk bucketKey, k, v []byte) error {
+			return walkRevisions(ctx, tx.Bucket(schema.Key.Name()).Cursor(), from, at, func(bk bucketKey, k, v []byte) error {
 				key, err := entryKey(bk, v)
 				if err != nil {
 					return err
@@ -306,7 +307,7 @@ func compactKeyBucket(ctx context.Context, db *bolt.DB, at int64) (int, error) {
 		}
 		if len(del) > 0 {
 			err := db.Update(func(tx *bolt.Tx) error {
-				kb := tx.Bucket(keyBucketName)
+				kb := tx.Bucket(schema.Key.Name())
 				for _, k := range del {
 					if err := kb.Delete(k); err != nil {
 						return err
@@ -328,7 +329,7 @@ func compactKeyBucket(ctx context.Context, db *bolt.DB, at int64) (int, error) {
 // applyLeaseChanges applies lease grants, revokes and checkpoints, in
 // order, to the "lease" bucket, as etcd's lessor persists them.
 func applyLeaseChanges(tx *bolt.Tx, changes []LeaseChange, w *PointInTimeWritten) error {
-	lb, err := tx.CreateBucketIfNotExists(leaseBucketName)
+	lb, err := tx.CreateBucketIfNotExists(schema.Lease.Name())
 	if err != nil {
 		return err
 	}
