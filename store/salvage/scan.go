@@ -102,7 +102,7 @@ func scanIndex(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*s
 	}
 	s := &scanner{
 		ctx: ctx, opts: opts,
-		rep:      &Report{FileSize: size, Trailer: "none"},
+		rep:      &Report{ReportFile: ReportFile{FileSize: size, Trailer: "none"}},
 		input:    input{r: r, size: size},
 		treeWalk: treeWalk{live: map[uint64]liveRef{}, lostPages: map[uint64]bool{}},
 		index:    newIndex(),
