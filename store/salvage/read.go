@@ -128,7 +128,7 @@ func (s *input) span(off int64, h pageHeader) int64 {
 	return min(span, s.size-off)
 }
 
-// chunkPages is how many pages pass1 reads at once (about 8 MiB).
+// chunkBytes is how much of the file pass1 reads at once.
 const chunkBytes = 8 << 20
 
 // pass1 reads every page in order, classifies it, and reads the items
@@ -156,71 +156,8 @@ func (s *scanner) pass1(h hash.Hash) error {
 		if c.err != nil {
 			return c.err
 		}
-		start, chunk := c.start, c.data
-		for i := uint64(0); i < uint64(per) && start+i < s.npages; i++ {
-			pos := start + i
-			pstart := int(i) * s.ps
-			if pstart+pageHeaderSize > len(chunk) {
-				s.bad(pos, "partial page", "the file ends inside it")
-				continue
-			}
-			hd := parseHeader(chunk[pstart:])
-			if ref, ok := s.live[pos]; ok && !ref.branch && (hd.id != pos || hd.flags != flagLeaf) {
-				// A leaf page the tree names, not checked by the walk.
-				s.lose(ref.bucket, ref.lo, ref.hi, pos, ref.parent, fmt.Sprintf("not a leaf page (header names page %d, flags %#x)", hd.id, hd.flags))
-				delete(s.live, pos)
-				if hd.id != pos || !validFlags(hd.flags) {
-					s.bad(pos, "leaf page of bucket "+ref.bucket, fmt.Sprintf("header names page %d, flags %#x", hd.id, hd.flags))
-					continue
-				}
-			}
-			if hd.id != pos || !validFlags(hd.flags) {
-				switch {
-				case pos < overflowEnd:
-					s.rep.PagesOverflow++
-				case isZero(chunk[pstart:min(pstart+s.ps, len(chunk))]):
-					s.rep.PagesEmpty++
-				case s.tree && !s.fillAll && !s.lostPages[pos]:
-					// Not named by the tree of the newest transaction: a
-					// free page, overwritten in part (the rest of a freed
-					// overflow run).
-					s.rep.PagesFree++
-				default:
-					seemed := "not a page header"
-					if s.lostPages[pos] {
-						seemed = "a page the tree names"
-					}
-					s.bad(pos, seemed, fmt.Sprintf("header names page %d, flags %#x", hd.id, hd.flags))
-				}
-				continue
-			}
-			s.rep.PagesRead++
-			if hd.overflow > 0 {
-				overflowEnd = max(overflowEnd, pos+1+uint64(hd.overflow))
-			}
-			var page []byte
-			span := s.span(int64(pos)*int64(s.ps), hd)
-			if int64(pstart)+span <= int64(len(chunk)) {
-				page = chunk[pstart : int64(pstart)+span]
-			} else {
-				if span > s.readBudget {
-					// Overflow counts claiming more than the file holds,
-					// page after page: read no more than the chunk has.
-					span = int64(len(chunk) - pstart)
-				}
-				s.readBudget -= span
-				// Reused: nothing keeps a page's bytes past s.page.
-				if int64(cap(s.big)) < span {
-					s.big = make([]byte, span)
-				}
-				page = s.big[:span]
-				m, _ := s.r.ReadAt(page, int64(pos)*int64(s.ps))
-				page = page[:m]
-			}
-			s.pre = c.pre[pos]
-			err := s.page(pos, hd, page)
-			s.pre = nil
-			if err != nil {
+		for i := uint64(0); i < uint64(per) && c.start+i < s.npages; i++ {
+			if err := s.chunkPage(&c, i, &overflowEnd); err != nil {
 				return err
 			}
 		}
@@ -228,6 +165,77 @@ func (s *scanner) pass1(h hash.Hash) error {
 	}
 	// The reader stops early only when the context ends.
 	return s.ctx.Err()
+}
+
+// chunkPage handles the page at position i of chunk c in pass1: the
+// page, when its header is valid at its position, else what the
+// position holds instead. overflowEnd is the position below which the
+// positions continue an earlier page.
+func (s *scanner) chunkPage(c *readChunk, i uint64, overflowEnd *uint64) error {
+	chunk := c.data
+	pos := c.start + i
+	pstart := int(i) * s.ps
+	if pstart+pageHeaderSize > len(chunk) {
+		s.bad(pos, "partial page", "the file ends inside it")
+		return nil
+	}
+	hd := parseHeader(chunk[pstart:])
+	if ref, ok := s.live[pos]; ok && !ref.branch && (hd.id != pos || hd.flags != flagLeaf) {
+		// A leaf page the tree names, not checked by the walk.
+		s.lose(ref.bucket, ref.lo, ref.hi, pos, ref.parent, fmt.Sprintf("not a leaf page (header names page %d, flags %#x)", hd.id, hd.flags))
+		delete(s.live, pos)
+		if hd.id != pos || !validFlags(hd.flags) {
+			s.bad(pos, "leaf page of bucket "+ref.bucket, fmt.Sprintf("header names page %d, flags %#x", hd.id, hd.flags))
+			return nil
+		}
+	}
+	if hd.id != pos || !validFlags(hd.flags) {
+		switch {
+		case pos < *overflowEnd:
+			s.rep.PagesOverflow++
+		case isZero(chunk[pstart:min(pstart+s.ps, len(chunk))]):
+			s.rep.PagesEmpty++
+		case s.tree && !s.fillAll && !s.lostPages[pos]:
+			// Not named by the tree of the newest transaction: a free
+			// page, overwritten in part (the rest of a freed overflow
+			// run).
+			s.rep.PagesFree++
+		default:
+			seemed := "not a page header"
+			if s.lostPages[pos] {
+				seemed = "a page the tree names"
+			}
+			s.bad(pos, seemed, fmt.Sprintf("header names page %d, flags %#x", hd.id, hd.flags))
+		}
+		return nil
+	}
+	s.rep.PagesRead++
+	if hd.overflow > 0 {
+		*overflowEnd = max(*overflowEnd, pos+1+uint64(hd.overflow))
+	}
+	var page []byte
+	span := s.span(int64(pos)*int64(s.ps), hd)
+	if int64(pstart)+span <= int64(len(chunk)) {
+		page = chunk[pstart : int64(pstart)+span]
+	} else {
+		if span > s.readBudget {
+			// Overflow counts claiming more than the file holds, page
+			// after page: read no more than the chunk has.
+			span = int64(len(chunk) - pstart)
+		}
+		s.readBudget -= span
+		// Reused: nothing keeps a page's bytes past s.page.
+		if int64(cap(s.big)) < span {
+			s.big = make([]byte, span)
+		}
+		page = s.big[:span]
+		m, _ := s.r.ReadAt(page, int64(pos)*int64(s.ps))
+		page = page[:m]
+	}
+	s.pre = c.pre[pos]
+	err := s.page(pos, hd, page)
+	s.pre = nil
+	return err
 }
 
 // readChunk is a chunk of pages pass1 reads: data, the bytes read from

@@ -72,45 +72,63 @@ func (s *scanner) newResult() *Result {
 // report (res from newResult).
 func (s *scanner) finish(res *Result) {
 	rep := s.rep
-	compactKnown, compact := s.compactKnown, s.compact
 	if !s.tree {
-		// Without a tree, a branch page still names what its lost
-		// children held; it may be a freed copy, which the problem says.
-		for _, b := range s.shapeBranches {
-			for i, e := range b.elems {
-				if e.child < s.npages && !s.badPos[e.child] {
-					continue
-				}
-				var hi []byte
-				if i+1 < len(b.elems) {
-					hi = b.elems[i+1].key
-				}
-				what := "unreadable"
-				if e.child >= s.npages {
-					what = "beyond the end of the file"
-				}
-				s.lose(bucketKey, e.key, hi, e.child, b.id, what+" (named by a branch page found outside any tree, which may be a freed copy)")
-			}
-		}
+		s.loseShapeChildren()
 	}
-	maxLost := int64(0)
-	// Without a tree, any loss may have taken any key's newer revisions.
-	openLost := !s.tree && (rep.PagesUnreadable > 0 || s.truncated || len(s.lost) > 0)
-	for _, l := range s.lost {
-		if l.hi == nil {
-			openLost = true
-		} else if r, _, ok := parseRevKey(l.hi); ok {
-			maxLost = max(maxLost, r.Main)
-		}
+	v := s.keep()
+	byKey := func(a, b Drop) int { return strings.Compare(a.Key, b.Key) }
+	slices.SortFunc(v.drops, byKey)
+	for _, d := range v.drops {
+		s.drop(d)
 	}
+	slices.SortFunc(v.uncertain, byKey)
+	rep.Uncertain = append(rep.Uncertain, v.uncertain[:min(len(v.uncertain), max(0, MaxListed-len(rep.Uncertain)))]...)
+	slices.Sort(v.stale)
+	rep.PossiblyStaleKeys = append(rep.PossiblyStaleKeys, v.stale[:min(len(v.stale), max(0, MaxListed-len(rep.PossiblyStaleKeys)))]...)
+	rep.Superseded = rep.RevisionsRead - int64(rep.Keys)
+	for k, rc := range v.perRes {
+		rep.Resources = append(rep.Resources, ResourceCount{Resource: k, Keys: rc})
+	}
+	sort.Slice(rep.Resources, func(i, j int) bool { return rep.Resources[i].Resource < rep.Resources[j].Resource })
+	slices.SortFunc(v.kept, func(a, b keptRev) int { return a.rev.cmp(b.rev) })
+	res.kept = v.kept
 
-	perRes := map[string]int{}
-	var kept []keptRev
-	leased := map[int64]bool{}
+	for _, it := range res.leases {
+		delete(v.leased, int64(binary.BigEndian.Uint64(it.key)))
+	}
+	rep.LeasesMissing = len(v.leased)
+	for k := range s.others {
+		rep.OtherBuckets = append(rep.OtherBuckets, k)
+	}
+	sort.Strings(rep.OtherBuckets)
+
+	rep.Complete = s.tree && !s.fillAll && len(s.lost) == 0 && len(rep.OtherLost) == 0 && rep.Dropped == nil && rep.Trailer != "mismatch"
+	s.warn(s.compactKnown)
+}
+
+// keyVerdicts is what keep decides of the index's keys, in the map's order:
+// the revisions kept, the keys dropped, the uncertain and possibly stale
+// ones, the kept keys per resource, and the leases kept keys are
+// attached to.
+type keyVerdicts struct {
+	kept      []keptRev
+	drops     []Drop
+	uncertain []Drop
+	stale     []string
+	perRes    map[string]int
+	leased    map[int64]bool
+}
+
+// keep decides, of each key of the judged index, whether it is kept,
+// deleted or dropped, and whether it is uncertain or possibly stale; it
+// counts the report's Keys and Deleted and PossiblyStale.
+func (s *scanner) keep() keyVerdicts {
+	rep := s.rep
+	compactKnown, compact := s.compactKnown, s.compact
+	maxLost, openLost := s.lostBounds()
+	v := keyVerdicts{perRes: map[string]int{}, leased: map[int64]bool{}}
 	// The keys in the map's order, what is listed sorted after (only
 	// what a damaged file lists is sorted, not every key).
-	var drops, uncertain []Drop
-	var stale []string
 	for key, i := range s.keys {
 		e := s.ents.at(i)
 		var bad []badRev
@@ -141,55 +159,28 @@ func (s *scanner) finish(res *Result) {
 			if len(bad) > 0 {
 				reason = fmt.Sprintf("unreadable (%s); %s", bad[len(bad)-1].err, reason)
 			}
-			drops = append(drops, Drop{Key: key, Revision: newest, Reason: reason})
+			v.drops = append(v.drops, Drop{Key: key, Revision: newest, Reason: reason})
 			continue
 		}
 		if newest != e.keep.rev {
-			drops = append(drops, Drop{Key: key, Revision: newest, Kept: e.keep.rev, Reason: fmt.Sprintf("newer revision unreadable (%s): kept the older %s", bad[len(bad)-1].err, e.keep.rev)})
+			v.drops = append(v.drops, Drop{Key: key, Revision: newest, Kept: e.keep.rev, Reason: fmt.Sprintf("newer revision unreadable (%s): kept the older %s", bad[len(bad)-1].err, e.keep.rev)})
 		}
 		rep.Keys++
-		kept = append(kept, e.keep)
+		v.kept = append(v.kept, e.keep)
 		if e.keepLease != 0 {
-			leased[e.keepLease] = true
+			v.leased[e.keepLease] = true
 		}
-		perRes[resourceOf(s.opts.Prefix, key)]++
+		v.perRes[resourceOf(s.opts.Prefix, key)]++
 		if e.keepOrphan && (!compactKnown || e.keep.rev.Main <= compact) {
-			uncertain = append(uncertain, Drop{Key: key, Revision: newest, Kept: e.keep.rev,
+			v.uncertain = append(v.uncertain, Drop{Key: key, Revision: newest, Kept: e.keep.rev,
 				Reason: "found only on a page outside the tree of buckets, at or below the compaction revision (or none is known): compaction may have removed it and a deletion after it"})
 		}
 		if openLost || e.keep.rev.Main < maxLost {
 			rep.PossiblyStale++
-			stale = append(stale, key)
+			v.stale = append(v.stale, key)
 		}
 	}
-	byKey := func(a, b Drop) int { return strings.Compare(a.Key, b.Key) }
-	slices.SortFunc(drops, byKey)
-	for _, d := range drops {
-		s.drop(d)
-	}
-	slices.SortFunc(uncertain, byKey)
-	rep.Uncertain = append(rep.Uncertain, uncertain[:min(len(uncertain), max(0, MaxListed-len(rep.Uncertain)))]...)
-	slices.Sort(stale)
-	rep.PossiblyStaleKeys = append(rep.PossiblyStaleKeys, stale[:min(len(stale), max(0, MaxListed-len(rep.PossiblyStaleKeys)))]...)
-	rep.Superseded = rep.RevisionsRead - int64(rep.Keys)
-	for k, rc := range perRes {
-		rep.Resources = append(rep.Resources, ResourceCount{Resource: k, Keys: rc})
-	}
-	sort.Slice(rep.Resources, func(i, j int) bool { return rep.Resources[i].Resource < rep.Resources[j].Resource })
-	slices.SortFunc(kept, func(a, b keptRev) int { return a.rev.cmp(b.rev) })
-	res.kept = kept
-
-	for _, it := range res.leases {
-		delete(leased, int64(binary.BigEndian.Uint64(it.key)))
-	}
-	rep.LeasesMissing = len(leased)
-	for k := range s.others {
-		rep.OtherBuckets = append(rep.OtherBuckets, k)
-	}
-	sort.Strings(rep.OtherBuckets)
-
-	rep.Complete = s.tree && !s.fillAll && len(s.lost) == 0 && len(rep.OtherLost) == 0 && rep.Dropped == nil && rep.Trailer != "mismatch"
-	s.warn(compactKnown)
+	return v
 }
 
 func (s *scanner) drop(d Drop) {

@@ -288,6 +288,45 @@ func (s *scanner) rootLeaf(id uint64, buf []byte, h pageHeader, depth int) (bool
 	return found, nil
 }
 
+// loseShapeChildren records, without a tree, the children of the "key"
+// bucket branch pages found that are lost: a branch page still names
+// what they held; it may be a freed copy, which the problem says.
+func (s *scanner) loseShapeChildren() {
+	for _, b := range s.shapeBranches {
+		for i, e := range b.elems {
+			if e.child < s.npages && !s.badPos[e.child] {
+				continue
+			}
+			var hi []byte
+			if i+1 < len(b.elems) {
+				hi = b.elems[i+1].key
+			}
+			what := "unreadable"
+			if e.child >= s.npages {
+				what = "beyond the end of the file"
+			}
+			s.lose(bucketKey, e.key, hi, e.child, b.id, what+" (named by a branch page found outside any tree, which may be a freed copy)")
+		}
+	}
+}
+
+// lostBounds returns the highest main revision that ends a lost part of
+// the "key" bucket, and whether a lost part is open above: any kept key
+// below the one, or every key with the other, may have had a newer
+// revision there.
+func (s *scanner) lostBounds() (maxLost int64, openLost bool) {
+	// Without a tree, any loss may have taken any key's newer revisions.
+	openLost = !s.tree && (s.rep.PagesUnreadable > 0 || s.truncated || len(s.lost) > 0)
+	for _, l := range s.lost {
+		if l.hi == nil {
+			openLost = true
+		} else if r, _, ok := parseRevKey(l.hi); ok {
+			maxLost = max(maxLost, r.Main)
+		}
+	}
+	return maxLost, openLost
+}
+
 // lose records a lost page of bucket.
 func (s *scanner) lose(bucket string, lo, hi []byte, id, parent uint64, problem string) {
 	s.lostPages[id] = true
