@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -56,11 +57,11 @@ func (s *scanner) newResult() *Result {
 	s.compactKnown = compactKnown
 	s.compact = max(rep.CompactRevision, rep.ScheduledCompactRevision)
 
-	for _, k := range sortedKeys(s.leases) {
+	for _, k := range slices.Sorted(maps.Keys(s.leases)) {
 		res.leases = append(res.leases, rawItem{[]byte(k), s.leases[k]})
 	}
 	rep.Leases = len(res.leases)
-	for _, k := range sortedKeys(s.members) {
+	for _, k := range slices.Sorted(maps.Keys(s.members)) {
 		res.members = append(res.members, rawItem{[]byte(k), s.members[k]})
 	}
 	rep.Members = len(res.members)
@@ -242,13 +243,4 @@ func resourceOf(prefix, key string) string {
 		return r.String()
 	}
 	return "(other)"
-}
-
-func sortedKeys(m map[string][]byte) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
