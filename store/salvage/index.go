@@ -57,7 +57,7 @@ type entry struct {
 	hasTomb    bool
 	tomb       Revision
 	// older is, with Options.Readable, the first of the revisions older
-	// than keep (1-based in scanner.older; 0: none), which judge falls
+	// than keep (1-based in index.older; 0: none), which judge falls
 	// back to when keep's value does not pass.
 	older int32
 }
