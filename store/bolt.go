@@ -309,6 +309,25 @@ func openBoltDB(path string, lockTimeout time.Duration) (db *bolt.DB, err error)
 	return db, nil
 }
 
+// currentRevision is the revision of the file tx reads, whose key bucket
+// is kb: its newest in the key bucket, or the compaction revision when
+// higher, for etcd starts at revision 1 and never goes below a
+// compaction revision (mvcc.store.restore).
+func currentRevision(tx *bolt.Tx, kb *bolt.Bucket) (int64, error) {
+	rev := int64(1)
+	if mb := tx.Bucket(schema.Meta.Name()); mb != nil {
+		rev = max(rev, int64(metaUint(mb.Get(schema.FinishedCompactKeyName))), int64(metaUint(mb.Get(schema.ScheduledCompactKeyName))))
+	}
+	if k, _ := kb.Cursor().Last(); k != nil {
+		bk, err := parseBucketKey(k)
+		if err != nil {
+			return 0, err
+		}
+		rev = max(rev, bk.main)
+	}
+	return rev, nil
+}
+
 // readMeta fills b.meta from the meta bucket and the newest revision in the
 // key bucket.
 func (b *Bolt) readMeta(tx *bolt.Tx, dataSize int64) error {
@@ -328,15 +347,9 @@ func (b *Bolt) readMeta(tx *bolt.Tx, dataSize int64) error {
 		b.meta.Term = metaUint(mb.Get(schema.MetaTermKeyName))
 		b.meta.StorageVersion = string(mb.Get(schema.MetaStorageVersionName))
 	}
-	// etcd starts at revision 1 and never goes below a compaction revision
-	// (mvcc.store.restore).
-	rev := max(1, b.meta.CompactRevision, b.meta.ScheduledCompactRevision)
-	if k, _ := kb.Cursor().Last(); k != nil {
-		bk, err := parseBucketKey(k)
-		if err != nil {
-			return fmt.Errorf("%s: %w", b.path, err)
-		}
-		rev = max(rev, bk.main)
+	rev, err := currentRevision(tx, kb)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.path, err)
 	}
 	b.meta.Revision = rev
 	return nil

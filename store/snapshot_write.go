@@ -284,16 +284,9 @@ func (c *SnapshotCopy) write(ctx context.Context, key string, expect int64, del 
 				return fmt.Errorf("lease %x: %w", lease, ErrLeaseNotFound)
 			}
 		}
-		rev := int64(1)
-		if mb := tx.Bucket(schema.Meta.Name()); mb != nil {
-			rev = max(rev, int64(metaUint(mb.Get(schema.FinishedCompactKeyName))), int64(metaUint(mb.Get(schema.ScheduledCompactKeyName))))
-		}
-		if k, _ := kb.Cursor().Last(); k != nil {
-			bk, err := parseBucketKey(k)
-			if err != nil {
-				return err
-			}
-			rev = max(rev, bk.main)
+		rev, err := currentRevision(tx, kb)
+		if err != nil {
+			return err
 		}
 		newRev = rev + 1
 		if del {
