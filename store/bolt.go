@@ -17,6 +17,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 
 	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
@@ -165,17 +166,9 @@ func (e *HashMismatchError) Error() string {
 // Is reports whether target is ErrHashMismatch.
 func (e *HashMismatchError) Is(target error) bool { return target == ErrHashMismatch }
 
-// Bucket and meta key names, as etcd's storage/schema package spells them.
-var (
-	keyBucketName          = []byte("key")
-	metaBucketName         = []byte("meta")
-	metaFinishedCompact    = []byte("finishedCompactRev")
-	metaScheduledCompact   = []byte("scheduledCompactRev")
-	metaConsistentIndex    = []byte("consistent_index")
-	metaTerm               = []byte("term")
-	metaStorageVersion     = []byte("storageVersion")
-	defaultBoltLockTimeout = 2 * time.Second
-)
+// defaultBoltLockTimeout is how long opening a file waits for another
+// process's lock on it.
+const defaultBoltLockTimeout = 2 * time.Second
 
 // snapshotTrailerSize is the size of the sha256 trailer of a snapshot file.
 const snapshotTrailerSize = sha256.Size
@@ -316,6 +309,25 @@ func openBoltDB(path string, lockTimeout time.Duration) (db *bolt.DB, err error)
 	return db, nil
 }
 
+// currentRevision is the revision of the file tx reads, whose key bucket
+// is kb: its newest in the key bucket, or the compaction revision when
+// higher, for etcd starts at revision 1 and never goes below a
+// compaction revision (mvcc.store.restore).
+func currentRevision(tx *bolt.Tx, kb *bolt.Bucket) (int64, error) {
+	rev := int64(1)
+	if mb := tx.Bucket(schema.Meta.Name()); mb != nil {
+		rev = max(rev, int64(metaUint(mb.Get(schema.FinishedCompactKeyName))), int64(metaUint(mb.Get(schema.ScheduledCompactKeyName))))
+	}
+	if k, _ := kb.Cursor().Last(); k != nil {
+		bk, err := parseBucketKey(k)
+		if err != nil {
+			return 0, err
+		}
+		rev = max(rev, bk.main)
+	}
+	return rev, nil
+}
+
 // readMeta fills b.meta from the meta bucket and the newest revision in the
 // key bucket.
 func (b *Bolt) readMeta(tx *bolt.Tx, dataSize int64) error {
@@ -324,26 +336,20 @@ func (b *Bolt) readMeta(tx *bolt.Tx, dataSize int64) error {
 	}
 	b.meta.PageSize = tx.DB().Info().PageSize
 	b.meta.DataSize = tx.Size()
-	kb := tx.Bucket(keyBucketName)
+	kb := tx.Bucket(schema.Key.Name())
 	if kb == nil {
-		return fmt.Errorf("%s: %w: no %q bucket: not an etcd v3 backend", b.path, ErrCorrupt, keyBucketName)
+		return fmt.Errorf("%s: %w: no %q bucket: not an etcd v3 backend", b.path, ErrCorrupt, schema.Key.Name())
 	}
-	if mb := tx.Bucket(metaBucketName); mb != nil {
-		b.meta.CompactRevision = int64(metaUint(mb.Get(metaFinishedCompact)))
-		b.meta.ScheduledCompactRevision = int64(metaUint(mb.Get(metaScheduledCompact)))
-		b.meta.ConsistentIndex = metaUint(mb.Get(metaConsistentIndex))
-		b.meta.Term = metaUint(mb.Get(metaTerm))
-		b.meta.StorageVersion = string(mb.Get(metaStorageVersion))
+	if mb := tx.Bucket(schema.Meta.Name()); mb != nil {
+		b.meta.CompactRevision = int64(metaUint(mb.Get(schema.FinishedCompactKeyName)))
+		b.meta.ScheduledCompactRevision = int64(metaUint(mb.Get(schema.ScheduledCompactKeyName)))
+		b.meta.ConsistentIndex = metaUint(mb.Get(schema.MetaConsistentIndexKeyName))
+		b.meta.Term = metaUint(mb.Get(schema.MetaTermKeyName))
+		b.meta.StorageVersion = string(mb.Get(schema.MetaStorageVersionName))
 	}
-	// etcd starts at revision 1 and never goes below a compaction revision
-	// (mvcc.store.restore).
-	rev := max(1, b.meta.CompactRevision, b.meta.ScheduledCompactRevision)
-	if k, _ := kb.Cursor().Last(); k != nil {
-		bk, err := parseBucketKey(k)
-		if err != nil {
-			return fmt.Errorf("%s: %w", b.path, err)
-		}
-		rev = max(rev, bk.main)
+	rev, err := currentRevision(tx, kb)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.path, err)
 	}
 	b.meta.Revision = rev
 	return nil
@@ -460,7 +466,7 @@ func (b *Bolt) view(fn func(tx *bolt.Tx, g *viewGuard) error) (err error) {
 }
 
 // keyBucket returns the "key" bucket (checked at open).
-func keyBucket(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket(keyBucketName) }
+func keyBucket(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket(schema.Key.Name()) }
 
 // Get returns key at revision rev (0: the newest). It finds the key's
 // newest revision at or below rev in one pass over the key bucket, comparing
@@ -586,19 +592,7 @@ func ListMap[T any](ctx context.Context, r Reader, prefix string, opts ListOptio
 // them. A key the file holds no revision of gives no call and no error.
 func (b *Bolt) History(ctx context.Context, key string, fn func(Event) error) (HistoryInfo, error) {
 	info := HistoryInfo{CompactRevision: b.compactRevision(), Revision: b.meta.Revision}
-	err := b.view(func(tx *bolt.Tx, g *viewGuard) error {
-		return forEachRevision(ctx, keyBucket(tx), exactKey(key), 0, func(bk bucketKey, _, v []byte) error {
-			ev, err := bk.event(v)
-			if err != nil {
-				return err
-			}
-			g.inCallback = true
-			err = fn(ev)
-			g.inCallback = false
-			return err
-		})
-	})
-	if err != nil {
+	if err := b.events(ctx, exactKey(key), fn); err != nil {
 		return info, fmt.Errorf("history %s: %w", key, err)
 	}
 	return info, nil
@@ -612,7 +606,16 @@ func (b *Bolt) ScanRevisions(ctx context.Context, prefix string, fn func(Event) 
 	if err != nil {
 		return fmt.Errorf("scan revisions: %w", err)
 	}
-	err = b.view(func(tx *bolt.Tx, g *viewGuard) error {
+	if err := b.events(ctx, m, fn); err != nil {
+		return fmt.Errorf("scan revisions %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// events calls fn with an Event for every revision of the keys m matches,
+// in revision order: History's and ScanRevisions' walk.
+func (b *Bolt) events(ctx context.Context, m keyMatch, fn func(Event) error) error {
+	return b.view(func(tx *bolt.Tx, g *viewGuard) error {
 		return forEachRevision(ctx, keyBucket(tx), m, 0, func(bk bucketKey, _, v []byte) error {
 			ev, err := bk.event(v)
 			if err != nil {
@@ -624,10 +627,6 @@ func (b *Bolt) ScanRevisions(ctx context.Context, prefix string, fn func(Event) 
 			return err
 		})
 	})
-	if err != nil {
-		return fmt.Errorf("scan revisions %s: %w", prefix, err)
-	}
-	return nil
 }
 
 // ScanLatest calls fn once per key under prefix (which must end in "/", or

@@ -14,6 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 )
@@ -141,7 +142,7 @@ func benchFile(b *testing.B) (*Bolt, int64, int64) {
 	b.Cleanup(func() { db.Close() })
 	var revs, size int64
 	if err := db.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(keyBucketName).Cursor()
+		c := tx.Bucket(schema.Key.Name()).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			revs++
 			size += int64(len(k) + len(v))
@@ -167,7 +168,7 @@ func BenchmarkBoltCursorBaseline(b *testing.B) {
 	var sink byte
 	for b.Loop() {
 		if err := db.db.View(func(tx *bolt.Tx) error {
-			c := tx.Bucket(keyBucketName).Cursor()
+			c := tx.Bucket(schema.Key.Name()).Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
 				if len(v) > 0 {
 					sink ^= v[0]

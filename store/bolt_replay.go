@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 )
 
 // Path returns the file's path.
@@ -55,7 +56,7 @@ func (b *Bolt) MemberIDs() ([]uint64, error) {
 func (b *Bolt) LeaseIDs() ([]int64, error) {
 	var ids []int64
 	err := b.view(func(tx *bolt.Tx, _ *viewGuard) error {
-		lb := tx.Bucket(leaseBucketName)
+		lb := tx.Bucket(schema.Lease.Name())
 		if lb == nil {
 			return nil
 		}
@@ -122,26 +123,9 @@ func (b *Bolt) ValuesOf(ctx context.Context, states []KeyValue, need func(key st
 // mapped file, valid during the call).
 func (b *Bolt) Revisions(ctx context.Context, lo, hi int64, fn func(main int64, key []byte, tombstone bool, value []byte) error) error {
 	return b.view(func(tx *bolt.Tx, g *viewGuard) error {
-		c := keyBucket(tx).Cursor()
-		var start [revBytesLen]byte
-		binary.BigEndian.PutUint64(start[:], uint64(max(lo, 0)))
-		start[8] = '_'
-		n := 0
-		for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
-			if n++; n%ctxCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			bk, err := parseBucketKey(k)
-			if err != nil {
-				return err
-			}
-			if bk.main > hi {
-				return nil
-			}
+		return walkRevisions(ctx, keyBucket(tx).Cursor(), revisionStart(max(lo, 0)), hi, func(bk bucketKey, _, v []byte) error {
 			if len(v) == 0 {
-				continue // a revision bumped by etcdutl snapshot restore
+				return nil // a revision bumped by etcdutl snapshot restore
 			}
 			raw, err := decodeKV(v)
 			if err != nil {
@@ -156,10 +140,7 @@ func (b *Bolt) Revisions(ctx context.Context, lo, hi int64, fn func(main int64, 
 			g.inCallback = true
 			err = fn(bk.main, raw.key, bk.tombstone, val)
 			g.inCallback = false
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+			return err
+		})
 	})
 }

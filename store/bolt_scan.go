@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -134,8 +136,43 @@ func forEachRevision(ctx context.Context, kb *bolt.Bucket, m keyMatch, atRev int
 // forEachRevisionCursor is forEachRevision with the key bucket's cursor
 // given (a cursor is used by one goroutine at a time).
 func forEachRevisionCursor(ctx context.Context, c *bolt.Cursor, m keyMatch, atRev int64, fn func(bk bucketKey, key, v []byte) error) error {
-	n := 0
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	hi := int64(math.MaxInt64)
+	if atRev > 0 {
+		hi = atRev
+	}
+	return walkRevisions(ctx, c, nil, hi, func(bk bucketKey, _, v []byte) error {
+		if len(v) == 0 {
+			// `etcdutl snapshot restore --bump-revision` marks the bumped
+			// revision with an empty value; etcd accepts it. It is no key.
+			return nil
+		}
+		key, err := entryKey(bk, v)
+		if err != nil {
+			return err
+		}
+		if !m.match(key) {
+			return nil
+		}
+		return fn(bk, key, v)
+	})
+}
+
+// errStopWalk, returned by a walkRevisions callback, ends the walk
+// without an error.
+var errStopWalk = errors.New("stop the walk")
+
+// walkRevisions reads the key bucket through its cursor c in revision
+// order, from the bucket key from (nil: the first) to the last entry of
+// main revision hi, and calls fn with each entry's bucket key, raw key
+// and value, which alias the file. It checks ctx every ctxCheckEvery
+// entries, the first included. Every loop over the key bucket's entries
+// goes through it.
+func walkRevisions(ctx context.Context, c *bolt.Cursor, from []byte, hi int64, fn func(bk bucketKey, k, v []byte) error) error {
+	k, v := c.First()
+	if from != nil {
+		k, v = c.Seek(from)
+	}
+	for n := 0; k != nil; k, v = c.Next() {
 		if n%ctxCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -146,26 +183,34 @@ func forEachRevisionCursor(ctx context.Context, c *bolt.Cursor, m keyMatch, atRe
 		if err != nil {
 			return err
 		}
-		if atRev > 0 && bk.main > atRev {
-			break
+		if bk.main > hi {
+			return nil
 		}
-		if len(v) == 0 {
-			// `etcdutl snapshot restore --bump-revision` marks the bumped
-			// revision with an empty value; etcd accepts it. It is no key.
-			continue
-		}
-		key, err := kvKey(v)
-		if err != nil {
-			return fmt.Errorf("%v: %w", bk, err)
-		}
-		if !m.match(key) {
-			continue
-		}
-		if err := fn(bk, key, v); err != nil {
+		if err := fn(bk, k, v); err != nil {
+			if err == errStopWalk {
+				return nil
+			}
 			return err
 		}
 	}
 	return nil
+}
+
+// revisionStart is the first bucket key of main revision main.
+func revisionStart(main int64) []byte {
+	start := make([]byte, revBytesLen)
+	bucketKey{main: main}.put(start)
+	return start
+}
+
+// entryKey returns the etcd key of bk's value v (kvKey), the error
+// naming bk.
+func entryKey(bk bucketKey, v []byte) ([]byte, error) {
+	key, err := kvKey(v)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", bk, err)
+	}
+	return key, nil
 }
 
 // rawKV is a decoded mvccpb.KeyValue whose byte fields alias the encoded

@@ -22,6 +22,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
@@ -1289,7 +1290,7 @@ func TestBoltBumpedRevisionMarker(t *testing.T) {
 	k := make([]byte, revBytesLen)
 	marker.put(k)
 	if err := db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(keyBucketName).Put(k, []byte{})
+		return tx.Bucket(schema.Key.Name()).Put(k, []byte{})
 	}); err != nil {
 		t.Fatal(err)
 	}

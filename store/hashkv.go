@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"hash"
 	"hash/crc32"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 )
 
 // HashKV is etcd's hash of a member's keyspace at one revision, as
@@ -154,7 +154,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // newHashKVHasher is etcd's newKVHasher: crc32c seeded with "key".
 func newHashKVHasher() hash.Hash32 {
 	h := crc32.New(castagnoli)
-	h.Write(keyBucketName)
+	h.Write(schema.Key.Name())
 	return h
 }
 
@@ -207,40 +207,27 @@ func (b *Bolt) hashKV(ctx context.Context, rev int64, group func(key []byte) str
 			}
 		}
 		whole := newHashKVHasher()
-		c := kb.Cursor()
-		n := 0
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if n++; n%ctxCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
+		err := walkRevisions(ctx, kb.Cursor(), nil, at, func(bk bucketKey, k, v []byte) error {
+			var key []byte
+			if len(v) > 0 {
+				var err error
+				if key, err = entryKey(bk, v); err != nil {
 					return err
 				}
 			}
-			bk, err := parseBucketKey(k)
-			if err != nil {
-				return err
-			}
-			if bk.main > at {
-				break
-			}
-			var key []byte
-			if len(v) > 0 {
-				if key, err = kvKey(v); err != nil {
-					return fmt.Errorf("%v: %w", bk, err)
-				}
-			}
 			if ks != nil && bk.main <= compact && !ks.hashed(bk, key, interrupted) {
-				continue
+				return nil
 			}
 			whole.Write(k)
 			whole.Write(v)
 			if group == nil || key == nil {
-				continue
+				return nil
 			}
 			g.inCallback = true
 			name := group(key)
 			g.inCallback = false
 			if name == "" {
-				continue
+				return nil
 			}
 			gh := groups[name]
 			if gh == nil {
@@ -249,9 +236,10 @@ func (b *Bolt) hashKV(ctx context.Context, rev int64, group func(key []byte) str
 			}
 			gh.Write(k)
 			gh.Write(v)
-		}
+			return nil
+		})
 		out.Hash = whole.Sum32()
-		return nil
+		return err
 	})
 	if err != nil {
 		return HashKV{}, nil, fmt.Errorf("hashkv at revision %d: %w", at, err)
@@ -272,14 +260,14 @@ func (b *Bolt) hashKV(ctx context.Context, rev int64, group func(key []byte) str
 // newer (interrupted is then true: etcd finishes that compaction first).
 func hashCompactRevision(tx *bolt.Tx) (compact int64, interrupted bool) {
 	compact = -1
-	mb := tx.Bucket(metaBucketName)
+	mb := tx.Bucket(schema.Meta.Name())
 	if mb == nil {
 		return compact, false
 	}
-	if v := mb.Get(metaFinishedCompact); len(v) >= 8 {
+	if v := mb.Get(schema.FinishedCompactKeyName); len(v) >= 8 {
 		compact = int64(metaUint(v))
 	}
-	if v := mb.Get(metaScheduledCompact); len(v) >= 8 {
+	if v := mb.Get(schema.ScheduledCompactKeyName); len(v) >= 8 {
 		if s := int64(metaUint(v)); s > compact {
 			return s, true
 		}
@@ -320,38 +308,21 @@ func (k *keepState) hashed(bk bucketKey, key []byte, interrupted bool) bool {
 // compact (> 0).
 func keepSet(ctx context.Context, kb *bolt.Bucket, compact, at int64) (*keepState, error) {
 	ks := &keepState{written: map[string]bool{}, seed: maphash.MakeSeed(), compact: compact}
-	c := kb.Cursor()
-	var start [revBytesLen]byte
-	binary.BigEndian.PutUint64(start[:], uint64(compact+1))
-	start[8] = '_'
-	n := 0
-	next := func() error {
-		if n++; n%ctxCheckEvery == 0 {
-			return ctx.Err()
-		}
-		return nil
-	}
 	// The revisions above C: which keys they write, and whether each
 	// exists at rev.
-	for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
-		bk, err := parseBucketKey(k)
-		if err != nil {
-			return nil, err
-		}
-		if bk.main > at {
-			break
-		}
-		if err := next(); err != nil {
-			return nil, err
-		}
+	err := walkRevisions(ctx, kb.Cursor(), revisionStart(compact+1), at, func(bk bucketKey, _, v []byte) error {
 		if len(v) == 0 {
-			continue
+			return nil
 		}
-		key, err := kvKey(v)
+		key, err := entryKey(bk, v)
 		if err != nil {
-			return nil, fmt.Errorf("%v: %w", bk, err)
+			return err
 		}
 		ks.written[string(key)] = !bk.tombstone
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	exists := false
 	for _, live := range ks.written {
@@ -364,12 +335,13 @@ func keepSet(ctx context.Context, kb *bolt.Bucket, compact, at int64) (*keepStat
 	// more than once; the puts of keys not written after C, candidates
 	// for a key existing at rev.
 	var all, candidates []uint64
-	if err := belowC(kb, compact, next, func(bk bucketKey, key []byte) {
+	if err := forEachRevision(ctx, kb, keyMatch{prefix: true}, compact, func(bk bucketKey, key, _ []byte) error {
 		h := maphash.Bytes(ks.seed, key)
 		all = append(all, h)
 		if _, later := ks.written[string(key)]; !later && !bk.tombstone {
 			candidates = append(candidates, h)
 		}
+		return nil
 	}); err != nil {
 		return nil, err
 	}
@@ -394,10 +366,11 @@ func keepSet(ctx context.Context, kb *bolt.Bucket, compact, at int64) (*keepStat
 		// Keys held more than once (or sharing a hash): their newest
 		// entry at or below C, by name.
 		ks.newest = map[string]bucketKey{}
-		if err := belowC(kb, compact, next, func(bk bucketKey, key []byte) {
+		if err := forEachRevision(ctx, kb, keyMatch{prefix: true}, compact, func(bk bucketKey, key, _ []byte) error {
 			if _, dup := ks.dupHashes[maphash.Bytes(ks.seed, key)]; dup {
 				ks.newest[string(key)] = bk
 			}
+			return nil
 		}); err != nil {
 			return nil, err
 		}
@@ -410,31 +383,4 @@ func keepSet(ctx context.Context, kb *bolt.Bucket, compact, at int64) (*keepStat
 	}
 	ks.empty = !exists
 	return ks, nil
-}
-
-// belowC calls fn for every entry with a value at or below compact, in
-// revision order, with its etcd key (aliasing the file).
-func belowC(kb *bolt.Bucket, compact int64, next func() error, fn func(bk bucketKey, key []byte)) error {
-	c := kb.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		bk, err := parseBucketKey(k)
-		if err != nil {
-			return err
-		}
-		if bk.main > compact {
-			return nil
-		}
-		if err := next(); err != nil {
-			return err
-		}
-		if len(v) == 0 {
-			continue
-		}
-		key, err := kvKey(v)
-		if err != nil {
-			return fmt.Errorf("%v: %w", bk, err)
-		}
-		fn(bk, key)
-	}
-	return nil
 }

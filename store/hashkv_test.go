@@ -18,6 +18,7 @@ import (
 	"go.etcd.io/etcd/server/v3/lease"
 	"go.etcd.io/etcd/server/v3/storage/backend"
 	"go.etcd.io/etcd/server/v3/storage/mvcc"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
@@ -346,7 +347,7 @@ func TestBoltHashKVMatchesMvcc(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					return tx.Bucket(keyBucketName).Put(k[:], v)
+					return tx.Bucket(schema.Key.Name()).Put(k[:], v)
 				})
 				db.Close()
 				if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -50,7 +51,7 @@ const (
 func (b *Bolt) Leases(ctx context.Context) ([]LeaseInfo, error) {
 	var out []LeaseInfo
 	err := b.view(func(tx *bolt.Tx, _ *viewGuard) error {
-		lb := tx.Bucket(leaseBucketName)
+		lb := tx.Bucket(schema.Lease.Name())
 		if lb == nil {
 			return nil
 		}

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/server/v3/lease/leasepb"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -152,23 +153,23 @@ func writePointInTime(ctx context.Context, base *Bolt, path string, p PointInTim
 		if err := applyLeaseChanges(tx, p.Leases, w); err != nil {
 			return err
 		}
-		mb := tx.Bucket(metaBucketName)
+		mb := tx.Bucket(schema.Meta.Name())
 		if mb == nil {
-			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, metaBucketName)
+			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, schema.Meta.Name())
 		}
 		u64 := func(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
-		if err := mb.Put(metaConsistentIndex, u64(p.ConsistentIndex)); err != nil {
+		if err := mb.Put(schema.MetaConsistentIndexKeyName, u64(p.ConsistentIndex)); err != nil {
 			return err
 		}
 		if p.Term != 0 {
-			if err := mb.Put(metaTerm, u64(p.Term)); err != nil {
+			if err := mb.Put(schema.MetaTermKeyName, u64(p.Term)); err != nil {
 				return err
 			}
 		}
 		if p.Compaction > 0 {
 			rk := make([]byte, revBytesLen)
 			bucketKey{main: p.Compaction}.put(rk)
-			for _, k := range [][]byte{metaScheduledCompact, metaFinishedCompact} {
+			for _, k := range [][]byte{schema.ScheduledCompactKeyName, schema.FinishedCompactKeyName} {
 				if err := mb.Put(k, rk); err != nil {
 					return err
 				}
@@ -200,9 +201,9 @@ func addRevisions(ctx context.Context, db *bolt.DB, p PointInTime, last int64, w
 			return nil
 		}
 		err := db.Update(func(tx *bolt.Tx) error {
-			kb := tx.Bucket(keyBucketName)
+			kb := tx.Bucket(schema.Key.Name())
 			if kb == nil {
-				return fmt.Errorf("%w: no %q bucket", ErrCorrupt, keyBucketName)
+				return fmt.Errorf("%w: no %q bucket", ErrCorrupt, schema.Key.Name())
 			}
 			kb.FillPercent = 0.9 // etcd's for its appends
 			for _, it := range batch {
@@ -262,32 +263,18 @@ func compactKeyBucket(ctx context.Context, db *bolt.DB, at int64) (int, error) {
 	// Pass 1: each key's newest revision at or below at.
 	newest := map[string][]byte{}
 	err := db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(keyBucketName).Cursor()
-		n := 0
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if n++; n%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			bk, err := parseBucketKey(k)
+		return walkRevisions(ctx, tx.Bucket(schema.Key.Name()).Cursor(), nil, at, func(bk bucketKey, k, v []byte) error {
+			key, err := entryKey(bk, v)
 			if err != nil {
 				return err
-			}
-			if bk.main > at {
-				break
-			}
-			key, err := kvKey(v)
-			if err != nil {
-				return fmt.Errorf("%v: %w", bk, err)
 			}
 			if old, ok := newest[string(key)]; ok && len(old) == len(k) {
 				copy(old, k)
 			} else {
 				newest[string(key)] = bytes.Clone(k)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return 0, err
@@ -299,40 +286,28 @@ func compactKeyBucket(ctx context.Context, db *bolt.DB, at int64) (int, error) {
 		var del [][]byte
 		done := true
 		err := db.View(func(tx *bolt.Tx) error {
-			c := tx.Bucket(keyBucketName).Cursor()
-			k, v := c.First()
-			if from != nil {
-				k, v = c.Seek(from)
-			}
-			for ; k != nil; k, v = c.Next() {
-				bk, err := parseBucketKey(k)
+			return walkRevisions(ctx, tx.Bucket(schema.Key.Name()).Cursor(), from, at, func(bk bucketKey, k, v []byte) error {
+				key, err := entryKey(bk, v)
 				if err != nil {
 					return err
-				}
-				if bk.main > at {
-					return nil
-				}
-				key, err := kvKey(v)
-				if err != nil {
-					return fmt.Errorf("%v: %w", bk, err)
 				}
 				if nk := newest[string(key)]; !bytes.Equal(nk, k) || bk.tombstone {
 					del = append(del, bytes.Clone(k))
 					if len(del) == 100_000 {
 						done = false
 						from = append(bytes.Clone(k), 0)
-						return nil
+						return errStopWalk
 					}
 				}
-			}
-			return nil
+				return nil
+			})
 		})
 		if err != nil {
 			return removed, err
 		}
 		if len(del) > 0 {
 			err := db.Update(func(tx *bolt.Tx) error {
-				kb := tx.Bucket(keyBucketName)
+				kb := tx.Bucket(schema.Key.Name())
 				for _, k := range del {
 					if err := kb.Delete(k); err != nil {
 						return err
@@ -354,7 +329,7 @@ func compactKeyBucket(ctx context.Context, db *bolt.DB, at int64) (int, error) {
 // applyLeaseChanges applies lease grants, revokes and checkpoints, in
 // order, to the "lease" bucket, as etcd's lessor persists them.
 func applyLeaseChanges(tx *bolt.Tx, changes []LeaseChange, w *PointInTimeWritten) error {
-	lb, err := tx.CreateBucketIfNotExists(leaseBucketName)
+	lb, err := tx.CreateBucketIfNotExists(schema.Lease.Name())
 	if err != nil {
 		return err
 	}

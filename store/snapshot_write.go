@@ -18,6 +18,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/internal/regular"
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -210,8 +211,6 @@ func leaseKey(id int64) []byte {
 	return k
 }
 
-var leaseBucketName = []byte("lease")
-
 // CompareAndSwap stores value at key as a new revision of the copy if the
 // key's newest revision in the copy is expect (0: the key must not exist,
 // or its newest revision is a deletion). The put carries lease, which must
@@ -250,9 +249,9 @@ func (c *SnapshotCopy) write(ctx context.Context, key string, expect int64, del 
 	}
 	var newRev int64
 	err := c.db.Update(func(tx *bolt.Tx) error {
-		kb := tx.Bucket(keyBucketName)
+		kb := tx.Bucket(schema.Key.Name())
 		if kb == nil {
-			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, keyBucketName)
+			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, schema.Key.Name())
 		}
 		var (
 			cur     int64 // newest live mod revision, 0: absent
@@ -280,21 +279,14 @@ func (c *SnapshotCopy) write(ctx context.Context, key string, expect int64, del 
 			return &ConflictError{Key: key, Expected: expect, Current: cur, CurrentValue: curKV}
 		}
 		if lease != 0 {
-			lb := tx.Bucket(leaseBucketName)
+			lb := tx.Bucket(schema.Lease.Name())
 			if lb == nil || lb.Get(leaseKey(lease)) == nil {
 				return fmt.Errorf("lease %x: %w", lease, ErrLeaseNotFound)
 			}
 		}
-		rev := int64(1)
-		if mb := tx.Bucket(metaBucketName); mb != nil {
-			rev = max(rev, int64(metaUint(mb.Get(metaFinishedCompact))), int64(metaUint(mb.Get(metaScheduledCompact))))
-		}
-		if k, _ := kb.Cursor().Last(); k != nil {
-			bk, err := parseBucketKey(k)
-			if err != nil {
-				return err
-			}
-			rev = max(rev, bk.main)
+		rev, err := currentRevision(tx, kb)
+		if err != nil {
+			return err
 		}
 		newRev = rev + 1
 		if del {

@@ -5,26 +5,42 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"go.etcd.io/etcd/server/v3/storage/schema"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// Bucket and meta key names, as etcd's server/storage/schema spells them.
-const (
-	bucketKey     = "key"
-	bucketMeta    = "meta"
-	bucketLease   = "lease"
-	bucketMembers = "members"
+// The bucket and meta key names the scan compares items with, as
+// strings, from etcd's own storage/schema.
+var (
+	bucketKey     = string(schema.Key.Name())
+	bucketMeta    = string(schema.Meta.Name())
+	bucketLease   = string(schema.Lease.Name())
+	bucketMembers = string(schema.Members.Name())
 
-	metaFinishedCompact  = "finishedCompactRev"
-	metaScheduledCompact = "scheduledCompactRev"
-	metaConsistentIndex  = "consistent_index"
+	metaFinishedCompact  = string(schema.FinishedCompactKeyName)
+	metaScheduledCompact = string(schema.ScheduledCompactKeyName)
+	metaConsistentIndex  = string(schema.MetaConsistentIndexKeyName)
 )
 
-// etcdBuckets are the bucket names etcd creates (schema.AllBuckets).
-var etcdBuckets = []string{"key", "meta", "lease", "alarm", "cluster", "members", "members_removed", "auth", "authUsers", "authRoles"}
+// isMetaKey reports whether k is a key etcd writes in "meta".
+func isMetaKey(k []byte) bool {
+	for _, m := range [][]byte{schema.FinishedCompactKeyName, schema.ScheduledCompactKeyName, schema.MetaConsistentIndexKeyName, schema.MetaTermKeyName, schema.MetaStorageVersionName, schema.MetaConfStateName} {
+		if string(k) == string(m) {
+			return true
+		}
+	}
+	return false
+}
 
-// metaKeys are the keys etcd writes in "meta".
-var metaKeys = []string{"finishedCompactRev", "scheduledCompactRev", "consistent_index", "term", "storageVersion", "confState"}
+// isEtcdBucket reports whether name is one of etcd's buckets.
+func isEtcdBucket(name []byte) bool {
+	for _, b := range schema.AllBuckets {
+		if string(name) == string(b.Name()) {
+			return true
+		}
+	}
+	return false
+}
 
 // Revision is a revision key of etcd's "key" bucket: the main revision
 // (one per transaction) and the sub revision (the change's index in it).
@@ -209,24 +225,4 @@ func memberItem(k, v []byte) bool {
 		}
 	}
 	return true
-}
-
-// isMetaKey reports whether k is a key etcd writes in "meta".
-func isMetaKey(k []byte) bool {
-	for _, m := range metaKeys {
-		if string(k) == m {
-			return true
-		}
-	}
-	return false
-}
-
-// isEtcdBucket reports whether name is one of etcd's buckets.
-func isEtcdBucket(name []byte) bool {
-	for _, b := range etcdBuckets {
-		if string(name) == b {
-			return true
-		}
-	}
-	return false
 }

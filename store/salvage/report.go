@@ -8,8 +8,29 @@ import (
 
 // Report is what a Scan found and did not find. Counts are exact for what
 // the scan read; where the file cannot tell (a lost page's contents), the
-// report says what is unknown instead of guessing.
+// report says what is unknown instead of guessing. Its parts are
+// embedded: their fields are the Report's own, in JSON too.
 type Report struct {
+	ReportFile
+	ReportPages
+	ReportKeys
+	ReportState
+
+	// Complete is true only when the scan established that nothing was
+	// lost: the tree of buckets was followed from the newer of two meta
+	// pages that both verify, no page of it was damaged or missing, and
+	// no key was dropped, and a sha256 trailer, if any, matches.
+	// (Unreadable pages outside that tree are free pages: listed, but
+	// nothing is lost with them.) bbolt keeps no checksum of its pages:
+	// damage inside a value that leaves it well formed cannot be seen, so
+	// only Trailer "matches" shows every byte intact.
+	Complete bool
+	// Warnings says, in sentences, what the counts mean for the result.
+	Warnings []string
+}
+
+// ReportFile is the part of a Report about the file as a whole.
+type ReportFile struct {
 	// FileSize is the input's size in bytes, trailer included.
 	FileSize int64
 	// PageSize is the bbolt page size used, and PageSizeSource how it was
@@ -31,7 +52,10 @@ type Report struct {
 	// when no meta page led to a usable root bucket and leaf pages were
 	// recognised by the shape of their items (see Warnings).
 	Tree string
+}
 
+// ReportPages is the part of a Report about the file's pages.
+type ReportPages struct {
 	// Pages is the number of page positions in the file; PagesRead those
 	// whose header was a valid bbolt page header at its position;
 	// PagesOverflow the positions holding the continuation of a page
@@ -53,7 +77,11 @@ type Report struct {
 	LostRanges []LostRange
 	// OtherLost lists pages of the other buckets that did not survive.
 	OtherLost []PageProblem
+}
 
+// ReportKeys is the part of a Report about the "key" bucket's revisions
+// and the keys kept.
+type ReportKeys struct {
 	// Keys is the number of etcd keys recovered, Deleted the number whose
 	// newest surviving revision is a deletion (they stay deleted), and
 	// Resources the recovered keys per resource.
@@ -83,7 +111,11 @@ type Report struct {
 	// the lost pages; PossiblyStaleKeys lists them (up to MaxListed).
 	PossiblyStale     int
 	PossiblyStaleKeys []string
+}
 
+// ReportState is the part of a Report about the rest of etcd's state:
+// revisions, compaction, leases, members and other buckets.
+type ReportState struct {
 	// MaxRevisionSeen is the highest main revision of any "key" bucket
 	// entry used, and MaxRevisionNamed the highest a surviving branch page
 	// of the "key" bucket names (its pages may be lost). etcd's revision
@@ -103,18 +135,6 @@ type Report struct {
 	// OtherBuckets names etcd buckets found that a salvage does not copy
 	// (auth, alarm, cluster, ...).
 	OtherBuckets []string
-
-	// Complete is true only when the scan established that nothing was
-	// lost: the tree of buckets was followed from the newer of two meta
-	// pages that both verify, no page of it was damaged or missing, and
-	// no key was dropped, and a sha256 trailer, if any, matches.
-	// (Unreadable pages outside that tree are free pages: listed, but
-	// nothing is lost with them.) bbolt keeps no checksum of its pages:
-	// damage inside a value that leaves it well formed cannot be seen, so
-	// only Trailer "matches" shows every byte intact.
-	Complete bool
-	// Warnings says, in sentences, what the counts mean for the result.
-	Warnings []string
 }
 
 // MaxListed bounds the lists of a Report (pages, drops); the counts stay
