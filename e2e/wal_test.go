@@ -875,9 +875,13 @@ func TestWALPurgedWithEarlyRevoke(t *testing.T) {
 	})
 	t.Run("ls", func(t *testing.T) {
 		for _, o := range objs {
+			// The revoke of the Events' lease, granted before the log, may
+			// have deleted keys the log never names (the db compacted
+			// their deletions away): the listing says so and is
+			// incomplete (exit 10), and still lists what it can name.
 			r := run("ls", o.plural, "--deleted", "-n", ns)
-			if r.code != 0 || !strings.Contains(r.stdout, o.name) {
-				t.Errorf("ls %s --deleted: want exit status 0 and %s listed:\n%s", o.plural, o.name, r)
+			if r.code != 10 || !strings.Contains(r.stdout, o.name) || !strings.Contains(r.stderr, "a lease revoke, may have deleted keys attached to lease") {
+				t.Errorf("ls %s --deleted: want exit status 10, %s listed and the revoke named as one that may have deleted keys the log never names:\n%s", o.plural, o.name, r)
 			}
 		}
 	})
