@@ -588,6 +588,10 @@ func (w *WAL) Unestablished(prefix string) Unestablished {
 			continue
 		}
 		e := &w.r.entries[x.entry]
+		if w.base != nil && x.mod == 0 && (e.outcome == OutcomeUnknown || e.outcome == OutcomeApplied && !w.isUnplaced(int32(id))) &&
+			(x.deleted || e.index <= w.cov.ConsistentIndex) {
+			open[x.key] = true
+		}
 		switch {
 		case e.outcome == OutcomeUnknown:
 			if u.Unknown == 0 {
@@ -598,9 +602,6 @@ func (w *WAL) Unestablished(prefix string) Unestablished {
 			// the db's state is after it, and says whether the key was
 			// brought back.
 			inDB := w.base != nil && e.index <= w.cov.ConsistentIndex
-			if w.base != nil && (inDB || x.deleted) {
-				open[x.key] = true
-			}
 			if d, ok := deletedBy[x.key]; x.deleted || ok && int32(id) > d && !inDB {
 				if u.Hiding == 0 {
 					u.FirstHiding = w.r.entry(x.entry)
