@@ -219,8 +219,11 @@ func uidOf(v []byte) string {
 
 // lsDeleted checks ls -A --deleted: every row listed is a deletion etcd
 // made, with the revisions and uid of the incarnation it deleted and its
-// re-creation; a deletion inside the log left out with exit status 0 is a
-// wrong claim (the listing says it is complete).
+// re-creation (a row deleted at a revision not established, -1: a
+// deletion of its incarnation follows it); a deletion inside the log left
+// out with exit status 0 is a wrong claim (the listing says it is
+// complete), and so is one with exit status 10 that neither such a row
+// nor stderr names.
 func (ch *oracleCheck) lsDeleted(m oracleMode) {
 	const cmd = "ls -A --deleted -o json"
 	r := ch.run(m, "ls", "-A", "--deleted", "-o", "json")
@@ -255,6 +258,14 @@ func (ch *oracleCheck) lsDeleted(m oracleMode) {
 		}
 		listed[e.Key][e.DeleteRevision] = true
 		claim := fmt.Sprintf("%s deleted at %d (mod %d, created %d, version %d, uid %s), re-created at %d", e.Key, e.DeleteRevision, e.ModRevision, e.CreateRevision, e.Version, it.Metadata.UID, e.RecreateRevision)
+		if e.DeleteRevision == -1 {
+			// Deleted at a revision not established: a deletion of the
+			// incarnation the row holds must follow it.
+			if why := ch.deletedAfter(e.Key, e.ModRevision, e.CreateRevision, e.Version, it.Metadata.UID); why != "" {
+				ch.wrong(m, cmd, claim, why)
+				continue
+			}
+		}
 		if e.DeleteRevision <= 0 {
 			ch.count(m, "ls --deleted rows", false)
 			continue
@@ -292,7 +303,7 @@ func (ch *oracleCheck) lsDeleted(m oracleMode) {
 		found := listed[key][del.Rev]
 		ch.share(m, "deletions listed", found)
 		switch {
-		case found:
+		case found, listed[key][-1]:
 		case r.code == 0:
 			ch.wrong(m, cmd, fmt.Sprintf("exit 0, %s not listed", key), describe(del))
 		case !mentions(r.stderr, key, before):
@@ -301,6 +312,27 @@ func (ch *oracleCheck) lsDeleted(m oracleMode) {
 			ch.count(m, "ls --deleted rows", false)
 		}
 	}
+}
+
+// deletedAfter says why a row claiming key deleted at a revision not
+// established is wrong: the incarnation it holds (its mod revision,
+// create revision, version and uid where stated) is not etcd's, or etcd
+// did not delete the key after it ("": the claim holds).
+func (ch *oracleCheck) deletedAfter(key string, mod, create, version int64, uid string) string {
+	var after int64
+	if mod > 0 {
+		ev := ch.orc.eventAt(key, mod)
+		if ev == nil || ev.Deleted || !agree(create, ev.CreateRevision) || !agree(version, ev.Version) || uid != "" && uid != uidOf(ev.Value) {
+			return fmt.Sprintf("revision %d: %s", mod, describe(ch.orc.at(key, mod)))
+		}
+		after = mod
+	}
+	for _, x := range ch.orc.history(key) {
+		if x.Rev > after && x.Deleted {
+			return ""
+		}
+	}
+	return fmt.Sprintf("no deletion of it after revision %d", after)
 }
 
 // mentions reports whether what etcdpvc said it could not establish

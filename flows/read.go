@@ -160,6 +160,19 @@ func (s *Session) Unsettled(prefix string, past, allRevisions bool) error {
 			inspect.Count(u.Unplaced, "write", "writes"), prefix, u.FirstUnplaced)
 		hint = s.UndeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes, with those"
 	}
+	if n := len(u.MayBeDeleted); n > 0 {
+		them := "them"
+		if n == 1 {
+			them = "it"
+		}
+		what := fmt.Sprintf("%s may have been deleted: the log writes %s only with outcomes it does not establish, and the db holds nothing of %s (it compacted such a deletion away)",
+			strings.Join(u.MayBeDeleted, ", "), them, them)
+		if msg == "" {
+			msg, hint = what, s.UndeterminedHint()+"; `etcdpvc --wal DIR history` lists a key's writes"
+		} else {
+			msg += "; " + what
+		}
+	}
 	if un := cov.UnnamedUnder(prefix); len(un) > 0 {
 		// Each is listed: what no source names.
 		items := make([]string, len(un))

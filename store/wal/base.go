@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -257,13 +258,21 @@ type joinedState struct {
 // false when the db's own state stands (the log never wrote key, or last
 // wrote it as the db holds it). base is key's newest live revision in the
 // db, or for a key the db holds deleted the last one before the deletion
-// (nil: none); baseLive whether the db holds it live; baseValue returns
-// base with its value, read only when the answer is base. A live state is
-// read only when wantLive (else its kv is nil).
-func (w *WAL) joinedLatest(key string, base *store.KeyValue, baseLive, wantLive bool, baseValue func() (*store.KeyValue, error)) (st joinedState, fromLog bool, err error) {
+// (nil: none); baseHeld whether the db holds key at all, live or deleted;
+// baseLive whether it holds it live; baseValue returns base with its
+// value, read only when the answer is base. A live state is read only
+// when wantLive (else its kv is nil).
+func (w *WAL) joinedLatest(key string, base *store.KeyValue, baseHeld, baseLive, wantLive bool, baseValue func() (*store.KeyValue, error)) (st joinedState, fromLog bool, err error) {
 	x := w.latest(key)
 	if x < 0 {
 		return st, false, nil
+	}
+	if !w.deleted(x) && !baseHeld && w.r.entries[w.r.all[x].entry].index <= w.cov.ConsistentIndex {
+		// Live after one of the log's entries the db holds, and the db
+		// holds nothing of it: deleted after, at a revision the db
+		// compacted (by a write whose outcome the log does not
+		// establish, or a revoke or range delete that does not name it).
+		return w.deletedAfter(key, x)
 	}
 	if w.deleted(x) && baseLive && w.r.entries[w.r.all[x].entry].index <= w.cov.ConsistentIndex &&
 		(w.r.all[x].mod == 0 || base.ModRevision > w.r.all[x].mod) {
@@ -274,7 +283,7 @@ func (w *WAL) joinedLatest(key string, base *store.KeyValue, baseLive, wantLive 
 		return st, false, nil
 	}
 	if !w.deleted(x) {
-		if base != nil && w.r.all[x].mod <= w.dbRev() {
+		if baseHeld && w.r.all[x].mod <= w.dbRev() {
 			// Last written up to the db: as the db holds it.
 			return st, false, nil
 		}
@@ -299,6 +308,25 @@ func (w *WAL) joinedLatest(key string, base *store.KeyValue, baseLive, wantLive 
 	return st, true, err
 }
 
+// deletedAfter is the state of key, which the log's write x left live
+// and a later write or entry deleted at a revision not established: x's
+// value is its last one unless a later put of it may have applied.
+func (w *WAL) deletedAfter(key string, x int32) (joinedState, bool, error) {
+	st := joinedState{kv: &store.KeyValue{Key: key}, deleted: true, deleteRev: -1}
+	ws := w.writesOf(key)
+	for _, id := range ws[slices.Index(ws, x)+1:] {
+		if o := w.r.entries[w.r.all[id].entry].outcome; !w.deleted(id) && o != OutcomeNotApplied && o != OutcomeSkipped {
+			return st, true, nil
+		}
+	}
+	kv, err := w.kv(x, true)
+	if err != nil {
+		return st, true, err
+	}
+	st.kv = kv
+	return st, true, nil
+}
+
 // joinedScanLatest is ScanLatest over the db and the log.
 func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDeleted bool, fn func(kv *store.KeyValue, deleted bool, deleteRev int64) error) error {
 	err := w.mergeLog(prefix, func(each func(string, func() error) error) error {
@@ -308,7 +336,7 @@ func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDelete
 				if kv.ModRevision != 0 {
 					base = kv
 				}
-				st, fromLog, err := w.joinedLatest(kv.Key, base, base != nil && !deleted, true, func() (*store.KeyValue, error) { return base, nil })
+				st, fromLog, err := w.joinedLatest(kv.Key, base, true, base != nil && !deleted, true, func() (*store.KeyValue, error) { return base, nil })
 				switch {
 				case err != nil:
 					return err
@@ -324,7 +352,7 @@ func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDelete
 			})
 		})
 	}, func(key string) error {
-		st, fromLog, err := w.joinedLatest(key, nil, false, true, nil)
+		st, fromLog, err := w.joinedLatest(key, nil, false, false, true, nil)
 		if err != nil || !fromLog || st.deleted && !includeDeleted {
 			return err
 		}
@@ -377,7 +405,7 @@ func (w *WAL) joinedScanDeleted(ctx context.Context, prefix string, fn func(kv *
 			kv.Value = v
 			return &kv, err
 		}
-		st, fromLog, err := w.joinedLatest(key, base, baseLive, false, baseValue)
+		st, fromLog, err := w.joinedLatest(key, base, tomb != nil || baseLive, baseLive, false, baseValue)
 		switch {
 		case err != nil:
 			return fmt.Errorf("scan deleted %s: %w", prefix, err)
@@ -535,6 +563,11 @@ type Unestablished struct {
 	// FirstUnplaced is the first one's raft index.
 	Unplaced      int
 	FirstUnplaced uint64
+	// MayBeDeleted lists, in key order, the keys the db holds nothing of
+	// that the log writes only with outcomes it does not establish, one
+	// of them among the entries the db holds or a delete: each may have
+	// been deleted at a revision the db compacted, or never have existed.
+	MayBeDeleted []string
 }
 
 // Unestablished counts the writes of keys under prefix whose outcome, or
@@ -542,6 +575,7 @@ type Unestablished struct {
 func (w *WAL) Unestablished(prefix string) Unestablished {
 	var u Unestablished
 	deletedBy := map[int32]int32{} // key → its last applied delete
+	open := map[int32]bool{}       // keys with an open write that may have deleted them
 	for id := range w.r.all {
 		x := &w.r.all[id]
 		if x.deleted && w.r.entries[x.entry].outcome == OutcomeApplied {
@@ -554,6 +588,10 @@ func (w *WAL) Unestablished(prefix string) Unestablished {
 			continue
 		}
 		e := &w.r.entries[x.entry]
+		if w.base != nil && x.mod == 0 && (e.outcome == OutcomeUnknown || e.outcome == OutcomeApplied && !w.isUnplaced(int32(id))) &&
+			(x.deleted || e.index <= w.cov.ConsistentIndex) {
+			open[x.key] = true
+		}
 		switch {
 		case e.outcome == OutcomeUnknown:
 			if u.Unknown == 0 {
@@ -577,7 +615,22 @@ func (w *WAL) Unestablished(prefix string) Unestablished {
 			u.Unplaced++
 		}
 	}
+	for k := range open {
+		if key := w.r.keyNames[k]; w.latest(key) < 0 && !w.baseHolds(key) {
+			u.MayBeDeleted = append(u.MayBeDeleted, key)
+		}
+	}
+	slices.Sort(u.MayBeDeleted)
 	return u
+}
+
+// baseHolds reports whether the db holds key, live or deleted.
+func (w *WAL) baseHolds(key string) bool {
+	if _, ok := w.baseState(key); ok {
+		return true
+	}
+	_, ok := slices.BinarySearchFunc(w.baseDeleted, key, func(t baseTombstone, key string) int { return strings.Compare(t.kv.Key, key) })
+	return ok
 }
 
 // prefixResolved reports whether the log's entries the db holds were

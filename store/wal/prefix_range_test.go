@@ -204,12 +204,18 @@ func TestWALOverDBDeletePrefix(t *testing.T) {
 			}
 			t.Logf("listed deleted: %v", deleted)
 			for key, rev := range deleted {
-				if key == claim(1) || rev != 0 && rev != delRev {
+				// -1: deleted at a revision not established.
+				if key == claim(1) || rev != -1 && rev != delRev {
 					t.Errorf("%s: listed deleted at revision %d, deleted at %d", key, rev, delRev)
 				}
 			}
 			if !tc.compacted && (deleted[claim(0)] != delRev || deleted[claim(3)] != delRev) {
 				t.Errorf("deleted %v: want %s and %s at revision %d", deleted, claim(0), claim(3), delRev)
+			}
+			// Live at revisions the db holds, and the db compacted their
+			// tombstones: deleted, at a revision not established.
+			if tc.compacted && (deleted[claim(0)] != -1 || deleted[claim(3)] != -1) {
+				t.Errorf("deleted %v: want %s and %s at a revision not established (-1)", deleted, claim(0), claim(3))
 			}
 		})
 	}
