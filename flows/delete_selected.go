@@ -147,6 +147,11 @@ func (s *Session) DeleteSelected(ctx context.Context, t Terminal, r SelectedRequ
 			"a value the apiserver cannot read is deleted by `etcdpvc delete --all-unreadable RESOURCE`"}
 	}
 	where := scopeName(scope)
+	if len(plans) == 0 && len(skipped) > 0 {
+		t.Print(fmt.Sprintf("nothing deleted: of the %s %s (at revision %d), %d could not be matched (%s); nothing written\n",
+			inspect.Count(read, "object", "objects"), where, rev, len(skipped), why))
+		return incomplete()
+	}
 	if len(plans) == 0 {
 		t.Print(fmt.Sprintf("nothing to do: none of the %s %s (at revision %d) is selected (%s); nothing written\n",
 			inspect.Count(read, "object", "objects"), where, rev, why))
