@@ -31,12 +31,15 @@ type SelectedRequest struct {
 }
 
 // ObjectTime is the time --older-than compares: an Event's lastTimestamp,
-// else its eventTime, else (every other object, or an Event with neither)
-// metadata.creationTimestamp; the zero time when none is set.
+// else the last of its series (series.lastObservedTime), else its
+// eventTime, else (every other object, or an Event with none of them)
+// metadata.creationTimestamp; the zero time when none is set, which no
+// --older-than selects.
 func ObjectTime(content map[string]any) time.Time {
 	if kind, _ := content["kind"].(string); kind == "Event" {
-		for _, f := range []string{"lastTimestamp", "eventTime", "deprecatedLastTimestamp"} {
-			if t, ok := parseTime(content[f]); ok {
+		series, _ := content["series"].(map[string]any)
+		for _, v := range []any{content["lastTimestamp"], series["lastObservedTime"], content["eventTime"]} {
+			if t, ok := parseTime(v); ok {
 				return t
 			}
 		}

@@ -324,7 +324,8 @@ func deleteCommand() command {
 			"readable objects included (a full etcd's Events, say): the objects of RESOURCE in the namespace\n" +
 			"of -n (default: default) or every namespace (-A) that match every part given. -l and\n" +
 			"--field-selector are kubectl's, with the fields ls takes; --older-than keeps the objects whose\n" +
-			"creationTimestamp is older, and for Events their lastTimestamp, else eventTime, when set. A\n" +
+			"creationTimestamp is older, and for Events their lastTimestamp, else series.lastObservedTime,\n" +
+			"else eventTime, when set (an object with no such time is kept). A\n" +
 			"RESOURCE without a selection is refused: a whole resource is never the default. One line per\n" +
 			"object (not its diff), the count and bytes, one confirmation; --dry-run writes nothing. The\n" +
 			"backups go to local disk first, and the write is refused, with nothing sent, when the backup\n" +
@@ -347,7 +348,7 @@ etcdpvc --kubeadm delete configmaps -n ci -l job=nightly --yes`,
 			&cli.BoolFlag{Name: "all-unreadable", Usage: "delete every value the apiserver cannot read, of RESOURCE (or every resource) in the namespace (-n) or every namespace (-A)"},
 			&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Usage: "delete the objects of RESOURCE whose labels match (kubectl's syntax)"},
 			&cli.StringFlag{Name: "field-selector", Usage: "delete the objects of RESOURCE whose fields match (FIELD=VALUE, ==, !=, comma-separated; the fields ls takes)"},
-			&cli.DurationFlag{Name: "older-than", Usage: "delete the objects of RESOURCE older than this (creationTimestamp; an Event's lastTimestamp, else eventTime, when set)"},
+			&cli.DurationFlag{Name: "older-than", Usage: "delete the objects of RESOURCE older than this (creationTimestamp; an Event's lastTimestamp, else series.lastObservedTime, else eventTime, when set)"},
 			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "with --all-unreadable or a selection: every namespace"},
 			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "with --all-unreadable or a selection: keys per range request of the scan (live etcd)"},
 			&cli.IntFlag{Name: "max-txn-ops", Value: store.MaxTxnOps, Usage: "with --all-unreadable or a selection: the most keys deleted in one transaction (at most etcd's --max-txn-ops; 1: one per key)"},
