@@ -113,7 +113,7 @@ func (s *Session) DeleteSelected(ctx context.Context, t Terminal, r SelectedRequ
 				return seen{object: true}, nil
 			}
 		}
-		p, err := s.Planner.PlanDeleteSelected(ctx, held, why)
+		p, err := s.Planner.PlanDeleteSelected(cur, why)
 		return seen{object: true, plan: p}, err
 	}
 	var plans []*surgery.Plan
@@ -161,12 +161,19 @@ func (s *Session) DeleteSelected(ctx context.Context, t Terminal, r SelectedRequ
 		return incomplete()
 	}
 	var bytes int64
+	leased := 0
 	for _, p := range plans {
 		bytes += int64(len(p.Before.KV.Value))
+		if p.Lease != 0 {
+			leased++
+		}
 	}
 	t.Print(fmt.Sprintf("selected %d of the %s %s (%s): %d bytes of stored values\n",
 		len(plans), inspect.Count(read, "object", "objects"), where, why, bytes))
 	t.Warn("delete removes the selected objects from etcd directly: no finalizers run, admission is skipped, and nothing they own is garbage-collected until the garbage collector notices")
+	if leased > 0 {
+		t.Warn(fmt.Sprintf("%s attached to a lease (Events are, for their TTL); the undo creates each without its lease (nothing expires it then)", inspect.Count(leased, "of them is", "of them are")))
+	}
 	o.Brief = true
 	if _, err := s.Write(ctx, t, plans, o); err != nil {
 		return err
