@@ -365,8 +365,8 @@ etcdpvc --kubeadm delete configmaps -n ci -l job=nightly --yes`,
 			if selection {
 				return runDeleteSelected(c, e, in, o)
 			}
-			if args := c.Args().Slice(); len(args) == 1 && !strings.Contains(args[0], "/") && !c.IsSet("etcd-key") && c.Bool("all-namespaces") {
-				return usagef("delete %s -A: no selection: give -l SELECTOR, --field-selector SELECTOR or --older-than DURATION (a whole resource is never deleted by default)", args[0])
+			if args := c.Args().Slice(); len(args) == 1 && !strings.Contains(args[0], "/") && !c.IsSet("etcd-key") {
+				return usagef("delete %s: no NAME and no selection: name one object (RESOURCE NAME), or select with -l SELECTOR, --field-selector SELECTOR or --older-than DURATION (a whole resource is never deleted by default)", args[0])
 			}
 			for _, f := range []string{"all-namespaces", "page-size", "max-txn-ops"} {
 				if c.IsSet(f) {
