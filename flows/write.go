@@ -170,7 +170,7 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 		return nil, err
 	}
 	if err := surgery.CheckBackupRoom(surgery.BackupDirOrDefault(o.BackupDir), surgery.BackupRoom(plans)); err != nil {
-		return nil, &hintedError{err, "free space on the backup directory's file system, or give --backup-dir on one with room (backups are written before etcd is; never on etcd's own disk when it is full)"}
+		return nil, err
 	}
 	if !o.Yes {
 		what := "this change"
