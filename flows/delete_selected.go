@@ -95,7 +95,10 @@ func (s *Session) DeleteSelected(ctx context.Context, t Terminal, r SelectedRequ
 	}
 	mapFn := func(kv *store.KeyValue) (seen, error) {
 		_, ns, name, parsed, ok := scope.Match(s.Options.Prefix, kv.Key)
-		if !ok || !parsed || !sel.MatchesKey(ns, name) {
+		switch {
+		case ok && !parsed:
+			return seen{object: true, skipped: fmt.Sprintf("not deleted: %s names no single object, so the selection cannot be matched", kv.Key)}, nil
+		case !ok || !sel.MatchesKey(ns, name):
 			return seen{object: ok}, nil
 		}
 		held := *kv
@@ -145,7 +148,7 @@ func (s *Session) DeleteSelected(ctx context.Context, t Terminal, r SelectedRequ
 		if len(skipped) == 0 {
 			return nil
 		}
-		return &hintedError{&incompleteError{msg: fmt.Sprintf("%s not deleted: the selection could not be matched against what cannot be read",
+		return &hintedError{&incompleteError{msg: fmt.Sprintf("%s not deleted: the selection could not be matched against them (unreadable here, or naming no single object)",
 			inspect.Count(len(skipped), "value was", "values were"))},
 			"a value the apiserver cannot read is deleted by `etcdpvc delete --all-unreadable RESOURCE`"}
 	}
