@@ -36,7 +36,7 @@ var exitRules = []struct {
 		surgery.ErrChangedSinceBackup, surgery.ErrBadBackup, surgery.ErrTooLarge, surgery.ErrTooManyOps,
 		surgery.ErrInvalid, surgery.ErrNotApplicable,
 		surgery.ErrKeyMismatch, surgery.ErrMembersDiffer, surgery.ErrOtherCluster, surgery.ErrPlaintextIntoEncrypted,
-		surgery.ErrUnsafeBackupDir, surgery.ErrReadable, surgery.ErrSeveralWrites, surgery.ErrOperationIncomplete, surgery.ErrBadOperationID, surgery.ErrNotObjectKey, verify.ErrRejected, verify.ErrCannotVerify, wal.ErrCheckFailed, wal.ErrBeforeBase,
+		surgery.ErrUnsafeBackupDir, surgery.ErrNoBackupRoom, surgery.ErrReadable, surgery.ErrSeveralWrites, surgery.ErrOperationIncomplete, surgery.ErrBadOperationID, surgery.ErrNotObjectKey, verify.ErrRejected, verify.ErrCannotVerify, wal.ErrCheckFailed, wal.ErrBeforeBase,
 		store.ErrOutputExists, store.ErrMemberDir)},
 	{exitcode.Decode, errorIs(encryption.ErrKeyNotFound, encryption.ErrNoConfig, encryption.ErrWrongKey,
 		codec.ErrEncrypted, codec.ErrMalformed, codec.ErrNotObject, codec.ErrUnsupported, codec.ErrEmpty)},

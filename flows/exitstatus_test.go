@@ -52,6 +52,7 @@ func TestExitStatus(t *testing.T) {
 		{"other cluster", wrap(surgery.ErrOtherCluster), exitcode.Refused},
 		{"plaintext into encrypted", wrap(surgery.ErrPlaintextIntoEncrypted), exitcode.Refused},
 		{"unsafe backup dir", wrap(surgery.ErrUnsafeBackupDir), exitcode.Refused},
+		{"no room for the backups", wrap(surgery.ErrNoBackupRoom), exitcode.Refused},
 		{"rejected", wrap(verify.ErrRejected), exitcode.Refused},
 		{"cannot verify", wrap(verify.ErrCannotVerify), exitcode.Refused},
 		{"key not found", wrap(encryption.ErrKeyNotFound), exitcode.Decode},

@@ -114,6 +114,7 @@ var sentinelHints = []struct {
 	{store.ErrConflict, "re-run the command: it reads the object again and shows a new diff"},
 	{surgery.ErrUncertain, "the write may or may not have been applied: read the object again (etcdpvc get) and compare it with the backup before doing anything else"},
 	{surgery.ErrBackupDirUnwritable, "nothing was sent: every write keeps a backup first; give --backup-dir DIR on a writable file system (in a pod, an emptyDir volume), or set $XDG_STATE_HOME"},
+	{surgery.ErrNoBackupRoom, "nothing was sent: every write keeps a backup on local disk first; free space there, or give --backup-dir DIR on a file system with room (not the disk etcd's data directory is on, when that is what is full)"},
 	{surgery.ErrOperationNotFound, "the operation id and the backup directory are those the write's undo line names; `etcdpvc backups --backup-dir DIR` lists the operations recorded there"},
 	{surgery.ErrOperationIncomplete, "put the missing backups back into the backup directory (from where they were copied) and run the same command again; to undo only the rest, restore their backups one by one (etcdpvc restore BACKUP...)"},
 	{surgery.ErrBadOperationID, "copy the operation id from the write's undo line, or from `etcdpvc backups`"},

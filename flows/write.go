@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
@@ -67,6 +68,10 @@ type WriteOptions struct {
 	// OperationID is the run's operation id, recorded in every backup and
 	// audit line ("": surgery.Execute makes one per call).
 	OperationID string
+	// Brief shows each plan by its description, not its diff, and its
+	// warnings once each (a delete of a selection, whose diffs would be
+	// every object whole).
+	Brief bool
 	// Result, when set, collects what became of each key (-o json|yaml).
 	Result *Result
 }
@@ -105,8 +110,17 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 			todo, keys = append(todo, p.ObjectName()), append(keys, p.Key)
 		}
 	}
+	warned := map[string]bool{}
 	for _, p := range plans {
 		switch {
+		case o.Brief && !p.NoOp:
+			t.Print(p.Description + "\n")
+			for _, w := range p.Warnings {
+				if !warned[w] {
+					warned[w] = true
+					t.Warn(w)
+				}
+			}
 		case p.NoOp && len(todo) == 0 && p.NoOpReason != "":
 			t.Print(fmt.Sprintf("nothing to do: %s; nothing written\n", p.NoOpReason))
 		case p.NoOp && len(todo) == 0:
@@ -136,6 +150,10 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 			}
 		}
 	}
+	if o.DryRun && o.Brief {
+		t.Print(fmt.Sprintf("dry run: %s; nothing written\n", inspect.Count(len(todo), "write", "writes")))
+		return nil, nil
+	}
 	if o.DryRun {
 		for _, p := range plans {
 			if !p.NoOp {
@@ -149,6 +167,9 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 		return nil, &hintedError{fmt.Errorf("%s: %w", s.Description, err), readOnlyHint}
 	}
 	if err := surgery.ProbeBackupDir(surgery.BackupDirOrDefault(o.BackupDir)); err != nil {
+		return nil, err
+	}
+	if err := surgery.CheckBackupRoom(surgery.BackupDirOrDefault(o.BackupDir), surgery.BackupRoom(plans)); err != nil {
 		return nil, err
 	}
 	if !o.Yes {

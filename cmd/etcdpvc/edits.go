@@ -291,7 +291,7 @@ etcdpvc restore --operation 20261203T003510Z-1f2e3d4c --backup-dir /root/.local/
 func deleteCommand() command {
 	return command{
 		name:  "delete",
-		usage: "delete an object the apiserver cannot read, or every one (--all-unreadable)",
+		usage: "delete an object the apiserver cannot read, every one (--all-unreadable), or a selection (-l, --older-than)",
 		args:  cliargs.Args{Kind: cliargs.ArgsObject, OtherForms: true},
 		desc: "delete removes one object's key from etcd: for a value the apiserver cannot read (encrypted\n" +
 			"with a key it no longer has, undecodable, of another kind than its key's resource, in the clear\n" +
@@ -319,27 +319,58 @@ func deleteCommand() command {
 			"transaction, each all or nothing, each key in the audit log; one undo line restores them all. The\n" +
 			"LIST of each resource in each namespace touched is checked once its last such value is gone.\n" +
 			"Stopped part way (Ctrl-C, a conflict), what was deleted is listed with its backup; run the\n" +
-			"same command again to go on: it finds only what is left.\n\n" + writeHelp,
+			"same command again to go on: it finds only what is left.\n\n" +
+			"RESOURCE -l SELECTOR, --field-selector SELECTOR and --older-than DURATION delete a selection,\n" +
+			"readable objects included (a full etcd's Events, say): the objects of RESOURCE in the namespace\n" +
+			"of -n (default: default) or every namespace (-A) that match every part given. -l and\n" +
+			"--field-selector are kubectl's, with the fields ls takes; --older-than keeps the objects whose\n" +
+			"creationTimestamp is older, and for Events their lastTimestamp, else series.lastObservedTime,\n" +
+			"else eventTime, when set (an object with no such time is kept). A\n" +
+			"RESOURCE without a selection is refused: a whole resource is never the default. One line per\n" +
+			"object (not its diff), the count and bytes, one confirmation; --dry-run writes nothing. The\n" +
+			"backups go to local disk first, and the write is refused, with nothing sent, when the backup\n" +
+			"directory's file system has not room for them (the values base64-encoded, with a margin).\n" +
+			"Each key is removed by a compare-and-delete on the revision the scan read, --max-txn-ops keys\n" +
+			"per transaction, each all or nothing (a key changed since is a conflict, and its transaction\n" +
+			"is refused); one undo line restores them all. Under etcd's NOSPACE alarm etcd takes deletes:\n" +
+			"delete, then `etcdpvc space --reclaim` (the undo, a write, waits until the alarm is disarmed).\n" +
+			"No finalizer runs and admission is skipped. A value that cannot be read cannot be matched: it\n" +
+			"is named and left alone (exit status 10).\n\n" + writeHelp,
 		examples: `etcdpvc ls secrets -A            # lists "Encrypted (...): no key" / "Undecodable: ..." values
 etcdpvc delete secret broken -n demo --dry-run
 etcdpvc delete --etcd-key /registry/secrets/demo/broken --yes
 etcdpvc --kubeadm delete --all-unreadable secrets -A --dry-run
-etcdpvc --kubeadm delete --all-unreadable -n demo --yes`,
+etcdpvc --kubeadm delete --all-unreadable -n demo --yes
+etcdpvc --kubeadm delete events -A --older-than 2h --dry-run
+etcdpvc --kubeadm delete configmaps -n ci -l job=nightly --yes`,
 		flags: withWrite(
 			&cli.BoolFlag{Name: "force", Usage: "delete even an object the apiserver can read (it then runs no finalizers and no admission)"},
 			&cli.BoolFlag{Name: "all-unreadable", Usage: "delete every value the apiserver cannot read, of RESOURCE (or every resource) in the namespace (-n) or every namespace (-A)"},
-			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "with --all-unreadable: every namespace"},
-			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "with --all-unreadable: keys per range request of the scan (live etcd)"},
-			&cli.IntFlag{Name: "max-txn-ops", Value: store.MaxTxnOps, Usage: "with --all-unreadable: the most keys deleted in one transaction (at most etcd's --max-txn-ops; 1: one per key)"},
+			&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Usage: "delete the objects of RESOURCE whose labels match (kubectl's syntax)"},
+			&cli.StringFlag{Name: "field-selector", Usage: "delete the objects of RESOURCE whose fields match (FIELD=VALUE, ==, !=, comma-separated; the fields ls takes)"},
+			&cli.DurationFlag{Name: "older-than", Usage: "delete the objects of RESOURCE older than this (creationTimestamp; an Event's lastTimestamp, else series.lastObservedTime, else eventTime, when set)"},
+			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "with --all-unreadable or a selection: every namespace"},
+			&cli.Int64Flag{Name: "page-size", Value: 500, Usage: "with --all-unreadable or a selection: keys per range request of the scan (live etcd)"},
+			&cli.IntFlag{Name: "max-txn-ops", Value: store.MaxTxnOps, Usage: "with --all-unreadable or a selection: the most keys deleted in one transaction (at most etcd's --max-txn-ops; 1: one per key)"},
 		),
 		action: func(c *cli.Context, e *env, in *input) error {
 			o := readWriteOptions(c, e)
+			selection := c.IsSet("selector") || c.IsSet("field-selector") || c.IsSet("older-than")
 			if c.Bool("all-unreadable") {
+				if selection {
+					return usagef("-l, --field-selector and --older-than do not go with --all-unreadable, which deletes every value the apiserver cannot read")
+				}
 				return runDeleteUnreadable(c, e, in, o)
+			}
+			if selection {
+				return runDeleteSelected(c, e, in, o)
+			}
+			if args := c.Args().Slice(); len(args) == 1 && !strings.Contains(args[0], "/") && !c.IsSet("etcd-key") {
+				return usagef("delete %s: no NAME and no selection: name one object (RESOURCE NAME), or select with -l SELECTOR, --field-selector SELECTOR or --older-than DURATION (a whole resource is never deleted by default)", args[0])
 			}
 			for _, f := range []string{"all-namespaces", "page-size", "max-txn-ops"} {
 				if c.IsSet(f) {
-					return usagef("--%s goes with --all-unreadable; delete of one object takes RESOURCE NAME -n NAMESPACE or --etcd-key KEY", f)
+					return usagef("--%s goes with --all-unreadable or a selection; delete of one object takes RESOURCE NAME -n NAMESPACE or --etcd-key KEY", f)
 				}
 			}
 			if err := in.object(); err != nil {
@@ -391,6 +422,38 @@ func runDeleteUnreadable(c *cli.Context, e *env, in *input, o flows.WriteOptions
 		r.Resource = args[0]
 	}
 	return s.DeleteUnreadable(e.ctx, e, r, o)
+}
+
+// runDeleteSelected is `delete RESOURCE -l SEL --field-selector SEL
+// --older-than DURATION`.
+func runDeleteSelected(c *cli.Context, e *env, in *input, o flows.WriteOptions) error {
+	args := c.Args().Slice()
+	switch {
+	case len(args) != 1 || strings.Contains(args[0], "/"):
+		return usagef("delete with -l, --field-selector or --older-than takes one RESOURCE, not %q: it deletes the objects of the resource that match", strings.Join(args, " "))
+	case c.IsSet("etcd-key"):
+		return usagef("--etcd-key names one object: leave out -l, --field-selector and --older-than to delete it")
+	case c.Bool("force"):
+		return usagef("--force does not go with a selection, which deletes readable objects without it")
+	case c.String("namespace") != "" && c.Bool("all-namespaces"):
+		return usagef("-n and -A exclude each other")
+	case c.IsSet("older-than") && c.Duration("older-than") <= 0:
+		return usagef("--older-than must be positive, not %s", c.Duration("older-than"))
+	case c.Int64("page-size") <= 0:
+		return usagef("--page-size must be positive")
+	case c.Int("max-txn-ops") < 1:
+		return usagef("--max-txn-ops must be at least 1")
+	}
+	o.MaxTxnOps = c.Int("max-txn-ops")
+	s, err := openWriteSession(e, in.g, o)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	s.Planner.ShowSecrets = o.ShowSecrets
+	return s.DeleteSelected(e.ctx, e, flows.SelectedRequest{Resource: args[0], Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"),
+		LabelSelector: c.String("selector"), FieldSelector: c.String("field-selector"), OlderThan: c.Duration("older-than"), Now: e.now(),
+		PageSize: c.Int64("page-size")}, o)
 }
 
 // runRestoreAll is restore of several backups, or of an operation's

@@ -1,0 +1,37 @@
+package surgery
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/etcdpvc/etcdpvc/internal/diskfree"
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
+)
+
+func TestCheckBackupRoom(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "not", "yet")
+	free, err := diskfree.Available(filepath.Dir(filepath.Dir(dir)))
+	if err != nil {
+		t.Skip(err)
+	}
+	if err := CheckBackupRoom(dir, 1<<20); err != nil {
+		t.Fatalf("1 MiB into %s: %v", dir, err)
+	}
+	err = CheckBackupRoom(dir, free+1<<30)
+	if !errors.Is(err, ErrNoBackupRoom) {
+		t.Fatalf("more than the free space: %v; want ErrNoBackupRoom", err)
+	}
+}
+
+func TestBackupRoom(t *testing.T) {
+	plans := []*Plan{
+		{Before: &stored.Current{KV: store.KeyValue{Value: make([]byte, 3000)}}},
+		{NoOp: true, Before: &stored.Current{KV: store.KeyValue{Value: make([]byte, 1<<30)}}},
+		{},
+	}
+	if got, want := BackupRoom(plans), int64(1<<20+4000+8<<10+8<<10); got != want {
+		t.Errorf("BackupRoom = %d, want %d", got, want)
+	}
+}
