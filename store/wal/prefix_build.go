@@ -119,7 +119,7 @@ func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 		idx := int32(len(rp.entries))
 		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
 			for _, o := range ops {
-				rp.newWrite(rp.keyString(keys.names[o.key]), idx, op{path: opPath(o.path, o.inTxn)}, o.del)
+				rp.newWrite(rp.keyString(keys.names[o.key]), idx, op{path: opPath(o)}, o.del)
 			}
 		}
 		if pe.ranged {

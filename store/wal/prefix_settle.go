@@ -227,7 +227,7 @@ func (s *settler) countBounds() {
 			}
 		}
 		sure := anchored
-		if !sure && len(pe.cmps) == 0 && (pe.kind == walread.KindPut || pe.kind == walread.KindTxn) {
+		if !sure && len(pe.cmps) == 0 && !pe.nested && (pe.kind == walread.KindPut || pe.kind == walread.KindTxn) {
 			puts := 0
 			for _, op := range pe.succ {
 				if !op.del {
@@ -529,4 +529,4 @@ func (r *replay) sortApplied() {
 }
 
 // opOf is the replay op of a prefix op (its path in the request).
-func opOf(o pxOp) op { return op{path: opPath(o.path, o.inTxn)} }
+func opOf(o pxOp) op { return op{path: opPath(o)} }
