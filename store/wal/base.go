@@ -156,8 +156,14 @@ func (w *WAL) dbRev() int64 { return w.cov.DBRevision }
 func (w *WAL) joinedGet(ctx context.Context, key string, at int64) (*store.KeyValue, error) {
 	if at <= w.dbRev() {
 		kv, err := w.base.Get(ctx, key, at)
-		if errors.Is(err, store.ErrCompacted) && w.prefixKnown(at) {
+		switch {
+		case !errors.Is(err, store.ErrCompacted) || w.base == nil || w.cov.InDB == 0 || at < w.prefixLowest:
+		case w.prefixKnown(at):
 			return w.prefixGet(ctx, key, at)
+		case w.cov.PrefixUnresolved != "":
+			return nil, fmt.Errorf("get %s at revision %d: the db compacted it, and the log's entries the db holds are not worked out (%s): %w", key, at, w.cov.PrefixUnresolved, ErrUndetermined)
+		default:
+			return nil, fmt.Errorf("get %s at revision %d: the db compacted it, and the revision before the log is not established (from %d to %d): %w", key, at, w.prefixLowest, w.prefixFloor, ErrUndetermined)
 		}
 		return kv, err
 	}

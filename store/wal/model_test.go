@@ -1111,6 +1111,8 @@ func (mc *modelCase) run(t *testing.T, exact bool) (modelStats, prefixVerdict, [
 		st.reasons[reasonNumbers.ReplaceAllString(v.unresolved, "N")]++
 	} else if v.before != 0 && v.before != mc.before {
 		claim("the revision before the log: claimed %d, true %d", v.before, mc.before)
+	} else if mc.before < v.lowest || mc.before > v.floor {
+		claim("the revision before the log: claimed between %d and %d, true %d", v.lowest, v.floor, mc.before)
 	}
 	if n := len(mc.steps) - mc.cut; len(rp.entries) != n {
 		claim("the replay has %d entries, %d were given", len(rp.entries), n)

@@ -92,6 +92,9 @@ type WAL struct {
 	// establish reads at (the revision before the log, or its highest
 	// possible value when that is not established).
 	prefixFloor int64
+	// prefixLowest is the revision before the log's lowest possible
+	// value: below it, the db's compaction removed what neither holds.
+	prefixLowest int64
 	// unnamed are the entries before the db that may have deleted keys
 	// the log never names (see unnamedOpen).
 	unnamed []unnamedDeleter
