@@ -218,3 +218,17 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 	}
 	return rep, nil
 }
+
+// UnknownOutcomes counts the rows of writes whose outcome is not
+// established, and gives the first one's raft index.
+func (r *HistoryReport) UnknownOutcomes() (n int, first uint64) {
+	for _, row := range r.Rows {
+		if row.Outcome == wal.OutcomeUnknown.String() {
+			if n == 0 {
+				first = row.Index
+			}
+			n++
+		}
+	}
+	return n, first
+}
