@@ -292,7 +292,10 @@ func TestWALOverCurrentDB(t *testing.T) {
 	}
 
 	for key, revs := range sc.want {
-		evs, _ := historyOf(t, w, key)
+		evs, info := historyOf(t, w, key)
+		if info.CompactRevision != base.CompactRevision() || info.LogStart != cov.PrefixRevision {
+			t.Errorf("history of %s: compaction revision %d, log start %d; want the db's compaction %d, the revision before the log %d", key, info.CompactRevision, info.LogStart, base.CompactRevision(), cov.PrefixRevision)
+		}
 		// The create is before the log: the update and the delete are
 		// given back, as far as settle establishes them (the deletion
 		// at least), each as it was.
@@ -670,4 +673,9 @@ func TestWALGetBelowCompactionUnsettledStart(t *testing.T) {
 		t.Errorf("no read below the db's compaction answered from the log")
 	}
 	t.Logf("answered %d", answered)
+	// The history's compaction revision is the db's, never the
+	// revision before the log (here not established: it said 0).
+	if _, info := historyOf(t, w, sc.pvcKey); info.CompactRevision != base.CompactRevision() || info.LogStart != 0 {
+		t.Errorf("history: compaction revision %d, log start %d; want the db's compaction %d and no log start", info.CompactRevision, info.LogStart, base.CompactRevision())
+	}
 }

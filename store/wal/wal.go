@@ -878,8 +878,8 @@ func (w *WAL) History(ctx context.Context, key string, fn func(store.Event) erro
 			return info, err
 		}
 		info.CompactRevision = bi.CompactRevision
-		if w.prefixKnown(bi.CompactRevision) && bi.CompactRevision > w.cov.PrefixRevision {
-			info.CompactRevision = w.cov.PrefixRevision
+		if w.prefixResolved() && w.cov.PrefixRevision != 0 && w.cov.PrefixRevision < bi.CompactRevision {
+			info.LogStart = w.cov.PrefixRevision
 		}
 		inDB := map[int64]bool{}
 		for _, ev := range held {
