@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -541,6 +542,9 @@ type Unestablished struct {
 	// FirstUnplaced is the first one's raft index.
 	Unplaced      int
 	FirstUnplaced uint64
+	// MayDelete names, sorted, the keys of the hiding writes that are
+	// deletions: each may have been deleted there.
+	MayDelete []string
 }
 
 // Unestablished counts the writes of keys under prefix whose outcome, or
@@ -575,6 +579,9 @@ func (w *WAL) Unestablished(prefix string) Unestablished {
 					u.FirstHiding = w.r.entry(x.entry)
 				}
 				u.Hiding++
+				if x.deleted {
+					u.MayDelete = append(u.MayDelete, w.r.keyNames[x.key])
+				}
 			}
 		case w.isUnplaced(int32(id)):
 			if u.Unplaced == 0 {
@@ -583,6 +590,8 @@ func (w *WAL) Unestablished(prefix string) Unestablished {
 			u.Unplaced++
 		}
 	}
+	slices.Sort(u.MayDelete)
+	u.MayDelete = slices.Compact(u.MayDelete)
 	return u
 }
 
