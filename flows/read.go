@@ -154,6 +154,10 @@ func (s *Session) Unsettled(prefix string, past, allRevisions bool) error {
 	case u.Hiding > 0:
 		msg = fmt.Sprintf("the log holds %s under %s whose outcome it does not establish and that may delete an object or bring one back (the first at raft index %d: %s): this output may lack or wrongly hold what they did",
 			inspect.Count(u.Hiding, "write", "writes"), prefix, u.FirstHiding.Index, u.FirstHiding.Reason)
+		if len(u.MayDelete) > 0 {
+			// Each key named: none is left out unsaid.
+			msg += fmt.Sprintf("; they may have deleted %s", strings.Join(u.MayDelete, ", "))
+		}
 		hint = s.UndeterminedHint() + "; `etcdpvc --wal DIR history` lists a key's writes"
 	case allRevisions && u.Unplaced > 0:
 		msg = fmt.Sprintf("the log applied %s under %s at revisions it does not establish (the first at raft index %d): they are not in this output, which is in revision order",

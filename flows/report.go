@@ -13,6 +13,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 	"github.com/etcdpvc/etcdpvc/stored"
 )
 
@@ -376,6 +377,11 @@ func (s *Session) History(ctx context.Context, w io.Writer, ref resource.Ref, ou
 	}
 	if rep.Undecodable > 0 {
 		return fmt.Errorf("history of %s: %d of %d revisions could not be read (listed above as undecodable): %w", inspect.ObjectName(ref), rep.Undecodable, len(rep.Rows), ErrIncomplete)
+	}
+	if n, first := rep.UnknownOutcomes(); n > 0 {
+		// The history holds writes whose outcome is not established:
+		// what the key held after them is not either.
+		return &hintedError{fmt.Errorf("history of %s: %d of %d writes have an outcome the log does not establish (the first at raft index %d, listed above as unknown): %w", inspect.ObjectName(ref), n, len(rep.Rows), first, wal.ErrUndetermined), s.UndeterminedHint()}
 	}
 	return nil
 }

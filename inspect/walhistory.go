@@ -99,6 +99,7 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 	}
 	var dbRows, logRows []pending
 	fromLog := map[int64]bool{}
+	var logStart int64 // the revision before the log, where the log establishes it
 	if cov.DB != "" {
 		info, err := w.History(ctx, ref.Key, func(ev store.Event) error {
 			if ev.KV.ModRevision > cov.DBRevision || ev.KV.ModRevision == 0 {
@@ -122,7 +123,7 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 		if err != nil {
 			return nil, err
 		}
-		rep.CompactRevision = info.CompactRevision
+		rep.CompactRevision, logStart = info.CompactRevision, info.LogStart
 	}
 	err := w.KeyWrites(ctx, ref.Key, true, func(kw wal.KeyWrite) error {
 		e := kw.Entry
@@ -179,6 +180,10 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 		}
 		before[pos] = append(before[pos], p)
 	}
+	unplaced := false // a write of the log applied, or maybe, at a revision not established
+	for _, l := range logRows {
+		unplaced = unplaced || l.row.Revision == 0 && l.row.Outcome != wal.OutcomeNotApplied.String()
+	}
 	for i := range len(logRows) + 1 {
 		for _, p := range before[i] {
 			label(&p.row, p.kv, p.deleted, p.keep)
@@ -195,6 +200,13 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 			// (A write of the log whose revision is not established
 			// names no revision the history starts at.)
 			rep.CompactedStart = compactedStart(first, rep.CompactRevision)
+			switch {
+			case rep.CompactedStart != "" && unplaced:
+				// Not the first event: a write of the log may be before it.
+				rep.CompactedStart = fmt.Sprintf("the db was compacted at revision %d; the first event it holds is at revision %d, and the log's writes whose revisions it does not establish may be before it", rep.CompactRevision, first.Revision)
+			case rep.CompactedStart != "" && logStart > 0:
+				rep.CompactedStart += fmt.Sprintf("; the log starts after revision %d", logStart)
+			}
 		}
 		if first := rep.Rows[0]; rep.CompactedStart == "" && first.Index != 0 && first.Version != 1 {
 			rep.CompactedStart = fmt.Sprintf("the log starts at raft index %d and the db holds no revision of it before: its writes before the log are in neither", cov.FirstIndex)
@@ -217,4 +229,18 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 		return nil, fmt.Errorf("history of %s: no write of it in %s: %w", ObjectName(ref), what, store.ErrNotFound)
 	}
 	return rep, nil
+}
+
+// UnknownOutcomes counts the rows of writes whose outcome is not
+// established, and gives the first one's raft index.
+func (r *HistoryReport) UnknownOutcomes() (n int, first uint64) {
+	for _, row := range r.Rows {
+		if row.Outcome == wal.OutcomeUnknown.String() {
+			if n == 0 {
+				first = row.Index
+			}
+			n++
+		}
+	}
+	return n, first
 }

@@ -97,6 +97,12 @@ type HistoryInfo struct {
 	// newest revision at or below CompactRevision, so a history may also
 	// start with that one revision, older than CompactRevision.
 	CompactRevision int64
+	// LogStart, for a write-ahead log read over a db, is the revision
+	// before the log where the log establishes it (0: not established,
+	// or no log): the log's entries give back the db's compacted
+	// revisions above it. It is no compaction: CompactRevision is the
+	// db's.
+	LogStart int64
 	// Revision is the store's current revision when the history was read.
 	Revision int64
 }

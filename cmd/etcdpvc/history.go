@@ -24,7 +24,8 @@ func historyCommand() command {
 			"mod revision: a re-created object starts again at version 1. A Secret's changed values (data,\n" +
 			"stringData, the last-applied-configuration annotation) are reported by size unless\n" +
 			"--show-secrets is given. A key of which no revision is held exits with status 3, saying over\n" +
-			"which revisions that is known; an undecodable revision is listed and the status is 10.\n" +
+			"which revisions that is known; an undecodable revision is listed and the status is 10, as it\n" +
+			"is when a write of the log has an outcome the log does not establish (a row \"unknown\").\n" +
 			"Where a compacted history starts, and a key of which no revision is held, the output names\n" +
 			"the compaction revision and where older revisions may be: a snapshot or member db (--db), a\n" +
 			"member's write-ahead log (--wal). A history that etcd's compaction cuts while it is read is\n" +

@@ -157,8 +157,14 @@ func (w *WAL) dbRev() int64 { return w.cov.DBRevision }
 func (w *WAL) joinedGet(ctx context.Context, key string, at int64) (*store.KeyValue, error) {
 	if at <= w.dbRev() {
 		kv, err := w.base.Get(ctx, key, at)
-		if errors.Is(err, store.ErrCompacted) && w.prefixKnown(at) {
+		switch {
+		case !errors.Is(err, store.ErrCompacted) || w.base == nil || w.cov.InDB == 0 || at < w.prefixLowest:
+		case w.prefixKnown(at):
 			return w.prefixGet(ctx, key, at)
+		case w.cov.PrefixUnresolved != "":
+			return nil, fmt.Errorf("get %s at revision %d: the db compacted it, and the log's entries the db holds are not worked out (%s): %w", key, at, w.cov.PrefixUnresolved, ErrUndetermined)
+		default:
+			return nil, fmt.Errorf("get %s at revision %d: the db compacted it, and the revision before the log is not established (from %d to %d): %w", key, at, w.prefixLowest, w.prefixFloor, ErrUndetermined)
 		}
 		return kv, err
 	}
@@ -568,6 +574,9 @@ type Unestablished struct {
 	// of them among the entries the db holds or a delete: each may have
 	// been deleted at a revision the db compacted, or never have existed.
 	MayBeDeleted []string
+	// MayDelete names, sorted, the keys of the hiding writes that are
+	// deletions: each may have been deleted there.
+	MayDelete []string
 }
 
 // Unestablished counts the writes of keys under prefix whose outcome, or
@@ -607,6 +616,9 @@ func (w *WAL) Unestablished(prefix string) Unestablished {
 					u.FirstHiding = w.r.entry(x.entry)
 				}
 				u.Hiding++
+				if x.deleted {
+					u.MayDelete = append(u.MayDelete, w.r.keyNames[x.key])
+				}
 			}
 		case w.isUnplaced(int32(id)):
 			if u.Unplaced == 0 {
@@ -621,6 +633,8 @@ func (w *WAL) Unestablished(prefix string) Unestablished {
 		}
 	}
 	slices.Sort(u.MayBeDeleted)
+	slices.Sort(u.MayDelete)
+	u.MayDelete = slices.Compact(u.MayDelete)
 	return u
 }
 

@@ -58,7 +58,12 @@
 //
 // Every proof is local and holds in every state before the log that
 // leads the entries to the db; what none proves is listed unknown, entry
-// by entry (WALCoverage.PrefixUnknown), never the whole log. A range
+// by entry (WALCoverage.PrefixUnknown), never the whole log: a
+// transaction holding transactions leaves its own outcome and the keys
+// it may write unknown. Where the entries before the first revision
+// proved are not all settled, the revision before the log is known only
+// between two bounds: a read between them is not established, a read
+// below them is compacted. A range
 // delete or the revoke of a lease from before the log whose deletions
 // the db compacted away may have deleted keys the log never names: each
 // is an item of WALCoverage.Unnamed. A db that holds, at the revisions

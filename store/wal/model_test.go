@@ -92,19 +92,13 @@ func (m *mvccModel) apply(req *pb.InternalRaftRequest) modelOutcome {
 	case req.DeleteRange != nil:
 		return m.write([]*pb.RequestOp{{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: req.DeleteRange}}})
 	case req.Txn != nil:
-		ok := true
-		for _, c := range req.Txn.Compare {
-			if !m.compare(c) {
-				ok = false
-				break
-			}
-		}
+		ok, ops := m.path(req.Txn)
 		if ok {
-			return m.write(req.Txn.Success)
+			return m.write(ops)
 		}
-		for _, u := range req.Txn.Failure {
+		for _, u := range ops {
 			if u.GetRequestPut() != nil || u.GetRequestDeleteRange() != nil {
-				return m.write(req.Txn.Failure)
+				return m.write(ops)
 			}
 		}
 		return modelOutcome{outcome: OutcomeNotApplied, why: "compare failed"}
@@ -129,6 +123,34 @@ func (m *mvccModel) apply(req *pb.InternalRaftRequest) modelOutcome {
 		return modelOutcome{outcome: OutcomeApplied}
 	}
 	return modelOutcome{outcome: OutcomeSkipped}
+}
+
+// path evaluates a transaction's compares, and those of the transactions
+// in the branches it takes, all against the state before it (as etcd's
+// compareToPath does), and returns whether its own held and the requests
+// of the branches taken, nested ones in their place.
+func (m *mvccModel) path(t *pb.TxnRequest) (bool, []*pb.RequestOp) {
+	ok := true
+	for _, c := range t.Compare {
+		if !m.compare(c) {
+			ok = false
+			break
+		}
+	}
+	branch := t.Success
+	if !ok {
+		branch = t.Failure
+	}
+	var ops []*pb.RequestOp
+	for _, u := range branch {
+		if x := u.GetRequestTxn(); x != nil {
+			_, sub := m.path(x)
+			ops = append(ops, sub...)
+			continue
+		}
+		ops = append(ops, u)
+	}
+	return ok, ops
 }
 
 // compare evaluates one compare against the current state (a key that
@@ -218,7 +240,7 @@ func (m *mvccModel) write(ops []*pb.RequestOp) modelOutcome {
 				sub++
 			}
 		case *pb.RequestOp_RequestTxn:
-			panic("model: nested transactions are not generated")
+			panic("model: a nested transaction is applied by path")
 		}
 	}
 	if sub > 0 {
@@ -458,6 +480,10 @@ const (
 	// modelGen.rangeWeight, outside genDefaultWeights, so that the cases
 	// without them draw as before).
 	genRangeDelete = genKinds
+	// genNested (a client's transaction holding transactions: clientv3's
+	// OpTxn) is drawn likewise, only when a case is generated with them
+	// (modelGen.nestedWeight).
+	genNested = genKinds + 1
 )
 
 // genDefaultWeights are the default mix's weights, by generator kind.
@@ -487,6 +513,8 @@ type modelGen struct {
 	steps                 []modelStep
 	// rangeWeight is genRangeDelete's weight (0: none drawn).
 	rangeWeight int
+	// nestedWeight is genNested's weight (0: none drawn).
+	nestedWeight int
 }
 
 // compactRevKey is the key kube-apiserver's compactor writes.
@@ -505,12 +533,13 @@ type modelCase struct {
 // genModelCase draws a case: 4 to 12 keys, 8 to 80 entries (a compactor
 // run adds two), a mix of request kinds, the log's start, and whether the
 // history ends with a compaction.
-func genModelCase(c *modelChooser) *modelCase { return genModelCaseWith(c, false) }
+func genModelCase(c *modelChooser) *modelCase { return genModelCaseWith(c, false, false) }
 
 // genModelCaseWith is genModelCase, with range deletes drawn too when
-// ranged (the choices then differ from the seed's without them: such
-// cases are drawn from modelRangeStream).
-func genModelCaseWith(c *modelChooser, ranged bool) *modelCase {
+// ranged, nested transactions when nested (the choices then differ from
+// the seed's without them: such cases are drawn from modelRangeStream,
+// modelNestedStream).
+func genModelCaseWith(c *modelChooser, ranged, nested bool) *modelCase {
 	g := &modelGen{c: c, past: map[string][]int64{}, nextLease: 0x7a10}
 	g.m = newMVCCModel(c.intn(2) == 0)
 	nkeys := 4 + c.intn(9)
@@ -544,6 +573,9 @@ func genModelCaseWith(c *modelChooser, ranged bool) *modelCase {
 	if ranged {
 		g.rangeWeight = []int{4, 0, 8, 3, c.intn(8)}[mix]
 	}
+	if nested {
+		g.nestedWeight = 1 + c.intn(8)
+	}
 	n := 8 + c.intn(73)
 	for len(g.steps) < n {
 		g.step()
@@ -575,7 +607,7 @@ func (g *modelGen) pick() int {
 	for _, w := range g.weights {
 		total += w
 	}
-	r := g.c.intn(total + g.rangeWeight)
+	r := g.c.intn(total + g.rangeWeight + g.nestedWeight)
 	for i, w := range g.weights {
 		if r < w {
 			return i
@@ -585,19 +617,29 @@ func (g *modelGen) pick() int {
 	if r < g.rangeWeight {
 		return genRangeDelete
 	}
+	if r -= g.rangeWeight; r < g.nestedWeight {
+		return genNested
+	}
 	return genUpdate
 }
 
 // add applies req to the model and records it.
 func (g *modelGen) add(req *pb.InternalRaftRequest, desc string) {
 	names := map[string]bool{}
-	note := func(ops []*pb.RequestOp) {
+	var note func(ops []*pb.RequestOp)
+	note = func(ops []*pb.RequestOp) {
 		for _, u := range ops {
 			switch {
 			case u.GetRequestPut() != nil:
 				names[string(u.GetRequestPut().Key)] = true
 			case u.GetRequestDeleteRange() != nil:
 				names[string(u.GetRequestDeleteRange().Key)] = true
+			case u.GetRequestTxn() != nil:
+				for _, c := range u.GetRequestTxn().Compare {
+					names[string(c.Key)] = true
+				}
+				note(u.GetRequestTxn().Success)
+				note(u.GetRequestTxn().Failure)
 			}
 		}
 	}
@@ -767,6 +809,8 @@ func (g *modelGen) step() {
 		g.add(&pb.InternalRaftRequest{DeleteRange: &pb.DeleteRangeRequest{Key: []byte(k)}}, "delete "+k)
 	case genRangeDelete:
 		g.rangeDelete()
+	case genNested:
+		g.nestedTxn()
 	case genGrant:
 		g.grant()
 	case genRevoke:
@@ -830,6 +874,95 @@ func (g *modelGen) rangeDelete() {
 		desc = "delrange --prefix " + from
 	}
 	g.add(&pb.InternalRaftRequest{DeleteRange: &pb.DeleteRangeRequest{Key: []byte(from), RangeEnd: []byte(end)}}, desc)
+}
+
+// nestedTxn is a client's transaction holding transactions, up to two
+// deep: compares of any target on any key, puts (some with a lease),
+// deletes, and transactions in either branch. No key is written twice in
+// it: etcd refuses such a request before it is logged (checkIntervals:
+// "duplicate key given in txn request").
+func (g *modelGen) nestedTxn() {
+	c := g.c
+	var desc strings.Builder
+	n := 0
+	used := map[string]bool{}
+	var build func(depth int) *pb.TxnRequest
+	build = func(depth int) *pb.TxnRequest {
+		t := &pb.TxnRequest{}
+		desc.WriteString("if")
+		for range c.intn(3) {
+			cmp := g.compare()
+			t.Compare = append(t.Compare, cmp)
+			fmt.Fprintf(&desc, " %v(%s)%v%v", cmp.Target, cmp.Key, cmp.Result, cmp.TargetUnion)
+		}
+		for b, br := range []*[]*pb.RequestOp{&t.Success, &t.Failure} {
+			desc.WriteString([]string{" then [", " else ["}[b])
+			for range c.intn(3) {
+				k := g.keyWhere(func(k string) bool { return !used[k] })
+				used[k] = true
+				switch x := c.intn(4); {
+				case k == "":
+					// Every key is written in it already.
+				case x == 0 && depth < 2:
+					desc.WriteString(" {")
+					*br = append(*br, &pb.RequestOp{Request: &pb.RequestOp_RequestTxn{RequestTxn: build(depth + 1)}})
+					desc.WriteString("}")
+				case x == 1:
+					*br = append(*br, &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(k)}}})
+					desc.WriteString(" delete " + k)
+				default:
+					var l int64
+					if c.intn(4) == 0 {
+						l = g.leaseFor()
+					}
+					n++
+					v := fmt.Appendf(g.value(), ".%d", n)
+					*br = append(*br, &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(k), Value: v, Lease: l}}})
+					fmt.Fprintf(&desc, " put %s=%s%s", k, v, leaseDesc(l))
+				}
+			}
+			desc.WriteString(" ]")
+		}
+		return t
+	}
+	t := build(0)
+	// At least one transaction inside.
+	desc.WriteString(" then+ {")
+	t.Success = append(t.Success, &pb.RequestOp{Request: &pb.RequestOp_RequestTxn{RequestTxn: build(1)}})
+	desc.WriteString("}")
+	g.add(&pb.InternalRaftRequest{Txn: t}, desc.String())
+}
+
+// compare draws a compare of a key's mod revision, version, create
+// revision, lease or value, with the key's state or near it.
+func (g *modelGen) compare() *pb.Compare {
+	c := g.c
+	k := g.anyKey()
+	st := g.m.keys[k]
+	if st == nil {
+		st = &mvccKey{}
+	}
+	near := func(v int64) int64 { return max(0, v+int64(c.intn(3))-1) }
+	cmp := &pb.Compare{Key: []byte(k), Result: []pb.Compare_CompareResult{pb.Compare_EQUAL, pb.Compare_NOT_EQUAL, pb.Compare_GREATER, pb.Compare_LESS}[c.intn(4)]}
+	switch c.intn(5) {
+	case 0:
+		cmp.Target, cmp.TargetUnion = pb.Compare_MOD, &pb.Compare_ModRevision{ModRevision: near(st.mod)}
+	case 1:
+		cmp.Target, cmp.TargetUnion = pb.Compare_VERSION, &pb.Compare_Version{Version: near(st.version)}
+	case 2:
+		cmp.Target, cmp.TargetUnion = pb.Compare_CREATE, &pb.Compare_CreateRevision{CreateRevision: near(st.create)}
+	case 3:
+		cmp.Target, cmp.TargetUnion = pb.Compare_LEASE, &pb.Compare_Lease{Lease: st.lease}
+	default:
+		// A value's order is not modelled by the solver: equal or not.
+		cmp.Result = []pb.Compare_CompareResult{pb.Compare_EQUAL, pb.Compare_NOT_EQUAL}[c.intn(2)]
+		v := st.value
+		if c.intn(2) == 0 {
+			v = []byte("other")
+		}
+		cmp.Target, cmp.TargetUnion = pb.Compare_VALUE, &pb.Compare_Value{Value: v}
+	}
+	return cmp
 }
 
 // grant grants a new lease.
@@ -978,6 +1111,8 @@ func (mc *modelCase) run(t *testing.T, exact bool) (modelStats, prefixVerdict, [
 		st.reasons[reasonNumbers.ReplaceAllString(v.unresolved, "N")]++
 	} else if v.before != 0 && v.before != mc.before {
 		claim("the revision before the log: claimed %d, true %d", v.before, mc.before)
+	} else if mc.before < v.lowest || mc.before > v.floor {
+		claim("the revision before the log: claimed between %d and %d, true %d", v.lowest, v.floor, mc.before)
 	}
 	if n := len(mc.steps) - mc.cut; len(rp.entries) != n {
 		claim("the replay has %d entries, %d were given", len(rp.entries), n)
@@ -1173,7 +1308,16 @@ const modelRangeStream = 0x72616e6765
 
 // rangeModelCase is seed's case with range deletes.
 func rangeModelCase(seed uint64, data []byte) *modelCase {
-	return genModelCaseWith(&modelChooser{data: data, rng: rand.New(rand.NewPCG(seed, modelRangeStream))}, true)
+	return genModelCaseWith(&modelChooser{data: data, rng: rand.New(rand.NewPCG(seed, modelRangeStream))}, true, false)
+}
+
+// modelNestedStream is the second word of the PCG source of the cases
+// drawn with nested transactions.
+const modelNestedStream = 0x6e6573746564
+
+// nestedModelCase is seed's case with nested transactions.
+func nestedModelCase(seed uint64, data []byte) *modelCase {
+	return genModelCaseWith(&modelChooser{data: data, rng: rand.New(rand.NewPCG(seed, modelNestedStream))}, false, true)
 }
 
 // checkModelCase checks mc as checkModelSeed does.
@@ -1367,6 +1511,61 @@ func FuzzPrefixModelRangeDelete(f *testing.F) {
 	})
 }
 
+// TestPrefixModelNested is TestPrefixModel over cases with nested
+// transactions too (compares of every target, puts and deletes in either
+// branch, two deep), drawn from their own stream. Any wrong claim fails
+// the test; a nested transaction leaves the keys it may write unknown,
+// not the whole log.
+func TestPrefixModelNested(t *testing.T) {
+	n := 2000
+	if testing.Short() {
+		n = 300
+	}
+	var total modelStats
+	var bad []uint64
+	nested := 0
+	for seed := range uint64(n) {
+		mc := nestedModelCase(seed, nil)
+		for _, s := range mc.steps[mc.cut:] {
+			if s.req.Txn != nil && strings.Count(s.desc, "if") > 1 {
+				nested++
+			}
+		}
+		_, st, _, wrong := checkModelCase(t, mc)
+		total.add(st)
+		if len(wrong) == 0 {
+			continue
+		}
+		bad = append(bad, seed)
+		if len(bad) <= 10 || os.Getenv("ETCDPVC_MODEL_ALL") != "" {
+			t.Errorf("seed %d: %d wrong claims, the first: %s", seed, len(wrong), wrong[0])
+		}
+	}
+	total.log(t)
+	t.Logf("nested transactions in the logs: %d", nested)
+	for r := range total.reasons {
+		if strings.Contains(r, "nested") {
+			t.Errorf("unresolved for a nested transaction: %s", r)
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("wrong claims in %d of %d cases, seeds %v (FuzzPrefixModelNested with the seed gives its details)", len(bad), n, bad)
+	}
+}
+
+// FuzzPrefixModelNested runs one case of TestPrefixModelNested whose
+// choices are drawn from the input.
+func FuzzPrefixModelNested(f *testing.F) {
+	f.Add(uint64(1), []byte{})
+	f.Add(uint64(7), []byte{2, 4, 40, 1, 1, 1, 1})
+	f.Fuzz(func(t *testing.T, seed uint64, data []byte) {
+		mc := nestedModelCase(seed, data)
+		if _, _, _, wrong := checkModelCase(t, mc); len(wrong) > 0 {
+			reportRangeCase(t, seed, mc, wrong)
+		}
+	})
+}
+
 // reportRangeCase reports a range-delete case's wrong claims, with its
 // history.
 func reportRangeCase(t *testing.T, seed uint64, mc *modelCase, wrong []string) {
@@ -1411,12 +1610,7 @@ func sendToEtcd(ctx context.Context, kv pb.KVClient, ls pb.LeaseClient, req *pb.
 		if err != nil {
 			return OutcomeNotApplied, 0
 		}
-		if !resp.Succeeded {
-			for _, u := range req.Txn.Failure {
-				if u.GetRequestPut() != nil || u.GetRequestDeleteRange() != nil {
-					return OutcomeApplied, resp.Header.Revision
-				}
-			}
+		if !resp.Succeeded && !writes(resp.Responses) {
 			return OutcomeNotApplied, resp.Header.Revision
 		}
 		return OutcomeApplied, resp.Header.Revision
@@ -1443,6 +1637,17 @@ func sendToEtcd(ctx context.Context, kv pb.KVClient, ls pb.LeaseClient, req *pb.
 	return OutcomeSkipped, 0
 }
 
+// writes reports whether a transaction's responses answer a put or a
+// delete, in it or in a transaction it took.
+func writes(resps []*pb.ResponseOp) bool {
+	for _, r := range resps {
+		if r.GetResponsePut() != nil || r.GetResponseDeleteRange() != nil || r.GetResponseTxn() != nil && writes(r.GetResponseTxn().Responses) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestMVCCModelAgainstEtcd checks the model itself: generated histories
 // (the seeds the solver got wrong among them) are sent to a real
 // in-process etcd, whose responses must give the model's outcomes and
@@ -1458,6 +1663,7 @@ func TestMVCCModelAgainstEtcd(t *testing.T) {
 		seed   uint64
 		data   []byte
 		ranged bool // a case of TestPrefixModelRangeDelete
+		nested bool // a case of TestPrefixModelNested
 	}
 	// Seeds with a revoke of several keys, a tombstone at the
 	// compaction revision, both; then the regressions; then cases with
@@ -1472,10 +1678,17 @@ func TestMVCCModelAgainstEtcd(t *testing.T) {
 	for _, seed := range []uint64{824, 180, 12, 22, 25, 37} {
 		inputs = append(inputs, input{seed: seed, ranged: true})
 	}
+	// Cases with nested transactions.
+	for _, seed := range []uint64{1, 2, 3, 517} {
+		inputs = append(inputs, input{seed: seed, nested: true})
+	}
 	for _, in := range inputs {
 		name := fmt.Sprintf("seed-%d", in.seed)
 		if in.ranged {
 			name = fmt.Sprintf("range-seed-%d", in.seed)
+		}
+		if in.nested {
+			name = fmt.Sprintf("nested-seed-%d", in.seed)
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -1483,6 +1696,9 @@ func TestMVCCModelAgainstEtcd(t *testing.T) {
 			mc := genModelCase(&modelChooser{data: in.data, rng: rand.New(rand.NewPCG(in.seed, modelStream))})
 			if in.ranged {
 				mc = rangeModelCase(in.seed, nil)
+			}
+			if in.nested {
+				mc = nestedModelCase(in.seed, nil)
 			}
 			// The etcd server linked in keeps a tombstone at the
 			// compaction revision.

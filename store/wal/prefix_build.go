@@ -36,7 +36,11 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys
 		return nil, fmt.Errorf("%w: %s: %s", ErrOtherCluster, w.base.Path(), v.foreign)
 	}
 	w.cov.PrefixRevision, w.cov.PrefixUnresolved, w.cov.PrefixUnknown = v.before, v.unresolved, v.unknown
-	w.prefixFloor = v.floor
+	w.prefixFloor, w.prefixLowest = v.floor, v.lowest
+	if v.unresolved != "" {
+		// Each entry made a revision at most.
+		w.prefixLowest = w.cov.DBRevision - int64(len(entries))
+	}
 	return rp, nil
 }
 
@@ -46,6 +50,7 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys
 type prefixVerdict struct {
 	before     int64
 	floor      int64 // before, or its highest possible value
+	lowest     int64 // before, or its lowest possible value
 	unknown    []WALStretch
 	unresolved string
 	// foreign says why the db cannot be the one the entries lead to.
@@ -119,7 +124,7 @@ func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 		idx := int32(len(rp.entries))
 		for _, ops := range [][]pxOp{pe.succ, pe.fail} {
 			for _, o := range ops {
-				rp.newWrite(rp.keyString(keys.names[o.key]), idx, op{path: opPath(o.path, o.inTxn)}, o.del)
+				rp.newWrite(rp.keyString(keys.names[o.key]), idx, op{path: opPath(o)}, o.del)
 			}
 		}
 		if pe.ranged {

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"fmt"
+	"slices"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
@@ -49,6 +50,9 @@ type pxOp struct {
 	// false for a plain put or delete.
 	path  int32
 	inTxn bool
+	// deep is the op's whole path when it is in a nested transaction
+	// (nil otherwise).
+	deep []int32
 }
 
 // pxEntry is a prefix entry as the solver needs it: no value, only the
@@ -66,6 +70,13 @@ type pxEntry struct {
 	// unmodelled says what of the entry the solver does not model ("":
 	// nothing): it then stops there.
 	unmodelled string
+	// nested: the transaction holds transactions. Their compares are
+	// evaluated, as its own, against the state before it (etcd's
+	// compareToPath); which branches are taken is not modelled: succ
+	// and fail hold the writes of every branch under each of its own,
+	// and the entry is settled as any transaction not of
+	// kube-apiserver's shape (settle.go), its keys alone left unknown.
+	nested bool
 	// authed: the request was made under etcd authentication, whose
 	// permission check may refuse it when applied.
 	authed bool
@@ -101,22 +112,33 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 		}
 		return append(out, pxOp{key: keys.id(d.Key), del: true, path: path, inTxn: inTxn})
 	}
-	branch := func(ops []*pb.RequestOp, succ bool) []pxOp {
+	// branch lists a branch's writes; parent is the path of the nested
+	// transaction it is in (nil: the entry's own).
+	var branch func(ops []*pb.RequestOp, parent []int32, succ bool) []pxOp
+	branch = func(ops []*pb.RequestOp, parent []int32, succ bool) []pxOp {
 		var out []pxOp
 		for i, u := range ops {
+			bi := branchIndex(i, succ)
+			n, leaf := len(out), true
 			switch x := u.Request.(type) {
 			case *pb.RequestOp_RequestPut:
-				out = append(out, put(x.RequestPut, branchIndex(i, succ), true))
+				out = append(out, put(x.RequestPut, bi, true))
 			case *pb.RequestOp_RequestDeleteRange:
-				out = del(out, x.RequestDeleteRange, branchIndex(i, succ), true)
+				out = del(out, x.RequestDeleteRange, bi, true)
 			case *pb.RequestOp_RequestTxn:
-				pe.unmodelled = "a nested transaction"
+				pe.nested, leaf = true, false
+				p := append(slices.Clone(parent), bi)
+				out = append(out, branch(x.RequestTxn.Success, p, true)...)
+				out = append(out, branch(x.RequestTxn.Failure, p, false)...)
 			case *pb.RequestOp_RequestRange:
 				if x.RequestRange.Revision != 0 {
 					// etcd refuses the transaction when the revision is
 					// compacted or in the future.
 					pe.unmodelled = "a range at a revision in a transaction"
 				}
+			}
+			if leaf && parent != nil && len(out) == n+1 {
+				out[n].deep = append(slices.Clone(parent), bi)
 			}
 		}
 		return out
@@ -153,8 +175,8 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 			}
 			pe.cmps = append(pe.cmps, pc)
 		}
-		pe.succ = branch(req.Txn.Success, true)
-		pe.fail = branch(req.Txn.Failure, false)
+		pe.succ = branch(req.Txn.Success, nil, true)
+		pe.fail = branch(req.Txn.Failure, nil, false)
 	case req.LeaseGrant != nil:
 		pe.id = req.LeaseGrant.ID
 	case req.LeaseRevoke != nil:
@@ -175,9 +197,12 @@ func (pe *pxEntry) inRange(key string) bool {
 }
 
 // opPath is an op's path in its entry's request (see walWrite.path).
-func opPath(path int32, inTxn bool) []int32 {
-	if !inTxn {
+func opPath(o pxOp) []int32 {
+	switch {
+	case o.deep != nil:
+		return o.deep
+	case !o.inTxn:
 		return nil
 	}
-	return []int32{path}
+	return []int32{o.path}
 }

@@ -18,9 +18,10 @@ import (
 // the prefix deletes (any key, when it revokes a lease or deletes a
 // range). A db of another cluster that shares the member's id (built on
 // the same node with the same name, peer URL and token) fails this as
-// soon as the log holds a few puts. Entries the solver does not model (range deletes in
-// transactions, nested transactions) may write what no op lists: the
-// check is then not made.
+// soon as the log holds a few puts. Entries the solver does not model
+// (range deletes in transactions) may write what no op lists: the check
+// is then not made. A nested transaction's ops are those of all its
+// branches: it writes some of them, no other.
 func foreignDB(entries []pxEntry, keys *pxKeys, x *dbIndex, dbRev int64) string {
 	certain := int64(0)
 	for i := range entries {
@@ -29,7 +30,7 @@ func foreignDB(entries []pxEntry, keys *pxKeys, x *dbIndex, dbRev int64) string 
 			return ""
 		}
 		leaseless := false
-		if len(pe.cmps) == 0 {
+		if len(pe.cmps) == 0 && !pe.nested {
 			for _, o := range pe.succ {
 				if !o.del && o.lease == 0 {
 					leaseless = true

@@ -40,7 +40,12 @@ func TestPrefixScenarios(t *testing.T) {
 				TargetUnion: &pb.Compare_ModRevision{ModRevision: mod}}},
 			Success: []*pb.RequestOp{rd}, Failure: []*pb.RequestOp{rd}}}
 	}
-	nested := &pb.InternalRaftRequest{Txn: &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestTxn{RequestTxn: &pb.TxnRequest{}}}}}}
+	// nested puts /n inside a transaction inside one, if /n does not
+	// exist (its compare evaluated before the entry, as etcd does).
+	nested := &pb.InternalRaftRequest{Txn: &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestTxn{RequestTxn: &pb.TxnRequest{
+		Compare: []*pb.Compare{{Key: []byte("/n"), Target: pb.Compare_MOD, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_ModRevision{}}},
+		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/n"), Value: []byte("x")}}}},
+	}}}}}}
 	tests := []struct {
 		name     string
 		keepTomb bool
@@ -50,8 +55,6 @@ func TestPrefixScenarios(t *testing.T) {
 		// proofs: a revoke's outcome is not among them, nor a compare
 		// chain that starts before the log.
 		want string
-		// unresolved: the verdict says so, and nothing is claimed.
-		unresolved string
 	}{{
 		name: "a chain of compares fixes every revision",
 		// /a at 2 before the log; the log's writes at 3 to 6.
@@ -153,10 +156,11 @@ func TestPrefixScenarios(t *testing.T) {
 		log:  []*pb.InternalRaftRequest{del("/k"), txnReq("/k", 0, ""), txnReq("/a", 2, "2")},
 		want: "UUE",
 	}, {
-		name:       "a nested transaction is not modelled",
-		pre:        []*pb.InternalRaftRequest{txnReq("/a", 0, "1")},
-		log:        []*pb.InternalRaftRequest{txnReq("/a", 2, "2"), nested},
-		unresolved: "a nested transaction: not modelled",
+		name: "a nested transaction leaves the keys it may write unknown, not the log",
+		// /a at 2 before the log; the nested transaction puts /n at 4.
+		pre:  []*pb.InternalRaftRequest{txnReq("/a", 0, "1")},
+		log:  []*pb.InternalRaftRequest{txnReq("/a", 2, "2"), nested, txnReq("/a", 3, "3"), txnReq("/b", 0, "1")},
+		want: "EUEE",
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,28 +169,6 @@ func TestPrefixScenarios(t *testing.T) {
 				g.add(req, "before the log")
 			}
 			cut := len(g.steps)
-			if tc.unresolved != "" {
-				// An entry the model does not apply either: the log
-				// holds it, the db does not show it.
-				keys := newPxKeys()
-				var entries []pxEntry
-				for i, req := range tc.log {
-					entries = append(entries, compactEntry(mustEntry(t, uint64(cut+i+1), req), walread.Pos{}, keys))
-				}
-				for _, req := range tc.log[:len(tc.log)-1] {
-					g.add(req, "in the log")
-				}
-				rp, v := solvePrefix(t.Context(), entries, keys, false, g.m.rev, g.m)
-				if !strings.Contains(v.unresolved, tc.unresolved) {
-					t.Fatalf("unresolved %q, want %q", v.unresolved, tc.unresolved)
-				}
-				for _, e := range rp.entries {
-					if e.outcome != OutcomeUnknown || e.revision != 0 {
-						t.Errorf("entry %d: claimed %v at revision %d, with the prefix unresolved", e.index, e.outcome, e.revision)
-					}
-				}
-				return
-			}
 			for _, req := range tc.log {
 				g.add(req, "in the log")
 			}
@@ -212,5 +194,40 @@ func TestPrefixScenarios(t *testing.T) {
 				t.Errorf("established %s, want %s (E: outcome and revision; U: not); unknown stretches %+v", got.String(), tc.want, v.unknown)
 			}
 		})
+	}
+}
+
+// TestNestedOpPaths: each write of a nested transaction is listed with
+// its whole path, which names its own put in the request (the value a
+// listed write shows is read through it).
+func TestNestedOpPaths(t *testing.T) {
+	put := func(k, v string) *pb.RequestOp {
+		return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(k), Value: []byte(v)}}}
+	}
+	txn := func(succ, fail []*pb.RequestOp) *pb.RequestOp {
+		return &pb.RequestOp{Request: &pb.RequestOp_RequestTxn{RequestTxn: &pb.TxnRequest{Success: succ, Failure: fail}}}
+	}
+	req := &pb.InternalRaftRequest{Txn: &pb.TxnRequest{
+		Success: []*pb.RequestOp{put("/a", "1"), txn([]*pb.RequestOp{put("/b", "2")}, []*pb.RequestOp{put("/c", "3"), txn(nil, []*pb.RequestOp{put("/d", "4")})})},
+		Failure: []*pb.RequestOp{txn([]*pb.RequestOp{put("/e", "5")}, nil)},
+	}}
+	keys := newPxKeys()
+	pe := compactEntry(mustEntry(t, 1, req), walread.Pos{}, keys)
+	if !pe.nested || pe.unmodelled != "" {
+		t.Fatalf("nested %v, unmodelled %q", pe.nested, pe.unmodelled)
+	}
+	var got []string
+	for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+		for _, o := range ops {
+			p := findPut(req.Txn, opPath(o))
+			if p == nil || string(p.Key) != keys.names[o.key] {
+				t.Errorf("%s: path %v names %v", keys.names[o.key], opPath(o), p)
+				continue
+			}
+			got = append(got, string(p.Key)+"="+string(p.Value))
+		}
+	}
+	if want := "/a=1 /b=2 /c=3 /d=4 /e=5"; strings.Join(got, " ") != want {
+		t.Errorf("writes %q, want %q", strings.Join(got, " "), want)
 	}
 }

@@ -227,7 +227,7 @@ func (s *settler) countBounds() {
 			}
 		}
 		sure := anchored
-		if !sure && len(pe.cmps) == 0 && (pe.kind == walread.KindPut || pe.kind == walread.KindTxn) {
+		if !sure && len(pe.cmps) == 0 && !pe.nested && (pe.kind == walread.KindPut || pe.kind == walread.KindTxn) {
 			puts := 0
 			for _, op := range pe.succ {
 				if !op.del {
@@ -489,35 +489,25 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 	}
 	flush(n - 1)
 	rp.sortApplied()
-	// The revision before the log, where the entries before the first
-	// known revision are all settled.
-	v.floor = s.dbRev
+	// The revision before the log, counted back from the first revision
+	// known (after the last entry: the db's) over the entries before it;
+	// where some of them may or may not have made one, only its bounds
+	// are: floor, its highest possible value, and lowest.
+	f, rf := n, s.dbRev+1
 	for i := range n {
-		if st.made[i] == -1 {
-			break
-		}
 		if st.rev[i] != 0 {
-			made := int64(0)
-			for j := range i {
-				made += int64(b2i(st.made[j] == 1))
-			}
-			v.before = st.rev[i] - 1 - made
-			v.floor = v.before
+			f, rf = i, st.rev[i]
 			break
 		}
 	}
-	if n > 0 && st.rev[n-1] == 0 && st.made[n-1] != -1 {
-		// Only settled entries and no revision known: counted back from
-		// the db's revision.
-		all := true
-		made := int64(0)
-		for i := range n {
-			all = all && st.made[i] != -1
-			made += int64(b2i(st.made[i] == 1))
-		}
-		if all && v.before == 0 {
-			v.before, v.floor = s.dbRev-made, s.dbRev-made
-		}
+	var made, maybe int64
+	for _, m := range st.made[:f] {
+		made += int64(b2i(m == 1))
+		maybe += int64(b2i(m != 0))
+	}
+	v.floor, v.lowest = rf-1-made, rf-1-maybe
+	if made == maybe {
+		v.before = v.floor
 	}
 	return rp, v
 }
@@ -529,4 +519,4 @@ func (r *replay) sortApplied() {
 }
 
 // opOf is the replay op of a prefix op (its path in the request).
-func opOf(o pxOp) op { return op{path: opPath(o.path, o.inTxn)} }
+func opOf(o pxOp) op { return op{path: opPath(o)} }

@@ -48,6 +48,10 @@ type sceneOptions struct {
 	// compare, so that neither a compare nor the compacted db holds the
 	// revisions they had.
 	earlyBlind bool
+	// earlyDelete: the log starts exactly with an etcdctl del of an
+	// event from before the log, whose outcome (and so the revision
+	// before the log) nothing establishes.
+	earlyDelete bool
 }
 
 // writePrefixScene writes the scene: objects created before the log's
@@ -155,6 +159,11 @@ func writePrefixScene(t *testing.T, o sceneOptions) prefixScene {
 	// fits the db as well, and the claim's history is rightly not
 	// established (see challenge). (The early revoke's scene keeps its
 	// first writes unanchored: their stretch is the one left unknown.)
+	if o.earlyDelete {
+		if _, err := cli.Delete(ctx, "/registry/events/demo/old-5"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if !o.earlyRevoke {
 		if _, ok := kubeWrite(t, cli, "/registry/events/demo/after-start", 0, filler, false); !ok {
 			t.Fatal("event create failed")
@@ -240,7 +249,11 @@ func writePrefixScene(t *testing.T, o sceneOptions) prefixScene {
 	sc.db = copyFile(t, filepath.Join(c.DataDir(0), "member", "snap", "db"))
 	var dropped int
 	sc.wal, dropped = purgeCopy(t, filepath.Join(c.DataDir(0), "member", "wal"), sc.logStart)
-	if o.earlyRevoke {
+	if o.earlyDelete {
+		// The delete is the log's first entry.
+		sc.logStart++
+	}
+	if o.earlyRevoke || o.earlyDelete {
 		// Exactly at the log's start, a few entries before the revoke.
 		sc.wal = cutCopy(t, filepath.Join(c.DataDir(0), "member", "wal"), sc.logStart)
 	}
@@ -279,7 +292,10 @@ func TestWALOverCurrentDB(t *testing.T) {
 	}
 
 	for key, revs := range sc.want {
-		evs, _ := historyOf(t, w, key)
+		evs, info := historyOf(t, w, key)
+		if info.CompactRevision != base.CompactRevision() || info.LogStart != cov.PrefixRevision {
+			t.Errorf("history of %s: compaction revision %d, log start %d; want the db's compaction %d, the revision before the log %d", key, info.CompactRevision, info.LogStart, base.CompactRevision(), cov.PrefixRevision)
+		}
 		// The create is before the log: the update and the delete are
 		// given back, as far as settle establishes them (the deletion
 		// at least), each as it was.
@@ -473,8 +489,10 @@ func TestWALOverDBThatDisagrees(t *testing.T) {
 			t.Errorf("entry %+v", e)
 		}
 	}
-	if _, err := w.Get(ctx, sc.pvcKey, sc.want[sc.pvcKey][1].rev); !errors.Is(err, store.ErrCompacted) {
-		t.Errorf("get at a compacted revision: %v, want compacted", err)
+	// The db compacted the revision; the log's entries hold it, not
+	// established: not "compacted", which says nothing holds it.
+	if _, err := w.Get(ctx, sc.pvcKey, sc.want[sc.pvcKey][1].rev); !errors.Is(err, ErrUndetermined) {
+		t.Errorf("get at a compacted revision: %v, want undetermined", err)
 	}
 	if _, _, err := w.GetAtIndex(ctx, sc.pvcKey, cov.FirstIndex+1); !errors.Is(err, ErrUndetermined) {
 		t.Errorf("get at an index the db holds: %v, want undetermined", err)
@@ -605,5 +623,59 @@ func TestWALOverDBEarlyRevoke(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWALGetBelowCompactionUnsettledStart: the log's first entry is an
+// etcdctl del of an event from before the log, so the revision before
+// the log is not established. A read at a revision the db compacted is
+// answered from the log where it establishes the key there (the claim's
+// and the secret's values, written after that entry), not established
+// where the revision may be before the log or the key's state there is
+// not known, and "compacted" only below every revision the log's
+// entries may have made. (It said "compacted" for all.)
+func TestWALGetBelowCompactionUnsettledStart(t *testing.T) {
+	ctx := context.Background()
+	sc := writePrefixScene(t, sceneOptions{earlyDelete: true})
+	base := openBolt(t, sc.db, store.BoltOptions{})
+	w, err := OpenWALOver(ctx, sc.wal, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cov := w.Coverage()
+	if cov.PrefixUnresolved != "" {
+		t.Fatalf("prefix unresolved: %s", cov.PrefixUnresolved)
+	}
+	t.Logf("revision before the log %d, between %d and %d; db compacted at %d", cov.PrefixRevision, w.prefixLowest, w.prefixFloor, base.CompactRevision())
+	if cov.PrefixRevision != 0 {
+		t.Fatalf("the revision before the log is established (%d): the scene does not test what it is for", cov.PrefixRevision)
+	}
+	answered := 0
+	for _, key := range []string{sc.pvcKey, sc.secKey} {
+		for _, want := range sc.want[key] {
+			if want.rev > base.CompactRevision() {
+				continue
+			}
+			kv, err := w.Get(ctx, key, want.rev)
+			switch {
+			case err == nil && !want.deleted && bytes.Equal(kv.Value, want.value) && kv.ModRevision == want.rev:
+				answered++
+			case errors.Is(err, store.ErrNotFound) && want.deleted:
+				answered++
+			case errors.Is(err, ErrUndetermined):
+			case errors.Is(err, store.ErrCompacted) && want.rev < w.prefixLowest:
+			default:
+				t.Errorf("get %s at %d: %v (%v), want the value of revision %d (deleted %v), not established, or compacted below %d", key, want.rev, err, kv, want.rev, want.deleted, w.prefixLowest)
+			}
+		}
+	}
+	if answered == 0 {
+		t.Errorf("no read below the db's compaction answered from the log")
+	}
+	t.Logf("answered %d", answered)
+	// The history's compaction revision is the db's, never the
+	// revision before the log (here not established: it said 0).
+	if _, info := historyOf(t, w, sc.pvcKey); info.CompactRevision != base.CompactRevision() || info.LogStart != 0 {
+		t.Errorf("history: compaction revision %d, log start %d; want the db's compaction %d and no log start", info.CompactRevision, info.LogStart, base.CompactRevision())
 	}
 }

@@ -44,7 +44,7 @@ type settled struct {
 // of a key's mod revision, a success branch that puts or deletes that key
 // alone, and no write in its failure branch.
 func kubeShape(pe *pxEntry) (key int32, r int64, del bool, lease int64, ok bool) {
-	if pe.kind != walread.KindTxn || len(pe.cmps) != 1 || len(pe.succ) != 1 || len(pe.fail) != 0 {
+	if pe.kind != walread.KindTxn || pe.nested || len(pe.cmps) != 1 || len(pe.succ) != 1 || len(pe.fail) != 0 {
 		return 0, 0, false, 0, false
 	}
 	c, op := pe.cmps[0], pe.succ[0]
@@ -234,13 +234,15 @@ func (s *settler) chains(st *settled) bool {
 			cur[pe.succ[0].key] = 0
 			continue
 		}
-		// A compare of a key's mod revision names a revision the key was
-		// put at: one after the log's start (at or above a
-		// revision the log made) was made by a put of the log before it;
-		// where one such put's revision is not known, and no other's is
-		// that, it is this one's.
+		// A kube-apiserver compare of a key's mod revision names a
+		// revision the key was put at (the one it read): one after the
+		// log's start (at or above a revision the log made) was made by
+		// a put of the log before it; where one such put's revision is
+		// not known, and no other's is that, it is this one's. Another
+		// client's compare may name any number.
+		k, r, del, l, ok := kubeShape(pe)
 		for _, c := range pe.cmps {
-			if c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || minRev == 0 || c.value < minRev {
+			if !ok || c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || minRev == 0 || c.value < minRev {
 				continue
 			}
 			cand, named := int32(-1), false
@@ -265,7 +267,6 @@ func (s *settler) chains(st *settled) bool {
 				changed = true
 			}
 		}
-		k, r, del, l, ok := kubeShape(pe)
 		// The puts a revision can be told from: a kube-apiserver
 		// transaction's (it writes that key alone) or a plain put's.
 		switch {

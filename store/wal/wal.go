@@ -92,6 +92,9 @@ type WAL struct {
 	// establish reads at (the revision before the log, or its highest
 	// possible value when that is not established).
 	prefixFloor int64
+	// prefixLowest is the revision before the log's lowest possible
+	// value: below it, the db's compaction removed what neither holds.
+	prefixLowest int64
 	// unnamed are the entries before the db that may have deleted keys
 	// the log never names (see unnamedOpen).
 	unnamed []unnamedDeleter
@@ -875,8 +878,8 @@ func (w *WAL) History(ctx context.Context, key string, fn func(store.Event) erro
 			return info, err
 		}
 		info.CompactRevision = bi.CompactRevision
-		if w.prefixKnown(bi.CompactRevision) && bi.CompactRevision > w.cov.PrefixRevision {
-			info.CompactRevision = w.cov.PrefixRevision
+		if w.prefixResolved() && w.cov.PrefixRevision != 0 && w.cov.PrefixRevision < bi.CompactRevision {
+			info.LogStart = w.cov.PrefixRevision
 		}
 		inDB := map[int64]bool{}
 		for _, ev := range held {
