@@ -69,6 +69,8 @@ type WriteOptions struct {
 	OperationID string
 	// Result, when set, collects what became of each key (-o json|yaml).
 	Result *Result
+	// AfterSend is surgery.ApplyOptions.AfterSend, a test hook.
+	AfterSend func()
 }
 
 // Terminal is what a write tells the user and asks them.
@@ -149,6 +151,11 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 		return nil, &hintedError{fmt.Errorf("%s: %w", s.Description, err), readOnlyHint}
 	}
 	if err := surgery.ProbeBackupDir(surgery.BackupDirOrDefault(o.BackupDir)); err != nil {
+		return nil, err
+	}
+	// The members before the question: an operator is refused before
+	// being asked (each write compares them again).
+	if err := surgery.CheckMembers(ctx, w, plans); err != nil {
 		return nil, err
 	}
 	if !o.Yes {
@@ -233,7 +240,7 @@ func (s *Session) ApplyOptions(ctx context.Context, t Terminal, o WriteOptions) 
 	if err != nil {
 		t.Warn(fmt.Sprintf("the backup cannot record the cluster's ID (%v); restore will not be able to check it", err))
 	}
-	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.Options.Endpoints, ToolVersion: o.ToolVersion, Source: src, OperationID: o.OperationID}
+	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.Options.Endpoints, ToolVersion: o.ToolVersion, Source: src, OperationID: o.OperationID, AfterSend: o.AfterSend}
 }
 
 // finishSnapshot, after a successful write, finishes a snapshot copy

@@ -357,6 +357,9 @@ func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) 
 	for i := range out {
 		out[i].Revision = rev
 	}
+	if o.AfterSend != nil {
+		o.AfterSend()
+	}
 	if err := audit(rev, OutcomeWritten, "", nil); err != nil {
 		// The writes are made; Execute reports the missing lines.
 		for i := range out {

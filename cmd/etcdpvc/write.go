@@ -51,7 +51,30 @@ func resultFlag(output bool) cli.Flag {
 
 func readWriteOptions(c *cli.Context, e *env) writeOptions {
 	return writeOptions{Yes: c.Bool("yes"), DryRun: c.Bool("dry-run"), BackupDir: c.String("backup-dir"), ShowSecrets: c.Bool("show-secrets"), Out: c.String("out"),
-		ToolVersion: toolVersion(), OperationID: e.operationID(), Result: e.result, ShowManagedFields: c.Bool("show-managed-fields")}
+		ToolVersion: toolVersion(), OperationID: e.operationID(), Result: e.result, ShowManagedFields: c.Bool("show-managed-fields"),
+		AfterSend: e.holdAfterCommit()}
+}
+
+// holdAfterCommitEnv names a test hook: set to a duration, each write,
+// once its transaction is applied and before its outcome line is
+// appended to audit.log, says so on stderr and waits that long (or until
+// interrupted), so that a test can kill the process in that window. It is
+// not for operators.
+const holdAfterCommitEnv = "ETCDPVC_TEST_HOLD_AFTER_COMMIT"
+
+// holdAfterCommit is the hook holdAfterCommitEnv asks for, or nil.
+func (e *env) holdAfterCommit() func() {
+	d, err := time.ParseDuration(e.getenv(holdAfterCommitEnv))
+	if err != nil || d <= 0 {
+		return nil
+	}
+	return func() {
+		fmt.Fprintf(e.stderr, "etcdpvc: test hook %s: committed, the outcome line not yet appended; holding %s\n", holdAfterCommitEnv, d)
+		select {
+		case <-time.After(d):
+		case <-e.ctx.Done():
+		}
+	}
 }
 
 // operationID is the run's operation id, made once.
