@@ -69,8 +69,8 @@ type WriteOptions struct {
 	OperationID string
 	// Result, when set, collects what became of each key (-o json|yaml).
 	Result *Result
-	// AfterSend is surgery.ApplyOptions.AfterSend, a test hook.
-	AfterSend func()
+	// BeforeSend and AfterSend are surgery.ApplyOptions' test hooks.
+	BeforeSend, AfterSend func()
 }
 
 // Terminal is what a write tells the user and asks them.
@@ -192,6 +192,9 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 	}
 	if err != nil {
 		if errors.Is(err, surgery.ErrPartial) {
+			if undo := surgery.UndoLine(steps); undo != "" && s.SnapshotCopy() == nil {
+				err = &hintedError{err, "run the same command again to resume, or undo what was written with " + undo}
+			}
 			err = s.partialCopy(err)
 		}
 		if errors.Is(err, surgery.ErrNotAccepted) {
@@ -240,7 +243,7 @@ func (s *Session) ApplyOptions(ctx context.Context, t Terminal, o WriteOptions) 
 	if err != nil {
 		t.Warn(fmt.Sprintf("the backup cannot record the cluster's ID (%v); restore will not be able to check it", err))
 	}
-	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.Options.Endpoints, ToolVersion: o.ToolVersion, Source: src, OperationID: o.OperationID, AfterSend: o.AfterSend}
+	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.Options.Endpoints, ToolVersion: o.ToolVersion, Source: src, OperationID: o.OperationID, BeforeSend: o.BeforeSend, AfterSend: o.AfterSend}
 }
 
 // finishSnapshot, after a successful write, finishes a snapshot copy

@@ -34,6 +34,11 @@ type ApplyOptions struct {
 	// afterBackup, when set, is called after the backup is durable and
 	// before the transaction. It is a test hook.
 	afterBackup func()
+	// BeforeSend, when set, is called once a write's intent line is in
+	// audit.log and right before its transaction is sent. It is a test
+	// hook: a test stops a member there, so that the transaction meets
+	// the fault.
+	BeforeSend func()
 	// AfterSend, when set, is called once a write (or a transaction of
 	// several) is made and before its outcome line is appended. It is a
 	// test hook: a test kills the process there, in the window between
@@ -123,6 +128,9 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	}
 
 	res := &Result{BackupPath: path, Warnings: memberWarnings}
+	if o.BeforeSend != nil {
+		o.BeforeSend()
+	}
 	rev, err := op.send(ctx)
 	if err != nil {
 		var ce *store.ConflictError

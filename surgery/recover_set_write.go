@@ -324,6 +324,9 @@ func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) 
 		}
 		return unsent()
 	}
+	if o.BeforeSend != nil {
+		o.BeforeSend()
+	}
 	rev, err := op.send(ctx, kvs)
 	if err != nil {
 		var ce *store.BatchConflictError
