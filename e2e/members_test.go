@@ -605,6 +605,21 @@ func TestDivergedMember(t *testing.T) {
 		}
 	}
 
+	// On a terminal, the refusal comes before the question: an operator
+	// is not asked to confirm a write that is then refused.
+	run := onPTY(t, "--endpoints", all, "--verify=never", "--backup-dir", t.TempDir(), "label", "cm", "web-config", "-n", "demo", "diverged=yes")
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(run.output(), "[y/N]") && !strings.Contains(run.output(), "etcdpvc: error:") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if strings.Contains(run.output(), "[y/N]") {
+		t.Errorf("a write through every member with %s diverged asked for confirmation before refusing:\n%s", odd.Name, run.output())
+		_, _ = run.master.Write([]byte("n\n"))
+	}
+	if code := run.exitCode(); code != 5 || !strings.Contains(run.output(), "member "+odd.Name) {
+		t.Errorf("a write on a terminal with %s diverged: want exit 5 naming it, got %d:\n%s", odd.Name, code, run.output())
+	}
+
 	r := runEtcdpvc(t, nil, "--endpoints", all, "--verify=never", "doctor")
 	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "member "+odd.Name+" diverged") {
 		t.Errorf("doctor with %s diverged: want it named, and a failure:\n%s", odd.Name, r)

@@ -242,6 +242,14 @@ func (s *Session) WriteRecoverSet(ctx context.Context, t Terminal, plan *surgery
 	if err := surgery.ProbeBackupDir(surgery.BackupDirOrDefault(r.Write.BackupDir)); err != nil {
 		return err
 	}
+	// The members before the question, as Write compares them.
+	plans := make([]*surgery.Plan, len(items))
+	for i, it := range items {
+		plans[i] = it.Plan
+	}
+	if err := surgery.CheckMembers(ctx, w, plans); err != nil {
+		return err
+	}
 	if !r.Write.Yes {
 		if err := t.Confirm(fmt.Sprintf("Write the %d objects planned above to %s?", writes, s.Target("")), "re-run with --yes to write the plan above, or --dry-run to only see it"); err != nil {
 			return err

@@ -74,6 +74,8 @@ type WriteOptions struct {
 	Brief bool
 	// Result, when set, collects what became of each key (-o json|yaml).
 	Result *Result
+	// BeforeSend and AfterSend are surgery.ApplyOptions' test hooks.
+	BeforeSend, AfterSend func()
 }
 
 // Terminal is what a write tells the user and asks them.
@@ -172,6 +174,11 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 	if err := surgery.CheckBackupRoom(surgery.BackupDirOrDefault(o.BackupDir), surgery.BackupRoom(plans)); err != nil {
 		return nil, err
 	}
+	// The members before the question: an operator is refused before
+	// being asked (each write compares them again).
+	if err := surgery.CheckMembers(ctx, w, plans); err != nil {
+		return nil, err
+	}
 	if !o.Yes {
 		what := "this change"
 		if len(keys) > 1 {
@@ -206,6 +213,9 @@ func (s *Session) Write(ctx context.Context, t Terminal, plans []*surgery.Plan, 
 	}
 	if err != nil {
 		if errors.Is(err, surgery.ErrPartial) {
+			if undo := surgery.UndoLine(steps); undo != "" && s.SnapshotCopy() == nil {
+				err = &hintedError{err, "run the same command again to resume, or undo what was written with " + undo}
+			}
 			err = s.partialCopy(err)
 		}
 		if errors.Is(err, surgery.ErrNotAccepted) {
@@ -254,7 +264,7 @@ func (s *Session) ApplyOptions(ctx context.Context, t Terminal, o WriteOptions) 
 	if err != nil {
 		t.Warn(fmt.Sprintf("the backup cannot record the cluster's ID (%v); restore will not be able to check it", err))
 	}
-	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.Options.Endpoints, ToolVersion: o.ToolVersion, Source: src, OperationID: o.OperationID}
+	return surgery.ApplyOptions{BackupDir: dir, Endpoints: s.Options.Endpoints, ToolVersion: o.ToolVersion, Source: src, OperationID: o.OperationID, BeforeSend: o.BeforeSend, AfterSend: o.AfterSend}
 }
 
 // finishSnapshot, after a successful write, finishes a snapshot copy

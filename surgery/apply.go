@@ -34,9 +34,16 @@ type ApplyOptions struct {
 	// afterBackup, when set, is called after the backup is durable and
 	// before the transaction. It is a test hook.
 	afterBackup func()
-	// afterSend, when set, is called once a write is made and before its
-	// outcome line is appended. It is a test hook.
-	afterSend func()
+	// BeforeSend, when set, is called once a write's intent line is in
+	// audit.log and right before its transaction is sent. It is a test
+	// hook: a test stops a member there, so that the transaction meets
+	// the fault.
+	BeforeSend func()
+	// AfterSend, when set, is called once a write (or a transaction of
+	// several) is made and before its outcome line is appended. It is a
+	// test hook: a test kills the process there, in the window between
+	// the commit and the outcome line.
+	AfterSend func()
 	// MaxRequestBytes is the largest request etcd accepts (default
 	// store.MaxRequestBytes, etcd's default --max-request-bytes): a larger
 	// write is refused with ErrTooLarge before anything is written.
@@ -121,6 +128,9 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	}
 
 	res := &Result{BackupPath: path, Warnings: memberWarnings}
+	if o.BeforeSend != nil {
+		o.BeforeSend()
+	}
 	rev, err := op.send(ctx)
 	if err != nil {
 		var ce *store.ConflictError
@@ -148,8 +158,8 @@ func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Resul
 	res.Revision = rev
 	rec.ToRevision = rev
 	res.Record = rec
-	if o.afterSend != nil {
-		o.afterSend()
+	if o.AfterSend != nil {
+		o.AfterSend()
 	}
 	if err := appendAudit(logPath, rec); err != nil {
 		res.AuditErr = err

@@ -65,7 +65,7 @@ func TestHelperAuditWrites(t *testing.T) {
 	at, _ := strconv.Atoi(os.Getenv("ETCDPVC_AT"))
 	slack, _ := strconv.ParseUint(os.Getenv("ETCDPVC_SLACK"), 10, 64)
 	writes := 0
-	o := ApplyOptions{BackupDir: dir, OperationID: os.Getenv("ETCDPVC_OPERATION"), afterSend: func() {
+	o := ApplyOptions{BackupDir: dir, OperationID: os.Getenv("ETCDPVC_OPERATION"), AfterSend: func() {
 		if writes++; writes != at {
 			return
 		}

@@ -106,6 +106,24 @@ func checkMembers(ctx context.Context, w store.Writer, key string) ([]string, er
 	}
 }
 
+// CheckMembers compares the key of every plan to be written on every
+// member of the cluster, as each write does again right before its backup
+// (checkMembers): a write command runs it before it asks for confirmation,
+// so that an operator is refused before being asked, not after. It returns
+// the first refusal, wrapped with its object's name; members that do not
+// answer are not named here (the writes name them).
+func CheckMembers(ctx context.Context, w store.Writer, plans []*Plan) error {
+	for _, p := range plans {
+		if p == nil || p.NoOp {
+			continue
+		}
+		if _, err := checkMembers(ctx, w, p.Key); err != nil {
+			return fmt.Errorf("%s: %w", p.ObjectName(), err)
+		}
+	}
+	return nil
+}
+
 // membersDiffer is the error of key held as groups say (state → members)
 // by members of a cluster of n.
 func membersDiffer(key string, groups map[string][]string, n int) error {

@@ -324,6 +324,9 @@ func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) 
 		}
 		return unsent()
 	}
+	if o.BeforeSend != nil {
+		o.BeforeSend()
+	}
 	rev, err := op.send(ctx, kvs)
 	if err != nil {
 		var ce *store.BatchConflictError
@@ -356,6 +359,9 @@ func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) 
 	}
 	for i := range out {
 		out[i].Revision = rev
+	}
+	if o.AfterSend != nil {
+		o.AfterSend()
 	}
 	if err := audit(rev, OutcomeWritten, "", nil); err != nil {
 		// The writes are made; Execute reports the missing lines.

@@ -51,7 +51,36 @@ func resultFlag(output bool) cli.Flag {
 
 func readWriteOptions(c *cli.Context, e *env) writeOptions {
 	return writeOptions{Yes: c.Bool("yes"), DryRun: c.Bool("dry-run"), BackupDir: c.String("backup-dir"), ShowSecrets: c.Bool("show-secrets"), Out: c.String("out"),
-		ToolVersion: toolVersion(), OperationID: e.operationID(), Result: e.result, ShowManagedFields: c.Bool("show-managed-fields")}
+		ToolVersion: toolVersion(), OperationID: e.operationID(), Result: e.result, ShowManagedFields: c.Bool("show-managed-fields"),
+		BeforeSend: e.hold(holdBeforeSendEnv, "the intent line appended, the transaction not yet sent"),
+		AfterSend:  e.hold(holdAfterCommitEnv, "committed, the outcome line not yet appended")}
+}
+
+// The test hooks' environment variables: set to a duration, each write
+// says on stderr that it reached its point and waits that long (or until
+// interrupted), so that a test can stop a member or kill the process
+// there. holdBeforeSendEnv holds a write once its intent line is in
+// audit.log and before its transaction is sent; holdAfterCommitEnv once
+// its transaction is applied and before its outcome line. They are not
+// for operators.
+const (
+	holdBeforeSendEnv  = "ETCDPVC_TEST_HOLD_BEFORE_SEND"
+	holdAfterCommitEnv = "ETCDPVC_TEST_HOLD_AFTER_COMMIT"
+)
+
+// hold is the test hook the environment variable name asks for, or nil.
+func (e *env) hold(name, point string) func() {
+	d, err := time.ParseDuration(e.getenv(name))
+	if err != nil || d <= 0 {
+		return nil
+	}
+	return func() {
+		fmt.Fprintf(e.stderr, "etcdpvc: test hook %s: %s; holding %s\n", name, point, d)
+		select {
+		case <-time.After(d):
+		case <-e.ctx.Done():
+		}
+	}
 }
 
 // operationID is the run's operation id, made once.
