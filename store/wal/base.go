@@ -573,6 +573,7 @@ type Unestablished struct {
 	// that the log writes only with outcomes it does not establish, one
 	// of them among the entries the db holds or a delete: each may have
 	// been deleted at a revision the db compacted, or never have existed.
+	// A key MayDelete names is not listed again.
 	MayBeDeleted []string
 	// MayDelete names, sorted, the keys of the hiding writes that are
 	// deletions: each may have been deleted there.
@@ -632,9 +633,14 @@ func (w *WAL) Unestablished(prefix string) Unestablished {
 			u.MayBeDeleted = append(u.MayBeDeleted, key)
 		}
 	}
-	slices.Sort(u.MayBeDeleted)
 	slices.Sort(u.MayDelete)
 	u.MayDelete = slices.Compact(u.MayDelete)
+	// A key a hiding delete names is said there once.
+	u.MayBeDeleted = slices.DeleteFunc(u.MayBeDeleted, func(k string) bool {
+		_, named := slices.BinarySearch(u.MayDelete, k)
+		return named
+	})
+	slices.Sort(u.MayBeDeleted)
 	return u
 }
 
