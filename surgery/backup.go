@@ -101,12 +101,24 @@ type Backup struct {
 	log []Record
 }
 
-// auditLog returns the records of the audit log beside b (nil when there
-// is none or it cannot be read).
-func (b *Backup) auditLog() []Record {
-	if b.log == nil && b.Path != "" {
-		b.log, _, _ = ReadAuditLog(filepath.Dir(b.Path))
+// loadAuditLog reads the audit log beside b once. One that exists and
+// cannot be read is an error: what it records of b's write (its outcome
+// unknown, a fence) decides what a restore of b may write.
+func (b *Backup) loadAuditLog() error {
+	if b.log != nil || b.Path == "" {
+		return nil
 	}
+	recs, _, err := ReadAuditLog(filepath.Dir(b.Path))
+	if err != nil {
+		return err
+	}
+	b.log = recs
+	return nil
+}
+
+// auditLog returns the records of the audit log beside b, as loadAuditLog
+// read them (PlanRestore reads it first; nil when there is none).
+func (b *Backup) auditLog() []Record {
 	return b.log
 }
 

@@ -117,6 +117,9 @@ func checkCluster(ctx context.Context, r store.Reader, b *Backup, force bool) ([
 // or not. A key that already holds the original gives a NoOp plan.
 func (c Planner) PlanRestore(ctx context.Context, r store.Reader, b *Backup, force bool) (*Plan, error) {
 	what := fmt.Sprintf("restore %s from %s", b.Key, b.Path)
+	if err := b.loadAuditLog(); err != nil {
+		return nil, fmt.Errorf("%s: %w; nothing written", what, err)
+	}
 	warnings := append([]string(nil), b.Warnings...)
 	cw, err := checkCluster(ctx, r, b, force)
 	if err != nil {

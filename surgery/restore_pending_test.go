@@ -2,8 +2,14 @@ package surgery
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/etcdpvc/etcdpvc/internal/regular"
 )
 
 // TestRestoreFencesUncertainWrite: an undelete whose transaction (and
@@ -59,5 +65,22 @@ func TestRestoreFencesUncertainWrite(t *testing.T) {
 	again, err := Planner{}.PlanRestore(ctx, direct, b, false)
 	if err != nil || !again.NoOp {
 		t.Fatalf("restore run again: %v, no-op %v; want nothing to do", err, again != nil && again.NoOp)
+	}
+}
+
+// TestPlanRestoreAuditLogUnreadable: an audit.log beside the backup that
+// exists and cannot be read refuses the restore. What it records (a write
+// of unknown outcome, a fence) decides whether restore fences the key or
+// calls it restored; read as empty, an uncertain write would be "nothing
+// to do".
+func TestPlanRestoreAuditLogUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, AuditLogName), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b := &Backup{Key: "/registry/configmaps/demo/a", Path: filepath.Join(dir, "b.json")}
+	_, err := Planner{}.PlanRestore(context.Background(), nil, b, false)
+	if !errors.Is(err, regular.ErrNotRegular) || !strings.Contains(err.Error(), "nothing written") {
+		t.Fatalf("PlanRestore = %v, want a refusal naming the audit log that cannot be read", err)
 	}
 }
