@@ -57,6 +57,11 @@ type ClusterOptions struct {
 	// EtcdOnly starts etcd alone, without a kube-apiserver (for tests of
 	// etcd's faults, run with --verify=never).
 	EtcdOnly bool
+	// EtcdTLS serves etcd's clients over TLS with client-certificate auth
+	// (--client-cert-auth), under an etcd CA of its own that
+	// Cluster.EtcdTLS names; the kube-apiserver and Cluster.Etcd connect
+	// with its client certificate. One member only.
+	EtcdTLS bool
 }
 
 // Cluster is an etcd (one member unless ClusterOptions.EtcdMembers says
@@ -76,6 +81,10 @@ type Cluster struct {
 	APIServerURL string
 	Client       kubernetes.Interface
 	RESTConfig   *rest.Config
+
+	// EtcdTLS names etcd's CA and certificates when ClusterOptions.EtcdTLS
+	// is set; nil otherwise.
+	EtcdTLS *etcdTLS
 
 	etcd  *proc // the one member's; nil with Members
 	kas   *proc
@@ -97,6 +106,9 @@ func NewCluster(name string, opts ClusterOptions) (c *Cluster, err error) {
 			c.Stop()
 		}
 	}()
+	if err := c.setupEtcdTLS(); err != nil {
+		return nil, err
+	}
 	if err := c.startEtcd(); err != nil {
 		return nil, err
 	}
@@ -379,7 +391,7 @@ func (c *Cluster) startEtcdOn(dataDir string, prepare func(dataDir, name, peerUR
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		client, peer := freePort(), freePort()
-		c.EtcdURL = fmt.Sprintf("http://127.0.0.1:%d", client)
+		c.EtcdURL = fmt.Sprintf("%s://127.0.0.1:%d", c.etcdScheme(), client)
 		peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
 		if prepare != nil {
 			os.RemoveAll(dataDir)
@@ -397,7 +409,7 @@ func (c *Cluster) startEtcdOn(dataDir string, prepare func(dataDir, name, peerUR
 			"--initial-cluster", "e2e=" + peerURL,
 			"--unsafe-no-fsync",
 			"--log-level", "warn",
-		}, c.opts.EtcdFlags...)...)
+		}, append(c.etcdServerFlags(), c.opts.EtcdFlags...)...)...)
 		if err != nil {
 			return err
 		}
@@ -446,6 +458,7 @@ func (c *Cluster) waitEtcd() error {
 		Endpoints:   []string{c.EtcdURL},
 		DialTimeout: 2 * time.Second,
 		Logger:      zap.NewNop(),
+		TLS:         c.etcdClientTLS(),
 	})
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
@@ -494,7 +507,7 @@ func (c *Cluster) startAPIServer() error {
 		if c.opts.EncryptionConfig != "" {
 			args = append(args, "--encryption-provider-config", c.opts.EncryptionConfig)
 		}
-		args = append(args, c.opts.APIServerFlags...)
+		args = append(append(args, c.apiserverEtcdFlags()...), c.opts.APIServerFlags...)
 		p, err := startProc("kube-apiserver", filepath.Join(c.Dir, fmt.Sprintf("kube-apiserver-%d-%d.log", time.Now().UnixNano(), attempt)), suite.kubeAPIServer, args...)
 		if err != nil {
 			return err

@@ -44,9 +44,16 @@ func (c *Cluster) etcdpvcEnv(t *testing.T, extraEnv []string, args ...string) re
 // runEtcdpvc runs the built CLI with exactly args.
 func runEtcdpvc(t *testing.T, extraEnv []string, full ...string) result {
 	t.Helper()
+	return runEtcdpvcCmd(t, suite.etcdpvc, nil, extraEnv, full...)
+}
+
+// runEtcdpvcCmd runs the CLI bin with exactly args, after prepare (when
+// not nil) sets what else the command needs (a user, a directory).
+func runEtcdpvcCmd(t *testing.T, bin string, prepare func(*exec.Cmd), extraEnv []string, full ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, suite.etcdpvc, full...)
+	cmd := exec.CommandContext(ctx, bin, full...)
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -57,6 +64,9 @@ func runEtcdpvc(t *testing.T, extraEnv []string, full ...string) result {
 		}
 	}
 	cmd.Env = append(append(env, "XDG_STATE_HOME="+t.TempDir(), "NO_COLOR=1"), extraEnv...)
+	if prepare != nil {
+		prepare(cmd)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

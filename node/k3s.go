@@ -27,7 +27,7 @@ import (
 const (
 	k3sConfig      = "/etc/rancher/k3s/config.yaml"
 	k3sDataDir     = "/var/lib/rancher/k3s"
-	k3sKubeconfig  = "/etc/rancher/k3s/k3s.yaml"
+	k3sKubeconfig  = "/etc/rancher/k3s/k3s.yaml" // k3s-io/k3s pkg/datadir/datadir.go, GlobalConfig
 	k3sEndpoint    = "https://127.0.0.1:2379"
 	k3sDefaultPref = "/registry"
 )
@@ -102,9 +102,11 @@ func asList(v any) []any {
 // readK3s reads k3s's layout. A server on kine (no embedded etcd) or on an
 // external datastore is ErrUnsupported, naming what was found: kine's
 // SQLite file DATA-DIR/server/db/state.db (k3s-io/k3s pkg/etcd/etcd.go,
-// sqliteFile) and its socket, which k3s opens as unix://kine.sock in
-// DATA-DIR/server, its working directory (the socket's full path was not
-// verified in k3s's source).
+// sqliteFile) and its socket DATA-DIR/server/kine.sock: kine listens on
+// the relative unix://kine.sock (k3s-io/kine pkg/endpoint/endpoint.go,
+// KineSocket), and k3s's server first changes its working directory to
+// DATA-DIR/server (k3s-io/k3s pkg/server/server.go, setupDataDirAndChdir
+// with ResolveDataDir).
 func readK3s(root string) (*Found, error) {
 	s, err := readK3sConfig(root)
 	if err != nil {

@@ -11,6 +11,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,10 @@ var ErrAmbiguous = errors.New("several control-plane node layouts")
 // etcd etcdpvc can reach (k3s on kine).
 var ErrUnsupported = errors.New("unsupported datastore")
 
+// ErrNotReadable means a file the layout needs exists but this user
+// cannot read it: on a node, the etcd client key is root's only.
+var ErrNotReadable = errors.New("not readable by this user")
+
 // File is one file a layout was read from, and what it was used for.
 type File struct {
 	// Role says what the file is ("kube-apiserver manifest", "etcd CA").
@@ -90,16 +95,22 @@ func Detect(root string) (*Found, error) {
 	if root != "" {
 		return detect(root)
 	}
-	f, err := detect("/")
+	return detectFallback("/", HostRoot)
+}
+
+// detectFallback finds the layout below root, or below fallback when root
+// shows none: the node's file system where kubectl debug node mounts it.
+func detectFallback(root, fallback string) (*Found, error) {
+	f, err := detect(root)
 	if !errors.Is(err, ErrNoLayout) {
 		return f, err
 	}
-	if _, serr := os.Stat(HostRoot); errors.Is(serr, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w (and %s, where kubectl debug node mounts the node, does not exist)", err, HostRoot)
+	if _, serr := os.Stat(fallback); errors.Is(serr, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w (and %s, where kubectl debug node mounts the node, does not exist)", err, fallback)
 	}
-	f, err2 := detect(HostRoot)
+	f, err2 := detect(fallback)
 	if errors.Is(err2, ErrNoLayout) {
-		return nil, fmt.Errorf("%w below / or %s: %v; %v", ErrNoLayout, HostRoot, unwrapNoLayout(err), unwrapNoLayout(err2))
+		return nil, fmt.Errorf("%w below %s or %s: %v; %v", ErrNoLayout, root, fallback, unwrapNoLayout(err), unwrapNoLayout(err2))
 	}
 	return f, err2
 }
@@ -196,7 +207,7 @@ func fromManifest(root, manifest string) (*Found, error) {
 }
 
 // need records the apiserver's certificate and encryption config files
-// and checks that each exists.
+// and checks that each exists and can be read by this user.
 func (f *Found) need(a *kubeadm.APIServer) error {
 	for _, c := range []struct{ role, path string }{
 		{"etcd CA", a.CAFile}, {"etcd client certificate", a.CertFile}, {"etcd client key", a.KeyFile},
@@ -211,6 +222,14 @@ func (f *Found) need(a *kubeadm.APIServer) error {
 		if _, err := os.Stat(c.path); err != nil {
 			return fmt.Errorf("%s %s (named by %s): %w", c.role, c.path, f.Files[0].Path, err)
 		}
+		r, err := os.Open(c.path)
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("%s %s (named by %s): %w (uid %d): the node keeps it for root", c.role, c.path, f.Files[0].Path, ErrNotReadable, os.Getuid())
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s (named by %s): %w", c.role, c.path, f.Files[0].Path, err)
+		}
+		r.Close()
 		f.Files = append(f.Files, File{c.role, c.path})
 	}
 	return nil

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,5 +92,48 @@ func TestOpenShiftRevisionAmbiguous(t *testing.T) {
 	_, err := Detect(root)
 	if err == nil || !strings.Contains(err.Error(), "kube-apiserver-pod.yaml: want one hostPath volume") {
 		t.Errorf("Detect = %v, want the manifest named", err)
+	}
+}
+
+// TestDetectFallback: with no root given, "/" is tried and then /host,
+// where kubectl debug node mounts the node; a layout below the first wins,
+// a broken one stops there, and when neither holds one both are named.
+func TestDetectFallback(t *testing.T) {
+	kubeadmNode := map[string]string{
+		"etc/kubernetes/manifests/kube-apiserver.yaml": "spec:\n  containers:\n  - command:\n    - kube-apiserver\n    - --etcd-servers=https://127.0.0.1:2379\n" +
+			"    - --etcd-cafile=/etc/kubernetes/pki/etcd/ca.crt\n    - --etcd-certfile=/etc/kubernetes/pki/apiserver-etcd-client.crt\n    - --etcd-keyfile=/etc/kubernetes/pki/apiserver-etcd-client.key\n",
+		"etc/kubernetes/pki/etcd/ca.crt": "ca", "etc/kubernetes/pki/apiserver-etcd-client.crt": "crt", "etc/kubernetes/pki/apiserver-etcd-client.key": "key",
+	}
+	dir := t.TempDir()
+	empty, host, node, broken := filepath.Join(dir, "empty"), filepath.Join(dir, "host"), filepath.Join(dir, "node"), filepath.Join(dir, "broken")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lay(t, host, kubeadmNode)
+	lay(t, node, kubeadmNode)
+	lay(t, broken, kubeadmNode)
+	if err := os.Remove(filepath.Join(broken, "etc/kubernetes/pki/apiserver-etcd-client.key")); err != nil {
+		t.Fatal(err)
+	}
+
+	f, err := detectFallback(empty, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Root != host || f.APIServer.KeyFile != host+"/etc/kubernetes/pki/apiserver-etcd-client.key" {
+		t.Errorf("no layout below the root: read below %s, key %s; want below %s", f.Root, f.APIServer.KeyFile, host)
+	}
+	if f, err := detectFallback(node, host); err != nil || f.Root != node {
+		t.Errorf("a layout below the root: %v, %v; want it read there, not below the fallback", f, err)
+	}
+	if _, err := detectFallback(broken, host); err == nil || !strings.Contains(err.Error(), broken+"/etc/kubernetes/pki/apiserver-etcd-client.key") {
+		t.Errorf("a broken layout below the root: %v; want it named, the fallback not tried", err)
+	}
+	missing := filepath.Join(dir, "missing")
+	if _, err := detectFallback(empty, missing); !errors.Is(err, ErrNoLayout) || !strings.Contains(err.Error(), missing+", where kubectl debug node mounts the node, does not exist") {
+		t.Errorf("no layout and no fallback: %v", err)
+	}
+	if _, err := detectFallback(empty, empty); !errors.Is(err, ErrNoLayout) || !strings.Contains(err.Error(), "below "+empty+" or "+empty+": none of") {
+		t.Errorf("no layout below either: %v", err)
 	}
 }

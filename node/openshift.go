@@ -27,8 +27,13 @@ import (
 // certFile, keyFile, storagePrefix) as older releases render it
 // (openshift/cluster-kube-apiserver-operator
 // bindata/assets/config/defaultconfig.yaml). The admin kubeconfig
-// openshiftKubeconfig, in the node-kubeconfigs secret, was not verified
-// against the operator's source.
+// openshiftKubeconfig is the localhost.kubeconfig key of the
+// node-kubeconfigs secret (bindata/assets/kube-apiserver/node-kubeconfigs.yaml),
+// one of the CertSecrets the operator installs, unrevisioned, into
+// kube-apiserver-certs (pkg/operator/starter.go, WithUnrevisionedCerts),
+// the directory bindata/assets/kube-apiserver/pod.yaml mounts from
+// /etc/kubernetes/static-pod-resources/kube-apiserver-certs; the installer
+// writes a secret's keys as secrets/NAME/KEY, as etcd-client's above.
 const (
 	openshiftManifest   = "/etc/kubernetes/manifests/kube-apiserver-pod.yaml"
 	openshiftResources  = "/etc/kubernetes/static-pod-resources"

@@ -18,8 +18,12 @@ import (
 // node then shows no RKE2 layout.
 const rke2ManifestsDir = "/var/lib/rancher/rke2/agent/pod-manifests"
 
-// rke2Kubeconfig is the admin kubeconfig RKE2 writes (its documented
-// write-kubeconfig default).
+// rke2Kubeconfig is the admin kubeconfig RKE2 writes when write-kubeconfig
+// is not set: k3s-io/k3s pkg/datadir/datadir.go, GlobalConfig =
+// "/etc/rancher/" + version.Program + "/" + version.Program + ".yaml",
+// written by pkg/server/server.go (writeKubeConfig, HomeKubeConfig) for
+// root, with version.Program set to "rke2" by rancher/rke2
+// scripts/build-binary (PROG in scripts/version.sh).
 const rke2Kubeconfig = "/etc/rancher/rke2/rke2.yaml"
 
 // readRKE2 reads RKE2's layout: a kube-apiserver static pod, as kubeadm's,

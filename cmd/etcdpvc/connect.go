@@ -6,6 +6,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
+	"github.com/etcdpvc/etcdpvc/node"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
@@ -38,6 +39,9 @@ func applyKubeadm(g *globalOptions) error {
 	}
 	warnings, err := session.Kubeadm(&g.Options)
 	g.KubeadmApplied = true // once, even when the manifest cannot be read
+	if errors.Is(err, node.ErrNotReadable) {
+		return flows.WithHint(err, "run etcdpvc as root (sudo; in kubectl debug node/NAME, --profile=sysadmin), or give --cacert, --cert and --key copies you can read")
+	}
 	if err != nil && g.Node {
 		return flows.WithHint(err, "run on a control-plane node (or in kubectl debug node/NAME, whose --node finds the node below /host), or give --endpoints and certificates")
 	}
