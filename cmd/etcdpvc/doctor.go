@@ -67,11 +67,13 @@ func runDoctor(e *env, g *globalOptions, expiryWarning time.Duration) error {
 	case !d.manifest(g) && g.TakesLayout() && g.DB == "":
 		// The certificates are the manifest's: none were named, but
 		// none are known either.
-		if g.Node {
-			d.report(inspect.CheckWarn, "certificates", "not checked: --node took no settings from a node layout (above), where they would come from")
-		} else {
+		if !g.Node {
 			d.report(inspect.CheckWarn, "certificates", "not checked: --kubeadm took no settings from a manifest (above), where they would come from")
+			break
 		}
+		d.report(inspect.CheckWarn, "certificates", "not checked: --node took no settings from a node layout (above), where they would come from")
+		// No endpoint is guessed, not even etcd's default.
+		return fmt.Errorf("doctor: %d check(s) failed; --node found no usable node layout, so no etcd was tried", d.rep.Failed())
 	case g.DB == "":
 		in := inspect.CertInputs{Endpoints: g.Endpoints, CACert: g.CACert, Cert: g.Cert, Key: g.Key, Now: time.Now(), ExpiryWarning: expiryWarning}
 		if g.NodeFound != nil {
@@ -157,6 +159,9 @@ func (d *doctor) apiserver(s *cliSession) {
 func (d *doctor) node(g *globalOptions) bool {
 	if err := applyKubeadm(g); err != nil {
 		d.report(inspect.CheckFail, "node", "%v", err)
+		if h := hintFor(err); h != "" {
+			d.report(inspect.CheckNote, "node", "hint: %s", h)
+		}
 		return false
 	}
 	f := g.NodeFound
