@@ -40,7 +40,7 @@ func applyKubeadm(g *globalOptions) error {
 	warnings, err := session.Kubeadm(&g.Options)
 	g.KubeadmApplied = true // once, even when the manifest cannot be read
 	if errors.Is(err, node.ErrNotReadable) {
-		return flows.WithHint(err, "run etcdpvc as root (sudo; in kubectl debug node/NAME, --profile=sysadmin), or give --cacert, --cert and --key copies you can read")
+		return flows.WithHint(err, "run etcdpvc as root: sudo on the node; in kubectl debug node/NAME, --custom with securityContext runAsUser: 0 (the image runs as uid 65532; see docs/node.md); or give --cacert, --cert and --key copies you can read")
 	}
 	if err != nil && g.Node {
 		return flows.WithHint(err, "run on a control-plane node (or in kubectl debug node/NAME, whose --node finds the node below /host), or give --endpoints and certificates")
