@@ -57,10 +57,10 @@ type ClusterOptions struct {
 	// EtcdOnly starts etcd alone, without a kube-apiserver (for tests of
 	// etcd's faults, run with --verify=never).
 	EtcdOnly bool
-	// EtcdTLS serves etcd's clients over TLS with client-certificate auth
-	// (--client-cert-auth), under an etcd CA of its own that
-	// Cluster.EtcdTLS names; the kube-apiserver and Cluster.Etcd connect
-	// with its client certificate. One member only.
+	// EtcdTLS serves etcd over TLS, clients and peers, with client
+	// certificates required, as a kubeadm control plane does: the
+	// kube-apiserver, the harness's clients and etcdpvc (--cacert, --cert,
+	// --key) present the pki's etcd client certificate.
 	EtcdTLS bool
 }
 
@@ -71,7 +71,7 @@ type Cluster struct {
 	Name string
 	Dir  string
 
-	EtcdURL string // http://127.0.0.1:PORT, what etcdpvc's --endpoints takes (the first member's)
+	EtcdURL string // http(s)://127.0.0.1:PORT, what etcdpvc's --endpoints takes (the first member's)
 	Etcd    *clientv3.Client
 
 	// Members are the etcd members of a cluster started with EtcdMembers
@@ -81,10 +81,6 @@ type Cluster struct {
 	APIServerURL string
 	Client       kubernetes.Interface
 	RESTConfig   *rest.Config
-
-	// EtcdTLS names etcd's CA and certificates when ClusterOptions.EtcdTLS
-	// is set; nil otherwise.
-	EtcdTLS *etcdTLS
 
 	etcd  *proc // the one member's; nil with Members
 	kas   *proc
@@ -106,7 +102,7 @@ func NewCluster(name string, opts ClusterOptions) (c *Cluster, err error) {
 			c.Stop()
 		}
 	}()
-	if err := c.setupEtcdTLS(); err != nil {
+	if c.pki, err = newPKI(filepath.Join(dir, "pki")); err != nil {
 		return nil, err
 	}
 	if err := c.startEtcd(); err != nil {
@@ -114,9 +110,6 @@ func NewCluster(name string, opts ClusterOptions) (c *Cluster, err error) {
 	}
 	if opts.EtcdOnly {
 		return c, nil
-	}
-	if c.pki, err = newPKI(filepath.Join(dir, "pki")); err != nil {
-		return nil, err
 	}
 	c.token = randomHex(16)
 	tokens := fmt.Sprintf("%s,e2e-admin,e2e-admin-uid,\"system:masters\"\n", c.token)
@@ -220,8 +213,8 @@ func (c *Cluster) startEtcdMembers(n int) error {
 			m := &EtcdMember{
 				Name:      fmt.Sprintf("e2e-%d", i),
 				DataDir:   filepath.Join(c.Dir, fmt.Sprintf("etcd-data-%d", i)),
-				ClientURL: fmt.Sprintf("http://127.0.0.1:%d", port()),
-				PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", port()),
+				ClientURL: c.etcdURL(port()),
+				PeerURL:   c.etcdURL(port()),
 			}
 			os.RemoveAll(m.DataDir)
 			c.Members = append(c.Members, m)
@@ -240,7 +233,7 @@ func (c *Cluster) startEtcdMembers(n int) error {
 				"--initial-cluster-token", "e2e-" + c.Name,
 				"--unsafe-no-fsync",
 				"--log-level", "warn",
-			}, c.opts.EtcdFlags...)
+			}, append(c.etcdTLSFlags(), c.opts.EtcdFlags...)...)
 			p, err := startProc("etcd "+m.Name, m.logPath, suite.etcd, m.args...)
 			if err != nil {
 				c.stopMembers()
@@ -274,7 +267,7 @@ func (c *Cluster) stopMembers() {
 		if m.proc == nil || m.proc.exited() {
 			continue
 		}
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: time.Second, Logger: zap.NewNop()})
+		cli, err := clientv3.New(c.etcdClientConfig(time.Second, m.ClientURL))
 		if err != nil {
 			continue
 		}
@@ -314,11 +307,7 @@ func (c *Cluster) waitEtcdMembers() error {
 	for _, m := range c.Members {
 		urls = append(urls, m.ClientURL)
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   urls,
-		DialTimeout: 2 * time.Second,
-		Logger:      zap.NewNop(),
-	})
+	cli, err := clientv3.New(c.etcdClientConfig(2*time.Second, urls...))
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
 	}
@@ -355,6 +344,52 @@ func (c *Cluster) waitEtcdMembers() error {
 	}
 }
 
+// etcdURL is the URL of an etcd member's port on 127.0.0.1: https with
+// EtcdTLS.
+func (c *Cluster) etcdURL(port int) string {
+	if c.opts.EtcdTLS {
+		return fmt.Sprintf("https://127.0.0.1:%d", port)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", port)
+}
+
+// etcdTLSFlags are the etcd flags that serve clients and peers over TLS
+// with client certificates required (none without EtcdTLS).
+func (c *Cluster) etcdTLSFlags() []string {
+	if !c.opts.EtcdTLS {
+		return nil
+	}
+	return []string{
+		"--cert-file", c.pki.etcdCert, "--key-file", c.pki.etcdKey, "--trusted-ca-file", c.pki.caCert, "--client-cert-auth",
+		"--peer-cert-file", c.pki.etcdCert, "--peer-key-file", c.pki.etcdKey, "--peer-trusted-ca-file", c.pki.caCert, "--peer-client-cert-auth",
+	}
+}
+
+// etcdClientConfig is a clientv3 configuration for endpoints, with the
+// pki's client certificate under EtcdTLS.
+func (c *Cluster) etcdClientConfig(dial time.Duration, endpoints ...string) clientv3.Config {
+	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: dial, Logger: zap.NewNop()}
+	if c.opts.EtcdTLS {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(c.pki.caPEM)
+		cert, err := tls.LoadX509KeyPair(c.pki.etcdClientCert, c.pki.etcdClientKey)
+		if err != nil {
+			panic(fmt.Sprintf("the e2e pki's etcd client certificate: %v", err))
+		}
+		cfg.TLS = &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	return cfg
+}
+
+// etcdTLSArgs are etcdpvc's flags for etcd's certificates (none without
+// EtcdTLS).
+func (c *Cluster) etcdTLSArgs() []string {
+	if !c.opts.EtcdTLS {
+		return nil
+	}
+	return []string{"--cacert", c.pki.caCert, "--cert", c.pki.etcdClientCert, "--key", c.pki.etcdClientKey}
+}
+
 // etcdServers is the kube-apiserver's --etcd-servers: every member's
 // client URL.
 func (c *Cluster) etcdServers() string {
@@ -372,11 +407,7 @@ func (c *Cluster) etcdServers() string {
 // closed when the test ends.
 func (c *Cluster) memberClient(t *testing.T, m *EtcdMember) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{m.ClientURL},
-		DialTimeout: 2 * time.Second,
-		Logger:      zap.NewNop(),
-	})
+	cli, err := clientv3.New(c.etcdClientConfig(2*time.Second, m.ClientURL))
 	if err != nil {
 		t.Fatalf("etcd client of %s: %v", m.Name, err)
 	}
@@ -391,8 +422,8 @@ func (c *Cluster) startEtcdOn(dataDir string, prepare func(dataDir, name, peerUR
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		client, peer := freePort(), freePort()
-		c.EtcdURL = fmt.Sprintf("%s://127.0.0.1:%d", c.etcdScheme(), client)
-		peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+		c.EtcdURL = c.etcdURL(client)
+		peerURL := c.etcdURL(peer)
 		if prepare != nil {
 			os.RemoveAll(dataDir)
 			if err := prepare(dataDir, "e2e", peerURL); err != nil {
@@ -409,7 +440,7 @@ func (c *Cluster) startEtcdOn(dataDir string, prepare func(dataDir, name, peerUR
 			"--initial-cluster", "e2e=" + peerURL,
 			"--unsafe-no-fsync",
 			"--log-level", "warn",
-		}, append(c.etcdServerFlags(), c.opts.EtcdFlags...)...)...)
+		}, append(c.etcdTLSFlags(), c.opts.EtcdFlags...)...)...)
 		if err != nil {
 			return err
 		}
@@ -454,12 +485,7 @@ func (c *Cluster) RestartOnNewDataDir(prepare func(dataDir, name, peerURL string
 }
 
 func (c *Cluster) waitEtcd() error {
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{c.EtcdURL},
-		DialTimeout: 2 * time.Second,
-		Logger:      zap.NewNop(),
-		TLS:         c.etcdClientTLS(),
-	})
+	cli, err := clientv3.New(c.etcdClientConfig(2*time.Second, c.EtcdURL))
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
 	}
@@ -504,10 +530,13 @@ func (c *Cluster) startAPIServer() error {
 			"--enable-priority-and-fairness=false",
 			"--profiling=false",
 		}
+		if c.opts.EtcdTLS {
+			args = append(args, "--etcd-cafile", c.pki.caCert, "--etcd-certfile", c.pki.etcdClientCert, "--etcd-keyfile", c.pki.etcdClientKey)
+		}
 		if c.opts.EncryptionConfig != "" {
 			args = append(args, "--encryption-provider-config", c.opts.EncryptionConfig)
 		}
-		args = append(append(args, c.apiserverEtcdFlags()...), c.opts.APIServerFlags...)
+		args = append(args, c.opts.APIServerFlags...)
 		p, err := startProc("kube-apiserver", filepath.Join(c.Dir, fmt.Sprintf("kube-apiserver-%d-%d.log", time.Now().UnixNano(), attempt)), suite.kubeAPIServer, args...)
 		if err != nil {
 			return err

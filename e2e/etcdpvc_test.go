@@ -28,7 +28,8 @@ func (r result) String() string {
 }
 
 // etcdpvc runs the built CLI against c's etcd, as an operator would: off a
-// terminal, with --endpoints, and with an environment that holds no
+// terminal, with --endpoints (and etcd's certificates when it serves
+// TLS), and with an environment that holds no
 // ETCDCTL_* or editor settings and keeps backups out of $HOME.
 func (c *Cluster) etcdpvc(t *testing.T, args ...string) result {
 	t.Helper()
@@ -38,7 +39,7 @@ func (c *Cluster) etcdpvc(t *testing.T, args ...string) result {
 // etcdpvcEnv is etcdpvc with extra environment variables (KEY=VALUE).
 func (c *Cluster) etcdpvcEnv(t *testing.T, extraEnv []string, args ...string) result {
 	t.Helper()
-	return runEtcdpvc(t, extraEnv, append([]string{"--endpoints", c.EtcdURL}, args...)...)
+	return runEtcdpvc(t, extraEnv, append(append([]string{"--endpoints", c.EtcdURL}, c.etcdTLSArgs()...), args...)...)
 }
 
 // runEtcdpvc runs the built CLI with exactly args.

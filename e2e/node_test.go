@@ -74,7 +74,7 @@ users:
 		}
 		return string(b)
 	}
-	ca, crt, key := read(c.EtcdTLS.CA), read(c.EtcdTLS.ClientCert), read(c.EtcdTLS.ClientKey)
+	ca, crt, key := read(c.pki.caCert), read(c.pki.etcdClientCert), read(c.pki.etcdClientKey)
 	manifest := func(flags ...string) string {
 		return "spec:\n  containers:\n  - name: kube-apiserver\n    command:\n    - kube-apiserver\n    - --etcd-servers=" + c.EtcdURL + "\n    - " + strings.Join(flags, "\n    - ") + "\n"
 	}
@@ -307,7 +307,11 @@ func TestNodeLayouts(t *testing.T) {
 		// layout's certificates are what connects.
 		root = t.TempDir()
 		layNode(t, root, layouts["kubeadm"], 0o600)
-		for p, src := range map[string]string{layouts["kubeadm"].cert: c.pki.serverCert, layouts["kubeadm"].key: c.pki.serverKey} {
+		other, err := newPKI(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, src := range map[string]string{layouts["kubeadm"].cert: other.etcdClientCert, layouts["kubeadm"].key: other.etcdClientKey} {
 			b, err := os.ReadFile(src)
 			if err != nil {
 				t.Fatal(err)

@@ -15,12 +15,17 @@ import (
 )
 
 // pki is a CA, a kube-apiserver serving certificate it signed, and a
-// service-account key pair, written as PEM files into one directory.
+// service-account key pair, written as PEM files into one directory; and,
+// signed by the same CA as a kubeadm control plane has them, an etcd
+// certificate its members serve and peer with and a client certificate of
+// etcd's (the kube-apiserver's and etcdpvc's).
 type pki struct {
-	caPEM                 []byte
-	caCert                string
-	serverCert, serverKey string
-	saPub, saKey          string
+	caPEM                         []byte
+	caCert                        string
+	serverCert, serverKey         string
+	saPub, saKey                  string
+	etcdCert, etcdKey             string
+	etcdClientCert, etcdClientKey string
 }
 
 func newPKI(dir string) (*pki, error) {
@@ -50,21 +55,16 @@ func newPKI(dir string) (*pki, error) {
 		return nil, err
 	}
 
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	srvDER, srvKeyDER, err := leafCert(ca, caKey, 2, "kube-apiserver", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
 	if err != nil {
 		return nil, err
 	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1)},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+	etcdDER, etcdKeyDER, err := leafCert(ca, caKey, 3, "etcd", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, "localhost")
+	if err != nil {
+		return nil, err
 	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	clientDER, clientKeyDER, err := leafCert(ca, caKey, 4, "kube-apiserver-etcd-client", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
 	if err != nil {
 		return nil, err
 	}
@@ -81,10 +81,11 @@ func newPKI(dir string) (*pki, error) {
 		serverKey:  filepath.Join(dir, "apiserver.key"),
 		saPub:      filepath.Join(dir, "sa.pub"),
 		saKey:      filepath.Join(dir, "sa.key"),
-	}
-	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
-	if err != nil {
-		return nil, err
+
+		etcdCert:       filepath.Join(dir, "etcd.crt"),
+		etcdKey:        filepath.Join(dir, "etcd.key"),
+		etcdClientCert: filepath.Join(dir, "etcd-client.crt"),
+		etcdClientKey:  filepath.Join(dir, "etcd-client.key"),
 	}
 	saKeyDER, err := x509.MarshalECPrivateKey(saKey)
 	if err != nil {
@@ -104,10 +105,39 @@ func newPKI(dir string) (*pki, error) {
 		{p.serverKey, "EC PRIVATE KEY", srvKeyDER},
 		{p.saKey, "EC PRIVATE KEY", saKeyDER},
 		{p.saPub, "PUBLIC KEY", saPubDER},
+		{p.etcdCert, "CERTIFICATE", etcdDER},
+		{p.etcdKey, "EC PRIVATE KEY", etcdKeyDER},
+		{p.etcdClientCert, "CERTIFICATE", clientDER},
+		{p.etcdClientKey, "EC PRIVATE KEY", clientKeyDER},
 	} {
 		if err := os.WriteFile(f.path, pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.bytes}), 0o600); err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
+}
+
+// leafCert issues a certificate of ca for 127.0.0.1 and dnsNames with
+// usages, on a new key: the certificate's DER and the key's.
+func leafCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey, serial int64, cn string, usages []x509.ExtKeyUsage, dnsNames ...string) (certDER, keyDER []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  usages,
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1)},
+		DNSNames:     dnsNames,
+	}
+	if certDER, err = x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey); err != nil {
+		return nil, nil, err
+	}
+	keyDER, err = x509.MarshalECPrivateKey(key)
+	return certDER, keyDER, err
 }

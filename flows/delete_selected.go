@@ -6,8 +6,12 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -117,6 +121,9 @@ func (s *Session) DeleteSelected(ctx context.Context, t Terminal, r SelectedRequ
 			}
 		}
 		p, err := s.Planner.PlanDeleteSelected(cur, why)
+		if p != nil {
+			p.Before = heldLight(cur)
+		}
 		return seen{object: true, plan: p}, err
 	}
 	var plans []*surgery.Plan
@@ -182,6 +189,25 @@ func (s *Session) DeleteSelected(ctx context.Context, t Terminal, r SelectedRequ
 		return err
 	}
 	return incomplete()
+}
+
+// heldLight is what a selection's plan keeps of cur until the write: the
+// key as stored (its value is the backup, its revision the compare), and
+// of the object decoded only its kind, name, namespace and uid, which
+// name it in the records and the apiserver's checks. Every plan of a
+// selection is held until the one confirmation; the object decoded whole
+// (typed, as content, its metadata with managedFields) took about eight
+// times the value, which for the Events that fill a db is more memory than
+// a control-plane node has.
+func heldLight(cur *stored.Current) *stored.Current {
+	light := &stored.Current{KV: cur.KV, GR: cur.GR, Encrypted: cur.Encrypted, Stale: cur.Stale}
+	if o := cur.Obj; o != nil {
+		light.Obj = &codec.Object{Format: o.Format, GVK: o.GVK}
+		if o.Meta != nil {
+			light.Obj.Meta = &metav1.ObjectMeta{Name: o.Meta.Name, Namespace: o.Meta.Namespace, UID: o.Meta.UID}
+		}
+	}
+	return light
 }
 
 // selectionWords says what a selection chose: "-l app=web, older than 1h0m0s".

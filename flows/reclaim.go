@@ -103,7 +103,7 @@ func (s *Session) Reclaim(ctx context.Context, t Terminal, w io.Writer, r Reclai
 		q = "defragment the members one at a time, the leader last"
 	}
 	if rep.Verdict == inspect.SpaceLiveOver {
-		q += " (the NOSPACE alarm stays raised: the live data is over the quota less the margin)"
+		q += " (the live data is estimated over the quota less the margin: the NOSPACE alarm is disarmed only if every member gets under it after all)"
 	}
 	if !r.Yes {
 		if err := t.Confirm(q+"?", "--yes carries the plan out without asking"); err != nil {
@@ -299,6 +299,10 @@ func (rc *reclaim) disarm(ctx context.Context, target int64) error {
 		}
 		return &RefusedError{Msg: fmt.Sprintf("NOSPACE alarm not disarmed: %s over %s (the quota less the margin); done: %s", strings.Join(over, ", "), inspect.HumanBytes(target), rc.doneWords()),
 			Advice: "the live data fills the quota: delete what `etcdpvc space` lists as the largest, then run space --reclaim again"}
+	}
+	if rc.rep.Verdict == inspect.SpaceLiveOver && len(alarmed) > 0 {
+		fmt.Fprintf(rc.w, "every member is under %s after all: the plan's estimate of the live data (about %s) was high (AFTER above is what each member holds now)\n",
+			inspect.HumanBytes(target), inspect.HumanBytes(rc.rep.Live.Estimate))
 	}
 	for _, m := range alarmed {
 		id, err := parseMemberID(m.ID)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
@@ -225,5 +226,41 @@ func TestSpaceReclaimInterrupted(t *testing.T) {
 	}
 	if alarms, err := cli.AlarmList(bg); err != nil || len(alarms.Alarms) != 0 {
 		t.Errorf("alarms after the second reclaim: %v, %v; want none", alarms, err)
+	}
+}
+
+// TestReclaimDisarmUnderAfterAll: when the plan estimated the live data
+// over the quota less the margin but every member is under it after the
+// defragmentations, the alarm is disarmed (the sizes measured decide) and
+// the output says the estimate was high rather than leave the plan's "does
+// NOT get under" standing unanswered.
+func TestReclaimDisarmUnderAfterAll(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1})
+	cli := c.Client(t)
+	ctx := context.Background()
+	st, err := cli.Status(ctx, c.Endpoints()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.NewMaintenanceClient(cli.ActiveConnection()).Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: st.Header.MemberId, Alarm: pb.AlarmType_NOSPACE}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, session.Options{Endpoints: c.Endpoints(), Prefix: "/registry"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e, _ := etcdOf(s.Reader)
+	var out bytes.Buffer
+	rc := &reclaim{w: &out, e: e, before: map[string]int64{}, rep: &inspect.SpaceReport{Verdict: inspect.SpaceLiveOver, Live: inspect.SpaceLive{Estimate: 30 << 20}}}
+	if err := rc.disarm(ctx, 20<<20); err != nil {
+		t.Fatalf("disarm: %v\n%s", err, out.String())
+	}
+	t.Logf("%s", out.String())
+	if !strings.Contains(out.String(), "under 20.0Mi after all: the plan's estimate of the live data (about 30.0Mi) was high") || !strings.Contains(out.String(), "disarm: the NOSPACE alarm of ") {
+		t.Errorf("disarm under the target after all: the output does not say the estimate was high, or did not disarm")
+	}
+	if alarms, err := cli.AlarmList(ctx); err != nil || len(alarms.Alarms) != 0 {
+		t.Errorf("alarms: %v, %v; want none", alarms, err)
 	}
 }

@@ -3,6 +3,7 @@ package inspect
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // SpaceSchemaVersion is the version of SpaceReport's JSON
@@ -309,7 +310,7 @@ func (r *SpaceReport) plan() {
 		r.Verdict = SpaceLiveOver
 		need := live - r.Target
 		r.Plan = append(r.Plan, SpaceStep{Step: StepDelete, ExpectedSize: need,
-			Message: fmt.Sprintf("the live data alone (about %s) is over the quota less the margin (%s): delete about %s of it (the largest groups are listed above) before the NOSPACE alarm is disarmed, then compact and defragment again", HumanBytes(live), HumanBytes(r.Target), HumanBytes(need))})
+			Message: fmt.Sprintf("the live data alone (about %s) is over the quota less the margin (%s): delete about %s of it before the NOSPACE alarm is disarmed, then compact and defragment again%s", HumanBytes(live), HumanBytes(r.Target), HumanBytes(need), r.toDelete(need))})
 	case under && !alarms:
 		r.Verdict = SpaceUnder
 	case fits:
@@ -326,6 +327,35 @@ func (r *SpaceReport) plan() {
 	if r.Plan == nil {
 		r.Plan = []SpaceStep{}
 	}
+}
+
+// toDelete names the largest groups of live data whose values make up
+// need, three at most, with their objects and bytes, and when Events are
+// among them the command that deletes Events by age ("" without groups).
+func (r *SpaceReport) toDelete(need int64) string {
+	var named []string
+	events := false
+	var sum int64
+	for _, g := range r.Groups {
+		if sum >= need || len(named) == 3 || g.Resource == nil {
+			break
+		}
+		what := *g.Resource
+		if g.Namespace != nil && *g.Namespace != "" {
+			what += " in " + *g.Namespace
+		}
+		named = append(named, fmt.Sprintf("%s (%d objects, %s)", what, g.Objects, HumanBytes(g.Bytes)))
+		events = events || *g.Resource == "events"
+		sum += g.Bytes
+	}
+	if len(named) == 0 {
+		return ""
+	}
+	out := "; the largest: " + strings.Join(named, ", ")
+	if events {
+		out += "; `etcdpvc delete events -A --older-than DURATION` deletes Events by age (--dry-run lists them first)"
+	}
+	return out
 }
 
 // AfterDefragment is about m's db size after a defragmentation that

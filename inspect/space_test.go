@@ -30,20 +30,23 @@ func steps(r *SpaceReport) string {
 	return strings.Join(out, ", ")
 }
 
+// members are three members a (the leader), b and c of size and inUse,
+// b with the NOSPACE alarm when alarm is true.
+func members(size, inUse int64, alarm bool) []*SpaceMember {
+	var ms []*SpaceMember
+	for i, role := range []string{RoleLeader, RoleFollower, RoleFollower} {
+		m := &SpaceMember{Name: []string{"a", "b", "c"}[i], Role: role, DBSize: size, DBSizeInUse: inUse, Alarms: []string{}}
+		if alarm && i == 1 {
+			m.Alarms = []string{"NOSPACE"}
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
 func TestSpacePlan(t *testing.T) {
 	const quota = 100 << 20
 	live := spaceStats(1000, 8<<10, nil, 0) // about 9 MiB of db
-	members := func(size, inUse int64, alarm bool) []*SpaceMember {
-		var ms []*SpaceMember
-		for i, role := range []string{RoleLeader, RoleFollower, RoleFollower} {
-			m := &SpaceMember{Name: []string{"a", "b", "c"}[i], Role: role, DBSize: size, DBSizeInUse: inUse, Alarms: []string{}}
-			if alarm && i == 1 {
-				m.Alarms = []string{"NOSPACE"}
-			}
-			ms = append(ms, m)
-		}
-		return ms
-	}
 	held := func(n int64) *int64 { return &n }
 	for _, tc := range []struct {
 		name    string
@@ -130,5 +133,35 @@ func TestSpaceWriteEscapes(t *testing.T) {
 	lines, _, _ = strings.Cut(lines, "\nLARGEST OBJECTS\n")
 	if strings.ContainsAny(lines, "\x1b\x07") || !strings.Contains(lines, `/registry/configmaps/a/\x1b]0;owned\a takes`) {
 		t.Errorf("a key's control characters reach the output:\n%q", b.String())
+	}
+}
+
+// TestSpaceDeleteNamesTheGroups: when the live data alone is over the
+// quota, the plan's delete step names the largest groups that make up what
+// has to go, with their objects and bytes, and for Events the command that
+// deletes them by age.
+func TestSpaceDeleteNamesTheGroups(t *testing.T) {
+	st := spaceStats(12000, 8<<10, nil, 0)
+	group := func(res, ns string, objects, bytes int64) *GroupStats {
+		g := &GroupStats{Resource: &res, Namespace: &ns}
+		g.Objects, g.Bytes = objects, bytes
+		return g
+	}
+	st.Groups = []*GroupStats{group("events", "default", 9000, 72<<20), group("configmaps", "ci", 2000, 16<<20), group("secrets", "ci", 1000, 8<<20)}
+	ev := &ResourceStats{Resource: "events"}
+	ev.Objects, ev.Bytes = 9000, 72<<20
+	st.Resources = append(st.Resources, ev)
+	r := Space(SpaceInput{Quota: 100 << 20, QuotaSource: QuotaFlag, Margin: 10, Top: 5, Members: members(101<<20, 101<<20, true), Revision: 5000, CompactRevision: 10, Stats: st})
+	if r.Verdict != SpaceLiveOver {
+		t.Fatalf("verdict %q; want %q", r.Verdict, SpaceLiveOver)
+	}
+	del := r.Plan[len(r.Plan)-1]
+	for _, want := range []string{"events in default (9000 objects, 72.0Mi)", "etcdpvc delete events -A --older-than DURATION"} {
+		if del.Step != StepDelete || !strings.Contains(del.Message, want) {
+			t.Errorf("delete step %q: no %q", del.Message, want)
+		}
+	}
+	if strings.Contains(del.Message, "secrets") {
+		t.Errorf("delete step %q: names more groups than make up what has to go", del.Message)
 	}
 }

@@ -31,8 +31,9 @@ func spaceCommand() command {
 			"etcd's request limit is named), and with --db (or --since REV) the hottest keys. It ends\n" +
 			"with the plan: compact, defragment the members (followers first, the leader last), disarm\n" +
 			"the NOSPACE alarm, each with the size expected after it, and whether that gets every member\n" +
-			"under the quota less --margin. When the live data alone is over it, the plan says so and\n" +
-			"how much has to be deleted. A defragmentation is planned only when it would return a tenth\n" +
+			"under the quota less --margin. When the live data alone is over it, the plan says so, how\n" +
+			"much has to be deleted and the largest groups that make it up (for Events, the command\n" +
+			"that deletes them by age). A defragmentation is planned only when it would return a tenth\n" +
 			"of the file or more. The sizes after a step are estimates (docs/stats-schema.md).\n" +
 			"\n" +
 			"--reclaim carries the plan out on live etcd after one confirmation (--yes: without asking):\n" +
@@ -42,10 +43,11 @@ func spaceCommand() command {
 			"compaction too) and the one before answers again, and the member whose data directory the\n" +
 			"etcd manifest names (--kubeadm) only when its file system has room for the defragmented\n" +
 			"db; and disarms the NOSPACE alarm only when every member is under the quota less the\n" +
-			"margin (else it refuses, exit status 5, and says what is over). It prints each step as it\n" +
-			"is done and each member's size before and after. Ctrl-C stops it between steps (a\n" +
-			"defragmentation etcd began finishes on its own) and the output says which steps were\n" +
-			"done, exit status 10; the cluster keeps working. It does not delete live data.\n" +
+			"margin, as measured once defragmented, whatever the plan estimated (else it refuses, exit\n" +
+			"status 5, and says what is over). It prints each step as it is done and each member's\n" +
+			"size before and after. Ctrl-C stops it between steps (a defragmentation etcd began\n" +
+			"finishes on its own) and the output says which steps were done, exit status 10; the\n" +
+			"cluster keeps working. It does not delete live data.\n" +
 			"\n" +
 			"Exit status: 0 when the report is written (and, with --reclaim, the plan carried out); 5\n" +
 			"when --reclaim refuses or is not confirmed; 10 when a member did not answer, values could\n" +
