@@ -68,29 +68,19 @@ type Result struct {
 	Record Record
 }
 
-// Apply makes a plan's write: it writes the backup (durably, before
-// anything else), appends the write's intent line to audit.log, then
-// writes p.NewStored with a compare-and-swap on p.Expect that keeps
-// p.Lease, then appends the outcome line. A value larger than etcd
-// accepts is refused (ErrTooLarge) before the backup. If the backup or
-// the intent line cannot be written, or ctx is done before the
-// transaction is sent, nothing is sent (and the backup is removed). If
-// the key changed since the plan read it, nothing is written and the
-// error is a *ConflictError (matching store.ErrConflict); its backup
-// stays, harmless, with a not-written outcome line. A write made whose
-// outcome line audit.log did not take is reported in Result.AuditErr.
-//
-// On a live etcd of several members, the key is first compared on each
-// (checkMembers): members that hold it differently refuse the write, a
-// *MembersDifferError, before the backup. Once a member answers that the
-// write was made, a majority must hold it (majorityHolds), or its outcome
-// is uncertain.
-//
-// When the transaction's answer is lost (a timeout, a lost connection,
-// ctx cancelled while it was under way), resolve finds out what happened;
-// an outcome it cannot establish is an *UncertainError (ErrUncertain),
-// also recorded in the audit log, and a fence that established nothing
-// was written is recorded in its not-written line (Record.Fence).
+// Apply makes a plan's write as a transaction of one (singleTxn) through
+// the write step, writeTxn: members compared, backup, intent line, a
+// compare-and-swap on p.Expect that keeps p.Lease (a compare-and-delete
+// for a delete), a lost answer resolved, a majority checked, outcome line.
+// A value larger than etcd accepts is refused (ErrTooLarge) before the
+// backup. If the backup or the intent line cannot be written, or ctx is
+// done before the transaction is sent, nothing is sent (and the backup is
+// removed). If the key changed since the plan read it, nothing is written
+// and the error is a *ConflictError (matching store.ErrConflict); its
+// backup stays, harmless, with a not-written outcome line. An outcome that
+// cannot be established is an *UncertainError (ErrUncertain). A write
+// made whose outcome line audit.log did not take is reported in
+// Result.AuditErr.
 func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Result, error) {
 	if err := checkPlan(p, o); err != nil {
 		return nil, err
@@ -229,7 +219,7 @@ type ExecuteOptions struct {
 	// (into a store.BatchCreator) or of compare-and-deletes (into a
 	// store.BatchDeleter) in transactions of at most MaxTxnOps keys (and
 	// etcd's request size), each all or nothing, with every backup of a
-	// transaction durable before it is sent (writeBatch). 0 writes one
+	// transaction durable before it is sent (writeTxn). 0 writes one
 	// compare-and-swap or compare-and-delete per plan.
 	MaxTxnOps int
 }
@@ -237,7 +227,7 @@ type ExecuteOptions struct {
 // Execute makes the writes of plans that belong together (one plan, a
 // recipe's several, or a recovery's many), in order, each with its own
 // backup and compare-and-swap, as Apply does, or with o.MaxTxnOps each run
-// of creates or of deletes in transactions of several keys (writeBatch);
+// of creates or of deletes in transactions of several keys (writeTxn);
 // no-op plans are skipped. It checks
 // every plan before writing any, so a refusal (ErrNoOp aside, ErrTooLarge)
 // writes nothing. It stops at the first failure and returns one Step per
@@ -360,10 +350,10 @@ func batchEnd(w store.Writer, plans []*Plan, i int, o ExecuteOptions) (end int, 
 	case o.MaxTxnOps <= 0:
 		return i + 1, nil
 	case creates && isCreate(plans[i]):
-		same, mk = isCreate, func(plans []*Plan) *txn { return createTxn(bc, plans) }
+		same, mk = isCreate, func(plans []*Plan) *txn { return batchTxn(bc.CreateBatch, plans, true) }
 		size = func(p *Plan) int { return store.CompareAndSwapSize(p.Key, p.NewStored) }
 	case deletes && isDelete(plans[i]):
-		same, mk = isDelete, func(plans []*Plan) *txn { return deleteTxn(bd, plans) }
+		same, mk = isDelete, func(plans []*Plan) *txn { return batchTxn(bd.DeleteBatch, plans, false) }
 		size = func(p *Plan) int { return store.DeleteBatchSize([]store.KeyValue{{Key: p.Key}}) - 512 }
 	default:
 		return i + 1, nil

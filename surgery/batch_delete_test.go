@@ -169,7 +169,7 @@ func TestResolveDeleteBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		create(t, s, kvs[1].Key, []byte("created again"))
-		_, _, err := resolve(ctx, s, deleteTxn(s, plans), lost)
+		_, _, err := resolve(ctx, s, batchTxn(s.DeleteBatch, plans, false), lost)
 		var fe *FenceError
 		if !errors.Is(err, ErrUncertain) || errors.As(err, &fe) {
 			t.Fatalf("resolve = %v, want an uncertain outcome", err)
@@ -182,7 +182,7 @@ func TestResolveDeleteBatch(t *testing.T) {
 		if _, err := s.CompareAndSwap(ctx, kvs[0].Key, kvs[0].ModRevision, []byte("changed"), 0); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := resolve(ctx, s, deleteTxn(s, plans), lost)
+		_, _, err := resolve(ctx, s, batchTxn(s.DeleteBatch, plans, false), lost)
 		var fe *FenceError
 		if !errors.As(err, &fe) || fe.Key != kvs[1].Key || errors.Is(err, ErrUncertain) || !strings.Contains(err.Error(), kvs[1].Key+" was still at revision") {
 			t.Fatalf("resolve = %v, want nothing deleted after a fence on %s", err, kvs[1].Key)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -68,11 +69,7 @@ func joinNames(names []string) string {
 	case len(names) == 0:
 		return "the next objects"
 	case len(names) <= 3:
-		out := names[0]
-		for _, n := range names[1:] {
-			out += ", " + n
-		}
-		return out
+		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more in the same transaction", names[0], len(names)-1)
 }
@@ -103,38 +100,32 @@ func WriteRecoverSet(ctx context.Context, w store.Writer, plan *SetPlan, o Recov
 		plans[i], item[it.Plan] = it.Plan, it
 	}
 	res := &RecoverSetResult{BackupDir: o.BackupDir}
+	written := map[*Plan]int{}
 	steps, err := Execute(ctx, w, plans, ExecuteOptions{ApplyOptions: o.ApplyOptions, Verifier: o.Verifier, MaxTxnOps: maxOps,
 		OnWritten: func(st Step) {
+			written[st.Plan] = len(res.Written)
 			res.Warnings = append(res.Warnings, st.Result.Warnings...)
 			res.Written = append(res.Written, SetWritten{Item: item[st.Plan], Revision: st.Result.Revision, BackupPath: st.Result.BackupPath, Record: st.Result.Record})
 			if o.OnWritten != nil {
 				o.OnWritten(item[st.Plan])
 			}
 		}})
+	var failed []string
 	for _, st := range steps {
+		if j, ok := written[st.Plan]; ok {
+			res.Written[j].VerifyErr = st.VerifyErr
+		}
 		if st.Err != nil {
 			if res.Failed == nil {
 				res.Failed = map[*SetItem]error{}
 			}
 			res.Failed[item[st.Plan]] = st.Err
-		}
-	}
-	for i := range res.Written {
-		for _, st := range steps {
-			if st.Plan == res.Written[i].Item.Plan {
-				res.Written[i].VerifyErr = st.VerifyErr
-			}
+			failed = append(failed, st.Plan.ObjectName())
 		}
 	}
 	var pe *PartialError
 	if errors.As(err, &pe) {
-		var names []string
-		for _, st := range steps {
-			if st.Err != nil {
-				names = append(names, st.Plan.ObjectName())
-			}
-		}
-		return res, &SetPartialError{Written: len(res.Written), Total: len(plans), Failed: names, Cause: steps[pe.Failed].Err}
+		return res, &SetPartialError{Written: len(res.Written), Total: len(plans), Failed: failed, Cause: steps[pe.Failed].Err}
 	}
 	return res, err
 }

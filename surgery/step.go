@@ -43,27 +43,16 @@ func singleTxn(w store.Writer, p *Plan) (*txn, error) {
 	}}, nil
 }
 
-// createTxn is the transaction that creates every plan's key, all or none
-// (store.BatchCreator).
-func createTxn(bc store.BatchCreator, plans []*Plan) *txn {
-	return &txn{plans: plans, puts: true, send: func(ctx context.Context, _ []int64) (int64, error) {
+// batchTxn is the transaction of several creates or compare-and-deletes
+// sent by send (store.BatchCreator's CreateBatch, store.BatchDeleter's
+// DeleteBatch), all or none.
+func batchTxn(send func(context.Context, []store.KeyValue) (int64, error), plans []*Plan, puts bool) *txn {
+	return &txn{plans: plans, puts: puts, send: func(ctx context.Context, expect []int64) (int64, error) {
 		kvs := make([]store.KeyValue, len(plans))
 		for i, p := range plans {
-			kvs[i] = store.KeyValue{Key: p.Key, Value: p.NewStored}
+			kvs[i] = store.KeyValue{Key: p.Key, Value: p.NewStored, ModRevision: expect[i]}
 		}
-		return bc.CreateBatch(ctx, kvs)
-	}}
-}
-
-// deleteTxn is the transaction that deletes every plan's key while each is
-// at its revision, all or none (store.BatchDeleter).
-func deleteTxn(bd store.BatchDeleter, plans []*Plan) *txn {
-	return &txn{plans: plans, send: func(ctx context.Context, expect []int64) (int64, error) {
-		kvs := make([]store.KeyValue, len(plans))
-		for i, p := range plans {
-			kvs[i] = store.KeyValue{Key: p.Key, ModRevision: expect[i]}
-		}
-		return bd.DeleteBatch(ctx, kvs)
+		return send(ctx, kvs)
 	}}
 }
 
@@ -91,16 +80,7 @@ func (t *txn) expects() []int64 {
 
 // what names t for a message: "write persistentvolumeclaim data-0 in
 // namespace demo", "create 3 objects (first-key … last-key)".
-func (t *txn) what() string {
-	verb := "write"
-	switch {
-	case !t.puts:
-		verb = "delete"
-	case t.batch():
-		verb = "create"
-	}
-	return verb + " " + t.object()
-}
+func (t *txn) what() string { return verbOf(t.plans[0]) + " " + t.object() }
 
 // object names t's object, or its objects by their first and last key.
 func (t *txn) object() string {
