@@ -491,19 +491,22 @@ func (p *Plan) ObjectName() string {
 // dropBackups removes the backups of writes that were not sent and never
 // will be, and says what became of them (for an error's end).
 func dropBackups(dir string, paths ...string) string {
-	failed := 0
+	failed, removed := 0, 0
 	for _, p := range paths {
 		if p == "" {
 			continue
 		}
+		removed++
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			failed++
 		}
 	}
-	if err := syncDir(dir); err != nil || failed > 0 {
+	switch err := syncDir(dir); {
+	case removed == 0:
+		return ""
+	case err != nil || failed > 0:
 		return "; its backups could not all be removed (they record writes that were not made, and are harmless)"
-	}
-	if len(paths) == 1 {
+	case removed == 1:
 		return "; its backup was removed"
 	}
 	return "; its backups were removed"

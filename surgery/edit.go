@@ -355,32 +355,20 @@ func sortedKeys(m map[string]string) []string {
 // label values, as the apiserver requires; a key may not be both set and
 // removed.
 func ParseLabelArgs(args []string) (set map[string]string, remove []string, err error) {
-	set = map[string]string{}
-	for _, arg := range args {
-		switch {
-		case strings.Contains(arg, "="):
-			parts := strings.Split(arg, "=")
-			if len(parts) != 2 {
-				return nil, nil, fmt.Errorf("invalid label spec %q: a label value cannot contain '='", arg)
-			}
-			k, v := parts[0], parts[1]
-			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-				return nil, nil, fmt.Errorf("invalid label key %q: %s", k, strings.Join(msgs, "; "))
-			}
-			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
-				return nil, nil, fmt.Errorf("invalid label value %q: %s", arg, strings.Join(msgs, "; "))
-			}
-			set[k] = v
-		case strings.HasSuffix(arg, "-") && len(arg) > 1:
-			remove = append(remove, arg[:len(arg)-1])
-		default:
-			return nil, nil, fmt.Errorf("unknown label spec %q: want key=value to set or key- to remove", arg)
+	return parseSetRemove(args, "label", "unknown label spec %q: want key=value to set or key- to remove", func(arg string) (string, string, error) {
+		parts := strings.Split(arg, "=")
+		if len(parts) != 2 {
+			return "", "", fmt.Errorf("invalid label spec %q: a label value cannot contain '='", arg)
 		}
-	}
-	if err := checkSetRemove("label", set, remove); err != nil {
-		return nil, nil, err
-	}
-	return set, remove, nil
+		k, v := parts[0], parts[1]
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			return "", "", fmt.Errorf("invalid label key %q: %s", k, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			return "", "", fmt.Errorf("invalid label value %q: %s", arg, strings.Join(msgs, "; "))
+		}
+		return k, v, nil
+	})
 }
 
 // ParseAnnotationArgs parses `kubectl annotate` arguments: "key=value" sets
@@ -388,39 +376,46 @@ func ParseLabelArgs(args []string) (set map[string]string, remove []string, err 
 // one. Keys must be qualified names (case-insensitively, as the apiserver
 // checks them); a key may not be both set and removed.
 func ParseAnnotationArgs(args []string) (set map[string]string, remove []string, err error) {
-	set = map[string]string{}
+	return parseSetRemove(args, "annotation", "invalid annotation format %q: want key=value to set or key- to remove", func(arg string) (string, string, error) {
+		k, v, _ := strings.Cut(arg, "=")
+		if msgs := validation.IsQualifiedName(strings.ToLower(k)); len(msgs) > 0 {
+			return "", "", fmt.Errorf("invalid annotation key %q: %s", k, strings.Join(msgs, "; "))
+		}
+		return k, v, nil
+	})
+}
+
+// parseSetRemove parses the arguments of a label or annotation command
+// (what names which): each "key=value" by parse, each "key-" a key to
+// remove; badSpec formats the error of any other. At least one is
+// required, and a key may not be both set and removed.
+func parseSetRemove(args []string, what, badSpec string, parse func(arg string) (k, v string, err error)) (map[string]string, []string, error) {
+	set := map[string]string{}
+	var remove, both []string
 	for _, arg := range args {
 		switch {
 		case strings.Contains(arg, "="):
-			k, v, _ := strings.Cut(arg, "=")
-			if msgs := validation.IsQualifiedName(strings.ToLower(k)); len(msgs) > 0 {
-				return nil, nil, fmt.Errorf("invalid annotation key %q: %s", k, strings.Join(msgs, "; "))
+			k, v, err := parse(arg)
+			if err != nil {
+				return nil, nil, err
 			}
 			set[k] = v
 		case strings.HasSuffix(arg, "-") && len(arg) > 1:
 			remove = append(remove, arg[:len(arg)-1])
 		default:
-			return nil, nil, fmt.Errorf("invalid annotation format %q: want key=value to set or key- to remove", arg)
+			return nil, nil, fmt.Errorf(badSpec, arg)
 		}
 	}
-	if err := checkSetRemove("annotation", set, remove); err != nil {
-		return nil, nil, err
-	}
-	return set, remove, nil
-}
-
-func checkSetRemove(what string, set map[string]string, remove []string) error {
 	if len(set) == 0 && len(remove) == 0 {
-		return fmt.Errorf("at least one %s update is required", what)
+		return nil, nil, fmt.Errorf("at least one %s update is required", what)
 	}
-	var both []string
 	for _, k := range remove {
 		if _, ok := set[k]; ok {
 			both = append(both, k)
 		}
 	}
 	if len(both) > 0 {
-		return fmt.Errorf("cannot both set and remove the %s %s in the same command", what, strings.Join(both, ", "))
+		return nil, nil, fmt.Errorf("cannot both set and remove the %s %s in the same command", what, strings.Join(both, ", "))
 	}
-	return nil
+	return set, remove, nil
 }

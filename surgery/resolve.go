@@ -264,8 +264,7 @@ func (r *resolver) sendAgain(why string) {
 		// The re-read sorts out whether an attempt landed.
 		r.state = stateSent
 	case r.state == stateFenced && errors.Is(err, store.ErrLeaseNotFound):
-		r.err = fmt.Errorf("%s: %s; %s, and sent again it failed: %w; %s", r.t.what(), r.lost, why, err, r.t.nothing())
-		r.state = stateNotApplied
+		r.notApplied(&FenceError{Key: r.fenceKey, Revision: r.fenceRev, Err: fmt.Errorf("%s: %s; %s, and sent again it failed: %w; %s", r.t.what(), r.lost, why, err, r.t.nothing())})
 	default:
 		r.state = stateSent
 		r.lastErr = err
@@ -284,7 +283,14 @@ func (r *resolver) moved(kvs []*store.KeyValue) {
 				return
 			}
 		}
-		r.unknown(fmt.Sprintf("%s; a re-read shows %s", r.lost, r.deletedWhy(kvs)))
+		why := "the key gone, deleted by this delete or by another client"
+		switch {
+		case t.batch():
+			why = "no key at the revision the transaction compares against: deleted by this transaction (and perhaps created again since), or changed by another client"
+		case kvs[0] != nil:
+			why = fmt.Sprintf("the key at revision %d: another client wrote it", kvs[0].ModRevision)
+		}
+		r.unknown(fmt.Sprintf("%s; a re-read shows %s", r.lost, why))
 		return
 	}
 	var rev int64
@@ -327,31 +333,13 @@ func (r *resolver) notMade(i int, kvs []*store.KeyValue) {
 	p, kv := r.t.plans[i], kvs[i]
 	switch {
 	case r.t.batch():
-		created := 0
-		for j, kv := range kvs {
-			if kv != nil && bytes.Equal(kv.Value, r.t.plans[j].NewStored) {
-				created++
-			}
-		}
-		r.unknown(fmt.Sprintf("%s; a re-read shows %d of the %d keys created, and %s holds another value or is absent; a create cannot be fenced off and may still land", r.lost, created, len(kvs), p.Key))
+		r.unknown(fmt.Sprintf("%s; a re-read shows %s holding another value or absent while others were created; a create cannot be fenced off and may still land", r.lost, p.Key))
 	case p.Expect == 0:
 		r.unknown(fmt.Sprintf("%s; the key was created meanwhile with another value (revision %d), and the create may still land if that is deleted", r.lost, currentRev(kv)))
 	default:
 		ce := &store.ConflictError{Key: p.Key, Expected: p.Expect, Current: currentRev(kv), CurrentValue: kv}
 		r.notApplied(&ConflictError{Key: p.Key, Read: p.Expect, Current: currentRev(kv), Cause: ce})
 	}
-}
-
-// deletedWhy says why keys no longer at their revision leave a delete's
-// outcome unknown.
-func (r *resolver) deletedWhy(kvs []*store.KeyValue) string {
-	if r.t.batch() {
-		return "no key at the revision the transaction compares against: deleted by this transaction (and perhaps created again since), or changed by another client"
-	}
-	if kvs[0] == nil {
-		return "the key gone, deleted by this delete or by another client"
-	}
-	return fmt.Sprintf("the key at revision %d: another client wrote it", kvs[0].ModRevision)
 }
 
 // applied settles the transaction applied at rev.
