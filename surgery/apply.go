@@ -306,10 +306,6 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 				// Not one store: one transaction per key.
 				single = end
 			default:
-				var tm *TooManyOpsError
-				if errors.As(err, &tm) {
-					tm.Asked = o.MaxTxnOps
-				}
 				return fail(i, end, err)
 			}
 		}
@@ -371,7 +367,9 @@ func batchEnd(w store.Writer, plans []*Plan, i int, o ExecuteOptions) (end int, 
 		total += n
 		end++
 	}
-	return end, mk(plans[i:end])
+	t = mk(plans[i:end])
+	t.maxOps = o.MaxTxnOps
+	return end, t
 }
 
 // NotAcceptedError reports an Execute whose writes were all made and
@@ -472,12 +470,7 @@ func byteSize(n int) string {
 // ("persistentvolumeclaim data-0 in namespace demo"), or by its key when
 // it cannot.
 func (p *Plan) ObjectName() string {
-	var obj *codec.Object
-	if p.Before != nil && p.Before.Obj != nil {
-		obj = p.Before.Obj
-	} else if o, err := codec.Decode(p.NewPlain); err == nil {
-		obj = o
-	}
+	obj := p.object()
 	if obj == nil || obj.Meta == nil || obj.GVK.Kind == "" || obj.Meta.Name == "" {
 		return p.Key
 	}
@@ -486,6 +479,18 @@ func (p *Plan) ObjectName() string {
 		name += " in namespace " + obj.Meta.Namespace
 	}
 	return name
+}
+
+// object is the plan's object as read, or as written when it was absent;
+// nil when neither decodes.
+func (p *Plan) object() *codec.Object {
+	if p.Before != nil && p.Before.Obj != nil {
+		return p.Before.Obj
+	}
+	if obj, err := codec.Decode(p.NewPlain); err == nil {
+		return obj
+	}
+	return nil
 }
 
 // dropBackups removes the backups of writes that were not sent and never

@@ -25,6 +25,9 @@ type txn struct {
 	// send sends the transaction with plan i compared on expect[i]: the
 	// plan's revision, or the revision of a fence resolve landed.
 	send func(ctx context.Context, expect []int64) (int64, error)
+	// maxOps is the most keys a transaction was allowed to hold
+	// (--max-txn-ops), for the message of etcd's refusal.
+	maxOps int
 }
 
 // singleTxn is the transaction of plan p alone on w.
@@ -106,23 +109,13 @@ func (t *txn) nothing() string {
 const backupWriters = 16
 
 // writeTxn is the write step every write goes through, one plan (Apply)
-// or a batch (Execute), in this order:
-//
-//  1. checkMembers compares each key on every member; members that
-//     disagree refuse the write.
-//  2. writeBackups writes each plan's backup, durably.
-//  3. The intent lines go to audit.log, with one fsync.
-//  4. t.send sends the transaction: a compare-and-swap, a
-//     compare-and-delete, or a transaction of several keys, all or
-//     nothing. An answer that refuses it settles it not written; a lost
-//     answer is resolved (resolve).
-//  5. majorityHolds checks that a majority of the members hold what was
-//     written at its revision.
-//  6. The outcome lines go to audit.log (settle, when it was not written
-//     or its outcome is unknown).
-//
-// It returns one Result per plan, in order. The backups of a batch known
-// not to have been applied are removed; a single write's stays, harmless.
+// or a batch (Execute), as the package doc's steps 3 to 5 say: the keys
+// compared on every member (checkMembers), the backups (writeBackups),
+// the intent lines, the transaction sent (t.send) and a lost answer
+// resolved (resolve), a majority checked (majorityHolds), the outcome
+// lines (t.settle for a write not made or of unknown outcome). It returns
+// one Result per plan, in order. The backups of a batch known not to have
+// been applied are removed; a single write's stays, harmless.
 func writeTxn(ctx context.Context, w store.Writer, t *txn, o ApplyOptions) ([]*Result, error) {
 	var memberWarnings []string
 	for _, p := range t.plans {
@@ -253,7 +246,7 @@ func (t *txn) refused(err error) error {
 	case errors.As(err, &bce), errors.As(err, &bme), errors.Is(err, store.ErrCrossStore):
 		return fmt.Errorf("%w; %s", err, t.nothing())
 	case t.batch() && errors.Is(err, store.ErrTooManyOps):
-		return &TooManyOpsError{Verb: verbOf(p), Ops: len(t.plans), Cause: err}
+		return &TooManyOpsError{Verb: verbOf(p), Ops: len(t.plans), Asked: t.maxOps, Cause: err}
 	case t.puts && errors.Is(err, store.ErrTooLarge):
 		return fmt.Errorf("%s: %w: %w; %s", t.what(), ErrTooLarge, err, t.nothing())
 	case t.puts && errors.Is(err, store.ErrLeaseNotFound):
