@@ -94,7 +94,7 @@ func checkMembers(ctx context.Context, w store.Writer, key string) ([]string, er
 		}
 		answered := len(mks) - len(silent)
 		if answered <= len(mks)/2 {
-			return nil, fmt.Errorf("%s: only %d of %d etcd members answer (%s do not): the key cannot be compared on a majority: %w; nothing written", key, answered, len(mks), strings.Join(silent, ", "), store.ErrUnavailable)
+			return nil, fmt.Errorf("%s: only %d of %d etcd members answer (%s do not): the key cannot be compared on a majority: %w; nothing written (each member is reached at an address --endpoints gives for it, else at the client URL it advertises: give one for each member that answers from here)", key, answered, len(mks), strings.Join(silent, ", "), store.ErrUnavailable)
 		}
 		if len(groups) == 1 {
 			return warnings, nil
