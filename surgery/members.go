@@ -184,13 +184,8 @@ func majorityHolds(ctx context.Context, w store.Writer, t *txn, rev int64) error
 				break
 			}
 			if time.Now().After(deadline) {
-				e := &UncertainError{Key: p.Key, Object: t.object(), Expect: p.Expect, Delete: p.Delete, Cause: ErrMembersDiffer,
-					Reason: fmt.Sprintf("etcd answered that the write was made at revision %d, but after %s only %d of %d members hold %s (%s): the member that answered does not hold what the cluster holds",
-						rev, membersApply, len(holds), len(mks), p.Key, strings.Join(others, "; "))}
-				if t.batch() {
-					e.Key, e.Keys = t.plans[0].Key, len(t.plans)
-				}
-				return e
+				return t.uncertain(fmt.Sprintf("etcd answered that the write was made at revision %d, but after %s only %d of %d members hold %s (%s): the member that answered does not hold what the cluster holds",
+					rev, membersApply, len(holds), len(mks), p.Key, strings.Join(others, "; ")), ErrMembersDiffer)
 			}
 			time.Sleep(membersInterval)
 		}

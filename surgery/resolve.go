@@ -21,52 +21,41 @@ const (
 )
 
 // txnState is what resolve has established about a transaction whose
-// answer was lost.
+// answer was lost: sent (a send is outstanding, its outcome open), fenced
+// (a key it compares on was rewritten with its own value, so no send so
+// far can apply), applied, not applied (and never will be), or unknown.
 type txnState int
 
 const (
-	// stateSent: a send of the transaction is outstanding, and whether it
-	// applied is not established.
 	stateSent txnState = iota
-	// stateFenced: a key the transaction compares on was rewritten with
-	// its own value, so no send made so far can apply.
 	stateFenced
-	// stateApplied: the transaction, or a send of it again, was applied.
 	stateApplied
-	// stateNotApplied: nothing of it was applied, and nothing can be.
 	stateNotApplied
-	// stateUnknown: its outcome cannot be established.
 	stateUnknown
 )
 
-// resolver is the state of one resolve.
+// resolver is the state of one resolve: ctx is the caller's (once it is
+// done, nothing is sent again) and rctx bounds the resolution; expect is
+// what every outstanding send compares each key against, the plan's
+// revision or the last fence's; fenceSent marks the keys a fence was sent
+// to, fenceKey and fenceRev the last fence that landed and note what it
+// established; rev, warnings and err are the outcome.
 type resolver struct {
-	t  *txn
-	w  store.Writer
-	rd store.Reader
-	// ctx is the caller's: once it is done, nothing is sent again. rctx
-	// bounds the resolution.
-	ctx, rctx context.Context
-	state     txnState
-	// expect is what every outstanding send compares each key against:
-	// the plan's revision, or the last fence's.
-	expect []int64
-	// fenceSent marks the keys a fence was sent to; fenceKey and fenceRev
-	// are the last fence that landed.
-	fenceSent []bool
-	fenceKey  string
-	fenceRev  int64
-	// note says what the last fence established, for messages.
-	note    string
-	retries int
-	lost    string
-	txnErr  error
-	lastErr error
-	// The outcome: the revision and warnings of a transaction applied, or
-	// the error that says what was established.
-	rev      int64
-	warnings []string
-	err      error
+	t               *txn
+	w               store.Writer
+	rd              store.Reader
+	ctx, rctx       context.Context
+	state           txnState
+	expect          []int64
+	fenceSent       []bool
+	fenceKey        string
+	fenceRev        int64
+	note, lost      string
+	retries         int
+	txnErr, lastErr error
+	rev             int64
+	warnings        []string
+	err             error
 }
 
 // resolve finds out, after transaction t was sent and its answer was lost
@@ -110,7 +99,8 @@ func resolve(ctx context.Context, w store.Writer, t *txn, txnErr error) (int64, 
 	}
 	rd, ok := w.(store.Reader)
 	if !ok {
-		return 0, nil, r.uncertain(fmt.Sprintf("the transaction failed without an answer (%v) and the store cannot be read back", txnErr))
+		r.unknown(fmt.Sprintf("the transaction failed without an answer (%v) and the store cannot be read back", txnErr))
+		return 0, nil, r.err
 	}
 	r.rd = rd
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
@@ -362,18 +352,20 @@ func (r *resolver) notApplied(err error) {
 
 // unknown settles the transaction's outcome unknown.
 func (r *resolver) unknown(reason string) {
-	r.state, r.err = stateUnknown, r.uncertain(reason)
+	e := r.t.uncertain(reason, r.txnErr)
+	if r.fenceRev != 0 && r.fenceKey == e.Key {
+		e.Fence = r.fenceRev
+	}
+	r.state, r.err = stateUnknown, e
 }
 
-// uncertain is the *UncertainError of the transaction, for reason.
-func (r *resolver) uncertain(reason string) error {
-	p := r.t.plans[0]
-	e := &UncertainError{Key: p.Key, Object: r.t.object(), Expect: p.Expect, Delete: !r.t.puts, Reason: reason, Cause: r.txnErr}
-	if r.t.batch() {
-		e.Keys = len(r.t.plans)
-	}
-	if r.fenceRev != 0 && r.fenceKey == p.Key {
-		e.Fence = r.fenceRev
+// uncertain is the *UncertainError of t: reason says what is known, cause
+// is the error that left the outcome open.
+func (t *txn) uncertain(reason string, cause error) *UncertainError {
+	p := t.plans[0]
+	e := &UncertainError{Key: p.Key, Object: t.object(), Expect: p.Expect, Delete: !t.puts, Reason: reason, Cause: cause}
+	if t.batch() {
+		e.Keys = len(t.plans)
 	}
 	return e
 }

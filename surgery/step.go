@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -203,28 +204,19 @@ func verbOf(p *Plan) string {
 func writeBackups(plans []*Plan, o ApplyOptions, now time.Time) ([]*Backup, []string, error) {
 	backups := make([]*Backup, len(plans))
 	paths := make([]string, len(plans))
-	errs := make([]error, len(plans))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(backupWriters, len(plans)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				backups[i] = backupOf(plans[i], o, now)
-				paths[i], errs[i] = writeBackupFile(o.BackupDir, backups[i], now)
+	var g errgroup.Group
+	g.SetLimit(backupWriters)
+	for i, p := range plans {
+		g.Go(func() (err error) {
+			backups[i] = backupOf(p, o, now)
+			if paths[i], err = writeBackupFile(o.BackupDir, backups[i], now); err != nil {
+				return fmt.Errorf("%s: %w", p.Key, err)
 			}
-		}()
+			return nil
+		})
 	}
-	for i := range plans {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, paths, fmt.Errorf("%s: %w", plans[i].Key, err)
-		}
+	if err := g.Wait(); err != nil {
+		return nil, paths, err
 	}
 	if err := syncDir(o.BackupDir); err != nil {
 		return nil, paths, err
