@@ -1,7 +1,6 @@
 package surgery
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -69,104 +68,32 @@ type Result struct {
 	Record Record
 }
 
-// Apply makes a plan's write: it writes the backup (durably, before
-// anything else), appends the write's intent line to audit.log, then
-// writes p.NewStored with a compare-and-swap on p.Expect that keeps
-// p.Lease, then appends the outcome line. A value larger than etcd
-// accepts is refused (ErrTooLarge) before the backup. If the backup or
-// the intent line cannot be written, or ctx is done before the
-// transaction is sent, nothing is sent (and the backup is removed). If
-// the key changed since the plan read it, nothing is written and the
-// error is a *ConflictError (matching store.ErrConflict); its backup
-// stays, harmless, with a not-written outcome line. A write made whose
-// outcome line audit.log did not take is reported in Result.AuditErr.
-//
-// On a live etcd of several members, the key is first compared on each
-// (checkMembers): members that hold it differently refuse the write, a
-// *MembersDifferError, before the backup. Once a member answers that the
-// write was made, a majority must hold it (majorityHolds), or its outcome
-// is uncertain.
-//
-// When the transaction's answer is lost (a timeout, a lost connection,
-// ctx cancelled while it was under way), resolve finds out what happened;
-// an outcome it cannot establish is an *UncertainError (ErrUncertain),
-// also recorded in the audit log, and a fence that established nothing
-// was written is recorded in its not-written line (Record.Fence).
+// Apply makes a plan's write as a transaction of one (singleTxn) through
+// the write step, writeTxn: members compared, backup, intent line, a
+// compare-and-swap on p.Expect that keeps p.Lease (a compare-and-delete
+// for a delete), a lost answer resolved, a majority checked, outcome line.
+// A value larger than etcd accepts is refused (ErrTooLarge) before the
+// backup. If the backup or the intent line cannot be written, or ctx is
+// done before the transaction is sent, nothing is sent (and the backup is
+// removed). If the key changed since the plan read it, nothing is written
+// and the error is a *ConflictError (matching store.ErrConflict); its
+// backup stays, harmless, with a not-written outcome line. An outcome that
+// cannot be established is an *UncertainError (ErrUncertain). A write
+// made whose outcome line audit.log did not take is reported in
+// Result.AuditErr.
 func Apply(ctx context.Context, w store.Writer, p *Plan, o ApplyOptions) (*Result, error) {
 	if err := checkPlan(p, o); err != nil {
 		return nil, err
 	}
-	op, err := opOf(w, p)
+	t, err := singleTxn(w, p)
 	if err != nil {
 		return nil, err
 	}
-	o = o.withDefaults()
-	// The members first: a write through a member that holds another
-	// state than the others is not the cluster's.
-	memberWarnings, err := checkMembers(ctx, w, p.Key)
+	out, err := writeTxn(ctx, w, t, o.withDefaults())
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", op.verb, p.ObjectName(), err)
+		return nil, err
 	}
-	now := o.Now().UTC()
-	b := backupOf(p, o, now)
-	path, err := writeBackup(o.BackupDir, b, now)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: back up before %s: %w; nothing written", op.verb, p.Key, op.gerund, err)
-	}
-	if o.afterBackup != nil {
-		o.afterBackup()
-	}
-	rec := auditOf(p, b, path, o, now)
-	logPath := filepath.Join(o.BackupDir, AuditLogName)
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%s %s: %w before the transaction was sent; %s%s", op.verb, p.ObjectName(), err, op.nothing, dropBackups(o.BackupDir, path))
-	}
-	// Intent first: the write is in audit.log before it can be made, so
-	// that a run killed after the commit leaves it there.
-	if err := appendAudit(logPath, rec.intent()); err != nil {
-		return nil, fmt.Errorf("%s %s: record the write in %s before sending it: %w; %s%s", op.verb, p.ObjectName(), logPath, err, op.nothing, dropBackups(o.BackupDir, path))
-	}
-
-	res := &Result{BackupPath: path, Warnings: memberWarnings}
-	if o.BeforeSend != nil {
-		o.BeforeSend()
-	}
-	rev, err := op.send(ctx)
-	if err != nil {
-		var ce *store.ConflictError
-		switch {
-		case errors.As(err, &ce):
-			err = &ConflictError{Key: p.Key, Read: p.Expect, Current: ce.Current, Cause: ce}
-		case !p.Delete && errors.Is(err, store.ErrLeaseNotFound):
-			err = fmt.Errorf("write %s: %w; nothing written", p.Key, err)
-		case !p.Delete && errors.Is(err, store.ErrTooLarge):
-			err = fmt.Errorf("write %s: %w: %w; nothing written", p.ObjectName(), ErrTooLarge, err)
-		default:
-			var warnings []string
-			rev, warnings, err = op.resolve(ctx, err)
-			res.Warnings = append(res.Warnings, warnings...)
-			rec.Resolution = warnings
-		}
-		if err != nil {
-			return nil, settleFailed(logPath, rec, err)
-		}
-	}
-	// The answer is one member's: a majority must hold the write.
-	if err := majorityHolds(ctx, w, p, rev); err != nil {
-		return nil, settleFailed(logPath, rec, err)
-	}
-	res.Revision = rev
-	rec.ToRevision = rev
-	res.Record = rec
-	if o.AfterSend != nil {
-		o.AfterSend()
-	}
-	if err := appendAudit(logPath, rec); err != nil {
-		res.AuditErr = err
-	} else {
-		res.AuditLog = logPath
-	}
-	return res, nil
+	return out[0], nil
 }
 
 // backupOf is the backup of plan p, written at now: what the key held
@@ -251,40 +178,6 @@ func BackupDirOrDefault(dir string) string {
 	return dir
 }
 
-// writeOp is what differs between Apply's two kinds of write, a
-// compare-and-swap and a compare-and-delete: the words that report it,
-// the transaction, and how an unanswered one is resolved (resolve,
-// resolveDelete). The rest (backup, audit line, refusals) is Apply's.
-type writeOp struct {
-	verb, gerund, nothing string
-	send                  func(ctx context.Context) (int64, error)
-	resolve               func(ctx context.Context, txnErr error) (int64, []string, error)
-}
-
-// opOf returns p's writeOp on w.
-func opOf(w store.Writer, p *Plan) (*writeOp, error) {
-	if !p.Delete {
-		return &writeOp{
-			verb: "write", gerund: "writing", nothing: "nothing written",
-			send: func(ctx context.Context) (int64, error) {
-				return w.CompareAndSwap(ctx, p.Key, p.Expect, p.NewStored, p.Lease)
-			},
-			resolve: func(ctx context.Context, txnErr error) (int64, []string, error) { return resolve(ctx, w, p, txnErr) },
-		}, nil
-	}
-	d, ok := w.(store.Deleter)
-	if !ok {
-		return nil, fmt.Errorf("delete %s: %T cannot delete keys; nothing written", p.Key, w)
-	}
-	return &writeOp{
-		verb: "delete", gerund: "deleting", nothing: "nothing deleted",
-		send: func(ctx context.Context) (int64, error) { return d.CompareAndDelete(ctx, p.Key, p.Expect) },
-		resolve: func(ctx context.Context, txnErr error) (int64, []string, error) {
-			return 0, nil, resolveDelete(ctx, w, p, txnErr)
-		},
-	}, nil
-}
-
 // Step is one plan's part in Execute.
 type Step struct {
 	Plan *Plan
@@ -326,7 +219,7 @@ type ExecuteOptions struct {
 	// (into a store.BatchCreator) or of compare-and-deletes (into a
 	// store.BatchDeleter) in transactions of at most MaxTxnOps keys (and
 	// etcd's request size), each all or nothing, with every backup of a
-	// transaction durable before it is sent (writeBatch). 0 writes one
+	// transaction durable before it is sent (writeTxn). 0 writes one
 	// compare-and-swap or compare-and-delete per plan.
 	MaxTxnOps int
 }
@@ -334,7 +227,7 @@ type ExecuteOptions struct {
 // Execute makes the writes of plans that belong together (one plan, a
 // recipe's several, or a recovery's many), in order, each with its own
 // backup and compare-and-swap, as Apply does, or with o.MaxTxnOps each run
-// of creates or of deletes in transactions of several keys (writeBatch);
+// of creates or of deletes in transactions of several keys (writeTxn);
 // no-op plans are skipped. It checks
 // every plan before writing any, so a refusal (ErrNoOp aside, ErrTooLarge)
 // writes nothing. It stops at the first failure and returns one Step per
@@ -400,13 +293,8 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 			i++
 			continue
 		}
-		if end, op, ok := batchEnd(w, plans, i, o); ok && i >= single && end-i > 1 {
-			for _, bp := range plans[i:end] {
-				if _, err := checkMembers(ctx, w, bp.Key); err != nil {
-					return fail(i, end, fmt.Errorf("%s: %w", bp.ObjectName(), err))
-				}
-			}
-			results, err := writeBatch(ctx, plans[i:end], o.ApplyOptions, op)
+		if end, t := batchEnd(w, plans, i, o); t != nil && i >= single && end-i > 1 {
+			results, err := writeTxn(ctx, w, t, o.ApplyOptions)
 			switch {
 			case err == nil:
 				for j := i; j < end; j++ {
@@ -418,10 +306,6 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 				// Not one store: one transaction per key.
 				single = end
 			default:
-				var tm *TooManyOpsError
-				if errors.As(err, &tm) {
-					tm.Asked = o.MaxTxnOps
-				}
 				return fail(i, end, err)
 			}
 		}
@@ -450,24 +334,25 @@ func Execute(ctx context.Context, w store.Writer, plans []*Plan, o ExecuteOption
 // store.BatchCreator) or compare-and-deletes (into a store.BatchDeleter),
 // within etcd's request size; ok is false when plans[i] is neither, the
 // store cannot batch it, or o.MaxTxnOps is 0.
-func batchEnd(w store.Writer, plans []*Plan, i int, o ExecuteOptions) (end int, op batchOp, ok bool) {
+func batchEnd(w store.Writer, plans []*Plan, i int, o ExecuteOptions) (end int, t *txn) {
 	isCreate := func(p *Plan) bool { return p != nil && !p.NoOp && !p.Delete && p.Expect == 0 }
 	isDelete := func(p *Plan) bool { return p != nil && !p.NoOp && p.Delete && p.Expect != 0 }
 	var same func(p *Plan) bool
 	var size func(p *Plan) int
+	var mk func(plans []*Plan) *txn
 	bc, creates := w.(store.BatchCreator)
 	bd, deletes := w.(store.BatchDeleter)
 	switch {
 	case o.MaxTxnOps <= 0:
-		return i + 1, op, false
+		return i + 1, nil
 	case creates && isCreate(plans[i]):
-		same, op = isCreate, createBatch(w, bc)
+		same, mk = isCreate, func(plans []*Plan) *txn { return batchTxn(bc.CreateBatch, plans, true) }
 		size = func(p *Plan) int { return store.CompareAndSwapSize(p.Key, p.NewStored) }
 	case deletes && isDelete(plans[i]):
-		same, op = isDelete, deleteBatch(w, bd)
+		same, mk = isDelete, func(plans []*Plan) *txn { return batchTxn(bd.DeleteBatch, plans, false) }
 		size = func(p *Plan) int { return store.DeleteBatchSize([]store.KeyValue{{Key: p.Key}}) - 512 }
 	default:
-		return i + 1, op, false
+		return i + 1, nil
 	}
 	limit := o.MaxRequestBytes
 	if limit <= 0 {
@@ -482,7 +367,9 @@ func batchEnd(w store.Writer, plans []*Plan, i int, o ExecuteOptions) (end int, 
 		total += n
 		end++
 	}
-	return end, op, true
+	t = mk(plans[i:end])
+	t.maxOps = o.MaxTxnOps
+	return end, t
 }
 
 // NotAcceptedError reports an Execute whose writes were all made and
@@ -583,12 +470,7 @@ func byteSize(n int) string {
 // ("persistentvolumeclaim data-0 in namespace demo"), or by its key when
 // it cannot.
 func (p *Plan) ObjectName() string {
-	var obj *codec.Object
-	if p.Before != nil && p.Before.Obj != nil {
-		obj = p.Before.Obj
-	} else if o, err := codec.Decode(p.NewPlain); err == nil {
-		obj = o
-	}
+	obj := p.object()
 	if obj == nil || obj.Meta == nil || obj.GVK.Kind == "" || obj.Meta.Name == "" {
 		return p.Key
 	}
@@ -599,359 +481,41 @@ func (p *Plan) ObjectName() string {
 	return name
 }
 
-// UncertainError reports a write whose transaction was sent and whose
-// outcome could not be established: the key may hold the old value or the
-// new one, and a transaction still in flight may yet apply. It matches
-// ErrUncertain and its cause.
-type UncertainError struct {
-	// Key is the etcd key; Object names it as kubectl does.
-	Key, Object string
-	// Expect is the revision the write compared against (0: a create).
-	Expect int64
-	// Delete: the write was a compare-and-delete.
-	Delete bool
-	// Backup is the backup of the value before the write.
-	Backup string
-	// Reason says what is known.
-	Reason string
-	// Cause is the transaction's error.
-	Cause error
-	// AuditErr is why the audit log could not record the outcome, if it
-	// could not.
-	AuditErr error
-	// Fence is the revision of the last fence resolve landed (0: none):
-	// a retry sent after it compares on it, and may still apply.
-	Fence int64
-}
-
-func (e *UncertainError) Error() string {
-	check := fmt.Sprintf("check whether it holds the new value now (etcdpvc get) and compare it with the backup %s", e.Backup)
-	if e.Expect == 0 {
-		check = fmt.Sprintf("check whether it exists now (etcdpvc get); the backup %s records the write", e.Backup)
+// object is the plan's object as read, or as written when it was absent;
+// nil when neither decodes.
+func (p *Plan) object() *codec.Object {
+	if p.Before != nil && p.Before.Obj != nil {
+		return p.Before.Obj
 	}
-	verb := "write"
-	if e.Delete {
-		verb, check = "delete", fmt.Sprintf("check whether it still exists (etcdpvc get); the backup %s holds its value (etcdpvc restore puts it back)", e.Backup)
+	if obj, err := codec.Decode(p.NewPlain); err == nil {
+		return obj
 	}
-	msg := fmt.Sprintf("%s %s: %v: %s; %s", verb, e.Object, ErrUncertain, e.Reason, check)
-	if e.AuditErr != nil {
-		msg += fmt.Sprintf(" (the audit log could not record it: %v)", e.AuditErr)
-	}
-	return msg
-}
-
-// Unwrap returns ErrUncertain and the transaction's error.
-func (e *UncertainError) Unwrap() []error { return []error{ErrUncertain, e.Cause} }
-
-// Bounds of resolve: how long it tries (from the caller giving up, when it
-// does), and how many requests it sends.
-const (
-	resolveTimeout  = 30 * time.Second
-	cancelledBudget = 5 * time.Second
-	resolveAttempts = 8
-	resolveRetries  = 3
-	resolvePause    = 250 * time.Millisecond
-)
-
-// pauseOrDone waits resolvePause between two attempts of a resolve, or
-// until ctx is done.
-func pauseOrDone(ctx context.Context) {
-	t := time.NewTimer(resolvePause)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
-// resolve finds out, after a transaction failed without an answer (a
-// timeout, a leader lost, a connection reset, ctx cancelled while it was
-// under way), whether it was applied, and makes the write if it was not
-// and the caller is still waiting.
-//
-// A read that shows the key unchanged proves nothing: the transaction may
-// still be on its way and apply later. The outcome is known only once the
-// transaction can no longer apply, which for an update is established by a
-// fence: a compare-and-swap on the same revision that rewrites the value
-// read with itself (same bytes, same lease). Then:
-//
-//   - the key holds the new value: the write was made;
-//   - the fence succeeded: the lost transaction compares against a revision
-//     the key has left, so it can never apply: nothing was written. Unless
-//     ctx is done (the caller gave up: report and stop), the write is sent
-//     again against the fence's revision, and resolved the same way;
-//   - the key moved on (the fence failed, or the re-read shows another
-//     revision): no transaction of this write can apply any more; the
-//     key's history since the plan's revision says whether it was made
-//     (and then overwritten) or not (a conflict, or only a fence landed).
-//
-// A create (p.Expect 0) has no fence that leaves no visible object: unless
-// a read shows the new value (or a retry's answer says it was written), its
-// outcome is uncertain.
-//
-// It returns the write's revision and warnings, or an error that says
-// whether anything was written (an *UncertainError when it cannot tell).
-// It runs at most resolveTimeout, and at most cancelledBudget once ctx is
-// done.
-func resolve(ctx context.Context, w store.Writer, p *Plan, txnErr error) (int64, []string, error) {
-	obj := p.ObjectName()
-	// expect is the revision every transaction of this write still
-	// outstanding compares against (or an older one): the plan's, then
-	// each fence's.
-	expect := p.Expect
-	uncertain := func(reason string) error {
-		e := &UncertainError{Key: p.Key, Object: obj, Expect: p.Expect, Reason: reason, Cause: txnErr}
-		if expect != p.Expect {
-			e.Fence = expect
-		}
-		return e
-	}
-	rd, ok := w.(store.Reader)
-	if !ok {
-		return 0, nil, uncertain(fmt.Sprintf("the transaction failed without an answer (%v) and the store cannot be read back", txnErr))
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(cancelledBudget, cancel)
-		context.AfterFunc(rctx, func() { t.Stop() })
-	})
-	defer stop()
-	pause := func() { pauseOrDone(rctx) }
-	lost := fmt.Sprintf("the transaction's answer was lost (%v)", txnErr)
-	if ctx.Err() != nil {
-		lost = fmt.Sprintf("the write was interrupted while its transaction was under way (%v)", txnErr)
-	}
-
-	fenceSent := false
-	retries := 0
-	lastErr := txnErr
-
-	// retry sends the write again against expect, unless the caller gave
-	// up or the retries are spent (then it reports, writing nothing more).
-	// It returns done with the outcome, or !done to re-read.
-	retry := func(notWritten string) (done bool, rev int64, warn []string, err error) {
-		if ctx.Err() != nil || retries >= resolveRetries {
-			err := fmt.Errorf("write %s: %s; %s: nothing written: %w", obj, lost, notWritten, txnErr)
-			if expect != p.Expect {
-				err = &FenceError{Key: p.Key, Revision: expect, Err: err}
-			}
-			return true, 0, nil, err
-		}
-		retries++
-		rev, err = w.CompareAndSwap(rctx, p.Key, expect, p.NewStored, p.Lease)
-		var ce *store.ConflictError
-		switch {
-		case err == nil:
-			return true, rev, []string{fmt.Sprintf("%s; %s, and the write was sent again and succeeded", lost, notWritten)}, nil
-		case errors.As(err, &ce):
-			// The re-read sorts out whether an attempt landed.
-		case errors.Is(err, store.ErrLeaseNotFound):
-			return true, 0, nil, fmt.Errorf("write %s: %s; %s, and sent again it failed: %w; nothing written", obj, lost, notWritten, err)
-		default:
-			lastErr = err
-			pause()
-		}
-		return false, 0, nil, nil
-	}
-	// fenced takes note of a fence that landed at frev: no transaction of
-	// this write sent so far can apply.
-	fenced := func(frev int64) (done bool, rev int64, warn []string, err error) {
-		from := expect
-		expect = frev
-		return retry(fmt.Sprintf("the key was still at revision %d and was rewritten with its own value at revision %d so that the transaction can no longer apply", from, frev))
-	}
-
-	for attempt := 0; ; attempt++ {
-		if attempt >= resolveAttempts || rctx.Err() != nil {
-			if p.Expect == 0 {
-				return 0, nil, uncertain(fmt.Sprintf("%s; the reads did not show the key created, but a create cannot be fenced off and may still land (last error: %v)", lost, lastErr))
-			}
-			return 0, nil, uncertain(fmt.Sprintf("%s; the transaction could not be fenced off (last error: %v), so it may still apply", lost, lastErr))
-		}
-		kv, err := readAny(rctx, rd, p.Key)
-		absent := errors.Is(err, store.ErrNotFound)
-		if err != nil && !absent {
-			lastErr = err
-			pause()
-			continue
-		}
-		switch {
-		case !absent && bytes.Equal(kv.Value, p.NewStored):
-			return kv.ModRevision, []string{fmt.Sprintf("%s, but a re-read shows the new value at revision %d: the write was made", lost, kv.ModRevision)}, nil
-
-		case p.Expect == 0 && absent:
-			// A create not (yet) applied: no fence exists. Retry while
-			// the caller waits: a retry and the lost create cannot both
-			// apply.
-			if ctx.Err() != nil || retries >= resolveRetries {
-				return 0, nil, uncertain(fmt.Sprintf("%s; a re-read shows the key still absent, but a create cannot be fenced off and may still land", lost))
-			}
-			retries++
-			rev, err := w.CompareAndSwap(rctx, p.Key, 0, p.NewStored, p.Lease)
-			var ce *store.ConflictError
-			switch {
-			case err == nil:
-				return rev, []string{fmt.Sprintf("%s; the key was still absent, and the write was sent again and succeeded", lost)}, nil
-			case errors.As(err, &ce):
-			default:
-				lastErr = err
-				pause()
-			}
-
-		case p.Expect != 0 && !absent && kv.ModRevision == expect:
-			// Unchanged: fence the lost transaction off.
-			fenceSent = true
-			frev, err := w.CompareAndSwap(rctx, p.Key, expect, kv.Value, kv.Lease)
-			var ce *store.ConflictError
-			switch {
-			case err == nil:
-				if done, rev, warn, err := fenced(frev); done {
-					return rev, warn, err
-				}
-			case errors.As(err, &ce):
-				// Moved between the read and the fence: the re-read
-				// sorts it out.
-			case errors.Is(err, store.ErrLeaseNotFound):
-				// The key's lease is gone: the lost transaction, which
-				// attaches it, cannot apply either.
-				return 0, nil, fmt.Errorf("write %s: %s; the key's lease has expired (%w), so the transaction cannot apply: nothing written", obj, lost, store.ErrLeaseNotFound)
-			default:
-				lastErr = err
-				pause()
-			}
-
-		default:
-			// The key left the revision every transaction of this write
-			// compares against (an update), or exists with another value
-			// (a create).
-			made, err := writtenSince(rctx, rd, p)
-			switch {
-			case err != nil && errors.Is(err, store.ErrCompacted):
-				return 0, nil, uncertain(fmt.Sprintf("%s; the key has changed since (now at revision %s) and its history is compacted: whether the write was made cannot be told", lost, revString(currentRev(kv, absent))))
-			case err != nil:
-				lastErr = err
-				pause()
-				continue
-			case made != 0:
-				return made, []string{fmt.Sprintf("%s, but the key's history shows the new value written at revision %d; the key has changed since (now at %s)", lost, made, revString(currentRev(kv, absent)))}, nil
-			case p.Expect == 0:
-				return 0, nil, uncertain(fmt.Sprintf("%s; the key was created meanwhile with another value (revision %d), and the create may still land if that is deleted", lost, kv.ModRevision))
-			case fenceSent && !absent && bytes.Equal(kv.Value, p.Before.KV.Value):
-				// A fence whose answer was lost landed.
-				if done, rev, warn, err := fenced(kv.ModRevision); done {
-					return rev, warn, err
-				}
-				continue
-			}
-			current := currentRev(kv, absent)
-			var cv *store.KeyValue
-			if !absent {
-				cv = kv
-			}
-			ce := &store.ConflictError{Key: p.Key, Expected: p.Expect, Current: current, CurrentValue: cv}
-			return 0, nil, &ConflictError{Key: p.Key, Read: p.Expect, Current: current, Cause: ce}
-		}
-	}
-}
-
-// currentRev is a read key's mod revision, 0 when it is absent.
-func currentRev(kv *store.KeyValue, absent bool) int64 {
-	if absent || kv == nil {
-		return 0
-	}
-	return kv.ModRevision
-}
-
-// writtenSince returns the revision at which the key held p.NewStored
-// after the plan's revision, or 0 if it never did.
-func writtenSince(ctx context.Context, rd store.Reader, p *Plan) (int64, error) {
-	var made int64
-	info, err := rd.History(ctx, p.Key, func(ev store.Event) error {
-		if !ev.Deleted && ev.KV.ModRevision > p.Expect && bytes.Equal(ev.KV.Value, p.NewStored) {
-			made = ev.KV.ModRevision
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	if made == 0 && info.CompactRevision > p.Expect {
-		return 0, fmt.Errorf("history compacted past revision %d: %w", p.Expect, store.ErrCompacted)
-	}
-	return made, nil
-}
-
-// intent is the intent line of the write r records: appended before its
-// transaction is sent.
-func (r Record) intent() Record {
-	r.Outcome, r.ToRevision, r.Resolution = OutcomeIntent, 0, nil
-	return r
-}
-
-// settleFailed appends the outcome line of a write whose transaction was
-// sent and failed with err (rec: its intent): uncertain, or not written
-// (with the fence, when one established it). It returns err, saying when
-// audit.log could not take the line.
-func settleFailed(logPath string, rec Record, err error) error {
-	rec.ToRevision = 0
-	var ue *UncertainError
-	if errors.As(err, &ue) {
-		ue.Backup = rec.Backup
-		rec.Outcome, rec.Resolution, rec.Fence = OutcomeUncertain, []string{ue.Reason}, ue.Fence
-		ue.AuditErr = appendAudit(logPath, rec)
-		return err
-	}
-	rec.Outcome, rec.Reason = OutcomeNotWritten, err.Error()
-	if errors.Is(err, store.ErrConflict) {
-		rec.Outcome = OutcomeConflict
-	}
-	var fe *FenceError
-	if errors.As(err, &fe) && fe.Key == rec.Key {
-		rec.Fence = fe.Revision
-	}
-	if aerr := appendAudit(logPath, rec); aerr != nil {
-		return fmt.Errorf("%w (audit.log could not record that nothing was written: %v)", err, aerr)
-	}
-	return err
+	return nil
 }
 
 // dropBackups removes the backups of writes that were not sent and never
 // will be, and says what became of them (for an error's end).
 func dropBackups(dir string, paths ...string) string {
-	failed := 0
+	failed, removed := 0, 0
 	for _, p := range paths {
 		if p == "" {
 			continue
 		}
+		removed++
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			failed++
 		}
 	}
-	if err := syncDir(dir); err != nil || failed > 0 {
+	switch err := syncDir(dir); {
+	case removed == 0:
+		return ""
+	case err != nil || failed > 0:
 		return "; its backups could not all be removed (they record writes that were not made, and are harmless)"
-	}
-	if len(paths) == 1 {
+	case removed == 1:
 		return "; its backup was removed"
 	}
 	return "; its backups were removed"
 }
-
-// FenceError reports a write whose transaction's answer was lost and
-// which was fenced off: Key was rewritten with its own bytes at Revision,
-// so that the transaction can no longer apply; nothing was written. The
-// fence is recorded in audit.log (Record.Fence), so that a restore run
-// again takes it for what it is, not for a change by someone else.
-type FenceError struct {
-	Key      string
-	Revision int64
-	Err      error
-}
-
-func (e *FenceError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the error that says what was established.
-func (e *FenceError) Unwrap() error { return e.Err }
 
 // ErrNotRecorded means a write was made and audit.log could not take its
 // outcome line (a full disk, an I/O error, a file-size limit); its intent

@@ -288,27 +288,14 @@ func sanitizeKey(key string) string {
 	return s
 }
 
-// writeBackup writes b durably into dir and returns its path: a temporary
+// writeBackupFile writes b into dir and returns its path: a temporary
 // file is written and fsynced, linked to its final name (never replacing
-// a file) and removed, and the directory is fsynced.
+// a file) and removed. The caller fsyncs the directory once after writing
+// several backups, and before relying on any of them (writeBackups).
 //
 // The directory is made absolute first, so the path returned is absolute.
 // A version-2 backup gets its Digest. An audit.log in dir that is a
 // symbolic link is refused before anything is written.
-func writeBackup(dir string, b *Backup, now time.Time) (string, error) {
-	final, err := writeBackupFile(dir, b, now)
-	if err != nil {
-		return "", err
-	}
-	if err := syncDir(filepath.Dir(final)); err != nil {
-		return "", err
-	}
-	return final, nil
-}
-
-// writeBackupFile is writeBackup without the fsync of the directory: the
-// caller fsyncs it once after writing several backups, and before relying
-// on any of them.
 func writeBackupFile(dir string, b *Backup, now time.Time) (string, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -349,11 +336,6 @@ func writeBackupFile(dir string, b *Backup, now time.Time) (string, error) {
 
 // syncDir fsyncs a directory (durable.SyncDir).
 func syncDir(dir string) error { return durable.SyncDir(dir) }
-
-// appendAudit appends one JSON line to the audit log and fsyncs it.
-func appendAudit(path string, rec AuditRecord) error {
-	return appendAudits(path, []AuditRecord{rec})
-}
 
 // appendAudits appends one JSON line per record to the audit log, with one
 // write and one fsync. A last line left torn by an append that failed part

@@ -100,7 +100,7 @@ func TestLostDeleteBatch(t *testing.T) {
 		proxy.HoldTxns(1)
 		dir := t.TempDir()
 		_, err := Execute(ctx, through, plans, o(dir))
-		if err == nil || errors.Is(err, ErrUncertain) || !strings.Contains(err.Error(), "can no longer apply; run the same command again") || !strings.Contains(err.Error(), "nothing of it was deleted") {
+		if err == nil || errors.Is(err, ErrUncertain) || !strings.Contains(err.Error(), "can no longer apply") || !strings.Contains(err.Error(), "run the same command again") || !strings.Contains(err.Error(), "nothing of it was deleted") {
 			t.Fatalf("Execute = %v, want nothing deleted after a fence", err)
 		}
 		if errs := proxy.Release(); len(errs) != 1 {
@@ -163,25 +163,29 @@ func TestResolveDeleteBatch(t *testing.T) {
 	}
 
 	t.Run("applied, one key created again", func(t *testing.T) {
-		kvs := kvsOf(deletePlans(t, s, 3))
+		plans := deletePlans(t, s, 3)
+		kvs := kvsOf(plans)
 		if _, err := s.DeleteBatch(ctx, kvs); err != nil {
 			t.Fatal(err)
 		}
 		create(t, s, kvs[1].Key, []byte("created again"))
-		_, err := resolveDeleteBatch(ctx, s, kvs, lost)
-		if !errors.Is(err, ErrUncertain) || errors.Is(err, errBatchNotApplied) {
-			t.Fatalf("resolveDeleteBatch = %v, want an uncertain outcome", err)
+		_, _, err := resolve(ctx, s, batchTxn(s.DeleteBatch, plans, false), lost)
+		var fe *FenceError
+		if !errors.Is(err, ErrUncertain) || errors.As(err, &fe) {
+			t.Fatalf("resolve = %v, want an uncertain outcome", err)
 		}
 	})
 
 	t.Run("not applied, one key changed", func(t *testing.T) {
-		kvs := kvsOf(deletePlans(t, s, 3))
+		plans := deletePlans(t, s, 3)
+		kvs := kvsOf(plans)
 		if _, err := s.CompareAndSwap(ctx, kvs[0].Key, kvs[0].ModRevision, []byte("changed"), 0); err != nil {
 			t.Fatal(err)
 		}
-		_, err := resolveDeleteBatch(ctx, s, kvs, lost)
-		if !errors.Is(err, errBatchNotApplied) || errors.Is(err, ErrUncertain) || !strings.Contains(err.Error(), kvs[1].Key+" was still at revision") {
-			t.Fatalf("resolveDeleteBatch = %v, want nothing deleted after a fence on %s", err, kvs[1].Key)
+		_, _, err := resolve(ctx, s, batchTxn(s.DeleteBatch, plans, false), lost)
+		var fe *FenceError
+		if !errors.As(err, &fe) || fe.Key != kvs[1].Key || errors.Is(err, ErrUncertain) || !strings.Contains(err.Error(), kvs[1].Key+" was still at revision") {
+			t.Fatalf("resolve = %v, want nothing deleted after a fence on %s", err, kvs[1].Key)
 		}
 		if kv := get(t, s, kvs[1].Key); kv.ModRevision == kvs[1].ModRevision {
 			t.Errorf("%s is still at revision %d: the fence did not land", kvs[1].Key, kv.ModRevision)

@@ -29,7 +29,8 @@
 //
 // # The write path
 //
-// Every write goes plan → diff → backup → compare-and-swap → report:
+// Every write goes plan → diff → backup → compare-and-swap → report, one
+// write or many, through the same step:
 //
 //  1. Planner.MakePlan reads the key with a linearizable read, keeping its mod
 //     revision R and lease; decrypts it when it is encrypted at rest; applies
@@ -40,23 +41,36 @@
 //     what could undo the edit (an owner that is gone, a terminating
 //     namespace, a StatefulSet or PersistentVolume whose policy deletes the
 //     claim). An edit that changes nothing yields a NoOp plan.
-//  2. Apply writes a backup file first: the original stored bytes
-//     (ciphertext when encrypted), their sha256 and the sha256 of the new
-//     bytes, written to a temporary file, fsynced, linked into place and the
-//     directory fsynced, mode 0600, then the write's intent line to
-//     audit.log beside it, fsynced. If either cannot be written, nothing is
-//     written to etcd.
-//  3. Apply then writes with one etcd transaction that succeeds only if the
-//     key is still at revision R (store.Writer.CompareAndSwap), with the
-//     lease the key had. If anything wrote the key since it was read, the
-//     transaction writes nothing and Apply returns a *ConflictError. A backup
-//     left behind by a write that did not happen is harmless: it holds the
-//     value the key still has.
-//  4. Apply then appends the write's outcome line to audit.log. A write
-//     made whose outcome line audit.log does not take is reported
-//     (Result.AuditErr; Execute's *NotRecordedError): the intent line and
-//     the backup, which carries the operation id, still undo it, since
-//     OperationBackups reads the backups themselves.
+//  2. Execute checks every plan (checkPlan, the Verifier's Before) and
+//     groups them into transactions: Apply is a transaction of one plan
+//     (singleTxn: store.Writer.CompareAndSwap on R with the key's lease, or
+//     store.Deleter.CompareAndDelete); with MaxTxnOps, batchEnd makes runs
+//     of creates or of deletes one transaction of several keys, all or
+//     nothing (batchTxn: store.BatchCreator.CreateBatch,
+//     store.BatchDeleter.DeleteBatch).
+//  3. writeTxn, the write step, makes each transaction: checkMembers
+//     compares each key on every member and refuses a write where they
+//     differ; writeBackups writes each plan's backup (writeBackupFile: the
+//     original stored bytes, ciphertext when encrypted, their sha256 and
+//     the sha256 of the new bytes, fsynced, linked into place, mode 0600)
+//     and fsyncs the directory; appendAudits writes the intent lines to
+//     audit.log. If any cannot be written, nothing is sent.
+//  4. writeTxn then sends the transaction (txn.send). An answer that
+//     refuses it (txn.refused: a key moved, a *ConflictError) settles it
+//     not written; a lost answer goes to resolve, the one resolver of a
+//     lost answer, which reads the keys through any member that answers,
+//     fences the transaction off and says applied, not applied or
+//     unknown (an *UncertainError, ErrUncertain).
+//  5. majorityHolds checks that a majority of the members hold what was
+//     written at its revision, else the outcome is unknown; then the
+//     outcome lines go to audit.log (txn.settle for a write not made or
+//     of unknown outcome). A write made whose outcome line audit.log does
+//     not take is reported (Result.AuditErr; Execute's *NotRecordedError):
+//     the intent line and the backup, which carries the operation id,
+//     still undo it, since OperationBackups reads the backups themselves.
+//
+// A backup left behind by a write that did not happen is harmless: it
+// holds the value the key still has.
 //
 // # Restore and recover
 //

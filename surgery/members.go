@@ -94,7 +94,7 @@ func checkMembers(ctx context.Context, w store.Writer, key string) ([]string, er
 		}
 		answered := len(mks) - len(silent)
 		if answered <= len(mks)/2 {
-			return nil, fmt.Errorf("%s: only %d of %d etcd members answer (%s do not): the key cannot be compared on a majority: %w; nothing written", key, answered, len(mks), strings.Join(silent, ", "), store.ErrUnavailable)
+			return nil, fmt.Errorf("%s: only %d of %d etcd members answer (%s do not): the key cannot be compared on a majority: %w; nothing written (each member is reached at an address --endpoints gives for it, else at the client URL it advertises: give one for each member that answers from here)", key, answered, len(mks), strings.Join(silent, ", "), store.ErrUnavailable)
 		}
 		if len(groups) == 1 {
 			return warnings, nil
@@ -142,54 +142,55 @@ func membersDiffer(key string, groups map[string][]string, n int) error {
 }
 
 // majorityHolds waits (membersApply at most) until a majority of the
-// cluster's members, each read alone at revision rev, hold p's write made
-// at rev: the new value at that revision, or for a delete the key absent
-// (a member that has not reached rev yet is asked again). A store that
-// cannot read members is not checked. It returns nil once they do, else an
-// *UncertainError: a member answered "written", and the cluster does not
-// show it.
-func majorityHolds(ctx context.Context, w store.Writer, p *Plan, rev int64) error {
+// cluster's members, each read alone at revision rev, hold every key of
+// transaction t as it wrote it at rev: the new value at that revision, or
+// for a delete the key absent (a member that has not reached rev yet is
+// asked again). A store that cannot read members is not checked. It
+// returns nil once they do, else an *UncertainError: a member answered
+// "written", and the cluster does not show it.
+func majorityHolds(ctx context.Context, w store.Writer, t *txn, rev int64) error {
 	mr, ok := w.(store.MemberReader)
 	if !ok {
 		return nil
 	}
-	// Read at rev: what a member holds once it applied the write, later
-	// writes of others aside.
-	want := func(kv *store.KeyValue) bool {
-		if p.Delete {
-			return kv == nil
-		}
-		return kv != nil && kv.ModRevision == rev && string(kv.Value) == string(p.NewStored)
-	}
 	ctx = context.WithoutCancel(ctx)
 	deadline := time.Now().Add(membersApply)
-	for {
-		mks, err := mr.MemberKeys(ctx, p.Key, rev)
-		if err != nil || len(mks) < 2 {
-			return nil
-		}
-		var holds, others []string
-		for _, mk := range mks {
-			switch {
-			case mk.Err != nil:
-				others = append(others, fmt.Sprintf("%s did not answer at revision %d (%v)", mk.Member.Name, rev, mk.Err))
-			case want(mk.KV):
-				holds = append(holds, mk.Member.Name)
-			default:
-				others = append(others, fmt.Sprintf("%s holds %s", mk.Member.Name, keyState(mk.KV)))
+	for _, p := range t.plans {
+		// Read at rev: what a member holds once it applied the write,
+		// later writes of others aside.
+		want := func(kv *store.KeyValue) bool {
+			if p.Delete {
+				return kv == nil
 			}
+			return kv != nil && kv.ModRevision == rev && string(kv.Value) == string(p.NewStored)
 		}
-		if len(holds) > len(mks)/2 {
-			return nil
+		for {
+			mks, err := mr.MemberKeys(ctx, p.Key, rev)
+			if err != nil || len(mks) < 2 {
+				return nil
+			}
+			var holds, others []string
+			for _, mk := range mks {
+				switch {
+				case mk.Err != nil:
+					others = append(others, fmt.Sprintf("%s did not answer at revision %d (%v)", mk.Member.Name, rev, mk.Err))
+				case want(mk.KV):
+					holds = append(holds, mk.Member.Name)
+				default:
+					others = append(others, fmt.Sprintf("%s holds %s", mk.Member.Name, keyState(mk.KV)))
+				}
+			}
+			if len(holds) > len(mks)/2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				return t.uncertain(fmt.Sprintf("etcd answered that the write was made at revision %d, but after %s only %d of %d members hold %s (%s): the member that answered does not hold what the cluster holds",
+					rev, membersApply, len(holds), len(mks), p.Key, strings.Join(others, "; ")), ErrMembersDiffer)
+			}
+			time.Sleep(membersInterval)
 		}
-		if time.Now().After(deadline) {
-			return &UncertainError{Key: p.Key, Object: p.ObjectName(), Expect: p.Expect, Delete: p.Delete,
-				Reason: fmt.Sprintf("etcd answered that the write was made at revision %d, but after %s only %d of %d members hold it (%s): the member that answered does not hold what the cluster holds",
-					rev, membersApply, len(holds), len(mks), strings.Join(others, "; ")),
-				Cause: ErrMembersDiffer}
-		}
-		time.Sleep(membersInterval)
 	}
+	return nil
 }
 
 // readAny reads key at its latest revision through any member of the

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/stored"
@@ -175,13 +174,7 @@ func (r *Record) identify(p *Plan, prefix string) {
 		r.Namespace, r.Name = ns, name
 		return
 	}
-	var obj *codec.Object
-	if p.Before != nil && p.Before.Obj != nil {
-		obj = p.Before.Obj
-	} else if o, err := codec.Decode(p.NewPlain); err == nil {
-		obj = o
-	}
-	if obj != nil && obj.Meta != nil {
+	if obj := p.object(); obj != nil && obj.Meta != nil {
 		r.Namespace, r.Name = obj.Meta.Namespace, obj.Meta.Name
 	}
 }

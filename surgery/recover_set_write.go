@@ -1,12 +1,10 @@
 package surgery
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"sync"
+	"strings"
 
 	"github.com/etcdpvc/etcdpvc/store"
 )
@@ -71,11 +69,7 @@ func joinNames(names []string) string {
 	case len(names) == 0:
 		return "the next objects"
 	case len(names) <= 3:
-		out := names[0]
-		for _, n := range names[1:] {
-			out += ", " + n
-		}
-		return out
+		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more in the same transaction", names[0], len(names)-1)
 }
@@ -106,38 +100,32 @@ func WriteRecoverSet(ctx context.Context, w store.Writer, plan *SetPlan, o Recov
 		plans[i], item[it.Plan] = it.Plan, it
 	}
 	res := &RecoverSetResult{BackupDir: o.BackupDir}
+	written := map[*Plan]int{}
 	steps, err := Execute(ctx, w, plans, ExecuteOptions{ApplyOptions: o.ApplyOptions, Verifier: o.Verifier, MaxTxnOps: maxOps,
 		OnWritten: func(st Step) {
+			written[st.Plan] = len(res.Written)
 			res.Warnings = append(res.Warnings, st.Result.Warnings...)
 			res.Written = append(res.Written, SetWritten{Item: item[st.Plan], Revision: st.Result.Revision, BackupPath: st.Result.BackupPath, Record: st.Result.Record})
 			if o.OnWritten != nil {
 				o.OnWritten(item[st.Plan])
 			}
 		}})
+	var failed []string
 	for _, st := range steps {
+		if j, ok := written[st.Plan]; ok {
+			res.Written[j].VerifyErr = st.VerifyErr
+		}
 		if st.Err != nil {
 			if res.Failed == nil {
 				res.Failed = map[*SetItem]error{}
 			}
 			res.Failed[item[st.Plan]] = st.Err
-		}
-	}
-	for i := range res.Written {
-		for _, st := range steps {
-			if st.Plan == res.Written[i].Item.Plan {
-				res.Written[i].VerifyErr = st.VerifyErr
-			}
+			failed = append(failed, st.Plan.ObjectName())
 		}
 	}
 	var pe *PartialError
 	if errors.As(err, &pe) {
-		var names []string
-		for _, st := range steps {
-			if st.Err != nil {
-				names = append(names, st.Plan.ObjectName())
-			}
-		}
-		return res, &SetPartialError{Written: len(res.Written), Total: len(plans), Failed: names, Cause: steps[pe.Failed].Err}
+		return res, &SetPartialError{Written: len(res.Written), Total: len(plans), Failed: failed, Cause: steps[pe.Failed].Err}
 	}
 	return res, err
 }
@@ -200,229 +188,6 @@ func (p *SetPlan) Writes() []*SetItem {
 	return append(creates, replaces...)
 }
 
-// backupWriters is how many backup files of a batch are written and
-// fsynced at once: the file system commits concurrent fsyncs together.
-const backupWriters = 16
-
-// batchOp is what differs between writeBatch's two kinds of transaction,
-// creates (store.BatchCreator) and compare-and-deletes
-// (store.BatchDeleter): the words, the keys sent, the transaction, and how
-// an unanswered one is resolved.
-type batchOp struct {
-	verb, noun string
-	kv         func(p *Plan) store.KeyValue
-	send       func(ctx context.Context, kvs []store.KeyValue) (int64, error)
-	resolve    func(ctx context.Context, kvs []store.KeyValue, txnErr error) (int64, error)
-}
-
-// createBatch is the batchOp of a run of creates.
-func createBatch(w store.Writer, bc store.BatchCreator) batchOp {
-	return batchOp{verb: "create", noun: "objects",
-		kv:   func(p *Plan) store.KeyValue { return store.KeyValue{Key: p.Key, Value: p.NewStored} },
-		send: bc.CreateBatch,
-		resolve: func(ctx context.Context, kvs []store.KeyValue, txnErr error) (int64, error) {
-			return resolveBatch(ctx, w, bc, kvs, txnErr)
-		}}
-}
-
-// deleteBatch is the batchOp of a run of compare-and-deletes.
-func deleteBatch(w store.Writer, bd store.BatchDeleter) batchOp {
-	return batchOp{verb: "delete", noun: "objects",
-		kv:   func(p *Plan) store.KeyValue { return store.KeyValue{Key: p.Key, ModRevision: p.Expect} },
-		send: bd.DeleteBatch,
-		resolve: func(ctx context.Context, kvs []store.KeyValue, txnErr error) (int64, error) {
-			return resolveDeleteBatch(ctx, w, kvs, txnErr)
-		}}
-}
-
-// writeBatch writes the backups of a batch of creates or of deletes (each
-// file fsynced, several at once, then the directory once), appends their
-// intent lines to the audit log (one fsync), then sends them in one
-// transaction, then appends their outcome lines (one fsync).
-// When the transaction is known not to have been applied (a conflict, keys
-// in several stores, more than etcd takes in one transaction), the batch's
-// backups are removed: they record writes that were never made.
-func writeBatch(ctx context.Context, batch []*Plan, o ApplyOptions, op batchOp) ([]*Result, error) {
-	o = o.withDefaults()
-	now := o.Now().UTC()
-	out := make([]*Result, len(batch))
-	kvs := make([]store.KeyValue, len(batch))
-	backups := make([]*Backup, len(batch))
-	errs := make([]error, len(batch))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(backupWriters, len(batch)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				backups[i] = backupOf(batch[i], o, now)
-				out[i] = &Result{}
-				out[i].BackupPath, errs[i] = writeBackupFile(o.BackupDir, backups[i], now)
-			}
-		}()
-	}
-	for i := range batch {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	paths := make([]string, len(batch))
-	for i, r := range out {
-		if r != nil {
-			paths[i] = r.BackupPath
-		}
-	}
-	// unsent removes the batch's backups: the transaction was not
-	// applied, and never will be.
-	unsent := func() string { return dropBackups(o.BackupDir, paths...) }
-	for i, p := range batch {
-		if errs[i] != nil {
-			return nil, fmt.Errorf("%s %s: back up before writing: %w; this batch of %d was not written%s", op.verb, p.ObjectName(), errs[i], len(batch), unsent())
-		}
-		kvs[i] = op.kv(p)
-	}
-	if err := syncDir(o.BackupDir); err != nil {
-		return nil, fmt.Errorf("%s %d %s: back up before writing: %w; this batch was not written", op.verb, len(batch), op.noun, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%s %d %s: %w before the transaction was sent; this batch was not written%s", op.verb, len(batch), op.noun, err, unsent())
-	}
-	logPath := filepath.Join(o.BackupDir, AuditLogName)
-	recs := make([]AuditRecord, len(batch))
-	for i, p := range batch {
-		recs[i] = auditOf(p, backups[i], out[i].BackupPath, o, now)
-	}
-	// audit appends one line per key: the intent (before the transaction
-	// is sent), or the outcome (with fe's fence on its key).
-	audit := func(rev int64, outcome, reason string, fe *FenceError) error {
-		lines := make([]AuditRecord, len(batch))
-		for i, rec := range recs {
-			rec.Outcome, rec.ToRevision, rec.Reason = outcome, rev, reason
-			if outcome == OutcomeIntent {
-				rec = rec.intent()
-			}
-			if fe != nil && fe.Key == rec.Key {
-				rec.Fence = fe.Revision
-			}
-			lines[i], out[i].Record = rec, rec
-		}
-		return appendAudits(logPath, lines)
-	}
-	if err := audit(0, OutcomeIntent, "", nil); err != nil {
-		return nil, fmt.Errorf("%s %d %s: record them in %s before sending the transaction: %w; this batch was not written%s", op.verb, len(batch), op.noun, logPath, err, unsent())
-	}
-	// notSent records that the transaction was not applied, and removes
-	// its backups.
-	notSent := func(err error, fe *FenceError) string {
-		outcome := OutcomeNotWritten
-		if errors.Is(err, store.ErrConflict) {
-			outcome = OutcomeConflict
-		}
-		if aerr := audit(0, outcome, err.Error(), fe); aerr != nil {
-			return fmt.Sprintf(" (audit.log could not record that nothing was written: %v)", aerr)
-		}
-		return unsent()
-	}
-	if o.BeforeSend != nil {
-		o.BeforeSend()
-	}
-	rev, err := op.send(ctx, kvs)
-	if err != nil {
-		var ce *store.BatchConflictError
-		var me *store.BatchMovedError
-		switch {
-		case errors.As(err, &ce), errors.As(err, &me):
-			return nil, fmt.Errorf("%w; nothing of this transaction was written%s", err, notSent(err, nil))
-		case errors.Is(err, store.ErrCrossStore):
-			notSent(err, nil)
-			return nil, fmt.Errorf("%w; nothing of this transaction was written", err)
-		case errors.Is(err, store.ErrTooManyOps):
-			return nil, &TooManyOpsError{Verb: op.verb, Ops: len(batch), Cause: err, Removed: notSent(err, nil)}
-		case errors.Is(err, store.ErrTooLarge):
-			return nil, fmt.Errorf("%s %d %s: %w: %w; nothing of this transaction was written%s", op.verb, len(batch), op.noun, ErrTooLarge, err, notSent(err, nil))
-		}
-		rev, err = op.resolve(ctx, kvs, err)
-		if err != nil {
-			var fe *FenceError
-			errors.As(err, &fe)
-			switch {
-			case errors.Is(err, ErrUncertain):
-				if aerr := audit(0, OutcomeUncertain, "", nil); aerr != nil {
-					err = fmt.Errorf("%w (the audit log could not record it: %v)", err, aerr)
-				}
-			case errors.Is(err, errBatchNotApplied):
-				err = fmt.Errorf("%w%s", err, notSent(err, fe))
-			}
-			return nil, err
-		}
-	}
-	for i := range out {
-		out[i].Revision = rev
-	}
-	if o.AfterSend != nil {
-		o.AfterSend()
-	}
-	if err := audit(rev, OutcomeWritten, "", nil); err != nil {
-		// The writes are made; Execute reports the missing lines.
-		for i := range out {
-			out[i].AuditErr = err
-		}
-	} else {
-		for i := range out {
-			out[i].AuditLog = logPath
-		}
-	}
-	return out, nil
-}
-
-// errBatchNotApplied marks a resolution that established that a
-// transaction whose answer was lost was not applied and never will be.
-var errBatchNotApplied = errors.New("the transaction was not applied")
-
-// resolveDeleteBatch finds out, after a batch of compare-and-deletes
-// failed without an answer, whether it was applied. The transaction
-// deletes all its keys or none, and only while each is at its revision:
-// while one key is still at its revision it has not been applied, and
-// rewriting that key with its own value fences it off for good (nothing
-// deleted: run it again). A re-read alone proves nothing, since the keys
-// are read one by one (the transaction may land between two reads) and a
-// key the transaction deleted may have been created again since; so with
-// no key left at its revision, or a fence that does not land, the outcome
-// is uncertain.
-func resolveDeleteBatch(ctx context.Context, w store.Writer, kvs []store.KeyValue, txnErr error) (int64, error) {
-	what := fmt.Sprintf("delete %d objects (%s … %s)", len(kvs), kvs[0].Key, kvs[len(kvs)-1].Key)
-	uncertain := func(reason string) error {
-		return fmt.Errorf("%s: %w: %s; check them with etcdpvc get, or run the same command again, which finds what is left: %w", what, ErrUncertain, reason, txnErr)
-	}
-	rd, ok := w.(store.Reader)
-	if !ok {
-		return 0, uncertain("the transaction failed without an answer and the store cannot be read back")
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
-	defer cancel()
-	var held *store.KeyValue
-	for _, kv := range kvs {
-		got, err := rd.Get(rctx, kv.Key, 0)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return 0, uncertain(fmt.Sprintf("the transaction's answer was lost and the keys could not be read back (%v)", err))
-		case got.ModRevision == kv.ModRevision && held == nil:
-			held = got
-		}
-	}
-	if held == nil {
-		return 0, uncertain("a re-read shows no key at the revision the transaction compares against: deleted by this transaction (and perhaps created again since), or changed by another client")
-	}
-	frev, err := w.CompareAndSwap(rctx, held.Key, held.ModRevision, held.Value, held.Lease)
-	if err != nil {
-		return 0, uncertain(fmt.Sprintf("%s was still at its revision when read, but fencing the transaction off failed (%v): it may have applied, or may still", held.Key, err))
-	}
-	return 0, &FenceError{Key: held.Key, Revision: frev, Err: fmt.Errorf("%s: the transaction's answer was lost (%v); %s was still at revision %d and was rewritten with its own value at revision %d so that the transaction can no longer apply; run the same command again: %w, nothing of it was deleted",
-		what, txnErr, held.Key, held.ModRevision, frev, errBatchNotApplied)}
-}
-
 // ErrTooManyOps means a transaction held more operations than etcd
 // accepts in one (its --max-txn-ops); nothing of it was written.
 var ErrTooManyOps = errors.New("more operations in one transaction than etcd accepts")
@@ -438,8 +203,6 @@ type TooManyOpsError struct {
 	Verb       string
 	Ops, Asked int
 	Cause      error
-	// Removed says what became of the transaction's backups.
-	Removed string
 }
 
 func (e *TooManyOpsError) Error() string {
@@ -451,8 +214,8 @@ func (e *TooManyOpsError) Error() string {
 	if verb == "" {
 		verb = "create"
 	}
-	return fmt.Sprintf("%s %d objects in one transaction%s: %v: etcd's own --max-txn-ops is below %d (its default is %d); nothing of this transaction was written%s",
-		verb, e.Ops, asked, ErrTooManyOps, e.Ops, store.MaxTxnOps, e.Removed)
+	return fmt.Sprintf("%s %d objects in one transaction%s: %v: etcd's own --max-txn-ops is below %d (its default is %d); nothing of this transaction was written",
+		verb, e.Ops, asked, ErrTooManyOps, e.Ops, store.MaxTxnOps)
 }
 
 // Unwrap returns ErrTooManyOps and the cause.
@@ -461,61 +224,6 @@ func (e *TooManyOpsError) Unwrap() []error { return []error{ErrTooManyOps, e.Cau
 // Hint says what to do.
 func (e *TooManyOpsError) Hint() string {
 	return fmt.Sprintf("lower --max-txn-ops to at most etcd's own --max-txn-ops (%d unless etcd was started with another value) and run the same command again", store.MaxTxnOps)
-}
-
-// resolveBatch finds out, after a batch create failed without an answer,
-// whether it was applied: every key holding its new value means it was;
-// every key absent, while the caller waits, sends it again (the lost
-// transaction and the new one cannot both apply, since each requires every
-// key absent); some created and the rest absent means the transaction
-// landed while the keys were read one by one, and they are read again;
-// anything else is uncertain.
-func resolveBatch(ctx context.Context, w store.Writer, bc store.BatchCreator, kvs []store.KeyValue, txnErr error) (int64, error) {
-	rd, ok := w.(store.Reader)
-	uncertain := func(reason string) error {
-		return fmt.Errorf("create %d objects (%s … %s): %w: %s; check them with etcdpvc get, or run the same command again, which reports what exists: %w",
-			len(kvs), kvs[0].Key, kvs[len(kvs)-1].Key, ErrUncertain, reason, txnErr)
-	}
-	if !ok {
-		return 0, uncertain("the transaction failed without an answer and the store cannot be read back")
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
-	defer cancel()
-	for attempt := 0; attempt < resolveRetries; attempt++ {
-		made, absent := 0, 0
-		var rev int64
-		for _, kv := range kvs {
-			got, err := rd.Get(rctx, kv.Key, 0)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				absent++
-			case err != nil:
-				return 0, uncertain(fmt.Sprintf("the transaction's answer was lost and the keys could not be read back (%v)", err))
-			case bytes.Equal(got.Value, kv.Value):
-				made++
-				rev = got.ModRevision
-			}
-		}
-		switch {
-		case made == len(kvs):
-			return rev, nil
-		case absent == len(kvs) && ctx.Err() == nil:
-			r, err := bc.CreateBatch(rctx, kvs)
-			if err == nil {
-				return r, nil
-			}
-			txnErr = err
-			pauseOrDone(rctx)
-		case made > 0 && made+absent == len(kvs) && attempt < resolveRetries-1:
-			// The keys are read one by one: a transaction that landed
-			// during the read shows some created and the rest absent.
-			// It creates all of them at once, so read them again.
-			continue
-		default:
-			return 0, uncertain(fmt.Sprintf("the transaction's answer was lost; a re-read shows %d of the %d keys created and %d absent; a create cannot be fenced off and may still land", made, len(kvs), absent))
-		}
-	}
-	return 0, uncertain("the transaction's answer was lost and the keys are still absent; a create cannot be fenced off and may still land")
 }
 
 // Records are the records of plan's items as WriteRecoverSet left them

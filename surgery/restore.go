@@ -425,40 +425,6 @@ func (c Planner) rawDiff(key, res string, old []byte, oldRev int64, newValue []b
 	return sb.String()
 }
 
-// resolveDelete resolves a compare-and-delete that failed without an
-// answer (Apply's delete). The lost delete may still reach etcd after any
-// read, so a key found unchanged is fenced: rewritten with its own bytes
-// and lease under the same comparison. Once the fence has landed the
-// delete can no longer apply, and only then is "nothing deleted" said. A
-// key gone, changed, or not fenceable leaves the outcome unknown (an
-// *UncertainError, recorded in the audit log by Apply).
-func resolveDelete(ctx context.Context, w store.Writer, p *Plan, txnErr error) error {
-	uncertain := func(reason string) error {
-		return &UncertainError{Key: p.Key, Object: p.ObjectName(), Expect: p.Expect, Delete: true, Reason: reason, Cause: txnErr}
-	}
-	rd, ok := w.(store.Reader)
-	if !ok {
-		return uncertain(fmt.Sprintf("the delete failed without an answer (%v) and the store cannot be read back", txnErr))
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
-	defer cancel()
-	lost := fmt.Sprintf("the delete's answer was lost (%v)", txnErr)
-	kv, err := readAny(rctx, rd, p.Key)
-	switch {
-	case err == nil && kv.ModRevision == p.Expect:
-		frev, ferr := w.CompareAndSwap(rctx, p.Key, p.Expect, kv.Value, kv.Lease)
-		if ferr == nil {
-			return &FenceError{Key: p.Key, Revision: frev, Err: fmt.Errorf("delete %s: %w; the key was still at revision %d and was rewritten with its own value at revision %d so that the delete can no longer apply: nothing deleted", p.Key, txnErr, p.Expect, frev)}
-		}
-		return uncertain(fmt.Sprintf("%s; the key was still at revision %d, but fencing the delete off failed (%v): it may still apply", lost, p.Expect, ferr))
-	case errors.Is(err, store.ErrNotFound):
-		return uncertain(fmt.Sprintf("%s; a re-read shows the key gone, deleted by this delete or by another client", lost))
-	case err == nil:
-		return uncertain(fmt.Sprintf("%s; a re-read shows the key at revision %d: another client wrote it", lost, kv.ModRevision))
-	}
-	return uncertain(fmt.Sprintf("%s; checking the key failed too (%v): check whether it is still at revision %d", lost, err, p.Expect))
-}
-
 // auditRevision looks in the audit log beside a backup for the write that
 // backup was taken for, and returns the revision that write produced. A
 // write of unknown outcome, or only intended, says nothing of it.

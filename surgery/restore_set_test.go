@@ -139,7 +139,7 @@ func TestRestoreUncertainCreate(t *testing.T) {
 	}
 	rec := res.Record
 	rec.Outcome, rec.ToRevision = OutcomeUncertain, 0
-	if err := appendAudit(dir+"/"+AuditLogName, rec); err != nil {
+	if err := appendAudits(dir+"/"+AuditLogName, []AuditRecord{rec}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := ReadBackup(res.BackupPath)

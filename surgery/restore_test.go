@@ -739,7 +739,7 @@ func TestBackupDirNotAnAttackSurface(t *testing.T) {
 	if data, _ := os.ReadFile(target); string(data) != "precious\n" {
 		t.Fatalf("the link's target was written: %q", data)
 	}
-	if err := appendAudit(filepath.Join(dir, AuditLogName), AuditRecord{Key: "x"}); err == nil {
+	if err := appendAudits(filepath.Join(dir, AuditLogName), []AuditRecord{{Key: "x"}}); err == nil {
 		t.Fatal("appendAudit wrote through a symbolic link")
 	}
 
