@@ -334,3 +334,31 @@ func TestKine(t *testing.T) {
 // holdBeforeSend is the test hook that holds a write between its intent
 // line and its transaction.
 const holdBeforeSend = "ETCDPVC_TEST_HOLD_BEFORE_SEND"
+
+// TestKineTCP reaches kine over its TCP listener, kine alone with no
+// kube-apiserver: doctor names it, get reads a key put through kine's etcd
+// API, and a write with no kube-system namespace to record warns that
+// restore cannot check the cluster, then is undone by its restore.
+func TestKineTCP(t *testing.T) {
+	c := startCluster(t, "kine-tcp", ClusterOptions{Kine: true, KineTCP: true, EtcdOnly: true})
+	if !strings.HasPrefix(c.EtcdURL, "http://127.0.0.1:") {
+		t.Fatalf("kine listens on %s, want a port of 127.0.0.1", c.EtcdURL)
+	}
+	const key = "/registry/configmaps/demo/tcp"
+	c.put(t, key, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"tcp","namespace":"demo","uid":"u-tcp"},"data":{"a":"1"}}`))
+	if r := c.etcdpvc(t, "doctor"); r.code != 0 || !strings.Contains(r.stdout, "kine, not etcd") {
+		t.Errorf("doctor: want exit status 0 and the endpoint named as kine:\n%s", r)
+	}
+	if r := c.etcdpvc(t, "get", "cm", "tcp", "-n", "demo", "-o", "yaml"); r.code != 0 || !strings.Contains(r.stdout, "u-tcp") {
+		t.Errorf("get over kine's TCP listener:\n%s", r)
+	}
+	dir := t.TempDir()
+	r := c.mustEtcdpvc(t, "--verify=never", "label", "cm", "tcp", "-n", "demo", "via=tcp", "--yes", "--backup-dir", dir)
+	if !strings.Contains(r.stderr, "kube-system") {
+		t.Errorf("a write through kine with no kube-system namespace does not say the backup cannot record the cluster:\n%s", r)
+	}
+	c.mustEtcdpvc(t, "--verify=never", "restore", backupPath(t, r), "--yes")
+	if v := c.etcdGet(t, key).Value; strings.Contains(string(v), "via") {
+		t.Errorf("the label is still stored after its restore: %s", v)
+	}
+}
