@@ -20,7 +20,6 @@ type kineTxnError struct{}
 
 func (kineTxnError) Error() string   { return ErrKineTxn.Error() }
 func (kineTxnError) Unwrap() []error { return []error{ErrKineTxn, ErrCrossStore} }
-func (kineTxnError) Hint() string    { return KineTxnHint }
 
 // KineTxnHint is the remedy of ErrKineTxn.
 const KineTxnHint = "kine (k3s's datastore) cannot create or delete several keys all or nothing: recover the objects one by one (etcdpvc recover RESOURCE NAME)"
