@@ -6,8 +6,10 @@
 #   etcd, etcdutl v3.6      pinned by e2e/tools/etcd-3.6/go.mod
 #   etcd, etcdutl v3.5      pinned by e2e/tools/etcd-3.5/go.mod
 #   kube-apiserver          pinned by e2e/tools/kube-apiserver/go.mod
+#   kine                    pinned by e2e/tools/kine/go.mod, with cgo off,
+#                           which selects its pure-Go SQLite driver
 #
-# Arguments name what to build (etcd, etcd-3.6, etcd-3.5, kube-apiserver);
+# Arguments name what to build (etcd, etcd-3.6, etcd-3.5, kube-apiserver, kine);
 # none builds them all. kube-apiserver=DIR builds the kube-apiserver that
 # the wrapper module in DIR pins instead (fixtures/apiserver/capture.sh
 # builds older apiservers so). With --print-dir first, it builds nothing and prints
@@ -92,12 +94,19 @@ kube_apiserver() {
 		k8s.io/kubernetes/cmd/kube-apiserver=kube-apiserver
 }
 
+# kine MODDIR builds the kine MODDIR pins.
+kine() {
+	local dir=$1 ver
+	ver=$(version github.com/k3s-io/kine "$dir/go.mod")
+	build kine "$dir" "$ver" "" github.com/k3s-io/kine=kine
+}
+
 print_dir=0
 if [[ ${1:-} == --print-dir ]]; then
 	print_dir=1
 	shift
 fi
-(($#)) || set -- etcd kube-apiserver etcd-3.6 etcd-3.5
+(($#)) || set -- etcd kube-apiserver kine etcd-3.6 etcd-3.5
 for what in "$@"; do
 	case $what in
 	etcd | etcd-3.*)
@@ -118,6 +127,14 @@ for what in "$@"; do
 			kube_apiserver "$dir"
 		fi
 		;;
-	*) echo "build-servers.sh: unknown server $what (etcd, etcd-3.6, etcd-3.5, kube-apiserver)" >&2; exit 2 ;;
+	kine)
+		dir=$here/tools/kine
+		if ((print_dir)); then
+			echo "$cache/kine-$(version github.com/k3s-io/kine "$dir/go.mod")"
+		else
+			kine "$dir"
+		fi
+		;;
+	*) echo "build-servers.sh: unknown server $what (etcd, etcd-3.6, etcd-3.5, kube-apiserver, kine)" >&2; exit 2 ;;
 	esac
 done

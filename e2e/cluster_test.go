@@ -62,6 +62,11 @@ type ClusterOptions struct {
 	// kube-apiserver, the harness's clients and etcdpvc (--cacert, --cert,
 	// --key) present the pki's etcd client certificate.
 	EtcdTLS bool
+	// Kine runs kine on SQLite instead of etcd, as a single-server k3s
+	// does: its database is Dir/db/state.db and it listens on
+	// Dir/kine.sock, which EtcdURL names as unix://PATH. With KineTCP it
+	// listens on a port of 127.0.0.1 instead.
+	Kine, KineTCP bool
 }
 
 // Cluster is an etcd (one member unless ClusterOptions.EtcdMembers says
@@ -174,6 +179,9 @@ func (c *Cluster) logOnFailure(t *testing.T) {
 }
 
 func (c *Cluster) startEtcd() error {
+	if c.opts.Kine {
+		return c.startKine()
+	}
 	if c.opts.EtcdMembers > 1 {
 		return c.startEtcdMembers(c.opts.EtcdMembers)
 	}

@@ -24,6 +24,7 @@ var captureFixtures = flag.Bool("capture", false, "write the stored bytes and th
 var suite struct {
 	etcd, etcdctl, etcdutl string // binaries built by build-servers.sh
 	kubeAPIServer          string
+	kine                   string
 	etcdpvc                string // built from this checkout
 	tmp                    string // removed when the suite ends
 
@@ -169,6 +170,10 @@ func locateServers() error {
 	if err != nil {
 		return err
 	}
+	kineDir, err := toolDir(root, "kine", "tools/kine", "github.com/k3s-io/kine")
+	if err != nil {
+		return err
+	}
 	for _, b := range []struct {
 		dst *string
 		dir string
@@ -178,6 +183,7 @@ func locateServers() error {
 		{&suite.etcdctl, etcdDir, "etcdctl"},
 		{&suite.etcdutl, etcdDir, "etcdutl"},
 		{&suite.kubeAPIServer, kasDir, "kube-apiserver"},
+		{&suite.kine, kineDir, "kine"},
 	} {
 		p := filepath.Join(b.dir, b.bin)
 		fi, err := os.Stat(p)

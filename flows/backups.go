@@ -39,14 +39,14 @@ func ListBackups(ctx context.Context, s *Session, dir, offline string) ([]Backup
 	if err != nil {
 		return nil, err
 	}
-	liveID := ""
+	liveID, liveUID := "", ""
 	if s != nil {
 		src, err := s.BackupSource(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if src != nil {
-			liveID = src.ClusterID
+			liveID, liveUID = src.ClusterID, src.KubeSystemUID
 		}
 	}
 	rows := make([]BackupRow, 0, len(listed))
@@ -70,6 +70,8 @@ func ListBackups(ctx context.Context, s *Session, dir, offline string) ([]Backup
 			row.Live = "not checked: " + offline
 		case b.ClusterID() != liveID:
 			row.Live = fmt.Sprintf("not checked: taken from etcd cluster ID %q, not the one reached (%q)", b.ClusterID(), liveID)
+		case b.KubeSystemUID() != "" && b.KubeSystemUID() != liveUID:
+			row.Live = fmt.Sprintf("not checked: taken from the cluster whose kube-system namespace uid is %q, not the one reached (%q)", b.KubeSystemUID(), liveUID)
 		default:
 			state, err := surgery.BackupState(ctx, s.Reader, b)
 			if err != nil {

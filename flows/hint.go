@@ -111,6 +111,8 @@ var sentinelHints = []struct {
 	{encryption.ErrNoConfig, "pass --encryption-config with the kube-apiserver's EncryptionConfiguration (or --kubeadm on a control-plane node)"},
 	{verify.ErrRejected, "fix the edit so that the apiserver accepts it; --verify=never writes it anyway, and the apiserver will then likely refuse to update the object"},
 	{verify.ErrCannotVerify, "make the apiserver reachable (--kubeconfig, $KUBECONFIG, --kubeadm), or use --verify=auto to write unverified"},
+	{store.ErrKineUnsupported, "kine keeps its data in a SQL database (k3s: /var/lib/rancher/k3s/server/db/state.db): look at its size and health there; docs/supported-versions.md says what etcdpvc does over kine"},
+	{store.ErrKineTxn, store.KineTxnHint},
 	{store.ErrConflict, "re-run the command: it reads the object again and shows a new diff"},
 	{surgery.ErrUncertain, "the write may or may not have been applied: read the object again (etcdpvc get) and compare it with the backup before doing anything else"},
 	{surgery.ErrBackupDirUnwritable, "nothing was sent: every write keeps a backup first; give --backup-dir DIR on a writable file system (in a pod, an emptyDir volume), or set $XDG_STATE_HOME"},

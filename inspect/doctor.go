@@ -241,8 +241,16 @@ func Doctor(ctx context.Context, r *DoctorReport, in DoctorInputs) {
 	}
 }
 
-// checkCluster reports a live etcd's members and each endpoint's health.
+// kineDetector tells whether the endpoints are kine (store.Etcd).
+type kineDetector interface{ Kine() bool }
+
+// checkCluster reports a live etcd's members and each endpoint's health,
+// or that the endpoints are kine.
 func checkCluster(ctx context.Context, r *DoctorReport, cl store.Cluster) {
+	if k, ok := cl.(kineDetector); ok && k.Kine() {
+		checkKine(ctx, r, cl)
+		return
+	}
 	members, err := cl.MemberList(ctx)
 	if err != nil {
 		r.Add(CheckFail, "members", "%v", err)
@@ -293,6 +301,19 @@ func checkCluster(ctx context.Context, r *DoctorReport, cl store.Cluster) {
 	checkAlarms(ctx, r, cl)
 	if mh, ok := cl.(memberHasher); ok {
 		checkMemberHashes(ctx, r, mh)
+	}
+}
+
+// checkKine reports endpoints that are kine: the etcd API served from a
+// SQL table, with no members, raft, alarms or hashes to check.
+func checkKine(ctx context.Context, r *DoctorReport, cl store.Cluster) {
+	r.Add(CheckWarn, "members", "kine, not etcd: the etcd API served from a SQL database (k3s's datastore); no members, leader, alarms or hashes to check, and a write of several keys is not all or nothing (docs/supported-versions.md)")
+	for _, st := range cl.Status(ctx) {
+		if st.Err != nil {
+			r.Add(CheckFail, "health", "%s: %v", st.Endpoint, st.Err)
+			continue
+		}
+		r.Add(CheckOK, "health", "%s: kine emulating etcd %s, db %s", st.Endpoint, st.Version, HumanBytes(st.DBSize))
 	}
 }
 

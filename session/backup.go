@@ -12,8 +12,9 @@ import (
 // went, so that restore can reach it again: the connection (paths made
 // absolute, so the record works from any directory), the prefix, the
 // encryption config, --kubeadm and its manifests directory, and etcd's
-// cluster ID. When the cluster ID cannot be read, the source is returned
-// without it, with the store's error.
+// cluster ID, or for kine, which has none, the kube-system namespace's
+// uid. When that cannot be read, the source is returned without it, with
+// the store's error.
 func (s *Session) BackupSource(ctx context.Context) (*surgery.Source, error) {
 	o := s.Options
 	src := &surgery.Source{
@@ -29,6 +30,13 @@ func (s *Session) BackupSource(ctx context.Context) (*surgery.Source, error) {
 		src.ManifestsDir = absPath(o.ManifestsDir)
 	}
 	if cl, ok := store.AsCluster(s.Reader); ok {
+		if k, ok := cl.(interface{ Kine() bool }); ok && k.Kine() {
+			// kine has no cluster ID: the kube-system namespace's uid
+			// names the cluster instead.
+			uid, err := s.Planner.KubeSystemUID(ctx, s.Reader)
+			src.KubeSystemUID = uid
+			return src, err
+		}
 		id, err := cl.ClusterID(ctx)
 		if err != nil {
 			return src, err

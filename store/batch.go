@@ -89,6 +89,9 @@ func (e *Etcd) CreateBatch(ctx context.Context, kvs []KeyValue) (int64, error) {
 		return 0, errors.New("create batch: no keys")
 	}
 	op := fmt.Sprintf("create %d keys in one transaction (%s … %s)", len(kvs), kvs[0].Key, kvs[len(kvs)-1].Key)
+	if e.Kine() {
+		return 0, fmt.Errorf("%s: %w; nothing sent", op, kineTxnError{})
+	}
 	cmps := make([]clientv3.Cmp, len(kvs))
 	puts := make([]clientv3.Op, len(kvs))
 	gets := make([]clientv3.Op, len(kvs))
@@ -207,6 +210,9 @@ func (e *Etcd) DeleteBatch(ctx context.Context, kvs []KeyValue) (int64, error) {
 		return 0, errors.New("delete batch: no keys")
 	}
 	op := fmt.Sprintf("delete %d keys in one transaction (%s … %s)", len(kvs), kvs[0].Key, kvs[len(kvs)-1].Key)
+	if e.Kine() && len(kvs) > 1 {
+		return 0, fmt.Errorf("%s: %w; nothing sent", op, kineTxnError{})
+	}
 	cmps := make([]clientv3.Cmp, len(kvs))
 	dels := make([]clientv3.Op, len(kvs))
 	gets := make([]clientv3.Op, len(kvs))

@@ -103,6 +103,8 @@ type Etcd struct {
 	read     []clientv3.OpOption // consistency options of every read
 	// clusterID is the cluster ID in the header of the connection probe.
 	clusterID atomic.Uint64
+	// kine is set when the endpoints are kine (detectKine).
+	kine atomic.Bool
 	// mu guards members: a client of each member, opened on first use
 	// (memberConns).
 	mu      sync.Mutex
@@ -175,6 +177,9 @@ func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	}
 	if probe != nil && probe.Header != nil {
 		e.clusterID.Store(probe.Header.ClusterId)
+		if probe.Header.ClusterId == 0 {
+			e.detectKine(pctx)
+		}
 	}
 	return e, nil
 }

@@ -17,6 +17,9 @@ type Alarm struct {
 
 // Alarms lists the alarms raised in the cluster.
 func (e *Etcd) Alarms(ctx context.Context) ([]Alarm, error) {
+	if err := e.kineRefuses("alarm list"); err != nil {
+		return nil, err
+	}
 	var resp *clientv3.AlarmResponse
 	err := e.rpc(ctx, func(ctx context.Context) error {
 		var err error
@@ -61,6 +64,9 @@ func (e *Etcd) Compact(ctx context.Context, rev int64) error {
 // it runs. It is not bounded by CommandTimeout; ctx bounds the wait, and a
 // cancelled wait leaves etcd to finish the defragmentation on its own.
 func (e *Etcd) Defragment(ctx context.Context, ep string) error {
+	if err := e.kineRefuses("defragment " + ep); err != nil {
+		return err
+	}
 	if _, err := e.cli.Defragment(ctx, ep); err != nil {
 		return rpcError("defragment "+ep, err)
 	}

@@ -400,6 +400,12 @@ func keyValue(kv *mvccpb.KeyValue, withValue bool) *KeyValue {
 		Version:        kv.Version,
 		Lease:          kv.Lease,
 	}
+	if out.Version == 0 && out.CreateRevision != 0 && out.CreateRevision == out.ModRevision {
+		// kine counts no versions: every key it serves has Version 0.
+		// One not written since its creation has Version 1, as etcd
+		// would say; the others keep 0, a count not known.
+		out.Version = 1
+	}
 	if withValue {
 		out.Value = kv.Value
 		if out.Value == nil {

@@ -120,6 +120,9 @@ func (b *Bolt) HashKVGroups(ctx context.Context, rev int64, group func(key []byt
 // to answer, so the call is bounded by the command timeout or
 // hashKVTimeout, whichever is longer.
 func (e *Etcd) HashKV(ctx context.Context, rev int64) (HashKV, error) {
+	if err := e.kineRefuses("hashkv"); err != nil {
+		return HashKV{}, err
+	}
 	if len(e.cfg.Endpoints) != 1 {
 		return HashKV{}, fmt.Errorf("hashkv: %d endpoints: a hash is one member's, open one endpoint", len(e.cfg.Endpoints))
 	}

@@ -125,6 +125,9 @@ func parseLease(v []byte) (LeaseInfo, error) {
 
 // Leases lists the leases etcd holds (etcd's LeaseLeases), without TTLs.
 func (e *Etcd) Leases(ctx context.Context) ([]LeaseInfo, error) {
+	if err := e.kineRefuses("lease list"); err != nil {
+		return nil, err
+	}
 	var resp *clientv3.LeaseLeasesResponse
 	err := e.rpc(ctx, func(ctx context.Context) error {
 		var err error

@@ -11,6 +11,9 @@
 //     the key is deleted and created again).
 //   - A delete writes a tombstone. After a delete the key no longer exists;
 //     a later put starts a new incarnation with Version 1.
+//   - kine, which serves the etcd API from a SQL table, counts no versions:
+//     a key it serves has Version 1 while its ModRevision is its
+//     CreateRevision, and 0, a count not known, once written since.
 //   - Compaction discards every revision older than the compaction revision,
 //     except the newest revision of each live key.
 //   - A key may be attached to a lease; a put without the lease detaches it,

@@ -46,6 +46,10 @@ type Source struct {
 	ManifestsDir string `json:"manifestsDir,omitempty"`
 	// EncryptionConfig is the EncryptionConfiguration file in use.
 	EncryptionConfig string `json:"encryptionConfig,omitempty"`
+	// KubeSystemUID is the uid of the kube-system namespace, recorded
+	// when the store has no cluster ID (kine): restore compares it with
+	// the one it reads. Empty otherwise.
+	KubeSystemUID string `json:"kubeSystemUID,omitempty"`
 }
 
 // Backup is a backup file: the key as it was before a write, and digests of
@@ -130,6 +134,15 @@ func (b *Backup) ClusterID() string {
 	return b.Source.ClusterID
 }
 
+// KubeSystemUID returns the kube-system namespace uid the backup records,
+// or "".
+func (b *Backup) KubeSystemUID() string {
+	if b.Source == nil {
+		return ""
+	}
+	return b.Source.KubeSystemUID
+}
+
 // FormatClusterID formats an etcd cluster ID as etcdctl prints it.
 func FormatClusterID(id uint64) string {
 	if id == 0 {
@@ -152,7 +165,10 @@ func backupDigest(b *Backup) string {
 		SHA256         string `json:"sha256"`
 		NewSHA256      string `json:"newSha256"`
 		ClusterID      string `json:"clusterID"`
-	}{b.Key, b.Absent, b.ModRevision, b.CreateRevision, b.KeyVersion, b.Lease, b.SHA256, b.NewSHA256, b.ClusterID()}
+		// Omitted when empty, so that the digests of backups taken
+		// before it was recorded stay the same.
+		KubeSystemUID string `json:"kubeSystemUID,omitempty"`
+	}{b.Key, b.Absent, b.ModRevision, b.CreateRevision, b.KeyVersion, b.Lease, b.SHA256, b.NewSHA256, b.ClusterID(), b.KubeSystemUID()}
 	data, _ := json.Marshal(covered) // strings, bools and integers: cannot fail
 	if b.Version >= 3 {
 		// The operation id is appended after the version-2 fields.

@@ -35,16 +35,13 @@ type OtherClusterError struct {
 	// read) and LiveEndpoints how it was reached.
 	Recorded, Live                   string
 	RecordedEndpoints, LiveEndpoints []string
+	// Identity names what Recorded and Live are: "" for an etcd cluster
+	// ID, or the kube-system namespace uid a backup taken through kine
+	// records.
+	Identity string
 }
 
-func (e *OtherClusterError) Error() string {
-	live := "an unknown cluster ID"
-	if e.Live != "" {
-		live = "cluster ID " + e.Live
-	}
-	return fmt.Sprintf("backup %s was taken from etcd cluster ID %s (endpoints %s), but the etcd reached at %s has %s",
-		e.Backup, e.Recorded, strings.Join(e.RecordedEndpoints, ","), strings.Join(e.LiveEndpoints, ","), live)
-}
+func (e *OtherClusterError) Error() string { return otherClusterText(e) }
 
 // Is reports whether target is ErrOtherCluster.
 func (e *OtherClusterError) Is(target error) bool { return target == ErrOtherCluster }
@@ -56,14 +53,17 @@ type clusterReader interface {
 }
 
 // checkCluster compares the cluster a backup records with the one r
-// reaches. A mismatch (or a live cluster ID that cannot be read) is an
+// reaches, or the kube-system namespace uids when the backup records one
+// instead (kine). A mismatch (or a live identity that cannot be read) is an
 // *OtherClusterError unless force, then a warning.
-func checkCluster(ctx context.Context, r store.Reader, b *Backup, force bool) ([]string, error) {
+func (c Planner) checkCluster(ctx context.Context, r store.Reader, b *Backup, force bool) ([]string, error) {
 	recorded := b.ClusterID()
 	cr, live := r.(clusterReader)
 	switch {
+	case recorded == "" && b.KubeSystemUID() != "":
+		return c.checkKubeSystem(ctx, r, b, force)
 	case recorded == "" && b.Version >= 2:
-		return []string{fmt.Sprintf("backup %s records no etcd cluster ID; restore cannot check that this is the cluster it was taken from", filepath.Base(b.Path))}, nil
+		return []string{noIdentityWarning(b)}, nil
 	case recorded == "":
 		return nil, nil // version 1: ReadBackup's warning says it
 	case !live:
@@ -121,7 +121,7 @@ func (c Planner) PlanRestore(ctx context.Context, r store.Reader, b *Backup, for
 		return nil, fmt.Errorf("%s: %w; nothing written", what, err)
 	}
 	warnings := append([]string(nil), b.Warnings...)
-	cw, err := checkCluster(ctx, r, b, force)
+	cw, err := c.checkCluster(ctx, r, b, force)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w; nothing written", what, err)
 	}
@@ -289,10 +289,13 @@ func (c Planner) planUncreate(ctx context.Context, r store.Reader, b *Backup, fo
 		changed = append(changed, "it holds other bytes than etcdpvc created")
 	}
 	switch rev, ok := auditRevision(b); {
-	case same && kv.Version != 1 && auditFence(b, kv):
+	case same && kv.ModRevision != kv.CreateRevision && auditFence(b, kv):
 		// Rewritten with its own bytes by etcdpvc itself: a fence.
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s is at revision %d, where etcdpvc rewrote it with its own bytes so that a delete whose answer was lost could not apply (audit.log records the fence): not a change by someone else", b.Key, kv.ModRevision))
-	case kv.Version != 1:
+	case kv.ModRevision != kv.CreateRevision && kv.Version == 0:
+		// kine counts no versions.
+		changed = append(changed, fmt.Sprintf("it was written since it was created (at revision %d, now at revision %d)", kv.CreateRevision, kv.ModRevision))
+	case kv.ModRevision != kv.CreateRevision:
 		changed = append(changed, fmt.Sprintf("it was written %d times since it was created", kv.Version-1))
 	case ok && (kv.CreateRevision != rev || kv.ModRevision != rev):
 		changed = append(changed, fmt.Sprintf("it was created at revision %d and is at revision %d, not at revision %d as the audit log records", kv.CreateRevision, kv.ModRevision, rev))
