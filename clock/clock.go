@@ -53,6 +53,7 @@
 package clock
 
 import (
+	"encoding/json"
 	"sort"
 	"time"
 
@@ -75,10 +76,16 @@ type Write struct {
 	Index uint64
 	Key   string
 	// Deleted: the write deleted the key. Created: it created it (a put of
-	// version 1). Read: Times were read from the value (false: the value
-	// could not be read, or is not an object).
-	Deleted, Created, Read bool
-	Times                  codec.Times
+	// version 1).
+	Deleted, Created bool
+	// NotApplied: the write left the key as it was (its transaction took
+	// the other branch); Unknown: whether it changed the key is not
+	// established. Its entry is still in the log, after its stamps.
+	NotApplied, Unknown bool
+	// Read: Times were read from the value (false: the value could not be
+	// read, or is not an object).
+	Read  bool
+	Times codec.Times
 }
 
 type stamp struct {
@@ -102,31 +109,38 @@ func NewBuilder() *Builder { return &Builder{prev: map[string]codec.Times{}} }
 // Add takes one write; writes are added in log order.
 func (b *Builder) Add(w Write) {
 	b.writes++
-	if w.Deleted {
+	prev, known := b.prev[w.Key]
+	switch {
+	case w.Unknown || !w.NotApplied && (w.Deleted || !w.Read):
 		delete(b.prev, w.Key)
+	case !w.NotApplied:
+		b.prev[w.Key] = w.Times
+	}
+	if w.Deleted {
 		return
 	}
 	if !w.Read {
 		b.unreadable++
-		delete(b.prev, w.Key)
 		return
 	}
+	b.stampsOf(w, prev, known)
+}
+
+// stampsOf adds the stamps of a write's value (see the package comment):
+// prev is the key's previous value's times, when known.
+func (b *Builder) stampsOf(w Write, prev codec.Times, known bool) {
 	t := w.Times
-	prev, known := b.prev[w.Key]
-	b.prev[w.Key] = t
 	api := t.Managed
 	if t.Created.After(api) {
 		api = t.Created
 	}
 	if !api.IsZero() {
-		s := stamp{index: w.Index, at: api, upper: -1, writer: APIServer}
 		if !t.Managed.IsZero() && (w.Created || known && t.Managed.After(prev.Managed)) {
-			s.at, s.upper = t.Managed, time.Second+Allowance
-			if api.After(t.Managed) {
-				b.stamps = append(b.stamps, stamp{index: w.Index, at: api, upper: -1, writer: APIServer})
-			}
+			b.stamps = append(b.stamps, stamp{index: w.Index, at: t.Managed, upper: time.Second + Allowance, writer: APIServer})
 		}
-		b.stamps = append(b.stamps, s)
+		if api.After(t.Managed) || !(w.Created || known && t.Managed.After(prev.Managed)) {
+			b.stamps = append(b.stamps, stamp{index: w.Index, at: api, upper: -1, writer: APIServer})
+		}
 	}
 	if !t.Renew.IsZero() {
 		s := stamp{index: w.Index, at: t.Renew, upper: -1, writer: "lease holder " + t.Holder}
@@ -175,7 +189,7 @@ type Clock struct {
 	// not be read, Stamps the times used, Outliers those left out alone
 	// because they lie more than Skew from the others around them.
 	Writes, Unreadable, Stamps, Outliers int
-	Skewed                     []Skewed
+	Skewed                               []Skewed
 
 	index []uint64
 	lower []time.Time // lower[i]: the newest stamp at or before index[i]
@@ -264,4 +278,21 @@ func (c *Clock) LastBefore(t time.Time, indexes []uint64) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// MarshalJSON gives the bounds as RFC 3339 (null where unknown) and
+// whether the clocks disagree there.
+func (i Interval) MarshalJSON() ([]byte, error) {
+	bound := func(t time.Time) *string {
+		if t.IsZero() {
+			return nil
+		}
+		s := t.UTC().Format(time.RFC3339Nano)
+		return &s
+	}
+	return json.Marshal(struct {
+		Earliest *string `json:"earliest"`
+		Latest   *string `json:"latest"`
+		Disagree bool    `json:"clocksDisagree,omitempty"`
+	}{bound(i.Earliest), bound(i.Latest), i.Disagree})
 }

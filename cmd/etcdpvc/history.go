@@ -42,7 +42,7 @@ etcdpvc --db snapshot.db history cm web-config -n demo -o json`,
 				return err
 			}
 			return readObject(e, in, func(s *cliSession, ref resource.Ref) error {
-				return s.History(e.ctx, e.stdout, ref, output, showSecrets)
+				return s.History(e.ctx, e.stdout, ref, output, showSecrets, e.now())
 			})
 		},
 	}
