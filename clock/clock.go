@@ -54,6 +54,7 @@ package clock
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"time"
 
@@ -95,63 +96,32 @@ type stamp struct {
 	writer string
 }
 
-// Builder collects a log's writes, in log order, into a Clock.
-type Builder struct {
-	stamps     []stamp
-	prev       map[string]codec.Times
-	writes     int
-	unreadable int
-}
-
-// NewBuilder returns an empty Builder.
-func NewBuilder() *Builder { return &Builder{prev: map[string]codec.Times{}} }
-
-// Add takes one write; writes are added in log order.
-func (b *Builder) Add(w Write) {
-	b.writes++
-	prev, known := b.prev[w.Key]
-	switch {
-	case w.Unknown || !w.NotApplied && (w.Deleted || !w.Read):
-		delete(b.prev, w.Key)
-	case !w.NotApplied:
-		b.prev[w.Key] = w.Times
+// stampsOf returns the stamps of a write's value (see the package
+// comment): prev is the key's previous value's times, when known.
+func stampsOf(w Write, prev codec.Times, known bool) []stamp {
+	if w.Deleted || !w.Read {
+		return nil
 	}
-	if w.Deleted {
-		return
-	}
-	if !w.Read {
-		b.unreadable++
-		return
-	}
-	b.stampsOf(w, prev, known)
-}
-
-// stampsOf adds the stamps of a write's value (see the package comment):
-// prev is the key's previous value's times, when known.
-func (b *Builder) stampsOf(w Write, prev codec.Times, known bool) {
+	var out []stamp
 	t := w.Times
-	api := t.Managed
-	if t.Created.After(api) {
-		api = t.Created
+	stamped := !t.Managed.IsZero() && (w.Created || known && t.Managed.After(prev.Managed))
+	if stamped {
+		out = append(out, stamp{index: w.Index, at: t.Managed, upper: time.Second + Allowance, writer: APIServer})
 	}
-	if !api.IsZero() {
-		if !t.Managed.IsZero() && (w.Created || known && t.Managed.After(prev.Managed)) {
-			b.stamps = append(b.stamps, stamp{index: w.Index, at: t.Managed, upper: time.Second + Allowance, writer: APIServer})
-		}
-		if api.After(t.Managed) || !(w.Created || known && t.Managed.After(prev.Managed)) {
-			b.stamps = append(b.stamps, stamp{index: w.Index, at: api, upper: -1, writer: APIServer})
-		}
+	if api := newer(t.Managed, t.Created); !api.IsZero() && (!stamped || api.After(t.Managed)) {
+		out = append(out, stamp{index: w.Index, at: api, upper: -1, writer: APIServer})
 	}
 	if !t.Renew.IsZero() {
 		s := stamp{index: w.Index, at: t.Renew, upper: -1, writer: "lease holder " + t.Holder}
 		if w.Created || known && !t.Renew.Equal(prev.Renew) {
 			s.upper = Allowance
 		}
-		b.stamps = append(b.stamps, s)
+		out = append(out, s)
 	}
 	if !t.Reported.IsZero() {
-		b.stamps = append(b.stamps, stamp{index: w.Index, at: t.Reported, upper: -1, writer: "event reporter " + t.Reporter})
+		out = append(out, stamp{index: w.Index, at: t.Reported, upper: -1, writer: "event reporter " + t.Reporter})
 	}
+	return out
 }
 
 // Interval is when an entry happened: no earlier than Earliest, no later
@@ -183,39 +153,132 @@ type Skewed struct {
 	Stamps int           `json:"stamps"`
 }
 
+// Source is a log's writes in log order, read on demand.
+type Source interface {
+	// Len is how many writes the log holds.
+	Len() int
+	// Index is the raft index of write i, read without its value.
+	Index(i int) uint64
+	// Write is write i with its value's times.
+	Write(i int) Write
+	// Before is the write of the same key just before write i (false: i
+	// is its first in the log).
+	Before(i int) (int, bool)
+}
+
+// Sample is how many writes, evenly spread, a Clock reads of a longer log
+// to place every entry; around an entry whose interval that leaves wider
+// than Refine, it reads the writes nearest to it.
+const Sample = 4096
+
+// Refine is the widest interval the sample gives that is not narrowed by
+// reading the writes nearest to the entry.
+const Refine = 4 * time.Second
+
+// refineReach is how many writes on each side of an entry are read to
+// narrow its interval.
+const refineReach = 16
+
 // Clock is the interval of every raft index of a log.
 type Clock struct {
-	// Writes counts the writes read, Unreadable those whose value could
+	// Writes counts the writes sampled, Unreadable those whose value could
 	// not be read, Stamps the times used, Outliers those left out alone
 	// because they lie more than Skew from the others around them.
 	Writes, Unreadable, Stamps, Outliers int
-	Skewed                               []Skewed
+	// Sampled is true when the log holds more than Sample writes.
+	Sampled bool
+	Skewed  []Skewed
 
-	index []uint64
-	lower []time.Time // lower[i]: the newest stamp at or before index[i]
-	upper []time.Time // upper[i]: the oldest upper bound at or after index[i]
+	src     Source
+	skewed  map[string]bool
+	cache   map[int]Write
+	index   []uint64
+	lower   []time.Time // lower[i]: the newest stamp at or before index[i]
+	upper   []time.Time // upper[i]: the oldest upper bound at or after index[i]
+	refined map[uint64]Interval
 }
 
-// Clock builds the Clock of the writes added.
-func (b *Builder) Clock() *Clock {
-	c := &Clock{Writes: b.writes, Unreadable: b.unreadable}
-	kept := b.stamps
+// New reads src's writes (all of them, or Sample of a longer log) into a
+// Clock.
+func New(src Source) *Clock {
+	c := &Clock{src: src, skewed: map[string]bool{}, cache: map[int]Write{}, refined: map[uint64]Interval{}}
+	n := src.Len()
+	stride := 1
+	if n > Sample {
+		stride, c.Sampled = (n+Sample-1)/Sample, true
+	}
+	var stamps []stamp
+	for i := 0; i < n; i += stride {
+		w := c.write(i)
+		c.Writes++
+		if !w.Deleted && !w.Read {
+			c.Unreadable++
+		}
+		stamps = append(stamps, c.stamps(i, w)...)
+	}
 	for {
-		s, ok := worstWriter(kept)
+		s, ok := worstWriter(stamps)
 		if !ok {
 			break
 		}
-		c.Skewed = append(c.Skewed, s)
-		var next []stamp
-		for _, st := range kept {
-			if st.writer != s.Writer {
-				next = append(next, st)
-			}
-		}
-		kept = next
+		c.Skewed, c.skewed[s.Writer] = append(c.Skewed, s), true
+		stamps = slices.DeleteFunc(stamps, func(st stamp) bool { return st.writer == s.Writer })
 	}
-	kept, c.Outliers = withoutOutliers(kept)
-	c.Stamps = len(kept)
+	stamps, c.Outliers = withoutOutliers(stamps)
+	c.Stamps = len(stamps)
+	c.bounds(stamps)
+	return c
+}
+
+// write is write i, read once.
+func (c *Clock) write(i int) Write {
+	if w, ok := c.cache[i]; ok {
+		return w
+	}
+	w := c.src.Write(i)
+	c.cache[i] = w
+	return w
+}
+
+// stamps are write i's stamps, its key's previous value read where one
+// could tell a time this write set.
+func (c *Clock) stamps(i int, w Write) []stamp {
+	if w.Deleted || !w.Read {
+		return nil
+	}
+	var prev codec.Times
+	known := false
+	if !w.Created && (!w.Times.Managed.IsZero() || !w.Times.Renew.IsZero()) {
+		prev, known = c.previous(i)
+	}
+	return stampsOf(w, prev, known)
+}
+
+// previous is the times of the value write i's key held before it: that
+// of the last write before it that changed the key; false when that is
+// not known (none in the log, one whose outcome is not established, a
+// deletion, a value not read).
+func (c *Clock) previous(i int) (codec.Times, bool) {
+	for range refineReach {
+		j, ok := c.src.Before(i)
+		if !ok {
+			return codec.Times{}, false
+		}
+		w := c.write(j)
+		switch {
+		case w.NotApplied:
+			i = j
+			continue
+		case w.Unknown || w.Deleted || !w.Read:
+			return codec.Times{}, false
+		}
+		return w.Times, true
+	}
+	return codec.Times{}, false
+}
+
+// bounds sets the clock's index, lower and upper from the stamps kept.
+func (c *Clock) bounds(kept []stamp) {
 	sort.SliceStable(kept, func(i, j int) bool { return kept[i].index < kept[j].index })
 	for _, s := range kept {
 		n := len(c.index)
@@ -225,9 +288,7 @@ func (b *Builder) Clock() *Clock {
 			c.upper = append(c.upper, time.Time{})
 			n++
 		}
-		if s.at.After(c.lower[n-1]) {
-			c.lower[n-1] = s.at
-		}
+		c.lower[n-1] = newer(c.lower[n-1], s.at)
 		if s.upper >= 0 {
 			if u := s.at.Add(s.upper); c.upper[n-1].IsZero() || u.Before(c.upper[n-1]) {
 				c.upper[n-1] = u
@@ -235,25 +296,39 @@ func (b *Builder) Clock() *Clock {
 		}
 	}
 	for i := 1; i < len(c.lower); i++ {
-		if c.lower[i].Before(c.lower[i-1]) {
-			c.lower[i] = c.lower[i-1]
-		}
+		c.lower[i] = newer(c.lower[i], c.lower[i-1])
 	}
 	for i := len(c.upper) - 2; i >= 0; i-- {
 		if u := c.upper[i+1]; !u.IsZero() && (c.upper[i].IsZero() || u.Before(c.upper[i])) {
 			c.upper[i] = u
 		}
 	}
-	return c
 }
 
 // At is the interval of raft index index: the newest stamp at or before
-// it, the oldest upper bound at or after it.
+// it, the oldest upper bound at or after it, among the writes sampled and,
+// where that is wider than Refine, the writes nearest to it.
 func (c *Clock) At(index uint64) Interval {
-	var iv Interval
 	if c == nil {
-		return iv
+		return Interval{}
 	}
+	iv := c.sampled(index)
+	if c.Sampled && (!iv.Known() || iv.Width() > Refine) {
+		if r, ok := c.refined[index]; ok {
+			return r
+		}
+		iv = c.refine(index, iv)
+		c.refined[index] = iv
+	}
+	if iv.Known() && iv.Latest.Before(iv.Earliest) {
+		iv.Earliest, iv.Latest, iv.Disagree = iv.Latest, iv.Earliest, true
+	}
+	return iv
+}
+
+// sampled is index's interval among the sampled writes.
+func (c *Clock) sampled(index uint64) Interval {
+	var iv Interval
 	i := sort.Search(len(c.index), func(i int) bool { return c.index[i] > index })
 	if i > 0 {
 		iv.Earliest = c.lower[i-1]
@@ -262,22 +337,77 @@ func (c *Clock) At(index uint64) Interval {
 	if j < len(c.index) {
 		iv.Latest = c.upper[j]
 	}
-	if iv.Known() && iv.Latest.Before(iv.Earliest) {
-		iv.Earliest, iv.Latest, iv.Disagree = iv.Latest, iv.Earliest, true
+	return iv
+}
+
+// refine narrows iv, index's interval among the sampled writes, with the
+// stamps of the writes nearest to index: up to refineReach on each side,
+// until one bounds it. A stamp of a writer named skewed is not used, nor
+// one more than Skew past the interval it would narrow.
+func (c *Clock) refine(index uint64, iv Interval) Interval {
+	n := c.src.Len()
+	p := sort.Search(n, func(i int) bool { return c.src.Index(i) >= index })
+	usable := func(s stamp) bool { return !c.skewed[s.writer] }
+	for j := p - 1; j >= 0 && j >= p-refineReach; j-- {
+		found := false
+		for _, s := range c.stamps(j, c.write(j)) {
+			if !usable(s) || !iv.Latest.IsZero() && s.at.After(iv.Latest.Add(Skew)) {
+				continue
+			}
+			iv.Earliest, found = newer(iv.Earliest, s.at), true
+		}
+		if found {
+			break
+		}
+	}
+	for j := p; j < n && j < p+refineReach; j++ {
+		found := false
+		for _, s := range c.stamps(j, c.write(j)) {
+			u := s.at.Add(s.upper)
+			if !usable(s) || s.upper < 0 || !iv.Earliest.IsZero() && u.Before(iv.Earliest.Add(-Skew)) {
+				continue
+			}
+			if iv.Latest.IsZero() || u.Before(iv.Latest) {
+				iv.Latest = u
+			}
+			if s.index == index && (iv.Latest.IsZero() || !s.at.After(iv.Latest.Add(Skew))) {
+				iv.Earliest = newer(iv.Earliest, s.at)
+			}
+			found = true
+		}
+		if found {
+			break
+		}
 	}
 	return iv
 }
 
-// LastBefore is the last raft index of the log whose interval ends
+// LastBefore is the last of indexes (ascending) whose interval ends
 // before t (certainly before t, by the writers' clocks), and false when
-// no index is. Indexes holds the candidates, ascending.
+// none does. An entry before one certainly before t is too: the sampled
+// intervals find the last one, then the entries after it whose interval
+// reading their neighbours may narrow are tried in turn.
 func (c *Clock) LastBefore(t time.Time, indexes []uint64) (uint64, bool) {
-	for i := len(indexes) - 1; i >= 0; i-- {
-		if iv := c.At(indexes[i]); iv.Known() && iv.Latest.Before(t) {
-			return indexes[i], true
+	before := func(iv Interval) bool { return !iv.Latest.IsZero() && iv.Latest.Before(t) }
+	i := sort.Search(len(indexes), func(i int) bool { return !before(c.sampled(indexes[i])) })
+	for ; i < len(indexes); i++ {
+		iv := c.sampled(indexes[i])
+		if !iv.Earliest.IsZero() && !iv.Earliest.Before(t) || !before(c.At(indexes[i])) {
+			break
 		}
 	}
-	return 0, false
+	if i == 0 {
+		return 0, false
+	}
+	return indexes[i-1], true
+}
+
+// newer is the later of a and b.
+func newer(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // MarshalJSON gives the bounds as RFC 3339 (null where unknown) and

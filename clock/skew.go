@@ -15,9 +15,8 @@ const skewReach = 512
 
 // offsets says, for each stamp, how far it lies from the median of the
 // other writers' now-stamps (those with an upper bound) around it, and
-// whether it has such neighbours. A stamp that bounds only what follows
-// may be old by right (a time a value carries unchanged): only how far it
-// is ahead counts.
+// whether it tells: a stamp that bounds only what follows may be old by
+// right (a time a value carries unchanged), so only one ahead tells.
 func offsets(stamps []stamp) ([]time.Duration, []bool) {
 	off, has := make([]time.Duration, len(stamps)), make([]bool, len(stamps))
 	near := make([]time.Time, 0, 2*skewNeighbours)
@@ -37,8 +36,10 @@ func offsets(stamps []stamp) ([]time.Duration, []bool) {
 		}
 		slices.SortFunc(near, func(a, b time.Time) int { return a.Compare(b) })
 		off[i], has[i] = s.at.Sub(near[len(near)/2]), true
-		if s.upper < 0 && off[i] < 0 {
-			off[i] = 0
+		if s.upper < 0 && off[i] <= 0 {
+			// An old time carried unchanged tells nothing of its
+			// writer's clock.
+			off[i], has[i] = 0, false
 		}
 	}
 	return off, has

@@ -12,35 +12,68 @@ import (
 	"github.com/etcdpvc/etcdpvc/store/wal"
 )
 
-// Clock reads the session's log into a clock.Clock: every write's value
-// decrypted as every read is and its times read (codec.ReadTimes: a
-// Secret's metadata only). Values a KMS plugin encrypts are not read for
-// it (a call per write to a plugin that may not answer): they count as
-// unreadable. nil without --wal.
+// Clock reads the session's log into a clock.Clock (nil without --wal):
+// each write read is decrypted as every read is and its times read
+// (codec.ReadTimes: a Secret's metadata only). Values a KMS plugin
+// encrypts are not read for it (a call per write to a plugin that may not
+// answer): they count as unreadable.
 func (s *Session) Clock(ctx context.Context) (*clock.Clock, error) {
 	if s.WAL == nil {
 		return nil, nil
 	}
-	b := clock.NewBuilder()
-	err := s.WAL.WritesInOrder(ctx, false, func(kw wal.KeyWrite) error {
-		kv := kw.Event.KV
-		w := clock.Write{Index: kw.Entry.Index, Key: kv.Key, Deleted: kw.Event.Deleted, Created: kv.Version == 1,
-			NotApplied: kw.Entry.Outcome == wal.OutcomeNotApplied, Unknown: kw.Entry.Outcome == wal.OutcomeUnknown}
-		if !w.Deleted && !bytes.HasPrefix(kv.Value, []byte("k8s:enc:kms:")) {
-			gr, known := s.Planner.GroupResource(kv.Key)
-			if plain, _, _, err := s.Planner.Decrypt(ctx, gr, known, kv.Key, kv.Value); err == nil {
-				if t, err := codec.ReadTimes(plain); err == nil {
-					w.Read, w.Times = true, t
-				}
-			}
-		}
-		b.Add(w)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the log's times: %w", err)
+	src := &logTimes{ctx: ctx, s: s}
+	c := clock.New(src)
+	if src.err != nil {
+		return nil, fmt.Errorf("read the log's times: %w", src.err)
 	}
-	return b.Clock(), nil
+	return c, nil
+}
+
+// logTimes is the session's log as a clock.Source. A write that cannot be
+// read from the log is one whose times are unknown; the first such error
+// is kept.
+type logTimes struct {
+	ctx context.Context
+	s   *Session
+	err error
+}
+
+func (l *logTimes) Len() int { return l.s.WAL.Writes() }
+
+func (l *logTimes) Index(i int) uint64 {
+	kw, err := l.s.WAL.WriteAt(i, false)
+	if err != nil {
+		l.keep(err)
+	}
+	return kw.Entry.Index
+}
+
+func (l *logTimes) Before(i int) (int, bool) { return l.s.WAL.WriteBefore(i) }
+
+func (l *logTimes) Write(i int) clock.Write {
+	kw, err := l.s.WAL.WriteAt(i, true)
+	if err != nil {
+		l.keep(err)
+	}
+	kv := kw.Event.KV
+	w := clock.Write{Index: kw.Entry.Index, Key: kv.Key, Deleted: kw.Event.Deleted, Created: kv.Version == 1,
+		NotApplied: kw.Entry.Outcome == wal.OutcomeNotApplied, Unknown: kw.Entry.Outcome == wal.OutcomeUnknown}
+	if err != nil || w.Deleted || bytes.HasPrefix(kv.Value, []byte("k8s:enc:kms:")) {
+		return w
+	}
+	gr, known := l.s.Planner.GroupResource(kv.Key)
+	if plain, _, _, err := l.s.Planner.Decrypt(l.ctx, gr, known, kv.Key, kv.Value); err == nil {
+		if t, err := codec.ReadTimes(plain); err == nil {
+			w.Read, w.Times = true, t
+		}
+	}
+	return w
+}
+
+func (l *logTimes) keep(err error) {
+	if l.err == nil {
+		l.err = err
+	}
 }
 
 // revisionTime is the interval of the entry that made rev, when the log
@@ -76,7 +109,7 @@ func clockNotes(c *clock.Clock) []string {
 		notes = append(notes, "no value of the log carries a time that bounds a write: the times of its entries are unknown (TIME -)")
 	}
 	if c.Unreadable > 0 {
-		notes = append(notes, fmt.Sprintf("%d of the log's %d writes could not be read for their times (encrypted by a KMS plugin, or not decryptable or not objects): the intervals around them are wider", c.Unreadable, c.Writes))
+		notes = append(notes, fmt.Sprintf("%d of the %d writes read could not be read for their times (encrypted by a KMS plugin, or not decryptable or not objects): the intervals around them are wider", c.Unreadable, c.Writes))
 	}
 	return notes
 }
