@@ -65,7 +65,7 @@ func intervalText(iv clock.Interval) string {
 		if t.IsZero() {
 			return "?"
 		}
-		return t.UTC().Format(time.RFC3339)
+		return t.UTC().Format(time.RFC3339Nano)
 	}
 	if iv.Earliest.IsZero() && iv.Latest.IsZero() {
 		return "an unknown time"
@@ -75,12 +75,12 @@ func intervalText(iv clock.Interval) string {
 
 // why says how a point asked for by a time was chosen.
 func (pt *PointInTimeTime) why(index uint64) string {
-	s := fmt.Sprintf("the last entry certainly before %s: entry %d is %s", pt.Before.UTC().Format(time.RFC3339), index, intervalText(pt.Interval))
+	s := fmt.Sprintf("the last entry certainly before %s: entry %d is %s", pt.Before.UTC().Format(time.RFC3339Nano), index, intervalText(pt.Interval))
 	switch {
 	case pt.NextIndex == 0:
 		s += "; it is the log's last entry"
 	case pt.Inside:
-		s += fmt.Sprintf("; %s falls inside the interval of the next, entry %d (%s): it may have happened before that time, and is left out", pt.Before.UTC().Format(time.RFC3339), pt.NextIndex, intervalText(pt.Next))
+		s += fmt.Sprintf("; %s falls inside the interval of the next, entry %d (%s): it may have happened before that time, and is left out", pt.Before.UTC().Format(time.RFC3339Nano), pt.NextIndex, intervalText(pt.Next))
 	default:
 		s += fmt.Sprintf("; the next, entry %d, is %s", pt.NextIndex, intervalText(pt.Next))
 	}
