@@ -22,14 +22,14 @@ type PointInTimeTime struct {
 	Inside bool `json:"inside,omitempty"`
 }
 
-// indexBeforeTime is the last raft index from the db's consistent index on
-// that the clock places certainly before t, and how it was chosen.
-func (s *Session) indexBeforeTime(ctx context.Context, t time.Time) (uint64, *PointInTimeTime, []string, error) {
+// indexBeforeTime is the last raft index of the log from from on that the
+// clock places certainly before t, and how it was chosen.
+func (s *Session) indexBeforeTime(ctx context.Context, t time.Time, from uint64) (uint64, *PointInTimeTime, []string, error) {
 	c, err := s.Clock(ctx)
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	ci := s.WAL.Coverage().ConsistentIndex
+	ci := from
 	var indexes []uint64
 	if err := s.WAL.Entries(func(e wal.WALEntry) error {
 		if e.Index >= ci {
@@ -44,9 +44,9 @@ func (s *Session) indexBeforeTime(ctx context.Context, t time.Time) (uint64, *Po
 	if !ok {
 		first := ""
 		if len(indexes) > 0 {
-			first = fmt.Sprintf(": the first, entry %d, is at %s", indexes[0], intervalText(c.At(indexes[0])))
+			first = fmt.Sprintf(": the first, entry %d, is %s", indexes[0], intervalText(c.At(indexes[0])))
 		}
-		return 0, nil, notes, WithHint(fmt.Errorf("before %s: no entry of the log from the db's consistent index %d on is certainly before that time%s: %w", t.Format(time.RFC3339), ci, first, wal.ErrUndetermined),
+		return 0, nil, notes, WithHint(fmt.Errorf("before %s: no entry of the log from raft index %d on is certainly before that time%s: %w", t.Format(time.RFC3339), ci, first, wal.ErrUndetermined),
 			"give an older snapshot of the cluster as --db, or a later time; `etcdpvc --wal DIR history` shows the times of a key's writes")
 	}
 	pt := &PointInTimeTime{Before: t, Interval: c.At(index)}
@@ -61,16 +61,16 @@ func (s *Session) indexBeforeTime(ctx context.Context, t time.Time) (uint64, *Po
 
 // intervalText is an interval in RFC 3339, for messages.
 func intervalText(iv clock.Interval) string {
-	f := func(t time.Time) string {
-		if t.IsZero() {
-			return "?"
-		}
-		return t.UTC().Format(time.RFC3339Nano)
+	f := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	switch {
+	case iv.Known():
+		return "between " + f(iv.Earliest) + " and " + f(iv.Latest)
+	case !iv.Earliest.IsZero():
+		return "no earlier than " + f(iv.Earliest)
+	case !iv.Latest.IsZero():
+		return "no later than " + f(iv.Latest)
 	}
-	if iv.Earliest.IsZero() && iv.Latest.IsZero() {
-		return "an unknown time"
-	}
-	return "between " + f(iv.Earliest) + " and " + f(iv.Latest)
+	return "at an unknown time"
 }
 
 // why says how a point asked for by a time was chosen.

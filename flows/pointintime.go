@@ -115,7 +115,7 @@ func (s *Session) PointInTime(ctx context.Context, w io.Writer, r PointInTimeReq
 	var timeNotes []string
 	switch {
 	case !r.BeforeTime.IsZero():
-		i, t, notes, err := s.indexBeforeTime(ctx, r.BeforeTime)
+		i, t, notes, err := s.indexBeforeTime(ctx, r.BeforeTime, s.WAL.Coverage().ConsistentIndex)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"io"
 	"strings"
 
@@ -49,6 +50,9 @@ type GetRequest struct {
 	// index of the session's write-ahead log.
 	Rev   int64
 	Index uint64
+	// At, instead, is a time: the object as the last entry of the log
+	// certainly before it left it.
+	At time.Time
 	// Raw asks for the stored bytes, not decrypted or decoded.
 	Raw bool
 }
@@ -63,6 +67,20 @@ type Got struct {
 // Get reads the object r names, telling t where a raft index found it and
 // when the object's kind is not in this build's scheme.
 func (s *Session) Get(ctx context.Context, t Terminal, r GetRequest) (Got, error) {
+	if !r.At.IsZero() {
+		if s.WAL == nil {
+			return Got{}, usageError("", "--at TIME reads the object as a write-ahead log's times place it: give --wal")
+		}
+		index, pt, notes, err := s.indexBeforeTime(ctx, r.At, 0)
+		for _, n := range notes {
+			t.Note(n)
+		}
+		if err != nil {
+			return Got{}, err
+		}
+		t.Note(fmt.Sprintf("%s at %s: raft index %d, %s", session.ObjectName(s.Options.Prefix, r.Key), r.At.Format(time.RFC3339Nano), index, pt.why(index)))
+		r.Index = index
+	}
 	if r.Index != 0 {
 		kv, err := s.GetAtIndex(ctx, t, r.Key, r.Index)
 		if err != nil {
