@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
