@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/clock"
+	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store/wal"
 )
 
@@ -85,4 +86,22 @@ func (pt *PointInTimeTime) why(index uint64) string {
 		s += fmt.Sprintf("; the next, entry %d, is %s", pt.NextIndex, intervalText(pt.Next))
 	}
 	return s
+}
+
+// IndexAtTime is the raft index of the session's log that reads key as it
+// was at a time: the last entry certainly before it (telling t how it was
+// chosen, and what a reader of the log's times should know).
+func (s *Session) IndexAtTime(ctx context.Context, t Terminal, key string, at time.Time) (uint64, error) {
+	if s.WAL == nil {
+		return 0, usageError("", "a time is placed by a write-ahead log's times: give --wal")
+	}
+	index, pt, notes, err := s.indexBeforeTime(ctx, at, 0)
+	for _, n := range notes {
+		t.Note(n)
+	}
+	if err != nil {
+		return 0, err
+	}
+	t.Note(fmt.Sprintf("%s at %s: raft index %d, %s", session.ObjectName(s.Options.Prefix, key), at.Format(time.RFC3339Nano), index, pt.why(index)))
+	return index, nil
 }

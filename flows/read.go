@@ -68,17 +68,10 @@ type Got struct {
 // when the object's kind is not in this build's scheme.
 func (s *Session) Get(ctx context.Context, t Terminal, r GetRequest) (Got, error) {
 	if !r.At.IsZero() {
-		if s.WAL == nil {
-			return Got{}, usageError("", "--at TIME reads the object as a write-ahead log's times place it: give --wal")
-		}
-		index, pt, notes, err := s.indexBeforeTime(ctx, r.At, 0)
-		for _, n := range notes {
-			t.Note(n)
-		}
+		index, err := s.IndexAtTime(ctx, t, r.Key, r.At)
 		if err != nil {
 			return Got{}, err
 		}
-		t.Note(fmt.Sprintf("%s at %s: raft index %d, %s", session.ObjectName(s.Options.Prefix, r.Key), r.At.Format(time.RFC3339Nano), index, pt.why(index)))
 		r.Index = index
 	}
 	if r.Index != 0 {
