@@ -137,3 +137,18 @@ func TestClockSampledRefines(t *testing.T) {
 		t.Errorf("last before %s: %d %v", cut, got, ok)
 	}
 }
+
+func TestClockSparseLogNamesNoWriter(t *testing.T) {
+	// Writes minutes apart are in order: no clock is off, no time left out.
+	var ws writes
+	for i := range 12 {
+		ws = append(ws, renew(uint64(i+1), []string{"a", "b"}[i%2], time.Duration(i)*5*time.Minute, time.Duration(i)*5*time.Minute))
+	}
+	c := New(ws)
+	if len(c.Skewed) != 0 || c.Outliers != 0 {
+		t.Fatalf("skewed %+v, %d outliers", c.Skewed, c.Outliers)
+	}
+	if iv := c.At(6); !iv.Known() || iv.Width() > 5*time.Minute+2*time.Second {
+		t.Errorf("entry 6: %+v", iv)
+	}
+}

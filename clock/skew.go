@@ -13,29 +13,35 @@ const skewNeighbours = 4
 // skewReach bounds how far, in stamps, the neighbours are looked for.
 const skewReach = 512
 
-// offsets says, for each stamp, how far it lies from the median of the
-// other writers' now-stamps (those with an upper bound) around it, and
-// whether it tells: a stamp that bounds only what follows may be old by
-// right (a time a value carries unchanged), so only one ahead tells.
+// offsets says, for each stamp, how far it lies out of order with the
+// other writers' now-stamps (those with an upper bound) around it: before
+// the median of those just before it (negative), or after the median of
+// those just after it (positive); 0 between them, however far apart they
+// are. has says whether it tells: a stamp that bounds only what follows
+// may be old by right (a time a value carries unchanged), so only one
+// ahead tells.
 func offsets(stamps []stamp) ([]time.Duration, []bool) {
 	off, has := make([]time.Duration, len(stamps)), make([]bool, len(stamps))
-	near := make([]time.Time, 0, 2*skewNeighbours)
+	var near [2][]time.Time
 	for i, s := range stamps {
-		near = near[:0]
-		for dir := -1; dir <= 1; dir += 2 {
-			n := 0
-			for j := i + dir; j >= 0 && j < len(stamps) && n < skewNeighbours && (j-i)*dir <= skewReach; j += dir {
+		for k, dir := range []int{-1, 1} {
+			near[k] = near[k][:0]
+			for j := i + dir; j >= 0 && j < len(stamps) && len(near[k]) < skewNeighbours && (j-i)*dir <= skewReach; j += dir {
 				if o := stamps[j]; o.writer != s.writer && o.upper >= 0 {
-					near = append(near, o.at)
-					n++
+					near[k] = append(near[k], o.at)
 				}
 			}
 		}
-		if len(near) == 0 {
+		if len(near[0]) == 0 && len(near[1]) == 0 {
 			continue
 		}
-		slices.SortFunc(near, func(a, b time.Time) int { return a.Compare(b) })
-		off[i], has[i] = s.at.Sub(near[len(near)/2]), true
+		has[i] = true
+		if b := median(near[0]); len(near[0]) > 0 && s.at.Before(b) {
+			off[i] = s.at.Sub(b)
+		}
+		if a := median(near[1]); len(near[1]) > 0 && s.at.After(a) {
+			off[i] = s.at.Sub(a)
+		}
 		if s.upper < 0 && off[i] <= 0 {
 			// An old time carried unchanged tells nothing of its
 			// writer's clock.
@@ -43,6 +49,15 @@ func offsets(stamps []stamp) ([]time.Duration, []bool) {
 		}
 	}
 	return off, has
+}
+
+// median is the middle of ts (sorted in place); zero when empty.
+func median(ts []time.Time) time.Time {
+	if len(ts) == 0 {
+		return time.Time{}
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	return ts[len(ts)/2]
 }
 
 // worstWriter is the writer whose stamps lie furthest, by their median,
