@@ -40,16 +40,30 @@
 //
 // A write whose previous value is not known, an Event's times (an event
 // recorder queues and retries, its times may be much older than the write),
-// and creationTimestamp on an update bound only what follows.
+// and creationTimestamp on an update bound only what follows. A value
+// written into etcd other than through the apiserver (a restore, a
+// recover, which keep an object's old times) is out of order with the
+// stamps around it and left out, as below.
 //
 // # Clocks that are off
 //
-// The bounds are by the writers' clocks. A writer whose stamps are, by their
-// median, more than Skew away from those of the other writers around them
-// (one node's clock off by minutes) is named in Clock.Skewed and none of its
-// stamps is used; kube-apiserver's are kept where only two writers disagree.
-// Where the stamps kept still cross (an upper bound before a lower one), the
-// interval spans both and says so (Interval.Disagree).
+// The bounds are by the writers' clocks. A stamp is out of order by how
+// far it lies before the median of the other writers' now-stamps just
+// before it, or after the median of those just after it (0 in between,
+// however far apart they are: a quiet log is in order). A writer whose
+// stamps are, by their median, more than Skew out of order (one node's
+// clock off by minutes) is named in Clock.Skewed and none of its stamps is
+// used; between two writers as far off, kube-apiserver is kept. A single
+// stamp more than Skew out of order is left out too (Clock.Outliers).
+// Where the stamps kept still cross (an upper bound before a lower one),
+// the interval spans both and says so (Interval.Disagree).
+//
+// # Long logs
+//
+// Of a log of more than Sample writes, Sample evenly spread are read (and
+// the previous value of each one's key); an entry whose interval among
+// them is wider than Refine is narrowed by the writes nearest to it. Fewer
+// stamps give wider intervals, never wrong ones.
 package clock
 
 import (

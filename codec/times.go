@@ -12,8 +12,9 @@ import (
 // Times are the wall-clock times a stored object carries that say when it
 // was written, read without decoding the rest: the object's metadata, and
 // for a Lease its spec, for an Event its times and reporter. A Secret's
-// data is never read: only field 1 of a protobuf object, and only the
-// metadata of a JSON one, are parsed.
+// data is never decoded: of a protobuf object only field 1 is parsed (the
+// rest is skipped by its length), of a JSON one only the metadata is
+// decoded (the rest is scanned, as JSON must be, and dropped).
 type Times struct {
 	Kind string
 	// Created is metadata.creationTimestamp; Managed the newest time among
