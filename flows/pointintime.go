@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/etcdpvc/etcdpvc/internal/textout"
 	"github.com/etcdpvc/etcdpvc/resource"
@@ -17,7 +18,7 @@ import (
 )
 
 // PointInTimeRequest is what `snapshot` writes: the point (one of Index,
-// BeforeRevision, BeforeDelete) and the file.
+// BeforeRevision, BeforeDelete, BeforeTime) and the file.
 type PointInTimeRequest struct {
 	// Index is a raft index; BeforeRevision the point just before the
 	// entry that made that revision; BeforeDelete just before the first
@@ -26,6 +27,9 @@ type PointInTimeRequest struct {
 	Index          uint64
 	BeforeRevision int64
 	BeforeDelete   string
+	// BeforeTime is the point at the last entry the log's times place
+	// certainly before it (clock.Clock.LastBefore).
+	BeforeTime time.Time
 	// Out is the snapshot file to write; DryRun writes nothing.
 	Out    string
 	DryRun bool
@@ -35,22 +39,24 @@ type PointInTimeRequest struct {
 // PointInTimeReport is what a point-in-time snapshot holds (and, with
 // --wal-base, what restoring it would change in the current db).
 type PointInTimeReport struct {
-	Index           uint64   `json:"index"`
-	Term            uint64   `json:"term"`
-	Revision        int64    `json:"revision"`
-	Base            string   `json:"base"`
-	BaseIndex       uint64   `json:"baseIndex"`
-	BaseRevision    int64    `json:"baseRevision"`
-	Entries         int      `json:"entries"`
-	Changes         int      `json:"keyChanges"`
-	Compaction      int64    `json:"compactRevision,omitempty"`
-	LeasesGranted   int      `json:"leasesGranted"`
-	LeasesRevoked   int      `json:"leasesRevoked"`
-	Kept            []string `json:"keptAsTheBaseHoldsThem,omitempty"`
-	Notes           []string `json:"notes,omitempty"`
-	Why             string   `json:"why,omitempty"`
-	Current         string   `json:"current,omitempty"`
-	CurrentRevision int64    `json:"currentRevision,omitempty"`
+	Index         uint64   `json:"index"`
+	Term          uint64   `json:"term"`
+	Revision      int64    `json:"revision"`
+	Base          string   `json:"base"`
+	BaseIndex     uint64   `json:"baseIndex"`
+	BaseRevision  int64    `json:"baseRevision"`
+	Entries       int      `json:"entries"`
+	Changes       int      `json:"keyChanges"`
+	Compaction    int64    `json:"compactRevision,omitempty"`
+	LeasesGranted int      `json:"leasesGranted"`
+	LeasesRevoked int      `json:"leasesRevoked"`
+	Kept          []string `json:"keptAsTheBaseHoldsThem,omitempty"`
+	Notes         []string `json:"notes,omitempty"`
+	Why           string   `json:"why,omitempty"`
+	// Time, for a point asked for by a time, is how it was chosen.
+	Time            *PointInTimeTime `json:"time,omitempty"`
+	Current         string           `json:"current,omitempty"`
+	CurrentRevision int64            `json:"currentRevision,omitempty"`
 	// Resources counts, per resource, the objects at the point, what the
 	// log's entries changed since the base, and (with Current) what a
 	// restore would bring back, undo or remove.
@@ -74,7 +80,7 @@ type PointInTimeResource struct {
 
 // errNoPoint means `snapshot` was not told which point to write, or
 // told more than one.
-var errNoPoint = errors.New("snapshot writes the keyspace at one point: give --index N, --before-revision R or --before-delete KEY")
+var errNoPoint = errors.New("snapshot writes the keyspace at one point: give --index N, --before-revision R, --before-delete KEY or --before-time TIME")
 
 // PointInTime writes (or, dry, describes) the etcd snapshot of the
 // keyspace at a raft index: the session's --db (or --wal-base) replayed
@@ -86,7 +92,7 @@ func (s *Session) PointInTime(ctx context.Context, w io.Writer, r PointInTimeReq
 		return usageError("etcdpvc --db OLD.db --wal DIR snapshot --index N --out PIT.db", "snapshot replays a member's write-ahead log over an older snapshot of the cluster: give the snapshot with --db and the log with --wal")
 	}
 	n := 0
-	for _, set := range []bool{r.Index != 0, r.BeforeRevision != 0, r.BeforeDelete != ""} {
+	for _, set := range []bool{r.Index != 0, r.BeforeRevision != 0, r.BeforeDelete != "", !r.BeforeTime.IsZero()} {
 		if set {
 			n++
 		}
@@ -105,7 +111,15 @@ func (s *Session) PointInTime(ctx context.Context, w io.Writer, r PointInTimeReq
 		}
 	}
 	index, why := r.Index, ""
+	var pt *PointInTimeTime
+	var timeNotes []string
 	switch {
+	case !r.BeforeTime.IsZero():
+		i, t, notes, err := s.indexBeforeTime(ctx, r.BeforeTime, s.WAL.Coverage().ConsistentIndex)
+		if err != nil {
+			return err
+		}
+		index, why, pt, timeNotes = i, t.why(i), t, notes
 	case r.BeforeRevision != 0:
 		i, err := s.WAL.IndexBeforeRevision(r.BeforeRevision)
 		if err != nil {
@@ -135,7 +149,7 @@ func (s *Session) PointInTime(ctx context.Context, w io.Writer, r PointInTimeReq
 		return err
 	}
 	rep := &PointInTimeReport{Index: p.Index, Term: p.Term, Revision: p.Revision, Base: p.Base, BaseIndex: p.BaseIndex, BaseRevision: p.BaseRevision,
-		Entries: p.Entries, Changes: p.Changes, Compaction: p.Compaction, Kept: p.Kept, Notes: p.Notes, Why: why}
+		Entries: p.Entries, Changes: p.Changes, Compaction: p.Compaction, Kept: p.Kept, Notes: append(p.Notes, timeNotes...), Why: why, Time: pt}
 	for _, l := range p.Leases {
 		switch {
 		case l.Revoke:

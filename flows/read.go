@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
@@ -49,6 +50,9 @@ type GetRequest struct {
 	// index of the session's write-ahead log.
 	Rev   int64
 	Index uint64
+	// At, instead, is a time: the object as the last entry of the log
+	// certainly before it left it.
+	At time.Time
 	// Raw asks for the stored bytes, not decrypted or decoded.
 	Raw bool
 }
@@ -63,6 +67,13 @@ type Got struct {
 // Get reads the object r names, telling t where a raft index found it and
 // when the object's kind is not in this build's scheme.
 func (s *Session) Get(ctx context.Context, t Terminal, r GetRequest) (Got, error) {
+	if !r.At.IsZero() {
+		index, err := s.IndexAtTime(ctx, t, r.Key, r.At)
+		if err != nil {
+			return Got{}, err
+		}
+		r.Index = index
+	}
 	if r.Index != 0 {
 		kv, err := s.GetAtIndex(ctx, t, r.Key, r.Index)
 		if err != nil {

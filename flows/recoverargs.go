@@ -2,6 +2,8 @@ package flows
 
 import (
 	"k8s.io/apimachinery/pkg/labels"
+	"slices"
+	"time"
 
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/resource"
@@ -20,8 +22,10 @@ type RecoverArgs struct {
 	// Output is -o.
 	Output string
 	Rev    int64
-	// Index is --index: a raft index of --wal.
-	Index uint64
+	// Index is --index: a raft index of --wal; BeforeTime --before-time:
+	// the last entry of --wal certainly before it.
+	Index      uint64
+	BeforeTime time.Time
 	// All, Selector: --all, -l.
 	All      bool
 	Selector string
@@ -104,8 +108,11 @@ func isNamespaceResource(name string) bool {
 // write-ahead log when wal: one of --rev and --index, -o without the write
 // flags (-o yaml, json or raw), --out or a live target, --index and --out only as the log allows.
 func (a RecoverArgs) CheckObject(wal bool) error {
-	if a.Index != 0 && a.Rev != 0 {
-		return cliargs.Usagef("give --rev or --index, not both")
+	if n := len(slices.DeleteFunc([]bool{a.Index != 0, a.Rev != 0, !a.BeforeTime.IsZero()}, func(set bool) bool { return !set })); n > 1 {
+		return cliargs.Usagef("give one of --rev, --index and --before-time")
+	}
+	if !a.BeforeTime.IsZero() && !wal {
+		return cliargs.Usagef("--before-time TIME is placed by a write-ahead log's times: give --wal")
 	}
 	if a.Output != "" {
 		if err := cliargs.CheckOutput(a.Output, "yaml", "json", "raw"); err != nil {

@@ -3,6 +3,7 @@ package flows
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -71,7 +72,9 @@ func TestRecoverArgsCheckObject(t *testing.T) {
 		err  string
 	}{
 		{name: "plain", a: RecoverArgs{}},
-		{name: "rev and index", a: RecoverArgs{Rev: 3, Index: 9}, wal: true, err: "give --rev or --index, not both"},
+		{name: "rev and index", a: RecoverArgs{Rev: 3, Index: 9}, wal: true, err: "give one of --rev, --index and --before-time"},
+		{name: "index and time", a: RecoverArgs{Index: 9, BeforeTime: time.Unix(1, 0)}, wal: true, err: "give one of --rev, --index and --before-time"},
+		{name: "time without a log", a: RecoverArgs{BeforeTime: time.Unix(1, 0)}, err: "--before-time TIME is placed by a write-ahead log"},
 		{name: "unknown output", a: RecoverArgs{Output: "xml"}, err: `-o "xml": must be one of [yaml json raw]`},
 		{name: "output and yes", a: RecoverArgs{Output: "yaml", Write: WriteOptions{Yes: true}},
 			err: "-o prints the recovered object and writes nothing: leave out --out, --yes and --dry-run"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/etcdpvc/etcdpvc/clock"
 	"io"
 	"time"
 
@@ -64,6 +65,16 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 	prefix := s.Options.Prefix
 	cols := inspect.NewListTable(scope, f.Kind == inspect.FormatWide, r.ShowEtcd, r.Terminating, r.ShowKeys, r.Now)
 	cols.Warn = func(err error) { t.Warn(err.Error()) }
+	var clk *clock.Clock
+	if r.Deleted && s.WAL != nil {
+		if clk, err = s.Clock(ctx); err != nil {
+			return err
+		}
+		cols.Times = true
+		for _, n := range clockNotes(clk) {
+			t.Note(n)
+		}
+	}
 	out := inspect.NewListWriter(w, f, cols)
 	out.Filtered = r.Terminating || sel.NeedsObject()
 	out.Skipped = func(it inspect.Listed) {
@@ -96,7 +107,13 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 		Kind: cols.Kind, Objects: out.IsTable(), Terminating: r.Terminating, Deleted: r.Deleted,
 		Select: sel, Content: f.NeedsObject(),
 		PageSize: r.PageSize, Revision: r.Rev, OnCompacted: onCompacted,
-	}, out.Row)
+	}, func(it inspect.Listed) error {
+		if clk != nil {
+			iv := s.revisionTime(clk, it.DeleteRevision)
+			it.DeleteTime = &iv
+		}
+		return out.Row(it)
+	})
 	if span.Spans() {
 		out.Spans(span.From, span.To)
 		defer t.Warn(span.Note())
@@ -346,9 +363,9 @@ func (s *Session) statsOutcome(rep *inspect.StatsReport, err error, what string,
 
 // History writes the history of ref to w as output (table, json or yaml):
 // from the log with --wal (inspect.WALHistory), else from the store
-// (inspect.History). Revisions that could not be read are listed, then
+// (inspect.History), its times shown at now. Revisions that could not be read are listed, then
 // incomplete (ErrIncomplete).
-func (s *Session) History(ctx context.Context, w io.Writer, ref resource.Ref, output string, showSecrets bool) error {
+func (s *Session) History(ctx context.Context, w io.Writer, ref resource.Ref, output string, showSecrets bool, now time.Time) error {
 	planner := s.Planner
 	planner.ShowSecrets = showSecrets // the start of an undecodable Secret's value, in its error
 	o := inspect.HistoryOptions{Codec: planner.Codec, ShowSecrets: showSecrets}
@@ -356,6 +373,9 @@ func (s *Session) History(ctx context.Context, w io.Writer, ref resource.Ref, ou
 	var err error
 	if s.WAL != nil {
 		rep, err = inspect.WALHistory(ctx, s.WAL, ref, o)
+		if err == nil {
+			err = s.historyTimes(ctx, rep, now)
+		}
 	} else {
 		rep, err = inspect.History(ctx, s.Reader, ref, o)
 	}

@@ -133,7 +133,7 @@ func TestReports(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			err = s.History(ctx, &out, ref, "json", false)
+			err = s.History(ctx, &out, ref, "json", false, time.Now())
 			switch {
 			case tc.err != nil:
 				if !errors.Is(err, tc.err) {

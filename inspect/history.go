@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/etcdpvc/etcdpvc/clock"
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
@@ -50,6 +52,9 @@ type HistoryRow struct {
 	// (a deletion, a first revision held whose previous one is gone, a
 	// write the apiserver did not date).
 	Manager *FieldManager `json:"manager,omitempty"`
+	// Time, for a history read from a write-ahead log, is when the write
+	// happened (clock.Clock; nil where not asked for).
+	Time *clock.Interval `json:"time,omitempty"`
 	// EtcdUser, for a write read from a write-ahead log, is the etcd user
 	// its request carried (see wal.WAL.User): set only where etcd's
 	// authentication was enabled.
@@ -72,6 +77,13 @@ type HistoryReport struct {
 	// Log, for a history read from a write-ahead log, says what the log
 	// covers.
 	Log *wal.WALCoverage `json:"log,omitempty"`
+	// TimeNotes say what a reader of the rows' times should know
+	// (writers whose clocks are off, values not read for their times).
+	TimeNotes []string `json:"timeNotes,omitempty"`
+	// Now and Zone are when and where TIME cells are shown: with the date
+	// where it is not Now's, in Zone (nil: the local zone).
+	Now  time.Time      `json:"-"`
+	Zone *time.Location `json:"-"`
 	// Undecodable counts the rows whose value could not be read.
 	Undecodable int `json:"-"`
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/internal/textout"
@@ -39,14 +40,15 @@ func (r HistoryRow) managerCell() string {
 
 // LogHistoryColumns head the table of a history read from a write-ahead
 // log (HistoryRow.LogCells).
-var LogHistoryColumns = []string{"INDEX", "TERM", "OUTCOME", "REVISION", "VERSION", "CREATED", "LEASE", "MANAGER", "ETCD USER", "CHANGE"}
+var LogHistoryColumns = []string{"INDEX", "TERM", "TIME", "OUTCOME", "REVISION", "VERSION", "CREATED", "LEASE", "MANAGER", "ETCD USER", "CHANGE"}
 
 // LogCells are the row's cells under LogHistoryColumns: the raft entry and
 // the outcome of the write ("in the db" for a revision the db holds and
 // the log does not), its revision only where it is established, and why
 // it is not after the change; the etcd user "-" where the request carried
-// none (etcd records it only with its authentication enabled).
-func (r HistoryRow) LogCells() []string {
+// none (etcd records it only with its authentication enabled). TIME is
+// the write's interval (TimeCell, at now in loc).
+func (r HistoryRow) LogCells(now time.Time, loc *time.Location) []string {
 	dash := func(n int64) string {
 		if n == 0 {
 			return "-"
@@ -73,7 +75,11 @@ func (r HistoryRow) LogCells() []string {
 	if user == "" {
 		user = "-"
 	}
-	return []string{index, term, outcome, dash(r.Revision), ver, created, lease, r.managerCell(), user, change}
+	when := "-"
+	if r.Time != nil {
+		when = TimeCell(*r.Time, now, loc)
+	}
+	return []string{index, term, when, outcome, dash(r.Revision), ver, created, lease, r.managerCell(), user, change}
 }
 
 // Write writes the report as "json" (indented) or "yaml", or as a table:
@@ -100,9 +106,16 @@ func (rep *HistoryReport) Write(w io.Writer, format string) error {
 	if rep.CompactedStart != "" {
 		fmt.Fprintf(w, "# %s\n", rep.CompactedStart)
 	}
+	for _, n := range rep.TimeNotes {
+		fmt.Fprintf(w, "# %s\n", n)
+	}
 	cols, cells := HistoryColumns, HistoryRow.Cells
 	if rep.Log != nil {
-		cols, cells = LogHistoryColumns, HistoryRow.LogCells
+		loc := rep.Zone
+		if loc == nil {
+			loc = time.Local
+		}
+		cols, cells = LogHistoryColumns, func(r HistoryRow) []string { return r.LogCells(rep.Now, loc) }
 	}
 	t := textout.NewTable(w, cols...)
 	for _, r := range rep.Rows {

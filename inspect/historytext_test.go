@@ -3,6 +3,7 @@ package inspect
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
@@ -31,13 +32,13 @@ func TestHistoryRowLogCells(t *testing.T) {
 		row  HistoryRow
 		want []string
 	}{
-		{HistoryRow{Revision: 3, Version: 1, CreateRevision: 3, Change: "created"}, []string{"-", "-", "in the db", "3", "1", "3", "-", "-", "-", "created"}},
-		{HistoryRow{Index: 7, Term: 2, Outcome: "applied", Revision: 4, Change: "wrote the object"}, []string{"7", "2", "applied", "4", "-", "-", "-", "-", "-", "wrote the object"}},
+		{HistoryRow{Revision: 3, Version: 1, CreateRevision: 3, Change: "created"}, []string{"-", "-", "-", "in the db", "3", "1", "3", "-", "-", "-", "created"}},
+		{HistoryRow{Index: 7, Term: 2, Outcome: "applied", Revision: 4, Change: "wrote the object"}, []string{"7", "2", "-", "applied", "4", "-", "-", "-", "-", "-", "wrote the object"}},
 		{HistoryRow{Index: 9, Term: 2, Outcome: "applied, revision unknown", Lease: 0x1f, Change: "+spec.x", Reason: "an unmodelled request"},
-			[]string{"9", "2", "applied, revision unknown", "-", "-", "-", "1f", "-", "-", "+spec.x (an unmodelled request)"}},
-		{HistoryRow{Index: 8, Term: 2, Outcome: "applied", Revision: 5, Version: 2, CreateRevision: 3, Deleted: true, Change: "deleted", EtcdUser: "root"}, []string{"8", "2", "applied", "5", "-", "-", "-", "-", "root", "deleted"}},
+			[]string{"9", "2", "-", "applied, revision unknown", "-", "-", "-", "1f", "-", "-", "+spec.x (an unmodelled request)"}},
+		{HistoryRow{Index: 8, Term: 2, Outcome: "applied", Revision: 5, Version: 2, CreateRevision: 3, Deleted: true, Change: "deleted", EtcdUser: "root"}, []string{"8", "2", "-", "applied", "5", "-", "-", "-", "-", "root", "deleted"}},
 	} {
-		if diff := cmp.Diff(tc.want, tc.row.LogCells()); diff != "" {
+		if diff := cmp.Diff(tc.want, tc.row.LogCells(time.Time{}, time.UTC)); diff != "" {
 			t.Errorf("%+v (-want +got):\n%s", tc.row, diff)
 		}
 	}
@@ -54,7 +55,7 @@ func TestHistoryReportWrite(t *testing.T) {
 		{"table", HistoryReport{Key: "k", CompactedStart: "history before revision 4 was compacted", Rows: []HistoryRow{{Revision: 4, Version: 2, CreateRevision: 3, Change: "+x"}}}, "table",
 			"# history before revision 4 was compacted\nREVISION   VERSION   CREATED   LEASE   MANAGER   CHANGE\n4          2         3         -       -         +x\n"},
 		{"log, the compacted start once", HistoryReport{Key: "k", CompactedStart: "the log starts at raft index 7", Log: &wal.WALCoverage{}, Rows: rows}, "table",
-			"# the log starts at raft index 7\nINDEX   TERM   OUTCOME   REVISION   VERSION   CREATED   LEASE   MANAGER   ETCD USER   CHANGE\n7       2      applied   4          -         -         -       -         -           wrote the object\n"},
+			"# the log starts at raft index 7\nINDEX   TERM   TIME   OUTCOME   REVISION   VERSION   CREATED   LEASE   MANAGER   ETCD USER   CHANGE\n7       2      -      applied   4          -         -         -       -         -           wrote the object\n"},
 		{"yaml", HistoryReport{Key: "k", Rows: []HistoryRow{{Revision: 4}}}, "yaml", ""},
 		{"json", HistoryReport{Key: "k", Rows: []HistoryRow{{Revision: 4}}}, "json", ""},
 	} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/etcdpvc/etcdpvc/clock"
 	"strings"
 	"unicode/utf8"
 
@@ -41,6 +42,9 @@ type ListItem struct {
 	// the create revision of the one after it, -1 when that is not
 	// established. 0 otherwise.
 	RecreateRevision int64
+	// DeleteTime, in a listing of deleted keys read with a clock, is when
+	// the deletion happened (nil: not asked for).
+	DeleteTime *clock.Interval
 	// Summary is the value's metadata; nil when the value was not read.
 	Summary *codec.Summary
 	// Unread says why the value was not read ("" when it was), as a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/etcdpvc/etcdpvc/clock"
 	"io"
 	"strconv"
 	"strings"
@@ -429,6 +430,8 @@ type ListStored struct {
 	// RecreateRevision is ListItem.RecreateRevision: the key was created
 	// again after this deletion (-1: at a revision not established).
 	RecreateRevision int64 `json:"recreateRevision,omitempty"`
+	// DeleteTime is ListItem.DeleteTime.
+	DeleteTime *clock.Interval `json:"deleteTime,omitempty"`
 	// Encryption is how the value is stored at rest: "identity",
 	// "aescbc/key1", "kms/NAME" (StoredUnder).
 	Encryption string `json:"encryption,omitempty"`
@@ -441,7 +444,7 @@ func (it ListItem) Object() ListObject {
 	r := it.Resource
 	o := ListObject{Kind: r.Kind, Metadata: ListMeta{Name: it.Name, Namespace: it.Namespace, ResourceVersion: known(it.ModRevision, "")},
 		Etcd: ListStored{Key: it.Key, Resource: r.String(), ModRevision: it.ModRevision, CreateRevision: it.CreateRevision, Version: it.Version,
-			Lease: it.Lease, DeleteRevision: it.DeleteRevision, RecreateRevision: it.RecreateRevision, Encryption: it.Encryption, Unread: it.Unread}}
+			Lease: it.Lease, DeleteRevision: it.DeleteRevision, RecreateRevision: it.RecreateRevision, DeleteTime: it.DeleteTime, Encryption: it.Encryption, Unread: it.Unread}}
 	if r.Version != "" {
 		o.APIVersion = r.Version
 		if r.Group != "" {

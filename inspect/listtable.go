@@ -28,6 +28,10 @@ type ListTable struct {
 	Finalizers bool
 	// ShowKeys adds UID and KEY.
 	ShowKeys bool
+	// Times adds TIME, when a deleted object was deleted (TimeCell in
+	// Zone, nil: the local zone).
+	Times bool
+	Zone  *time.Location
 	// Now is the time ages are measured from.
 	Now time.Time
 	// Volumes resolve a claim's VOLUME.
@@ -93,6 +97,9 @@ func (t *ListTable) Columns() []string {
 			h = append(h, "REVISION", "CREATED", "VERSION", "LEASE", "ENCRYPTION")
 		}
 	}
+	if t.Times {
+		h = append(h, "TIME")
+	}
 	if t.ShowKeys {
 		h = append(h, "UID", "KEY")
 	}
@@ -143,6 +150,17 @@ func (t *ListTable) Row(it Listed) []string {
 			}
 			cells = append(cells, rev, known(it.CreateRevision, "-"), known(it.Version, "-"), lease, it.Encryption)
 		}
+	}
+	if t.Times {
+		when := "-"
+		if it.DeleteTime != nil {
+			loc := t.Zone
+			if loc == nil {
+				loc = time.Local
+			}
+			when = TimeCell(*it.DeleteTime, t.Now, loc)
+		}
+		cells = append(cells, when)
 	}
 	if t.ShowKeys {
 		cells = append(cells, it.UID(), it.Key)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -21,8 +23,10 @@ type getOptions struct {
 	Format inspect.ListFormat
 	// Force writes -o raw to a terminal.
 	Force bool
-	// Index reads the object as of a raft index of --wal.
+	// Index reads the object as of a raft index of --wal; At as of the
+	// last entry of --wal certainly before a time.
 	Index uint64
+	At    time.Time
 }
 
 func getCommand() command {
@@ -34,7 +38,8 @@ func getCommand() command {
 			"metadata.resourceVersion set to the key's mod revision as the apiserver would show it.\n" +
 			"-o raw writes the stored bytes unchanged (ciphertext included); it refuses to write them\n" +
 			"to a terminal (binary output garbles it) unless --force. --rev reads a past revision that\n" +
-			"etcd has not compacted yet; with --wal, --index N reads the object as of raft index N of the log.\n" +
+			"etcd has not compacted yet; with --wal, --index N reads the object as of raft index N of the log, and --at TIME as the\n" +
+			"last entry certainly before TIME left it, by the times the cluster writes into its objects.\n" +
 			kubectlFormatsHelp + " --no-headers leaves out the custom columns'\n" +
 			"headers. get lists nothing: RESOURCE without NAME is an error that names the ls command to run.",
 		examples: `etcdpvc get pvc www-web-0 -n demo
@@ -50,6 +55,7 @@ etcdpvc get pvc www-web-0 -n demo -o custom-columns=NAME:.metadata.name,SIZE:.sp
 			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "not for get, which reads one object: the error names the ls RESOURCE -A to run"},
 			&cli.Int64Flag{Name: "rev", Usage: "read at this revision (0: the latest)"},
 			indexFlag(),
+			&cli.StringFlag{Name: "at", Usage: "with --wal: read the object as the last entry certainly before this time left it (RFC 3339, or HH:MM[:SS] today in the local zone)"},
 			&cli.BoolFlag{Name: "show-secrets", Usage: "print Secret values instead of their sizes"},
 			managedFieldsFlag(),
 			&cli.BoolFlag{Name: "force", Usage: "write -o raw to a terminal anyway"},
@@ -59,8 +65,13 @@ etcdpvc get pvc www-web-0 -n demo -o custom-columns=NAME:.metadata.name,SIZE:.sp
 				return err
 			}
 			o := getOptions{Rev: c.Int64("rev"), Print: printOptions{Output: c.String("output"), ShowSecrets: c.Bool("show-secrets"), HideManagedFields: !c.Bool("show-managed-fields")}, Force: c.Bool("force"), Index: c.Uint64("index")}
-			if o.Index != 0 && o.Rev != 0 {
-				return usagef("give --rev or --index, not both")
+			at, err := clockTimeFlag("at", c.String("at"), e.now())
+			if err != nil {
+				return err
+			}
+			o.At = at
+			if n := len(slices.DeleteFunc([]bool{o.Index != 0, o.Rev != 0, !at.IsZero()}, func(set bool) bool { return !set })); n > 1 {
+				return usagef("give one of --rev, --index and --at")
 			}
 			f, err := parseFormat(o.Print.Output, getFormats, c.Bool("no-headers"), "")
 			if err != nil {
@@ -77,6 +88,9 @@ etcdpvc get pvc www-web-0 -n demo -o custom-columns=NAME:.metadata.name,SIZE:.sp
 			if o.Index != 0 && len(in.g.WAL) == 0 {
 				return usagef("--index N reads raft index N of a write-ahead log: give --wal")
 			}
+			if !at.IsZero() && len(in.g.WAL) == 0 {
+				return usagef("--at TIME reads the object as a write-ahead log's times place it: give --wal")
+			}
 			return readObject(e, in, func(s *cliSession, ref resource.Ref) error {
 				return printGot(e, s, ref, o)
 			})
@@ -86,7 +100,7 @@ etcdpvc get pvc www-web-0 -n demo -o custom-columns=NAME:.metadata.name,SIZE:.sp
 
 // printGot reads ref and prints it as o says.
 func printGot(e *env, s *cliSession, ref resource.Ref, o getOptions) error {
-	got, err := s.Get(e.ctx, e, flows.GetRequest{Key: ref.Key, Rev: o.Rev, Index: o.Index, Raw: o.Print.Output == "raw"})
+	got, err := s.Get(e.ctx, e, flows.GetRequest{Key: ref.Key, Rev: o.Rev, Index: o.Index, At: o.At, Raw: o.Print.Output == "raw"})
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,10 @@ func historyCommand() command {
 			"of fields, a manager's second change within one second (the entries' times are to the second).\n" +
 			"With --wal, ETCD USER is the etcd user the request carried, which\n" +
 			"etcd records only while its authentication is enabled (\"-\" otherwise): the closest etcd comes to\n" +
-			"who deleted it. A history whose start was compacted away says so. Revisions are indexed by\n" +
+			"who deleted it, and TIME when each write happened: an interval the times the cluster writes\n" +
+			"into its objects bound (Lease renewals, managedFields; \"10:41:58 ±2s\", two times when wide,\n" +
+			"\"-\" unknown; -o json gives both bounds), a writer whose clock is off named in a # line.\n" +
+			"A history whose start was compacted away says so. Revisions are indexed by\n" +
 			"mod revision: a re-created object starts again at version 1. A Secret's changed values (data,\n" +
 			"stringData, the last-applied-configuration annotation) are reported by size unless\n" +
 			"--show-secrets is given. A key of which no revision is held exits with status 3, saying over\n" +
@@ -42,7 +45,7 @@ etcdpvc --db snapshot.db history cm web-config -n demo -o json`,
 				return err
 			}
 			return readObject(e, in, func(s *cliSession, ref resource.Ref) error {
-				return s.History(e.ctx, e.stdout, ref, output, showSecrets)
+				return s.History(e.ctx, e.stdout, ref, output, showSecrets, e.now())
 			})
 		},
 	}

@@ -20,7 +20,10 @@ func snapshotCommand() command {
 			"the point. Membership, cluster version, users and roles stay as the older snapshot holds them\n" +
 			"(restore writes a new membership). The point is one of: --index N (a raft index), --before-revision\n" +
 			"R (just before the entry that made revision R), --before-delete KEY (just before the first entry\n" +
-			"after the older snapshot that deletes KEY, or a key under it when KEY ends in /).\n" +
+			"after the older snapshot that deletes KEY, or a key under it when KEY ends in /), --before-time TIME\n" +
+			"(the last entry certainly before TIME, by the times the cluster writes into its objects: Leases'\n" +
+			"renewals, managedFields; the report says the entry's interval and whether TIME falls inside the next\n" +
+			"entry's, which it leaves out; TIME is RFC 3339 or HH:MM[:SS] today in the local zone).\n" +
 			"It is refused when the log does not reach from the older snapshot's consistent index to the point\n" +
 			"without a gap (status 10: give another member's log too), when an entry up to the point has an\n" +
 			"outcome the log does not establish (status 10), when the point is before the older snapshot (5),\n" +
@@ -31,12 +34,14 @@ func snapshotCommand() command {
 			"docs/runbooks/point-in-time.md: finding the point, restoring with --bump-revision and\n" +
 			"--mark-compacted, and when a create-only `recover` into the live cluster is the better choice.",
 		examples: `etcdpvc --db /backup/etcd-0300.db --wal /var/lib/etcd/member/wal snapshot --before-delete /registry/configmaps/prod/ --out /root/pit.db
+etcdpvc --db /backup/etcd-0300.db --wal /var/lib/etcd/member/wal snapshot --before-time 10:42 --out /root/pit.db
 etcdpvc --wal-base /backup/etcd-0300.db --db /var/lib/etcd/member/snap/db --wal /var/lib/etcd/member/wal snapshot --index 1834120 --dry-run
 etcdpvc --db old.db --wal m1/member/wal --wal m2/member/wal snapshot --before-revision 921400 --out pit.db -o json`,
 		flags: []cli.Flag{
 			&cli.Uint64Flag{Name: "index", Usage: "the raft index of the point (the snapshot's consistent index)"},
 			&cli.Int64Flag{Name: "before-revision", Usage: "the point just before the entry that made this revision"},
 			&cli.StringFlag{Name: "before-delete", Usage: "the point just before the first entry that deletes this etcd key (a prefix when it ends in /)"},
+			&cli.StringFlag{Name: "before-time", Usage: "the point at the last entry certainly before this time: RFC 3339, or HH:MM[:SS] today in the local zone"},
 			&cli.StringFlag{Name: "out", Usage: "the snapshot file to write (it must not exist)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what the snapshot would hold; write nothing"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "the report: text or json"},
@@ -49,13 +54,17 @@ etcdpvc --db old.db --wal m1/member/wal --wal m2/member/wal snapshot --before-re
 			if c.Bool("dry-run") && c.String("out") != "" {
 				return usagef("--dry-run writes nothing: leave out --out, or --dry-run")
 			}
+			before, err := clockTimeFlag("before-time", c.String("before-time"), e.now())
+			if err != nil {
+				return err
+			}
 			s, err := openSession(e, in.g)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
 			return s.PointInTime(e.ctx, e.stdout, flows.PointInTimeRequest{Index: c.Uint64("index"), BeforeRevision: c.Int64("before-revision"),
-				BeforeDelete: c.String("before-delete"), Out: c.String("out"), DryRun: c.Bool("dry-run"), JSON: c.String("output") == "json"})
+				BeforeDelete: c.String("before-delete"), BeforeTime: before, Out: c.String("out"), DryRun: c.Bool("dry-run"), JSON: c.String("output") == "json"})
 		},
 	}
 }

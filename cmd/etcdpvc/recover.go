@@ -22,7 +22,9 @@ func recoverCommand() command {
 			"(as undelete does), the uid is kept, and the value is encrypted with --encryption-config as the\n" +
 			"apiserver would. The write is a create: it fails if the key exists, and never replaces an object.\n" +
 			"A name taken again after the deletion (another object, another uid) is refused with status 5,\n" +
-			"naming that object, whatever the source: --rev N or --index N names the deleted one.\n\n" +
+			"naming that object, whatever the source: --rev N or --index N names the deleted one. With --wal,\n" +
+			"--before-time TIME recovers the object as the last entry certainly before TIME left it, by the\n" +
+			"times the cluster writes into its objects (Lease renewals, managedFields); it says which entry.\n\n" +
 			"Where it reads and writes:\n" +
 			"  live etcd                   reads the key's history live (until it is compacted), writes live\n" +
 			"  --db FILE -o yaml|raw        prints the recovered object (or the bytes it would store); no write\n" +
@@ -59,12 +61,17 @@ etcdpvc --kubeadm --db /backup/etcd-snapshot.db recover cm -l app=web -n demo --
 		flags: append(append([]cli.Flag{
 			&cli.Int64Flag{Name: "rev", Usage: "recover from this revision (default: the last one before the deletion)"},
 			indexFlag(),
+			&cli.StringFlag{Name: "before-time", Usage: "with --wal: recover the object as the last entry certainly before this time left it (RFC 3339, or HH:MM[:SS] today in the local zone)"},
 		}, append(writeFlagsWithout(), resultFlag(false))...), append([]cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "yaml, json or raw: print the recovered object (raw: the bytes that would be stored) and write nothing; --result json|yaml prints what the write did instead"}}, recoverSetFlags()...)...),
 		action: func(c *cli.Context, e *env, in *input) error {
 			if c.String("output") != "" && c.String("result") != "" {
 				return usagef("-o %s prints the recovered object and writes nothing; --result %s prints what a write did: give one", c.String("output"), c.String("result"))
 			}
-			a := flows.RecoverArgs{Args: c.Args().Slice(), Namespace: c.String("namespace"), Key: c.String("etcd-key"),
+			before, err := clockTimeFlag("before-time", c.String("before-time"), e.now())
+			if err != nil {
+				return err
+			}
+			a := flows.RecoverArgs{BeforeTime: before, Args: c.Args().Slice(), Namespace: c.String("namespace"), Key: c.String("etcd-key"),
 				Output: c.String("output"), Rev: c.Int64("rev"), Index: c.Uint64("index"), All: c.Bool("all"), Selector: c.String("selector"),
 				AllNamespaces: c.Bool("all-namespaces"), Include: c.StringSlice("include"), Exclude: c.StringSlice("exclude"),
 				ReplaceDifferent: c.Bool("replace-different"), MaxTxnOps: c.Int("max-txn-ops"), MaxTxnOpsGiven: c.IsSet("max-txn-ops"),
@@ -112,6 +119,11 @@ func runRecover(e *env, g *globalOptions, o flows.RecoverArgs) error {
 		return err
 	}
 	var kv *store.KeyValue
+	if !o.BeforeTime.IsZero() {
+		if o.Index, err = src.IndexAtTime(e.ctx, e, ref.Key, o.BeforeTime); err != nil {
+			return err
+		}
+	}
 	if o.Index != 0 {
 		kv, err = src.GetAtIndex(e.ctx, e, ref.Key, o.Index)
 	} else {
