@@ -3,12 +3,15 @@ package codec
 import (
 	"bytes"
 	encjson "encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"reflect"
 	"sort"
 	"strconv"
-	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // jnode is a JSON value that keeps its members' order and its literals'
@@ -22,134 +25,59 @@ type jnode struct {
 	lit   []byte
 }
 
-// parseJNode parses one JSON document (already validated).
+// parseJNode parses one JSON document with jsontext's tokenizer, keeping
+// each name's and each literal's text as it stands in b.
 func parseJNode(b []byte) (*jnode, error) {
-	p := &jparser{b: b}
-	n, err := p.value()
+	dec := jsontext.NewDecoder(bytes.NewBuffer(b), readOptions)
+	n, err := jnodeValue(dec, b)
 	if err != nil {
 		return nil, err
 	}
-	p.ws()
-	if p.i != len(p.b) {
-		return nil, fmt.Errorf("trailing data at offset %d", p.i)
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("after the JSON value: %w", err)
 	}
 	return n, nil
 }
 
-type jparser struct {
-	b []byte
-	i int
-}
-
-func (p *jparser) ws() {
-	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
-		p.i++
+func jnodeValue(dec *jsontext.Decoder, b []byte) (*jnode, error) {
+	kind := dec.PeekKind()
+	if kind != '{' && kind != '[' {
+		lit, err := jnodeText(dec, b)
+		return &jnode{lit: lit}, err
 	}
-}
-
-func (p *jparser) value() (*jnode, error) {
-	p.ws()
-	if p.i >= len(p.b) {
-		return nil, fmt.Errorf("unexpected end of JSON")
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
 	}
-	switch p.b[p.i] {
-	case '{':
-		p.i++
-		n := &jnode{kind: '{'}
-		p.ws()
-		if p.i < len(p.b) && p.b[p.i] == '}' {
-			p.i++
-			return n, nil
-		}
-		for {
-			p.ws()
-			raw, err := p.str()
+	n := &jnode{kind: byte(kind)}
+	for dec.PeekKind() != kind+2 { // '}' follows '{' by two, ']' '[' too
+		if kind == '{' {
+			raw, err := jnodeText(dec, b)
 			if err != nil {
 				return nil, err
 			}
-			var k string
-			if err := encjson.Unmarshal(raw, &k); err != nil {
-				return nil, err
-			}
-			p.ws()
-			if p.i >= len(p.b) || p.b[p.i] != ':' {
-				return nil, fmt.Errorf("expected ':' at offset %d", p.i)
-			}
-			p.i++
-			v, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			n.keys, n.rawKs, n.vals = append(n.keys, k), append(n.rawKs, raw), append(n.vals, v)
-			p.ws()
-			if p.i < len(p.b) && p.b[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.i < len(p.b) && p.b[p.i] == '}' {
-				p.i++
-				return n, nil
-			}
-			return nil, fmt.Errorf("expected ',' or '}' at offset %d", p.i)
+			// Invalid UTF-8 in a name reads as U+FFFD, as encoding/json
+			// reads it.
+			k, _ := jsontext.AppendUnquote(nil, raw)
+			n.keys, n.rawKs = append(n.keys, string(k)), append(n.rawKs, raw)
 		}
-	case '[':
-		p.i++
-		n := &jnode{kind: '['}
-		p.ws()
-		if p.i < len(p.b) && p.b[p.i] == ']' {
-			p.i++
-			return n, nil
-		}
-		for {
-			v, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			n.vals = append(n.vals, v)
-			p.ws()
-			if p.i < len(p.b) && p.b[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.i < len(p.b) && p.b[p.i] == ']' {
-				p.i++
-				return n, nil
-			}
-			return nil, fmt.Errorf("expected ',' or ']' at offset %d", p.i)
-		}
-	case '"':
-		raw, err := p.str()
+		v, err := jnodeValue(dec, b)
 		if err != nil {
 			return nil, err
 		}
-		return &jnode{lit: raw}, nil
-	default:
-		start := p.i
-		for p.i < len(p.b) && !strings.ContainsRune(",]} \t\r\n", rune(p.b[p.i])) {
-			p.i++
-		}
-		return &jnode{lit: p.b[start:p.i]}, nil
+		n.vals = append(n.vals, v)
 	}
+	_, err := dec.ReadToken()
+	return n, err
 }
 
-func (p *jparser) str() ([]byte, error) {
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
-		return nil, fmt.Errorf("expected string at offset %d", p.i)
+// jnodeText reads a string or a literal and returns its text in b.
+func jnodeText(dec *jsontext.Decoder, b []byte) ([]byte, error) {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return nil, err
 	}
-	start := p.i
-	p.i++
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case '\\':
-			p.i += 2
-		case '"':
-			p.i++
-			return p.b[start:p.i], nil
-		default:
-			p.i++
-		}
-	}
-	return nil, fmt.Errorf("unterminated string")
+	end := int(dec.InputOffset())
+	return b[end-len(v) : end], nil
 }
 
 // write emits n compactly.
