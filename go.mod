@@ -31,6 +31,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/go-json-experiment/json v1.27.2
+
 require (
 	github.com/google/go-containerregistry v0.22.1
 	github.com/klauspost/compress v1.19.2 // indirect

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -24,6 +25,10 @@ type jnode struct {
 	vals  []*jnode
 	lit   []byte
 }
+
+// readOptions accept what encoding/json's decoder accepts: duplicated
+// names, and invalid UTF-8 read as U+FFFD.
+var readOptions = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // parseJNode parses one JSON document with jsontext's tokenizer, keeping
 // each name's and each literal's text as it stands in b.
