@@ -81,7 +81,7 @@ func (w *WAL) startFromBase(ctx context.Context, r *replay) (ci uint64, wait fun
 		return 0, nil, fmt.Errorf("db %s records no consistent index: it cannot tell which log entries it holds", b.Path())
 	}
 	r.rev = m.Revision
-	r.compact = b.CompactRevision()
+	r.compactRev = b.CompactRevision()
 	r.baseValue = w.baseValue
 	leases, err := b.LeaseIDs()
 	if err != nil {

@@ -24,11 +24,6 @@ var ErrBeforeBase = errors.New("the db the log replays over is newer than that p
 // thing.
 var ErrNoPointInTime = errors.New("the log holds no such change after the db")
 
-// etcdMinLeaseTTL is the shortest TTL etcd stores for a lease with its
-// default election timeout (lessor.Grant raises a shorter one to
-// ceil(1.5 × election ticks × heartbeat) = ceil(1.5 × 10 × 100 ms) s).
-const etcdMinLeaseTTL = 2
-
 // PointInTime is the keyspace as the log's entries up to raft index Index
 // left it, replayed exactly over the db the log starts from (the db's
 // state at its consistent index, then each entry after it applied as
@@ -114,7 +109,7 @@ func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, erro
 		if e.revision != 0 {
 			p.Revision = e.revision
 		}
-		if err := p.entry(ctx, we, kept); err != nil {
+		if err := p.entry(ctx, int32(i), we, kept); err != nil {
 			return nil, err
 		}
 	}
@@ -143,49 +138,27 @@ func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, erro
 
 // entry takes one replayed entry's lease changes, compaction and what the
 // snapshot keeps from the db.
-func (p *PointInTime) entry(ctx context.Context, we WALEntry, kept map[string]int) error {
-	switch {
-	case we.Kind == walread.KindConfChange:
-		kept["membership changes (members, as the db holds them)"]++
-	case we.Kind == walread.KindCompaction && we.Outcome == OutcomeApplied:
-		req, err := p.w.request(we)
-		if err != nil {
-			return err
-		}
-		p.Compaction = max(p.Compaction, req.Compaction.Revision)
-	case we.Kind == walread.KindLeaseGrant && we.Outcome == OutcomeApplied:
-		req, err := p.w.request(we)
-		if err != nil {
-			return err
-		}
-		ttl := req.LeaseGrant.TTL
-		if ttl < etcdMinLeaseTTL {
-			p.Notes = append(p.Notes, fmt.Sprintf("lease %x (entry %d) was granted a TTL of %d s: stored as %d s, etcd's minimum with its default election timeout", req.LeaseGrant.ID, we.Index, ttl, etcdMinLeaseTTL))
-			ttl = etcdMinLeaseTTL
-		}
-		p.Leases = append(p.Leases, store.LeaseChange{ID: req.LeaseGrant.ID, TTL: ttl})
-	case we.Kind == walread.KindLeaseRevoke && we.Outcome == OutcomeApplied:
-		req, err := p.w.request(we)
-		if err != nil {
-			return err
-		}
-		p.Leases = append(p.Leases, store.LeaseChange{ID: req.LeaseRevoke.ID, Revoke: true})
-	case we.Other == "lease-checkpoint":
-		req, err := p.w.request(we)
-		if err != nil {
-			return err
-		}
-		for _, c := range req.LeaseCheckpoint.GetCheckpoints() {
-			p.Leases = append(p.Leases, store.LeaseChange{ID: c.ID, Checkpoint: true, Remaining: c.Remaining_TTL})
-		}
-	case we.Other == "cluster" || we.Other == "v2":
+func (p *PointInTime) entry(ctx context.Context, i int32, we WALEntry, kept map[string]int) error {
+	switch we.Other {
+	case "cluster", "v2":
 		kept["member attribute or cluster version changes (members and cluster, as the db holds them)"]++
-	case we.Other == "auth":
+	case "auth":
 		kept["user and role changes (auth, as the db holds them)"]++
-	case we.Other == "alarm":
+	case "alarm":
 		kept["alarm changes (alarm, as the db holds it)"]++
-	case we.Other == "unrecognized":
+	case "unrecognized":
 		return fmt.Errorf("raft index %d: %w: entry %d holds a request this build does not know: what it changed is not known", p.Index, ErrUndetermined, we.Index)
+	}
+	if we.Kind == walread.KindConfChange {
+		kept["membership changes (members, as the db holds them)"]++
+	}
+	eff := p.w.r.effects[i]
+	p.Compaction = max(p.Compaction, eff.compacted)
+	for _, lc := range eff.leases {
+		if lc.raised {
+			p.Notes = append(p.Notes, fmt.Sprintf("lease %x (entry %d) was granted a TTL of %d s: stored as %d s, etcd's minimum with its default election timeout", lc.ID, we.Index, lc.asked, etcdMinLeaseTTL))
+		}
+		p.Leases = append(p.Leases, lc.LeaseChange)
 	}
 	return ctx.Err()
 }
@@ -393,24 +366,10 @@ func (w *WAL) IndexBeforeDelete(key string) (uint64, WALEntry, error) {
 // a transaction) of key, or, when key ends in "/", of a key under it.
 func requestDeletes(req *pb.InternalRaftRequest, key string) bool {
 	var dels []*pb.DeleteRangeRequest
-	if req.DeleteRange != nil {
-		dels = append(dels, req.DeleteRange)
-	}
-	var walk func(ops []*pb.RequestOp)
-	walk = func(ops []*pb.RequestOp) {
-		for _, op := range ops {
-			if d := op.GetRequestDeleteRange(); d != nil {
-				dels = append(dels, d)
-			}
-			if t := op.GetRequestTxn(); t != nil {
-				walk(t.Success)
-				walk(t.Failure)
-			}
+	for _, o := range entryOps(req) {
+		if o.del != nil {
+			dels = append(dels, o.del)
 		}
-	}
-	if req.Txn != nil {
-		walk(req.Txn.Success)
-		walk(req.Txn.Failure)
 	}
 	// The keys meant: [lo, hi): the key alone, or every key under the
 	// prefix ("/" + 1 is "0").

@@ -2,7 +2,6 @@ package wal
 
 import (
 	"fmt"
-	"slices"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
@@ -112,36 +111,34 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 		}
 		return append(out, pxOp{key: keys.id(d.Key), del: true, path: path, inTxn: inTxn})
 	}
-	// branch lists a branch's writes; parent is the path of the nested
-	// transaction it is in (nil: the entry's own).
-	var branch func(ops []*pb.RequestOp, parent []int32, succ bool) []pxOp
-	branch = func(ops []*pb.RequestOp, parent []int32, succ bool) []pxOp {
-		var out []pxOp
-		for i, u := range ops {
-			bi := branchIndex(i, succ)
-			n, leaf := len(out), true
-			switch x := u.Request.(type) {
-			case *pb.RequestOp_RequestPut:
-				out = append(out, put(x.RequestPut, bi, true))
-			case *pb.RequestOp_RequestDeleteRange:
-				out = del(out, x.RequestDeleteRange, bi, true)
-			case *pb.RequestOp_RequestTxn:
-				pe.nested, leaf = true, false
-				p := append(slices.Clone(parent), bi)
-				out = append(out, branch(x.RequestTxn.Success, p, true)...)
-				out = append(out, branch(x.RequestTxn.Failure, p, false)...)
-			case *pb.RequestOp_RequestRange:
-				if x.RequestRange.Revision != 0 {
-					// etcd refuses the transaction when the revision is
-					// compacted or in the future.
-					pe.unmodelled = "a range at a revision in a transaction"
+	// txnOps lists a transaction's writes by the branch of its own they
+	// are under, nested transactions' too.
+	txnOps := func(t *pb.TxnRequest) {
+		for _, o := range requestOps(t, nil) {
+			n := len(o.path)
+			var out []pxOp
+			switch {
+			case o.rng != nil && o.rng.Revision != 0:
+				// etcd refuses the transaction when the revision is
+				// compacted or in the future.
+				pe.unmodelled = "a range at a revision in a transaction"
+			case o.put != nil:
+				out = []pxOp{put(o.put, o.path[n-1], true)}
+			case o.del != nil:
+				out = del(nil, o.del, o.path[n-1], true)
+			}
+			if n > 1 {
+				pe.nested = true
+				for i := range out {
+					out[i].deep = o.path
 				}
 			}
-			if leaf && parent != nil && len(out) == n+1 {
-				out[n].deep = append(slices.Clone(parent), bi)
+			if o.path[0] >= 0 {
+				pe.succ = append(pe.succ, out...)
+			} else {
+				pe.fail = append(pe.fail, out...)
 			}
 		}
-		return out
 	}
 	switch {
 	case req.Put != nil:
@@ -156,17 +153,8 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 			if len(c.RangeEnd) != 0 {
 				pe.unmodelled = fmt.Sprintf("a compare over a key range (%q)", c.Key)
 			}
-			pc := pxCmp{key: keys.id(c.Key), target: c.Target, result: c.Result}
-			switch c.Target {
-			case pb.Compare_MOD:
-				pc.value = c.GetModRevision()
-			case pb.Compare_VERSION:
-				pc.value = c.GetVersion()
-			case pb.Compare_CREATE:
-				pc.value = c.GetCreateRevision()
-			case pb.Compare_LEASE:
-				pc.value = c.GetLease()
-			case pb.Compare_VALUE:
+			pc := pxCmp{key: keys.id(c.Key), target: c.Target, result: c.Result, value: compareOperand(c)}
+			if c.Target == pb.Compare_VALUE {
 				pc.value = int64(valueHash(c.GetValue()))
 				if c.Result == pb.Compare_GREATER || c.Result == pb.Compare_LESS {
 					// Values are held as hashes, which keep no order.
@@ -175,8 +163,7 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 			}
 			pe.cmps = append(pe.cmps, pc)
 		}
-		pe.succ = branch(req.Txn.Success, nil, true)
-		pe.fail = branch(req.Txn.Failure, nil, false)
+		txnOps(req.Txn)
 	case req.LeaseGrant != nil:
 		pe.id = req.LeaseGrant.ID
 	case req.LeaseRevoke != nil:

@@ -399,20 +399,8 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 		we := WALEntry{Index: p.e.Index, Term: p.e.Term, Kind: p.e.Kind, Other: p.e.Other, pos: p.pos,
 			Outcome: OutcomeUnknown, Reason: fmt.Sprintf("past the last commit index the log records (%d)", commit)}
 		r.counts[p.e.Kind.String()]++
-		if p.e.Request != nil {
-			var ops []op
-			switch {
-			case p.e.Request.Put != nil:
-				ops = []op{{put: p.e.Request.Put}}
-			case p.e.Request.DeleteRange != nil:
-				ops = []op{{del: p.e.Request.DeleteRange}}
-			case p.e.Request.Txn != nil:
-				ops = r.branchOps(p.e.Request.Txn.Success, nil, true)
-				ops = append(ops, r.branchOps(p.e.Request.Txn.Failure, nil, false)...)
-			}
-			for _, o := range ops {
-				r.attempt(int32(len(r.entries)), o)
-			}
+		for _, o := range entryOps(p.e.Request) {
+			r.attempt(int32(len(r.entries)), o)
 		}
 		r.push(we)
 	}
