@@ -160,15 +160,18 @@ func (st *settled) count(dbRev int64) bool {
 // from before the log, keys whose lease the log does not know (a lease the
 // log grants is new). It reports whether it settled any.
 func (s *settler) chains(st *settled) bool {
-	const unknown = -1
+	const unknown = unknownRev
 	nk := len(s.names.names)
-	cur := make([]int64, nk)   // the key's mod revision (0: absent), or unknown
-	lease := make([]int64, nk) // the key's lease, as its last put applied set it, or unknown
+	ps := newPxState(s.names)
+	// cur: the key's mod revision (0: absent); lease: its lease, as its
+	// last put applied set it. ps.leases: the leases the log granted and
+	// has not revoked since (they exist), or revoked (they do not); others
+	// are from before it, and may have had keys attached there.
+	ps.cur, ps.keyLease = make([]int64, nk), make([]int64, nk)
+	cur, lease := ps.cur, ps.keyLease
 	for i := range cur {
 		cur[i], lease[i] = unknown, unknown
 	}
-	// The leases the log granted and has not revoked since (they exist).
-	granted := map[int64]bool{}
 	// puts lists, by key, the entries so far that put it and may have
 	// applied; minRev is the lowest revision known: X is below it.
 	puts := make([][]int32, nk)
@@ -179,21 +182,18 @@ func (s *settler) chains(st *settled) bool {
 			minRev = r
 		}
 	}
-	// ever: the leases the log granted (others are from before it, and
-	// may have had keys attached there).
-	ever := map[int64]bool{}
 	changed := false
 	for i := range s.entries {
 		pe := &s.entries[i]
 		switch {
 		case pe.kind == walread.KindLeaseGrant:
-			granted[pe.id], ever[pe.id] = true, true
+			ps.grant(pe.id)
 			continue
 		case pe.kind == walread.KindLeaseRevoke:
 			l := pe.id
-			fromBefore := !ever[l]
-			exists := granted[l]
-			delete(granted, l)
+			exists, seen := ps.lease(l)
+			fromBefore := !seen
+			ps.revoke(l)
 			if exists && st.made[i] == -1 && !fromBefore {
 				// It deletes the keys the log attached that are there.
 				some, all := false, true
@@ -240,7 +240,7 @@ func (s *settler) chains(st *settled) bool {
 		// a put of the log before it; where one such put's revision is
 		// not known, and no other's is that, it is this one's. Another
 		// client's compare may name any number.
-		k, r, del, l, ok := kubeShape(pe)
+		k, _, del, l, ok := kubeShape(pe)
 		for _, c := range pe.cmps {
 			if !ok || c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || minRev == 0 || c.value < minRev {
 				continue
@@ -300,17 +300,17 @@ func (s *settler) chains(st *settled) bool {
 			}
 			continue
 		}
-		if st.made[i] == -1 && cur[k] != unknown {
-			// The compare holds exactly when it names the key's mod
-			// revision; the write then made a revision (a delete: the
-			// key is there, mod revision r > 0), if its lease is there.
-			switch holds := cur[k] == r; {
-			case !holds, del && r == 0:
-				st.made[i] = 0
-				changed = true
-			case l == 0 || granted[l]:
-				st.made[i] = 1
-				changed = true
+		if st.made[i] == -1 {
+			// etcd's step decides it where the key's state is known:
+			// the compare holds exactly when it names the key's mod
+			// revision, and the write then made a revision if it
+			// changed the key and its lease is there.
+			switch res := step(ps, pe.request(s.names.names), pe.index); {
+			case res.outcome == OutcomeUnknown:
+			case res.outcome == OutcomeApplied && res.changed:
+				st.made[i], changed = 1, true
+			default:
+				st.made[i], changed = 0, true
 			}
 		}
 		switch {
