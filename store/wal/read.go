@@ -160,20 +160,13 @@ func (w *WAL) value(id int32) ([]byte, error) {
 	x := &w.r.all[id]
 	key := w.r.keyNames[x.key]
 	e := w.r.entries[x.entry]
-	rec, err := w.log.ReadRecord(e.pos)
-	if err != nil {
-		return nil, fmt.Errorf("read value of %s (entry %d): %w", key, e.index, err)
-	}
-	ent, err := walread.DecodeEntry(rec.GetData())
+	req, err := w.request(w.r.entry(x.entry))
 	if err != nil {
 		return nil, fmt.Errorf("read value of %s: %w", key, err)
 	}
-	if ent.Index != e.index || ent.Request == nil {
-		return nil, fmt.Errorf("read value of %s: entry %d moved in the log", key, e.index)
-	}
-	put := ent.Request.Put
-	if ent.Request.Txn != nil {
-		put = findPut(ent.Request.Txn, w.r.pathOf(id))
+	put := req.Put
+	if req.Txn != nil {
+		put = findPut(req.Txn, w.r.pathOf(id))
 	}
 	if put == nil || string(put.Key) != key {
 		return nil, fmt.Errorf("read value of %s: entry %d holds no put of it", key, e.index)

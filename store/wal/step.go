@@ -308,11 +308,10 @@ func compareResult(r pb.Compare_CompareResult, res int) bool {
 		return res == 0
 	case pb.Compare_NOT_EQUAL:
 		return res != 0
-	case pb.Compare_GREATER:
-		return res > 0
-	case pb.Compare_LESS:
-		return res < 0
+	case pb.Compare_GREATER, pb.Compare_LESS:
+		return res != 0 && res > 0 == (r == pb.Compare_GREATER)
 	}
+	// etcd takes a result it does not know for true.
 	return true
 }
 
