@@ -19,25 +19,25 @@ import (
 // than its own.
 var ErrBeforeBase = errors.New("the db the log replays over is newer than that point")
 
-// ErrNoPointInTime means a point in time was named by what it precedes (a
-// revision, a deletion) and the log's entries after the db hold no such
-// thing.
+// ErrNoPointInTime means a point in time was named by what it precedes,
+// a revision or a deletion, and the log's entries after the db hold no
+// such thing.
 var ErrNoPointInTime = errors.New("the log holds no such change after the db")
 
 // PointInTime is the keyspace as the log's entries up to raft index Index
-// left it, replayed exactly over the db the log starts from (the db's
-// state at its consistent index, then each entry after it applied as
-// etcd's apply loop does; see the package comment): what an etcd snapshot
-// taken at Index holds. store.WritePointInTime writes it as one.
+// left it, replayed exactly over the db the log starts from: the db's
+// state at its consistent index, then each entry after it applied by
+// step. It is what an etcd snapshot taken at Index holds, and
+// store.WritePointInTime writes it as one.
 //
-// Only a replay over a db (OpenLogOver, OpenLogChecked) has one, and only
-// where every entry from the db's consistent index to Index has an
-// established outcome and revision: no entry missing, none past the last
-// commit index the log records, none whose apply rules are not modelled
-// (enabling authentication, a NOSPACE alarm).
+// Only a replay over a db has one, from OpenLogOver or OpenLogChecked,
+// and only where every entry from the db's consistent index to Index has
+// an established outcome and revision: no entry missing, none past the
+// last commit index the log records, none whose apply rules are not
+// modelled, such as enabling authentication or a NOSPACE alarm.
 type PointInTime struct {
-	// Index and Term are the raft entry the point is at (the snapshot's
-	// consistent index and term).
+	// Index and Term are the raft entry the point is at: the snapshot's
+	// consistent index and term.
 	Index, Term uint64
 	// BaseIndex and BaseRevision are the db's consistent index and
 	// revision; Base its path.
@@ -46,26 +46,26 @@ type PointInTime struct {
 	Base         string
 	// Revision is the keyspace's revision at Index.
 	Revision int64
-	// Entries counts the entries replayed (BaseIndex, Index]; Changes
-	// the key changes they made (one per key per revision).
+	// Entries counts the entries replayed after BaseIndex up to Index;
+	// Changes the key changes they made, one per key per revision.
 	Entries, Changes int
-	// Compaction is the highest compaction revision at Index: the db's
-	// (scheduled) or one an entry asked for (0: none).
+	// Compaction is the highest compaction revision at Index, 0 for
+	// none: the db's, scheduled, or one an entry asked for.
 	Compaction int64
 	// Leases are the lease changes of the entries, in log order.
 	Leases []store.LeaseChange
 	// Kept says what the entries changed that the snapshot keeps as the
-	// db holds it (membership, cluster version, users and roles), with
-	// the entries' count; Notes what else a reader should know.
+	// db holds it, with the entries' count: membership, cluster version,
+	// users and roles. Notes says what else a reader should know.
 	Kept, Notes []string
 
 	w      *WAL
 	writes []int32 // the applied writes of (BaseIndex, Index], in revision order
 }
 
-// PointInTime returns the keyspace at raft index index (see PointInTime).
-// It wraps ErrBeforeBase for an index below the db's consistent index,
-// ErrUndetermined when an entry up to index (or index itself) is not
+// PointInTime returns the keyspace at raft index index. It wraps
+// ErrBeforeBase for an index below the db's consistent index, and
+// ErrUndetermined when an entry up to index, index included, is not
 // established or the log does not reach it.
 func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, error) {
 	if w.base == nil {

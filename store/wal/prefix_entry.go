@@ -45,18 +45,18 @@ type pxOp struct {
 	del   bool
 	lease int64
 	hash  uint64 // a put's value hash
-	// path is the op's index in its transaction (branchIndex); inTxn is
-	// false for a plain put or delete.
+	// path is the op's branchIndex in its transaction; inTxn is false
+	// for a plain put or delete. deep is the op's whole path when it is
+	// in a nested transaction, nil otherwise.
 	path  int32
 	inTxn bool
-	// deep is the op's whole path when it is in a nested transaction
-	// (nil otherwise).
-	deep []int32
+	deep  []int32
 }
 
-// pxEntry is a prefix entry as the solver needs it: no value, only the
-// hash of each put's value, and keys by number (memory bounded by the
-// number of writes, not by the log's size).
+// pxEntry is a prefix entry as settle keeps it: no value, only the hash
+// of each put's value, and keys by number, so that memory is bounded by
+// the number of writes, not by the log's size. request rebuilds what step
+// needs of it.
 type pxEntry struct {
 	index, term uint64
 	kind        walread.Kind
@@ -66,24 +66,22 @@ type pxEntry struct {
 	id         int64
 	cmps       []pxCmp
 	succ, fail []pxOp
-	// unmodelled says what of the entry the solver does not model ("":
-	// nothing): it then stops there.
+	// unmodelled, when not empty, says what of the entry settle does not
+	// model: the prefix is then left unresolved.
 	unmodelled string
-	// nested: the transaction holds transactions. Their compares are
-	// evaluated, as its own, against the state before it (etcd's
-	// compareToPath); which branches are taken is not modelled: succ
-	// and fail hold the writes of every branch under each of its own,
-	// and the entry is settled as any transaction not of
-	// kube-apiserver's shape (settle.go), its keys alone left unknown.
+	// nested: the transaction holds transactions. succ and fail hold the
+	// writes of every branch under each of its own, and the entry is
+	// settled as any transaction not of kube-apiserver's shape: its keys
+	// alone are left unknown.
 	nested bool
 	// authed: the request was made under etcd authentication, whose
 	// permission check may refuse it when applied.
 	authed bool
-	// ranged marks a plain range delete (not in a transaction): it
-	// deletes every key in [from, end) that exists (end "\x00": every
-	// key from from on). Its keys are not in succ: which existed there is
-	// what the db holds deleted at its revision, where that is proved
-	// (settler.replay).
+	// ranged marks a range delete outside a transaction: it deletes
+	// every key in [from, end) that exists, end "\x00" meaning every key
+	// from from on. Its keys are not in succ: which existed there is what
+	// the db holds deleted at its revision, where settler.replay proves
+	// that revision.
 	ranged    bool
 	from, end string
 }

@@ -16,18 +16,18 @@ type Outcome int
 
 // Outcomes of a logged write.
 const (
-	// OutcomeUnknown: the log alone does not tell (a compare on a key whose
-	// state before the log is unknown, an entry past the last commit index
-	// the log records, ...). WALEntry.Reason says why.
+	// OutcomeUnknown: the log alone does not tell, as for a compare on a
+	// key whose state before the log is unknown, or an entry past the
+	// last commit index the log records. WALEntry.Reason says why.
 	OutcomeUnknown Outcome = iota
 	// OutcomeApplied: the write changed the keyspace.
 	OutcomeApplied
 	// OutcomeNotApplied: the write was rejected or its transaction took the
 	// other branch; WALEntry.Reason says why.
 	OutcomeNotApplied
-	// OutcomeSkipped: the entry does not write keys, leases or compaction
-	// (membership, cluster version, auth, alarms, empty entries): it is
-	// counted, not modelled.
+	// OutcomeSkipped: the entry writes no key, lease or compaction: a
+	// membership change, the cluster version, auth, an alarm, an empty
+	// entry. It is counted, not modelled.
 	OutcomeSkipped
 )
 
@@ -96,11 +96,11 @@ type keyState struct {
 	writes                      []int32
 }
 
-// replay applies the log's committed entries in order over a key-state
-// model. Started from an empty keyspace (a log that begins at raft index
-// 1), every outcome is determined and every applied write gets its
-// revision; from the first entry whose outcome cannot be determined on,
-// revisions are no longer derived (known turns false).
+// replay applies the log's committed entries in order with step, over a
+// key-state model. Started from an empty keyspace, for a log that begins
+// at raft index 1, every outcome is determined and every applied write
+// gets its revision. From the first entry whose outcome cannot be
+// determined on, known turns false: revisions are no longer derived.
 type replay struct {
 	known      bool
 	stopAt     uint64 // the entry at which revisions stopped being derived
@@ -109,8 +109,8 @@ type replay struct {
 	compactRev int64
 	keys       map[string]*keyState
 	keyNames   []string
-	// slab, when sized (sizeKeys), holds the key states addKey hands out
-	// (one allocation for the db's keys, not one each).
+	// slab, once sizeKeys sized it, holds the key states addKey hands
+	// out: one allocation for the db's keys, not one each.
 	slab []keyState
 	// leases holds the leases known: true granted, false revoked.
 	leases  map[int64]bool
@@ -118,7 +118,7 @@ type replay struct {
 	effects map[int32]effect
 	valueOf func(int32) ([]byte, error)
 	// baseValue, when not nil, reads a key's value in the db the replay
-	// started from (for a key the log has not written yet).
+	// started from, for a key the log has not written yet.
 	baseValue func(key string) ([]byte, error)
 
 	entries   []walEntry
@@ -126,10 +126,10 @@ type replay struct {
 	all       []walWrite
 	deepPaths map[int32][]int32
 	applied   []int32 // applied writes with revisions, in revision order
-	// unplaced holds the applied writes whose revision is not established
-	// (a stretch of the log's entries the db holds that nothing anchors),
-	// with the revisions they may have: their order among the key's
-	// writes is the log's.
+	// unplaced holds the applied writes whose revision is not
+	// established, in a stretch of the entries the db holds that nothing
+	// anchors, with the revisions they may have. Their order among the
+	// key's writes is the log's.
 	unplaced map[int32][2]int64
 	counts   map[string]int
 }
