@@ -391,6 +391,13 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 				we.Reason = unknown
 			}
 			compactedHi = max(compactedHi, pe.id)
+		case !kube && !plain && made == 0 && st.stepped[i].outcome != OutcomeUnknown:
+			// step decided it: it changed no key.
+			res := st.stepped[i]
+			we.Outcome, we.Reason = res.outcome, res.reason
+			if res.outcome == OutcomeApplied {
+				we.Reason = "it changed no key"
+			}
 		case !kube && !plain && (pe.kind == walread.KindPut || pe.kind == walread.KindDeleteRange || pe.kind == walread.KindTxn):
 		case pe.kind != walread.KindPut && pe.kind != walread.KindDeleteRange && pe.kind != walread.KindTxn:
 			we.Outcome, we.Reason = OutcomeSkipped, ""

@@ -38,6 +38,9 @@ type settled struct {
 	// noWorld says why no state before the log leads the entries to the
 	// db, when the counting shows it.
 	noWorld string
+	// stepped holds, by entry, what step decided of an entry that made
+	// no revision.
+	stepped map[int]stepResult
 }
 
 // kubeTxn describes a transaction of kube-apiserver's shape: one compare
@@ -57,7 +60,7 @@ func kubeShape(pe *pxEntry) (key int32, r int64, del bool, lease int64, ok bool)
 // settle works out what the counting and the keys' compare chains fix.
 func (s *settler) settle() *settled {
 	n := len(s.entries)
-	st := &settled{made: make([]int8, n), rev: make([]int64, n), index: func(i int) uint64 {
+	st := &settled{made: make([]int8, n), rev: make([]int64, n), stepped: map[int]stepResult{}, index: func(i int) uint64 {
 		if i >= len(s.entries) {
 			return s.entries[len(s.entries)-1].index + 1
 		}
@@ -241,6 +244,18 @@ func (s *settler) chains(st *settled) bool {
 		// not known, and no other's is that, it is this one's. Another
 		// client's compare may name any number.
 		k, _, del, l, ok := kubeShape(pe)
+		if req := pe.request(s.names.names); st.made[i] == -1 && req != nil {
+			// etcd's step decides it where the keys' state it needs is
+			// known: a kube-apiserver compare holds exactly when it names
+			// the key's mod revision, and the write then made a revision
+			// if it changed a key and its lease is there.
+			switch res := step(ps, req, pe.index); {
+			case res.outcome == OutcomeApplied && res.changed:
+				st.made[i], changed = 1, true
+			case res.outcome == OutcomeApplied, res.outcome == OutcomeNotApplied:
+				st.made[i], st.stepped[i], changed = 0, res, true
+			}
+		}
 		for _, c := range pe.cmps {
 			if !ok || c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || minRev == 0 || c.value < minRev {
 				continue
@@ -292,6 +307,10 @@ func (s *settler) chains(st *settled) bool {
 				}
 				continue
 			}
+			if st.made[i] == 0 {
+				// It made no revision, so it changed no key.
+				continue
+			}
 			// Any other write leaves its keys unknown after it.
 			for _, ops := range [][]pxOp{pe.succ, pe.fail} {
 				for _, op := range ops {
@@ -299,19 +318,6 @@ func (s *settler) chains(st *settled) bool {
 				}
 			}
 			continue
-		}
-		if st.made[i] == -1 {
-			// etcd's step decides it where the key's state is known:
-			// the compare holds exactly when it names the key's mod
-			// revision, and the write then made a revision if it
-			// changed the key and its lease is there.
-			switch res := step(ps, pe.request(s.names.names), pe.index); {
-			case res.outcome == OutcomeUnknown:
-			case res.outcome == OutcomeApplied && res.changed:
-				st.made[i], changed = 1, true
-			default:
-				st.made[i], changed = 0, true
-			}
 		}
 		switch {
 		case st.made[i] == 1 && del:
