@@ -34,8 +34,11 @@ type pxCmp struct {
 	key    int32
 	target pb.Compare_CompareTarget
 	result pb.Compare_CompareResult
+	// ranged: the compare is over a key range from key on, which step
+	// cannot decide here: keys the log never names may be in it.
+	ranged bool
 	// value is the revision, version or lease compared with; for a VALUE
-	// compare, the hash of the value.
+	// compare, the hash of the value, which keeps no order.
 	value int64
 }
 
@@ -148,16 +151,9 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 		pe.succ = del(nil, req.DeleteRange, 0, false)
 	case req.Txn != nil:
 		for _, c := range req.Txn.Compare {
-			if len(c.RangeEnd) != 0 {
-				pe.unmodelled = fmt.Sprintf("a compare over a key range (%q)", c.Key)
-			}
-			pc := pxCmp{key: keys.id(c.Key), target: c.Target, result: c.Result, value: compareOperand(c)}
+			pc := pxCmp{key: keys.id(c.Key), target: c.Target, result: c.Result, ranged: len(c.RangeEnd) != 0, value: compareOperand(c)}
 			if c.Target == pb.Compare_VALUE {
 				pc.value = int64(valueHash(c.GetValue()))
-				if c.Result == pb.Compare_GREATER || c.Result == pb.Compare_LESS {
-					// Values are held as hashes, which keep no order.
-					pe.unmodelled = "a compare of a value's order"
-				}
 			}
 			pe.cmps = append(pe.cmps, pc)
 		}

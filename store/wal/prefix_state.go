@@ -110,7 +110,9 @@ func (pe *pxEntry) request(names []string) *pb.InternalRaftRequest {
 	case walread.KindTxn:
 		t := &pb.TxnRequest{Success: ops(pe.succ), Failure: ops(pe.fail)}
 		for _, c := range pe.cmps {
-			if c.target == pb.Compare_VALUE {
+			if c.target == pb.Compare_VALUE || c.ranged {
+				// step would not know the value, nor every key of
+				// the range.
 				return nil
 			}
 			pc := &pb.Compare{Key: []byte(names[c.key]), Target: c.target, Result: c.result}

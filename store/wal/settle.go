@@ -51,7 +51,7 @@ func kubeShape(pe *pxEntry) (key int32, r int64, del bool, lease int64, ok bool)
 		return 0, 0, false, 0, false
 	}
 	c, op := pe.cmps[0], pe.succ[0]
-	if c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || c.key != op.key {
+	if c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || c.ranged || c.key != op.key {
 		return 0, 0, false, 0, false
 	}
 	return c.key, c.value, op.del, op.lease, true
