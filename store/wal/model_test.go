@@ -157,7 +157,18 @@ func (m *mvccModel) path(t *pb.TxnRequest) (bool, []*pb.RequestOp) {
 // does not exist compares as zeros; its value compare fails).
 func (m *mvccModel) compare(c *pb.Compare) bool {
 	if len(c.RangeEnd) != 0 {
-		panic("model: range compares are not generated")
+		// Over a range: every live key of it must hold, and on none the
+		// compare is that of an absent key.
+		keys := m.rangeKeys(string(c.Key), string(c.RangeEnd))
+		if len(keys) == 0 {
+			return m.compare(&pb.Compare{Key: []byte{0xff, 0xfe, 0xfd}, Target: c.Target, Result: c.Result, TargetUnion: c.TargetUnion})
+		}
+		for _, k := range keys {
+			if !m.compare(&pb.Compare{Key: []byte(k), Target: c.Target, Result: c.Result, TargetUnion: c.TargetUnion}) {
+				return false
+			}
+		}
+		return true
 	}
 	k := m.keys[string(c.Key)]
 	if k == nil {

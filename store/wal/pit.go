@@ -19,30 +19,25 @@ import (
 // than its own.
 var ErrBeforeBase = errors.New("the db the log replays over is newer than that point")
 
-// ErrNoPointInTime means a point in time was named by what it precedes (a
-// revision, a deletion) and the log's entries after the db hold no such
-// thing.
+// ErrNoPointInTime means a point in time was named by what it precedes,
+// a revision or a deletion, and the log's entries after the db hold no
+// such thing.
 var ErrNoPointInTime = errors.New("the log holds no such change after the db")
 
-// etcdMinLeaseTTL is the shortest TTL etcd stores for a lease with its
-// default election timeout (lessor.Grant raises a shorter one to
-// ceil(1.5 × election ticks × heartbeat) = ceil(1.5 × 10 × 100 ms) s).
-const etcdMinLeaseTTL = 2
-
 // PointInTime is the keyspace as the log's entries up to raft index Index
-// left it, replayed exactly over the db the log starts from (the db's
-// state at its consistent index, then each entry after it applied as
-// etcd's apply loop does; see the package comment): what an etcd snapshot
-// taken at Index holds. store.WritePointInTime writes it as one.
+// left it, replayed exactly over the db the log starts from: the db's
+// state at its consistent index, then each entry after it applied by
+// step. It is what an etcd snapshot taken at Index holds, and
+// store.WritePointInTime writes it as one.
 //
-// Only a replay over a db (OpenLogOver, OpenLogChecked) has one, and only
-// where every entry from the db's consistent index to Index has an
-// established outcome and revision: no entry missing, none past the last
-// commit index the log records, none whose apply rules are not modelled
-// (enabling authentication, a NOSPACE alarm).
+// Only a replay over a db has one, from OpenLogOver or OpenLogChecked,
+// and only where every entry from the db's consistent index to Index has
+// an established outcome and revision: no entry missing, none past the
+// last commit index the log records, none whose apply rules are not
+// modelled, such as enabling authentication or a NOSPACE alarm.
 type PointInTime struct {
-	// Index and Term are the raft entry the point is at (the snapshot's
-	// consistent index and term).
+	// Index and Term are the raft entry the point is at: the snapshot's
+	// consistent index and term.
 	Index, Term uint64
 	// BaseIndex and BaseRevision are the db's consistent index and
 	// revision; Base its path.
@@ -51,26 +46,26 @@ type PointInTime struct {
 	Base         string
 	// Revision is the keyspace's revision at Index.
 	Revision int64
-	// Entries counts the entries replayed (BaseIndex, Index]; Changes
-	// the key changes they made (one per key per revision).
+	// Entries counts the entries replayed after BaseIndex up to Index;
+	// Changes the key changes they made, one per key per revision.
 	Entries, Changes int
-	// Compaction is the highest compaction revision at Index: the db's
-	// (scheduled) or one an entry asked for (0: none).
+	// Compaction is the highest compaction revision at Index, 0 for
+	// none: the db's, scheduled, or one an entry asked for.
 	Compaction int64
 	// Leases are the lease changes of the entries, in log order.
 	Leases []store.LeaseChange
 	// Kept says what the entries changed that the snapshot keeps as the
-	// db holds it (membership, cluster version, users and roles), with
-	// the entries' count; Notes what else a reader should know.
+	// db holds it, with the entries' count: membership, cluster version,
+	// users and roles. Notes says what else a reader should know.
 	Kept, Notes []string
 
 	w      *WAL
 	writes []int32 // the applied writes of (BaseIndex, Index], in revision order
 }
 
-// PointInTime returns the keyspace at raft index index (see PointInTime).
-// It wraps ErrBeforeBase for an index below the db's consistent index,
-// ErrUndetermined when an entry up to index (or index itself) is not
+// PointInTime returns the keyspace at raft index index. It wraps
+// ErrBeforeBase for an index below the db's consistent index, and
+// ErrUndetermined when an entry up to index, index included, is not
 // established or the log does not reach it.
 func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, error) {
 	if w.base == nil {
@@ -114,7 +109,7 @@ func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, erro
 		if e.revision != 0 {
 			p.Revision = e.revision
 		}
-		if err := p.entry(ctx, we, kept); err != nil {
+		if err := p.entry(ctx, int32(i), we, kept); err != nil {
 			return nil, err
 		}
 	}
@@ -143,49 +138,27 @@ func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, erro
 
 // entry takes one replayed entry's lease changes, compaction and what the
 // snapshot keeps from the db.
-func (p *PointInTime) entry(ctx context.Context, we WALEntry, kept map[string]int) error {
-	switch {
-	case we.Kind == walread.KindConfChange:
-		kept["membership changes (members, as the db holds them)"]++
-	case we.Kind == walread.KindCompaction && we.Outcome == OutcomeApplied:
-		req, err := p.w.request(we)
-		if err != nil {
-			return err
-		}
-		p.Compaction = max(p.Compaction, req.Compaction.Revision)
-	case we.Kind == walread.KindLeaseGrant && we.Outcome == OutcomeApplied:
-		req, err := p.w.request(we)
-		if err != nil {
-			return err
-		}
-		ttl := req.LeaseGrant.TTL
-		if ttl < etcdMinLeaseTTL {
-			p.Notes = append(p.Notes, fmt.Sprintf("lease %x (entry %d) was granted a TTL of %d s: stored as %d s, etcd's minimum with its default election timeout", req.LeaseGrant.ID, we.Index, ttl, etcdMinLeaseTTL))
-			ttl = etcdMinLeaseTTL
-		}
-		p.Leases = append(p.Leases, store.LeaseChange{ID: req.LeaseGrant.ID, TTL: ttl})
-	case we.Kind == walread.KindLeaseRevoke && we.Outcome == OutcomeApplied:
-		req, err := p.w.request(we)
-		if err != nil {
-			return err
-		}
-		p.Leases = append(p.Leases, store.LeaseChange{ID: req.LeaseRevoke.ID, Revoke: true})
-	case we.Other == "lease-checkpoint":
-		req, err := p.w.request(we)
-		if err != nil {
-			return err
-		}
-		for _, c := range req.LeaseCheckpoint.GetCheckpoints() {
-			p.Leases = append(p.Leases, store.LeaseChange{ID: c.ID, Checkpoint: true, Remaining: c.Remaining_TTL})
-		}
-	case we.Other == "cluster" || we.Other == "v2":
+func (p *PointInTime) entry(ctx context.Context, i int32, we WALEntry, kept map[string]int) error {
+	switch we.Other {
+	case "cluster", "v2":
 		kept["member attribute or cluster version changes (members and cluster, as the db holds them)"]++
-	case we.Other == "auth":
+	case "auth":
 		kept["user and role changes (auth, as the db holds them)"]++
-	case we.Other == "alarm":
+	case "alarm":
 		kept["alarm changes (alarm, as the db holds it)"]++
-	case we.Other == "unrecognized":
+	case "unrecognized":
 		return fmt.Errorf("raft index %d: %w: entry %d holds a request this build does not know: what it changed is not known", p.Index, ErrUndetermined, we.Index)
+	}
+	if we.Kind == walread.KindConfChange {
+		kept["membership changes (members, as the db holds them)"]++
+	}
+	eff := p.w.r.effects[i]
+	p.Compaction = max(p.Compaction, eff.compacted)
+	for _, lc := range eff.leases {
+		if lc.raised {
+			p.Notes = append(p.Notes, fmt.Sprintf("lease %x (entry %d) was granted a TTL of %d s: stored as %d s, etcd's minimum with its default election timeout", lc.ID, we.Index, lc.asked, etcdMinLeaseTTL))
+		}
+		p.Leases = append(p.Leases, lc.LeaseChange)
 	}
 	return ctx.Err()
 }
@@ -393,24 +366,10 @@ func (w *WAL) IndexBeforeDelete(key string) (uint64, WALEntry, error) {
 // a transaction) of key, or, when key ends in "/", of a key under it.
 func requestDeletes(req *pb.InternalRaftRequest, key string) bool {
 	var dels []*pb.DeleteRangeRequest
-	if req.DeleteRange != nil {
-		dels = append(dels, req.DeleteRange)
-	}
-	var walk func(ops []*pb.RequestOp)
-	walk = func(ops []*pb.RequestOp) {
-		for _, op := range ops {
-			if d := op.GetRequestDeleteRange(); d != nil {
-				dels = append(dels, d)
-			}
-			if t := op.GetRequestTxn(); t != nil {
-				walk(t.Success)
-				walk(t.Failure)
-			}
+	for _, o := range entryOps(req) {
+		if o.del != nil {
+			dels = append(dels, o.del)
 		}
-	}
-	if req.Txn != nil {
-		walk(req.Txn.Success)
-		walk(req.Txn.Failure)
 	}
 	// The keys meant: [lo, hi): the key alone, or every key under the
 	// prefix ("/" + 1 is "0").

@@ -215,4 +215,9 @@ func (r *replay) prepend(p *replay) {
 	for k, n := range p.counts {
 		r.counts[k] += n
 	}
+	effects := p.effects
+	for i, e := range r.effects {
+		effects[i+ne] = e
+	}
+	r.effects = effects
 }

@@ -2,7 +2,6 @@ package wal
 
 import (
 	"fmt"
-	"slices"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
@@ -35,8 +34,11 @@ type pxCmp struct {
 	key    int32
 	target pb.Compare_CompareTarget
 	result pb.Compare_CompareResult
+	// ranged: the compare is over a key range from key on, which step
+	// cannot decide here: keys the log never names may be in it.
+	ranged bool
 	// value is the revision, version or lease compared with; for a VALUE
-	// compare, the hash of the value.
+	// compare, the hash of the value, which keeps no order.
 	value int64
 }
 
@@ -46,18 +48,18 @@ type pxOp struct {
 	del   bool
 	lease int64
 	hash  uint64 // a put's value hash
-	// path is the op's index in its transaction (branchIndex); inTxn is
-	// false for a plain put or delete.
+	// path is the op's branchIndex in its transaction; inTxn is false
+	// for a plain put or delete. deep is the op's whole path when it is
+	// in a nested transaction, nil otherwise.
 	path  int32
 	inTxn bool
-	// deep is the op's whole path when it is in a nested transaction
-	// (nil otherwise).
-	deep []int32
+	deep  []int32
 }
 
-// pxEntry is a prefix entry as the solver needs it: no value, only the
-// hash of each put's value, and keys by number (memory bounded by the
-// number of writes, not by the log's size).
+// pxEntry is a prefix entry as settle keeps it: no value, only the hash
+// of each put's value, and keys by number, so that memory is bounded by
+// the number of writes, not by the log's size. request rebuilds what step
+// needs of it.
 type pxEntry struct {
 	index, term uint64
 	kind        walread.Kind
@@ -67,24 +69,22 @@ type pxEntry struct {
 	id         int64
 	cmps       []pxCmp
 	succ, fail []pxOp
-	// unmodelled says what of the entry the solver does not model ("":
-	// nothing): it then stops there.
+	// unmodelled, when not empty, says what of the entry settle does not
+	// model: the prefix is then left unresolved.
 	unmodelled string
-	// nested: the transaction holds transactions. Their compares are
-	// evaluated, as its own, against the state before it (etcd's
-	// compareToPath); which branches are taken is not modelled: succ
-	// and fail hold the writes of every branch under each of its own,
-	// and the entry is settled as any transaction not of
-	// kube-apiserver's shape (settle.go), its keys alone left unknown.
+	// nested: the transaction holds transactions. succ and fail hold the
+	// writes of every branch under each of its own, and the entry is
+	// settled as any transaction not of kube-apiserver's shape: its keys
+	// alone are left unknown.
 	nested bool
 	// authed: the request was made under etcd authentication, whose
 	// permission check may refuse it when applied.
 	authed bool
-	// ranged marks a plain range delete (not in a transaction): it
-	// deletes every key in [from, end) that exists (end "\x00": every
-	// key from from on). Its keys are not in succ: which existed there is
-	// what the db holds deleted at its revision, where that is proved
-	// (settler.replay).
+	// ranged marks a range delete outside a transaction: it deletes
+	// every key in [from, end) that exists, end "\x00" meaning every key
+	// from from on. Its keys are not in succ: which existed there is what
+	// the db holds deleted at its revision, where settler.replay proves
+	// that revision.
 	ranged    bool
 	from, end string
 }
@@ -112,36 +112,34 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 		}
 		return append(out, pxOp{key: keys.id(d.Key), del: true, path: path, inTxn: inTxn})
 	}
-	// branch lists a branch's writes; parent is the path of the nested
-	// transaction it is in (nil: the entry's own).
-	var branch func(ops []*pb.RequestOp, parent []int32, succ bool) []pxOp
-	branch = func(ops []*pb.RequestOp, parent []int32, succ bool) []pxOp {
-		var out []pxOp
-		for i, u := range ops {
-			bi := branchIndex(i, succ)
-			n, leaf := len(out), true
-			switch x := u.Request.(type) {
-			case *pb.RequestOp_RequestPut:
-				out = append(out, put(x.RequestPut, bi, true))
-			case *pb.RequestOp_RequestDeleteRange:
-				out = del(out, x.RequestDeleteRange, bi, true)
-			case *pb.RequestOp_RequestTxn:
-				pe.nested, leaf = true, false
-				p := append(slices.Clone(parent), bi)
-				out = append(out, branch(x.RequestTxn.Success, p, true)...)
-				out = append(out, branch(x.RequestTxn.Failure, p, false)...)
-			case *pb.RequestOp_RequestRange:
-				if x.RequestRange.Revision != 0 {
-					// etcd refuses the transaction when the revision is
-					// compacted or in the future.
-					pe.unmodelled = "a range at a revision in a transaction"
+	// txnOps lists a transaction's writes by the branch of its own they
+	// are under, nested transactions' too.
+	txnOps := func(t *pb.TxnRequest) {
+		for _, o := range requestOps(t, nil) {
+			n := len(o.path)
+			var out []pxOp
+			switch {
+			case o.rng != nil && o.rng.Revision != 0:
+				// etcd refuses the transaction when the revision is
+				// compacted or in the future.
+				pe.unmodelled = "a range at a revision in a transaction"
+			case o.put != nil:
+				out = []pxOp{put(o.put, o.path[n-1], true)}
+			case o.del != nil:
+				out = del(nil, o.del, o.path[n-1], true)
+			}
+			if n > 1 {
+				pe.nested = true
+				for i := range out {
+					out[i].deep = o.path
 				}
 			}
-			if leaf && parent != nil && len(out) == n+1 {
-				out[n].deep = append(slices.Clone(parent), bi)
+			if o.path[0] >= 0 {
+				pe.succ = append(pe.succ, out...)
+			} else {
+				pe.fail = append(pe.fail, out...)
 			}
 		}
-		return out
 	}
 	switch {
 	case req.Put != nil:
@@ -153,30 +151,13 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 		pe.succ = del(nil, req.DeleteRange, 0, false)
 	case req.Txn != nil:
 		for _, c := range req.Txn.Compare {
-			if len(c.RangeEnd) != 0 {
-				pe.unmodelled = fmt.Sprintf("a compare over a key range (%q)", c.Key)
-			}
-			pc := pxCmp{key: keys.id(c.Key), target: c.Target, result: c.Result}
-			switch c.Target {
-			case pb.Compare_MOD:
-				pc.value = c.GetModRevision()
-			case pb.Compare_VERSION:
-				pc.value = c.GetVersion()
-			case pb.Compare_CREATE:
-				pc.value = c.GetCreateRevision()
-			case pb.Compare_LEASE:
-				pc.value = c.GetLease()
-			case pb.Compare_VALUE:
+			pc := pxCmp{key: keys.id(c.Key), target: c.Target, result: c.Result, ranged: len(c.RangeEnd) != 0, value: compareOperand(c)}
+			if c.Target == pb.Compare_VALUE {
 				pc.value = int64(valueHash(c.GetValue()))
-				if c.Result == pb.Compare_GREATER || c.Result == pb.Compare_LESS {
-					// Values are held as hashes, which keep no order.
-					pe.unmodelled = "a compare of a value's order"
-				}
 			}
 			pe.cmps = append(pe.cmps, pc)
 		}
-		pe.succ = branch(req.Txn.Success, nil, true)
-		pe.fail = branch(req.Txn.Failure, nil, false)
+		txnOps(req.Txn)
 	case req.LeaseGrant != nil:
 		pe.id = req.LeaseGrant.ID
 	case req.LeaseRevoke != nil:

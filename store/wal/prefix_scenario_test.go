@@ -46,6 +46,20 @@ func TestPrefixScenarios(t *testing.T) {
 		Compare: []*pb.Compare{{Key: []byte("/n"), Target: pb.Compare_MOD, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_ModRevision{}}},
 		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/n"), Value: []byte("x")}}}},
 	}}}}}}
+	// rangeIf puts /r/x if no key under /r/ exists yet: a compare of
+	// the version of every key in a range, as etcdctl txn can write it.
+	rangeIf := &pb.InternalRaftRequest{Txn: &pb.TxnRequest{
+		Compare: []*pb.Compare{{Key: []byte("/r/"), RangeEnd: []byte("/r0"), Target: pb.Compare_VERSION, Result: pb.Compare_LESS,
+			TargetUnion: &pb.Compare_Version{Version: 1}}},
+		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/r/x"), Value: []byte("x")}}}},
+	}}
+	// valueAbove puts /v if /a's value is above "1": a compare of a
+	// value's order.
+	valueAbove := &pb.InternalRaftRequest{Txn: &pb.TxnRequest{
+		Compare: []*pb.Compare{{Key: []byte("/a"), Target: pb.Compare_VALUE, Result: pb.Compare_GREATER,
+			TargetUnion: &pb.Compare_Value{Value: []byte("1")}}},
+		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/v"), Value: []byte("v")}}}},
+	}}
 	tests := []struct {
 		name     string
 		keepTomb bool
@@ -160,6 +174,18 @@ func TestPrefixScenarios(t *testing.T) {
 		// /a at 2 before the log; the nested transaction puts /n at 4.
 		pre:  []*pb.InternalRaftRequest{txnReq("/a", 0, "1")},
 		log:  []*pb.InternalRaftRequest{txnReq("/a", 2, "2"), nested, txnReq("/a", 3, "3"), txnReq("/b", 0, "1")},
+		want: "EUEE",
+	}, {
+		name: "a compare over a key range leaves its own outcome unknown, not the log",
+		// /a at 2 before the log; /r/x put at 4, /a at 3 and 5.
+		pre:  []*pb.InternalRaftRequest{txnReq("/a", 0, "1")},
+		log:  []*pb.InternalRaftRequest{txnReq("/a", 2, "2"), rangeIf, txnReq("/a", 4, "3"), txnReq("/b", 0, "1")},
+		want: "EUEE",
+	}, {
+		name: "a compare of a value's order leaves its own outcome unknown, not the log",
+		// /a at 2 before the log; /v put at 4, /a at 3 and 5.
+		pre:  []*pb.InternalRaftRequest{txnReq("/a", 0, "1")},
+		log:  []*pb.InternalRaftRequest{txnReq("/a", 2, "2"), valueAbove, txnReq("/a", 4, "3"), txnReq("/b", 0, "1")},
 		want: "EUEE",
 	}}
 	for _, tc := range tests {

@@ -309,6 +309,9 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 			break
 		}
 	}
+	// ps knows the leases the log granted and revoked, and bounds the
+	// revision and the compaction, for step.
+	ps := newPxState(keys)
 	var compactedHi int64
 	// track follows each key's state along its writes while every one
 	// is established, from the log's start where the state there is
@@ -320,7 +323,6 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 	for k := range track {
 		track[k].known = s.exact
 	}
-	granted := map[int64]bool{}
 	// attached: the keys the log's puts named with each lease since its
 	// last revoke, which a revoke of it may have deleted.
 	attached := map[int64][]int32{}
@@ -342,13 +344,16 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 		plain := pe.kind == walread.KindPut || pe.kind == walread.KindDeleteRange && !pe.ranged
 		switch {
 		case pe.kind == walread.KindLeaseGrant:
-			if !granted[pe.id] {
-				we.Outcome, we.Reason = OutcomeApplied, ""
+			if _, seen := ps.lease(pe.id); !seen {
+				// A lease the log grants is new, as the prefix takes
+				// throughout (chains, unnamedDeleters): etcd makes its id.
+				ps.revoke(pe.id)
 			}
-			granted[pe.id] = true
+			res := step(ps, pe.request(keys.names), pe.index)
+			we.Outcome, we.Reason = res.outcome, res.reason
 		case pe.kind == walread.KindLeaseRevoke:
-			exists := granted[pe.id]
-			delete(granted, pe.id)
+			exists, _ := ps.lease(pe.id)
+			ps.revoke(pe.id)
 			revoked = attached[pe.id]
 			switch {
 			case made == 1 && rev > s.dbK:
@@ -376,16 +381,23 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 				}
 			}
 		case pe.kind == walread.KindCompaction:
-			// etcd refuses a revision past the current one, and one
-			// compacted already: at most the revision before the log
-			// (below the first the log made), or an earlier compaction's.
-			switch c := pe.id; {
-			case c >= nextRev[i]:
-				we.Outcome, we.Reason = OutcomeNotApplied, "compaction revision in the future"
-			case c <= prevRev[i] && c > compactedHi && c >= firstRev:
-				we.Outcome, we.Reason = OutcomeApplied, ""
+			// The revision is at least the last one known before, below
+			// the next one known. The compaction is at most an earlier
+			// one of the log, or below the first revision the log made.
+			ps.revLo, ps.revHi, ps.compactHi = prevRev[i], nextRev[i]-1, max(compactedHi, firstRev-1)
+			res := step(ps, pe.request(keys.names), pe.index)
+			we.Outcome, we.Reason = res.outcome, res.reason
+			if res.outcome == OutcomeUnknown {
+				we.Reason = unknown
 			}
 			compactedHi = max(compactedHi, pe.id)
+		case !kube && !plain && made == 0 && st.stepped[i].outcome != OutcomeUnknown:
+			// step decided it: it changed no key.
+			res := st.stepped[i]
+			we.Outcome, we.Reason = res.outcome, res.reason
+			if res.outcome == OutcomeApplied {
+				we.Reason = "it changed no key"
+			}
 		case !kube && !plain && (pe.kind == walread.KindPut || pe.kind == walread.KindDeleteRange || pe.kind == walread.KindTxn):
 		case pe.kind != walread.KindPut && pe.kind != walread.KindDeleteRange && pe.kind != walread.KindTxn:
 			we.Outcome, we.Reason = OutcomeSkipped, ""
@@ -409,7 +421,9 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 		case made == 0:
 			we.Outcome, we.Reason = OutcomeNotApplied, "compare failed (the key changed since it was read)"
 		}
-		if we.Outcome == OutcomeUnknown || made == 1 && rev == 0 {
+		// A lease grant or a compaction makes no revision, known or not.
+		noRev := pe.kind == walread.KindLeaseGrant || pe.kind == walread.KindCompaction
+		if we.Outcome == OutcomeUnknown && !noRev || made == 1 && rev == 0 {
 			if open < 0 {
 				open = i
 			}

@@ -1,8 +1,8 @@
 package wal
 
 import (
-	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -16,18 +16,18 @@ type Outcome int
 
 // Outcomes of a logged write.
 const (
-	// OutcomeUnknown: the log alone does not tell (a compare on a key whose
-	// state before the log is unknown, an entry past the last commit index
-	// the log records, ...). WALEntry.Reason says why.
+	// OutcomeUnknown: the log alone does not tell, as for a compare on a
+	// key whose state before the log is unknown, or an entry past the
+	// last commit index the log records. WALEntry.Reason says why.
 	OutcomeUnknown Outcome = iota
 	// OutcomeApplied: the write changed the keyspace.
 	OutcomeApplied
 	// OutcomeNotApplied: the write was rejected or its transaction took the
 	// other branch; WALEntry.Reason says why.
 	OutcomeNotApplied
-	// OutcomeSkipped: the entry does not write keys, leases or compaction
-	// (membership, cluster version, auth, alarms, empty entries): it is
-	// counted, not modelled.
+	// OutcomeSkipped: the entry writes no key, lease or compaction: a
+	// membership change, the cluster version, auth, an alarm, an empty
+	// entry. It is counted, not modelled.
 	OutcomeSkipped
 )
 
@@ -96,26 +96,29 @@ type keyState struct {
 	writes                      []int32
 }
 
-// replay applies the log's committed entries in order over a key-state
-// model. Started from an empty keyspace (a log that begins at raft index
-// 1), every outcome is determined and every applied write gets its
-// revision; from the first entry whose outcome cannot be determined on,
-// revisions are no longer derived (known turns false).
+// replay applies the log's committed entries in order with step, over a
+// key-state model. Started from an empty keyspace, for a log that begins
+// at raft index 1, every outcome is determined and every applied write
+// gets its revision. From the first entry whose outcome cannot be
+// determined on, known turns false: revisions are no longer derived.
 type replay struct {
-	known    bool
-	stopAt   uint64 // the entry at which revisions stopped being derived
-	stopWhy  string
-	rev      int64
-	compact  int64
-	keys     map[string]*keyState
-	keyNames []string
-	// slab, when sized (sizeKeys), holds the key states addKey hands out
-	// (one allocation for the db's keys, not one each).
-	slab    []keyState
-	leases  map[int64]bool // granted and not revoked
+	known      bool
+	stopAt     uint64 // the entry at which revisions stopped being derived
+	stopWhy    string
+	rev        int64
+	compactRev int64
+	keys       map[string]*keyState
+	keyNames   []string
+	// slab, once sizeKeys sized it, holds the key states addKey hands
+	// out: one allocation for the db's keys, not one each.
+	slab []keyState
+	// leases holds the leases known: true granted, false revoked.
+	leases  map[int64]bool
+	cur     int32 // the entry step is applying
+	effects map[int32]effect
 	valueOf func(int32) ([]byte, error)
 	// baseValue, when not nil, reads a key's value in the db the replay
-	// started from (for a key the log has not written yet).
+	// started from, for a key the log has not written yet.
 	baseValue func(key string) ([]byte, error)
 
 	entries   []walEntry
@@ -123,10 +126,10 @@ type replay struct {
 	all       []walWrite
 	deepPaths map[int32][]int32
 	applied   []int32 // applied writes with revisions, in revision order
-	// unplaced holds the applied writes whose revision is not established
-	// (a stretch of the log's entries the db holds that nothing anchors),
-	// with the revisions they may have: their order among the key's
-	// writes is the log's.
+	// unplaced holds the applied writes whose revision is not
+	// established, in a stretch of the entries the db holds that nothing
+	// anchors, with the revisions they may have. Their order among the
+	// key's writes is the log's.
 	unplaced map[int32][2]int64
 	counts   map[string]int
 }
@@ -136,6 +139,7 @@ func newReplay(valueOf func(int32) ([]byte, error)) *replay {
 		rev:       1, // a new etcd's keyspace starts at revision 1
 		keys:      map[string]*keyState{},
 		leases:    map[int64]bool{},
+		effects:   map[int32]effect{},
 		deepPaths: map[int32][]int32{},
 		unplaced:  map[int32][2]int64{},
 		counts:    map[string]int{},
@@ -235,364 +239,149 @@ func (r *replay) lose(index uint64, why string) {
 	}
 }
 
-// op is one write an entry asks for, with where its put lives.
-type op struct {
-	put  *pb.PutRequest
-	del  *pb.DeleteRangeRequest
-	path []int32
-}
-
-// apply applies one committed entry and records it.
+// apply applies one committed entry with etcd's step and records it.
 func (r *replay) apply(e walread.Entry, pos walread.Pos) {
 	we := WALEntry{Index: e.Index, Term: e.Term, Kind: e.Kind, Other: e.Other, pos: pos}
 	r.counts[e.Kind.String()]++
-	idx := int32(len(r.entries))
-	switch e.Kind {
-	case walread.KindPut, walread.KindDeleteRange, walread.KindTxn:
-		r.applyWrite(&we, idx, e.Request)
-	case walread.KindLeaseGrant:
-		id := e.Request.LeaseGrant.ID
-		switch {
-		case r.leases[id]:
-			we.Outcome, we.Reason = OutcomeNotApplied, "lease already exists"
-		case !r.known:
-			we.Outcome, we.Reason = OutcomeUnknown, "lease may exist from before the log"
-			r.leases[id] = true
-		default:
-			we.Outcome = OutcomeApplied
-			r.leases[id] = true
-		}
-	case walread.KindLeaseRevoke:
-		id := e.Request.LeaseRevoke.ID
-		if !r.leases[id] {
-			if r.known {
-				we.Outcome, we.Reason = OutcomeNotApplied, "lease not found"
-			} else {
-				we.Outcome, we.Reason = OutcomeUnknown, "lease may exist from before the log"
-			}
-			break
-		}
-		delete(r.leases, id)
-		if !r.known {
-			we.Outcome, we.Reason = OutcomeUnknown, "keys attached to the lease before the log are unknown"
-			break
-		}
-		var keys []string
-		for k, s := range r.keys {
-			if s.exists && s.lease == id {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		we.Outcome = OutcomeApplied
-		if len(keys) > 0 {
-			for _, k := range keys {
-				r.record(idx, k, op{}, true)
-			}
-			r.rev++
-			we.Revision = r.rev
-		}
-	case walread.KindCompaction:
-		c := e.Request.Compaction.Revision
-		switch {
-		case !r.known:
-			we.Outcome, we.Reason = OutcomeUnknown, "revisions are not established here"
-		case c > r.rev:
-			we.Outcome, we.Reason = OutcomeNotApplied, "compaction revision in the future"
-		case c <= r.compact:
-			we.Outcome, we.Reason = OutcomeNotApplied, "already compacted"
-		default:
-			we.Outcome = OutcomeApplied
-			r.compact = c
-		}
-	default:
-		we.Outcome = OutcomeSkipped
-		if req := e.Request; req != nil {
-			// Apply rules these change are not modelled: stop deriving
-			// revisions rather than guess.
-			switch {
-			case req.AuthEnable != nil:
-				r.lose(e.Index, fmt.Sprintf("entry %d enables authentication: permission checks are not modelled", e.Index))
-			case req.Alarm != nil && req.Alarm.Action == pb.AlarmRequest_ACTIVATE:
-				r.lose(e.Index, fmt.Sprintf("entry %d raises the %v alarm: writes refused under it are not modelled", e.Index, req.Alarm.Alarm))
-			}
-		}
+	r.cur = int32(len(r.entries))
+	res := step(r, e.Request, e.Index)
+	we.Outcome, we.Reason = res.outcome, res.reason
+	for _, o := range res.tried {
+		r.attempt(r.cur, o)
+	}
+	switch {
+	case res.outcome == OutcomeUnknown:
+		r.lose(e.Index, fmt.Sprintf("entry %d: %s", e.Index, res.reason))
+	case res.changed && r.known:
+		r.rev++
+		we.Revision = r.rev
+	}
+	if res.lose != "" {
+		r.lose(e.Index, res.lose)
+	}
+	if len(res.leases) > 0 || res.compacted != 0 {
+		r.effects[r.cur] = effect{leases: res.leases, compacted: res.compacted}
 	}
 	r.push(we)
 }
 
-// applyWrite applies a Put, DeleteRange or Txn.
-func (r *replay) applyWrite(we *WALEntry, idx int32, req *pb.InternalRaftRequest) {
-	var ops []op
-	var why string
-	ok := true
-	decided := true
+// effect is what an applied entry changed besides keys.
+type effect struct {
+	leases    []leaseChange
+	compacted int64
+}
+
+// The replay is step's concrete state: it knows every key, lease and
+// revision until an entry's outcome is not established, and nothing of
+// the keys' state after.
+
+func (r *replay) field(key string, t pb.Compare_CompareTarget) (int64, bool) {
+	if !r.known {
+		return 0, false
+	}
+	s := r.keys[key]
 	switch {
-	case req.Put != nil:
-		ops = []op{{put: req.Put}}
-	case req.DeleteRange != nil:
-		ops = []op{{del: req.DeleteRange}}
-	default:
-		ops, ok, decided, why = r.txnOps(req.Txn, nil, r.rev)
+	case s == nil || !s.exists:
+		return 0, true
+	case t == pb.Compare_CREATE:
+		return s.create, true
+	case t == pb.Compare_MOD:
+		return s.mod, true
+	case t == pb.Compare_VERSION:
+		return s.version, true
 	}
-	if decided && ok {
-		if err := r.check(ops); err != "" {
-			ok, why = false, err
-		} else if !r.known && !r.unconditional(ops) {
-			decided, why = false, "the state of the keys before the log is unknown"
-		}
+	return s.lease, true
+}
+
+func (r *replay) value(key string) ([]byte, bool) {
+	s := r.keys[key]
+	var v []byte
+	var err error
+	switch {
+	case !r.known || s == nil:
+		return nil, false
+	case r.valueOf == nil && s.last >= 0:
+		return nil, false
+	case s.last >= 0:
+		v, err = r.valueOf(s.last)
+	case r.baseValue != nil:
+		v, err = r.baseValue(key)
 	}
-	if !decided {
-		we.Outcome, we.Reason = OutcomeUnknown, why
-		// Record what the entry would have written, for the key's story.
-		for _, o := range ops {
-			r.attempt(idx, o)
-		}
-		r.lose(we.Index, fmt.Sprintf("entry %d: %s", we.Index, why))
-		return
-	}
-	if !ok {
-		we.Outcome, we.Reason = OutcomeNotApplied, why
-		for _, o := range ops {
-			r.attempt(idx, o)
-		}
-		return
-	}
-	we.Outcome = OutcomeApplied
+	return v, err == nil
+}
+
+func (r *replay) keysIn(from, end []byte) ([]string, bool) {
 	if !r.known {
-		// Applied, but its revision is not established.
-		for _, o := range ops {
-			r.attempt(idx, o)
-			if o.put != nil {
-				r.key(o.put.Key).exists = true
-			}
-		}
-		return
+		return nil, false
 	}
-	rev := r.rev + 1
-	changed := false
-	for _, o := range ops {
-		if o.put != nil {
-			r.record(idx, string(o.put.Key), o, false)
-			changed = true
-			continue
-		}
-		for _, k := range r.rangeKeys(o.del.Key, o.del.RangeEnd) {
-			r.record(idx, k, o, true)
-			changed = true
-		}
-	}
-	if changed {
-		r.rev = rev
-		we.Revision = rev
-	}
-}
-
-// unconditional reports whether ops apply whatever the keys' prior state
-// (plain puts; the lease check was made).
-func (r *replay) unconditional(ops []op) bool {
-	for _, o := range ops {
-		if o.put == nil || o.put.IgnoreLease || o.put.IgnoreValue || (o.put.Lease != 0 && !r.leases[o.put.Lease]) {
-			return false
-		}
-	}
-	return true
-}
-
-// txnOps evaluates a transaction's compares (all against the state before
-// the transaction, as etcd does) and returns the writes of the branch taken.
-// decided is false when a compare cannot be evaluated; then ops are the
-// writes of both branches.
-func (r *replay) txnOps(t *pb.TxnRequest, path []int32, rev int64) (ops []op, ok, decided bool, why string) {
-	succ := true
-	for _, c := range t.Compare {
-		res, known := r.compare(c)
-		if !known {
-			all := r.branchOps(t.Success, path, true)
-			all = append(all, r.branchOps(t.Failure, path, false)...)
-			return all, false, false, fmt.Sprintf("compare on %s: the key's state is unknown here", c.Key)
-		}
-		if !res {
-			succ = false
-			break
-		}
-	}
-	branch := t.Success
-	if !succ {
-		branch = t.Failure
-	}
-	for i, u := range branch {
-		p := append(append([]int32(nil), path...), branchIndex(i, succ))
-		switch x := u.Request.(type) {
-		case *pb.RequestOp_RequestPut:
-			ops = append(ops, op{put: x.RequestPut, path: p})
-		case *pb.RequestOp_RequestDeleteRange:
-			ops = append(ops, op{del: x.RequestDeleteRange, path: p})
-		case *pb.RequestOp_RequestRange:
-			rr := x.RequestRange
-			if rr.Revision > rev {
-				return nil, false, true, "a range in the transaction reads a future revision"
-			}
-			if rr.Revision > 0 && rr.Revision < r.compact {
-				// etcd reads at the compaction revision itself.
-				return nil, false, true, "a range in the transaction reads a compacted revision"
-			}
-		case *pb.RequestOp_RequestTxn:
-			sub, subOK, subDecided, subWhy := r.txnOps(x.RequestTxn, p, rev)
-			if !subDecided || !subOK {
-				return append(ops, sub...), subOK, subDecided, subWhy
-			}
-			ops = append(ops, sub...)
-		}
-	}
-	if !succ {
-		// The success branch's writes are what the transaction meant to
-		// do: record them as not applied unless the failure branch writes.
-		if len(ops) == 0 {
-			return r.branchOps(t.Success, path, true), false, true, "compare failed (the key changed since it was read)"
-		}
-	}
-	return ops, true, true, ""
-}
-
-func branchIndex(i int, succ bool) int32 {
-	if succ {
-		return int32(i)
-	}
-	return int32(-i - 1)
-}
-
-// branchOps lists a branch's writes without evaluating anything.
-func (r *replay) branchOps(branch []*pb.RequestOp, path []int32, succ bool) []op {
-	var ops []op
-	for i, u := range branch {
-		p := append(append([]int32(nil), path...), branchIndex(i, succ))
-		switch x := u.Request.(type) {
-		case *pb.RequestOp_RequestPut:
-			ops = append(ops, op{put: x.RequestPut, path: p})
-		case *pb.RequestOp_RequestDeleteRange:
-			ops = append(ops, op{del: x.RequestDeleteRange, path: p})
-		case *pb.RequestOp_RequestTxn:
-			ops = append(ops, r.branchOps(x.RequestTxn.Success, p, true)...)
-			ops = append(ops, r.branchOps(x.RequestTxn.Failure, p, false)...)
-		}
-	}
-	return ops
-}
-
-// check applies etcd's checks before a write: a put's lease must exist, and
-// a put that keeps the value or lease needs the key to exist.
-func (r *replay) check(ops []op) string {
-	for _, o := range ops {
-		if o.put == nil {
-			continue
-		}
-		if o.put.Lease != 0 && !o.put.IgnoreLease && !r.leases[o.put.Lease] {
-			if !r.known {
-				continue // may have been granted before the log; unconditional() decides
-			}
-			return fmt.Sprintf("lease %x not found", o.put.Lease)
-		}
-		if o.put.IgnoreLease || o.put.IgnoreValue {
-			if s := r.keys[string(o.put.Key)]; r.known && (s == nil || !s.exists) {
-				return "key not found (put ignoring value or lease)"
-			}
-		}
-	}
-	return ""
-}
-
-// compare evaluates one compare; known is false when it cannot.
-func (r *replay) compare(c *pb.Compare) (result, known bool) {
-	if !r.known {
-		return false, false
-	}
-	keys := r.rangeKeys(c.Key, c.RangeEnd)
-	if len(keys) == 0 {
-		if c.Target == pb.Compare_VALUE {
-			return false, true
-		}
-		return compareState(c, &keyState{}, nil), true
-	}
-	for _, k := range keys {
-		s := r.keys[k]
-		var v []byte
-		if c.Target == pb.Compare_VALUE {
-			var err error
-			switch {
-			case r.valueOf == nil && s.last >= 0:
-				return false, false
-			case s.last >= 0:
-				v, err = r.valueOf(s.last)
-			case r.baseValue != nil:
-				v, err = r.baseValue(k)
-			}
-			if err != nil {
-				return false, false
-			}
-		}
-		if !compareState(c, s, v) {
-			return false, true
-		}
-	}
-	return true, true
-}
-
-func compareState(c *pb.Compare, s *keyState, value []byte) bool {
-	var res int
-	cmp := func(a, b int64) int {
-		switch {
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
-	}
-	switch c.Target {
-	case pb.Compare_VALUE:
-		res = bytes.Compare(value, c.GetValue())
-	case pb.Compare_CREATE:
-		res = cmp(s.create, c.GetCreateRevision())
-	case pb.Compare_MOD:
-		res = cmp(s.mod, c.GetModRevision())
-	case pb.Compare_VERSION:
-		res = cmp(s.version, c.GetVersion())
-	case pb.Compare_LEASE:
-		res = cmp(s.lease, c.GetLease())
-	}
-	switch c.Result {
-	case pb.Compare_EQUAL:
-		return res == 0
-	case pb.Compare_NOT_EQUAL:
-		return res != 0
-	case pb.Compare_GREATER:
-		return res > 0
-	case pb.Compare_LESS:
-		return res < 0
-	}
-	return true
-}
-
-// rangeKeys lists the existing keys in [key, end) (end empty: key alone;
-// end "\x00": every key from key on), sorted.
-func (r *replay) rangeKeys(key, end []byte) []string {
 	if len(end) == 0 {
-		if s := r.keys[string(key)]; s != nil && s.exists {
-			return []string{string(key)}
+		if s := r.keys[string(from)]; s != nil && s.exists {
+			return []string{string(from)}, true
 		}
-		return nil
+		return nil, true
 	}
 	all := len(end) == 1 && end[0] == 0
 	var keys []string
 	for k, s := range r.keys {
-		if s.exists && k >= string(key) && (all || k < string(end)) {
+		if s.exists && k >= string(from) && (all || k < string(end)) {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
-	return keys
+	return keys, true
 }
+
+func (r *replay) lease(id int64) (exists, known bool) {
+	if v, ok := r.leases[id]; ok {
+		return v, true
+	}
+	return false, r.known
+}
+
+func (r *replay) leaseKeys(id int64) ([]string, bool) {
+	if !r.known {
+		return nil, false
+	}
+	var keys []string
+	for k, s := range r.keys {
+		if s.exists && s.lease == id {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys, true
+}
+
+// revisions: once not known, the revision and compaction are at least
+// what they were, and their highest is not known.
+func (r *replay) revisions() (revLo, revHi, compactLo, compactHi int64) {
+	if !r.known {
+		return r.rev, math.MaxInt64, r.compactRev, math.MaxInt64
+	}
+	return r.rev, r.rev, r.compactRev, r.compactRev
+}
+
+func (r *replay) put(key string, o op) {
+	if !r.known {
+		// Applied, but its revision is not established.
+		r.attempt(r.cur, o)
+		r.keyString(key).exists = true
+		return
+	}
+	r.record(r.cur, key, o, false)
+}
+
+func (r *replay) del(key string, o op) {
+	if !r.known {
+		r.attempt(r.cur, o)
+		return
+	}
+	r.record(r.cur, key, o, true)
+}
+
+func (r *replay) grant(id int64)    { r.leases[id] = true }
+func (r *replay) revoke(id int64)   { r.leases[id] = false }
+func (r *replay) compact(rev int64) { r.compactRev = rev }
 
 // record applies one key write at revision r.rev+1 (the caller bumps
 // r.rev afterwards) and appends it to the key's writes.
@@ -636,7 +425,7 @@ func (r *replay) attempt(idx int32, o op) {
 	switch {
 	case o.put != nil:
 		r.newWrite(r.key(o.put.Key), idx, o, false)
-	case len(o.del.RangeEnd) == 0:
+	case o.del != nil && len(o.del.RangeEnd) == 0:
 		r.newWrite(r.key(o.del.Key), idx, o, true)
 	}
 	// A range delete whose keys are not known is in the entry only.

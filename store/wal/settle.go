@@ -38,6 +38,9 @@ type settled struct {
 	// noWorld says why no state before the log leads the entries to the
 	// db, when the counting shows it.
 	noWorld string
+	// stepped holds, by entry, what step decided of an entry that made
+	// no revision.
+	stepped map[int]stepResult
 }
 
 // kubeTxn describes a transaction of kube-apiserver's shape: one compare
@@ -48,7 +51,7 @@ func kubeShape(pe *pxEntry) (key int32, r int64, del bool, lease int64, ok bool)
 		return 0, 0, false, 0, false
 	}
 	c, op := pe.cmps[0], pe.succ[0]
-	if c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || c.key != op.key {
+	if c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || c.ranged || c.key != op.key {
 		return 0, 0, false, 0, false
 	}
 	return c.key, c.value, op.del, op.lease, true
@@ -57,7 +60,7 @@ func kubeShape(pe *pxEntry) (key int32, r int64, del bool, lease int64, ok bool)
 // settle works out what the counting and the keys' compare chains fix.
 func (s *settler) settle() *settled {
 	n := len(s.entries)
-	st := &settled{made: make([]int8, n), rev: make([]int64, n), index: func(i int) uint64 {
+	st := &settled{made: make([]int8, n), rev: make([]int64, n), stepped: map[int]stepResult{}, index: func(i int) uint64 {
 		if i >= len(s.entries) {
 			return s.entries[len(s.entries)-1].index + 1
 		}
@@ -160,15 +163,18 @@ func (st *settled) count(dbRev int64) bool {
 // from before the log, keys whose lease the log does not know (a lease the
 // log grants is new). It reports whether it settled any.
 func (s *settler) chains(st *settled) bool {
-	const unknown = -1
+	const unknown = unknownRev
 	nk := len(s.names.names)
-	cur := make([]int64, nk)   // the key's mod revision (0: absent), or unknown
-	lease := make([]int64, nk) // the key's lease, as its last put applied set it, or unknown
+	ps := newPxState(s.names)
+	// cur: the key's mod revision (0: absent); lease: its lease, as its
+	// last put applied set it. ps.leases: the leases the log granted and
+	// has not revoked since (they exist), or revoked (they do not); others
+	// are from before it, and may have had keys attached there.
+	ps.cur, ps.keyLease = make([]int64, nk), make([]int64, nk)
+	cur, lease := ps.cur, ps.keyLease
 	for i := range cur {
 		cur[i], lease[i] = unknown, unknown
 	}
-	// The leases the log granted and has not revoked since (they exist).
-	granted := map[int64]bool{}
 	// puts lists, by key, the entries so far that put it and may have
 	// applied; minRev is the lowest revision known: X is below it.
 	puts := make([][]int32, nk)
@@ -179,21 +185,18 @@ func (s *settler) chains(st *settled) bool {
 			minRev = r
 		}
 	}
-	// ever: the leases the log granted (others are from before it, and
-	// may have had keys attached there).
-	ever := map[int64]bool{}
 	changed := false
 	for i := range s.entries {
 		pe := &s.entries[i]
 		switch {
 		case pe.kind == walread.KindLeaseGrant:
-			granted[pe.id], ever[pe.id] = true, true
+			ps.grant(pe.id)
 			continue
 		case pe.kind == walread.KindLeaseRevoke:
 			l := pe.id
-			fromBefore := !ever[l]
-			exists := granted[l]
-			delete(granted, l)
+			exists, seen := ps.lease(l)
+			fromBefore := !seen
+			ps.revoke(l)
 			if exists && st.made[i] == -1 && !fromBefore {
 				// It deletes the keys the log attached that are there.
 				some, all := false, true
@@ -240,7 +243,19 @@ func (s *settler) chains(st *settled) bool {
 		// a put of the log before it; where one such put's revision is
 		// not known, and no other's is that, it is this one's. Another
 		// client's compare may name any number.
-		k, r, del, l, ok := kubeShape(pe)
+		k, _, del, l, ok := kubeShape(pe)
+		if req := pe.request(s.names.names); st.made[i] == -1 && req != nil {
+			// etcd's step decides it where the keys' state it needs is
+			// known: a kube-apiserver compare holds exactly when it names
+			// the key's mod revision, and the write then made a revision
+			// if it changed a key and its lease is there.
+			switch res := step(ps, req, pe.index); {
+			case res.outcome == OutcomeApplied && res.changed:
+				st.made[i], changed = 1, true
+			case res.outcome == OutcomeApplied, res.outcome == OutcomeNotApplied:
+				st.made[i], st.stepped[i], changed = 0, res, true
+			}
+		}
 		for _, c := range pe.cmps {
 			if !ok || c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || minRev == 0 || c.value < minRev {
 				continue
@@ -292,6 +307,10 @@ func (s *settler) chains(st *settled) bool {
 				}
 				continue
 			}
+			if st.made[i] == 0 {
+				// It made no revision, so it changed no key.
+				continue
+			}
 			// Any other write leaves its keys unknown after it.
 			for _, ops := range [][]pxOp{pe.succ, pe.fail} {
 				for _, op := range ops {
@@ -299,19 +318,6 @@ func (s *settler) chains(st *settled) bool {
 				}
 			}
 			continue
-		}
-		if st.made[i] == -1 && cur[k] != unknown {
-			// The compare holds exactly when it names the key's mod
-			// revision; the write then made a revision (a delete: the
-			// key is there, mod revision r > 0), if its lease is there.
-			switch holds := cur[k] == r; {
-			case !holds, del && r == 0:
-				st.made[i] = 0
-				changed = true
-			case l == 0 || granted[l]:
-				st.made[i] = 1
-				changed = true
-			}
 		}
 		switch {
 		case st.made[i] == 1 && del:

@@ -1,0 +1,134 @@
+package wal
+
+import (
+	"math"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// pxState is step's state for the entries the db holds: what was there
+// before the log is not known. It knows the leases the log granted or
+// revoked, bounds on the revision and the compaction, and, where settle
+// follows them, keys' mod revisions and leases. It changes no key: settle
+// sets the keys' state after an entry from what it proved.
+type pxState struct {
+	names *pxKeys
+	// cur and lease hold, by key, its mod revision, 0 when absent, and its
+	// lease; unknownRev where not known. nil: no key is known.
+	cur, keyLease []int64
+	// leases holds the leases the log granted, true, or revoked, false.
+	leases                             map[int64]bool
+	revLo, revHi, compactLo, compactHi int64
+}
+
+// unknownRev marks a key's mod revision or lease as not known.
+const unknownRev = -1
+
+func newPxState(names *pxKeys) *pxState {
+	return &pxState{names: names, leases: map[int64]bool{}, revHi: math.MaxInt64, compactLo: -1, compactHi: math.MaxInt64}
+}
+
+func (s *pxState) field(key string, t pb.Compare_CompareTarget) (int64, bool) {
+	id, ok := s.names.ids[key]
+	if !ok || s.cur == nil || s.cur[id] == unknownRev {
+		return 0, false
+	}
+	switch {
+	case s.cur[id] == 0:
+		return 0, true
+	case t == pb.Compare_MOD:
+		return s.cur[id], true
+	case t == pb.Compare_LEASE && s.keyLease[id] != unknownRev:
+		return s.keyLease[id], true
+	}
+	return 0, false
+}
+
+func (s *pxState) value(string) ([]byte, bool) { return nil, false }
+
+func (s *pxState) keysIn(from, end []byte) ([]string, bool) {
+	if len(end) != 0 {
+		// Keys the log never names may be in the range.
+		return nil, false
+	}
+	mod, known := s.field(string(from), pb.Compare_MOD)
+	if !known || mod == 0 {
+		return nil, known
+	}
+	return []string{string(from)}, true
+}
+
+func (s *pxState) lease(id int64) (exists, known bool) {
+	exists, known = s.leases[id]
+	return exists, known
+}
+
+func (s *pxState) leaseKeys(int64) ([]string, bool) { return nil, false }
+
+func (s *pxState) revisions() (revLo, revHi, compactLo, compactHi int64) {
+	return s.revLo, s.revHi, s.compactLo, s.compactHi
+}
+
+func (s *pxState) put(string, op)    {}
+func (s *pxState) del(string, op)    {}
+func (s *pxState) grant(id int64)    { s.leases[id] = true }
+func (s *pxState) revoke(id int64)   { s.leases[id] = false }
+func (s *pxState) compact(rev int64) { s.compactLo = max(s.compactLo, rev) }
+
+// request rebuilds the request of a prefix entry that is not nested and
+// compares no value, without its values: what step needs to decide it.
+// It is nil for any other entry.
+func (pe *pxEntry) request(names []string) *pb.InternalRaftRequest {
+	switch pe.kind {
+	case walread.KindLeaseGrant:
+		return &pb.InternalRaftRequest{LeaseGrant: &pb.LeaseGrantRequest{ID: pe.id}}
+	case walread.KindLeaseRevoke:
+		return &pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: pe.id}}
+	case walread.KindCompaction:
+		return &pb.InternalRaftRequest{Compaction: &pb.CompactionRequest{Revision: pe.id}}
+	}
+	if pe.nested || pe.ranged || pe.unmodelled != "" {
+		return nil
+	}
+	ops := func(pxs []pxOp) []*pb.RequestOp {
+		out := make([]*pb.RequestOp, len(pxs))
+		for i, o := range pxs {
+			key := []byte(names[o.key])
+			if o.del {
+				out[i] = &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: key}}}
+			} else {
+				out[i] = &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: key, Lease: o.lease}}}
+			}
+		}
+		return out
+	}
+	switch pe.kind {
+	case walread.KindPut, walread.KindDeleteRange:
+		return &pb.InternalRaftRequest{Txn: &pb.TxnRequest{Success: ops(pe.succ)}}
+	case walread.KindTxn:
+		t := &pb.TxnRequest{Success: ops(pe.succ), Failure: ops(pe.fail)}
+		for _, c := range pe.cmps {
+			if c.target == pb.Compare_VALUE || c.ranged {
+				// step would not know the value, nor every key of
+				// the range.
+				return nil
+			}
+			pc := &pb.Compare{Key: []byte(names[c.key]), Target: c.target, Result: c.result}
+			switch c.target {
+			case pb.Compare_CREATE:
+				pc.TargetUnion = &pb.Compare_CreateRevision{CreateRevision: c.value}
+			case pb.Compare_MOD:
+				pc.TargetUnion = &pb.Compare_ModRevision{ModRevision: c.value}
+			case pb.Compare_VERSION:
+				pc.TargetUnion = &pb.Compare_Version{Version: c.value}
+			case pb.Compare_LEASE:
+				pc.TargetUnion = &pb.Compare_Lease{Lease: c.value}
+			}
+			t.Compare = append(t.Compare, pc)
+		}
+		return &pb.InternalRaftRequest{Txn: t}
+	}
+	return nil
+}

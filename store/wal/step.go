@@ -1,0 +1,440 @@
+package wal
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/etcdpvc/etcdpvc/store"
+)
+
+// One etcd step.
+//
+// step applies one raft entry's request to a keyspace the way etcd's
+// apply loop does: server/etcdserver/txn for puts, deletes and
+// transactions, server/storage/mvcc for revisions and compaction,
+// server/lease for leases. It is the one place these rules are written;
+// the replay, the point in time and the prefix all call it. It follows
+// etcd's robustness model, tests/robustness/model, where one Step
+// function applies a request to a state.
+//
+// The state may not know everything. A replay from raft index 1 or from
+// a db knows every key, lease and revision. The state of the entries the
+// db already holds does not know what was there before the log. Where a
+// rule needs what the state does not know, the outcome is unknown and
+// nothing is applied: the step never guesses.
+
+// stepState is what step reads of a keyspace, and how it changes it.
+type stepState interface {
+	// field returns key's create revision, mod revision, version or
+	// lease, as t names, or 0 where the key does not exist. known is
+	// false where the state does not hold it.
+	field(key string, t pb.Compare_CompareTarget) (v int64, known bool)
+	// value returns a live key's value.
+	value(key string) (v []byte, known bool)
+	// keysIn lists the live keys in etcd's range [from, end), in key
+	// order: end empty names the key alone, end "\x00" every key from
+	// from on.
+	keysIn(from, end []byte) (keys []string, known bool)
+	// lease reports whether lease id exists.
+	lease(id int64) (exists, known bool)
+	// leaseKeys lists the live keys attached to lease id, in key order.
+	leaseKeys(id int64) (keys []string, known bool)
+	// revisions bounds the current revision and the compaction revision:
+	// a state that knows them gives each bound twice.
+	revisions() (revLo, revHi, compactLo, compactHi int64)
+
+	// put and del change one key at the entry's revision, in order.
+	put(key string, o op)
+	del(key string, o op)
+	// grant and revoke make the lease exist or not, whatever it was.
+	grant(id int64)
+	revoke(id int64)
+	compact(rev int64)
+}
+
+// op is one write an entry asks for, with where it is in the request:
+// path holds the transaction op indices, branchIndex at each level.
+type op struct {
+	put  *pb.PutRequest
+	del  *pb.DeleteRangeRequest
+	rng  *pb.RangeRequest
+	path []int32
+}
+
+// leaseChange is a lease change an applied entry made. raised says that
+// etcd raised the TTL a grant asked for, asked.
+type leaseChange struct {
+	store.LeaseChange
+	raised bool
+	asked  int64
+}
+
+// stepResult is what became of one entry.
+type stepResult struct {
+	outcome Outcome
+	reason  string
+	// changed: a key changed, so the entry made a revision.
+	changed bool
+	// tried lists the writes the entry asked for that were not applied:
+	// those of the branch meant, or of every branch where which one is
+	// not known.
+	tried  []op
+	leases []leaseChange
+	// compacted is the revision an applied compaction compacted to.
+	compacted int64
+	// lose says why the rules from this entry on are not modelled.
+	lose string
+}
+
+// etcdMinLeaseTTL is the shortest TTL etcd stores for a lease with its
+// default election timeout: lessor.Grant raises a shorter one to
+// ceil(1.5 × election ticks × heartbeat) = ceil(1.5 × 10 × 100 ms) s.
+const etcdMinLeaseTTL = 2
+
+// step applies req to st; index names the entry in what it says.
+func step(st stepState, req *pb.InternalRaftRequest, index uint64) stepResult {
+	var res stepResult
+	switch {
+	case req == nil:
+		res.outcome = OutcomeSkipped
+	case req.Put != nil:
+		res = stepWrite(st, []op{{put: req.Put}})
+	case req.DeleteRange != nil:
+		res = stepWrite(st, []op{{del: req.DeleteRange}})
+	case req.Txn != nil:
+		res = stepTxn(st, req.Txn)
+	case req.LeaseGrant != nil:
+		res = stepGrant(st, req.LeaseGrant)
+	case req.LeaseRevoke != nil:
+		res = stepRevoke(st, req.LeaseRevoke.ID)
+	case req.Compaction != nil:
+		res = stepCompact(st, req.Compaction.Revision)
+	default:
+		res.outcome = OutcomeSkipped
+		switch {
+		case req.LeaseCheckpoint != nil:
+			for _, c := range req.LeaseCheckpoint.GetCheckpoints() {
+				res.leases = append(res.leases, leaseChange{LeaseChange: store.LeaseChange{ID: c.ID, Checkpoint: true, Remaining: c.Remaining_TTL}})
+			}
+		case req.AuthEnable != nil:
+			// Every request after it is checked against users and roles,
+			// which are not modelled.
+			res.lose = fmt.Sprintf("entry %d enables authentication: permission checks are not modelled", index)
+		case req.Alarm != nil && req.Alarm.Action == pb.AlarmRequest_ACTIVATE:
+			// Under an alarm etcd refuses writes, which is not modelled.
+			res.lose = fmt.Sprintf("entry %d raises the %v alarm: writes refused under it are not modelled", index, req.Alarm.Alarm)
+		}
+	}
+	return res
+}
+
+// stepTxn applies a transaction. Every compare, nested ones too, is
+// evaluated against the state before it, as etcd's compareToPath does;
+// then the writes of the path taken are checked, as checkTxn does, and
+// applied in order.
+func stepTxn(st stepState, t *pb.TxnRequest) stepResult {
+	ops, ok, known, why := txnPath(st, t, nil)
+	if !known {
+		return stepResult{outcome: OutcomeUnknown, reason: why, tried: writeOps(requestOps(t, nil))}
+	}
+	if ok || hasWrites(ops) {
+		return stepWrite(st, ops)
+	}
+	// The success branch's writes are what the transaction meant to do.
+	return stepResult{outcome: OutcomeNotApplied, reason: "compare failed (the key changed since it was read)", tried: writeOps(branchOps(t.Success, nil, true))}
+}
+
+// txnPath evaluates t's compares and returns the ops of the path taken,
+// nested transactions' included; ok is whether t's own compares held.
+func txnPath(st stepState, t *pb.TxnRequest, path []int32) (ops []op, ok, known bool, why string) {
+	ok = true
+	for _, c := range t.Compare {
+		res, k := compare(st, c)
+		if !k {
+			return nil, false, false, fmt.Sprintf("compare on %s: the key's state is unknown here", c.Key)
+		}
+		if !res {
+			ok = false
+			break
+		}
+	}
+	branch := t.Failure
+	if ok {
+		branch = t.Success
+	}
+	for i, u := range branch {
+		p := append(append([]int32(nil), path...), branchIndex(i, ok))
+		if x, nested := u.Request.(*pb.RequestOp_RequestTxn); nested {
+			sub, _, k, w := txnPath(st, x.RequestTxn, p)
+			if !k {
+				return nil, false, false, w
+			}
+			ops = append(ops, sub...)
+			continue
+		}
+		ops = append(ops, leafOp(u, p)...)
+	}
+	return ops, ok, true, ""
+}
+
+// stepWrite checks and applies the writes of a plain request or of a
+// transaction's path taken.
+func stepWrite(st stepState, ops []op) stepResult {
+	if why, known := check(st, ops); !known {
+		return stepResult{outcome: OutcomeUnknown, reason: why, tried: writeOps(ops)}
+	} else if why != "" {
+		return stepResult{outcome: OutcomeNotApplied, reason: why, tried: writeOps(ops)}
+	}
+	res := stepResult{outcome: OutcomeApplied}
+	for _, o := range ops {
+		switch {
+		case o.put != nil:
+			st.put(string(o.put.Key), o)
+			res.changed = true
+		case o.del != nil:
+			keys, _ := st.keysIn(o.del.Key, o.del.RangeEnd)
+			for _, k := range keys {
+				st.del(k, o)
+				res.changed = true
+			}
+		}
+	}
+	return res
+}
+
+// check makes etcd's checks before a write, all against the state before
+// it: a range must not read a future or compacted revision, a put's lease
+// must exist, a put that keeps the value or lease needs the key. It also
+// needs to know which keys each delete deletes. why is "" when the write
+// may go ahead.
+func check(st stepState, ops []op) (why string, known bool) {
+	revLo, revHi, compactLo, compactHi := st.revisions()
+	for _, o := range ops {
+		switch {
+		case o.rng != nil && o.rng.Revision != 0:
+			switch r := o.rng.Revision; {
+			case r > revHi:
+				return "a range in the transaction reads a future revision", true
+			case r < compactLo:
+				// etcd reads at the compaction revision itself.
+				return "a range in the transaction reads a compacted revision", true
+			case r > revLo || r < compactHi:
+				return "a range in the transaction reads a revision that may be future or compacted", false
+			}
+		case o.put != nil:
+			p := o.put
+			if p.Lease != 0 {
+				switch exists, k := st.lease(p.Lease); {
+				case !k:
+					return fmt.Sprintf("lease %x may exist from before the log", p.Lease), false
+				case !exists:
+					return fmt.Sprintf("lease %x not found", p.Lease), true
+				}
+			}
+			if p.IgnoreLease || p.IgnoreValue {
+				switch mod, k := st.field(string(p.Key), pb.Compare_MOD); {
+				case !k:
+					return "the state of the keys before the log is unknown", false
+				case mod == 0:
+					return "key not found (put ignoring value or lease)", true
+				}
+			}
+		case o.del != nil:
+			if _, k := st.keysIn(o.del.Key, o.del.RangeEnd); !k {
+				return "the state of the keys before the log is unknown", false
+			}
+		}
+	}
+	return "", true
+}
+
+// compare evaluates one compare as etcd's applyCompare does: over every
+// live key of its range, and on no key as on a key with every field 0,
+// except a value compare, which fails.
+func compare(st stepState, c *pb.Compare) (result, known bool) {
+	keys, k := st.keysIn(c.Key, c.RangeEnd)
+	if !k {
+		return false, false
+	}
+	if len(keys) == 0 {
+		return c.Target != pb.Compare_VALUE && compareResult(c.Result, cmp.Compare(0, compareOperand(c))), true
+	}
+	for _, key := range keys {
+		var res int
+		if c.Target == pb.Compare_VALUE {
+			v, k := st.value(key)
+			if !k {
+				return false, false
+			}
+			res = bytes.Compare(v, c.GetValue())
+		} else {
+			v, k := st.field(key, c.Target)
+			if !k {
+				return false, false
+			}
+			res = cmp.Compare(v, compareOperand(c))
+		}
+		if !compareResult(c.Result, res) {
+			return false, true
+		}
+	}
+	return true, true
+}
+
+// compareOperand is what a compare of a revision, version or lease
+// compares with.
+func compareOperand(c *pb.Compare) int64 {
+	switch c.Target {
+	case pb.Compare_CREATE:
+		return c.GetCreateRevision()
+	case pb.Compare_MOD:
+		return c.GetModRevision()
+	case pb.Compare_VERSION:
+		return c.GetVersion()
+	case pb.Compare_LEASE:
+		return c.GetLease()
+	}
+	return 0
+}
+
+// compareResult reports whether a comparison whose result is res (-1, 0,
+// 1) holds under r.
+func compareResult(r pb.Compare_CompareResult, res int) bool {
+	switch r {
+	case pb.Compare_EQUAL:
+		return res == 0
+	case pb.Compare_NOT_EQUAL:
+		return res != 0
+	case pb.Compare_GREATER, pb.Compare_LESS:
+		return res != 0 && res > 0 == (r == pb.Compare_GREATER)
+	}
+	// etcd takes a result it does not know for true.
+	return true
+}
+
+// stepGrant grants a lease; etcd refuses an id that exists.
+func stepGrant(st stepState, g *pb.LeaseGrantRequest) stepResult {
+	exists, known := st.lease(g.ID)
+	st.grant(g.ID)
+	switch {
+	case !known:
+		return stepResult{outcome: OutcomeUnknown, reason: "lease may exist from before the log"}
+	case exists:
+		return stepResult{outcome: OutcomeNotApplied, reason: "lease already exists"}
+	}
+	lc := leaseChange{LeaseChange: store.LeaseChange{ID: g.ID, TTL: g.TTL}}
+	if g.TTL < etcdMinLeaseTTL {
+		lc.TTL, lc.raised, lc.asked = etcdMinLeaseTTL, true, g.TTL
+	}
+	return stepResult{outcome: OutcomeApplied, leases: []leaseChange{lc}}
+}
+
+// stepRevoke revokes a lease, deleting the keys attached to it in key
+// order, in one revision.
+func stepRevoke(st stepState, id int64) stepResult {
+	exists, known := st.lease(id)
+	switch {
+	case !known:
+		return stepResult{outcome: OutcomeUnknown, reason: "lease may exist from before the log"}
+	case !exists:
+		return stepResult{outcome: OutcomeNotApplied, reason: "lease not found"}
+	}
+	keys, known := st.leaseKeys(id)
+	if !known {
+		st.revoke(id)
+		return stepResult{outcome: OutcomeUnknown, reason: "keys attached to the lease before the log are unknown"}
+	}
+	for _, k := range keys {
+		st.del(k, op{})
+	}
+	st.revoke(id)
+	lc := leaseChange{LeaseChange: store.LeaseChange{ID: id, Revoke: true}}
+	return stepResult{outcome: OutcomeApplied, changed: len(keys) > 0, leases: []leaseChange{lc}}
+}
+
+// stepCompact compacts to rev; etcd refuses a future revision and one
+// compacted already.
+func stepCompact(st stepState, rev int64) stepResult {
+	revLo, revHi, compactLo, compactHi := st.revisions()
+	switch {
+	case rev > revHi:
+		return stepResult{outcome: OutcomeNotApplied, reason: "compaction revision in the future"}
+	case rev <= compactLo:
+		return stepResult{outcome: OutcomeNotApplied, reason: "already compacted"}
+	case rev > revLo || rev <= compactHi:
+		return stepResult{outcome: OutcomeUnknown, reason: "revisions are not established here"}
+	}
+	st.compact(rev)
+	return stepResult{outcome: OutcomeApplied, compacted: rev}
+}
+
+func branchIndex(i int, succ bool) int32 {
+	if succ {
+		return int32(i)
+	}
+	return int32(-i - 1)
+}
+
+// leafOp is the op of a put, delete or range, with its path.
+func leafOp(u *pb.RequestOp, path []int32) []op {
+	switch x := u.Request.(type) {
+	case *pb.RequestOp_RequestPut:
+		return []op{{put: x.RequestPut, path: path}}
+	case *pb.RequestOp_RequestDeleteRange:
+		return []op{{del: x.RequestDeleteRange, path: path}}
+	case *pb.RequestOp_RequestRange:
+		return []op{{rng: x.RequestRange, path: path}}
+	}
+	return nil
+}
+
+// branchOps lists every op of a branch, in both branches of each nested
+// transaction, without evaluating anything.
+func branchOps(branch []*pb.RequestOp, path []int32, succ bool) []op {
+	var ops []op
+	for i, u := range branch {
+		p := append(append([]int32(nil), path...), branchIndex(i, succ))
+		if x, nested := u.Request.(*pb.RequestOp_RequestTxn); nested {
+			ops = append(ops, requestOps(x.RequestTxn, p)...)
+			continue
+		}
+		ops = append(ops, leafOp(u, p)...)
+	}
+	return ops
+}
+
+// requestOps lists every op of a transaction in both its branches.
+func requestOps(t *pb.TxnRequest, path []int32) []op {
+	return append(branchOps(t.Success, path, true), branchOps(t.Failure, path, false)...)
+}
+
+// entryOps lists every write a request may make, in every branch.
+func entryOps(req *pb.InternalRaftRequest) []op {
+	switch {
+	case req == nil:
+	case req.Put != nil:
+		return []op{{put: req.Put}}
+	case req.DeleteRange != nil:
+		return []op{{del: req.DeleteRange}}
+	case req.Txn != nil:
+		return writeOps(requestOps(req.Txn, nil))
+	}
+	return nil
+}
+
+// writeOps keeps the puts and deletes of ops.
+func writeOps(ops []op) []op {
+	out := ops[:0:0]
+	for _, o := range ops {
+		if o.rng == nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// hasWrites reports whether ops hold a put or a delete.
+func hasWrites(ops []op) bool { return len(writeOps(ops)) > 0 }

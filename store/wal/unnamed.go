@@ -1,0 +1,217 @@
+package wal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/walread"
+)
+
+// unnamedDeleter is an entry before the db that may have deleted keys
+// the log never names: a revoke of a lease the log did not grant before
+// it (keys attached before the log), or a range delete (of [from, end)).
+type unnamedDeleter struct {
+	entry     int32
+	ranged    bool
+	from, end string
+	lease     int64
+}
+
+// unnamedDeleters lists the prefix entries that may have deleted keys the
+// log never names.
+func unnamedDeleters(prefix []pxEntry) []unnamedDeleter {
+	var out []unnamedDeleter
+	granted := map[int64]bool{}
+	for i := range prefix {
+		pe := &prefix[i]
+		switch {
+		case pe.kind == walread.KindLeaseGrant:
+			granted[pe.id] = true
+		case pe.kind == walread.KindLeaseRevoke && !granted[pe.id]:
+			out = append(out, unnamedDeleter{entry: int32(i), lease: pe.id})
+		case pe.ranged:
+			out = append(out, unnamedDeleter{entry: int32(i), ranged: true, from: pe.from, end: pe.end})
+		}
+	}
+	return out
+}
+
+// UnnamedDeletion is an entry of the log that may have deleted keys the
+// log never names, which no source names either: a range delete, or the
+// revoke of a lease granted before the log (its expiry), among the
+// entries the db holds, where the db's compaction removed what they
+// deleted. A key the log never writes and the db does not hold that it
+// may have deleted may have existed until then.
+type UnnamedDeletion struct {
+	Index uint64       `json:"index"`
+	Kind  walread.Kind `json:"kind"`
+	// From and End bound a range delete's keys ([From, End); End "\x00":
+	// every key from From on); Lease is a revoke's lease.
+	From  string `json:"from,omitempty"`
+	End   string `json:"end,omitempty"`
+	Lease int64  `json:"lease,omitempty"`
+}
+
+// Covers reports whether key may be one of the keys u deleted.
+func (u UnnamedDeletion) Covers(key string) bool {
+	return u.Lease != 0 || key >= u.From && (u.End == "\x00" || key < u.End)
+}
+
+// Under reports whether u may have deleted keys under prefix.
+func (u UnnamedDeletion) Under(prefix string) bool {
+	if u.Lease != 0 || prefix == "" {
+		return true
+	}
+	end := prefixEnd(prefix)
+	return (end == "" || u.From < end) && (u.End == "\x00" || u.End > prefix)
+}
+
+// What names the keys u may have deleted: "keys under P that the log
+// never names", "keys attached to lease L that the log never names".
+func (u UnnamedDeletion) What() string {
+	var keys string
+	switch {
+	case u.Lease != 0:
+		keys = fmt.Sprintf("keys attached to lease %x", u.Lease)
+	case u.End == "\x00":
+		keys = "keys from " + u.From + " on"
+	case u.End == prefixEnd(u.From):
+		keys = "keys under " + u.From
+	default:
+		keys = fmt.Sprintf("keys from %s to %s", u.From, u.End)
+	}
+	return keys + " that the log never names"
+}
+
+// Entry names u's entry: "entry 10, a range delete".
+func (u UnnamedDeletion) Entry() string {
+	if u.Lease != 0 {
+		return fmt.Sprintf("entry %d, a lease revoke", u.Index)
+	}
+	return fmt.Sprintf("entry %d, a range delete", u.Index)
+}
+
+func (u UnnamedDeletion) String() string {
+	return fmt.Sprintf("%s, may have deleted %s", u.Entry(), u.What())
+}
+
+// prefixEnd is the end of the range of keys starting with prefix ("":
+// none, every key from prefix on).
+func prefixEnd(prefix string) string {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return ""
+}
+
+// unnamedDeletions lists the unnamed deleters whose deletions no source
+// names: not established to have failed or deleted nothing, and at a
+// revision the db may have compacted (a deletion above its compaction
+// revision is a tombstone in it, which names the key). n is the number
+// of the entries the db holds.
+func (w *WAL) unnamedDeletions(n int) []UnnamedDeletion {
+	var out []UnnamedDeletion
+	compacted := w.base.CompactRevision()
+	for _, u := range w.unnamed {
+		e := w.r.entry(u.entry)
+		if e.Outcome == OutcomeNotApplied || e.Outcome == OutcomeSkipped {
+			continue
+		}
+		// Each later entry made one revision at most.
+		lowest := w.cov.DBRevision - int64(n-1-int(u.entry))
+		if e.Revision != 0 {
+			lowest = e.Revision
+		}
+		if lowest > compacted {
+			continue
+		}
+		if e.Outcome == OutcomeApplied && e.Revision == 0 && w.prefixRevisionKnown(e.Index) {
+			continue // it made no revision: it deleted nothing
+		}
+		out = append(out, UnnamedDeletion{Index: e.Index, Kind: e.Kind, From: u.from, End: u.end, Lease: u.lease})
+	}
+	return out
+}
+
+// prefixRevisionKnown reports whether the revision of the entry at index,
+// among those the db holds, is established (0 included: it made none).
+func (w *WAL) prefixRevisionKnown(index uint64) bool {
+	if !w.prefixResolved() {
+		return false
+	}
+	for _, u := range w.cov.PrefixUnknown {
+		if index >= u.FromIndex && index <= u.ToIndex {
+			return false
+		}
+	}
+	return true
+}
+
+// UnnamedCovering returns the first of the coverage's unnamed deletions
+// (WALCoverage.Unnamed) that may have deleted key, and whether there is
+// one.
+func (c WALCoverage) UnnamedCovering(key string) (UnnamedDeletion, bool) {
+	for _, u := range c.Unnamed {
+		if u.Covers(key) {
+			return u, true
+		}
+	}
+	return UnnamedDeletion{}, false
+}
+
+// UnnamedUnder lists the coverage's unnamed deletions that may have
+// deleted keys under prefix.
+func (c WALCoverage) UnnamedUnder(prefix string) []UnnamedDeletion {
+	var out []UnnamedDeletion
+	for _, u := range c.Unnamed {
+		if u.Under(prefix) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// unnamedOpen says why the state of key, which the log never writes and
+// the db does not hold, is not established at a point of the log: an
+// entry before the db that may have deleted it, with the key there
+// before (a revoke of a lease from before the log, a range delete over
+// it), is not established to be before the point (before reports whether
+// an entry is). "": none.
+func (w *WAL) unnamedOpen(key string, before func(WALEntry) bool) string {
+	for _, u := range w.unnamed {
+		if u.ranged && (key < u.from || u.end != "\x00" && key >= u.end) {
+			continue
+		}
+		e := w.r.entry(u.entry)
+		if e.Outcome == OutcomeNotApplied || e.Outcome == OutcomeSkipped || before(e) {
+			continue
+		}
+		return fmt.Sprintf("entry %d (%s), which may have deleted it, is not established to be before it; the log never writes it, so whether it existed then is not established", e.Index, e.Kind)
+	}
+	return ""
+}
+
+// beforeLog returns key as it was before the log's first entry, when the
+// log and the db establish it; for a key the log never writes, as it was
+// at a point of the log before the db (before: see unnamedOpen).
+func (w *WAL) beforeLog(ctx context.Context, key string, before func(WALEntry) bool) (*store.KeyValue, error) {
+	writes := w.writesOf(key)
+	if len(writes) == 0 {
+		// The log never wrote it: as the db holds it now, unless an
+		// entry after the point may have deleted it.
+		kv, err := w.base.Get(ctx, key, 0)
+		if errors.Is(err, store.ErrNotFound) {
+			if why := w.unnamedOpen(key, before); why != "" {
+				return nil, fmt.Errorf("%s: %w", why, ErrUndetermined)
+			}
+		}
+		return kv, err
+	}
+	return nil, fmt.Errorf("its value before the log's first write of it is not in the log: %w", ErrUndetermined)
+}
