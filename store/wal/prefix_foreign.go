@@ -8,40 +8,42 @@ import (
 
 // foreignDB says why the db cannot be the one the prefix's entries lead
 // to ("" when nothing refutes it). It rests on no solve, only on counting:
-// every plain put without a lease, and every transaction without compares
-// that puts without a lease, makes exactly one revision, so the prefix
-// made at least that many (certain) and the db's revisions from
-// dbRev-certain+1 to dbRev are all its own (a request made under etcd
-// authentication is not counted: its permission check may refuse it). An item the db holds there
-// must then be one of the prefix's writes: a put of that key with that
-// value (whichever branch of its transaction), or a tombstone of a key
-// the prefix deletes (any key, when it revokes a lease or deletes a
-// range). A db of another cluster that shares the member's id (built on
-// the same node with the same name, peer URL and token) fails this as
-// soon as the log holds a few puts. Entries the solver does not model
-// (range deletes in transactions) may write what no op lists: the check
-// is then not made. A nested transaction's ops are those of all its
-// branches: it writes some of them, no other.
+// every entry certain to make a revision (certainRevision) made one, so
+// the db's revisions from dbRev-certain+1 to dbRev are all the prefix's.
+// An item the db holds there must then be one of the prefix's writes: a
+// put of that key with that value, whichever branch of its transaction,
+// or a tombstone of a key the prefix deletes (any key, when it revokes a
+// lease or deletes a range). A db of another cluster that shares the
+// member's id, built on the same node with the same name, peer URL and
+// token, fails this as soon as the log holds a few puts. Entries the
+// solver does not model may write what no op lists: the check is then
+// not made. A nested transaction's ops are those of all its branches: it
+// writes some of them, no other.
 func foreignDB(entries []pxEntry, keys *pxKeys, x *dbIndex, dbRev int64) string {
 	certain := int64(0)
 	for i := range entries {
-		pe := &entries[i]
-		if pe.unmodelled != "" {
+		if entries[i].unmodelled != "" {
 			return ""
 		}
-		leaseless := false
-		if len(pe.cmps) == 0 && !pe.nested {
-			for _, o := range pe.succ {
-				if !o.del && o.lease == 0 {
-					leaseless = true
-				}
-			}
-		}
-		if leaseless && !pe.authed {
-			certain++
-		}
+		certain += int64(b2i(certainRevision(&entries[i], keys)))
 	}
 	return notTheLogs(entries, keys, x, dbRev-certain+1, dbRev)
+}
+
+// certainRevision reports whether pe makes a revision whatever the state
+// before the log: step decides it applied and changing a key over a state
+// that knows nothing of it. A request made under etcd authentication is
+// not: its permission check, which step does not model, may refuse it.
+func certainRevision(pe *pxEntry, keys *pxKeys) bool {
+	if pe.authed {
+		return false
+	}
+	req := pe.request(keys.names)
+	if req == nil {
+		return false
+	}
+	res := step(newPxState(keys), req, pe.index)
+	return res.outcome == OutcomeApplied && res.changed
 }
 
 // notTheLogs says why an item the db holds at a revision from from to

@@ -208,37 +208,22 @@ func (s *settler) load(ctx context.Context, db prefixDB) (string, error) {
 }
 
 // countBounds counts, before each entry, the entries that certainly make
-// a revision (a put the db anchors; a put without a lease, outside a
-// transaction or in one without compares) and those that may (any that
-// writes).
+// a revision (a put the db anchors, or certainRevision) and those that
+// may (any that writes).
 func (s *settler) countBounds() {
 	n := len(s.entries)
 	s.certain = make([]int32, n+1)
 	s.possible = make([]int32, n+1)
 	for i := range s.entries {
 		pe := &s.entries[i]
-		anchored, writes := false, pe.ranged || pe.kind == walread.KindLeaseRevoke
+		sure, writes := false, pe.ranged || pe.kind == walread.KindLeaseRevoke
 		for b, ops := range [][]pxOp{pe.succ, pe.fail} {
 			for j := range ops {
 				writes = true
-				if s.anchors[s.opIndex(int32(i), j, b == 1)] != 0 {
-					anchored = true
-				}
+				sure = sure || s.anchors[s.opIndex(int32(i), j, b == 1)] != 0
 			}
 		}
-		sure := anchored
-		if !sure && len(pe.cmps) == 0 && !pe.nested && (pe.kind == walread.KindPut || pe.kind == walread.KindTxn) {
-			puts := 0
-			for _, op := range pe.succ {
-				if !op.del {
-					puts++
-					if op.lease != 0 {
-						puts = -len(pe.succ) - 1
-					}
-				}
-			}
-			sure = puts > 0
-		}
+		sure = sure || certainRevision(pe, s.names)
 		s.certain[i+1] = s.certain[i] + int32(b2i(sure))
 		s.possible[i+1] = s.possible[i] + int32(b2i(writes))
 	}
