@@ -11,15 +11,17 @@ import (
 // pxState is step's state for the entries the db holds: what was there
 // before the log is not known. It knows the leases the log granted or
 // revoked, bounds on the revision and the compaction, and, where settle
-// follows them, keys' mod revisions and leases. It changes no key: settle
-// sets the keys' state after an entry from what it proved.
+// follows them, keys' mod revisions and leases, which step's writes set.
 type pxState struct {
 	names *pxKeys
 	// cur and lease hold, by key, its mod revision, 0 when absent, and its
 	// lease; unknownRev where not known. nil: no key is known.
 	cur, keyLease []int64
 	// leases holds the leases the log granted, true, or revoked, false.
-	leases                             map[int64]bool
+	leases map[int64]bool
+	// at is the revision of the entry step applies, unknownRev when not
+	// known: put and del set the keys' state after it, where cur is kept.
+	at                                 int64
 	revLo, revHi, compactLo, compactHi int64
 }
 
@@ -71,8 +73,19 @@ func (s *pxState) revisions() (revLo, revHi, compactLo, compactHi int64) {
 	return s.revLo, s.revHi, s.compactLo, s.compactHi
 }
 
-func (s *pxState) put(string, op)    {}
-func (s *pxState) del(string, op)    {}
+func (s *pxState) put(key string, o op) {
+	if s.cur != nil {
+		id := s.names.ids[key]
+		s.cur[id], s.keyLease[id] = s.at, o.put.Lease
+	}
+}
+
+func (s *pxState) del(key string, _ op) {
+	if s.cur != nil {
+		s.cur[s.names.ids[key]] = 0
+	}
+}
+
 func (s *pxState) grant(id int64)    { s.leases[id] = true }
 func (s *pxState) revoke(id int64)   { s.leases[id] = false }
 func (s *pxState) compact(rev int64) { s.compactLo = max(s.compactLo, rev) }

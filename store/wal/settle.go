@@ -243,17 +243,42 @@ func (s *settler) chains(st *settled) bool {
 		// a put of the log before it; where one such put's revision is
 		// not known, and no other's is that, it is this one's. Another
 		// client's compare may name any number.
-		k, _, del, l, ok := kubeShape(pe)
-		if req := pe.request(s.names.names); st.made[i] == -1 && req != nil {
+		k, _, del, _, ok := kubeShape(pe)
+		if st.made[i] != 0 {
 			// etcd's step decides it where the keys' state it needs is
-			// known: a kube-apiserver compare holds exactly when it names
-			// the key's mod revision, and the write then made a revision
-			// if it changed a key and its lease is there.
-			switch res := step(ps, req, pe.index); {
-			case res.outcome == OutcomeApplied && res.changed:
-				st.made[i], changed = 1, true
-			case res.outcome == OutcomeApplied, res.outcome == OutcomeNotApplied:
+			// known, and applies its writes to them: a kube-apiserver
+			// compare holds exactly when it names the key's mod
+			// revision, and the write then made a revision if it
+			// changed a key and its lease is there.
+			ps.at = st.rev[i]
+			if ps.at == 0 {
+				ps.at = unknown
+			}
+			res := stepResult{outcome: OutcomeUnknown}
+			if req := pe.request(s.names.names); req != nil {
+				res = step(ps, req, pe.index)
+			}
+			switch {
+			case res.outcome == OutcomeApplied && (res.changed || st.made[i] == 1):
+				st.made[i], changed = 1, changed || st.made[i] == -1
+			case st.made[i] == -1 && res.outcome != OutcomeUnknown:
 				st.made[i], st.stepped[i], changed = 0, res, true
+			case st.made[i] == 1 && !pe.nested && len(pe.fail) == 0:
+				// It made a revision, and its failure branch writes
+				// nothing: its success branch applied.
+				for _, op := range pe.succ {
+					ps.cur[op.key], ps.keyLease[op.key] = ps.at, op.lease
+					if op.del {
+						ps.cur[op.key] = 0
+					}
+				}
+			default:
+				// Its keys are not known after it.
+				for _, ops := range [][]pxOp{pe.succ, pe.fail} {
+					for _, op := range ops {
+						cur[op.key], lease[op.key] = unknown, unknown
+					}
+				}
 			}
 		}
 		for _, c := range pe.cmps {
@@ -297,39 +322,6 @@ func (s *settler) chains(st *settled) bool {
 					}
 				}
 			}
-		}
-		if !ok {
-			if pe.kind == walread.KindPut && st.made[i] == 1 {
-				op := pe.succ[0]
-				cur[op.key], lease[op.key] = st.rev[i], op.lease
-				if st.rev[i] == 0 {
-					cur[op.key] = unknown
-				}
-				continue
-			}
-			if st.made[i] == 0 {
-				// It made no revision, so it changed no key.
-				continue
-			}
-			// Any other write leaves its keys unknown after it.
-			for _, ops := range [][]pxOp{pe.succ, pe.fail} {
-				for _, op := range ops {
-					cur[op.key], lease[op.key] = unknown, unknown
-				}
-			}
-			continue
-		}
-		switch {
-		case st.made[i] == 1 && del:
-			cur[k] = 0
-		case st.made[i] == 1 && st.rev[i] != 0:
-			cur[k], lease[k] = st.rev[i], l
-		case st.made[i] == 1:
-			cur[k], lease[k] = unknown, l
-		case st.made[i] == 0:
-			// Not applied: the key is as it was.
-		default:
-			cur[k], lease[k] = unknown, unknown
 		}
 	}
 	return changed
