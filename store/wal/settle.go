@@ -43,7 +43,7 @@ type settled struct {
 	stepped map[int]stepResult
 }
 
-// kubeTxn describes a transaction of kube-apiserver's shape: one compare
+// kubeShape describes a transaction of kube-apiserver's shape: one compare
 // of a key's mod revision, a success branch that puts or deletes that key
 // alone, and no write in its failure branch.
 func kubeShape(pe *pxEntry) (key int32, r int64, del bool, lease int64, ok bool) {
