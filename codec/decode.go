@@ -131,7 +131,7 @@ func decodeAs(value []byte, defaults schema.GroupVersionKind, redact bool) (*Obj
 		}
 		return nil, &EncryptedError{Header: env}
 	case FormatProtobuf:
-		return decodeProtobuf(value, redact)
+		return decodeProtobuf(value, nil, redact)
 	case FormatJSON:
 		return decodeJSON(value, defaults, redact)
 	case FormatCBOR:
@@ -165,7 +165,16 @@ func sniff(b []byte, redact bool) string {
 	return fmt.Sprintf("starts %q", s)
 }
 
-func decodeProtobuf(value []byte, redact bool) (*Object, error) {
+// DecodeTyped is Decode for a protobuf value that CheckStoredTyped
+// decoded into typed: the same Object and the same errors, without
+// decoding the value a second time. typed is the caller's no more.
+func DecodeTyped(value []byte, typed runtime.Object) (*Object, error) {
+	return decodeProtobuf(value, typed, false)
+}
+
+// decodeProtobuf decodes a protobuf value; typed, when not nil, is the
+// value already decoded by protoSerializer.
+func decodeProtobuf(value []byte, typed runtime.Object, redact bool) (*Object, error) {
 	env, err := ParseUnknown(value)
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
@@ -177,7 +186,9 @@ func decodeProtobuf(value []byte, redact bool) (*Object, error) {
 	gvk := gv.WithKind(env.Kind)
 	obj := &Object{Format: FormatProtobuf, GVK: gvk, Stored: value}
 	if Known(gvk) {
-		typed, _, err := protoSerializer.Decode(value, nil, nil)
+		if typed == nil {
+			typed, _, err = protoSerializer.Decode(value, nil, nil)
+		}
 		if err != nil {
 			// The protobuf decoder's words name fields and wire types,
 			// never values.

@@ -41,23 +41,32 @@ var storageDecoder = func() runtime.Decoder {
 // Which kind may be stored under the key is the caller's to check
 // (resource.CheckKind).
 func CheckStored(value []byte, defaults schema.GroupVersionKind, redact bool) (*Summary, error) {
+	s, _, err := CheckStoredTyped(value, defaults, redact)
+	return s, err
+}
+
+// CheckStoredTyped is CheckStored, and also returns the typed object it
+// decoded a protobuf value of a built-in kind into (nil for any other
+// value), which DecodeTyped then reads without decoding the value again.
+func CheckStoredTyped(value []byte, defaults schema.GroupVersionKind, redact bool) (*Summary, runtime.Object, error) {
 	s, err := summarize(value, redact)
 	if err == nil {
 		gvk := schema.FromAPIVersionAndKind(s.APIVersion, s.Kind)
 		switch {
 		case !Known(gvk):
-			return s, nil
+			return s, nil, nil
 		case s.Format == FormatProtobuf:
-			if _, _, err := protoSerializer.Decode(value, nil, nil); err != nil {
+			typed, _, err := protoSerializer.Decode(value, nil, nil)
+			if err != nil {
 				// The protobuf decoder's words name fields and wire
 				// types, never values.
-				return nil, malformed("decode %s: %v", gvk.Kind, err)
+				return nil, nil, malformed("decode %s: %v", gvk.Kind, err)
 			}
-			return s, nil
+			return s, typed, nil
 		}
 	}
 	if errors.Is(err, ErrUnsupported) || errors.Is(err, ErrEmpty) {
-		return nil, err
+		return nil, nil, err
 	}
 	var d *schema.GroupVersionKind
 	if !defaults.Empty() {
@@ -66,9 +75,9 @@ func CheckStored(value []byte, defaults schema.GroupVersionKind, redact bool) (*
 	obj, gvk, derr := storageDecoder.Decode(value, d, nil)
 	switch {
 	case derr != nil && err != nil:
-		return nil, err // summarize's words are the more precise
+		return nil, nil, err // summarize's words are the more precise
 	case derr != nil:
-		return nil, malformed("decode %s: %s", s.Kind, detail(derr, redact))
+		return nil, nil, malformed("decode %s: %s", s.Kind, detail(derr, redact))
 	}
 	format := Detect(value)
 	if err != nil {
@@ -78,9 +87,9 @@ func CheckStored(value []byte, defaults schema.GroupVersionKind, redact bool) (*
 	}
 	m, merr := meta.Accessor(obj)
 	if merr != nil {
-		return nil, fmt.Errorf("decode %s: %v: %w", gvk.Kind, merr, ErrNotObject)
+		return nil, nil, fmt.Errorf("decode %s: %v: %w", gvk.Kind, merr, ErrNotObject)
 	}
-	return summaryOf(m, *gvk, format), nil
+	return summaryOf(m, *gvk, format), nil, nil
 }
 
 // summaryOf is the Summary of an object of kind gvk with metadata m.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/etcdpvc/etcdpvc/codec"
@@ -78,6 +79,14 @@ type ListItem struct {
 // Read keeps nothing of kv and touches nothing shared, so that keys can be
 // read on several cores.
 func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name string, kv *store.KeyValue, deleteRev int64) (ListItem, []byte) {
+	it, plain, _ := read(ctx, enc, r, ns, name, kv, deleteRev)
+	return it, plain
+}
+
+// read is Read, and also returns the typed object the value's check
+// decoded (codec.CheckStoredTyped; nil when there is none), for a caller
+// that decodes the value further.
+func read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name string, kv *store.KeyValue, deleteRev int64) (ListItem, []byte, runtime.Object) {
 	it := ListItem{Resource: r, Namespace: ns, Name: name, Key: kv.Key, ModRevision: kv.ModRevision,
 		CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease, DeleteRevision: deleteRev,
 		Encryption: StoredUnder(kv.Value)}
@@ -86,12 +95,12 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 		env, _ := codec.ParseEncryptionHeader(plain)
 		if enc == nil {
 			it.Unread, it.UnreadEncrypted = EncryptedStatus(env, nil), true
-			return it, nil
+			return it, nil, nil
 		}
 		p, err := enc.Decrypt(ctx, r.GroupResource(), kv.Key, plain)
 		if err != nil {
 			it.Unread, it.UnreadEncrypted, it.DecryptErr = EncryptedStatus(env, err), true, err
-			return it, nil
+			return it, nil, nil
 		}
 		plain = p
 	} else if enc != nil {
@@ -104,20 +113,20 @@ func Read(ctx context.Context, enc Decrypter, r resource.Resource, ns, name stri
 				it.Problem = "unreadable by the encryption config's providers"
 				it.Unread = "Unreadable: " + shorten(err.Error(), 60)
 			}
-			return it, nil
+			return it, nil, nil
 		}
 	}
 	redact := r.GroupResource() == (schema.GroupResource{Resource: "secrets"}) || codec.IsSecretKey(kv.Key)
-	sum, err := codec.CheckStored(plain, r.StoredKind(), redact)
+	sum, typed, err := codec.CheckStoredTyped(plain, r.StoredKind(), redact)
 	if err == nil {
 		err = resource.CheckKind(r, sum.APIVersion, sum.Kind)
 	}
 	if err != nil {
 		it.Unread, it.Problem = UndecodableStatus(plain, err), problem(plain, err)
-		return it, nil
+		return it, nil, nil
 	}
 	it.Summary = sum
-	return it, plain
+	return it, plain, typed
 }
 
 // ReadBadKey is Read for kv, a key under r's storage path that names no

@@ -168,7 +168,7 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 			// establish: nothing to read (ListSummary.NotHeld).
 			return prepared{Listed: Listed{ListItem: ListItem{Resource: res, Namespace: ns, Name: name, Key: kv.Key, DeleteRevision: deleteRev}}, show: true}
 		}
-		li, plain := Read(ctx, enc, res, ns, name, kv, deleteRev)
+		li, plain, typed := read(ctx, enc, res, ns, name, kv, deleteRev)
 		it := prepared{Listed: Listed{ListItem: li}, show: true}
 		if li.Summary == nil {
 			return it // listed, with why it was not read
@@ -197,7 +197,12 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 		case o.Kind == ListVolumes && o.Objects:
 			it.Volume, err = DecodeVolume(plain)
 		case o.Kind == ListGeneric && o.Objects && res.Group == "" && statusKinds[res.Plural]:
-			it.Phase, _, err = StatusOf(plain)
+			if typed != nil {
+				// Decoded once already, by Read's check.
+				it.Phase, _, err = statusOf(codec.DecodeTyped(plain, typed))
+			} else {
+				it.Phase, _, err = StatusOf(plain)
+			}
 		}
 		if err != nil {
 			it.Summary, it.Unread, it.Problem = nil, UndecodableStatus(plain, err), problem(plain, err)

@@ -13,7 +13,11 @@ import (
 // status as kubectl's printer sums it up (PodStatus), the others' phase.
 // An object of another kind has none.
 func StatusOf(plain []byte) (status string, ok bool, err error) {
-	obj, err := codec.Decode(plain)
+	return statusOf(codec.Decode(plain))
+}
+
+// statusOf is StatusOf of a decoded object, or of why it was not.
+func statusOf(obj *codec.Object, err error) (status string, ok bool, _ error) {
 	if err != nil {
 		return "", false, err
 	}

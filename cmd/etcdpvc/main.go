@@ -10,7 +10,10 @@ import (
 
 func main() {
 	ctx, stop := interruptContext(context.Background())
+	tuneGC()
+	stopProfile := startProfile()
 	code := runAs(ctx, os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	os.Exit(code)
 }

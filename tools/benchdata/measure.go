@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -26,8 +27,9 @@ import (
 type result struct {
 	name        string
 	seconds     float64
-	maxRSS      int64 // bytes, from wait4
-	peakRssAnon int64 // bytes, sampled
+	cpu         float64 // user+sys seconds, from wait4
+	maxRSS      int64   // bytes, from wait4
+	peakRssAnon int64   // bytes, sampled
 	outBytes    int64
 	err         error
 	note        string // said of a run that exited 10
@@ -45,6 +47,7 @@ func measureMain(ctx context.Context, args []string) error {
 	dir := fs.String("dir", defaultDir(), "where the data set is kept")
 	bin := fs.String("bin", "bin/etcdpvc", "the etcdpvc binary")
 	cold := fs.Bool("cold", true, "also measure with a cold page cache (needs root; skipped if not allowed)")
+	runs := fs.Int("runs", 3, "warm runs of each command, interleaved; the table shows their medians")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,6 +84,7 @@ func measureMain(ctx context.Context, args []string) error {
 		{"dump", []string{*bin, "--db", dbPath, "dump"}, false},
 		{"salvage --out TMP", []string{*bin, "--db", dbPath, "salvage"}, true},
 		{"stats", []string{*bin, "--db", dbPath, "stats"}, false},
+		{"report", []string{*bin, "--db", dbPath, "report", "-o", "-"}, false},
 	}
 	// Two members' db files: the data set and a copy of it (in a temporary
 	// directory beside it, removed after the runs), compared object by
@@ -133,30 +137,85 @@ func measureMain(ctx context.Context, args []string) error {
 			modes = append(modes, "cold")
 		}
 	}
-	fmt.Printf("%-5s %-30s %9s %12s %9s %12s %14s %12s\n", "CACHE", "COMMAND", "SECONDS", "REVISIONS/S", "MB/S", "PEAK RSS MB", "PEAK ANON MB", "OUTPUT MB")
+	fmt.Printf("%-5s %-30s %9s %7s %9s %7s %12s %9s %12s %14s %12s\n", "CACHE", "COMMAND", "SECONDS", "×SCAN", "CPU S", "×SCAN", "REVISIONS/S", "MB/S", "PEAK RSS MB", "PEAK ANON MB", "OUTPUT MB")
 	for _, mode := range modes {
-		for _, c := range cases {
-			if mode == "cold" {
-				if err := dropCaches(); err != nil {
-					return err
+		n := *runs
+		if mode == "cold" {
+			n = 1
+		}
+		// Each command's runs, interleaved with the others' so that a
+		// load that comes and goes weighs on all alike.
+		all := make([][]*result, len(cases))
+		for range n {
+			for i, c := range cases {
+				if mode == "cold" {
+					if err := dropCaches(); err != nil {
+						return err
+					}
 				}
+				r, err := runOut(ctx, c.name, c.argv, c.out)
+				if err != nil {
+					fmt.Printf("%-5s %-30s failed: %v\n", mode, c.name, err)
+					continue
+				}
+				all[i] = append(all[i], r)
 			}
-			r, err := runOut(ctx, c.name, c.argv, c.out)
-			if err != nil {
-				fmt.Printf("%-5s %-30s failed: %v\n", mode, c.name, err)
+		}
+		// The raw scan the ratios are to: bbolt's cursor over the file
+		// mapped as etcdpvc maps it.
+		scan := median(all[1])
+		for i := range cases {
+			r := median(all[i])
+			if r == nil {
 				continue
 			}
-			fmt.Printf("%-5s %-30s %9.2f %12.0f %9.0f %12.0f %14.0f %12.1f\n", mode, c.name, r.seconds,
+			fmt.Printf("%-5s %-30s %9.2f %7.2f %9.2f %7.2f %12.0f %9.0f %12.0f %14.0f %12.1f\n", mode, r.name, r.seconds, ratio(r.seconds, scan, false),
+				r.cpu, ratio(r.cpu, scan, true),
 				float64(m.Revisions)/r.seconds, float64(fi.Size())/1e6/r.seconds, float64(r.maxRSS)/1e6, float64(r.peakRssAnon)/1e6, float64(r.outBytes)/1e6)
 			if r.note != "" {
 				fmt.Printf("      %s\n", r.note)
 			}
 		}
 	}
+	fmt.Printf("\n×SCAN: to the populated bbolt scan; medians of %d warm runs (wall and CPU apart); CPU is user+sys, the figure to compare on a loaded machine\n", *runs)
 	if m.SnapshotSaveSeconds > 0 {
 		fmt.Printf("%-5s %-30s %9.2f   (etcd's own snapshot save of the final data set, timed when it was generated)\n", "-", "etcdctl snapshot save", m.SnapshotSaveSeconds)
 	}
 	return nil
+}
+
+// median is the run of median wall time and, in its cpu, the median CPU
+// time of rs; nil for none.
+func median(rs []*result) *result {
+	if len(rs) == 0 {
+		return nil
+	}
+	byWall := slices.Clone(rs)
+	slices.SortFunc(byWall, func(a, b *result) int { return cmp.Compare(a.seconds, b.seconds) })
+	cpus := make([]float64, len(rs))
+	for i, r := range rs {
+		cpus[i] = r.cpu
+	}
+	slices.Sort(cpus)
+	r := *byWall[len(byWall)/2]
+	r.cpu = cpus[len(cpus)/2]
+	return &r
+}
+
+// ratio is v over the scan's wall time, or its CPU time when cpu; 0 when
+// there is no scan to compare with.
+func ratio(v float64, scan *result, cpu bool) float64 {
+	base := 0.0
+	if scan != nil {
+		base = scan.seconds
+		if cpu {
+			base = scan.cpu
+		}
+	}
+	if base == 0 {
+		return 0
+	}
+	return v / base
 }
 
 // copyMember copies the db file at path into a new temporary directory
@@ -263,6 +322,7 @@ func runOne(ctx context.Context, name string, argv []string) (*result, error) {
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.maxRSS = ru.Maxrss * 1024
+		r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	}
 	return r, nil
 }
