@@ -115,6 +115,11 @@ func TestKineOffline(t *testing.T) {
 			if r.code != 0 || !strings.Contains(r.stdout+r.stderr, string(gone.UID)) {
 				t.Errorf("recover --dry-run: want exit status 0 and the uid:\n%s", r)
 			}
+			for _, args := range [][]string{{"stats"}, {"dump", "cm", "-n", ns}} {
+				if r := runEtcdpvc(t, nil, append(db, args...)...); r.code != 0 || !strings.Contains(r.stdout, "configmaps") && !strings.Contains(r.stdout, "keep") {
+					t.Errorf("%s: want exit status 0 and the configmaps:\n%s", args[0], r)
+				}
+			}
 			r = runEtcdpvc(t, nil, append(db, "label", "cm", "keep", "-n", ns, "by=etcdpvc", "--yes", "--backup-dir", t.TempDir())...)
 			if r.code == 0 || !strings.Contains(r.stderr, "read-only") {
 				t.Errorf("label with --db kine's database: want a refusal:\n%s", r)
