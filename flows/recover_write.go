@@ -22,12 +22,16 @@ func (s *Session) ReadOnly() bool {
 // given no live etcd to write into; key names the object recovered ("":
 // a namespace or a selection).
 func (s *Session) NoTarget(key string) error {
+	copyOut := "; or into a copy of the file with --out OUT"
+	if _, kine := s.Reader.(*store.KineDB); kine {
+		copyOut = " (kine's socket: --endpoints unix:///var/lib/rancher/k3s/server/kine.sock)"
+	}
 	if key == "" {
 		return &RefusedError{Msg: fmt.Sprintf("recover: %s: %v: nothing written", s.Description, store.ErrReadOnly),
-			Advice: "write into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
+			Advice: "write into the live cluster by adding --endpoints (or --kubeadm)" + copyOut}
 	}
 	return &RefusedError{Msg: fmt.Sprintf("recover %s: %s: %v: nothing written", key, s.Description, store.ErrReadOnly),
-		Advice: "print it with -o yaml or -o raw; write it into the live cluster by adding --endpoints (or --kubeadm); or into a copy of the file with --out OUT"}
+		Advice: "print it with -o yaml or -o raw; write it into the live cluster by adding --endpoints (or --kubeadm)" + copyOut}
 }
 
 // PreviewRecover shows, for a recover with no target to compare with, the

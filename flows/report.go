@@ -330,6 +330,9 @@ func (s *Session) statsReport(ctx context.Context, r StatsRequest, details int, 
 	if s.WAL != nil {
 		inspect.FromWAL(rep, s.WAL.Coverage())
 	}
+	if _, kine := s.Reader.(*store.KineDB); kine {
+		inspect.FromKine(rep)
+	}
 	return rep, err
 }
 

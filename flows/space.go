@@ -58,6 +58,9 @@ func (s *Session) spaceReport(ctx context.Context, r SpaceRequest, progress Prog
 	if s.WAL != nil {
 		return nil, &session.OptionError{Err: errSpaceSource}
 	}
+	if _, kine := s.Reader.(*store.KineDB); kine {
+		return nil, &session.OptionError{Err: fmt.Errorf("space: %w: it sizes an etcd's db and quota; kine's database has neither", store.ErrKineDB)}
+	}
 	in := inspect.SpaceInput{Source: s.Description, Quota: r.Quota, QuotaSource: r.QuotaSource, Margin: r.Margin, Top: r.Top}
 	var err error
 	switch b, isFile := s.Reader.(*store.Bolt); {

@@ -548,6 +548,13 @@ func FromWAL(rep *StatsReport, cov wal.WALCoverage) {
 	rep.Incomplete = fmt.Sprintf("the log establishes the keyspace up to revision %d only: its later writes are not counted (%s)", cov.LastRevision, cov.RevisionsStop)
 }
 
+// FromKine rewrites what LiveStats says of its source for kine's SQLite
+// database read offline, which is no etcd file and no live etcd.
+func FromKine(rep *StatsReport) {
+	rep.Snapshot = "not an etcd file (kine's SQLite database)"
+	rep.Notes = []string{"kine's database: deleted keys, tombstones and the revisions held are not counted here (ls --deleted and history read them)"}
+}
+
 // interned numbers strings (the few providers values are stored under),
 // so that a key's state holds a number.
 type interned struct {
