@@ -127,7 +127,7 @@ clean:
 .PHONY: e2e test-matrix
 e2e:
 	GO=$(GO) e2e/build-servers.sh
-	cd e2e && $(GO) test -count=1 -timeout 20m ./...
+	cd e2e && $(GO) test -count=1 -timeout 30m ./...
 
 # test-matrix runs the live-etcd store tests and the CLI's scripts against
 # real etcd v3.5, v3.6 and v3.7 processes (e2e/test-matrix.sh; the first run
