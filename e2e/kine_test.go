@@ -46,6 +46,31 @@ func TestKine(t *testing.T) {
 		}
 	})
 
+	t.Run("--node finds k3s on kine", func(t *testing.T) {
+		// A k3s server without embedded etcd, laid out below a test root:
+		// its socket is kine's, its encryption config where k3s keeps it.
+		root := t.TempDir()
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layNode(t, root, nodeLayout{files: map[string]string{
+			"etc/rancher/k3s/config.yaml":                            "secrets-encryption: true\n",
+			"var/lib/rancher/k3s/server/cred/encryption-config.json": string(b),
+			"var/lib/rancher/k3s/server/db/state.db":                 "",
+		}}, 0o600)
+		if err := os.Symlink(strings.TrimPrefix(c.EtcdURL, "unix://"), filepath.Join(root, "var/lib/rancher/k3s/server/kine.sock")); err != nil {
+			t.Fatal(err)
+		}
+		r := runEtcdpvc(t, nil, "--node", root, "get", "ns", "kube-system", "-o", "yaml")
+		if r.code != 0 || !strings.Contains(r.stdout, "name: kube-system") {
+			t.Errorf("--node on k3s with kine: want kube-system read through the socket:\n%s", r)
+		}
+		if r := runEtcdpvc(t, nil, "--node", root, "doctor"); r.code != 0 || !strings.Contains(r.stdout, "kine, not etcd") {
+			t.Errorf("--node doctor on k3s with kine:\n%s", r)
+		}
+	})
+
 	t.Run("reads", func(t *testing.T) {
 		dir := t.TempDir()
 		for _, tc := range []struct {

@@ -99,8 +99,8 @@ func asList(v any) []any {
 	}
 }
 
-// readK3s reads k3s's layout. A server on kine (no embedded etcd) or on an
-// external datastore is ErrUnsupported, naming what was found: kine's
+// readK3s reads k3s's layout. A server on an external datastore is
+// ErrUnsupported; one without embedded etcd is on kine (readK3sKine): its
 // SQLite file DATA-DIR/server/db/state.db (k3s-io/k3s pkg/etcd/etcd.go,
 // sqliteFile) and its socket DATA-DIR/server/kine.sock: kine listens on
 // the relative unix://kine.sock (k3s-io/kine pkg/endpoint/endpoint.go,
@@ -123,8 +123,7 @@ func readK3s(root string) (*Found, error) {
 	}
 	etcdDir := filepath.Join(server, "db", "etcd")
 	if _, err := os.Stat(etcdDir); err != nil {
-		return nil, fmt.Errorf("%w: k3s has no embedded etcd (%s does not exist): it stores in kine (%s, %s), which etcdpvc does not read yet",
-			ErrUnsupported, etcdDir, filepath.Join(server, "kine.sock"), filepath.Join(server, "db", "state.db"))
+		return readK3sKine(root, s, f, etcdDir)
 	}
 	f.Files = append(f.Files, File{"embedded etcd data dir", etcdDir})
 	tlsDir := filepath.Join(s.dataDir, "server", "tls", "etcd")
@@ -202,4 +201,54 @@ func (f *Found) describe() string {
 		names = append(names, fl.Path)
 	}
 	return strings.Join(names, ", ")
+}
+
+// readK3sKine is the layout of a k3s server without embedded etcd: its
+// kube-apiserver reaches kine on the unix socket DATA-DIR/server/kine.sock,
+// without TLS, under k3s's default prefix (k3s-io/k3s pkg/cluster/cluster.go
+// starts kine with that listener when no datastore endpoint is set). When
+// the socket is not there, k3s is not running: the database is read offline
+// with --db.
+func readK3sKine(root string, s k3sSettings, f *Found, etcdDir string) (*Found, error) {
+	server := filepath.Join(below(root, s.dataDir), "server")
+	sock, db := filepath.Join(server, "kine.sock"), filepath.Join(server, "db", "state.db")
+	if _, err := os.Stat(sock); err != nil {
+		return nil, fmt.Errorf("%w: k3s has no embedded etcd (%s does not exist) and kine's socket %s does not exist: k3s is not running; read its database offline with --db %s", ErrUnsupported, etcdDir, sock, db)
+	}
+	f.Files = append(f.Files, File{"kine socket", sock})
+	a := &kubeadm.APIServer{Manifest: f.describe(), Endpoints: []string{"unix://" + sock}, Prefix: k3sDefaultPref}
+	encFile := filepath.Join(s.dataDir, "server", "cred", "encryption-config.json")
+	if s.secretsEncryption {
+		a.EncryptionConfig = below(root, encFile)
+		if _, err := os.Stat(a.EncryptionConfig); err != nil {
+			return nil, fmt.Errorf("encryption config %s (secrets-encryption in %s): %w", a.EncryptionConfig, f.describe(), err)
+		}
+		f.Files = append(f.Files, File{"encryption config", a.EncryptionConfig})
+	}
+	if len(s.apiserverArgs) > 0 {
+		// The config's kube-apiserver-arg entries win, as in readK3s.
+		args := []string{"--etcd-servers=" + a.Endpoints[0]}
+		for _, v := range s.apiserverArgs {
+			args = append(args, "--"+strings.TrimPrefix(fmt.Sprint(v), "--"))
+		}
+		extra, err := kubeadm.ParseArgs(f.describe(), args)
+		if err != nil {
+			return nil, err
+		}
+		a.Prefix, a.ServersOverrides = extra.Prefix, extra.ServersOverrides
+		if extra.EncryptionConfig != "" {
+			a.EncryptionConfig = below(root, extra.EncryptionConfig)
+		}
+		if extra.Endpoints[0] != a.Endpoints[0] {
+			return nil, fmt.Errorf("%w: k3s's kube-apiserver-arg names etcd-servers %s in %s, not kine's socket: give --endpoints", ErrUnsupported, strings.Join(extra.Endpoints, ","), f.describe())
+		}
+	}
+	f.Notes = append(f.Notes, fmt.Sprintf("k3s stores in kine, not etcd: %s (its database %s); see docs/supported-versions.md for what kine serves", sock, db))
+	f.APIServer = a
+	kc := k3sKubeconfig
+	if s.writeKubeconfig != "" {
+		kc = s.writeKubeconfig
+	}
+	f.kubeconfig(below(root, kc))
+	return f, nil
 }

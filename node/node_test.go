@@ -53,6 +53,36 @@ func TestK3sDataDirAndArgs(t *testing.T) {
 	}
 }
 
+// TestK3sOnKine: a k3s server without embedded etcd is reached through
+// kine's socket, without certificates, with the config's etcd-prefix and
+// its encryption config when secrets-encryption is on.
+func TestK3sOnKine(t *testing.T) {
+	root := t.TempDir()
+	lay(t, root, map[string]string{
+		"etc/rancher/k3s/config.yaml":                            "secrets-encryption: true\nkube-apiserver-arg: [etcd-prefix=/k3s/]\n",
+		"var/lib/rancher/k3s/server/kine.sock":                   "",
+		"var/lib/rancher/k3s/server/db/state.db":                 "",
+		"var/lib/rancher/k3s/server/cred/encryption-config.json": "{}",
+	})
+	f, err := Detect(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.APIServer
+	got := []string{string(f.Layout), strings.Join(a.Endpoints, ","), a.Prefix, a.CAFile, a.CertFile, a.KeyFile, a.EncryptionConfig}
+	want := []string{"k3s", "unix://" + root + "/var/lib/rancher/k3s/server/kine.sock", "/k3s", "", "", "", root + "/var/lib/rancher/k3s/server/cred/encryption-config.json"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("k3s on kine (-want +got):\n%s", diff)
+	}
+	// Without the socket k3s is not running: the database is named.
+	if err := os.Remove(filepath.Join(root, "var/lib/rancher/k3s/server/kine.sock")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Detect(root); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "--db "+root+"/var/lib/rancher/k3s/server/db/state.db") {
+		t.Errorf("k3s on kine, not running: %v", err)
+	}
+}
+
 // TestOpenShiftStorageConfig: a config of an older release, with
 // storageConfig and no etcd-servers argument; files named as the pod
 // sees them are read from the revision the manifest mounts, not another.
