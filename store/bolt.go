@@ -447,6 +447,15 @@ func (b *Bolt) readRevision(rev int64) (int64, error) {
 // callback (to be re-raised) or from reading the file (an ErrCorrupt).
 type viewGuard struct{ inCallback bool }
 
+// call runs a caller's callback fn, marked as such. It resets the mark
+// without a defer: a panic in fn must leave it set for view's recover.
+func (g *viewGuard) call(fn func() error) error {
+	g.inCallback = true
+	err := fn()
+	g.inCallback = false
+	return err
+}
+
 // view runs fn in a read transaction. A panic while reading the file (bbolt
 // asserts on damaged pages; a page past the end of a truncated file faults)
 // becomes an error wrapping ErrCorrupt; a panic in a caller's callback
@@ -621,10 +630,7 @@ func (b *Bolt) events(ctx context.Context, m keyMatch, fn func(Event) error) err
 			if err != nil {
 				return err
 			}
-			g.inCallback = true
-			err = fn(ev)
-			g.inCallback = false
-			return err
+			return g.call(func() error { return fn(ev) })
 		})
 	})
 }

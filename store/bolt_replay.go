@@ -106,10 +106,7 @@ func (b *Bolt) ValuesOf(ctx context.Context, states []KeyValue, need func(key st
 				}
 				kv.Value = v
 			}
-			g.inCallback = true
-			err := fn(&kv)
-			g.inCallback = false
-			if err != nil {
+			if err := g.call(func() error { return fn(&kv) }); err != nil {
 				return err
 			}
 		}
@@ -137,10 +134,7 @@ func (b *Bolt) Revisions(ctx context.Context, lo, hi int64, fn func(main int64, 
 			} else if val == nil {
 				val = []byte{}
 			}
-			g.inCallback = true
-			err = fn(bk.main, raw.key, bk.tombstone, val)
-			g.inCallback = false
-			return err
+			return g.call(func() error { return fn(bk.main, raw.key, bk.tombstone, val) })
 		})
 	})
 }

@@ -540,10 +540,7 @@ func (b *Bolt) scanLatest(ctx context.Context, q latestQuery, fn func(kv *KeyVal
 				}
 				kv = raw.keyValueNamed(e.key, q.withValues)
 			}
-			g.inCallback = true
-			err := fn(kv, e.deleted)
-			g.inCallback = false
-			if err != nil {
+			if err := g.call(func() error { return fn(kv, e.deleted) }); err != nil {
 				return err
 			}
 		}
@@ -721,10 +718,7 @@ func listParallel[T any](ctx context.Context, b *Bolt, q latestQuery, workers in
 				return err
 			}
 			for _, t := range bt.out {
-				g.inCallback = true
-				err := emit(t)
-				g.inCallback = false
-				if err != nil {
+				if err := g.call(func() error { return emit(t) }); err != nil {
 					return err
 				}
 			}
