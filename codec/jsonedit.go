@@ -339,10 +339,11 @@ func nodeBytes(n *jnode) []byte {
 	return buf.Bytes()
 }
 
-// MergeJSON returns the stored JSON value rewritten to hold content, with
-// the smallest change: members whose value did not change keep their stored
-// text and position, removed members go, and new members are placed where
-// the document's order says. resourceVersion and selfLink are never stored.
+// MergeJSONText returns the stored JSON value rewritten to hold content,
+// with the smallest change: members whose value did not change keep their
+// stored text and position, removed members go, and new members are placed
+// where the document's order says. resourceVersion and selfLink are never
+// stored.
 //
 // content is the decoded view of the object (numbers are int64 or float64,
 // as k8s.io/apimachinery/pkg/util/json decodes them), which cannot tell 1.0
@@ -350,17 +351,13 @@ func nodeBytes(n *jnode) []byte {
 // decoded value content still holds keeps its stored literal (1.0, 1e3,
 // 12345678901234567890), in arrays too, so that an edit never rewrites the
 // numbers it did not change.
-func MergeJSON(stored []byte, content map[string]any) ([]byte, error) {
-	return MergeJSONText(stored, content, nil)
-}
-
-// MergeJSONText is MergeJSON with text, the new document as JSON text
-// (for example the stored document with a patch applied to its text), from
-// which numbers take their literal text: a number content holds that
-// text holds at the same place with the same decoded value is written as
-// text has it, and compared with the stored literal exactly (so that a
-// change of 12345678901234567890 to 12345678901234567891, equal once
-// decoded, is still made). text may be nil.
+//
+// text, when not nil, is the new document as JSON text, for example the
+// stored document with a patch applied to its text. Numbers take their
+// literal from it: a number content holds that text holds at the same place
+// with the same decoded value is written as text has it, and compared with
+// the stored literal exactly, so that a change of 12345678901234567890 to
+// 12345678901234567891, equal once decoded, is still made.
 func MergeJSONText(stored []byte, content map[string]any, text []byte) ([]byte, error) {
 	doc, trailer, err := parseStoredJSON(stored)
 	if err != nil {

@@ -32,7 +32,7 @@ func corpus(t testing.TB, path string) []byte {
 
 func ref(t *testing.T, args []string, ns string) resource.Ref {
 	t.Helper()
-	r, err := resource.ParseArgs("/registry", args, ns, "")
+	r, err := resource.Resolver{}.ParseArgs("/registry", args, ns, "")
 	if err != nil {
 		t.Fatal(err)
 	}

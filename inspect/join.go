@@ -107,12 +107,6 @@ func (x *Volumes) Add(v Volume) {
 	}
 }
 
-// Get returns the volume named name.
-func (x *Volumes) Get(name string) (Volume, bool) {
-	v, ok := x.byName[name]
-	return v, ok
-}
-
 // LoadVolumes reads every PersistentVolume under prefix (the etcd prefix,
 // e.g. "/registry") at revision rev (0: the latest).
 func LoadVolumes(ctx context.Context, r store.Reader, enc Decrypter, prefix string, rev int64) (*Volumes, error) {

@@ -59,7 +59,7 @@ func TestParseArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseArgs("/registry", tt.args, tt.namespace, tt.rawKey)
+			got, err := Resolver{}.ParseArgs("/registry", tt.args, tt.namespace, tt.rawKey)
 			if err != nil {
 				t.Fatalf("ParseArgs(%q, %q, %q): %v", tt.args, tt.namespace, tt.rawKey, err)
 			}
@@ -95,7 +95,7 @@ func TestParseArgsErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseArgs("/registry", tt.args, tt.namespace, tt.rawKey)
+			got, err := Resolver{}.ParseArgs("/registry", tt.args, tt.namespace, tt.rawKey)
 			if err == nil {
 				t.Fatalf("ParseArgs(%q, %q, %q) = %+v, want an error", tt.args, tt.namespace, tt.rawKey, got)
 			}

@@ -6,9 +6,9 @@ import (
 	"github.com/etcdpvc/etcdpvc/resource"
 )
 
-// ExampleParseArgs names an object as kubectl does and finds its etcd key.
-func ExampleParseArgs() {
-	ref, err := resource.ParseArgs("/registry", []string{"pvc", "www-web-0"}, "demo", "")
+// ExampleResolver_ParseArgs names an object as kubectl does and finds its etcd key.
+func ExampleResolver_ParseArgs() {
+	ref, err := resource.Resolver{}.ParseArgs("/registry", []string{"pvc", "www-web-0"}, "demo", "")
 	if err != nil {
 		fmt.Println(err)
 		return

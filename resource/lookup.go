@@ -38,12 +38,6 @@ func Lookup(name string) (Resource, error) {
 	return Resolver{}.Lookup(name)
 }
 
-// ParseArgs resolves the CLI's object arguments with the zero Resolver; see
-// Resolver.ParseArgs.
-func ParseArgs(prefix string, args []string, namespace, rawKey string) (Ref, error) {
-	return Resolver{}.ParseArgs(prefix, args, namespace, rawKey)
-}
-
 // versionLike matches a Kubernetes API version such as v1, v2beta1 or
 // v1alpha3.
 var versionLike = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)

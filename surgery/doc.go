@@ -18,7 +18,7 @@
 //     only touches labels, annotations, finalizers, ownerReferences or the
 //     deletion fields is routed to the wire-level editor. Any other change
 //     to a JSON-stored object is merged into the stored text with the
-//     smallest rewrite (codec.MergeJSON); to a protobuf-stored object it is
+//     smallest rewrite (codec.MergeJSONText); to a protobuf-stored object it is
 //     made by a typed re-encode, which is allowed only when re-encoding the
 //     unchanged object reproduces its stored bytes exactly (so that no field
 //     unknown to this build can be dropped), and refused otherwise with an
