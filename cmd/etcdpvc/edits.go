@@ -282,7 +282,6 @@ etcdpvc restore --operation 20261203T003510Z-1f2e3d4c --backup-dir /root/.local/
 				return err
 			}
 			defer s.Close()
-			s.Planner.ShowSecrets = o.ShowSecrets
 			return s.Restore(e.ctx, e, b, c.Bool("force"), o)
 		},
 	}
@@ -381,7 +380,6 @@ etcdpvc --kubeadm delete configmaps -n ci -l job=nightly --yes`,
 				return err
 			}
 			defer s.Close()
-			s.Planner.ShowSecrets = o.ShowSecrets
 			ref, err := s.ref(in.obj, in.namespace, in.key)
 			if err != nil {
 				return err
@@ -403,20 +401,12 @@ func runDeleteUnreadable(c *cli.Context, e *env, in *input, o flows.WriteOptions
 		return usagef("--etcd-key names one object: leave out --all-unreadable to delete it")
 	case c.Bool("force"):
 		return usagef("--force does not go with --all-unreadable, which deletes only what the apiserver cannot read")
-	case c.String("namespace") != "" && c.Bool("all-namespaces"):
-		return usagef("-n and -A exclude each other")
-	case c.Int64("page-size") <= 0:
-		return usagef("--page-size must be positive")
-	case c.Int("max-txn-ops") < 1:
-		return usagef("--max-txn-ops must be at least 1")
 	}
-	o.MaxTxnOps = c.Int("max-txn-ops")
-	s, err := openWriteSession(e, in.g, o)
+	s, err := openDeleteMany(c, e, in, &o)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	s.Planner.ShowSecrets = o.ShowSecrets
 	r := flows.UnreadableRequest{Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"), PageSize: c.Int64("page-size")}
 	if len(args) == 1 {
 		r.Resource = args[0]
@@ -435,25 +425,33 @@ func runDeleteSelected(c *cli.Context, e *env, in *input, o flows.WriteOptions) 
 		return usagef("--etcd-key names one object: leave out -l, --field-selector and --older-than to delete it")
 	case c.Bool("force"):
 		return usagef("--force does not go with a selection, which deletes readable objects without it")
-	case c.String("namespace") != "" && c.Bool("all-namespaces"):
-		return usagef("-n and -A exclude each other")
 	case c.IsSet("older-than") && c.Duration("older-than") <= 0:
 		return usagef("--older-than must be positive, not %s", c.Duration("older-than"))
-	case c.Int64("page-size") <= 0:
-		return usagef("--page-size must be positive")
-	case c.Int("max-txn-ops") < 1:
-		return usagef("--max-txn-ops must be at least 1")
 	}
-	o.MaxTxnOps = c.Int("max-txn-ops")
-	s, err := openWriteSession(e, in.g, o)
+	s, err := openDeleteMany(c, e, in, &o)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	s.Planner.ShowSecrets = o.ShowSecrets
 	return s.DeleteSelected(e.ctx, e, flows.SelectedRequest{Resource: args[0], Namespace: c.String("namespace"), AllNamespaces: c.Bool("all-namespaces"),
 		LabelSelector: c.String("selector"), FieldSelector: c.String("field-selector"), OlderThan: c.Duration("older-than"), Now: e.now(),
 		PageSize: c.Int64("page-size")}, o)
+}
+
+// openDeleteMany checks the flags every delete of many keys takes (-n or
+// -A, --page-size, --max-txn-ops), sets o.MaxTxnOps and opens the write
+// session.
+func openDeleteMany(c *cli.Context, e *env, in *input, o *flows.WriteOptions) (*cliSession, error) {
+	switch {
+	case c.String("namespace") != "" && c.Bool("all-namespaces"):
+		return nil, usagef("-n and -A exclude each other")
+	case c.Int64("page-size") <= 0:
+		return nil, usagef("--page-size must be positive")
+	case c.Int("max-txn-ops") < 1:
+		return nil, usagef("--max-txn-ops must be at least 1")
+	}
+	o.MaxTxnOps = c.Int("max-txn-ops")
+	return openWriteSession(e, in.g, *o)
 }
 
 // runRestoreAll is restore of several backups, or of an operation's
@@ -488,7 +486,6 @@ func runRestoreAll(e *env, in *input, files []string, op string, force bool, max
 		return err
 	}
 	defer s.Close()
-	s.Planner.ShowSecrets = o.ShowSecrets
 	fmt.Fprintf(e.stderr, "etcdpvc: restore: %d backups, newest write first\n", len(backups))
 	return s.RestoreAll(e.ctx, e, backups, force, o)
 }

@@ -104,7 +104,6 @@ func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, 
 		return err
 	}
 	defer s.Close()
-	s.Planner.ShowSecrets = o.ShowSecrets
 	ref, err := s.ref(obj, "", "")
 	if err != nil {
 		return err

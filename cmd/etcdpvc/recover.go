@@ -113,7 +113,6 @@ func runRecover(e *env, g *globalOptions, o flows.RecoverArgs) error {
 		return err
 	}
 	defer src.Close()
-	src.Planner.ShowSecrets = o.Write.ShowSecrets
 	ref, err := src.ref(o.Args, o.Namespace, o.Key)
 	if err != nil {
 		return err

@@ -33,7 +33,6 @@ func runRecoverSet(e *env, g *globalOptions, o flows.RecoverSet, liveTarget bool
 		return err
 	}
 	defer src.Close()
-	src.Planner.ShowSecrets = o.Write.ShowSecrets
 	if src.ReadOnly() && !liveTarget && o.Write.DryRun {
 		// A dry run needs no write target: the plan as it would be
 		// made where every key is absent.

@@ -23,8 +23,9 @@ func openWriteSession(e *env, g *globalOptions, o writeOptions) (*cliSession, er
 	if err != nil {
 		return nil, err
 	}
-	// Diffs follow get: managedFields (and last-applied) are hidden.
-	s.Planner.HideManagedFields = !o.ShowManagedFields
+	// Diffs follow get: managedFields (and last-applied) are hidden, and
+	// a Secret's values unless --show-secrets.
+	s.Planner.HideManagedFields, s.Planner.ShowSecrets = !o.ShowManagedFields, o.ShowSecrets
 	if cl, ok := store.AsCluster(s.Reader); ok {
 		if m, ok := cl.(interface{ ListMembers(context.Context) error }); ok {
 			// The members now, before any question: a write compares its

@@ -254,7 +254,6 @@ func planAndApply(e *env, g *globalOptions, args []string, namespace, key string
 		return err
 	}
 	defer s.Close()
-	s.Planner.ShowSecrets = o.ShowSecrets
 	ref, err := s.ref(args, namespace, key)
 	if err != nil {
 		return err
