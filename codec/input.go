@@ -2,7 +2,6 @@ package codec
 
 import (
 	"bytes"
-	"encoding/base64"
 	encjson "encoding/json"
 	"fmt"
 	"io"
@@ -116,6 +115,3 @@ func parseEtcdctlJSON(b []byte) (*Input, bool, error) {
 	return &Input{Value: kv.Value, Key: string(kv.Key), ModRevision: kv.ModRevision,
 		CreateRevision: kv.CreateRevision, Version: kv.Version, Lease: kv.Lease}, true, nil
 }
-
-// base64Std is used by callers that print raw values inside JSON.
-var base64Std = base64.StdEncoding
