@@ -204,10 +204,6 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, err
 }
 
-// ByFlag reports whether setting name was given on the command line, not
-// only by its environment variable.
-func (o *Options) ByFlag(name string) bool { return o.byFlag(name) }
-
 // FromEnvOnly reports whether setting name was given by its environment
 // variable and not on the command line.
 func (o *Options) FromEnvOnly(name string) bool {
