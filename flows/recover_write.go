@@ -339,7 +339,7 @@ func recordSet(o WriteOptions, plan *surgery.SetPlan, res *surgery.RecoverSetRes
 	for i, it := range plan.Items {
 		switch {
 		case recs[i].Outcome == surgery.OutcomeWritten:
-			recs[i].Verification = v.Verdict(it.Plan)
+			v.Verdict(it.Plan, &recs[i])
 		case o.DryRun && (err == nil || errors.Is(err, ErrIncomplete)) && it.Plan != nil && (it.Action == surgery.ActionCreate || it.Action == surgery.ActionReplace):
 			recs[i].Outcome, recs[i].Reason = surgery.OutcomeDryRun, "dry run: nothing written"
 		}

@@ -116,7 +116,7 @@ func (r *Result) recordWrite(s *Session, plans []*surgery.Plan, steps []surgery.
 			r.add(surgery.PlanRecord(p, r.OperationID, prefix, surgery.OutcomeNothingToDo, reason))
 		case st.Written():
 			rec := st.Result.Record
-			rec.Verification = v.Verdict(p)
+			v.Verdict(p, &rec)
 			if s.SnapshotCopy() != nil {
 				rec.Restore = "" // written into a copy of a db file: no etcd to restore into
 			}

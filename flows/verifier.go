@@ -21,13 +21,13 @@ type Verifier struct {
 	// the last plan of the group Before was asked about.
 	last map[string]*surgery.Plan
 	// verdicts are what After found of each plan written (Verdict).
-	verdicts map[*surgery.Plan]string
+	verdicts map[*surgery.Plan]verdict
 }
 
 var _ surgery.Verifier = (*Verifier)(nil)
 
 func newPlanVerifier(v *verify.Verifier) *Verifier {
-	return &Verifier{Verifier: v, writes: map[*surgery.Plan]*verify.Write{}, last: map[string]*surgery.Plan{}, verdicts: map[*surgery.Plan]string{}}
+	return &Verifier{Verifier: v, writes: map[*surgery.Plan]*verify.Write{}, last: map[string]*surgery.Plan{}, verdicts: map[*surgery.Plan]verdict{}}
 }
 
 // write returns p's verify.Write, made once.
@@ -67,7 +67,7 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 		last := v.last[g]
 		v.mu.Unlock()
 		if last != nil && last != st.Plan {
-			v.verdict(st.Plan, "checked with the last delete of its resource and namespace (one LIST)")
+			v.verdict(st.Plan, surgery.VerificationWithGroup, "checked with the last delete of its resource and namespace (one LIST)")
 			return nil
 		}
 	}
@@ -77,31 +77,37 @@ func (v *Verifier) After(ctx context.Context, st surgery.Step) error {
 	reach, why := v.Reach()
 	switch {
 	case err != nil:
-		v.verdict(st.Plan, "not accepted: "+err.Error())
+		v.verdict(st.Plan, surgery.VerificationNotAccepted, "not accepted: "+err.Error())
 	case reach != verify.Reachable:
-		v.verdict(st.Plan, "not verified: "+why)
+		v.verdict(st.Plan, surgery.VerificationNotVerified, "not verified: "+why)
 	case after.Verified > before.Verified:
-		v.verdict(st.Plan, "verified")
+		v.verdict(st.Plan, surgery.VerificationVerified, "verified")
 	default:
-		v.verdict(st.Plan, "not verified")
+		v.verdict(st.Plan, surgery.VerificationNotVerified, "not verified")
 	}
 	return err
 }
 
-func (v *Verifier) verdict(p *surgery.Plan, s string) {
+// verdict is what the check after a write found: one of surgery's
+// Verification* constants, and the same in words.
+type verdict struct{ outcome, words string }
+
+func (v *Verifier) verdict(p *surgery.Plan, outcome, words string) {
 	v.mu.Lock()
-	v.verdicts[p] = s
+	v.verdicts[p] = verdict{outcome, words}
 	v.mu.Unlock()
 }
 
-// Verdict says what the check after the write found of plan p:
-// "verified", "not verified[: why]", "not accepted: …"; "" when it was
-// not checked (not written). A nil v says "not verified".
-func (v *Verifier) Verdict(p *surgery.Plan) string {
-	if v == nil {
-		return "not verified"
+// Verdict sets what the check after the write found of plan p in rec:
+// its VerificationOutcome, and its Verification in words ("verified",
+// "not verified[: why]", "not accepted: …"). A plan not checked, because
+// not written, sets nothing; a nil v sets "not verified".
+func (v *Verifier) Verdict(p *surgery.Plan, rec *surgery.Record) {
+	d := verdict{surgery.VerificationNotVerified, "not verified"}
+	if v != nil {
+		v.mu.Lock()
+		d = v.verdicts[p]
+		v.mu.Unlock()
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.verdicts[p]
+	rec.VerificationOutcome, rec.Verification = d.outcome, d.words
 }

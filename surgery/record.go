@@ -31,6 +31,23 @@ const (
 	RecordListKind       = "WriteRecordList"
 )
 
+// Findings of the apiserver's check after a write
+// (Record.VerificationOutcome).
+const (
+	// VerificationVerified: the apiserver reads the object as written.
+	VerificationVerified = "verified"
+	// VerificationNotVerified: the check could not be made or did not
+	// establish it; Verification says why when it is known.
+	VerificationNotVerified = "not-verified"
+	// VerificationNotAccepted: the apiserver does not accept the object
+	// written.
+	VerificationNotAccepted = "not-accepted"
+	// VerificationWithGroup: one of several deletes of values the
+	// apiserver could not read in one resource and namespace, checked by
+	// one LIST after the last of them.
+	VerificationWithGroup = "checked-with-group"
+)
+
 // Outcomes of a Record: what became of one key of a write.
 const (
 	// OutcomeWritten: the write was made (ToRevision is its revision).
@@ -100,10 +117,13 @@ type Record struct {
 	// SHA256 and NewSHA256 are the digests of the value before and after.
 	SHA256    string `json:"sha256,omitempty"`
 	NewSHA256 string `json:"newSha256,omitempty"`
-	// Verification is what the apiserver's check after the write found
-	// ("verified", "not verified: …", "not accepted: …"); in a result
-	// only, not in audit.log (it comes after the line is written).
-	Verification string   `json:"verification,omitempty"`
+	// VerificationOutcome is what the apiserver's check after the write
+	// found, one of the Verification* constants, and Verification says it
+	// in words, with why a write is not verified or not accepted. Both are
+	// in a result only, not in audit.log: the check comes after the line
+	// is written.
+	VerificationOutcome string   `json:"verificationOutcome,omitempty"`
+	Verification        string   `json:"verification,omitempty"`
 	Endpoints    []string `json:"endpoints,omitempty"`
 	ToolVersion  string   `json:"toolVersion,omitempty"`
 	// Resolution says how a transaction whose answer was lost was
