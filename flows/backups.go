@@ -20,18 +20,23 @@ type BackupRow struct {
 	Deleted     bool     `json:"deleted,omitempty"`
 	ClusterID   string   `json:"clusterID,omitempty"`
 	Endpoints   []string `json:"endpoints,omitempty"`
-	// Live is surgery.LiveMatches, LiveRestored, LiveChanged, or "not
-	// checked: why".
-	Live string `json:"live"`
+	// Live is surgery.LiveMatches, LiveRestored, LiveChanged, or
+	// LiveNotChecked, and then Message says why.
+	Live    string `json:"live"`
+	Message string `json:"message,omitempty"`
 	// Error is why the file could not be read as a backup.
 	Error string `json:"error,omitempty"`
 }
 
+// LiveNotChecked is the Live of a backup whose key was not read: no live
+// etcd named, a backup of another cluster, or the key unreadable.
+const LiveNotChecked = "not-checked"
+
 // ListBackups lists the backups of dir, newest first
 // (surgery.ListBackups). With a live session s, each key is read to say
 // whether it still holds what its write left (only for backups of the
-// cluster s reaches); without one (nil), each says "not checked: " +
-// offline. Files that are not backups are listed with their error, and
+// cluster s reaches); without one (nil), each is LiveNotChecked, offline
+// its message. Files that are not backups are listed with their error, and
 // make the listing incomplete (ErrIncomplete), as keys that could not be
 // read do.
 func ListBackups(ctx context.Context, s *Session, dir, offline string) ([]BackupRow, error) {
@@ -54,7 +59,7 @@ func ListBackups(ctx context.Context, s *Session, dir, offline string) ([]Backup
 	for _, l := range listed {
 		row := BackupRow{Path: l.Path}
 		if l.Err != nil {
-			row.Live, row.Error = "not checked: not a backup etcdpvc reads", l.Err.Error()
+			row.Live, row.Message, row.Error = LiveNotChecked, "not a backup etcdpvc reads", l.Err.Error()
 			bad++
 			rows = append(rows, row)
 			continue
@@ -65,17 +70,18 @@ func ListBackups(ctx context.Context, s *Session, dir, offline string) ([]Backup
 		if b.Source != nil && len(b.Source.Endpoints) > 0 {
 			row.Endpoints = b.Source.Endpoints
 		}
+		row.Live = LiveNotChecked
 		switch {
 		case s == nil:
-			row.Live = "not checked: " + offline
+			row.Message = offline
 		case b.ClusterID() != liveID:
-			row.Live = fmt.Sprintf("not checked: taken from etcd cluster ID %q, not the one reached (%q)", b.ClusterID(), liveID)
+			row.Message = fmt.Sprintf("taken from etcd cluster ID %q, not the one reached (%q)", b.ClusterID(), liveID)
 		case b.KubeSystemUID() != "" && b.KubeSystemUID() != liveUID:
-			row.Live = fmt.Sprintf("not checked: taken from the cluster whose kube-system namespace uid is %q, not the one reached (%q)", b.KubeSystemUID(), liveUID)
+			row.Message = fmt.Sprintf("taken from the cluster whose kube-system namespace uid is %q, not the one reached (%q)", b.KubeSystemUID(), liveUID)
 		default:
 			state, err := surgery.BackupState(ctx, s.Reader, b)
 			if err != nil {
-				row.Live = "not checked: " + err.Error()
+				row.Message = err.Error()
 				bad++
 			} else {
 				row.Live = state

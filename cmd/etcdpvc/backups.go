@@ -97,8 +97,11 @@ func printBackups(e *env, format string, rows []flows.BackupRow) error {
 		if cluster == "" {
 			cluster = "-"
 		}
-		if r.Error != "" {
+		switch {
+		case r.Error != "":
 			key, r.Live = "-", "unreadable: "+r.Error
+		case r.Live == flows.LiveNotChecked:
+			r.Live = "not checked: " + r.Message
 		}
 		when := r.Time
 		if when == "" {
