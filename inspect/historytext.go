@@ -9,6 +9,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/internal/textout"
+	"github.com/etcdpvc/etcdpvc/store/wal"
 )
 
 // HistoryColumns head the table of a history read from a db or etcd
@@ -58,6 +59,9 @@ func (r HistoryRow) LogCells(now time.Time, loc *time.Location) []string {
 	index, term, outcome := "-", "-", "in the db"
 	if r.Index != 0 {
 		index, term, outcome = strconv.FormatUint(r.Index, 10), strconv.FormatUint(r.Term, 10), r.Outcome
+		if r.Outcome == wal.OutcomeApplied.String() && r.Revision == 0 {
+			outcome = "applied, revision unknown"
+		}
 	}
 	lease := "-"
 	if r.Lease != 0 {

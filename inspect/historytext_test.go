@@ -34,7 +34,7 @@ func TestHistoryRowLogCells(t *testing.T) {
 	}{
 		{HistoryRow{Revision: 3, Version: 1, CreateRevision: 3, Change: "created"}, []string{"-", "-", "-", "in the db", "3", "1", "3", "-", "-", "-", "created"}},
 		{HistoryRow{Index: 7, Term: 2, Outcome: "applied", Revision: 4, Change: "wrote the object"}, []string{"7", "2", "-", "applied", "4", "-", "-", "-", "-", "-", "wrote the object"}},
-		{HistoryRow{Index: 9, Term: 2, Outcome: "applied, revision unknown", Lease: 0x1f, Change: "+spec.x", Reason: "an unmodelled request"},
+		{HistoryRow{Index: 9, Term: 2, Outcome: "applied", Lease: 0x1f, Change: "+spec.x", Reason: "an unmodelled request"},
 			[]string{"9", "2", "-", "applied, revision unknown", "-", "-", "-", "1f", "-", "-", "+spec.x (an unmodelled request)"}},
 		{HistoryRow{Index: 8, Term: 2, Outcome: "applied", Revision: 5, Version: 2, CreateRevision: 3, Deleted: true, Change: "deleted", EtcdUser: "root"}, []string{"8", "2", "-", "applied", "5", "-", "-", "-", "-", "root", "deleted"}},
 	} {

@@ -43,7 +43,7 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 	// row fills a row's change label from kv; keep says whether the state
 	// it reaches is the key's next state (applied or unknown writes).
 	label := func(row *HistoryRow, kv store.KeyValue, deleted, keep bool) {
-		settled := row.Index == 0 || row.Outcome == wal.OutcomeApplied.String() || row.Outcome == "applied, revision unknown"
+		settled := row.Index == 0 || row.Outcome == wal.OutcomeApplied.String()
 		defer func() { earlier = earlier || keep }()
 		if deleted {
 			row.Change = "deleted"
@@ -138,7 +138,6 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 			row.Revision, row.Version, row.CreateRevision, row.Lease = kw.Event.KV.ModRevision, kw.Event.KV.Version, kw.Event.KV.CreateRevision, kw.Event.KV.Lease
 			fromLog[row.Revision] = true
 		} else if e.Outcome == wal.OutcomeApplied {
-			row.Outcome = "applied, revision unknown"
 			if row.Reason = e.Reason; row.Reason == "" {
 				row.Reason = cov.RevisionsStop
 			}
