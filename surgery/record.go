@@ -124,8 +124,8 @@ type Record struct {
 	// is written.
 	VerificationOutcome string   `json:"verificationOutcome,omitempty"`
 	Verification        string   `json:"verification,omitempty"`
-	Endpoints    []string `json:"endpoints,omitempty"`
-	ToolVersion  string   `json:"toolVersion,omitempty"`
+	Endpoints           []string `json:"endpoints,omitempty"`
+	ToolVersion         string   `json:"toolVersion,omitempty"`
 	// Resolution says how a transaction whose answer was lost was
 	// resolved: what the re-reads showed, and each fence, with revisions.
 	Resolution []string `json:"resolution,omitempty"`
