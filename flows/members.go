@@ -47,7 +47,7 @@ func (s *Session) Members(ctx context.Context, w io.Writer, r MembersRequest) er
 	}
 	if len(srcs) < 2 {
 		return usageError("give two or more db files (`diff --members A.db B.db C.db`), or two or more endpoints (`--endpoints E1,E2,E3 diff --members`)",
-			"diff --members: %s given: %w", countMembers(len(srcs)), ErrNotMembers)
+			"diff --members: %s given: %w", inspect.Count(len(srcs), "member", "members"), ErrNotMembers)
 	}
 	rev, err := membersRevision(ctx, srcs, r.Rev)
 	if err != nil {
@@ -119,9 +119,6 @@ func unreadHint(sum *inspect.MembersSummary) string {
 	}
 	return strings.Join(hints, "; ")
 }
-
-// countMembers is "1 member", "0 members".
-func countMembers(n int) string { return inspect.Count(n, "member", "members") }
 
 // memberSources opens the members: the session's own store for the first
 // file and the others with its file options, or each live endpoint

@@ -139,11 +139,10 @@ func (o *Options) warn(format string, args ...any) {
 	}
 }
 
-// byFlag reports whether setting name was given on the command line (not
-// only by its variable).
-func (o *Options) byFlag(name string) bool {
-	_, env := o.FromEnv[name]
-	return o.Given[name] && !env
+// ByFlag reports whether setting name was given on the command line, not
+// only by its environment variable.
+func (o *Options) ByFlag(name string) bool {
+	return o.Given[name] && !o.FromEnvOnly(name)
 }
 
 // OptionError is a setting that cannot be used as given: a usage error.
@@ -226,7 +225,7 @@ func Kubeadm(o *Options) ([]string, error) {
 	o.KubeadmApplied = true
 	var warnings []string
 	take := func(name, manifestFlag, value string, dst *string) {
-		if o.byFlag(name) {
+		if o.ByFlag(name) {
 			return
 		}
 		if ev, ok := o.FromEnv[name]; ok {
@@ -260,7 +259,7 @@ func Kubeadm(o *Options) ([]string, error) {
 		switch name {
 		case SettingUser:
 			o.User = ""
-			if !o.byFlag(SettingPassword) {
+			if !o.ByFlag(SettingPassword) {
 				o.Password = "" // from $ETCDCTL_USER=user:password
 			}
 		case SettingPassword:

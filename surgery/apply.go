@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/internal/durable"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -506,7 +507,7 @@ func dropBackups(dir string, paths ...string) string {
 			failed++
 		}
 	}
-	switch err := syncDir(dir); {
+	switch err := durable.SyncDir(dir); {
 	case removed == 0:
 		return ""
 	case err != nil || failed > 0:

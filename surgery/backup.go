@@ -350,9 +350,6 @@ func writeBackupFile(dir string, b *Backup, now time.Time) (string, error) {
 	return final, nil
 }
 
-// syncDir fsyncs a directory (durable.SyncDir).
-func syncDir(dir string) error { return durable.SyncDir(dir) }
-
 // appendAudits appends one JSON line per record to the audit log, with one
 // write and one fsync. A last line left torn by an append that failed part
 // way (a full disk, a file-size limit) is ended first, so that it stays a
@@ -401,7 +398,7 @@ func appendAudits(path string, recs []AuditRecord) error {
 		return err
 	}
 	if os.IsNotExist(statErr) {
-		return syncDir(filepath.Dir(path))
+		return durable.SyncDir(filepath.Dir(path))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/etcdpvc/etcdpvc/internal/durable"
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
@@ -218,7 +219,7 @@ func writeBackups(plans []*Plan, o ApplyOptions, now time.Time) ([]*Backup, []st
 	if err := g.Wait(); err != nil {
 		return nil, paths, err
 	}
-	if err := syncDir(o.BackupDir); err != nil {
+	if err := durable.SyncDir(o.BackupDir); err != nil {
 		return nil, paths, err
 	}
 	return backups, paths, nil

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -48,6 +49,17 @@ type env struct {
 	// records of a write command run with --result (withResult).
 	opID   string
 	result *flows.Result
+}
+
+// now is the time ages are measured from: ETCDPVC_NOW (RFC 3339) when set,
+// for reproducible output in tests and reports, else the clock.
+func (e *env) now() time.Time {
+	if s := e.getenv("ETCDPVC_NOW"); s != "" {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return t
+		}
+	}
+	return time.Now()
 }
 
 // globalFlag is a flag that works before or after the command name: a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/internal/textout"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
@@ -85,7 +86,7 @@ func printBackups(e *env, format string, rows []flows.BackupRow) error {
 		fmt.Fprintln(e.stderr, "etcdpvc: no backups in the backup directory")
 		return nil
 	}
-	t := newTable(e.stdout, "TIME", "OPERATION", "KEY", "CLUSTER", "LIVE", "BACKUP")
+	t := textout.NewTable(e.stdout, "TIME", "OPERATION", "KEY", "CLUSTER", "LIVE", "BACKUP")
 	for _, r := range rows {
 		op, cluster, key := r.OperationID, r.ClusterID, r.Key
 		if op == "" {

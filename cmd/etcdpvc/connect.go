@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/etcdpvc/etcdpvc/flows"
-	"github.com/etcdpvc/etcdpvc/kubeadm"
 	"github.com/etcdpvc/etcdpvc/node"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/session"
@@ -52,10 +51,6 @@ func applyKubeadm(g *globalOptions) error {
 	return nil
 }
 
-// fromEnvOnly reports whether flag name was set by its ETCDCTL_* variable
-// and not on the command line.
-func (g *globalOptions) fromEnvOnly(name string) bool { return g.FromEnvOnly(name) }
-
 // openSession opens the store the global flags name: a db or snapshot file
 // with --db, else the live etcd.
 func openSession(e *env, g *globalOptions) (*cliSession, error) {
@@ -91,9 +86,6 @@ func openStore(e *env, g *globalOptions, out string) (*cliSession, error) {
 	}
 	return s, nil
 }
-
-// overridesString renders overrides in the flag's syntax.
-func overridesString(os []kubeadm.Override) string { return session.OverridesString(os) }
 
 // readObject opens the store the global flags name, resolves the object
 // in's arguments name and runs read on them.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/verify"
 )
 
@@ -98,7 +99,7 @@ func (d *doctor) manifest(g *globalOptions) bool {
 	}
 	// A flag overrides the manifest; an ETCDCTL_* variable does not (the
 	// warnings below name those that disagree with it).
-	if !inspect.CheckManifest(&d.rep, g.ManifestsDir, g.Kubeadm, func(flag string) bool { return g.Given[flag] && !g.fromEnvOnly(flag) }) {
+	if !inspect.CheckManifest(&d.rep, g.ManifestsDir, g.Kubeadm, g.ByFlag) {
 		return false
 	}
 	if err := applyKubeadm(g); err != nil {
@@ -129,7 +130,7 @@ func (d *doctor) connectAndInspect(g *globalOptions) error {
 	d.apiserver(s)
 	in := inspect.DoctorInputs{Store: s.Reader, Codec: s.Planner.Codec, EncryptionConfig: s.g.EncryptionConfig}
 	if s.IsFile() && len(s.g.ServersOverrides) > 0 {
-		in.FileOverrides = overridesString(s.g.ServersOverrides)
+		in.FileOverrides = session.OverridesString(s.g.ServersOverrides)
 	}
 	for _, r := range s.Routes {
 		in.Routes = append(in.Routes, inspect.DoctorRoute{Override: r.Override.String(), Prefix: r.Prefix, Etcd: r.Etcd, Endpoints: r.Etcd.Endpoints()})
@@ -177,7 +178,7 @@ func (d *doctor) node(g *globalOptions) bool {
 	for _, n := range f.Notes {
 		d.report(inspect.CheckWarn, "node", "%s", n)
 	}
-	inspect.CheckManifestOverrides(&d.rep, func(flag string) bool { return g.Given[flag] && !g.fromEnvOnly(flag) })
+	inspect.CheckManifestOverrides(&d.rep, g.ByFlag)
 	for _, w := range g.kubeadmWarnings {
 		d.report(inspect.CheckWarn, "node", "%s", w)
 	}

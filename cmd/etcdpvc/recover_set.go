@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/flows"
+	"github.com/etcdpvc/etcdpvc/internal/textout"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
@@ -58,7 +59,7 @@ func runRecoverSet(e *env, g *globalOptions, o flows.RecoverSet, liveTarget bool
 
 // printSetPlan prints one line per object, then the totals.
 func printSetPlan(e *env, plan *surgery.SetPlan) {
-	t := newTable(e.stdout, "ACTION", "RESOURCE", "NAMESPACE", "NAME", "DETAIL")
+	t := textout.NewTable(e.stdout, "ACTION", "RESOURCE", "NAMESPACE", "NAME", "DETAIL")
 	for _, it := range plan.Items {
 		ns := it.Namespace
 		if ns == "" {
