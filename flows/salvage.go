@@ -2,13 +2,13 @@ package flows
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store/salvage"
 )
@@ -73,15 +73,10 @@ func Salvage(ctx context.Context, o session.Options, w io.Writer, warn func(stri
 // JSON.
 func writeSalvageReport(w io.Writer, rep *salvage.Report, written *salvage.Written, asJSON bool) error {
 	if asJSON {
-		b, err := json.MarshalIndent(struct {
+		return inspect.WriteDocument(w, "json", struct {
 			Report  *salvage.Report  `json:"report"`
 			Written *salvage.Written `json:"written,omitempty"`
-		}{rep, written}, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		}{rep, written})
 	}
 	if err := rep.WriteText(w); err != nil {
 		return err

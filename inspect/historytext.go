@@ -1,13 +1,11 @@
 package inspect
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
 
-	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/internal/textout"
 	"github.com/etcdpvc/etcdpvc/store/wal"
 )
@@ -93,19 +91,7 @@ func (r HistoryRow) LogCells(now time.Time, loc *time.Location) []string {
 func (rep *HistoryReport) Write(w io.Writer, format string) error {
 	switch format {
 	case "json", "yaml":
-		var b []byte
-		var err error
-		if format == "json" {
-			b, err = json.MarshalIndent(rep, "", "  ")
-			b = append(b, '\n')
-		} else {
-			b, err = codec.YAML(rep)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+		return WriteDocument(w, format, rep)
 	}
 	if rep.CompactedStart != "" {
 		fmt.Fprintf(w, "# %s\n", rep.CompactedStart)

@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -99,12 +98,7 @@ func (r *SpaceReport) PlanVerdict() string {
 // Write writes the report: indented JSON, or its lines and tables.
 func (r *SpaceReport) Write(w io.Writer, asJSON bool) error {
 	if asJSON {
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return WriteDocument(w, "json", r)
 	}
 	fmt.Fprintf(w, "source:       %s\n", printable(r.Source))
 	fmt.Fprintf(w, "quota:        %s (%s)\n", HumanBytes(r.Quota), r.QuotaSource)

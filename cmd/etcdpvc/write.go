@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/flows"
+	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/textout"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
@@ -122,19 +121,10 @@ func withResult(c *cli.Context, e *env, action func(e *env) error) error {
 // printResult writes doc (a write's surgery.RecordList, the backups'
 // list) as JSON (indented, one object) or YAML.
 func printResult(w io.Writer, format string, doc any) error {
-	var data []byte
-	var err error
-	if format == "yaml" {
-		data, err = codec.YAML(doc)
-	} else {
-		data, err = json.MarshalIndent(doc, "", "  ")
-		data = append(data, '\n')
-	}
-	if err != nil {
+	if err := inspect.WriteDocument(w, format, doc); err != nil {
 		return fmt.Errorf("print the result: %w", err)
 	}
-	_, err = w.Write(data)
-	return err
+	return nil
 }
 
 // writeHelp is the part of every write command's description that says how
