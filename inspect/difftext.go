@@ -151,11 +151,4 @@ func (d DiffWriter) Summary(a, b DiffSource, sum *DiffSummary) error {
 	return err
 }
 
-func (d DiffWriter) json(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = d.W.Write(append(b, '\n'))
-	return err
-}
+func (d DiffWriter) json(v any) error { return json.NewEncoder(d.W).Encode(v) }

@@ -315,11 +315,4 @@ func resourceHashes(sum *MembersSummary, res string) string {
 	return strings.Join(parts, ", ")
 }
 
-func (w MembersWriter) json(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = w.W.Write(append(b, '\n'))
-	return err
-}
+func (w MembersWriter) json(v any) error { return json.NewEncoder(w.W).Encode(v) }

@@ -239,10 +239,8 @@ func watchLine(cells []string) string {
 
 // WriteWatchJSON writes row as one line of JSON.
 func WriteWatchJSON(w io.Writer, row WatchRow) error {
-	b, err := json.Marshal(row)
-	if err != nil {
+	if err := json.NewEncoder(w).Encode(row); err != nil {
 		return fmt.Errorf("watch row: %w", err)
 	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return nil
 }
