@@ -109,8 +109,6 @@ var globalUsage = map[string]string{
 	"verify":                   "check writes with the apiserver: auto (when it answers), always (refuse to write unverified) or never",
 }
 
-func (g globalFlag) flag() cli.Flag { return g.cliFlag(false) }
-
 // cliFlag builds the flag; hidden ones parse but are not listed (each
 // command's help points at `etcdpvc --help` for them instead).
 func (g globalFlag) cliFlag(hidden bool) cli.Flag {
@@ -149,20 +147,12 @@ func (r *repeatedValue) Set(v string) error {
 }
 func (r *repeatedValue) String() string { return strings.Join(r.values, ", ") }
 
-func globalCLIFlags() []cli.Flag {
+// globalCLIFlags are the global flags: listed in the program's help, or
+// hidden, as each command parses them without listing them in its help.
+func globalCLIFlags(hidden bool) []cli.Flag {
 	out := make([]cli.Flag, 0, len(globalFlags))
 	for _, g := range globalFlags {
-		out = append(out, g.flag())
-	}
-	return out
-}
-
-// hiddenGlobalFlags are the global flags as each command parses them,
-// without listing them in its help.
-func hiddenGlobalFlags() []cli.Flag {
-	out := make([]cli.Flag, 0, len(globalFlags))
-	for _, g := range globalFlags {
-		out = append(out, g.cliFlag(true))
+		out = append(out, g.cliFlag(hidden))
 	}
 	return out
 }
@@ -426,7 +416,7 @@ func newApp(e *env) *cli.App {
 		Name:            e.prog,
 		HelpName:        e.prog,
 		Usage:           "break-glass surgery on Kubernetes objects stored in etcd",
-		Flags:           globalCLIFlags(),
+		Flags:           globalCLIFlags(false),
 		Writer:          e.stdout,
 		ErrWriter:       e.stderr,
 		HideHelpCommand: false,
@@ -452,7 +442,7 @@ func newApp(e *env) *cli.App {
 			Usage:       cmd.usage,
 			ArgsUsage:   cmd.argsUsage,
 			Description: e.named(strings.TrimSpace(desc)),
-			Flags:       append(append([]cli.Flag{}, cmd.flags...), hiddenGlobalFlags()...),
+			Flags:       append(append([]cli.Flag{}, cmd.flags...), globalCLIFlags(true)...),
 			Hidden:      cmd.hidden,
 			Action:      func(c *cli.Context) error { return cmd.run(c, e) },
 			OnUsageError: func(c *cli.Context, err error, _ bool) error {

@@ -37,7 +37,7 @@ func program(cmds []command) cliargs.Program {
 	p := cliargs.Program{Builtin: []string{"help", "h", "version", "v"},
 		Values: map[string]cliargs.Offer{"namespace": cliargs.OfferNamespaces, "n": cliargs.OfferNamespaces}}
 	for _, g := range globalFlags {
-		p.Global = append(p.Global, cliargs.Flag{Names: g.flag().Names(), Value: g.kind != session.KindBool})
+		p.Global = append(p.Global, cliargs.Flag{Names: g.cliFlag(false).Names(), Value: g.kind != session.KindBool})
 	}
 	for _, c := range cmds {
 		pc := cliargs.Command{Name: c.name, Hidden: c.hidden, Args: c.args, Values: c.values}

@@ -64,7 +64,7 @@ func writeCLIDocs(w io.Writer) error {
 
 	b.WriteString("\n## Global flags\n\nThey work before or after the command name, and every flag may follow the arguments, as in\n" +
 		"kubectl. Each connection flag falls back to its `ETCDCTL_*` variable, as etcdctl's do.\n\n")
-	clidoc.Flags(&b, globalCLIFlags())
+	clidoc.Flags(&b, globalCLIFlags(false))
 
 	b.WriteString("\n## Exit status\n\nEvery command exits with one of these statuses.\n\n| status | meaning |\n|---|---|\n")
 	for _, line := range strings.Split(exitStatusHelp, "\n")[1:] {

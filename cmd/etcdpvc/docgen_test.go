@@ -127,7 +127,7 @@ func TestFlagPlaceholders(t *testing.T) {
 			}
 		}
 	}
-	check("etcdpvc", globalCLIFlags())
+	check("etcdpvc", globalCLIFlags(false))
 	for _, c := range commands() {
 		check(c.name, c.flags)
 	}
