@@ -143,38 +143,35 @@ func (s *Session) memberSources(ctx context.Context, files []string) ([]inspect.
 		}
 		seen[n] = true
 	}
+	// open opens a member other than the session's own db file.
+	var open func(name string) (store.Reader, error)
 	if len(files) > 0 {
 		if !s.IsFile() || s.Bolt == nil {
 			return nil, closeAll, usageError("give the members as db files, or their endpoints with --endpoints and no file", "diff --members: the first member is not a db file")
 		}
-		for _, f := range files {
-			if f == s.Options.DB {
-				srcs = append(srcs, inspect.MemberSource{Name: f, Reader: s.Bolt})
-				continue
-			}
-			b, err := store.OpenBolt(f, s.Options.BoltOptions())
-			if err != nil {
-				srcs = append(srcs, inspect.MemberSource{Name: f, Err: err})
-				continue
-			}
-			opened = append(opened, b)
-			srcs = append(srcs, inspect.MemberSource{Name: f, Reader: b})
+		open = func(f string) (store.Reader, error) { return store.OpenBolt(f, s.Options.BoltOptions()) }
+	} else {
+		if s.IsFile() {
+			return nil, closeAll, usageError("give the members' db files after --members, or their endpoints with --endpoints (without --db)", "diff --members: --db is one file, not a member each")
 		}
-		return srcs, closeAll, nil
+		open = func(ep string) (store.Reader, error) {
+			cfg := s.Options.EtcdConfig()
+			cfg.Endpoints = []string{ep}
+			return store.OpenEtcd(ctx, cfg)
+		}
 	}
-	if s.IsFile() {
-		return nil, closeAll, usageError("give the members' db files after --members, or their endpoints with --endpoints (without --db)", "diff --members: --db is one file, not a member each")
-	}
-	for _, ep := range s.Options.Endpoints {
-		cfg := s.Options.EtcdConfig()
-		cfg.Endpoints = []string{ep}
-		e, err := store.OpenEtcd(ctx, cfg)
-		if err != nil {
-			srcs = append(srcs, inspect.MemberSource{Name: ep, Err: err})
+	for _, n := range names {
+		if len(files) > 0 && n == s.Options.DB {
+			srcs = append(srcs, inspect.MemberSource{Name: n, Reader: s.Bolt})
 			continue
 		}
-		opened = append(opened, e)
-		srcs = append(srcs, inspect.MemberSource{Name: ep, Reader: e})
+		r, err := open(n)
+		if err != nil {
+			srcs = append(srcs, inspect.MemberSource{Name: n, Err: err})
+			continue
+		}
+		opened = append(opened, r)
+		srcs = append(srcs, inspect.MemberSource{Name: n, Reader: r})
 	}
 	return srcs, closeAll, nil
 }
