@@ -102,6 +102,22 @@ func readObject(e *env, in *input, read func(*cliSession, resource.Ref) error) e
 	return read(s, ref)
 }
 
+// writeObject is readObject for a write command: the store opened for a
+// write with o (openWriteSession), the object that obj, namespace and key
+// name resolved, and write run on them.
+func writeObject(e *env, g *globalOptions, o writeOptions, obj []string, namespace, key string, write func(*cliSession, resource.Ref) error) error {
+	s, err := openWriteSession(e, g, o)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ref, err := s.ref(obj, namespace, key)
+	if err != nil {
+		return err
+	}
+	return write(s, ref)
+}
+
 // ref resolves a command's object arguments.
 func (s *cliSession) ref(args []string, namespace, key string) (resource.Ref, error) {
 	r, err := s.Resolver.ParseArgs(s.g.Prefix, args, namespace, key)

@@ -15,6 +15,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/internal/regular"
+	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/surgery"
@@ -375,16 +376,9 @@ etcdpvc --kubeadm delete configmaps -n ci -l job=nightly --yes`,
 			if err := in.object(); err != nil {
 				return err
 			}
-			s, err := openWriteSession(e, in.g, o)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			ref, err := s.ref(in.obj, in.namespace, in.key)
-			if err != nil {
-				return err
-			}
-			return s.Delete(e.ctx, e, ref.Key, c.Bool("force"), o)
+			return writeObject(e, in.g, o, in.obj, in.namespace, in.key, func(s *cliSession, ref resource.Ref) error {
+				return s.Delete(e.ctx, e, ref.Key, c.Bool("force"), o)
+			})
 		},
 	}
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"strings"
 
-	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/urfave/cli/v2"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/resource"
 )
 
 // Recipes: guided compositions of the surgery write path for the seed
@@ -48,19 +50,12 @@ etcdpvc --kubeadm resize-recover pvc www-web-1 -n demo --to 20Gi`,
 }
 
 func runResizeRecover(e *env, g *globalOptions, obj []string, namespace, key string, to apiresource.Quantity, o writeOptions) error {
-	s, err := openWriteSession(e, g, o)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	ref, err := s.ref(obj, namespace, key)
-	if err != nil {
-		return err
-	}
-	if ref.Resource.Path != "" && ref.Resource.Path != "persistentvolumeclaims" {
-		return usagef("resize-recover works on persistentvolumeclaims, not %s", ref.Resource)
-	}
-	return s.ResizeRecover(e.ctx, e, ref.Key, to, o)
+	return writeObject(e, g, o, obj, namespace, key, func(s *cliSession, ref resource.Ref) error {
+		if ref.Resource.Path != "" && ref.Resource.Path != "persistentvolumeclaims" {
+			return usagef("resize-recover works on persistentvolumeclaims, not %s", ref.Resource)
+		}
+		return s.ResizeRecover(e.ctx, e, ref.Key, to, o)
+	})
 }
 
 func rebindCommand() command {
@@ -99,17 +94,10 @@ etcdpvc --kubeadm rebind pv pv-www-web-1 --to-claim demo/www-web-1`,
 }
 
 func runRebind(e *env, g *globalOptions, obj []string, namespace, claim string, force bool, o writeOptions) error {
-	s, err := openWriteSession(e, g, o)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	ref, err := s.ref(obj, "", "")
-	if err != nil {
-		return err
-	}
-	if ref.Resource.Path != "persistentvolumes" {
-		return usagef("rebind works on a persistentvolume, not %s", ref.Resource)
-	}
-	return s.Rebind(e.ctx, e, ref.Name, namespace, claim, force, o)
+	return writeObject(e, g, o, obj, "", "", func(s *cliSession, ref resource.Ref) error {
+		if ref.Resource.Path != "persistentvolumes" {
+			return usagef("rebind works on a persistentvolume, not %s", ref.Resource)
+		}
+		return s.Rebind(e.ctx, e, ref.Name, namespace, claim, force, o)
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/textout"
+	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -239,23 +240,16 @@ func newVerifier(e *env, s *cliSession) (*flows.Verifier, error) {
 // planAndApply is the write of a command that names one object and applies
 // one edit: edit builds it, given the session and the object's key.
 func planAndApply(e *env, g *globalOptions, args []string, namespace, key string, o writeOptions, edit func(s *cliSession, key string) (surgery.Edit, error)) error {
-	s, err := openWriteSession(e, g, o)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	ref, err := s.ref(args, namespace, key)
-	if err != nil {
-		return err
-	}
-	ed, err := edit(s, ref.Key)
-	if err != nil {
-		return err
-	}
-	plan, err := s.Planner.MakePlan(e.ctx, s.Reader, ref.Key, ed)
-	if err != nil {
-		o.Result.Failed(ref.Key, nil, s.Options.Prefix, err)
-		return err
-	}
-	return applyPlan(e, s, plan, o)
+	return writeObject(e, g, o, args, namespace, key, func(s *cliSession, ref resource.Ref) error {
+		ed, err := edit(s, ref.Key)
+		if err != nil {
+			return err
+		}
+		plan, err := s.Planner.MakePlan(e.ctx, s.Reader, ref.Key, ed)
+		if err != nil {
+			o.Result.Failed(ref.Key, nil, s.Options.Prefix, err)
+			return err
+		}
+		return applyPlan(e, s, plan, o)
+	})
 }
