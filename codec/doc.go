@@ -37,7 +37,8 @@
 // CanonicalJSON rewrites what encoding/json wrote into the bytes a
 // decode into maps and an encode give. Both follow encoding/json's rules
 // byte for byte; what they cannot reproduce exactly they decline, and the
-// caller takes the long way.
+// caller takes the long way. They are hand-written for speed: SortedEncoder
+// says what the library engines measured.
 //
 // Package codec imports neither etcd nor the CLI; a test asserts it.
 package codec

@@ -23,6 +23,19 @@ import (
 // everything else (a plan-time refusal of the type, or a run-time refusal
 // of a value), so that the caller takes the previous path: it never writes
 // different bytes, it only refuses.
+//
+// It is written here for speed: a maintained library gives the same bytes
+// only at a cost. github.com/go-json-experiment/json, the upstream of
+// encoding/json/v2, has no option to write a struct's fields in name
+// order, so its output must be sorted again, and reading it back with its
+// tokenizer costs twice the marshal. Measured on `dump -A` of the bench
+// data of 100,000 revisions, 30,005 objects, as the median of 5 runs of
+// user and system CPU: this encoder 0.65 s; the library's marshal under
+// encoding/json's options and a sort with its tokenizer 1.03 s; the
+// library called through one arshaler for every struct type, writing the
+// fields in name order, 0.90 s, spent in the library's dispatch of every
+// value to its arshaler and in validating and sorting what MarshalJSON
+// methods return.
 type SortedEncoder struct {
 	out   []byte
 	canon CanonicalJSON // for the output of MarshalJSON methods

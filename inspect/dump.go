@@ -285,12 +285,8 @@ type dumpWorker struct {
 	prefix string
 	buf    bytes.Buffer
 	enc    *json.Encoder
-	// obuf and oenc encode typed objects on the short way.
-	obuf  bytes.Buffer
-	oenc  *json.Encoder
-	canon codec.CanonicalJSON
-	senc  codec.SortedEncoder
-	head  []byte
+	senc   codec.SortedEncoder
+	head   []byte
 }
 
 func newDumpWorker(ctx context.Context, o *DumpOptions) *dumpWorker {
@@ -301,8 +297,6 @@ func newDumpWorker(ctx context.Context, o *DumpOptions) *dumpWorker {
 	d.enc = json.NewEncoder(&d.buf)
 	// <, > and & as they are.
 	d.enc.SetEscapeHTML(false)
-	d.oenc = json.NewEncoder(&d.obuf)
-	d.oenc.SetEscapeHTML(false)
 	return d
 }
 
@@ -463,11 +457,12 @@ func (d *dumpWorker) decode(kv *store.KeyValue, rec *DumpRecord) unreadKind {
 // a value in the clear (or one the encryption config decrypts) holding a
 // protobuf kind of the scheme. The object is decoded into its Go type
 // (a Secret's values redacted there, codec.RedactTypedSecret) and written
-// once with its members sorted (codec.SortedEncoder; where that declines,
-// encoded by encoding/json and rewritten sorted by codec.CanonicalJSON): the bytes
+// once with its members sorted by codec.SortedEncoder: the bytes
 // codec.Decode's Content encoded from a map gives. obj is the worker's
 // buffer, valid until its next call. ok is false for everything else,
-// which takes the long way (stored.Codec.Open), errors included.
+// which takes the long way (stored.Codec.Open), errors included, and for
+// an object the encoder declines (a string that is not valid UTF-8, a
+// type it has no plan for): the long way writes the same bytes, slower.
 func (d *dumpWorker) fast(kv *store.KeyValue) (obj []byte, ok bool) {
 	defer func() {
 		// A value that panics a decoder here gets the long way's
@@ -556,15 +551,9 @@ func (d *dumpWorker) fast(kv *store.KeyValue) (obj []byte, ok bool) {
 		}
 		v = r
 	}
-	// The object written sorted in one pass; what that declines, encoded
-	// by encoding/json and rewritten sorted.
 	d.senc.Reset()
-	if d.senc.Encode(v) {
-		return d.senc.Bytes(), true
-	}
-	d.obuf.Reset()
-	if err := d.oenc.Encode(v); err != nil {
+	if !d.senc.Encode(v) {
 		return nil, false
 	}
-	return d.canon.Rewrite(d.obuf.Bytes())
+	return d.senc.Bytes(), true
 }

@@ -220,3 +220,39 @@ func TestDumpShortWayCorpus(t *testing.T) {
 		}
 	}
 }
+
+// TestDumpDeclinedObject checks that an object the short way's encoder
+// declines (a string that is not valid UTF-8, which encoding/json writes
+// with \ufffd and the map form holds as U+FFFD) is written by the long
+// way, as the previous path wrote it.
+func TestDumpDeclinedObject(t *testing.T) {
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "bad-utf8", Namespace: "demo", Labels: map[string]string{"a": "b"}},
+		Data:       map[string]string{"k": "a\xffb\xfe", "z": "<&>"},
+	}
+	var buf bytes.Buffer
+	if err := dumpProto.Encode(cm, &buf); err != nil {
+		t.Fatal(err)
+	}
+	kv := store.KeyValue{Key: "/registry/configmaps/demo/bad-utf8", Value: buf.Bytes(), ModRevision: 7, CreateRevision: 5, Version: 2}
+	o := DumpOptions{}
+	d := newDumpWorker(context.Background(), &o)
+	if _, ok := d.fast(&kv); ok {
+		t.Fatal("the short way wrote an object with a string that is not valid UTF-8")
+	}
+	want, err := previousObject(t, o.Codec, kv, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec DumpRecord
+	if u := d.decode(&kv, &rec); u != readOK {
+		t.Fatalf("decode: %v, %s", u, rec.Error)
+	}
+	if !bytes.Equal(rec.Object, want) {
+		t.Errorf("the long way differs:\n got %s\nwant %s", rec.Object, want)
+	}
+	if !bytes.Contains(rec.Object, []byte("a\ufffdb\ufffd")) {
+		t.Errorf("bad bytes not written as U+FFFD: %s", rec.Object)
+	}
+}
