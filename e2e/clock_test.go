@@ -29,7 +29,8 @@ type truthWrite struct {
 	deleteRevision bool
 }
 
-// TestClockTimes places a log's writes in time (history, ls --deleted) and
+// TestClockTimes places a log's writes in time (history, ls --deleted),
+// and the revisions a db copied from the member and the live etcd hold, and
 // recovers to a time (snapshot --before-time), against a real
 // kube-apiserver whose own identity Lease renewal every 10 s is the
 // backbone, on a member purging its log. ConfigMaps are created, updated
@@ -78,9 +79,11 @@ func TestClockTimes(t *testing.T) {
 	}
 	time.Sleep(12 * time.Second) // a renewal after the last write
 	log := copyWAL(t, c)
+	db := filepath.Join(t.TempDir(), "member.db")
+	copyFile(t, filepath.Join(c.Dir, "etcd-data", "member", "snap", "db"), db)
 
 	// Every interval holds the true time of its write.
-	var widths []time.Duration
+	var widths, dbWidths []time.Duration
 	check := func(what string, w truthWrite, iv clockInterval) {
 		t.Helper()
 		if iv.Earliest == nil || iv.Latest == nil {
@@ -93,7 +96,11 @@ func TestClockTimes(t *testing.T) {
 			t.Errorf("%s: %s %s between %s and %s: interval %s to %s does not hold it", what, w.what, w.name,
 				w.before.Format(time.RFC3339Nano), w.after.Format(time.RFC3339Nano), iv.Earliest.Format(time.RFC3339Nano), iv.Latest.Format(time.RFC3339Nano))
 		}
-		widths = append(widths, iv.Latest.Sub(*iv.Earliest))
+		if strings.HasPrefix(what, "db ") || strings.HasPrefix(what, "live ") {
+			dbWidths = append(dbWidths, iv.Latest.Sub(*iv.Earliest))
+		} else {
+			widths = append(widths, iv.Latest.Sub(*iv.Earliest))
+		}
 		t.Logf("%s: %s %s at %s: %s to %s (%s wide)", what, w.what, w.name, w.before.Format("15:04:05.000"),
 			iv.Earliest.Format("15:04:05.000"), iv.Latest.Format("15:04:05.000"), iv.Latest.Sub(*iv.Earliest).Round(time.Millisecond))
 	}
@@ -147,11 +154,60 @@ func TestClockTimes(t *testing.T) {
 			}
 		}
 	}
-	slices.Sort(widths)
-	median := widths[len(widths)/2]
-	t.Logf("TIME intervals: %d, median width %s, widest %s (writes %s apart)", len(widths), median.Round(time.Millisecond), widths[len(widths)-1].Round(time.Millisecond), gap)
-	if median > 12*time.Second {
-		t.Errorf("median interval width %s, want at most 12s", median)
+	// Without the log: the revisions the member's db (copied as it runs)
+	// and the live etcd hold place the writes they still hold.
+	for _, src := range []struct {
+		what string
+		args []string
+	}{{"db history", []string{"--db", db}}, {"live history", append([]string{"--endpoints", c.EtcdURL}, c.etcdTLSArgs()...)}} {
+		for _, name := range []string{"a", "b"} {
+			r := runEtcdpvc(t, nil, append(slices.Clone(src.args), "history", "cm", name, "-n", ns, "-o", "json")...)
+			if r.code != 0 {
+				t.Fatalf("%s %s: want exit status 0:\n%s", src.what, name, r)
+			}
+			var h struct {
+				Events []struct {
+					Revision int64         `json:"revision"`
+					Deleted  bool          `json:"deleted"`
+					Time     clockInterval `json:"time"`
+				} `json:"events"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &h); err != nil || len(h.Events) == 0 {
+				t.Fatalf("%s -o json: %v, want events\n%s", src.what, err, r)
+			}
+			for _, e := range h.Events {
+				i := slices.IndexFunc(writes, func(w truthWrite) bool {
+					return w.name == name && (w.revision != 0 && w.revision == e.Revision || w.revision == 0 && e.Deleted)
+				})
+				if i < 0 {
+					t.Fatalf("%s %s: revision %d is none of the test's writes:\n%s", src.what, name, e.Revision, r.stdout)
+				}
+				check(src.what, writes[i], e.Time)
+			}
+		}
+	}
+	r = runEtcdpvc(t, nil, "--db", db, "ls", "cm", "-n", ns, "--deleted", "-o", "json")
+	if err := json.Unmarshal([]byte(r.stdout), &l); r.code != 0 || err != nil || len(l.Items) != 2 {
+		t.Fatalf("--db ls --deleted -o json: %v, want 2 items:\n%s", err, r)
+	}
+	for _, it := range l.Items {
+		for _, w := range writes {
+			if w.name == it.Metadata.Name && w.what == "delete" {
+				check("db ls --deleted", w, it.Etcd.DeleteTime)
+			}
+		}
+	}
+
+	for _, ws := range []struct {
+		what string
+		w    []time.Duration
+	}{{"log", widths}, {"db and live", dbWidths}} {
+		slices.Sort(ws.w)
+		median := ws.w[len(ws.w)/2]
+		t.Logf("TIME intervals (%s): %d, median width %s, widest %s (writes %s apart)", ws.what, len(ws.w), median.Round(time.Millisecond), ws.w[len(ws.w)-1].Round(time.Millisecond), gap)
+		if median > 12*time.Second {
+			t.Errorf("median interval width (%s) %s, want at most 12s", ws.what, median)
+		}
 	}
 
 	// The point before a time between a's update and its deletion holds
