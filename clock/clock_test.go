@@ -7,13 +7,14 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 )
 
-// writes is a log's writes as a Source.
-type writes []Write[uint64]
+// writes is a log's writes as a Source (ordered by raft index, or by
+// revision).
+type writes[K Order] []Write[K]
 
-func (ws writes) Len() int                  { return len(ws) }
-func (ws writes) Index(i int) uint64        { return ws[i].Index }
-func (ws writes) Write(i int) Write[uint64] { return ws[i] }
-func (ws writes) Before(i int) (int, bool) {
+func (ws writes[K]) Len() int             { return len(ws) }
+func (ws writes[K]) Index(i int) K        { return ws[i].Index }
+func (ws writes[K]) Write(i int) Write[K] { return ws[i] }
+func (ws writes[K]) Before(i int) (int, bool) {
 	for j := i - 1; j >= 0; j-- {
 		if ws[j].Key == ws[i].Key {
 			return j, true
@@ -32,7 +33,7 @@ func renew(index uint64, holder string, at, api time.Duration) Write[uint64] {
 }
 
 func TestClockUnknownWithoutTimes(t *testing.T) {
-	var b writes
+	var b writes[uint64]
 	b = append(b, Write[uint64]{Index: 5, Key: "/a", Read: true})
 	b = append(b, Write[uint64]{Index: 6, Key: "/a", Deleted: true})
 	b = append(b, Write[uint64]{Index: 7, Key: "/b"})
@@ -48,7 +49,7 @@ func TestClockUnknownWithoutTimes(t *testing.T) {
 }
 
 func TestClockBounds(t *testing.T) {
-	var b writes
+	var b writes[uint64]
 	// The first write of each lease: its previous value unknown, it bounds
 	// only what follows.
 	b = append(b, renew(10, "a", 0, 0))
@@ -73,7 +74,7 @@ func TestClockBounds(t *testing.T) {
 }
 
 func TestClockSkewedWriterNamed(t *testing.T) {
-	var b writes
+	var b writes[uint64]
 	ahead := 10 * time.Minute
 	var index uint64
 	for s := time.Duration(0); s < 2*time.Minute; s += 10 * time.Second {
@@ -103,7 +104,7 @@ func TestClockSampledRefines(t *testing.T) {
 	// More writes than Sample, 100 ms apart, and a deletion every 50th:
 	// the sample alone leaves ~0.3 s between its writes; the writes
 	// nearest to an entry narrow where it is wider than Refine.
-	var ws writes
+	var ws writes[uint64]
 	step := 100 * time.Millisecond
 	for i := range 3 * Sample {
 		index := uint64(i + 1)
@@ -140,7 +141,7 @@ func TestClockSampledRefines(t *testing.T) {
 
 func TestClockSparseLogNamesNoWriter(t *testing.T) {
 	// Writes minutes apart are in order: no clock is off, no time left out.
-	var ws writes
+	var ws writes[uint64]
 	for i := range 12 {
 		ws = append(ws, renew(uint64(i+1), []string{"a", "b"}[i%2], time.Duration(i)*5*time.Minute, time.Duration(i)*5*time.Minute))
 	}
@@ -153,22 +154,6 @@ func TestClockSparseLogNamesNoWriter(t *testing.T) {
 	}
 }
 
-// revisions is a db's revisions as a Source: the clock ordered by
-// revision rather than raft index.
-type revisions []Write[int64]
-
-func (rs revisions) Len() int                 { return len(rs) }
-func (rs revisions) Index(i int) int64        { return rs[i].Index }
-func (rs revisions) Write(i int) Write[int64] { return rs[i] }
-func (rs revisions) Before(i int) (int, bool) {
-	for j := i - 1; j >= 0; j-- {
-		if rs[j].Key == rs[i].Key {
-			return j, true
-		}
-	}
-	return 0, false
-}
-
 func TestClockOverRevisions(t *testing.T) {
 	// Revisions of a db: each lease's first is its creation, so it bounds
 	// what precedes it too; two writes of one transaction share revision
@@ -177,7 +162,7 @@ func TestClockOverRevisions(t *testing.T) {
 		w := renew(uint64(rev), holder, d, d)
 		return Write[int64]{Index: rev, Key: w.Key, Created: created, Read: true, Times: w.Times}
 	}
-	rs := revisions{
+	rs := writes[int64]{
 		at(10, "a", 0, true),
 		at(11, "b", 2*time.Second, true),
 		{Index: 12, Key: "/registry/configmaps/x/y", Deleted: true},

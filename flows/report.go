@@ -79,7 +79,7 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 		}
 		return nil
 	}
-	if _, archive := s.Reader.(store.Archive); r.Deleted && archive && (s.WAL != nil || s.readsRevisions()) {
+	if _, archive := s.Reader.(store.Archive); r.Deleted && archive && f.Kind != inspect.FormatName && (s.WAL != nil || s.readsRevisions()) {
 		cols.Times = true
 	}
 	out := inspect.NewListWriter(w, f, cols)
