@@ -1,6 +1,9 @@
 // Package clock places every raft entry of a member's log in wall-clock
 // time, from the times the cluster writes into its own objects: etcd
-// stores none (a raft entry and a revision carry no time).
+// stores none (a raft entry and a revision carry no time). It places the
+// revisions a db or etcd holds the same way: a log is then those
+// revisions in order, its writes placed by revision (Clock[int64]) rather
+// than by raft index (Clock[uint64]).
 //
 // # Stamps
 //
