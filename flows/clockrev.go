@@ -16,11 +16,11 @@ import (
 const heldRevisions = "the revisions held"
 
 // RevisionClock reads the revisions s's store holds from revision from on
-// (0: all; a compacted one: from the oldest held) into a clock.Clock over revisions: a db file's (read by
-// revision, the values of the writes the clock samples read when it asks
-// for them), or a live etcd's (replayed by its watch up to its current
-// revision). It is nil for a store that can be read neither way (a log,
-// kine).
+// (0: all; a compacted one: from the oldest held) into a clock.Clock over
+// revisions: a db file's (read by revision, the values of the writes the
+// clock samples read when it asks for them), or a live etcd's (replayed by
+// its watch up to its current revision). It is nil for a store that can
+// be read neither way (a log, a kine database file).
 func (s *Session) RevisionClock(ctx context.Context, from int64) (*clock.Clock[int64], error) {
 	if s.WAL != nil {
 		return nil, nil
@@ -57,6 +57,11 @@ func (s *Session) RevisionClock(ctx context.Context, from int64) (*clock.Clock[i
 		})
 	default:
 		return nil, nil
+	}
+	if err == nil {
+		// A watch ended by Ctrl-C ends without an error: the clock is
+		// not whole.
+		err = ctx.Err()
 	}
 	var c *clock.Clock[int64]
 	if err == nil {
