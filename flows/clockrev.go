@@ -37,6 +37,9 @@ func (s *Session) RevisionClock(ctx context.Context, from int64) (*clock.Clock[i
 			src.compacted = math.MaxInt64
 		}
 		src.prefix, src.seed = []byte(prefix), maphash.MakeSeed()
+		// About one write a revision.
+		n := max(r.Meta().Revision-max(from, r.CompactRevision()), 0)
+		src.rev, src.deleted, src.before = make([]int64, 0, n), make([]bool, 0, n), make([]int32, 0, n)
 		err = r.Revisions(ctx, from, r.Meta().Revision, func(rev int64, key []byte, tombstone bool, _ []byte) error {
 			if bytes.HasPrefix(key, src.prefix) {
 				src.addHeld(rev, key, tombstone)
