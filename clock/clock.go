@@ -1,6 +1,9 @@
 // Package clock places every raft entry of a member's log in wall-clock
 // time, from the times the cluster writes into its own objects: etcd
-// stores none (a raft entry and a revision carry no time).
+// stores none (a raft entry and a revision carry no time). It places the
+// revisions a db or etcd holds the same way: a log is then those
+// revisions in order, its writes placed by revision (Clock[int64]) rather
+// than by raft index (Clock[uint64]).
 //
 // # Stamps
 //
@@ -86,9 +89,14 @@ const Skew = time.Minute
 // APIServer names kube-apiserver's clock among the writers.
 const APIServer = "kube-apiserver"
 
-// Write is one write of the log, with the times of its value.
-type Write struct {
-	Index uint64
+// Order is what places a write in its log: a raft index (uint64), or a
+// revision (int64) for the revisions a db or etcd holds.
+type Order interface{ ~uint64 | ~int64 }
+
+// Write is one write of the log, with the times of its value. Index is its
+// place in the log: its raft index, or its revision.
+type Write[K Order] struct {
+	Index K
 	Key   string
 	// Deleted: the write deleted the key. Created: it created it (a put of
 	// version 1).
@@ -103,8 +111,8 @@ type Write struct {
 	Times codec.Times
 }
 
-type stamp struct {
-	index  uint64
+type stamp[K Order] struct {
+	index  K
 	at     time.Time
 	upper  time.Duration // the upper bound is at+upper; <0: no upper bound
 	writer string
@@ -112,28 +120,28 @@ type stamp struct {
 
 // stampsOf returns the stamps of a write's value (see the package
 // comment): prev is the key's previous value's times, when known.
-func stampsOf(w Write, prev codec.Times, known bool) []stamp {
+func stampsOf[K Order](w Write[K], prev codec.Times, known bool) []stamp[K] {
 	if w.Deleted || !w.Read {
 		return nil
 	}
-	var out []stamp
+	var out []stamp[K]
 	t := w.Times
 	stamped := !t.Managed.IsZero() && (w.Created || known && t.Managed.After(prev.Managed))
 	if stamped {
-		out = append(out, stamp{index: w.Index, at: t.Managed, upper: time.Second + Allowance, writer: APIServer})
+		out = append(out, stamp[K]{index: w.Index, at: t.Managed, upper: time.Second + Allowance, writer: APIServer})
 	}
 	if api := newer(t.Managed, t.Created); !api.IsZero() && (!stamped || api.After(t.Managed)) {
-		out = append(out, stamp{index: w.Index, at: api, upper: -1, writer: APIServer})
+		out = append(out, stamp[K]{index: w.Index, at: api, upper: -1, writer: APIServer})
 	}
 	if !t.Renew.IsZero() {
-		s := stamp{index: w.Index, at: t.Renew, upper: -1, writer: "lease holder " + t.Holder}
+		s := stamp[K]{index: w.Index, at: t.Renew, upper: -1, writer: "lease holder " + t.Holder}
 		if w.Created || known && !t.Renew.Equal(prev.Renew) {
 			s.upper = Allowance
 		}
 		out = append(out, s)
 	}
 	if !t.Reported.IsZero() {
-		out = append(out, stamp{index: w.Index, at: t.Reported, upper: -1, writer: "event reporter " + t.Reporter})
+		out = append(out, stamp[K]{index: w.Index, at: t.Reported, upper: -1, writer: "event reporter " + t.Reporter})
 	}
 	return out
 }
@@ -168,13 +176,14 @@ type Skewed struct {
 }
 
 // Source is a log's writes in log order, read on demand.
-type Source interface {
+type Source[K Order] interface {
 	// Len is how many writes the log holds.
 	Len() int
-	// Index is the raft index of write i, read without its value.
-	Index(i int) uint64
+	// Index is the place of write i (its raft index or revision), read
+	// without its value.
+	Index(i int) K
 	// Write is write i with its value's times.
-	Write(i int) Write
+	Write(i int) Write[K]
 	// Before is the write of the same key just before write i (false: i
 	// is its first in the log).
 	Before(i int) (int, bool)
@@ -193,8 +202,10 @@ const Refine = 4 * time.Second
 // narrow its interval.
 const refineReach = 16
 
-// Clock is the interval of every raft index of a log.
-type Clock struct {
+// Clock is the interval of every place of a log: every raft index of a
+// member's write-ahead log (Clock[uint64]), or every revision a db or etcd
+// holds (Clock[int64]).
+type Clock[K Order] struct {
 	// Writes counts the writes sampled, Unreadable those whose value could
 	// not be read, Stamps the times used, Outliers those left out alone
 	// because they lie more than Skew from the others around them.
@@ -203,25 +214,25 @@ type Clock struct {
 	Sampled bool
 	Skewed  []Skewed
 
-	src     Source
+	src     Source[K]
 	skewed  map[string]bool
-	cache   map[int]Write
-	index   []uint64
+	cache   map[int]Write[K]
+	index   []K
 	lower   []time.Time // lower[i]: the newest stamp at or before index[i]
 	upper   []time.Time // upper[i]: the oldest upper bound at or after index[i]
-	refined map[uint64]Interval
+	refined map[K]Interval
 }
 
 // New reads src's writes (all of them, or Sample of a longer log) into a
 // Clock.
-func New(src Source) *Clock {
-	c := &Clock{src: src, skewed: map[string]bool{}, cache: map[int]Write{}, refined: map[uint64]Interval{}}
+func New[K Order](src Source[K]) *Clock[K] {
+	c := &Clock[K]{src: src, skewed: map[string]bool{}, cache: map[int]Write[K]{}, refined: map[K]Interval{}}
 	n := src.Len()
 	stride := 1
 	if n > Sample {
 		stride, c.Sampled = (n+Sample-1)/Sample, true
 	}
-	var stamps []stamp
+	var stamps []stamp[K]
 	for i := 0; i < n; i += stride {
 		w := c.write(i)
 		c.Writes++
@@ -236,7 +247,7 @@ func New(src Source) *Clock {
 			break
 		}
 		c.Skewed, c.skewed[s.Writer] = append(c.Skewed, s), true
-		stamps = slices.DeleteFunc(stamps, func(st stamp) bool { return st.writer == s.Writer })
+		stamps = slices.DeleteFunc(stamps, func(st stamp[K]) bool { return st.writer == s.Writer })
 	}
 	stamps, c.Outliers = withoutOutliers(stamps)
 	c.Stamps = len(stamps)
@@ -245,7 +256,7 @@ func New(src Source) *Clock {
 }
 
 // write is write i, read once.
-func (c *Clock) write(i int) Write {
+func (c *Clock[K]) write(i int) Write[K] {
 	if w, ok := c.cache[i]; ok {
 		return w
 	}
@@ -256,7 +267,7 @@ func (c *Clock) write(i int) Write {
 
 // stamps are write i's stamps, its key's previous value read where one
 // could tell a time this write set.
-func (c *Clock) stamps(i int, w Write) []stamp {
+func (c *Clock[K]) stamps(i int, w Write[K]) []stamp[K] {
 	if w.Deleted || !w.Read {
 		return nil
 	}
@@ -272,7 +283,7 @@ func (c *Clock) stamps(i int, w Write) []stamp {
 // of the last write before it that changed the key; false when that is
 // not known (none in the log, one whose outcome is not established, a
 // deletion, a value not read).
-func (c *Clock) previous(i int) (codec.Times, bool) {
+func (c *Clock[K]) previous(i int) (codec.Times, bool) {
 	for range refineReach {
 		j, ok := c.src.Before(i)
 		if !ok {
@@ -292,7 +303,7 @@ func (c *Clock) previous(i int) (codec.Times, bool) {
 }
 
 // bounds sets the clock's index, lower and upper from the stamps kept.
-func (c *Clock) bounds(kept []stamp) {
+func (c *Clock[K]) bounds(kept []stamp[K]) {
 	sort.SliceStable(kept, func(i, j int) bool { return kept[i].index < kept[j].index })
 	for _, s := range kept {
 		n := len(c.index)
@@ -322,7 +333,7 @@ func (c *Clock) bounds(kept []stamp) {
 // At is the interval of raft index index: the newest stamp at or before
 // it, the oldest upper bound at or after it, among the writes sampled and,
 // where that is wider than Refine, the writes nearest to it.
-func (c *Clock) At(index uint64) Interval {
+func (c *Clock[K]) At(index K) Interval {
 	if c == nil {
 		return Interval{}
 	}
@@ -341,7 +352,7 @@ func (c *Clock) At(index uint64) Interval {
 }
 
 // sampled is index's interval among the sampled writes.
-func (c *Clock) sampled(index uint64) Interval {
+func (c *Clock[K]) sampled(index K) Interval {
 	var iv Interval
 	i := sort.Search(len(c.index), func(i int) bool { return c.index[i] > index })
 	if i > 0 {
@@ -358,10 +369,10 @@ func (c *Clock) sampled(index uint64) Interval {
 // stamps of the writes nearest to index: up to refineReach on each side,
 // until one bounds it. A stamp of a writer named skewed is not used, nor
 // one more than Skew past the interval it would narrow.
-func (c *Clock) refine(index uint64, iv Interval) Interval {
+func (c *Clock[K]) refine(index K, iv Interval) Interval {
 	n := c.src.Len()
 	p := sort.Search(n, func(i int) bool { return c.src.Index(i) >= index })
-	usable := func(s stamp) bool { return !c.skewed[s.writer] }
+	usable := func(s stamp[K]) bool { return !c.skewed[s.writer] }
 	for j := p - 1; j >= 0 && j >= p-refineReach; j-- {
 		found := false
 		for _, s := range c.stamps(j, c.write(j)) {
@@ -401,7 +412,7 @@ func (c *Clock) refine(index uint64, iv Interval) Interval {
 // none does. An entry before one certainly before t is too: the sampled
 // intervals find the last one, then the entries after it whose interval
 // reading their neighbours may narrow are tried in turn.
-func (c *Clock) LastBefore(t time.Time, indexes []uint64) (uint64, bool) {
+func (c *Clock[K]) LastBefore(t time.Time, indexes []K) (K, bool) {
 	before := func(iv Interval) bool { return !iv.Latest.IsZero() && iv.Latest.Before(t) }
 	i := sort.Search(len(indexes), func(i int) bool { return !before(c.sampled(indexes[i])) })
 	for ; i < len(indexes); i++ {

@@ -7,13 +7,14 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 )
 
-// writes is a log's writes as a Source.
-type writes []Write
+// writes is a log's writes as a Source (ordered by raft index, or by
+// revision).
+type writes[K Order] []Write[K]
 
-func (ws writes) Len() int           { return len(ws) }
-func (ws writes) Index(i int) uint64 { return ws[i].Index }
-func (ws writes) Write(i int) Write  { return ws[i] }
-func (ws writes) Before(i int) (int, bool) {
+func (ws writes[K]) Len() int             { return len(ws) }
+func (ws writes[K]) Index(i int) K        { return ws[i].Index }
+func (ws writes[K]) Write(i int) Write[K] { return ws[i] }
+func (ws writes[K]) Before(i int) (int, bool) {
 	for j := i - 1; j >= 0; j-- {
 		if ws[j].Key == ws[i].Key {
 			return j, true
@@ -26,16 +27,16 @@ var t0 = time.Date(2026, 12, 7, 10, 40, 0, 0, time.UTC)
 
 // renew is a Lease renewal by holder at t0+at, its managedFields stamped by
 // kube-apiserver at t0+api.
-func renew(index uint64, holder string, at, api time.Duration) Write {
-	return Write{Index: index, Key: "/registry/leases/kube-node-lease/" + holder, Read: true,
+func renew(index uint64, holder string, at, api time.Duration) Write[uint64] {
+	return Write[uint64]{Index: index, Key: "/registry/leases/kube-node-lease/" + holder, Read: true,
 		Times: codec.Times{Kind: "Lease", Holder: holder, Renew: t0.Add(at), Managed: t0.Add(api).Truncate(time.Second), Created: t0.Add(-time.Hour)}}
 }
 
 func TestClockUnknownWithoutTimes(t *testing.T) {
-	var b writes
-	b = append(b, Write{Index: 5, Key: "/a", Read: true})
-	b = append(b, Write{Index: 6, Key: "/a", Deleted: true})
-	b = append(b, Write{Index: 7, Key: "/b"})
+	var b writes[uint64]
+	b = append(b, Write[uint64]{Index: 5, Key: "/a", Read: true})
+	b = append(b, Write[uint64]{Index: 6, Key: "/a", Deleted: true})
+	b = append(b, Write[uint64]{Index: 7, Key: "/b"})
 	c := New(b)
 	for _, i := range []uint64{1, 5, 6, 7, 8} {
 		if iv := c.At(i); !iv.Earliest.IsZero() || !iv.Latest.IsZero() {
@@ -48,12 +49,12 @@ func TestClockUnknownWithoutTimes(t *testing.T) {
 }
 
 func TestClockBounds(t *testing.T) {
-	var b writes
+	var b writes[uint64]
 	// The first write of each lease: its previous value unknown, it bounds
 	// only what follows.
 	b = append(b, renew(10, "a", 0, 0))
 	b = append(b, renew(11, "b", 2*time.Second, 2*time.Second))
-	b = append(b, Write{Index: 12, Key: "/registry/configmaps/x/y", Deleted: true})
+	b = append(b, Write[uint64]{Index: 12, Key: "/registry/configmaps/x/y", Deleted: true})
 	b = append(b, renew(13, "a", 10*time.Second, 10*time.Second))
 	b = append(b, renew(14, "b", 12*time.Second, 12*time.Second))
 	c := New(b)
@@ -73,7 +74,7 @@ func TestClockBounds(t *testing.T) {
 }
 
 func TestClockSkewedWriterNamed(t *testing.T) {
-	var b writes
+	var b writes[uint64]
 	ahead := 10 * time.Minute
 	var index uint64
 	for s := time.Duration(0); s < 2*time.Minute; s += 10 * time.Second {
@@ -103,12 +104,12 @@ func TestClockSampledRefines(t *testing.T) {
 	// More writes than Sample, 100 ms apart, and a deletion every 50th:
 	// the sample alone leaves ~0.3 s between its writes; the writes
 	// nearest to an entry narrow where it is wider than Refine.
-	var ws writes
+	var ws writes[uint64]
 	step := 100 * time.Millisecond
 	for i := range 3 * Sample {
 		index := uint64(i + 1)
 		if i%50 == 0 {
-			ws = append(ws, Write{Index: index, Key: "/registry/configmaps/x/y", Deleted: true})
+			ws = append(ws, Write[uint64]{Index: index, Key: "/registry/configmaps/x/y", Deleted: true})
 			continue
 		}
 		h := []string{"a", "b", "c"}[i%3]
@@ -140,7 +141,7 @@ func TestClockSampledRefines(t *testing.T) {
 
 func TestClockSparseLogNamesNoWriter(t *testing.T) {
 	// Writes minutes apart are in order: no clock is off, no time left out.
-	var ws writes
+	var ws writes[uint64]
 	for i := range 12 {
 		ws = append(ws, renew(uint64(i+1), []string{"a", "b"}[i%2], time.Duration(i)*5*time.Minute, time.Duration(i)*5*time.Minute))
 	}
@@ -150,5 +151,35 @@ func TestClockSparseLogNamesNoWriter(t *testing.T) {
 	}
 	if iv := c.At(6); !iv.Known() || iv.Width() > 5*time.Minute+2*time.Second {
 		t.Errorf("entry 6: %+v", iv)
+	}
+}
+
+func TestClockOverRevisions(t *testing.T) {
+	// Revisions of a db: each lease's first is its creation, so it bounds
+	// what precedes it too; two writes of one transaction share revision
+	// 12 (a deletion and a renewal).
+	at := func(rev int64, holder string, d time.Duration, created bool) Write[int64] {
+		w := renew(uint64(rev), holder, d, d)
+		return Write[int64]{Index: rev, Key: w.Key, Created: created, Read: true, Times: w.Times}
+	}
+	rs := writes[int64]{
+		at(10, "a", 0, true),
+		at(11, "b", 2*time.Second, true),
+		{Index: 12, Key: "/registry/configmaps/x/y", Deleted: true},
+		at(12, "a", 10*time.Second, false),
+		at(13, "b", 12*time.Second, false),
+	}
+	c := New[int64](rs)
+	if iv := c.At(12); !iv.Earliest.Equal(t0.Add(10*time.Second)) || !iv.Latest.Equal(t0.Add(10*time.Second+Allowance)) {
+		t.Errorf("revision 12: %+v", iv)
+	}
+	if iv := c.At(9); !iv.Earliest.IsZero() || !iv.Latest.Equal(t0.Add(Allowance)) {
+		t.Errorf("revision 9, before the first creation: %+v, want only a latest", iv)
+	}
+	if iv := c.At(11); !iv.Earliest.Equal(t0.Add(2*time.Second)) || !iv.Latest.Equal(t0.Add(2*time.Second+Allowance)) {
+		t.Errorf("revision 11, b's creation: %+v", iv)
+	}
+	if rev, ok := c.LastBefore(t0.Add(5*time.Second), []int64{10, 11, 12, 13}); !ok || rev != 11 {
+		t.Errorf("last before: %d %v, want 11", rev, ok)
 	}
 }

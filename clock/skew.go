@@ -20,16 +20,21 @@ const skewReach = 512
 // are. has says whether it tells: a stamp that bounds only what follows
 // may be old by right (a time a value carries unchanged), so only one
 // ahead tells.
-func offsets(stamps []stamp) ([]time.Duration, []bool) {
+func offsets[K Order](stamps []stamp[K]) ([]time.Duration, []bool) {
 	off, has := make([]time.Duration, len(stamps)), make([]bool, len(stamps))
+	links := [2]neighbourLinks{newNeighbourLinks(stamps, -1), newNeighbourLinks(stamps, 1)}
 	var near [2][]time.Time
 	for i, s := range stamps {
 		for k, dir := range []int{-1, 1} {
 			near[k] = near[k][:0]
-			for j := i + dir; j >= 0 && j < len(stamps) && len(near[k]) < skewNeighbours && (j-i)*dir <= skewReach; j += dir {
-				if o := stamps[j]; o.writer != s.writer && o.upper >= 0 {
-					near[k] = append(near[k], o.at)
+			l := links[k]
+			for j := l.upper(i + dir); j >= 0 && len(near[k]) < skewNeighbours && (j-i)*dir <= skewReach; {
+				if stamps[j].writer == s.writer {
+					j = l.other[j]
+					continue
 				}
+				near[k] = append(near[k], stamps[j].at)
+				j = l.upper(j + dir)
 			}
 		}
 		if len(near[0]) == 0 && len(near[1]) == 0 {
@@ -51,6 +56,46 @@ func offsets(stamps []stamp) ([]time.Duration, []bool) {
 	return off, has
 }
 
+// neighbourLinks lead from a stamp to its neighbours with an upper bound
+// one way (dir), skipping runs of one writer's: up[i] is the first stamp
+// with an upper bound from i on that way, other[i] the first past i whose
+// writer is not stamps[i]'s (-1: none).
+type neighbourLinks struct {
+	up, other []int
+}
+
+func newNeighbourLinks[K Order](stamps []stamp[K], dir int) neighbourLinks {
+	n := len(stamps)
+	l := neighbourLinks{up: make([]int, n), other: make([]int, n)}
+	start, end := 0, n
+	if dir > 0 {
+		start, end = n-1, -1
+	}
+	// Walk against dir, so each stamp's links that way are known.
+	for i := start; i != end; i -= dir {
+		l.up[i] = l.upper(i + dir)
+		if stamps[i].upper >= 0 {
+			l.up[i] = i
+		}
+		l.other[i] = -1
+		if j := l.upper(i + dir); j >= 0 {
+			l.other[i] = j
+			if stamps[j].writer == stamps[i].writer {
+				l.other[i] = l.other[j]
+			}
+		}
+	}
+	return l
+}
+
+// upper is up[i], -1 past either end.
+func (l neighbourLinks) upper(i int) int {
+	if i < 0 || i >= len(l.up) {
+		return -1
+	}
+	return l.up[i]
+}
+
 // median is the middle of ts (sorted in place); zero when empty.
 func median(ts []time.Time) time.Time {
 	if len(ts) == 0 {
@@ -64,7 +109,7 @@ func median(ts []time.Time) time.Time {
 // from the other writers' around them, when that is more than Skew.
 // Between two writers as far off, kube-apiserver is kept, then the one with
 // more stamps.
-func worstWriter(stamps []stamp) (Skewed, bool) {
+func worstWriter[K Order](stamps []stamp[K]) (Skewed, bool) {
 	off, has := offsets(stamps)
 	per := map[string][]time.Duration{}
 	for i, s := range stamps {
@@ -94,7 +139,7 @@ func worstWriter(stamps []stamp) (Skewed, bool) {
 // withoutOutliers drops the stamps that lie more than Skew from the other
 // writers' around them (ahead, for one that bounds only what follows) and
 // returns how many it dropped.
-func withoutOutliers(stamps []stamp) ([]stamp, int) {
+func withoutOutliers[K Order](stamps []stamp[K]) ([]stamp[K], int) {
 	off, has := offsets(stamps)
 	kept := stamps[:0:0]
 	for i, s := range stamps {

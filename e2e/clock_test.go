@@ -29,7 +29,8 @@ type truthWrite struct {
 	deleteRevision bool
 }
 
-// TestClockTimes places a log's writes in time (history, ls --deleted) and
+// TestClockTimes places a log's writes in time (history, ls --deleted),
+// and the revisions a db copied from the member and the live etcd hold, and
 // recovers to a time (snapshot --before-time), against a real
 // kube-apiserver whose own identity Lease renewal every 10 s is the
 // backbone, on a member purging its log. ConfigMaps are created, updated
@@ -78,9 +79,13 @@ func TestClockTimes(t *testing.T) {
 	}
 	time.Sleep(12 * time.Second) // a renewal after the last write
 	log := copyWAL(t, c)
+	db := filepath.Join(t.TempDir(), "member.db")
+	copyFile(t, filepath.Join(c.Dir, "etcd-data", "member", "snap", "db"), db)
 
 	// Every interval holds the true time of its write.
-	var widths []time.Duration
+	// widths are the intervals' widths by where they were read: the log,
+	// the db, the live etcd.
+	widths := map[string][]time.Duration{}
 	check := func(what string, w truthWrite, iv clockInterval) {
 		t.Helper()
 		if iv.Earliest == nil || iv.Latest == nil {
@@ -93,65 +98,91 @@ func TestClockTimes(t *testing.T) {
 			t.Errorf("%s: %s %s between %s and %s: interval %s to %s does not hold it", what, w.what, w.name,
 				w.before.Format(time.RFC3339Nano), w.after.Format(time.RFC3339Nano), iv.Earliest.Format(time.RFC3339Nano), iv.Latest.Format(time.RFC3339Nano))
 		}
-		widths = append(widths, iv.Latest.Sub(*iv.Earliest))
+		from, _, _ := strings.Cut(what, " ")
+		if from != "db" && from != "live" {
+			from = "log"
+		}
+		widths[from] = append(widths[from], iv.Latest.Sub(*iv.Earliest))
 		t.Logf("%s: %s %s at %s: %s to %s (%s wide)", what, w.what, w.name, w.before.Format("15:04:05.000"),
 			iv.Earliest.Format("15:04:05.000"), iv.Latest.Format("15:04:05.000"), iv.Latest.Sub(*iv.Earliest).Round(time.Millisecond))
 	}
-	for _, name := range []string{"a", "b"} {
-		r := runEtcdpvc(t, nil, "--wal", log, "--db", old, "history", "cm", name, "-n", ns, "-o", "json")
-		if r.code != 0 {
-			t.Fatalf("history %s: want exit status 0:\n%s", name, r)
-		}
-		var h struct {
-			Events []struct {
-				Revision int64         `json:"revision"`
-				Deleted  bool          `json:"deleted"`
-				Time     clockInterval `json:"time"`
-			} `json:"events"`
-		}
-		if err := json.Unmarshal([]byte(r.stdout), &h); err != nil {
-			t.Fatalf("history -o json: %v\n%s", err, r)
-		}
-		mine := slices.DeleteFunc(slices.Clone(writes), func(w truthWrite) bool { return w.name != name })
-		if len(h.Events) != len(mine) {
-			t.Fatalf("history %s: %d rows, want %d:\n%s", name, len(h.Events), len(mine), r.stdout)
-		}
-		for i, e := range h.Events {
-			if w := mine[i]; w.revision != 0 && e.Revision != w.revision || w.revision == 0 && !e.Deleted {
-				t.Fatalf("history %s row %d: revision %d deleted %v, want the %s at revision %d", name, i, e.Revision, e.Deleted, w.what, w.revision)
+	// history, from the log, and without it from the revisions the
+	// member's db (copied as it runs) and the live etcd still hold: the
+	// log holds every write, the others those not compacted away.
+	for _, src := range []struct {
+		what string
+		all  bool
+		args []string
+	}{
+		{"history", true, []string{"--wal", log, "--db", old}},
+		{"db history", false, []string{"--db", db}},
+		{"live history", false, append([]string{"--endpoints", c.EtcdURL}, c.etcdTLSArgs()...)},
+	} {
+		for _, name := range []string{"a", "b"} {
+			r := runEtcdpvc(t, nil, append(slices.Clone(src.args), "history", "cm", name, "-n", ns, "-o", "json")...)
+			if r.code != 0 {
+				t.Fatalf("%s %s: want exit status 0:\n%s", src.what, name, r)
 			}
-			check("history", mine[i], e.Time)
-		}
-	}
-	r := runEtcdpvc(t, nil, "--wal", log, "--db", old, "ls", "cm", "-n", ns, "--deleted", "-o", "json")
-	if r.code != 0 {
-		t.Fatalf("ls --deleted: want exit status 0:\n%s", r)
-	}
-	var l struct {
-		Items []struct {
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-			Etcd struct {
-				DeleteTime clockInterval `json:"deleteTime"`
-			} `json:"etcd"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil || len(l.Items) != 2 {
-		t.Fatalf("ls --deleted -o json: %v, want 2 items:\n%s", err, r)
-	}
-	for _, it := range l.Items {
-		for _, w := range writes {
-			if w.name == it.Metadata.Name && w.what == "delete" {
-				check("ls --deleted", w, it.Etcd.DeleteTime)
+			var h struct {
+				Events []struct {
+					Revision int64         `json:"revision"`
+					Deleted  bool          `json:"deleted"`
+					Time     clockInterval `json:"time"`
+				} `json:"events"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &h); err != nil || len(h.Events) == 0 {
+				t.Fatalf("%s -o json: %v, want events\n%s", src.what, err, r)
+			}
+			if mine := slices.DeleteFunc(slices.Clone(writes), func(w truthWrite) bool { return w.name != name }); src.all && len(h.Events) != len(mine) {
+				t.Fatalf("%s %s: %d rows, want %d:\n%s", src.what, name, len(h.Events), len(mine), r.stdout)
+			}
+			for _, e := range h.Events {
+				i := slices.IndexFunc(writes, func(w truthWrite) bool {
+					return w.name == name && (w.revision != 0 && w.revision == e.Revision || w.revision == 0 && e.Deleted)
+				})
+				if i < 0 {
+					t.Fatalf("%s %s: revision %d is none of the test's writes:\n%s", src.what, name, e.Revision, r.stdout)
+				}
+				check(src.what, writes[i], e.Time)
 			}
 		}
 	}
-	slices.Sort(widths)
-	median := widths[len(widths)/2]
-	t.Logf("TIME intervals: %d, median width %s, widest %s (writes %s apart)", len(widths), median.Round(time.Millisecond), widths[len(widths)-1].Round(time.Millisecond), gap)
-	if median > 12*time.Second {
-		t.Errorf("median interval width %s, want at most 12s", median)
+	// ls --deleted, from the log and from the db: the deletions' times.
+	for _, src := range []struct {
+		what string
+		args []string
+	}{{"ls --deleted", []string{"--wal", log, "--db", old}}, {"db ls --deleted", []string{"--db", db}}} {
+		r := runEtcdpvc(t, nil, append(slices.Clone(src.args), "ls", "cm", "-n", ns, "--deleted", "-o", "json")...)
+		var l struct {
+			Items []struct {
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+				Etcd struct {
+					DeleteTime clockInterval `json:"deleteTime"`
+				} `json:"etcd"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &l); r.code != 0 || err != nil || len(l.Items) != 2 {
+			t.Fatalf("%s -o json: %v, want exit status 0 and 2 items:\n%s", src.what, err, r)
+		}
+		for _, it := range l.Items {
+			for _, w := range writes {
+				if w.name == it.Metadata.Name && w.what == "delete" {
+					check(src.what, w, it.Etcd.DeleteTime)
+				}
+			}
+		}
+	}
+
+	for _, from := range []string{"log", "db", "live"} {
+		w := widths[from]
+		slices.Sort(w)
+		median := w[len(w)/2]
+		t.Logf("TIME intervals read from the %s: %d, median width %s, widest %s (writes %s apart)", from, len(w), median.Round(time.Millisecond), w[len(w)-1].Round(time.Millisecond), gap)
+		if median > 12*time.Second {
+			t.Errorf("median interval width read from the %s: %s, want at most 12s", from, median)
+		}
 	}
 
 	// The point before a time between a's update and its deletion holds
@@ -160,7 +191,7 @@ func TestClockTimes(t *testing.T) {
 	at := upd.after.Add(del.before.Sub(upd.after) / 2)
 	dir := t.TempDir()
 	pit := filepath.Join(dir, "pit.db")
-	r = runEtcdpvc(t, nil, "--db", old, "--wal", log, "snapshot", "--before-time", at.Format(time.RFC3339Nano), "--out", pit)
+	r := runEtcdpvc(t, nil, "--db", old, "--wal", log, "snapshot", "--before-time", at.Format(time.RFC3339Nano), "--out", pit)
 	if r.code != 0 {
 		t.Fatalf("snapshot --before-time %s: want exit status 0:\n%s", at.Format(time.RFC3339Nano), r)
 	}

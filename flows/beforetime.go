@@ -40,7 +40,7 @@ func (s *Session) indexBeforeTime(ctx context.Context, t time.Time, from uint64)
 	}); err != nil {
 		return 0, nil, nil, err
 	}
-	notes := clockNotes(c)
+	notes := clockNotes(c, "the log")
 	index, ok := c.LastBefore(t, indexes)
 	if !ok {
 		first := ""

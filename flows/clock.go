@@ -17,12 +17,12 @@ import (
 // (codec.ReadTimes: a Secret's metadata only). Values a KMS plugin
 // encrypts are not read for it (a call per write to a plugin that may not
 // answer): they count as unreadable.
-func (s *Session) Clock(ctx context.Context) (*clock.Clock, error) {
+func (s *Session) Clock(ctx context.Context) (*clock.Clock[uint64], error) {
 	if s.WAL == nil {
 		return nil, nil
 	}
 	src := &logTimes{ctx: ctx, s: s}
-	c := clock.New(src)
+	c := clock.New[uint64](src)
 	if src.err != nil {
 		return nil, fmt.Errorf("read the log's times: %w", src.err)
 	}
@@ -50,24 +50,35 @@ func (l *logTimes) Index(i int) uint64 {
 
 func (l *logTimes) Before(i int) (int, bool) { return l.s.WAL.WriteBefore(i) }
 
-func (l *logTimes) Write(i int) clock.Write {
+func (l *logTimes) Write(i int) clock.Write[uint64] {
 	kw, err := l.s.WAL.WriteAt(i, true)
 	if err != nil {
 		l.keep(err)
 	}
 	kv := kw.Event.KV
-	w := clock.Write{Index: kw.Entry.Index, Key: kv.Key, Deleted: kw.Event.Deleted, Created: kv.Version == 1,
+	w := clock.Write[uint64]{Index: kw.Entry.Index, Key: kv.Key, Deleted: kw.Event.Deleted, Created: kv.Version == 1,
 		NotApplied: kw.Entry.Outcome == wal.OutcomeNotApplied, Unknown: kw.Entry.Outcome == wal.OutcomeUnknown}
-	if err != nil || w.Deleted || bytes.HasPrefix(kv.Value, []byte("k8s:enc:kms:")) {
-		return w
-	}
-	gr, known := l.s.Planner.GroupResource(kv.Key)
-	if plain, _, _, err := l.s.Planner.Decrypt(l.ctx, gr, known, kv.Key, kv.Value); err == nil {
-		if t, err := codec.ReadTimes(plain); err == nil {
-			w.Read, w.Times = true, t
-		}
+	if err == nil && !w.Deleted {
+		w.Times, w.Read = l.s.valueTimes(l.ctx, kv.Key, kv.Value)
 	}
 	return w
+}
+
+// valueTimes reads the times of a value stored at key, decrypted as every
+// read is (codec.ReadTimes: a Secret's metadata only); false when it
+// cannot be read. A value a KMS plugin encrypts is not read (a call per
+// write to a plugin that may not answer).
+func (s *Session) valueTimes(ctx context.Context, key string, value []byte) (codec.Times, bool) {
+	if bytes.HasPrefix(value, []byte("k8s:enc:kms:")) {
+		return codec.Times{}, false
+	}
+	gr, known := s.Planner.GroupResource(key)
+	plain, _, _, err := s.Planner.Decrypt(ctx, gr, known, key, value)
+	if err != nil {
+		return codec.Times{}, false
+	}
+	t, err := codec.ReadTimes(plain)
+	return t, err == nil
 }
 
 func (l *logTimes) keep(err error) {
@@ -78,7 +89,7 @@ func (l *logTimes) keep(err error) {
 
 // revisionTime is the interval of the entry that made rev, when the log
 // establishes it.
-func (s *Session) revisionTime(c *clock.Clock, rev int64) clock.Interval {
+func (s *Session) revisionTime(c *clock.Clock[uint64], rev int64) clock.Interval {
 	if c == nil || rev <= 0 {
 		return clock.Interval{}
 	}
@@ -91,8 +102,9 @@ func (s *Session) revisionTime(c *clock.Clock, rev int64) clock.Interval {
 
 // clockNotes says, one line each, what a reader of the clock's times
 // should know: writers whose clocks are off, values that could not be
-// read for their times.
-func clockNotes(c *clock.Clock) []string {
+// read for their times. what names the writes read: "the log", "the
+// revisions held".
+func clockNotes[K clock.Order](c *clock.Clock[K], what string) []string {
 	if c == nil {
 		return nil
 	}
@@ -106,7 +118,7 @@ func clockNotes(c *clock.Clock) []string {
 			sk.Writer, sk.Offset.Abs().Round(time.Minute), way, sk.Stamps))
 	}
 	if c.Stamps == 0 {
-		notes = append(notes, "no value of the log carries a time that bounds a write: the times of its entries are unknown (TIME -)")
+		notes = append(notes, "no value of "+what+" carries a time that bounds a write: their times are unknown (TIME -)")
 	}
 	if c.Unreadable > 0 {
 		notes = append(notes, fmt.Sprintf("%d of the %d writes read could not be read for their times (encrypted by a KMS plugin, or not decryptable or not objects): the intervals around them are wider", c.Unreadable, c.Writes))
@@ -114,22 +126,78 @@ func clockNotes(c *clock.Clock) []string {
 	return notes
 }
 
-// historyTimes gives each row of a history read from the log its time:
-// its entry's interval, or for a revision the db holds the interval of the
-// entry that made it, where the log establishes it.
+// timeline places a store's revisions in time (Session.timeline).
+type timeline struct {
+	at    func(rev int64) clock.Interval
+	notes []string
+}
+
+// timeline reads the clock that places s's revisions in time: the log's
+// with --wal (a revision's interval is that of the entry that made it),
+// else one over the revisions the db or etcd holds from revision from on
+// (RevisionClock): where those cannot be read (etcds that split the
+// keyspace, a user not allowed to watch it), every time is unknown and a
+// note says why. It is nil for a store of neither kind.
+func (s *Session) timeline(ctx context.Context, from int64) (*timeline, error) {
+	if s.WAL != nil {
+		c, err := s.Clock(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &timeline{at: func(rev int64) clock.Interval { return s.revisionTime(c, rev) }, notes: clockNotes(c, "the log")}, nil
+	}
+	c, err := s.RevisionClock(ctx, from)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, err
+	case err != nil:
+		// What is asked for is read all the same; only its times are
+		// unknown, and said.
+		return &timeline{at: func(int64) clock.Interval { return clock.Interval{} },
+			notes: []string{fmt.Sprintf("the times of the revisions held are unknown (TIME -): %v", err)}}, nil
+	case c == nil:
+		return nil, nil
+	}
+	return &timeline{at: c.At, notes: clockNotes(c, heldRevisions)}, nil
+}
+
+// timelineReach is how many revisions before the first one a reader
+// shows a clock over revisions reads: the stamps just before it bound it.
+const timelineReach = clock.Sample
+
+// historyTimes gives each row of a history its time: read from the log,
+// its entry's interval, or for a revision the db holds the interval of
+// the entry that made it, where the log establishes it; read from a db
+// or etcd, its revision's among the revisions held (none from kine).
 func (s *Session) historyTimes(ctx context.Context, rep *inspect.HistoryReport, now time.Time) error {
-	c, err := s.Clock(ctx)
-	if err != nil {
+	rep.Now = now
+	if s.WAL != nil {
+		c, err := s.Clock(ctx)
+		if err != nil {
+			return err
+		}
+		for i := range rep.Rows {
+			r := &rep.Rows[i]
+			iv := s.revisionTime(c, r.Revision)
+			if r.Index != 0 {
+				iv = c.At(r.Index)
+			}
+			r.Time = &iv
+		}
+		rep.TimeNotes = clockNotes(c, "the log")
+		return nil
+	}
+	if len(rep.Rows) == 0 {
+		return nil
+	}
+	tl, err := s.timeline(ctx, max(rep.Rows[0].Revision-timelineReach, 0))
+	if tl == nil || err != nil {
 		return err
 	}
 	for i := range rep.Rows {
-		r := &rep.Rows[i]
-		iv := s.revisionTime(c, r.Revision)
-		if r.Index != 0 {
-			iv = c.At(r.Index)
-		}
-		r.Time = &iv
+		iv := tl.at(rep.Rows[i].Revision)
+		rep.Rows[i].Time = &iv
 	}
-	rep.TimeNotes, rep.Now = clockNotes(c), now
+	rep.TimeNotes = tl.notes
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/etcdpvc/etcdpvc/clock"
 	"io"
 	"time"
 
@@ -65,15 +64,23 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 	prefix := s.Options.Prefix
 	cols := inspect.NewListTable(scope, f.Kind == inspect.FormatWide, r.ShowEtcd, r.Terminating, r.ShowKeys, r.Now)
 	cols.Warn = func(err error) { t.Warn(err.Error()) }
-	var clk *clock.Clock
-	if r.Deleted && s.WAL != nil {
-		if clk, err = s.Clock(ctx); err != nil {
-			return err
+	// A deleted key's time is read from a clock over the store's
+	// revisions, read at the first one listed: none when none is.
+	var tl *timeline
+	times := func() error {
+		if tl == nil {
+			var err error
+			if tl, err = s.timeline(ctx, 0); err != nil {
+				return err
+			}
+			for _, n := range tl.notes {
+				t.Note(n)
+			}
 		}
+		return nil
+	}
+	if _, archive := s.Reader.(store.Archive); r.Deleted && archive && f.Kind != inspect.FormatName && (s.WAL != nil || s.readsRevisions()) {
 		cols.Times = true
-		for _, n := range clockNotes(clk) {
-			t.Note(n)
-		}
 	}
 	out := inspect.NewListWriter(w, f, cols)
 	out.Filtered = r.Terminating || sel.NeedsObject()
@@ -108,9 +115,14 @@ func (s *Session) List(ctx context.Context, t Terminal, w io.Writer, r ListReque
 		Select: sel, Content: f.NeedsObject(),
 		PageSize: r.PageSize, Revision: r.Rev, OnCompacted: onCompacted,
 	}, func(it inspect.Listed) error {
-		if clk != nil {
-			iv := s.revisionTime(clk, it.DeleteRevision)
-			it.DeleteTime = &iv
+		if cols.Times {
+			if err := times(); err != nil {
+				return err
+			}
+			if tl != nil {
+				iv := tl.at(it.DeleteRevision)
+				it.DeleteTime = &iv
+			}
 		}
 		return out.Row(it)
 	})
@@ -376,11 +388,11 @@ func (s *Session) History(ctx context.Context, w io.Writer, ref resource.Ref, ou
 	var err error
 	if s.WAL != nil {
 		rep, err = inspect.WALHistory(ctx, s.WAL, ref, o)
-		if err == nil {
-			err = s.historyTimes(ctx, rep, now)
-		}
 	} else {
 		rep, err = inspect.History(ctx, s.Reader, ref, o)
+	}
+	if err == nil {
+		err = s.historyTimes(ctx, rep, now)
 	}
 	if err != nil {
 		var none *inspect.NoHistoryError

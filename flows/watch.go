@@ -69,8 +69,28 @@ func (s *Session) Watch(ctx context.Context, t Terminal, w io.Writer, r WatchReq
 		}
 		o.Labels = sel
 	}
+	// The changes replayed from a past revision are placed in time by the
+	// revisions etcd holds from just before it.
+	var tl *timeline
+	if r.From > 0 {
+		if tl, err = s.timeline(ctx, max(r.From-timelineReach, 1)); err != nil {
+			return err
+		}
+		if tl != nil {
+			for _, n := range tl.notes {
+				t.Note(n)
+			}
+		}
+	}
 	table := inspect.NewWatchTable(w, !r.NoHeaders)
+	if r.Now != nil {
+		table.Now = r.Now()
+	}
 	err = inspect.Watch(ctx, watcher, s.Options.Prefix, scope, r.Key, o, func(row inspect.WatchRow) error {
+		if tl != nil && row.Received == nil {
+			iv := tl.at(row.Revision)
+			row.Time = &iv
+		}
 		if r.Output == "json" {
 			return inspect.WriteWatchJSON(w, row)
 		}

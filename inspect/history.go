@@ -52,8 +52,9 @@ type HistoryRow struct {
 	// (a deletion, a first revision held whose previous one is gone, a
 	// write the apiserver did not date).
 	Manager *FieldManager `json:"manager,omitempty"`
-	// Time, for a history read from a write-ahead log, is when the write
-	// happened (clock.Clock; nil where not asked for).
+	// Time is when the write happened (clock.Clock, over the log's
+	// entries or over the revisions the db or etcd holds; nil where not
+	// asked for or not placed).
 	Time *clock.Interval `json:"time,omitempty"`
 	// EtcdUser, for a write read from a write-ahead log, is the etcd user
 	// its request carried (see wal.WAL.User): set only where etcd's

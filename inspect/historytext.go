@@ -11,8 +11,12 @@ import (
 )
 
 // HistoryColumns head the table of a history read from a db or etcd
-// (HistoryRow.Cells).
-var HistoryColumns = []string{"REVISION", "VERSION", "CREATED", "LEASE", "MANAGER", "CHANGE"}
+// (HistoryRow.Cells); TIMED ones that of a history whose revisions are
+// placed in time (HistoryRow.TimedCells).
+var (
+	HistoryColumns      = []string{"REVISION", "VERSION", "CREATED", "LEASE", "MANAGER", "CHANGE"}
+	TimedHistoryColumns = []string{"REVISION", "TIME", "VERSION", "CREATED", "LEASE", "MANAGER", "CHANGE"}
+)
 
 // Cells are the row's cells under HistoryColumns: a deletion has no
 // version or create revision, a key without a lease shows "-", a lease is
@@ -27,6 +31,22 @@ func (r HistoryRow) Cells() []string {
 		ver, created = "-", "-"
 	}
 	return []string{strconv.FormatInt(r.Revision, 10), ver, created, lease, r.managerCell(), r.Change}
+}
+
+// TimedCells are the row's cells under TimedHistoryColumns: Cells with
+// TIME, the revision's interval (timeCell, at now in loc), after the
+// revision.
+func (r HistoryRow) TimedCells(now time.Time, loc *time.Location) []string {
+	c := r.Cells()
+	return append([]string{c[0], r.timeCell(now, loc)}, c[1:]...)
+}
+
+// timeCell is the TIME cell: the row's interval, "-" when not read.
+func (r HistoryRow) timeCell(now time.Time, loc *time.Location) string {
+	if r.Time == nil {
+		return "-"
+	}
+	return TimeCell(*r.Time, now, loc)
 }
 
 // managerCell is the MANAGER cell: the field manager, "-" when not known.
@@ -77,11 +97,7 @@ func (r HistoryRow) LogCells(now time.Time, loc *time.Location) []string {
 	if user == "" {
 		user = "-"
 	}
-	when := "-"
-	if r.Time != nil {
-		when = TimeCell(*r.Time, now, loc)
-	}
-	return []string{index, term, when, outcome, dash(r.Revision), ver, created, lease, r.managerCell(), user, change}
+	return []string{index, term, r.timeCell(now, loc), outcome, dash(r.Revision), ver, created, lease, r.managerCell(), user, change}
 }
 
 // Write writes the report as "json" (indented) or "yaml", or as a table:
@@ -99,13 +115,16 @@ func (rep *HistoryReport) Write(w io.Writer, format string) error {
 	for _, n := range rep.TimeNotes {
 		fmt.Fprintf(w, "# %s\n", n)
 	}
+	loc := rep.Zone
+	if loc == nil {
+		loc = time.Local
+	}
 	cols, cells := HistoryColumns, HistoryRow.Cells
-	if rep.Log != nil {
-		loc := rep.Zone
-		if loc == nil {
-			loc = time.Local
-		}
+	switch {
+	case rep.Log != nil:
 		cols, cells = LogHistoryColumns, func(r HistoryRow) []string { return r.LogCells(rep.Now, loc) }
+	case len(rep.Rows) > 0 && rep.Rows[0].Time != nil:
+		cols, cells = TimedHistoryColumns, func(r HistoryRow) []string { return r.TimedCells(rep.Now, loc) }
 	}
 	t := textout.NewTable(w, cols...)
 	for _, r := range rep.Rows {

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/etcdpvc/etcdpvc/clock"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/stored"
 )
@@ -57,9 +58,12 @@ type WatchRow struct {
 	// FieldManager); its Time is when the apiserver applied it.
 	Manager *FieldManager `json:"manager,omitempty"`
 	// Received is when etcdpvc received a change made while it watched
-	// (nil for a change etcd replayed from the past: when it was made is
-	// then known only from Manager.Time).
+	// (nil for a change etcd replayed from the past).
 	Received *time.Time `json:"received,omitempty"`
+	// Time, for a change etcd replayed from the past, is when it was
+	// made, placed among the revisions etcd holds (clock.Clock; nil where
+	// not read).
+	Time *clock.Interval `json:"time,omitempty"`
 	// object names it as kubectl's -o name does ("" : the key does not
 	// parse).
 	object string
@@ -174,7 +178,11 @@ var WatchColumns = []string{"TIME", "REVISION", "TYPE", "NAMESPACE", "OBJECT", "
 // come, each written whole at once: the columns are padded to fixed
 // widths, not aligned on the rows to come (there is no end to wait for).
 type WatchTable struct {
-	w io.Writer
+	// Now and Zone are when and where TIME cells of replayed changes are
+	// shown (TimeCell; Zone nil: the local zone).
+	Now  time.Time
+	Zone *time.Location
+	w    io.Writer
 	// headed: the header line is written (or left out).
 	headed bool
 }
@@ -188,7 +196,10 @@ func NewWatchTable(w io.Writer, withHeader bool) *WatchTable {
 // watchWidths are the padded widths of the columns but the last.
 var watchWidths = []int{21, 10, 9, 16, 40, 26}
 
-// Row writes one row.
+// Row writes one row. TIME is when the change was made: its interval
+// among the revisions etcd holds, for one replayed from the past; when it
+// was received, for one made while the watch runs; else the time its
+// manager's entry carries.
 func (t *WatchTable) Row(r WatchRow) error {
 	if !t.headed {
 		t.headed = true
@@ -198,6 +209,12 @@ func (t *WatchTable) Row(r WatchRow) error {
 	}
 	when := "-"
 	switch {
+	case r.Time != nil:
+		loc := t.Zone
+		if loc == nil {
+			loc = time.Local
+		}
+		when = TimeCell(*r.Time, t.Now, loc)
 	case r.Manager != nil && r.Manager.Time != nil:
 		when = r.Manager.Time.Format(time.RFC3339)
 	case r.Received != nil:

@@ -34,7 +34,7 @@ func TestDemo(t *testing.T) {
 		`(?m)^\$ etcdpvc undelete pvc www-web-0 -n demo --dry-run\n--- /registry/persistentvolumeclaims/demo/www-web-0 \(revision 5\)$`,
 		`(?m)^-  deletionTimestamp: "2026-11-30T00:35:10Z"$`,
 		`(?m)^written: /registry/persistentvolumeclaims/demo/www-web-0 revision 5 → 10 \(etcd \S+\)$`,
-		`(?m)^10 +2 +5 +- +- +-deletionGracePeriodSeconds, -deletionTimestamp$`,
+		`(?m)^10 +\S.* +2 +5 +- +- +-deletionGracePeriodSeconds, -deletionTimestamp$`,
 		`(?m)^\$ etcdpvc restore \S+-r5\.json --yes --backup-dir \S+$`,
 		`(?m)^written: /registry/persistentvolumeclaims/demo/www-web-0 revision 10 → 11 \(etcd \S+\)$`,
 	} {

@@ -13,16 +13,18 @@ func historyCommand() command {
 		usage: "list every revision of one object that etcd still holds",
 		args:  cliargs.Args{Kind: cliargs.ArgsObject},
 		desc: "history shows every revision of one key still held by etcd (or by --db), deletions and\n" +
-			"re-creations included: revision, version, create revision, lease, MANAGER and a one-line summary\n" +
+			"re-creations included: revision, TIME, version, create revision, lease, MANAGER and a one-line summary\n" +
 			"of what changed. MANAGER is the field manager whose metadata.managedFields entry the revision\n" +
 			"added or dated anew (kubectl, a controller, kubelet (status)); \"-\" where managedFields do not\n" +
 			"tell: a deletion, a revision whose previous one is not held, a write straight to etcd, a removal\n" +
 			"of fields, a manager's second change within one second (the entries' times are to the second).\n" +
+			"TIME is when each write happened: an interval the times the cluster writes into its objects\n" +
+			"bound (Lease renewals, managedFields; \"10:41:58 ±2s\", two times when wide, \"-\" unknown,\n" +
+			"said in a # line; -o json gives both bounds), read from every entry of the log with --wal,\n" +
+			"else from the revisions the db or etcd holds; a writer whose clock is off is named in a # line.\n" +
 			"With --wal, ETCD USER is the etcd user the request carried, which\n" +
 			"etcd records only while its authentication is enabled (\"-\" otherwise): the closest etcd comes to\n" +
-			"who deleted it, and TIME when each write happened: an interval the times the cluster writes\n" +
-			"into its objects bound (Lease renewals, managedFields; \"10:41:58 ±2s\", two times when wide,\n" +
-			"\"-\" unknown; -o json gives both bounds), a writer whose clock is off named in a # line.\n" +
+			"who deleted it.\n" +
 			"A history whose start was compacted away says so. Revisions are indexed by\n" +
 			"mod revision: a re-created object starts again at version 1. A Secret's changed values (data,\n" +
 			"stringData, the last-applied-configuration annotation) are reported by size unless\n" +

@@ -37,8 +37,9 @@ func lsCommand() command {
 			"lists every resource. --terminating keeps objects with a deletionTimestamp; --deleted (with\n" +
 			"--db or --wal) lists objects whose newest revision is a deletion; with --wal also an object\n" +
 			"deleted and created again (another uid) inside the log, as \"Deleted@REV (uid UID),\n" +
-			"re-created@REV\", and TIME, when the deletion happened, as the times the cluster writes into\n" +
-			"its objects bound it (Lease renewals, managedFields; -o json: etcd.deleteTime). STATUS shows \"Terminating 3d\"\n" +
+			"re-created@REV\"; TIME is when the deletion happened, as the times the cluster writes into\n" +
+			"its objects bound it (Lease renewals, managedFields; read from the log with --wal, else from\n" +
+			"the revisions the db holds; -o json: etcd.deleteTime). STATUS shows \"Terminating 3d\"\n" +
 			"with the deletionTimestamp's age. A value that cannot be decrypted or decoded is listed with\n" +
 			"why in STATUS, and ls then exits with status 10. -o wide adds kubectl's wide columns (and for\n" +
 			"claims the volume's RECLAIM POLICY and the pods MOUNTED BY each); --show-etcd adds, to any table,\n" +

@@ -34,8 +34,10 @@ func watchCommand() command {
 			"kubelet (status)); \"-\" where managedFields do not tell: a deletion, a write straight to etcd, a\n" +
 			"removal of fields, a manager's second change within one second (the entries' times are to the\n" +
 			"second).\n" +
-			"TIME is the time of that entry (when the apiserver applied the change), else, for a change made\n" +
-			"while watching, when etcdpvc received it; \"-\" for a past change managedFields do not date.\n" +
+			"TIME is, for a change replayed from the past (--rev), when it happened: an interval the times\n" +
+			"the cluster writes into its objects bound, among the revisions etcd holds (Lease renewals,\n" +
+			"managedFields; \"10:41:58 ±2s\", \"-\" unknown; -o json: time, both bounds); for a change made\n" +
+			"while watching, when etcdpvc received it.\n" +
 			"RESOURCE, -n and -A scope it as ls does (without RESOURCE: every resource; a namespaced\n" +
 			"RESOURCE without -n watches the namespace \"default\"); NAME (or --etcd-key) watches one key.\n" +
 			"-l SELECTOR keeps the objects whose labels match before or after the change (the change that\n" +
