@@ -11,16 +11,24 @@ package nice
 
 import "errors"
 
-// CPU is the nice value Lower sets, the lowest CPU priority: the tool
-// takes what the other processes of its CPU group leave (about 1.5% of a
-// core beside one busy thread of nice 0), and all of an idle core.
+// CPU is the nice value Lower sets, the lowest CPU priority. It counts
+// only when the CPU is contended, and only against the tasks of the
+// tool's own CPU group (cgroup, or autogroup): beside one busy thread of
+// nice 0 there, the tool gets about 1.5% of a core (weights 15 and 1024);
+// nice 10 would still take about 10%. The tool's reads have no deadline
+// of their own, so it takes the least.
 const CPU = 19
 
 // IO is the I/O priority Lower sets: class best-effort, level 7, the
-// lowest of the class. Class idle would wait for an idle disk without
-// limit beside a member that writes its log without pause, and a write
-// of the tool (salvage --out, a backup) held back that way can hold
-// back the file system's journal, which etcd's fsync waits for.
+// lowest of the class (what the kernel derives from nice 19 when no
+// class is set). The bfq scheduler weighs levels (7 gets a quarter of
+// the default 4's share); mq-deadline orders classes only, and none and
+// kyber ignore priorities. Class idle would yield more, but its requests
+// then wait while others keep the disk busy (up to mq-deadline's
+// prio_aging_expire, 10 s, each), and a write of the tool held back so
+// (salvage --out, a backup, its fsync) can hold back etcd's fsync
+// waiting on the same file system journal. A thread already in class
+// idle is left there.
 const IO = ClassBestEffort<<classShift | 7
 
 // The I/O priority classes (linux/ioprio.h). ClassNone means the
