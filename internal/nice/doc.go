@@ -12,9 +12,9 @@ package nice
 import "errors"
 
 // CPU is the nice value Lower sets, the lowest CPU priority. It counts
-// only when the CPU is contended, and only against the tasks of the
-// tool's own CPU group (cgroup, or autogroup): beside one busy thread of
-// nice 0 there, the tool gets about 1.5% of a core (weights 15 and 1024);
+// when the CPU is contended, against the tasks of the tool's own CPU
+// group (cgroup, or autogroup): beside one busy thread of nice 0 there,
+// the tool gets about 1.5% of a core (weights 15 and 1024);
 // nice 10 would still take about 10%. The tool's reads have no deadline
 // of their own, so it takes the least.
 const CPU = 19
