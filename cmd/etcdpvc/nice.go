@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+
+	"github.com/etcdpvc/etcdpvc/internal/nice"
 	"github.com/etcdpvc/etcdpvc/session"
 )
 
@@ -30,21 +33,28 @@ func niceByDefault(g *session.Options, memberFiles bool) bool {
 }
 
 // niceWanted reports whether a command lowers its priority: as --nice
-// says when given (flagsGiven's value), else niceByDefault.
-func niceWanted(given map[string]string, g *session.Options, memberFiles bool) bool {
-	if v, ok := given[niceFlag.name]; ok {
-		return v == "true"
+// says when given (flagsGiven's value; given is then true), else
+// niceByDefault.
+func niceWanted(flags map[string]string, g *session.Options, memberFiles bool) (want, given bool) {
+	if v, ok := flags[niceFlag.name]; ok {
+		return v == "true", true
 	}
-	return niceByDefault(g, memberFiles)
+	return niceByDefault(g, memberFiles), false
 }
 
-// lowerPriorityIf lowers the priority when want is true; a failure is a
-// warning: the command runs on at the priority it had.
-func (e *env) lowerPriorityIf(want bool) {
+// lowerPriorityIf lowers the priority when want is true. A failure is a
+// warning, and the command runs on at the priority it had; on a system
+// where lowering is not supported, only when --nice was given.
+func (e *env) lowerPriorityIf(want, given bool) {
 	if !want {
 		return
 	}
-	if err := lowerPriority(); err != nil {
+	err := lowerPriority()
+	switch {
+	case err == nil, errors.Is(err, nice.ErrUnsupported) && !given:
+	case errors.Is(err, nice.ErrUnsupported):
+		e.warn("--nice: " + err.Error())
+	default:
 		e.warn("--nice: " + err.Error() + "; some threads may run at the priority they started with")
 	}
 }

@@ -14,28 +14,28 @@ func TestNiceWanted(t *testing.T) {
 		name        string
 		flags       map[string]string
 		memberFiles bool
-		want        bool
+		want, given bool
 	}{
-		{"live endpoints", map[string]string{"endpoints": "https://10.0.0.1:2379"}, false, false},
-		{"nothing given", map[string]string{}, false, false},
-		{"--node", map[string]string{"node": ""}, false, true},
-		{"--node ROOT", map[string]string{"node": "/host"}, false, true},
-		{"--kubeadm", map[string]string{"kubeadm": "true"}, false, true},
-		{"--db", map[string]string{"db": "snap.db"}, false, true},
-		{"--wal", map[string]string{"wal": "/var/lib/etcd"}, false, true},
-		{"--wal --wal-base", map[string]string{"wal": "/var/lib/etcd", "wal-base": "old.db"}, false, true},
-		{"diff --members FILES", map[string]string{}, true, true},
-		{"--db --nice=false", map[string]string{"db": "snap.db", "nice": "false"}, false, false},
-		{"--node --nice=false", map[string]string{"node": "", "nice": "false"}, false, false},
-		{"endpoints --nice", map[string]string{"endpoints": "https://10.0.0.1:2379", "nice": "true"}, false, true},
+		{"live endpoints", map[string]string{"endpoints": "https://10.0.0.1:2379"}, false, false, false},
+		{"nothing given", map[string]string{}, false, false, false},
+		{"--node", map[string]string{"node": ""}, false, true, false},
+		{"--node ROOT", map[string]string{"node": "/host"}, false, true, false},
+		{"--kubeadm", map[string]string{"kubeadm": "true"}, false, true, false},
+		{"--db", map[string]string{"db": "snap.db"}, false, true, false},
+		{"--wal", map[string]string{"wal": "/var/lib/etcd"}, false, true, false},
+		{"--wal --wal-base", map[string]string{"wal": "/var/lib/etcd", "wal-base": "old.db"}, false, true, false},
+		{"diff --members FILES", map[string]string{}, true, true, false},
+		{"--db --nice=false", map[string]string{"db": "snap.db", "nice": "false"}, false, false, true},
+		{"--node --nice=false", map[string]string{"node": "", "nice": "false"}, false, false, true},
+		{"endpoints --nice", map[string]string{"endpoints": "https://10.0.0.1:2379", "nice": "true"}, false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := session.Resolve(tc.flags, func(string) string { return "" })
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := niceWanted(tc.flags, &o, tc.memberFiles); got != tc.want {
-				t.Errorf("niceWanted = %v, want %v", got, tc.want)
+			if want, given := niceWanted(tc.flags, &o, tc.memberFiles); want != tc.want || given != tc.given {
+				t.Errorf("niceWanted = %v, %v; want %v, %v", want, given, tc.want, tc.given)
 			}
 		})
 	}
