@@ -71,14 +71,14 @@ type globalFlag struct {
 }
 
 // globalFlags are the connection, file and format flags every command
-// accepts (session.Settings), compatible with etcdctl's (each falls back
+// accepts (session.Settings) and --nice, compatible with etcdctl's (each falls back
 // to its ETCDCTL_* variable).
 var globalFlags = func() []globalFlag {
 	out := make([]globalFlag, 0, len(session.Settings))
 	for _, s := range session.Settings {
 		out = append(out, globalFlag{name: s.Name, env: s.Env, kind: s.Kind, def: s.Default, usage: globalUsage[s.Name]})
 	}
-	return out
+	return append(out, niceFlag)
 }()
 
 // globalUsage is the help of each global flag.
@@ -122,7 +122,7 @@ func (g globalFlag) cliFlag(hidden bool) cli.Flag {
 	}
 	switch g.kind {
 	case session.KindBool:
-		return &cli.BoolFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", Hidden: hidden}
+		return &cli.BoolFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden}
 	case session.KindList:
 		return &cli.StringSliceFlag{Name: g.name, Aliases: aliases, Usage: usage, Category: "Global", DefaultText: g.def, Hidden: hidden}
 	case session.KindRepeated:
@@ -388,6 +388,8 @@ func (cmd *command) run(c *cli.Context, e *env) error {
 			return err
 		}
 		in.g = g
+		memberFiles := cmd.name == "diff" && c.Bool("members") && c.NArg() >= 2
+		e.lowerPriorityIf(niceWanted(flagsGiven(c), &g.Options, memberFiles))
 	}
 	if w := cmd.dataStdout(c, e); w != nil {
 		de := *e

@@ -6,11 +6,14 @@ package main
 import (
 	"context"
 	"os"
+
+	"github.com/etcdpvc/etcdpvc/internal/nice"
 )
 
 func main() {
 	ctx, stop := interruptContext(context.Background())
 	tuneGC()
+	lowerPriority = nice.Lower
 	stopProfile := startProfile()
 	code := runAs(ctx, os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stopProfile()

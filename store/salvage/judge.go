@@ -89,6 +89,12 @@ func (s *scanner) judgeAll(all []job) error {
 			var cands []candidate
 			wr := newWindowReader(s.r, s.size)
 			for run := range runs {
+				wr.setPlan(func(i int) (int64, int, bool) {
+					if i >= len(run) {
+						return 0, 0, false
+					}
+					return run[i].off, run[i].n, true
+				})
 				for _, j := range run {
 					if errs[w] != nil || s.ctx.Err() != nil {
 						break
@@ -115,12 +121,13 @@ func (s *scanner) judgeAll(all []job) error {
 // judgeRun is how many keys a worker of the judge takes at a time.
 const judgeRun = 512
 
-// job is a key for the judge: s.ents.at(i) is its entry, and off where
-// its newest revision is in the input (the judge's order).
+// job is a key for the judge: s.ents.at(i) is its entry, and off and n
+// where its newest revision is in the input (off: the judge's order).
 type job struct {
 	key string
 	i   int32
 	off int64
+	n   int
 }
 
 // judgeJobs returns the keys judge judges (in the index's order), and
@@ -138,7 +145,7 @@ func (s *scanner) judgeJobs() ([]job, error) {
 		if !e.hasKeep || (e.hasTomb && e.keep.rev.less(e.tomb)) {
 			continue // deleted after every revision held: nothing to judge
 		}
-		all = append(all, job{key, i, e.keep.off})
+		all = append(all, job{key, i, e.keep.off, e.keep.n})
 	}
 	return all, nil
 }

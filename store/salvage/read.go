@@ -280,7 +280,9 @@ func (s *scanner) preParse(chunk []byte, start uint64, per int) map[uint64]*preP
 			continue
 		}
 		page := chunk[pstart : int64(pstart)+span]
-		items, n, bad := parseKeyPage(nil, page, int(hd.count))
+		// Room for the items the page can hold: each has an element.
+		items := make([]keyItem, 0, min(int(hd.count), (len(page)-pageHeaderSize)/elemSize))
+		items, n, bad := parseKeyPage(items, page, int(hd.count))
 		if n == 0 || bad == n {
 			continue // not a "key" bucket page (or nothing of it parses)
 		}

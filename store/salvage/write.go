@@ -187,6 +187,12 @@ type batch struct {
 func (res *Result) readBatches(ctx context.Context, kept []keptRev, free <-chan []byte, out chan<- batch) {
 	defer close(out)
 	wr := newWindowReader(res.r, res.size)
+	wr.setPlan(func(i int) (int64, int, bool) {
+		if i >= len(kept) {
+			return 0, 0, false
+		}
+		return kept[i].off, kept[i].n, true
+	})
 	for i := 0; i < len(kept); {
 		var b batch
 		select {
