@@ -28,6 +28,32 @@ func TestKineOffline(t *testing.T) {
 	}
 	c := startCluster(t, "kine-offline", ClusterOptions{Kine: true, EncryptionConfig: cfg})
 	const ns = "offline"
+	want, gone := kineOfflineObjects(t, c, ns)
+	cp := filepath.Join(t.TempDir(), "state.db")
+	for _, ext := range []string{"", "-wal"} {
+		copyFile(t, c.KineDB()+ext, cp+ext)
+	}
+	for _, src := range []struct{ name, path string }{{"copy", cp}, {"live", c.KineDB()}} {
+		t.Run(src.name, func(t *testing.T) {
+			checkKineOffline(t, src.path, "", cfg, ns, want, gone)
+		})
+	}
+	// kine went on writing while its file was read.
+	cms := c.Client.CoreV1().ConfigMaps(ns)
+	ctx := context.Background()
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("a write through kine after the offline reads: %v", err)
+	}
+	if got, err := cms.Get(ctx, "keep", metav1.GetOptions{}); err != nil || got.Labels["by"] != "" {
+		t.Errorf("keep after the refused writes: %v, %v; want no label", got.Labels, err)
+	}
+}
+
+// kineOfflineObjects creates the ConfigMaps keep and gone in namespace ns
+// of c and deletes gone; it returns the apiserver's list of ns, each
+// "name uid resourceVersion", and gone as it was.
+func kineOfflineObjects(t *testing.T, c *Cluster, ns string) (want []string, gone *corev1.ConfigMap) {
+	t.Helper()
 	c.EnsureNamespace(t, ns)
 	ctx := context.Background()
 	cms := c.Client.CoreV1().ConfigMaps(ns)
@@ -47,94 +73,106 @@ func TestKineOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []string
 	for _, cm := range list.Items {
 		want = append(want, cm.Name+" "+string(cm.UID)+" "+cm.ResourceVersion)
 	}
 	sort.Strings(want)
+	return want, gone
+}
 
-	cp := filepath.Join(t.TempDir(), "state.db")
-	for _, ext := range []string{"", "-wal"} {
-		copyFile(t, c.KineDB()+ext, cp+ext)
+// checkKineOffline reads kine's database db with --db and the encryption
+// config cfg: the ConfigMaps of ns listed and got agree with want, the
+// apiserver's; gone's history ends in its delete and it is listed
+// deleted with its uid; stats, dump, report and diff read it; writes are
+// refused; secret, the database's password, is never printed.
+func checkKineOffline(t *testing.T, db, secret, cfg, ns string, want []string, gone *corev1.ConfigMap) {
+	t.Helper()
+	run := func(a ...string) result {
+		t.Helper()
+		r := runEtcdpvc(t, nil, append([]string{"--db", db, "--encryption-config", cfg}, a...)...)
+		if secret != "" && strings.Contains(r.stdout+r.stderr, secret) {
+			t.Errorf("etcdpvc %s printed the password", a[0])
+		}
+		return r
 	}
-	enc := []string{"--encryption-config", cfg}
-	for _, src := range []struct{ name, path string }{{"copy", cp}, {"live", c.KineDB()}} {
-		t.Run(src.name, func(t *testing.T) {
-			db := append([]string{"--db", src.path}, enc...)
-			r := runEtcdpvc(t, nil, append(db, "ls", "cm", "-A", "-o", "json")...)
-			if r.code != 0 {
-				t.Fatalf("ls -A: want exit status 0:\n%s", r)
-			}
-			var l struct {
-				Items []struct {
-					Metadata metav1.ObjectMeta `json:"metadata"`
-				} `json:"items"`
-			}
-			if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
-				t.Fatalf("ls -o json: %v\n%s", err, r)
-			}
-			var got []string
-			for _, it := range l.Items {
-				if it.Metadata.Namespace == ns {
-					got = append(got, it.Metadata.Name+" "+string(it.Metadata.UID)+" "+it.Metadata.ResourceVersion)
-				}
-			}
-			sort.Strings(got)
-			if d := cmp.Diff(want, got); d != "" {
-				t.Errorf("ls -A of %s against the apiserver's list (-apiserver +etcdpvc):\n%s", src.name, d)
-			}
-
-			r = runEtcdpvc(t, nil, append(db, "get", "cm", "keep", "-n", ns, "-o", "json")...)
-			var cm corev1.ConfigMap
-			if err := json.Unmarshal([]byte(r.stdout), &cm); r.code != 0 || err != nil {
-				t.Fatalf("get: %v\n%s", err, r)
-			}
-			if g := cm.Name + " " + string(cm.UID) + " " + cm.ResourceVersion; len(want) != 1 || g != want[0] || cm.Data["n"] != "keep" {
-				t.Errorf("get keep: %s %v, want %v", g, cm.Data, want)
-			}
-
-			r = runEtcdpvc(t, nil, append(db, "history", "cm", "gone", "-n", ns, "-o", "json")...)
-			var h struct {
-				Events []struct {
-					Revision int64 `json:"revision"`
-					Deleted  bool  `json:"deleted"`
-				} `json:"events"`
-			}
-			if err := json.Unmarshal([]byte(r.stdout), &h); r.code != 0 || err != nil {
-				t.Fatalf("history: %v\n%s", err, r)
-			}
-			if n := len(h.Events); n < 2 || h.Events[0].Deleted || !h.Events[n-1].Deleted || gone.ResourceVersion != strconv.FormatInt(h.Events[0].Revision, 10) {
-				t.Errorf("history of the deleted configmap: want its create at %s first and its delete last:\n%s", gone.ResourceVersion, r.stdout)
-			}
-
-			r = runEtcdpvc(t, nil, append(db, "ls", "cm", "-n", ns, "--deleted", "-o", "json")...)
-			if r.code != 0 || !strings.Contains(r.stdout, string(gone.UID)) {
-				t.Errorf("ls --deleted: want the deleted configmap's uid %s:\n%s", gone.UID, r)
-			}
-			r = runEtcdpvc(t, nil, append(db, "recover", "cm", "gone", "-n", ns, "--dry-run")...)
-			if r.code != 0 || !strings.Contains(r.stdout+r.stderr, string(gone.UID)) {
-				t.Errorf("recover --dry-run: want exit status 0 and the uid:\n%s", r)
-			}
-			for _, args := range [][]string{{"stats"}, {"dump", "cm", "-n", ns}} {
-				if r := runEtcdpvc(t, nil, append(db, args...)...); r.code != 0 || !strings.Contains(r.stdout, "configmaps") && !strings.Contains(r.stdout, "keep") {
-					t.Errorf("%s: want exit status 0 and the configmaps:\n%s", args[0], r)
-				}
-			}
-			r = runEtcdpvc(t, nil, append(db, "label", "cm", "keep", "-n", ns, "by=etcdpvc", "--yes", "--backup-dir", t.TempDir())...)
-			if r.code == 0 || !strings.Contains(r.stderr, "read-only") {
-				t.Errorf("label with --db kine's database: want a refusal:\n%s", r)
-			}
-			r = runEtcdpvc(t, nil, append(db, "--out", filepath.Join(t.TempDir(), "new.db"), "label", "cm", "keep", "-n", ns, "by=etcdpvc", "--yes")...)
-			if r.code == 0 || !strings.Contains(r.stderr, "kine's SQLite database") {
-				t.Errorf("--out with kine's database: want a refusal naming it:\n%s", r)
-			}
-		})
+	r := run("ls", "cm", "-A", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("ls -A: want exit status 0:\n%s", r)
 	}
-	// kine went on writing while its file was read.
-	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("a write through kine after the offline reads: %v", err)
+	var l struct {
+		Items []struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		} `json:"items"`
 	}
-	if got, err := cms.Get(ctx, "keep", metav1.GetOptions{}); err != nil || got.Labels["by"] != "" {
-		t.Errorf("keep after the refused writes: %v, %v; want no label", got.Labels, err)
+	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+		t.Fatalf("ls -o json: %v\n%s", err, r)
+	}
+	var got []string
+	for _, it := range l.Items {
+		if it.Metadata.Namespace == ns {
+			got = append(got, it.Metadata.Name+" "+string(it.Metadata.UID)+" "+it.Metadata.ResourceVersion)
+		}
+	}
+	sort.Strings(got)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("ls -A against the apiserver's list (-apiserver +etcdpvc):\n%s", d)
+	}
+
+	r = run("get", "cm", "keep", "-n", ns, "-o", "json")
+	var cm corev1.ConfigMap
+	if err := json.Unmarshal([]byte(r.stdout), &cm); r.code != 0 || err != nil {
+		t.Fatalf("get: %v\n%s", err, r)
+	}
+	if g := cm.Name + " " + string(cm.UID) + " " + cm.ResourceVersion; len(want) != 1 || g != want[0] || cm.Data["n"] != "keep" {
+		t.Errorf("get keep: %s %v, want %v", g, cm.Data, want)
+	}
+
+	r = run("history", "cm", "gone", "-n", ns, "-o", "json")
+	var h struct {
+		Events []struct {
+			Revision int64 `json:"revision"`
+			Deleted  bool  `json:"deleted"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &h); r.code != 0 || err != nil {
+		t.Fatalf("history: %v\n%s", err, r)
+	}
+	if n := len(h.Events); n < 2 || h.Events[0].Deleted || !h.Events[n-1].Deleted || gone.ResourceVersion != strconv.FormatInt(h.Events[0].Revision, 10) {
+		t.Errorf("history of the deleted configmap: want its create at %s first and its delete last:\n%s", gone.ResourceVersion, r.stdout)
+	}
+
+	r = run("ls", "cm", "-n", ns, "--deleted", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, string(gone.UID)) {
+		t.Errorf("ls --deleted: want the deleted configmap's uid %s:\n%s", gone.UID, r)
+	}
+	r = run("recover", "cm", "gone", "-n", ns, "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, string(gone.UID)) {
+		t.Errorf("recover --dry-run: want exit status 0 and the uid:\n%s", r)
+	}
+	for _, cmd := range [][]string{{"stats"}, {"dump", "cm", "-n", ns}} {
+		if r := run(cmd...); r.code != 0 || !strings.Contains(r.stdout, "configmaps") && !strings.Contains(r.stdout, "keep") {
+			t.Errorf("%s: want exit status 0 and the configmaps:\n%s", cmd[0], r)
+		}
+	}
+	report := filepath.Join(t.TempDir(), "report.html")
+	if r := run("report", "-o", report); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "report written") {
+		t.Errorf("report: want exit status 0 and the page written:\n%s", r)
+	}
+	if b, err := os.ReadFile(report); err != nil || !strings.Contains(string(b), "configmaps") || secret != "" && strings.Contains(string(b), secret) {
+		t.Errorf("report: %v; want a page naming configmaps and no password", err)
+	}
+	// Between gone's create and its delete, diff sees it deleted.
+	deletedAt := strconv.FormatInt(h.Events[len(h.Events)-1].Revision, 10)
+	r = run("diff", "rev:"+gone.ResourceVersion, "rev:"+deletedAt, "cm", "-n", ns)
+	if r.code != 11 || !strings.Contains(r.stdout, "DELETED") || !strings.Contains(r.stdout, "gone") {
+		t.Errorf("diff rev:%s rev:%s: want exit status 11 and gone DELETED:\n%s", gone.ResourceVersion, deletedAt, r)
+	}
+	r = run("label", "cm", "keep", "-n", ns, "by=etcdpvc", "--yes", "--backup-dir", t.TempDir())
+	if r.code == 0 || !strings.Contains(r.stderr, "read-only") {
+		t.Errorf("label with --db kine's database: want a refusal:\n%s", r)
+	}
+	r = run("--out", filepath.Join(t.TempDir(), "new.db"), "label", "cm", "keep", "-n", ns, "by=etcdpvc", "--yes")
+	if r.code == 0 || !strings.Contains(r.stderr, "kine's database") {
+		t.Errorf("--out with kine's database: want a refusal naming it:\n%s", r)
 	}
 }

@@ -34,18 +34,6 @@ func TestKine(t *testing.T) {
 	if !strings.HasPrefix(c.EtcdURL, "unix://") {
 		t.Fatalf("kine listens on %s, want a unix socket", c.EtcdURL)
 	}
-	const ns = "demo"
-	c.EnsureNamespace(t, ns)
-	ctx := context.Background()
-	enc := []string{"--encryption-config", cfg}
-
-	t.Run("doctor names kine", func(t *testing.T) {
-		r := c.etcdpvc(t, append([]string{"doctor"}, enc...)...)
-		if r.code != 0 || !strings.Contains(r.stdout, "kine, not etcd") {
-			t.Errorf("doctor: want exit status 0 and the endpoint named as kine:\n%s", r)
-		}
-	})
-
 	t.Run("--node finds k3s on kine", func(t *testing.T) {
 		// A k3s server without embedded etcd, laid out below a test root:
 		// its socket is kine's, its encryption config where k3s keeps it.
@@ -68,6 +56,24 @@ func TestKine(t *testing.T) {
 		}
 		if r := runEtcdpvc(t, nil, "--node", root, "doctor"); r.code != 0 || !strings.Contains(r.stdout, "kine, not etcd") {
 			t.Errorf("--node doctor on k3s with kine:\n%s", r)
+		}
+	})
+
+	kineScenarios(t, c, cfg)
+}
+
+// kineScenarios runs TestKine's seed scenarios on c, a cluster on kine
+// with the encryption config cfg, through its etcd API and the apiserver.
+func kineScenarios(t *testing.T, c *Cluster, cfg string) {
+	const ns = "demo"
+	c.EnsureNamespace(t, ns)
+	ctx := context.Background()
+	enc := []string{"--encryption-config", cfg}
+
+	t.Run("doctor names kine", func(t *testing.T) {
+		r := c.etcdpvc(t, append([]string{"doctor"}, enc...)...)
+		if r.code != 0 || !strings.Contains(r.stdout, "kine, not etcd") {
+			t.Errorf("doctor: want exit status 0 and the endpoint named as kine:\n%s", r)
 		}
 	})
 
