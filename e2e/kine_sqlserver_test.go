@@ -194,4 +194,19 @@ func testKineSQLServer(t *testing.T, name, endpoint string) {
 		want, gone := kineOfflineObjects(t, c, ns)
 		checkKineOffline(t, endpoint, sqlPassword, cfg, ns, want, gone)
 	})
+	t.Run("names differing in case", func(t *testing.T) {
+		// kine's MySQL table compares names case-insensitively: the
+		// reader must not take one for the other.
+		for _, name := range []string{"Web", "web"} {
+			c.put(t, "/registry/services/specs/case/"+name, []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"`+name+`","namespace":"case","uid":"u-`+name+`"}}`))
+		}
+		r := runEtcdpvc(t, nil, "--db", endpoint, "ls", "svc", "-n", "case", "-o", "json")
+		if r.code != 0 || !strings.Contains(r.stdout, "u-Web") || !strings.Contains(r.stdout, "u-web") {
+			t.Errorf("ls: want both services, Web and web:\n%s", r)
+		}
+		r = runEtcdpvc(t, nil, "--db", endpoint, "get", "svc", "Web", "-n", "case", "-o", "json")
+		if r.code != 0 || !strings.Contains(r.stdout, "u-Web") {
+			t.Errorf("get Web: want its uid u-Web:\n%s", r)
+		}
+	})
 }
