@@ -3,12 +3,17 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -175,4 +180,125 @@ func checkKineOffline(t *testing.T, db, secret, cfg, ns string, want []string, g
 	if r.code == 0 || !strings.Contains(r.stderr, "kine's database") {
 		t.Errorf("--out with kine's database: want a refusal naming it:\n%s", r)
 	}
+}
+
+// TestKineOfflineCompacting reads the live state.db of a kine that
+// compacts every second, keeping 10 revisions, while a writer updates 20
+// ConfigMaps: each ls either lists all 20 or is refused because the
+// compaction passed the revision it read at; none lists fewer. A dump
+// whose reader stalls for 3 seconds, while kine compacts past the
+// revision it reads at, prints all 20. kine goes on writing and
+// compacting. It logs what it saw.
+func TestKineOfflineCompacting(t *testing.T) {
+	c := startCluster(t, "kine-compacting", ClusterOptions{Kine: true, EtcdOnly: true,
+		KineFlags: []string{"--compact-interval", "1s", "--compact-min-retain", "10"}})
+	const ns, keys = "compact", 20
+	// Values of 8 KiB: a dump of the 20 fills a pipe's buffer.
+	pad := strings.Repeat("x", 8<<10)
+	cm := func(i, n int) (string, string) {
+		name := fmt.Sprintf("k%02d", i)
+		return "/registry/configmaps/" + ns + "/" + name, fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q,"uid":"u-%s"},"data":{"n":"%d","pad":%q}}`, name, ns, name, n, pad)
+	}
+	for i := 0; i < keys; i++ {
+		k, v := cm(i, 0)
+		c.put(t, k, []byte(v))
+	}
+	stop := make(chan struct{})
+	var writes atomic.Int64
+	var writeErr atomic.Value
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 1; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k, v := cm(n%keys, n)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, err := c.Etcd.Put(ctx, k, v)
+			cancel()
+			if err != nil {
+				writeErr.Store(err)
+				return
+			}
+			writes.Add(1)
+			// About 200 writes a second: each compaction then reaches to
+			// within a few hundred revisions of the newest, past what a
+			// read that began before it was pinned to.
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	var listed, refused int
+	var compacted int64
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		r := runEtcdpvc(t, nil, "--db", c.KineDB(), "ls", "cm", "-n", ns, "-o", "json")
+		var l struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		switch {
+		case r.code == 0 && json.Unmarshal([]byte(r.stdout), &l) == nil && len(l.Items) == keys:
+			listed++
+		case r.code != 0 && strings.Contains(r.stderr, "compacted its table past revision"):
+			refused++
+		default:
+			t.Fatalf("ls of the live state.db while kine compacts: want all %d configmaps or a refusal naming the compaction:\n%s", keys, r)
+		}
+		r = runEtcdpvc(t, nil, "--db", c.KineDB(), "history", "cm", "k00", "-n", ns, "-o", "json")
+		var h struct {
+			CompactRevision int64 `json:"compactRevision"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &h) != nil {
+			t.Fatalf("history of the live state.db while kine compacts:\n%s", r)
+		}
+		compacted = max(compacted, h.CompactRevision)
+	}
+	// A dump that stalls on its output while kine compacts: its query
+	// reads one snapshot of the table, which kine's compaction does not
+	// change under it.
+	stalled := exec.Command(suite.etcdpvc, "--db", c.KineDB(), "dump", "cm", "-n", ns)
+	stalled.Env = append(cleanEnv(), "XDG_STATE_HOME="+t.TempDir(), "NO_COLOR=1")
+	var stalledErr strings.Builder
+	stalled.Stderr = &stalledErr
+	out, err := stalled.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := writes.Load()
+	head, err := c.Etcd.Get(context.Background(), "/registry/configmaps/"+ns+"/k00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stalled.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	dumped, _ := io.ReadAll(out)
+	if err := stalled.Wait(); err != nil {
+		t.Errorf("a dump stalled while kine compacted: %v\n%s", err, stalledErr.String())
+	}
+	for i := 0; i < keys; i++ {
+		if uid := fmt.Sprintf("u-k%02d", i); !strings.Contains(string(dumped), uid) {
+			t.Errorf("the stalled dump lacks %s", uid)
+		}
+	}
+	stalledWrites := writes.Load() - before
+	r := runEtcdpvc(t, nil, "--db", c.KineDB(), "history", "cm", "k00", "-n", ns, "-o", "json")
+	var h struct {
+		CompactRevision int64 `json:"compactRevision"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &h) != nil {
+		t.Fatalf("history after the stalled dump:\n%s", r)
+	}
+	close(stop)
+	<-done
+	if err, _ := writeErr.Load().(error); err != nil {
+		t.Fatalf("kine's writes failed while its file was read: %v", err)
+	}
+	if compacted == 0 {
+		t.Errorf("kine never compacted in 20 seconds (%d writes)", writes.Load())
+	}
+	t.Logf("while kine compacted (to revision %d) under %d writes: %d reads listed all %d configmaps, %d were refused as compacted past their revision; a dump opened at revision %d or after stalled 3s, kine wrote %d revisions meanwhile and compacted to %d", compacted, writes.Load(), listed, keys, refused, head.Header.Revision, stalledWrites, h.CompactRevision)
 }

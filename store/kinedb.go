@@ -55,10 +55,12 @@ const (
 // Compaction deletes the rows later rows replace and the deletes at or
 // below the revision kept in compact_rev_key.
 //
-// Every read sees one state of the table, pinned to the newest revision
-// read at open. An SQLite file is asked afresh on each read, without a
-// long transaction that would hold back a live kine's checkpoints; a
-// server is read in one read-only transaction.
+// Every read is pinned to the newest revision read at open and made in a
+// short read-only transaction of its own, which sees one state of the
+// table: no long transaction holds back a live SQLite file's checkpoints.
+// A read at a revision kine has since compacted past is refused
+// (ErrCompacted), never answered with rows missing. On PostgreSQL every
+// read sees the snapshot of the open.
 type KineDB struct {
 	db   *sql.DB
 	d    kineDialect
@@ -114,30 +116,41 @@ func (k *KineDB) pin() error {
 	return nil
 }
 
-// read runs q, written with ? placeholders, and calls fn with its rows:
-// on an SQLite file as it is, on a server in a read-only transaction of
-// its own, in the snapshot of the open when there is one. Reads may run
-// at once and one inside another.
-func (k *KineDB) read(ctx context.Context, fn func(*sql.Rows) error, q string, args ...any) error {
-	q = k.d.bind(q)
-	var rows *sql.Rows
-	var err error
-	if !k.server {
-		rows, err = k.db.QueryContext(ctx, q, args...)
-	} else {
-		var tx *sql.Tx
-		if tx, err = k.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}); err != nil {
+// read runs q, written with ? placeholders, and calls fn with its rows,
+// in a read-only transaction of its own: on a server REPEATABLE READ, in
+// the snapshot of the open when there is one. With at > 0 the transaction
+// first checks that kine has not compacted past revision at, which
+// deletes rows of that state (those a later row replaced): ErrCompacted,
+// before any row; the query, in the same snapshot, then sees the state at
+// at whole, whatever kine compacts while it runs. Reads may run at once
+// and one inside another.
+func (k *KineDB) read(ctx context.Context, at int64, fn func(*sql.Rows) error, q string, args ...any) error {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if k.server {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := k.db.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if k.snapshot != "" {
+		// The snapshot's name is the server's, not a parameter.
+		if _, err := tx.ExecContext(ctx, `SET TRANSACTION SNAPSHOT '`+k.snapshot+`'`); err != nil {
 			return err
 		}
-		defer tx.Rollback()
-		if k.snapshot != "" {
-			// The snapshot's name is the server's, not a parameter.
-			if _, err := tx.ExecContext(ctx, `SET TRANSACTION SNAPSHOT '`+k.snapshot+`'`); err != nil {
-				return err
-			}
-		}
-		rows, err = tx.QueryContext(ctx, q, args...)
 	}
+	if at > 0 {
+		var c sql.NullInt64
+		cond, cargs := k.d.nameIs(kineCompactKey)
+		if err := tx.QueryRowContext(ctx, k.d.bind(`SELECT MAX(prev_revision) FROM kine WHERE `+cond), cargs...).Scan(&c); err != nil {
+			return err
+		}
+		if c.Int64 > at {
+			return fmt.Errorf("revision %d (compacted at %d): %w", at, c.Int64, ErrCompacted)
+		}
+	}
+	rows, err := tx.QueryContext(ctx, k.d.bind(q), args...)
 	if err != nil {
 		return err
 	}
@@ -150,7 +163,7 @@ func (k *KineDB) read(ctx context.Context, fn func(*sql.Rows) error, q string, a
 
 // scalar reads the one value q returns into dest.
 func (k *KineDB) scalar(ctx context.Context, dest any, q string, args ...any) error {
-	return k.read(ctx, func(rows *sql.Rows) error {
+	return k.read(ctx, 0, func(rows *sql.Rows) error {
 		if !rows.Next() {
 			if err := rows.Err(); err != nil {
 				return err
@@ -201,8 +214,9 @@ func (k *KineDB) Info(ctx context.Context) (Info, error) {
 	return Info{Description: k.path, Revision: k.rev, CompactRevision: c}, err
 }
 
-// readRevision checks a requested revision (0: the one opened at).
-func (k *KineDB) readRevision(ctx context.Context, rev int64) (int64, error) {
+// readRevision checks a requested revision (0: the one opened at); the
+// read at it checks that kine has not compacted past it.
+func (k *KineDB) readRevision(rev int64) (int64, error) {
 	switch {
 	case rev == 0:
 		return k.rev, nil
@@ -211,26 +225,7 @@ func (k *KineDB) readRevision(ctx context.Context, rev int64) (int64, error) {
 	case rev > k.rev:
 		return 0, fmt.Errorf("revision %d is in the future (current revision %d)", rev, k.rev)
 	}
-	c, err := k.compactRevision(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if rev < c {
-		return 0, fmt.Errorf("revision %d (compacted at %d): %w", rev, c, ErrCompacted)
-	}
 	return rev, nil
-}
-
-// unchanged reports whether the state at revision at is still whole after
-// it was read: a running kine's compaction past at deletes rows of that
-// state (those a later row replaced), so a read that raced it may have
-// missed keys; it is refused with ErrCompacted.
-func (k *KineDB) unchanged(ctx context.Context, what string, at int64) error {
-	c, err := k.compactRevision(ctx)
-	if err == nil && c > at {
-		err = fmt.Errorf("%s: kine compacted its table past revision %d (to %d) while it was read: %w", what, at, c, ErrCompacted)
-	}
-	return err
 }
 
 // kineInternal reports whether name is a row kine keeps for itself.
@@ -320,9 +315,10 @@ func (r *kineRow) event() Event {
 }
 
 // query runs q, written with ? placeholders, and calls fn with each row
-// kine serves, wrapping errors with what.
-func (k *KineDB) query(ctx context.Context, what string, withPrev bool, fn func(r *kineRow) error, q string, args ...any) error {
-	err := k.read(ctx, func(rows *sql.Rows) error { return scanRows(ctx, rows, withPrev, fn) }, q, args...)
+// kine serves, wrapping errors with what; at > 0 is the revision read at,
+// refused when compacted (read).
+func (k *KineDB) query(ctx context.Context, what string, at int64, withPrev bool, fn func(r *kineRow) error, q string, args ...any) error {
+	err := k.read(ctx, at, func(rows *sql.Rows) error { return scanRows(ctx, rows, withPrev, fn) }, q, args...)
 	if err != nil {
 		return fmt.Errorf("%s: kine database %s: %w", what, k.path, err)
 	}
@@ -331,21 +327,18 @@ func (k *KineDB) query(ctx context.Context, what string, withPrev bool, fn func(
 
 // Get returns key's newest row at revision rev (0: the current one).
 func (k *KineDB) Get(ctx context.Context, key string, rev int64) (*KeyValue, error) {
-	at, err := k.readRevision(ctx, rev)
+	at, err := k.readRevision(rev)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, err)
 	}
 	var found *KeyValue
 	cond, args := k.d.nameIs(key)
-	err = k.query(ctx, "get "+key, false, func(r *kineRow) error {
+	err = k.query(ctx, "get "+key, at, false, func(r *kineRow) error {
 		if !r.deleted {
 			found = r.kv()
 		}
 		return nil
 	}, `SELECT `+kineColumns+` FROM kine WHERE `+cond+` AND id <= ? ORDER BY id DESC LIMIT 1`, append(args, at)...)
-	if err == nil {
-		err = k.unchanged(ctx, "get "+key, at)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -357,8 +350,7 @@ func (k *KineDB) Get(ctx context.Context, key string, rev int64) (*KeyValue, err
 
 // newest calls fn with the newest row at or below revision at of every
 // name under prefix, in name order; keysOnly leaves the values out,
-// withPrev reads the row a delete replaced into r.prev. A compaction past
-// at while it read is an error (unchanged), after the rows.
+// withPrev reads the row a delete replaced into r.prev.
 func (k *KineDB) newest(ctx context.Context, what, prefix string, at int64, keysOnly, withPrev bool, fn func(r *kineRow) error) error {
 	cond, args, err := k.d.nameRange(prefix)
 	if err != nil {
@@ -375,16 +367,13 @@ func (k *KineDB) newest(ctx context.Context, what, prefix string, at int64, keys
 	}
 	q := `SELECT ` + cols + ` FROM kine AS kv JOIN (SELECT MAX(id) AS mid FROM kine WHERE ` + cond +
 		` AND id <= ? GROUP BY ` + k.d.byName("name") + `) AS m ON kv.id = m.mid` + join + ` ORDER BY ` + k.d.byName("kv.name")
-	if err := k.query(ctx, what+" "+prefix, withPrev, fn, q, append(args, at)...); err != nil {
-		return err
-	}
-	return k.unchanged(ctx, what+" "+prefix, at)
+	return k.query(ctx, what+" "+prefix, at, withPrev, fn, q, append(args, at)...)
 }
 
 // List calls fn with every key under prefix live at opts.Revision, in key
 // order, from one query.
 func (k *KineDB) List(ctx context.Context, prefix string, opts ListOptions, fn func(*KeyValue) error) (int64, error) {
-	at, err := k.readRevision(ctx, opts.Revision)
+	at, err := k.readRevision(opts.Revision)
 	if err != nil {
 		return 0, fmt.Errorf("list %s: %w", prefix, err)
 	}
@@ -410,7 +399,7 @@ func (k *KineDB) History(ctx context.Context, key string, fn func(Event) error) 
 		return info, fmt.Errorf("history %s: %w", key, err)
 	}
 	cond, args := k.d.nameIs(key)
-	err = k.query(ctx, "history "+key, false, func(r *kineRow) error { return fn(r.event()) },
+	err = k.query(ctx, "history "+key, 0, false, func(r *kineRow) error { return fn(r.event()) },
 		`SELECT `+kineColumns+` FROM kine WHERE `+cond+` AND id <= ? ORDER BY id`, append(args, k.rev)...)
 	return info, err
 }
@@ -421,7 +410,7 @@ func (k *KineDB) ScanRevisions(ctx context.Context, prefix string, fn func(Event
 	if err != nil {
 		return fmt.Errorf("scan revisions: %w", err)
 	}
-	return k.query(ctx, "scan revisions "+prefix, false, func(r *kineRow) error { return fn(r.event()) },
+	return k.query(ctx, "scan revisions "+prefix, 0, false, func(r *kineRow) error { return fn(r.event()) },
 		`SELECT `+kineColumns+` FROM kine WHERE `+cond+` AND id <= ? ORDER BY id`, append(args, k.rev)...)
 }
 
