@@ -93,7 +93,7 @@ func OpenKineServer(src string) (*KineDB, error) {
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open kine database %s: connect: %w: %w", red, ErrUnavailable, redactErr(err, secret))
+		return nil, fmt.Errorf("open kine database %s: %w", red, &kineUnreachable{redactErr(err, secret)})
 	}
 	k := &KineDB{db: db, d: d, path: red, live: true, server: true}
 	if d.dollar {
@@ -156,6 +156,13 @@ func openKineSQL(src string) (db *sql.DB, d kineDialect, secret string, err erro
 	cfg.RuntimeParams["default_transaction_read_only"] = "on"
 	return stdlib.OpenDB(*cfg), kinePostgres, cfg.Password, nil
 }
+
+// kineUnreachable is a failure to connect to kine's server (or to be let
+// in): it matches ErrUnavailable, whose words name etcd.
+type kineUnreachable struct{ err error }
+
+func (e *kineUnreachable) Error() string   { return "connect: " + e.err.Error() }
+func (e *kineUnreachable) Unwrap() []error { return []error{ErrUnavailable, e.err} }
 
 // redactedError is an error whose message shows a password as xxxxx.
 type redactedError struct {
