@@ -13,7 +13,7 @@ need=
 if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
 	need="$need postgresql"
 fi
-if ! command -v mariadbd >/dev/null 2>&1 || ! command -v mariadb-install-db >/dev/null 2>&1; then
+if ! { command -v mariadbd || [ -x /usr/sbin/mariadbd ]; } >/dev/null 2>&1 || ! command -v mariadb-install-db >/dev/null 2>&1; then
 	need="$need mariadb-server"
 fi
 if [ -z "$need" ]; then

@@ -134,15 +134,32 @@ func startPostgres(t *testing.T) string {
 	return fmt.Sprintf("postgres://kine:%s@127.0.0.1:%d/kine?sslmode=disable", url.QueryEscape(sqlPassword), port)
 }
 
+// sbinPath is the path of the program name on PATH, else in /usr/sbin
+// (where Debian puts mariadbd, off a user's PATH); "" if neither.
+func sbinPath(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if p := filepath.Join("/usr/sbin", name); isExecutable(p) {
+		return p
+	}
+	return ""
+}
+
+// isExecutable reports whether path is a file someone may execute.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
 // startMariaDB starts a MariaDB (or MySQL) server of its own on a port of
 // 127.0.0.1, its user kine with sqlPassword, and returns the URL kine and
 // etcdpvc connect with. It skips t when MariaDB is not installed.
 func startMariaDB(t *testing.T) string {
 	t.Helper()
-	server, err1 := exec.LookPath("mariadbd")
-	install, err2 := exec.LookPath("mariadb-install-db")
-	if err1 != nil || err2 != nil {
-		t.Skip("MariaDB's server is not installed (no mariadbd and mariadb-install-db on PATH): run e2e/install-sql-servers.sh as root (Debian's mariadb-server package)")
+	server, install := sbinPath("mariadbd"), sbinPath("mariadb-install-db")
+	if server == "" || install == "" {
+		t.Skip("MariaDB's server is not installed (no mariadbd and mariadb-install-db on PATH or in /usr/sbin): run e2e/install-sql-servers.sh as root (Debian's mariadb-server package)")
 	}
 	dir := sqlDir(t, "mariadb")
 	data := filepath.Join(dir, "data")
