@@ -206,6 +206,24 @@ func testKineSQLServer(t *testing.T, name, endpoint string) {
 	}
 	c := startCluster(t, name, ClusterOptions{Kine: true, KineEndpoint: endpoint, EncryptionConfig: cfg})
 	kineScenarios(t, c, cfg)
+	t.Run("--node finds k3s on kine", func(t *testing.T) {
+		// A k3s server whose datastore-endpoint is the server's URL: kine
+		// listens on its socket all the same.
+		root := t.TempDir()
+		layNode(t, root, nodeLayout{files: map[string]string{
+			"etc/rancher/k3s/config.yaml": "datastore-endpoint: \"" + endpoint + "\"\n",
+		}}, 0o600)
+		if err := os.MkdirAll(filepath.Join(root, "var/lib/rancher/k3s/server"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(strings.TrimPrefix(c.EtcdURL, "unix://"), filepath.Join(root, "var/lib/rancher/k3s/server/kine.sock")); err != nil {
+			t.Fatal(err)
+		}
+		r := runEtcdpvc(t, nil, "--node", root, "get", "ns", "kube-system", "-o", "yaml")
+		if r.code != 0 || !strings.Contains(r.stdout, "name: kube-system") || strings.Contains(r.stdout+r.stderr, sqlPassword) {
+			t.Errorf("--node on k3s with kine on %s: want kube-system read through the socket, no password:\n%s", name, r)
+		}
+	})
 	t.Run("offline", func(t *testing.T) {
 		const ns = "offline"
 		want, gone := kineOfflineObjects(t, c, ns)
