@@ -48,7 +48,12 @@ func sqlUser(t *testing.T, dir string) *syscall.Credential {
 // reach (t.TempDir's parents are this user's alone); removed at cleanup.
 func sqlDir(t *testing.T, name string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "etcdpvc-"+name+"-")
+	base := ""
+	if os.Geteuid() == 0 {
+		// root's TMPDIR may be below a directory nobody cannot enter.
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "etcdpvc-"+name+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
