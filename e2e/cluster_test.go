@@ -67,6 +67,12 @@ type ClusterOptions struct {
 	// Dir/kine.sock, which EtcdURL names as unix://PATH. With KineTCP it
 	// listens on a port of 127.0.0.1 instead.
 	Kine, KineTCP bool
+	// KineEndpoint, with Kine, is the datastore kine keeps its table in
+	// (its --endpoint: a postgres:// or mysql:// URL) instead of SQLite.
+	KineEndpoint string
+	// KineFlags are more kine flags (such as --compact-interval=1s),
+	// appended after the harness's own.
+	KineFlags []string
 }
 
 // Cluster is an etcd (one member unless ClusterOptions.EtcdMembers says
@@ -637,6 +643,11 @@ type proc struct {
 }
 
 func startProc(name, logPath, bin string, args ...string) (*proc, error) {
+	return startProcAs(nil, name, logPath, bin, args...)
+}
+
+// startProcAs is startProc run as the user cred names (nil: this one).
+func startProcAs(cred *syscall.Credential, name, logPath, bin string, args ...string) (*proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -646,7 +657,7 @@ func startProc(name, logPath, bin string, args ...string) (*proc, error) {
 	cmd.Stderr = logf
 	// Setpgid lets stop kill the whole group; Pdeathsig kills the server
 	// if this test binary dies (a panic or a timeout skips every cleanup).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := spawn(cmd); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

@@ -9,7 +9,7 @@ import (
 )
 
 // startKine starts kine on a SQLite database in c.Dir/db/state.db, where
-// k3s keeps it, listening on c.Dir/kine.sock (or, with KineTCP, a port of
+// k3s keeps it, or on the datastore of ClusterOptions.KineEndpoint, listening on c.Dir/kine.sock (or, with KineTCP, a port of
 // 127.0.0.1), and waits until it answers. kine's own compaction is off, as
 // the apiserver's is, so that the table keeps every revision.
 func (c *Cluster) startKine() error {
@@ -24,11 +24,12 @@ func (c *Cluster) startKine() error {
 			listen = fmt.Sprintf("127.0.0.1:%d", freePort())
 			c.EtcdURL = "http://" + listen
 		}
-		p, err := startProc("kine", filepath.Join(c.Dir, fmt.Sprintf("kine-%d-%d.log", time.Now().UnixNano(), attempt)), suite.kine,
-			"--endpoint", "sqlite://"+c.KineDB()+"?_journal_mode=WAL&_busy_timeout=30000&_synchronous=NORMAL&_txlock=immediate&cache=shared",
-			"--listen-address", listen,
-			"--compact-interval", "0",
-		)
+		endpoint := c.opts.KineEndpoint
+		if endpoint == "" {
+			endpoint = "sqlite://" + c.KineDB() + "?_journal_mode=WAL&_busy_timeout=30000&_synchronous=NORMAL&_txlock=immediate&cache=shared"
+		}
+		args := append([]string{"--endpoint", endpoint, "--listen-address", listen, "--compact-interval", "0"}, c.opts.KineFlags...)
+		p, err := startProc("kine", filepath.Join(c.Dir, fmt.Sprintf("kine-%d-%d.log", time.Now().UnixNano(), attempt)), suite.kine, args...)
 		if err != nil {
 			return err
 		}

@@ -34,18 +34,6 @@ func TestKine(t *testing.T) {
 	if !strings.HasPrefix(c.EtcdURL, "unix://") {
 		t.Fatalf("kine listens on %s, want a unix socket", c.EtcdURL)
 	}
-	const ns = "demo"
-	c.EnsureNamespace(t, ns)
-	ctx := context.Background()
-	enc := []string{"--encryption-config", cfg}
-
-	t.Run("doctor names kine", func(t *testing.T) {
-		r := c.etcdpvc(t, append([]string{"doctor"}, enc...)...)
-		if r.code != 0 || !strings.Contains(r.stdout, "kine, not etcd") {
-			t.Errorf("doctor: want exit status 0 and the endpoint named as kine:\n%s", r)
-		}
-	})
-
 	t.Run("--node finds k3s on kine", func(t *testing.T) {
 		// A k3s server without embedded etcd, laid out below a test root:
 		// its socket is kine's, its encryption config where k3s keeps it.
@@ -68,6 +56,24 @@ func TestKine(t *testing.T) {
 		}
 		if r := runEtcdpvc(t, nil, "--node", root, "doctor"); r.code != 0 || !strings.Contains(r.stdout, "kine, not etcd") {
 			t.Errorf("--node doctor on k3s with kine:\n%s", r)
+		}
+	})
+
+	kineScenarios(t, c, cfg)
+}
+
+// kineScenarios runs TestKine's seed scenarios on c, a cluster on kine
+// with the encryption config cfg, through its etcd API and the apiserver.
+func kineScenarios(t *testing.T, c *Cluster, cfg string) {
+	const ns = "demo"
+	c.EnsureNamespace(t, ns)
+	ctx := context.Background()
+	enc := []string{"--encryption-config", cfg}
+
+	t.Run("doctor names kine", func(t *testing.T) {
+		r := c.etcdpvc(t, append([]string{"doctor"}, enc...)...)
+		if r.code != 0 || !strings.Contains(r.stdout, "kine, not etcd") {
+			t.Errorf("doctor: want exit status 0 and the endpoint named as kine:\n%s", r)
 		}
 	})
 
@@ -288,6 +294,63 @@ func TestKine(t *testing.T) {
 				return err
 			})
 		}
+	})
+
+	t.Run("watch", func(t *testing.T) {
+		// watch replays from the create, then follows kine's watch live:
+		// the update and the delete made while it runs are printed.
+		cms := c.Client.CoreV1().ConfigMaps(ns)
+		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "watched"}, Data: map[string]string{"n": "0"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(suite.etcdpvc, append([]string{"--endpoints", c.EtcdURL, "watch", "cm", "watched", "-n", ns, "--rev", cm.ResourceVersion, "-o", "json"}, enc...)...)
+		cmd.Env = append(cleanEnv(), "XDG_STATE_HOME="+t.TempDir(), "NO_COLOR=1")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		lines := make(chan string)
+		go func() {
+			defer close(lines)
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+		}()
+		// next reads the next line: want at revision rev ("": any).
+		next := func(want, rev string) {
+			t.Helper()
+			select {
+			case line, ok := <-lines:
+				var w struct {
+					Type     string `json:"type"`
+					Revision int64  `json:"revision"`
+				}
+				if !ok || json.Unmarshal([]byte(line), &w) != nil || w.Type != want || rev != "" && strconv.FormatInt(w.Revision, 10) != rev {
+					t.Fatalf("watch: got %q, want %s at revision %s\n%s", line, want, rev, stderr.String())
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("watch: no %s line in 2 minutes\n%s", want, stderr.String())
+			}
+		}
+		next("ADDED", cm.ResourceVersion)
+		cm.Data["n"] = "1"
+		updated, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next("MODIFIED", updated.ResourceVersion)
+		if err := cms.Delete(ctx, "watched", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		next("DELETED", "")
 	})
 
 	t.Run("write racing the apiserver", func(t *testing.T) {

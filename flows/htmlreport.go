@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/stored"
 )
 
@@ -35,7 +36,7 @@ func (s *Session) Report(ctx context.Context, w io.Writer, r ReportRequest, prog
 	db := ""
 	var flags []string
 	if s.WAL == nil {
-		db = s.Options.DB
+		db = store.RedactKineURL(s.Options.DB)
 		if s.Options.Salvage {
 			flags = append(flags, "--salvage")
 		}

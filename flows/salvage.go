@@ -10,6 +10,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/session"
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/store/salvage"
 )
 
@@ -33,6 +34,9 @@ func Salvage(ctx context.Context, o session.Options, w io.Writer, warn func(stri
 	}
 	if r.Out == "" {
 		return usageError("", "salvage writes what survives to a new snapshot file: give it with --out NEW.db (the input is never written)")
+	}
+	if store.IsKineURL(r.In) || store.IsSQLite(r.In) {
+		return &session.OptionError{Option: "--db " + store.RedactKineURL(r.In), Err: fmt.Errorf("salvage: %w: it reads a damaged etcd db's pages; %s", store.ErrKineDB, store.KineDBHint)}
 	}
 	if same, _ := sameFile(r.In, r.Out); same || filepath.Clean(r.In) == filepath.Clean(r.Out) {
 		return usageError("", "--out %s is the input: salvage never writes its input", r.Out)

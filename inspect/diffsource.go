@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // ErrDiffSource is an argument of diff that names no state.
@@ -31,7 +33,7 @@ type DiffSource struct {
 func (s DiffSource) String() string {
 	what := "live etcd"
 	if s.File != "" {
-		what = s.File
+		what = store.RedactKineURL(s.File)
 	}
 	if s.Rev != 0 {
 		what += " at revision " + strconv.FormatInt(s.Rev, 10)

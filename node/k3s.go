@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/internal/regular"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // k3s runs its kube-apiserver in its own process, with no manifest: its
@@ -99,8 +100,9 @@ func asList(v any) []any {
 	}
 }
 
-// readK3s reads k3s's layout. A server on an external datastore is
-// ErrUnsupported; one without embedded etcd is on kine (readK3sKine): its
+// readK3s reads k3s's layout. A server whose datastore-endpoint is a
+// PostgreSQL or MySQL URL is on kine (readK3sKine), as is one without
+// embedded etcd; on another external datastore it is ErrUnsupported. Its
 // SQLite file DATA-DIR/server/db/state.db (k3s-io/k3s pkg/etcd/etcd.go,
 // sqliteFile) and its socket DATA-DIR/server/kine.sock: kine listens on
 // the relative unix://kine.sock (k3s-io/kine pkg/endpoint/endpoint.go,
@@ -118,6 +120,9 @@ func readK3s(root string) (*Found, error) {
 	}
 	data := below(root, s.dataDir)
 	server := filepath.Join(data, "server")
+	if store.IsKineURL(s.datastoreEndpoint) {
+		return readK3sKine(root, s, f, "")
+	}
 	if s.datastoreEndpoint != "" {
 		return nil, fmt.Errorf("%w: k3s uses the external datastore-endpoint of %s, not its embedded etcd: give --endpoints and its certificates", ErrUnsupported, strings.Join(s.files, ", "))
 	}
@@ -208,12 +213,19 @@ func (f *Found) describe() string {
 // without TLS, under k3s's default prefix (k3s-io/k3s pkg/cluster/cluster.go
 // starts kine with that listener when no datastore endpoint is set). When
 // the socket is not there, k3s is not running: the database is read offline
-// with --db.
+// with --db, state.db or the datastore-endpoint's URL (its password
+// redacted). etcdDir is the embedded etcd's directory found missing, ""
+// when the config names a datastore.
 func readK3sKine(root string, s k3sSettings, f *Found, etcdDir string) (*Found, error) {
 	server := filepath.Join(below(root, s.dataDir), "server")
 	sock, db := filepath.Join(server, "kine.sock"), filepath.Join(server, "db", "state.db")
+	why := "k3s has no embedded etcd (" + etcdDir + " does not exist)"
+	if etcdDir == "" {
+		db = store.RedactKineURL(s.datastoreEndpoint)
+		why = "k3s keeps its data in kine on the datastore-endpoint of " + strings.Join(s.files, ", ")
+	}
 	if _, err := os.Stat(sock); err != nil {
-		return nil, fmt.Errorf("%w: k3s has no embedded etcd (%s does not exist) and kine's socket %s does not exist: k3s is not running; read its database offline with --db %s", ErrUnsupported, etcdDir, sock, db)
+		return nil, fmt.Errorf("%w: %s and kine's socket %s does not exist: k3s is not running; read its database offline with --db %s", ErrUnsupported, why, sock, db)
 	}
 	f.Files = append(f.Files, File{"kine socket", sock})
 	a := &kubeadm.APIServer{Manifest: f.describe(), Endpoints: []string{"unix://" + sock}, Prefix: k3sDefaultPref}

@@ -402,18 +402,18 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{Enc: enc, Planner: surgery.Planner{Codec: stored.Codec{Enc: enc, Prefix: o.Prefix}}}
-	kine := o.DB != "" && store.IsSQLite(o.DB)
+	kine := o.DB != "" && (store.IsSQLite(o.DB) || store.IsKineURL(o.DB))
 	switch {
 	case kine && (len(o.WAL) > 0 || o.WALBase != "" || o.Salvage || o.Out != ""):
 		s.Close()
-		return nil, &OptionError{Option: "--db " + o.DB, Err: fmt.Errorf("%w: --wal, --wal-base, --salvage and --out read or copy an etcd db; %s", store.ErrKineDB, store.KineDBHint)}
+		return nil, &OptionError{Option: "--db " + store.RedactKineURL(o.DB), Err: fmt.Errorf("%w: --wal, --wal-base, --salvage and --out read or copy an etcd db; %s", store.ErrKineDB, store.KineDBHint)}
 	case kine:
 		k, err := store.OpenKineDB(o.DB)
 		if err != nil {
 			s.Close()
 			return nil, openError(StoreDB, err, o)
 		}
-		s.Reader, s.Description = k, o.DB+" (kine)"
+		s.Reader, s.Description = k, k.Path()+" (kine)"
 	case len(o.WAL) > 0 && o.Salvage:
 		s.Close()
 		return nil, &OptionError{Option: "--salvage", Err: errors.New("it reads a damaged --db file by itself: salvage it first (`etcdpvc --db FILE salvage --out NEW.db`), then give --db NEW.db with --wal")}

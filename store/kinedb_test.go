@@ -198,3 +198,34 @@ func TestKineDBLive(t *testing.T) {
 		t.Errorf("the writer's rows: %d, %v; want 2", rows, err)
 	}
 }
+
+// TestKineDBCompactedWhileRead reads a database whose kine compacts past
+// the revision it was opened at: the rows of that state another row
+// replaced are gone, and the read is refused rather than missing keys.
+func TestKineDBCompactedWhileRead(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	w := writeKineRows(t, path)
+	defer w.Close()
+	k, err := OpenKineDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	// kine updates c (11) and compacts to 11: c's row 7 is deleted.
+	for _, q := range []string{
+		`INSERT INTO kine(id, name, created, deleted, create_revision, prev_revision, lease, value) VALUES (11, '/registry/c/z', 0, 0, 7, 7, 60, 'c2')`,
+		`DELETE FROM kine WHERE id = 7`,
+		`UPDATE kine SET prev_revision = 11 WHERE name = 'compact_rev_key'`,
+	} {
+		if _, err := w.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := k.List(ctx, "", ListOptions{}, func(*KeyValue) error { return nil }); !errors.Is(err, ErrCompacted) {
+		t.Errorf("List after a compaction past the revision opened at = %v, want ErrCompacted", err)
+	}
+	if _, err := k.Get(ctx, "/registry/a/x", 0); !errors.Is(err, ErrCompacted) {
+		t.Errorf("Get after a compaction past the revision opened at = %v, want ErrCompacted", err)
+	}
+}
