@@ -265,6 +265,13 @@ type keyState struct {
 // Each resource's objects are counted by the provider and key they are
 // stored under; with write (nil: unknown), those not under the resource's
 // write provider are counted as stale.
+//
+// One read walks the revisions and then reads the current values' stored
+// versions on every core; no value is copied out of the mapped file. The
+// memory it takes grows with the keys, not the revisions nor the values:
+// a key's state is about 80 bytes beside the key itself (130 in all with
+// the bench data's keys of some 50 bytes), and 24 more per current key
+// while the versions are read.
 func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport, error) {
 	s := newStats(o, true)
 	prefix := o.Prefix
