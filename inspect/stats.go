@@ -245,9 +245,14 @@ type keyState struct {
 	// revs counts the revisions from StatsOptions.Since on (the hottest
 	// keys); under is the provider and key the value is stored under
 	// (stats.unders).
-	revs    int32
-	under   uint32
-	deleted bool
+	revs  int32
+	under uint32
+	// all, tombs and hist are the key's revisions, tombstones and
+	// history bytes, added to its groups' counts once the walk ends (not
+	// at each revision, where they would cost a lookup of each group).
+	all, tombs int32
+	hist       int64
+	deleted    bool
 	// put is true once a value of the key is seen: a deleted key whose
 	// value before the deletion is held.
 	put bool
@@ -269,8 +274,8 @@ type keyState struct {
 // One read walks the revisions and then reads the current values' stored
 // versions on every core; no value is copied out of the mapped file. The
 // memory it takes grows with the keys, not the revisions nor the values:
-// a key's state is about 80 bytes beside the key itself (130 in all with
-// the bench data's keys of some 50 bytes), and 24 more per current key
+// a key's state is about 100 bytes beside the key itself (150 in all
+// with the bench data's keys of some 50 bytes), and 24 more per current key
 // while the versions are read.
 func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport, error) {
 	s := newStats(o, true)
@@ -314,22 +319,18 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 			ks = &keyState{groups: s.groupsOf(key)}
 			keys[key] = ks
 		}
-		gs, bg := &ks.groups.rs.Counts, &ks.groups.by.Counts
-		*gs.Revisions++
-		*bg.Revisions++
+		ks.all++
 		*revs++
 		if ev.ModRevision >= o.Since {
 			ks.revs++
 		}
 		if ev.Deleted {
-			*gs.Tombstones++
-			*bg.Tombstones++
+			ks.tombs++
 			*tombs++
 			ks.deleted, ks.size, ks.lease, ks.modRev, ks.value = true, 0, 0, ev.ModRevision, nil
 		} else {
 			sz := int64(len(ev.Value))
-			*gs.HistoryBytes += sz
-			*bg.HistoryBytes += sz
+			ks.hist += sz
 			ks.deleted, ks.size, ks.lease, ks.modRev, ks.put, ks.value = false, sz, ev.Lease, ev.ModRevision, true, ev.Value
 			ks.under = s.unders.index(StoredUnder(ev.Value))
 		}
@@ -347,6 +348,11 @@ func BoltStats(ctx context.Context, b *store.Bolt, o StatsOptions) (*StatsReport
 	}
 	for key, ks := range keys {
 		ks.value = nil // the read has ended
+		for _, c := range []*Counts{&ks.groups.rs.Counts, &ks.groups.by.Counts} {
+			*c.Revisions += int64(ks.all)
+			*c.Tombstones += int64(ks.tombs)
+			*c.HistoryBytes += ks.hist
+		}
 		if ks.deleted {
 			*ks.groups.rs.Deleted++
 			*ks.groups.by.Deleted++
