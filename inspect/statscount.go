@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
@@ -203,24 +205,51 @@ func (s *stats) merge(t *versionTally) {
 	u.WrongKey += t.u.WrongKey
 }
 
-// boltValues reads the stored version of each of current (keys of b
-// with their mod revisions, in revision order) on several cores, each
-// worker a run of them in its own read transaction, and adds them to s.
-func (s *stats) boltValues(ctx context.Context, b *store.Bolt, current []store.KeyValue, groups func(key string) *ResourceStats) error {
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(current)/1024))
+// boltValues reads the stored version of each current key of keys (its
+// state holding its value in b's mapped file) on several cores, in
+// revision order, the order of the db's key bucket, and adds them to s.
+// It runs inside b's read, which lent the values.
+func (s *stats) boltValues(ctx context.Context, b *store.Bolt, keys map[string]*keyState) error {
+	type current struct {
+		key string
+		ks  *keyState
+	}
+	var cur []current
+	for key, ks := range keys {
+		if !ks.deleted {
+			cur = append(cur, current{key, ks})
+		}
+	}
+	slices.SortFunc(cur, func(a, b current) int { return cmp.Compare(a.ks.modRev, b.ks.modRev) })
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(cur)/1024))
 	tallies := make([]versionTally, workers)
 	errs := make([]error, workers)
+	// Workers take runs of valuesBatch keys in turn, so that one with
+	// larger values does not hold up the others.
+	const valuesBatch = 256
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
-		lo, hi := w*len(current)/workers, (w+1)*len(current)/workers
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[w] = b.ValuesOf(ctx, current[lo:hi], nil, func(kv *store.KeyValue) error {
-				tallies[w].add(ctx, s.StatsOptions, groups(kv.Key), kv)
-				return nil
+		wg.Go(func() {
+			errs[w] = b.Guard(func() error {
+				for {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+					lo := int(next.Add(valuesBatch)) - valuesBatch
+					if lo >= len(cur) {
+						return nil
+					}
+					for _, c := range cur[lo:min(lo+valuesBatch, len(cur))] {
+						kv := store.KeyValue{Key: c.key, ModRevision: c.ks.modRev, Value: c.ks.value}
+						if kv.Value == nil {
+							kv.Value = []byte{}
+						}
+						tallies[w].add(ctx, s.StatsOptions, c.ks.groups.rs, &kv)
+					}
+				}
 			})
-		}()
+		})
 	}
 	wg.Wait()
 	for w := range tallies {
