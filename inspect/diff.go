@@ -154,12 +154,6 @@ type DiffSummary struct {
 	OtherNamespacesB int  `json:"otherNamespacesB,omitempty"`
 }
 
-// borrowLister is a store that can hand out values without copying them
-// (store.Bolt): they are valid until the callback returns.
-type borrowLister interface {
-	ListBorrowed(ctx context.Context, prefix string, opts store.ListOptions, fn func(kv *store.KeyValue) error) (int64, error)
-}
-
 // errStopList ends a List early: the caller has what it needs.
 var errStopList = errors.New("list stopped")
 
@@ -187,15 +181,7 @@ func pullList(ctx context.Context, s DiffSide, prefix string, pageSize int64) *l
 			}
 			return nil
 		}
-		var rev int64
-		var err error
-		// A borrowed value stays valid while the listing waits in fn for
-		// the next pull: the comparison of a key is done before that.
-		if b, ok := s.Reader.(borrowLister); ok {
-			rev, err = b.ListBorrowed(ctx, prefix, opts, fn)
-		} else {
-			rev, err = s.Reader.List(ctx, prefix, opts, fn)
-		}
+		rev, err := s.Reader.List(ctx, prefix, opts, fn)
 		l.rev = rev
 		if err != nil && !errors.Is(err, errStopList) {
 			l.err = err
