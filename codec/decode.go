@@ -196,7 +196,7 @@ func decodeProtobuf(value []byte, typed runtime.Object, redact, bare bool) (*Obj
 	obj := &Object{Format: FormatProtobuf, GVK: gvk, Stored: value}
 	if Known(gvk) {
 		if typed == nil {
-			typed, _, err = protoSerializer.Decode(value, nil, nil)
+			typed, err = decodeProto(value)
 		}
 		if err != nil {
 			// The protobuf decoder's words name fields and wire types,
