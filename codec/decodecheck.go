@@ -1,20 +1,33 @@
 package codec
 
 import (
+	"encoding"
 	encjson "encoding/json"
+	"reflect"
 	"strconv"
+	"sync"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // convertsToJSON reports whether typed surely converts to the JSON form
-// fillFromTyped builds, without building it: it encodes typed, as
-// fillFromTyped does, and checks in the encoding what the decoding into
-// a map could refuse, which only bytes a Marshaler copies unchecked can
-// hold (managedFields' fieldsV1): a number beyond float64, a nesting
-// near the decoder's limit. false means only that the conversion itself
-// must say, not that it fails.
+// fillFromTyped builds, without building it. false means only that the
+// conversion itself must say, not that it fails.
+//
+// The encoding fails only where a Marshaler does, and the decoding into
+// a map only on what bytes a Marshaler copies unchecked can hold
+// (managedFields' fieldsV1): a number beyond float64, a nesting near the
+// decoder's limit. When typed's type holds no Marshaler but fieldsV1,
+// int-or-string and the ones that never fail (times, quantities), and no
+// float or interface, only those two are checked (checkJSON); else
+// typed is encoded as fillFromTyped does and its encoding checked.
 func convertsToJSON(typed runtime.Object) bool {
+	if v := reflect.ValueOf(typed); riskOf(v.Type()) != riskDoubt {
+		return checkJSON(v)
+	}
 	var c jsonCheck
 	if err := encjson.NewEncoder(&c).Encode(typed); err != nil {
 		return false
@@ -77,4 +90,120 @@ func validNumbers(b []byte) bool {
 // isNumberByte reports whether c may be part of a JSON number.
 func isNumberByte(c byte) bool {
 	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// jsonRisk is what a type may hold that its conversion to JSON refuses.
+type jsonRisk uint8
+
+const (
+	// riskNone is a type that always converts.
+	riskNone jsonRisk = iota
+	// riskCheck is a type that holds fieldsV1 or int-or-string values,
+	// which checkJSON checks.
+	riskCheck
+	// riskDoubt is a type that holds what checkJSON does not check.
+	riskDoubt
+)
+
+var (
+	fieldsV1Type    = reflect.TypeFor[metav1.FieldsV1]()
+	intOrStringType = reflect.TypeFor[intstr.IntOrString]()
+	// neverFail are Marshalers that never fail and write valid JSON.
+	neverFail = map[reflect.Type]bool{reflect.TypeFor[metav1.Time](): true, reflect.TypeFor[metav1.MicroTime](): true,
+		reflect.TypeFor[resource.Quantity](): true}
+	jsonMarshaler = reflect.TypeFor[encjson.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+	// risks holds each type's jsonRisk once known.
+	risks sync.Map
+)
+
+// riskOf is t's jsonRisk.
+func riskOf(t reflect.Type) jsonRisk {
+	if r, ok := risks.Load(t); ok {
+		return r.(jsonRisk)
+	}
+	// A type that holds itself is doubted while it is looked at.
+	risks.Store(t, riskDoubt)
+	r := lookAt(t)
+	risks.Store(t, r)
+	return r
+}
+
+// lookAt finds t's jsonRisk from its parts.
+func lookAt(t reflect.Type) jsonRisk {
+	switch {
+	case t.Kind() == reflect.Pointer:
+		// A pointer has its element's methods: it is what it points to.
+		return riskOf(t.Elem())
+	case neverFail[t]:
+		return riskNone
+	case t == fieldsV1Type || t == intOrStringType:
+		return riskCheck
+	case t.Implements(jsonMarshaler) || t.Implements(textMarshaler),
+		reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler):
+		return riskDoubt
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return riskNone
+	case reflect.Slice, reflect.Array:
+		return riskOf(t.Elem())
+	case reflect.Map:
+		if riskOf(t.Key()) != riskNone {
+			return riskDoubt
+		}
+		return riskOf(t.Elem())
+	case reflect.Struct:
+		r := riskNone
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() || f.Anonymous {
+				r = max(r, riskOf(f.Type))
+			}
+		}
+		return r
+	}
+	return riskDoubt // floats, interfaces, and what JSON does not encode
+}
+
+// checkJSON reports whether v, of a type not doubted (riskOf), converts
+// to JSON: its fieldsV1 values are JSON that decodes into a map, its
+// int-or-string values an int or a string.
+func checkJSON(v reflect.Value) bool {
+	t := v.Type()
+	switch r := riskOf(t); {
+	case r == riskNone:
+		return true
+	case r == riskDoubt || !v.CanInterface():
+		return false
+	case t == fieldsV1Type:
+		b, err := v.Interface().(metav1.FieldsV1).MarshalJSON()
+		return err == nil && encjson.Valid(b) && validNumbers(b)
+	case t == intOrStringType:
+		ty := v.Interface().(intstr.IntOrString).Type
+		return ty == intstr.Int || ty == intstr.String
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return v.IsNil() || checkJSON(v.Elem())
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if !checkJSON(v.Index(i)) {
+				return false
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if !checkJSON(it.Value()) {
+				return false
+			}
+		}
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); (f.IsExported() || f.Anonymous) && riskOf(f.Type) != riskNone && !checkJSON(v.Field(i)) {
+				return false
+			}
+		}
+	}
+	return true
 }

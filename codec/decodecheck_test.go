@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -81,4 +82,20 @@ func withPod(t *testing.T, value []byte, edit func(*corev1.Pod)) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestConvertsToJSONWalksStatusKinds checks that the kinds a listing
+// reads the STATUS of are checked by their fieldsV1 and int-or-string
+// values, not encoded whole: the day a Kubernetes release gives them a
+// field checkJSON does not know, they are encoded again, slower but
+// right, and this test says so.
+func TestConvertsToJSONWalksStatusKinds(t *testing.T) {
+	for _, obj := range []any{&corev1.Pod{}, &corev1.Namespace{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}} {
+		if r := riskOf(reflect.TypeOf(obj)); r == riskDoubt {
+			t.Errorf("%T is encoded whole to check it", obj)
+		}
+	}
+	if r := riskOf(reflect.TypeFor[struct{ F float64 }]()); r != riskDoubt {
+		t.Errorf("a float is not doubted: %v", r)
+	}
 }
