@@ -105,6 +105,13 @@ const (
 	riskDoubt
 )
 
+// typePlan is what checkJSON needs of a type: its jsonRisk, and for a
+// struct the fields to check.
+type typePlan struct {
+	risk   jsonRisk
+	fields []int
+}
+
 var (
 	fieldsV1Type    = reflect.TypeFor[metav1.FieldsV1]()
 	intOrStringType = reflect.TypeFor[intstr.IntOrString]()
@@ -113,57 +120,62 @@ var (
 		reflect.TypeFor[resource.Quantity](): true}
 	jsonMarshaler = reflect.TypeFor[encjson.Marshaler]()
 	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
-	// risks holds each type's jsonRisk once known.
-	risks sync.Map
+	// jsonPlans holds each type's *typePlan once known.
+	jsonPlans sync.Map
 )
 
 // riskOf is t's jsonRisk.
-func riskOf(t reflect.Type) jsonRisk {
-	if r, ok := risks.Load(t); ok {
-		return r.(jsonRisk)
+func riskOf(t reflect.Type) jsonRisk { return planOf(t).risk }
+
+// planOf is t's typePlan.
+func planOf(t reflect.Type) *typePlan {
+	if p, ok := jsonPlans.Load(t); ok {
+		return p.(*typePlan)
 	}
 	// A type that holds itself is doubted while it is looked at.
-	risks.Store(t, riskDoubt)
-	r := lookAt(t)
-	risks.Store(t, r)
-	return r
+	jsonPlans.Store(t, &typePlan{risk: riskDoubt})
+	p := lookAt(t)
+	jsonPlans.Store(t, p)
+	return p
 }
 
-// lookAt finds t's jsonRisk from its parts.
-func lookAt(t reflect.Type) jsonRisk {
+// lookAt finds t's typePlan from its parts.
+func lookAt(t reflect.Type) *typePlan {
 	switch {
 	case t.Kind() == reflect.Pointer:
 		// A pointer has its element's methods: it is what it points to.
-		return riskOf(t.Elem())
+		return &typePlan{risk: riskOf(t.Elem())}
 	case neverFail[t]:
-		return riskNone
+		return &typePlan{risk: riskNone}
 	case t == fieldsV1Type || t == intOrStringType:
-		return riskCheck
+		return &typePlan{risk: riskCheck}
 	case t.Implements(jsonMarshaler) || t.Implements(textMarshaler),
 		reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler):
-		return riskDoubt
+		return &typePlan{risk: riskDoubt}
 	}
 	switch t.Kind() {
 	case reflect.Bool, reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return riskNone
+		return &typePlan{risk: riskNone}
 	case reflect.Slice, reflect.Array:
-		return riskOf(t.Elem())
+		return &typePlan{risk: riskOf(t.Elem())}
 	case reflect.Map:
 		if riskOf(t.Key()) != riskNone {
-			return riskDoubt
+			return &typePlan{risk: riskDoubt}
 		}
-		return riskOf(t.Elem())
+		return &typePlan{risk: riskOf(t.Elem())}
 	case reflect.Struct:
-		r := riskNone
+		p := &typePlan{}
 		for i := range t.NumField() {
-			if f := t.Field(i); f.IsExported() || f.Anonymous {
-				r = max(r, riskOf(f.Type))
+			f := t.Field(i)
+			if r := riskOf(f.Type); (f.IsExported() || f.Anonymous) && r != riskNone {
+				p.risk = max(p.risk, r)
+				p.fields = append(p.fields, i)
 			}
 		}
-		return r
+		return p
 	}
-	return riskDoubt // floats, interfaces, and what JSON does not encode
+	return &typePlan{risk: riskDoubt} // floats, interfaces, and what JSON does not encode
 }
 
 // checkJSON reports whether v, of a type not doubted (riskOf), converts
@@ -171,16 +183,17 @@ func lookAt(t reflect.Type) jsonRisk {
 // int-or-string values an int or a string.
 func checkJSON(v reflect.Value) bool {
 	t := v.Type()
-	switch r := riskOf(t); {
-	case r == riskNone:
+	p := planOf(t)
+	switch {
+	case p.risk == riskNone:
 		return true
-	case r == riskDoubt || !v.CanInterface():
+	case p.risk == riskDoubt || !v.CanAddr() && t.Kind() != reflect.Pointer:
 		return false
 	case t == fieldsV1Type:
-		b, err := v.Interface().(metav1.FieldsV1).MarshalJSON()
+		b, err := v.Addr().Interface().(*metav1.FieldsV1).MarshalJSON()
 		return err == nil && encjson.Valid(b) && validNumbers(b)
 	case t == intOrStringType:
-		ty := v.Interface().(intstr.IntOrString).Type
+		ty := v.Addr().Interface().(*intstr.IntOrString).Type
 		return ty == intstr.Int || ty == intstr.String
 	}
 	switch t.Kind() {
@@ -193,14 +206,15 @@ func checkJSON(v reflect.Value) bool {
 			}
 		}
 	case reflect.Map:
+		// Map values are not addressable: checkJSON doubts them.
 		for it := v.MapRange(); it.Next(); {
 			if !checkJSON(it.Value()) {
 				return false
 			}
 		}
 	case reflect.Struct:
-		for i := range t.NumField() {
-			if f := t.Field(i); (f.IsExported() || f.Anonymous) && riskOf(f.Type) != riskNone && !checkJSON(v.Field(i)) {
+		for _, i := range p.fields {
+			if !checkJSON(v.Field(i)) {
 				return false
 			}
 		}
