@@ -17,10 +17,7 @@ import (
 // encoding accepts it (a number beyond float64, a nesting past the
 // decoder's limit in fieldsV1) or that do not encode at all.
 func TestDecodeTypedBareFailsAsDecodeTyped(t *testing.T) {
-	values := map[string][]byte{}
-	for _, f := range corpusFiles(t) {
-		values[corpusName(f)] = readFile(t, f)
-	}
+	values := corpusValues(t)
 	pod := readFile(t, "../fixtures/corpus/plain/pods__demo__web-0.bin")
 	withFields := func(raw string) []byte {
 		return withPod(t, pod, func(p *corev1.Pod) {

@@ -14,10 +14,7 @@ import (
 // serializer: a field twice, an unknown field, a wrong wire type, no
 // kind, a kind the scheme does not hold, an object cut short.
 func TestDecodeProtoIsSerializers(t *testing.T) {
-	values := map[string][]byte{}
-	for _, f := range corpusFiles(t) {
-		values[corpusName(f)] = readFile(t, f)
-	}
+	values := corpusValues(t)
 	pod := readFile(t, "../fixtures/corpus/plain/pods__demo__web-0.bin")
 	_, kind, raw, err := scanEnvelope(pod)
 	if err != nil {
