@@ -46,6 +46,8 @@ type jsonCheck struct {
 // margin: deeper documents are left to the decoder.
 const maxDepth = 9000
 
+// Write checks b, the whole encoding, with validNumbers; a second
+// Write makes the check fail.
 func (c *jsonCheck) Write(b []byte) (int, error) {
 	c.ok = !c.written && validNumbers(b)
 	c.written = true
