@@ -131,7 +131,7 @@ func decodeAs(value []byte, defaults schema.GroupVersionKind, redact bool) (*Obj
 		}
 		return nil, &EncryptedError{Header: env}
 	case FormatProtobuf:
-		return decodeProtobuf(value, nil, redact)
+		return decodeProtobuf(value, nil, redact, false)
 	case FormatJSON:
 		return decodeJSON(value, defaults, redact)
 	case FormatCBOR:
@@ -169,12 +169,21 @@ func sniff(b []byte, redact bool) string {
 // decoded into typed: the same Object and the same errors, without
 // decoding the value a second time. typed is the caller's no more.
 func DecodeTyped(value []byte, typed runtime.Object) (*Object, error) {
-	return decodeProtobuf(value, typed, false)
+	return decodeProtobuf(value, typed, false, false)
+}
+
+// DecodeTypedBare is DecodeTyped for a caller that reads only the typed
+// object: it fails when DecodeTyped fails, with the same errors, but its
+// Object's Content may be nil, the object's JSON form not built when the
+// value surely converts to it (convertsToJSON).
+func DecodeTypedBare(value []byte, typed runtime.Object) (*Object, error) {
+	return decodeProtobuf(value, typed, false, true)
 }
 
 // decodeProtobuf decodes a protobuf value; typed, when not nil, is the
-// value already decoded by protoSerializer.
-func decodeProtobuf(value []byte, typed runtime.Object, redact bool) (*Object, error) {
+// value already decoded by protoSerializer. With bare, Content may be
+// left nil (DecodeTypedBare).
+func decodeProtobuf(value []byte, typed runtime.Object, redact, bare bool) (*Object, error) {
 	env, err := ParseUnknown(value)
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
@@ -187,7 +196,7 @@ func decodeProtobuf(value []byte, typed runtime.Object, redact bool) (*Object, e
 	obj := &Object{Format: FormatProtobuf, GVK: gvk, Stored: value}
 	if Known(gvk) {
 		if typed == nil {
-			typed, _, err = protoSerializer.Decode(value, nil, nil)
+			typed, err = decodeProto(value)
 		}
 		if err != nil {
 			// The protobuf decoder's words name fields and wire types,
@@ -195,7 +204,7 @@ func decodeProtobuf(value []byte, typed runtime.Object, redact bool) (*Object, e
 			return nil, malformed("decode %s: %v", gvk.Kind, err)
 		}
 		obj.Typed = typed
-		if err := obj.fillFromTyped(); err != nil {
+		if err := obj.fillFromTyped(bare); err != nil {
 			if errors.Is(err, ErrNotObject) {
 				return nil, fmt.Errorf("decode %s: %w", gvk.Kind, err)
 			}
@@ -251,8 +260,9 @@ func splitMetadata(raw []byte) (*metav1.ObjectMeta, []byte, error) {
 	return meta, rest, nil
 }
 
-// fillFromTyped sets Meta and Content from Typed.
-func (o *Object) fillFromTyped() error {
+// fillFromTyped sets Meta and Content from Typed; with bare, Content
+// only when Typed may not convert to JSON, to find out whether it does.
+func (o *Object) fillFromTyped(bare bool) error {
 	o.Typed.GetObjectKind().SetGroupVersionKind(o.GVK)
 	acc, ok := o.Typed.(metav1.Object)
 	if !ok {
@@ -265,6 +275,9 @@ func (o *Object) fillFromTyped() error {
 	}
 	if o.Meta == nil {
 		return fmt.Errorf("%T: cannot reach ObjectMeta", o.Typed)
+	}
+	if bare && convertsToJSON(o.Typed) {
+		return nil
 	}
 	b, err := encjson.Marshal(o.Typed)
 	if err != nil {

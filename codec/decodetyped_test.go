@@ -14,10 +14,7 @@ import (
 // and on one whose managedFields hold bytes that are no JSON (Decode
 // fails on it, and so must DecodeTyped).
 func TestDecodeTypedIsDecode(t *testing.T) {
-	values := map[string][]byte{}
-	for _, f := range corpusFiles(t) {
-		values[corpusName(f)] = readFile(t, f)
-	}
+	values := corpusValues(t)
 	pod := readFile(t, "../fixtures/corpus/plain/pods__demo__web-0.bin")
 	values["bad fieldsV1"] = withBadFieldsV1(t, pod)
 	for name, v := range values {
@@ -60,4 +57,14 @@ func withBadFieldsV1(t *testing.T, value []byte) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// corpusValues are the corpus's values by name.
+func corpusValues(t *testing.T) map[string][]byte {
+	t.Helper()
+	values := map[string][]byte{}
+	for _, f := range corpusFiles(t) {
+		values[corpusName(f)] = readFile(t, f)
+	}
+	return values
 }

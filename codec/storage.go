@@ -56,7 +56,7 @@ func CheckStoredTyped(value []byte, defaults schema.GroupVersionKind, redact boo
 		case !Known(gvk):
 			return s, nil, nil
 		case s.Format == FormatProtobuf:
-			typed, _, err := protoSerializer.Decode(value, nil, nil)
+			typed, err := decodeProto(value)
 			if err != nil {
 				// The protobuf decoder's words name fields and wire
 				// types, never values.

@@ -199,7 +199,7 @@ func List(ctx context.Context, r store.Reader, enc Decrypter, o ListingOptions, 
 		case o.Kind == ListGeneric && o.Objects && res.Group == "" && statusKinds[res.Plural]:
 			if typed != nil {
 				// Decoded once already, by Read's check.
-				it.Phase, _, err = statusOf(codec.DecodeTyped(plain, typed))
+				it.Phase, _, err = statusOf(codec.DecodeTypedBare(plain, typed))
 			} else {
 				it.Phase, _, err = StatusOf(plain)
 			}
