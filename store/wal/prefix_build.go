@@ -3,7 +3,6 @@ package wal
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/etcdpvc/etcdpvc/walread"
 )
@@ -112,7 +111,6 @@ type WALStretch struct {
 func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 	rp := newReplay(nil)
 	reason := "in the db; its outcome is not established: " + why
-	var sorted []string // the keys' names, sorted, for range deletes
 	for _, pe := range entries {
 		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: OutcomeUnknown, Reason: reason}
 		rp.counts[pe.kind.String()]++
@@ -129,13 +127,8 @@ func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 		}
 		if pe.ranged {
 			// Every key of its range the log names, in key order.
-			if sorted == nil {
-				sorted = slices.Clone(keys.names)
-				slices.Sort(sorted)
-			}
-			i, _ := slices.BinarySearch(sorted, pe.from)
-			for ; i < len(sorted) && pe.inRange(sorted[i]); i++ {
-				rp.newWrite(rp.keyString(sorted[i]), idx, op{}, true)
+			for _, k := range keys.inRange(pe.from, pe.end) {
+				rp.newWrite(rp.keyString(keys.names[k]), idx, op{}, true)
 			}
 		}
 		rp.push(we)

@@ -2,6 +2,9 @@ package wal
 
 import (
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
@@ -13,6 +16,8 @@ import (
 type pxKeys struct {
 	names []string
 	ids   map[string]int32
+	// sorted holds the keys' numbers in key order, made by inRange.
+	sorted []int32
 }
 
 func newPxKeys() *pxKeys { return &pxKeys{ids: map[string]int32{}} }
@@ -27,6 +32,24 @@ func (t *pxKeys) id(key []byte) int32 {
 	t.names = append(t.names, k)
 	t.ids[k] = id
 	return id
+}
+
+// inRange lists, in key order, the keys in etcd's range [from, end), end
+// "\x00" meaning every key from from on.
+func (t *pxKeys) inRange(from, end string) []int32 {
+	if len(t.sorted) != len(t.names) {
+		t.sorted = make([]int32, len(t.names))
+		for i := range t.sorted {
+			t.sorted[i] = int32(i)
+		}
+		slices.SortFunc(t.sorted, func(a, b int32) int { return strings.Compare(t.names[a], t.names[b]) })
+	}
+	i := sort.Search(len(t.sorted), func(i int) bool { return t.names[t.sorted[i]] >= from })
+	j := i
+	for j < len(t.sorted) && (end == "\x00" || t.names[t.sorted[j]] < end) {
+		j++
+	}
+	return t.sorted[i:j]
 }
 
 // pxCmp is one compare of a prefix entry.
@@ -170,11 +193,6 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 		pe.unmodelled = fmt.Sprintf("the %v alarm raised: writes refused under it are not modelled", req.Alarm.Alarm)
 	}
 	return pe
-}
-
-// inRange reports whether key is in the range a ranged entry deletes.
-func (pe *pxEntry) inRange(key string) bool {
-	return key >= pe.from && (pe.end == "\x00" || key < pe.end)
 }
 
 // opPath is an op's path in its entry's request (see walWrite.path).

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/walread"
@@ -32,8 +31,6 @@ type settler struct {
 	// certain and possible count the entries before each that certainly
 	// make a revision, and that may.
 	certain, possible []int32
-	// ranged lists, by range delete, the keys the log names in its range.
-	ranged map[int32][]int32
 	// putWith lists, by lease, the keys the log puts with it (the keys
 	// a revoke of it may delete that the log attached).
 	putWith map[int64][]int32
@@ -171,8 +168,7 @@ func (s *settler) load(ctx context.Context, db prefixDB) (string, error) {
 		}
 	}
 	s.countBounds()
-	// The keys put with each lease, and those the log names in each range
-	// delete's range.
+	// The keys put with each lease.
 	putWith := map[int64][]int32{}
 	for i := range s.entries {
 		for _, ops := range [][]pxOp{s.entries[i].succ, s.entries[i].fail} {
@@ -187,22 +183,6 @@ func (s *settler) load(ctx context.Context, db prefixDB) (string, error) {
 	for l, ks := range putWith {
 		slices.Sort(ks)
 		s.putWith[l] = slices.Compact(ks)
-	}
-	sorted := make([]int32, len(names))
-	for i := range sorted {
-		sorted[i] = int32(i)
-	}
-	slices.SortFunc(sorted, func(a, b int32) int { return cmp.Compare(names[a], names[b]) })
-	s.ranged = map[int32][]int32{}
-	for i := range s.entries {
-		if pe := &s.entries[i]; pe.ranged {
-			j := sort.Search(len(sorted), func(j int) bool { return names[sorted[j]] >= pe.from })
-			var ks []int32
-			for ; j < len(sorted) && pe.inRange(names[sorted[j]]); j++ {
-				ks = append(ks, sorted[j])
-			}
-			s.ranged[int32(i)] = ks
-		}
 	}
 	return "", nil
 }
@@ -361,7 +341,7 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 			case made == 0:
 				we.Outcome, we.Reason = OutcomeApplied, "no key of its range existed: nothing deleted"
 			default:
-				for _, k := range s.ranged[idx] {
+				for _, k := range keys.inRange(pe.from, pe.end) {
 					rp.newWrite(rp.keyString(keys.names[k]), idx, op{}, true)
 				}
 			}
@@ -465,7 +445,7 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 		}
 		switch {
 		case pe.ranged && deleted == nil && we.Outcome != OutcomeApplied:
-			for _, k := range s.ranged[idx] {
+			for _, k := range keys.inRange(pe.from, pe.end) {
 				track[k].known = false
 			}
 		case pe.kind == walread.KindLeaseRevoke && deleted == nil && we.Outcome != OutcomeApplied:

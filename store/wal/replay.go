@@ -310,25 +310,16 @@ func (r *replay) value(key string) ([]byte, bool) {
 	return v, err == nil
 }
 
-func (r *replay) keysIn(from, end []byte) ([]string, bool) {
-	if !r.known {
-		return nil, false
-	}
-	if len(end) == 0 {
+func (r *replay) keysIn(from, end []byte) keySet {
+	if len(end) == 0 && r.known {
+		// One key: looked up, not found among every key.
 		if s := r.keys[string(from)]; s != nil && s.exists {
-			return []string{string(from)}, true
+			return keySet{live: []string{string(from)}}
 		}
-		return nil, true
+		return keySet{}
 	}
 	all := len(end) == 1 && end[0] == 0
-	var keys []string
-	for k, s := range r.keys {
-		if s.exists && k >= string(from) && (all || k < string(end)) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys, true
+	return r.liveKeys(func(k string, _ *keyState) bool { return k >= string(from) && (all || k < string(end)) })
 }
 
 func (r *replay) lease(id int64) (exists, known bool) {
@@ -338,18 +329,24 @@ func (r *replay) lease(id int64) (exists, known bool) {
 	return false, r.known
 }
 
-func (r *replay) leaseKeys(id int64) ([]string, bool) {
+func (r *replay) leaseKeys(id int64) keySet {
+	return r.liveKeys(func(_ string, s *keyState) bool { return s.lease == id })
+}
+
+// liveKeys lists the live keys in, in key order; once the state is not
+// known, none are known.
+func (r *replay) liveKeys(in func(string, *keyState) bool) keySet {
 	if !r.known {
-		return nil, false
+		return keySet{unsure: true, unnamed: true}
 	}
-	var keys []string
+	var ks keySet
 	for k, s := range r.keys {
-		if s.exists && s.lease == id {
-			keys = append(keys, k)
+		if s.exists && in(k, s) {
+			ks.live = append(ks.live, k)
 		}
 	}
-	sort.Strings(keys)
-	return keys, true
+	sort.Strings(ks.live)
+	return ks
 }
 
 // revisions: once not known, the revision and compaction are at least

@@ -155,21 +155,17 @@ func (st *settled) count(dbRev int64) bool {
 	return changed
 }
 
-// chains settles kube-apiserver transactions from their keys' chains of
-// writes: a compare of a key's mod revision holds exactly when it names
-// the revision the key's last write made. Deletes (plain, or of a range)
-// leave their keys absent whatever they found; a revoke deletes the keys
-// attached to its lease: those the log last put with it, and, for a lease
-// from before the log, keys whose lease the log does not know (a lease the
-// log grants is new). It reports whether it settled any.
+// chains settles entries along their keys' chains of writes, stepping
+// each over a state that follows the keys' mod revisions and leases
+// where they are known: a kube-apiserver compare of a key's mod revision
+// holds exactly when it names the revision the key's last write made, a
+// delete or a revoke whose keys step knows made a revision exactly when
+// one was live. It reports whether it settled any.
 func (s *settler) chains(st *settled) bool {
 	const unknown = unknownRev
 	nk := len(s.names.names)
 	ps := newPxState(s.names)
-	// cur: the key's mod revision (0: absent); lease: its lease, as its
-	// last put applied set it. ps.leases: the leases the log granted and
-	// has not revoked since (they exist), or revoked (they do not); others
-	// are from before it, and may have had keys attached there.
+	ps.putWith = s.putWith
 	ps.cur, ps.keyLease = make([]int64, nk), make([]int64, nk)
 	cur, lease := ps.cur, ps.keyLease
 	for i := range cur {
@@ -188,55 +184,6 @@ func (s *settler) chains(st *settled) bool {
 	changed := false
 	for i := range s.entries {
 		pe := &s.entries[i]
-		switch {
-		case pe.kind == walread.KindLeaseGrant:
-			ps.grant(pe.id)
-			continue
-		case pe.kind == walread.KindLeaseRevoke:
-			l := pe.id
-			exists, seen := ps.lease(l)
-			fromBefore := !seen
-			ps.revoke(l)
-			if exists && st.made[i] == -1 && !fromBefore {
-				// It deletes the keys the log attached that are there.
-				some, all := false, true
-				for _, k := range s.putWith[l] {
-					switch {
-					case lease[k] == l && cur[k] > 0:
-						some = true
-					case cur[k] == 0 || lease[k] != unknown && lease[k] != l:
-					default:
-						all = false
-					}
-				}
-				switch {
-				case some:
-					st.made[i], changed = 1, true
-				case all:
-					st.made[i], changed = 0, true
-				}
-			}
-			for k := range cur {
-				switch {
-				case lease[k] == l && exists:
-					cur[k] = 0 // deleted with it, or absent already
-				case lease[k] == l, lease[k] == unknown && fromBefore:
-					cur[k] = unknown
-				}
-			}
-			continue
-		case pe.ranged:
-			// Every key of its range is absent after it.
-			for _, k := range s.ranged[int32(i)] {
-				cur[k] = 0
-			}
-			continue
-		}
-		if pe.kind == walread.KindDeleteRange {
-			// Absent after it, whatever it found.
-			cur[pe.succ[0].key] = 0
-			continue
-		}
 		// A kube-apiserver compare of a key's mod revision names a
 		// revision the key was put at (the one it read): one after the
 		// log's start (at or above a revision the log made) was made by
@@ -244,12 +191,9 @@ func (s *settler) chains(st *settled) bool {
 		// not known, and no other's is that, it is this one's. Another
 		// client's compare may name any number.
 		k, _, del, _, ok := kubeShape(pe)
-		if st.made[i] != 0 {
-			// etcd's step decides it where the keys' state it needs is
-			// known, and applies its writes to them: a kube-apiserver
-			// compare holds exactly when it names the key's mod
-			// revision, and the write then made a revision if it
-			// changed a key and its lease is there.
+		// An entry that made no revision changed no key; a delete or a
+		// lease change is stepped whatever it made.
+		if st.made[i] != 0 || pe.kind != walread.KindPut && pe.kind != walread.KindTxn {
 			ps.at = st.rev[i]
 			if ps.at == 0 {
 				ps.at = unknown
@@ -259,17 +203,23 @@ func (s *settler) chains(st *settled) bool {
 				res = step(ps, req, pe.index)
 			}
 			switch {
+			case st.made[i] == 0 && res.changed:
+				st.noWorld = fmt.Sprintf("entry %d changed a key, yet the counting shows it made no revision", pe.index)
+				return false
 			case res.outcome == OutcomeApplied && (res.changed || st.made[i] == 1):
 				st.made[i], changed = 1, changed || st.made[i] == -1
-			case st.made[i] == -1 && res.outcome != OutcomeUnknown:
-				st.made[i], st.stepped[i], changed = 0, res, true
+			case st.made[i] != 1 && res.outcome != OutcomeUnknown:
+				changed = changed || st.made[i] == -1
+				st.made[i], st.stepped[i] = 0, res
+			case pe.kind == walread.KindDeleteRange:
+				// Step deleted what it could: not live after it.
 			case st.made[i] == 1 && !pe.nested && len(pe.fail) == 0:
 				// It made a revision, and its failure branch writes
 				// nothing: its success branch applied.
 				for _, op := range pe.succ {
-					ps.cur[op.key], ps.keyLease[op.key] = ps.at, op.lease
+					cur[op.key], lease[op.key] = ps.at, op.lease
 					if op.del {
-						ps.cur[op.key] = 0
+						cur[op.key], lease[op.key] = 0, 0
 					}
 				}
 			default:

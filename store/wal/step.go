@@ -23,8 +23,9 @@ import (
 // The state may not know everything. A replay from raft index 1 or from
 // a db knows every key, lease and revision. The state of the entries the
 // db already holds does not know what was there before the log. Where a
-// rule needs what the state does not know, the outcome is unknown and
-// nothing is applied: the step never guesses.
+// rule needs what the state does not know, the outcome is unknown: the
+// step never guesses. It still applies what holds either way: after a
+// range delete, no key of its range is live.
 
 // stepState is what step reads of a keyspace, and how it changes it.
 type stepState interface {
@@ -34,14 +35,13 @@ type stepState interface {
 	field(key string, t pb.Compare_CompareTarget) (v int64, known bool)
 	// value returns a live key's value.
 	value(key string) (v []byte, known bool)
-	// keysIn lists the live keys in etcd's range [from, end), in key
-	// order: end empty names the key alone, end "\x00" every key from
-	// from on.
-	keysIn(from, end []byte) (keys []string, known bool)
+	// keysIn says which keys are live in etcd's range [from, end): end
+	// empty names the key alone, end "\x00" every key from from on.
+	keysIn(from, end []byte) keySet
 	// lease reports whether lease id exists.
 	lease(id int64) (exists, known bool)
-	// leaseKeys lists the live keys attached to lease id, in key order.
-	leaseKeys(id int64) (keys []string, known bool)
+	// leaseKeys says which live keys are attached to lease id.
+	leaseKeys(id int64) keySet
 	// revisions bounds the current revision and the compaction revision:
 	// a state that knows them gives each bound twice.
 	revisions() (revLo, revHi, compactLo, compactHi int64)
@@ -54,6 +54,19 @@ type stepState interface {
 	revoke(id int64)
 	compact(rev int64)
 }
+
+// keySet is what a state knows of the keys a range delete or a revoke
+// deletes. live lists, in key order, the keys it deletes for certain;
+// gone, keys it names that are not live after it whatever they were
+// before. unsure says it may delete keys that live does not list;
+// unnamed, that some of them may be keys the state cannot name at all.
+type keySet struct {
+	live, gone      []string
+	unsure, unnamed bool
+}
+
+// known reports whether live lists every key that was live.
+func (ks keySet) known() bool { return !ks.unsure && len(ks.gone) == 0 }
 
 // op is one write an entry asks for, with where it is in the request:
 // path holds the transaction op indices, branchIndex at each level.
@@ -87,6 +100,8 @@ type stepResult struct {
 	compacted int64
 	// lose says why the rules from this entry on are not modelled.
 	lose string
+	// unnamed says it may have deleted keys the state cannot name.
+	unnamed bool
 }
 
 // etcdMinLeaseTTL is the shortest TTL etcd stores for a lease with its
@@ -181,7 +196,9 @@ func txnPath(st stepState, t *pb.TxnRequest, path []int32) (ops []op, ok, known 
 }
 
 // stepWrite checks and applies the writes of a plain request or of a
-// transaction's path taken.
+// transaction's path taken. A delete whose keys the state does not all
+// know deletes those it knows; unless some key changed, the outcome is
+// then unknown.
 func stepWrite(st stepState, ops []op) stepResult {
 	if why, known := check(st, ops); !known {
 		return stepResult{outcome: OutcomeUnknown, reason: why, tried: writeOps(ops)}
@@ -189,27 +206,42 @@ func stepWrite(st stepState, ops []op) stepResult {
 		return stepResult{outcome: OutcomeNotApplied, reason: why, tried: writeOps(ops)}
 	}
 	res := stepResult{outcome: OutcomeApplied}
+	unsure := false
 	for _, o := range ops {
 		switch {
 		case o.put != nil:
 			st.put(string(o.put.Key), o)
 			res.changed = true
 		case o.del != nil:
-			keys, _ := st.keysIn(o.del.Key, o.del.RangeEnd)
-			for _, k := range keys {
-				st.del(k, o)
-				res.changed = true
+			ks := st.keysIn(o.del.Key, o.del.RangeEnd)
+			res.changed = deleteKeys(st, ks, o) || res.changed
+			if !ks.known() {
+				unsure, res.unnamed = true, res.unnamed || ks.unnamed
+				res.tried = append(res.tried, o)
 			}
 		}
+	}
+	if unsure && !res.changed {
+		res.outcome, res.reason = OutcomeUnknown, "the keys it deletes are not all known here"
 	}
 	return res
 }
 
+// deleteKeys deletes ks's keys and reports whether any was live.
+func deleteKeys(st stepState, ks keySet, o op) bool {
+	for _, k := range ks.live {
+		st.del(k, o)
+	}
+	for _, k := range ks.gone {
+		st.del(k, o)
+	}
+	return len(ks.live) > 0
+}
+
 // check makes etcd's checks before a write, all against the state before
 // it: a range must not read a future or compacted revision, a put's lease
-// must exist, a put that keeps the value or lease needs the key. It also
-// needs to know which keys each delete deletes. why is "" when the write
-// may go ahead.
+// must exist, a put that keeps the value or lease needs the key. why is
+// "" when the write may go ahead.
 func check(st stepState, ops []op) (why string, known bool) {
 	revLo, revHi, compactLo, compactHi := st.revisions()
 	for _, o := range ops {
@@ -242,10 +274,6 @@ func check(st stepState, ops []op) (why string, known bool) {
 					return "key not found (put ignoring value or lease)", true
 				}
 			}
-		case o.del != nil:
-			if _, k := st.keysIn(o.del.Key, o.del.RangeEnd); !k {
-				return "the state of the keys before the log is unknown", false
-			}
 		}
 	}
 	return "", true
@@ -255,10 +283,11 @@ func check(st stepState, ops []op) (why string, known bool) {
 // live key of its range, and on no key as on a key with every field 0,
 // except a value compare, which fails.
 func compare(st stepState, c *pb.Compare) (result, known bool) {
-	keys, k := st.keysIn(c.Key, c.RangeEnd)
-	if !k {
+	ks := st.keysIn(c.Key, c.RangeEnd)
+	if !ks.known() {
 		return false, false
 	}
+	keys := ks.live
 	if len(keys) == 0 {
 		return c.Target != pb.Compare_VALUE && compareResult(c.Result, cmp.Compare(0, compareOperand(c))), true
 	}
@@ -333,26 +362,25 @@ func stepGrant(st stepState, g *pb.LeaseGrantRequest) stepResult {
 }
 
 // stepRevoke revokes a lease, deleting the keys attached to it in key
-// order, in one revision.
+// order, in one revision. Whatever it found, the lease does not exist
+// after it.
 func stepRevoke(st stepState, id int64) stepResult {
 	exists, known := st.lease(id)
+	ks := st.leaseKeys(id)
+	res := stepResult{outcome: OutcomeUnknown, reason: "lease may exist from before the log", unnamed: ks.unnamed}
 	switch {
-	case !known:
-		return stepResult{outcome: OutcomeUnknown, reason: "lease may exist from before the log"}
-	case !exists:
-		return stepResult{outcome: OutcomeNotApplied, reason: "lease not found"}
-	}
-	keys, known := st.leaseKeys(id)
-	if !known {
-		st.revoke(id)
-		return stepResult{outcome: OutcomeUnknown, reason: "keys attached to the lease before the log are unknown"}
-	}
-	for _, k := range keys {
-		st.del(k, op{})
+	case known && !exists:
+		res = stepResult{outcome: OutcomeNotApplied, reason: "lease not found"}
+	case known:
+		res = stepResult{outcome: OutcomeApplied, changed: deleteKeys(st, ks, op{}), unnamed: ks.unnamed}
+		if !ks.known() && !res.changed {
+			res.outcome, res.reason = OutcomeUnknown, "keys attached to the lease before the log are unknown"
+		} else {
+			res.leases = []leaseChange{{LeaseChange: store.LeaseChange{ID: id, Revoke: true}}}
+		}
 	}
 	st.revoke(id)
-	lc := leaseChange{LeaseChange: store.LeaseChange{ID: id, Revoke: true}}
-	return stepResult{outcome: OutcomeApplied, changed: len(keys) > 0, leases: []leaseChange{lc}}
+	return res
 }
 
 // stepCompact compacts to rev; etcd refuses a future revision and one

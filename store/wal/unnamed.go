@@ -11,7 +11,7 @@ import (
 
 // unnamedDeleter is an entry before the db that may have deleted keys
 // the log never names: a revoke of a lease the log did not grant before
-// it (keys attached before the log), or a range delete (of [from, end)).
+// it, or a range delete of [from, end).
 type unnamedDeleter struct {
 	entry     int32
 	ranged    bool
@@ -20,20 +20,21 @@ type unnamedDeleter struct {
 }
 
 // unnamedDeleters lists the prefix entries that may have deleted keys the
-// log never names.
-func unnamedDeleters(prefix []pxEntry) []unnamedDeleter {
+// log never names: those step says so of, over a state that knows the
+// leases the log grants and no key.
+func unnamedDeleters(prefix []pxEntry, keys *pxKeys) []unnamedDeleter {
 	var out []unnamedDeleter
-	granted := map[int64]bool{}
+	ps := newPxState(keys)
 	for i := range prefix {
 		pe := &prefix[i]
-		switch {
-		case pe.kind == walread.KindLeaseGrant:
-			granted[pe.id] = true
-		case pe.kind == walread.KindLeaseRevoke && !granted[pe.id]:
-			out = append(out, unnamedDeleter{entry: int32(i), lease: pe.id})
-		case pe.ranged:
-			out = append(out, unnamedDeleter{entry: int32(i), ranged: true, from: pe.from, end: pe.end})
+		if req := pe.request(keys.names); req == nil || !step(ps, req, pe.index).unnamed {
+			continue
 		}
+		u := unnamedDeleter{entry: int32(i), ranged: pe.ranged, from: pe.from, end: pe.end}
+		if !pe.ranged {
+			u.lease = pe.id
+		}
+		out = append(out, u)
 	}
 	return out
 }

@@ -404,7 +404,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	writes := len(r.all)
 	if base != nil && len(prefix) > 0 {
 		w.cov.InDB = len(prefix)
-		w.unnamed = unnamedDeleters(prefix)
+		w.unnamed = unnamedDeleters(prefix, prefixKeys)
 		p, err := w.resolvePrefix(ctx, prefix, prefixKeys, firstIndex == 1, xr)
 		if err != nil {
 			return nil, fmt.Errorf("read write-ahead log: %w", err)
