@@ -307,6 +307,8 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 		var deleted, revoked []int32
 		_, cmpRev, del, lease, kube := kubeShape(pe)
 		plain := pe.kind == walread.KindPut || pe.kind == walread.KindDeleteRange && !pe.ranged
+		unnamed := pe.ranged || pe.kind == walread.KindLeaseRevoke
+		res := st.stepped[i]
 		switch {
 		case pe.kind == walread.KindLeaseGrant:
 			if _, seen := ps.lease(pe.id); !seen {
@@ -316,35 +318,6 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 			}
 			res := step(ps, pe.request(keys.names), pe.index)
 			we.Outcome, we.Reason = res.outcome, res.reason
-		case pe.kind == walread.KindLeaseRevoke:
-			exists, _ := ps.lease(pe.id)
-			ps.revoke(pe.id)
-			revoked = attached[pe.id]
-			switch {
-			case made == 1 && rev > s.dbK:
-				// The db holds what it deleted: its tombstones there.
-				we.Outcome, we.Reason, deleted = OutcomeApplied, "", s.tombstones(rev)
-			case made == 0 && exists:
-				we.Outcome, we.Reason = OutcomeApplied, "no key attached to the lease was left: nothing deleted"
-			default:
-				// Its outcome is not established, nor so which keys it
-				// deleted: each the log attached listed, not applied.
-				for _, k := range attached[pe.id] {
-					rp.newWrite(rp.keyString(keys.names[k]), idx, op{}, true)
-				}
-			}
-			delete(attached, pe.id)
-		case pe.ranged:
-			switch {
-			case made == 1 && rev > s.dbK:
-				we.Outcome, we.Reason, deleted = OutcomeApplied, "", s.tombstones(rev)
-			case made == 0:
-				we.Outcome, we.Reason = OutcomeApplied, "no key of its range existed: nothing deleted"
-			default:
-				for _, k := range keys.inRange(pe.from, pe.end) {
-					rp.newWrite(rp.keyString(keys.names[k]), idx, op{}, true)
-				}
-			}
 		case pe.kind == walread.KindCompaction:
 			// The revision is at least the last one known before, below
 			// the next one known. The compaction is at most an earlier
@@ -356,16 +329,30 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 				we.Reason = unknown
 			}
 			compactedHi = max(compactedHi, pe.id)
-		case !kube && !plain && made == 0 && st.stepped[i].outcome != OutcomeUnknown:
-			// step decided it: it changed no key.
-			res := st.stepped[i]
+		case !unnamed && pe.kind != walread.KindPut && pe.kind != walread.KindDeleteRange && pe.kind != walread.KindTxn:
+			we.Outcome, we.Reason = OutcomeSkipped, ""
+		case made == 0 && res.partial:
+			// It applied; step knew all but whether it deleted a key.
+			we.Outcome, we.Reason = OutcomeApplied, "it changed no key"
+		case made == 0 && res.outcome != OutcomeUnknown:
 			we.Outcome, we.Reason = res.outcome, res.reason
 			if res.outcome == OutcomeApplied {
 				we.Reason = "it changed no key"
 			}
-		case !kube && !plain && (pe.kind == walread.KindPut || pe.kind == walread.KindDeleteRange || pe.kind == walread.KindTxn):
-		case pe.kind != walread.KindPut && pe.kind != walread.KindDeleteRange && pe.kind != walread.KindTxn:
-			we.Outcome, we.Reason = OutcomeSkipped, ""
+		case unnamed && made == 1 && rev > s.dbK:
+			// The db holds what it deleted: its tombstones there.
+			we.Outcome, we.Reason, deleted = OutcomeApplied, "", s.tombstones(rev)
+		case unnamed:
+			// Which keys it deleted is not established: each the log
+			// names that it may have deleted is listed, not applied.
+			ks := attached[pe.id]
+			if pe.ranged {
+				ks = keys.inRange(pe.from, pe.end)
+			}
+			for _, k := range ks {
+				rp.newWrite(rp.keyString(keys.names[k]), idx, op{}, true)
+			}
+		case !kube && !plain:
 		case made == 1:
 			we.Outcome, we.Reason = OutcomeApplied, ""
 			if rev != 0 {
@@ -373,9 +360,8 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 			} else {
 				we.Reason = fmt.Sprintf("applied; its revision is not established: between %d and %d", prevRev[i]+1, nextRev[i]-1)
 			}
-		case made == 0 && pe.kind == walread.KindDeleteRange:
-			we.Outcome, we.Reason = OutcomeApplied, "the key did not exist: nothing deleted"
 		case made == 0 && pe.kind == walread.KindPut:
+			// Step knew all but whether its lease exists.
 			we.Outcome, we.Reason = OutcomeNotApplied, fmt.Sprintf("lease %x not found (a lease its puts name)", pe.succ[0].lease)
 		case made == 0 && kube && del && cmpRev == 0:
 			// A delete if the key does not exist (mod revision 0):
@@ -385,6 +371,11 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 			we.Outcome, we.Reason = OutcomeNotApplied, "compare failed (the key changed since it was read), or the lease its put names was not found"
 		case made == 0:
 			we.Outcome, we.Reason = OutcomeNotApplied, "compare failed (the key changed since it was read)"
+		}
+		if pe.kind == walread.KindLeaseRevoke {
+			ps.revoke(pe.id)
+			revoked = attached[pe.id]
+			delete(attached, pe.id)
 		}
 		// A lease grant or a compaction makes no revision, known or not.
 		noRev := pe.kind == walread.KindLeaseGrant || pe.kind == walread.KindCompaction

@@ -202,6 +202,7 @@ func (s *settler) chains(st *settled) bool {
 			if req := pe.request(s.names.names); req != nil {
 				res = step(ps, req, pe.index)
 			}
+			st.stepped[i] = res
 			switch {
 			case st.made[i] == 0 && res.changed:
 				st.noWorld = fmt.Sprintf("entry %d changed a key, yet the counting shows it made no revision", pe.index)
@@ -210,7 +211,7 @@ func (s *settler) chains(st *settled) bool {
 				st.made[i], changed = 1, changed || st.made[i] == -1
 			case st.made[i] != 1 && res.outcome != OutcomeUnknown:
 				changed = changed || st.made[i] == -1
-				st.made[i], st.stepped[i] = 0, res
+				st.made[i] = 0
 			case pe.kind == walread.KindDeleteRange:
 				// Step deleted what it could: not live after it.
 			case st.made[i] == 1 && !pe.nested && len(pe.fail) == 0:

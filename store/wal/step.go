@@ -100,8 +100,10 @@ type stepResult struct {
 	compacted int64
 	// lose says why the rules from this entry on are not modelled.
 	lose string
-	// unnamed says it may have deleted keys the state cannot name.
-	unnamed bool
+	// partial says the request applied and only whether it deleted a
+	// key is unknown: that alone makes the outcome unknown. unnamed says
+	// it may have deleted keys the state cannot name.
+	partial, unnamed bool
 }
 
 // etcdMinLeaseTTL is the shortest TTL etcd stores for a lease with its
@@ -222,7 +224,7 @@ func stepWrite(st stepState, ops []op) stepResult {
 		}
 	}
 	if unsure && !res.changed {
-		res.outcome, res.reason = OutcomeUnknown, "the keys it deletes are not all known here"
+		res.outcome, res.reason, res.partial = OutcomeUnknown, "the keys it deletes are not all known here", true
 	}
 	return res
 }
@@ -374,7 +376,7 @@ func stepRevoke(st stepState, id int64) stepResult {
 	case known:
 		res = stepResult{outcome: OutcomeApplied, changed: deleteKeys(st, ks, op{}), unnamed: ks.unnamed}
 		if !ks.known() && !res.changed {
-			res.outcome, res.reason = OutcomeUnknown, "keys attached to the lease before the log are unknown"
+			res.outcome, res.reason, res.partial = OutcomeUnknown, "keys attached to the lease before the log are unknown", true
 		} else {
 			res.leases = []leaseChange{{LeaseChange: store.LeaseChange{ID: id, Revoke: true}}}
 		}
