@@ -8,38 +8,25 @@ import (
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
-// Settling the prefix by propagation (settle).
-//
-// Some entries' outcomes follow from the db and the log alone, whatever the
-// state before the log:
-//
-//   - a put whose key and value the db holds at revision R, no other put of
-//     the log writing them, made R (see settler.load);
-//   - between two entries whose revisions are known (or the last one and
-//     the db's revision), the entries made exactly as many revisions as lie
-//     between: where that is all of those that can make one, each did; where
-//     it is none, none did;
-//   - a key's writes are a chain: where its last write's outcome and
-//     revision are known, a compare of its mod revision holds exactly when
-//     it names that revision (a kube-apiserver transaction that puts or
-//     deletes the key it compares then made a revision, or not).
-//
-// Each fact feeds the others until nothing changes. What it settles holds
-// in every state before the log that leads the entries to the db: it is
-// what is established (prefix_settle.go).
+// Settle proves entries' outcomes from the db and the log alone, whatever
+// the state before the log. A put whose key and value the db alone holds
+// at R made R. The entries between two whose revisions are known made
+// exactly the revisions between: where that is all of those that can
+// make one, each did, and where it is none, none did. Step over the keys'
+// chains of writes decides the rest it can. Each fact feeds the others
+// until nothing changes.
 
-// settled holds, by entry, whether it made a revision (made: 1, 0, -1 not
-// known) and which (rev, 0 when not known).
+// settled holds, by entry, whether it made a revision, made 1 or 0 or -1
+// when not known, and which, rev 0 when not known.
 type settled struct {
 	made []int8
 	rev  []int64
-	// index is, by entry, its raft index (for what noWorld says).
+	// index is an entry's raft index, for what noWorld says.
 	index func(int) uint64
 	// noWorld says why no state before the log leads the entries to the
 	// db, when the counting shows it.
 	noWorld string
-	// stepped holds, by entry, what step decided of an entry that made
-	// no revision.
+	// stepped holds what step said of each entry it stepped.
 	stepped map[int]stepResult
 }
 
@@ -92,9 +79,8 @@ func (s *settler) settle() *settled {
 	return st
 }
 
-// count settles the entries between two whose revisions are known (the
-// db's revision follows the last entry): it reports whether it settled
-// any.
+// count settles the entries between two whose revisions are known, the
+// db's revision after the last entry, and reports whether it settled any.
 func (st *settled) count(dbRev int64) bool {
 	n := len(st.made)
 	changed := false
@@ -215,12 +201,13 @@ func (s *settler) chains(st *settled) bool {
 			case pe.kind == walread.KindDeleteRange:
 				// Step deleted what it could: not live after it.
 			case st.made[i] == 1 && !pe.nested && len(pe.fail) == 0:
-				// It made a revision, and its failure branch writes
+				// It made a revision and its failure branch writes
 				// nothing: its success branch applied.
-				for _, op := range pe.succ {
-					cur[op.key], lease[op.key] = ps.at, op.lease
-					if op.del {
-						cur[op.key], lease[op.key] = 0, 0
+				for _, o := range pe.succ {
+					if o.del {
+						ps.del(s.names.names[o.key], op{})
+					} else {
+						ps.put(s.names.names[o.key], op{put: &pb.PutRequest{Lease: o.lease}})
 					}
 				}
 			default:
