@@ -82,9 +82,9 @@ type stepResult struct {
 	reason  string
 	// changed says a key changed: the entry made a revision. tried
 	// lists the writes asked for that step did not apply.
-	changed bool
-	tried   []op
-	leases []leaseChange
+	changed   bool
+	tried     []op
+	leases    []leaseChange
 	compacted int64
 	// lose says why the rules from this entry on are not modelled.
 	lose string
