@@ -32,9 +32,9 @@
 //
 // # Where the replay starts
 //
-//   - From raft index 1 (OpenWAL): an empty keyspace; every revision is
-//     derived.
-//   - From a db (OpenWALOver, base.go): the entries after the db's
+//   - From raft index 1, OpenWALOver without a db: an empty keyspace;
+//     every revision is derived.
+//   - From a db (OpenWALOver with one, base.go): the entries after the db's
 //     consistent index are replayed from the db's state (its keys, leases
 //     and revision).
 //   - From an older snapshot, checked against the current db (OpenLogChecked,

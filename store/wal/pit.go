@@ -30,11 +30,10 @@ var ErrNoPointInTime = errors.New("the log holds no such change after the db")
 // step. It is what an etcd snapshot taken at Index holds, and
 // store.WritePointInTime writes it as one.
 //
-// Only a replay over a db has one, from OpenLogOver or OpenLogChecked,
-// and only where every entry from the db's consistent index to Index has
-// an established outcome and revision: no entry missing, none past the
-// last commit index the log records, none whose apply rules are not
-// modelled, such as enabling authentication or a NOSPACE alarm.
+// Only a replay over a db has one, and only where every entry from the
+// db's consistent index to Index has an established outcome and revision:
+// none missing, none past the last commit index the log records, none
+// whose rules are not modelled, such as enabling authentication.
 type PointInTime struct {
 	// Index and Term are the raft entry the point is at: the snapshot's
 	// consistent index and term.

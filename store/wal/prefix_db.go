@@ -85,19 +85,9 @@ func (d boltPrefixDB) live(ctx context.Context, names *pxKeys, fn func(kv *store
 		ids = stateIDs(d.states, names)
 	}
 	if d.hashes == nil {
-		i := 0
-		return d.b.ValuesOf(ctx, d.states, func(string) bool { return names == nil || ids[i] >= 0 }, func(kv *store.KeyValue) error {
-			id := int32(-1)
-			if ids != nil {
-				id = ids[i]
-			}
-			i++
-			var h uint64
-			if names == nil || id >= 0 {
-				h = valueHash(kv.Value)
-			}
-			return fn(kv, id, h)
-		})
+		var stop func()
+		d.hashes, stop = readHashes(ctx, d.b, d.states, ids)
+		defer stop()
 	}
 	if err := d.hashes.wait(ctx); err != nil {
 		return err

@@ -148,15 +148,7 @@ func newReplay(valueOf func(int32) ([]byte, error)) *replay {
 	}
 }
 
-// key returns key's state, made on first use.
-func (r *replay) key(key []byte) *keyState {
-	if s := r.keys[string(key)]; s != nil {
-		return s
-	}
-	return r.addKey(string(key))
-}
-
-// keyString is key with the key as a string (not copied again).
+// keyString returns key's state, made on first use.
 func (r *replay) keyString(key string) *keyState {
 	if s := r.keys[key]; s != nil {
 		return s
@@ -421,9 +413,9 @@ func (r *replay) record(idx int32, key string, o op, del bool) {
 func (r *replay) attempt(idx int32, o op) {
 	switch {
 	case o.put != nil:
-		r.newWrite(r.key(o.put.Key), idx, o, false)
+		r.newWrite(r.keyString(string(o.put.Key)), idx, o, false)
 	case o.del != nil && len(o.del.RangeEnd) == 0:
-		r.newWrite(r.key(o.del.Key), idx, o, true)
+		r.newWrite(r.keyString(string(o.del.Key)), idx, o, true)
 	}
 	// A range delete whose keys are not known is in the entry only.
 }

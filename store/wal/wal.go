@@ -119,51 +119,34 @@ type baseTombstone struct {
 
 var _ store.Archive = (*WAL)(nil)
 
-// OpenWAL reads the write-ahead log in dir (a wal directory, or a member's
-// data directory holding member/wal) and replays it. It never writes, locks
-// or repairs the log.
+// OpenWALOver reads the write-ahead log in dir, a wal directory or a
+// member's data directory, and replays it; it never writes, locks or
+// repairs the log. Only committed entries are replayed; later ones are
+// unknown. A torn tail ends the log (WALCoverage.Tail); a damaged record
+// is an error wrapping walread.ErrCorrupt.
 //
-// Only committed entries (up to the last commit index a state record
-// holds) are replayed; later ones are unknown. A log that starts at raft
-// index 1 starts from an empty keyspace at revision 1: every outcome is
-// determined and every applied write gets its revision, up to the first
-// entry the model cannot decide (see WALCoverage.RevisionsStop). A log
-// that starts after a raft snapshot establishes no revision: its writes
-// are still listed (Entries, KeyWrites), with their values, as unknown.
-// A torn tail ends the log (WALCoverage.Tail); a damaged record is an
-// error wrapping walread.ErrCorrupt.
-func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
-	return OpenWALOver(ctx, dir, nil)
-}
-
-// OpenWALOver is OpenWAL started from base's state when base is not nil:
-// base is the same member's db, or a snapshot taken from it (see
-// base.go). Entries at or below its consistent index are already in
-// it and are not replayed; later ones are, with revisions continuing from
-// its revision. The WAL then reads as one source: base's history followed
-// by the log's newer writes. It fails with an error wrapping ErrDBNewer
-// when base is newer than the log's end, ErrLogGap when the log does not
-// hold the entry after base's consistent index.
+// Without base, a log that starts at raft index 1 starts from an empty
+// keyspace at revision 1, and one that starts after a raft snapshot
+// establishes no revision: its writes are listed as unknown. With base,
+// the same member's db or a snapshot of it, the entries up to its
+// consistent index are in it and worked out back from it (prefix.go),
+// later ones are replayed from its state, and the WAL reads as one
+// source. It fails with an error wrapping ErrDBNewer when base is newer
+// than the log's end, ErrLogGap when the log does not hold the entry
+// after base's consistent index.
 func OpenWALOver(ctx context.Context, dir string, base *store.Bolt) (*WAL, error) {
 	l, err := walread.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	return OpenLogOver(ctx, l, base)
-}
-
-// OpenLogOver is OpenWALOver of a log already opened (one member's, or
-// several members' merged by raft index: walread.OpenMerged).
-func OpenLogOver(ctx context.Context, l *walread.Log, base *store.Bolt) (*WAL, error) {
 	return OpenLogChecked(ctx, l, base, nil)
 }
 
-// OpenLogChecked is OpenLogOver with a second db of the same member, check,
-// newer than base (see check.go): when the replay over base has
-// applied every entry up to check's consistent index, its keyspace must be
-// check's, or it fails with an error wrapping ErrCheckFailed.
-// WALCoverage.Check says what the check established. check nil is
-// OpenLogOver.
+// OpenLogChecked is OpenWALOver of a log already opened, one member's or
+// several merged by walread.OpenMerged. check, when not nil, is a second
+// db of the member newer than base (check.go): when the replay over base
+// has applied every entry up to check's consistent index, its keyspace
+// must be check's, or it fails with an error wrapping ErrCheckFailed.
 func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt) (*WAL, error) {
 	var err error
 	w := &WAL{log: l, base: base}
