@@ -162,7 +162,7 @@ func (p *PointInTime) entry(ctx context.Context, i int32, we WALEntry, kept map[
 	return ctx.Err()
 }
 
-// request reads entry we's request again from the log.
+// request reads entry we's request again from the log, nil for none.
 func (w *WAL) request(we WALEntry) (*pb.InternalRaftRequest, error) {
 	rec, err := w.log.ReadRecord(we.pos)
 	if err != nil {
@@ -172,7 +172,7 @@ func (w *WAL) request(we WALEntry) (*pb.InternalRaftRequest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read entry %d: %w", we.Index, err)
 	}
-	if e.Index != we.Index || e.Request == nil {
+	if e.Index != we.Index {
 		return nil, fmt.Errorf("read entry %d: the log holds another entry there now", we.Index)
 	}
 	return e.Request, nil

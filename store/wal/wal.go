@@ -22,28 +22,24 @@ var ErrUndetermined = errors.New("not established by the write-ahead log")
 
 // WALCoverage summarises what a write-ahead log holds.
 type WALCoverage struct {
-	// Dir is the wal directory read; Segments the segment files read (up
-	// to the one a torn record ended).
-	Dir      string
-	Segments []string
-	// First and last entry index and term.
+	// Dir is the wal directory read; Segments the segment files read, up
+	// to the one a torn record ended. Commit is the last commit index the
+	// log records; Tail, where a torn log stopped. Counts counts entries
+	// by kind.
+	Dir                                        string
+	Segments                                   []string
 	FirstIndex, FirstTerm, LastIndex, LastTerm uint64
-	// Commit is the last commit index the log records.
-	Commit uint64
-	// Tail says where a torn log stopped (nil: it ended cleanly).
-	Tail *walread.Tail
-	// Counts counts entries by kind ("put", "txn", "conf-change", "other"...).
-	Counts map[string]int
-	// FirstRevision and LastRevision bound the revisions derived (0, 0:
-	// none). Revisions are derived from an empty keyspace when the log
-	// starts at raft index 1.
+	Commit                                     uint64
+	Tail                                       *walread.Tail
+	Counts                                     map[string]int
+	// FirstRevision and LastRevision bound the revisions derived, 0 for
+	// none.
 	FirstRevision, LastRevision int64
 	// RevisionsStop, when not empty, says from which entry on revisions
 	// are no longer derived, and why.
 	RevisionsStop string
-	// DB is the db the replay started from ("" : none), with its
-	// consistent index and revision; InDB counts the log's entries at or
-	// below that index (already in the db, not replayed).
+	// DB is the db the replay started from, with its consistent index and
+	// revision; InDB counts the log's entries the db already holds.
 	DB              string
 	ConsistentIndex uint64
 	DBRevision      int64
@@ -51,31 +47,24 @@ type WALCoverage struct {
 	// Member and Cluster are the ids the log's metadata records.
 	Member, Cluster uint64
 	// PrefixRevision is the revision before the log's first entry, when
-	// the entries the db holds were worked out back from it (their
-	// writes then have revisions PrefixRevision+1 to DBRevision);
-	// PrefixUnresolved, when not empty, says why they were not (their
-	// writes are then listed with an unknown outcome).
+	// the entries the db holds were worked out back from it;
+	// PrefixUnresolved says why they were not.
 	PrefixRevision   int64
 	PrefixUnresolved string
-	// PrefixUnknown lists the stretches of those entries whose revisions,
-	// or outcomes, are not established (each entry's Outcome says which;
-	// PrefixRevision is 0 when the first stretch starts the log): only
-	// their own writes are unknown, not the rest of the log's.
+	// PrefixUnknown lists the stretches of those entries whose outcomes
+	// or revisions are not established: only their own writes are
+	// unknown, not the rest of the log's.
 	PrefixUnknown []WALStretch
 	// Unnamed lists the entries the db holds that may have deleted keys
-	// the log never names, and that no source names (see
-	// UnnamedDeletion).
+	// no source names.
 	Unnamed []UnnamedDeletion `json:",omitempty"`
-	// Check, when not nil, says what a second, newer db of the member
-	// established of the replay (OpenLogChecked).
+	// Check says what a second, newer db of the member established.
 	Check *WALCheck
 }
 
-// WAL is a member's write-ahead log read as a store: every write the log
-// holds, replayed in order; the applied ones with their revisions serve
-// Reader and Archive. Its latest revision is the last one derived. It is
-// read-only and holds no value in memory: values are read again from the
-// log when asked for.
+// WAL is a member's write-ahead log read as a store: every write it holds,
+// replayed in order; the applied ones serve Reader and Archive. It holds
+// no value in memory: values are read again from the log.
 type WAL struct {
 	log      *walread.Log
 	cov      WALCoverage
@@ -83,30 +72,22 @@ type WAL struct {
 	keys     []string // keys with an applied write, sorted
 	firstRev int64
 	lastRev  int64
-	// base, when not nil, is the db the replay started from.
+	// base is the db the replay started from.
 	base *store.Bolt
-	// prefixFloor is the lowest revision the log's entries the db holds
-	// establish reads at (the revision before the log, or its highest
-	// possible value when that is not established).
-	prefixFloor int64
-	// prefixLowest is the revision before the log's lowest possible
-	// value: below it, the db's compaction removed what neither holds.
-	prefixLowest int64
+	// prefixFloor is the revision before the log, or its highest possible
+	// value: the lowest the prefix establishes reads at. prefixLowest is
+	// its lowest possible value.
+	prefixFloor, prefixLowest int64
 	// unnamed are the entries before the db that may have deleted keys
-	// the log never names (see unnamedOpen).
+	// the log never names.
 	unnamed []unnamedDeleter
-	// baseStates are base's live keys (without values) in key order, as
-	// the replay read them: the prefix's check against the db reads them
-	// (see boltPrefixDB), and baseState looks a key up without walking the
-	// db (Bolt.Get reads every revision).
-	baseStates []store.KeyValue
-	// baseDeleted are base's keys whose newest revision is a tombstone,
-	// in key order, read in the same walk: the last live revision before
-	// it (no value; only Key when the db does not hold it) and the
-	// tombstone's revision.
+	// baseStates are base's live keys without values, in key order, as
+	// the replay read them; baseDeleted, its keys whose newest revision
+	// is a tombstone, with the last live revision before it.
+	baseStates  []store.KeyValue
 	baseDeleted []baseTombstone
-	// revEntries are the entries with an established revision, in order
-	// (EntryOfRevision), made once.
+	// revEntries are the entries with an established revision, in order,
+	// made once by EntryOfRevision.
 	revOnce    sync.Once
 	revEntries []int32
 }
