@@ -9,22 +9,21 @@ import (
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
-// pxState is step's state for the entries the db holds: what was there
-// before the log is not known. It knows the leases the log granted or
-// revoked, bounds on the revision and the compaction, and, where settle
-// follows them, keys' mod revisions and leases, which step's writes set.
+// pxState is step's state for the entries the db holds, which does not
+// know what was there before the log. It knows the leases the log granted
+// or revoked, bounds on the revisions, and, where settle follows them,
+// keys' mod revisions and leases.
 type pxState struct {
 	names *pxKeys
-	// cur and lease hold, by key, its mod revision, 0 when absent, and its
-	// lease; unknownRev where not known. nil: no key is known.
+	// cur and keyLease hold, by key, its mod revision, 0 when absent, and
+	// its lease, unknownRev where not known; nil when no key is known.
 	cur, keyLease []int64
 	// leases holds the leases the log granted, true, or revoked, false.
 	// A lease the log grants is new: only the keys the log puts with it,
 	// putWith, can be attached to it.
 	leases  map[int64]bool
 	putWith map[int64][]int32
-	// at is the revision of the entry step applies, unknownRev when not
-	// known: put and del set the keys' state after it, where cur is kept.
+	// at is the revision of the entry step applies, or unknownRev.
 	at                                 int64
 	revLo, revHi, compactLo, compactHi int64
 }
@@ -136,9 +135,8 @@ func (s *pxState) revoke(id int64) {
 
 func (s *pxState) compact(rev int64) { s.compactLo = max(s.compactLo, rev) }
 
-// request rebuilds the request of a prefix entry that is not nested and
-// compares no value, without its values: what step needs to decide it.
-// It is nil for any other entry.
+// request rebuilds what step needs of a prefix entry's request, without
+// its values; nil for a nested one or one comparing a value.
 func (pe *pxEntry) request(names []string) *pb.InternalRaftRequest {
 	switch pe.kind {
 	case walread.KindLeaseGrant:
@@ -173,8 +171,6 @@ func (pe *pxEntry) request(names []string) *pb.InternalRaftRequest {
 		t := &pb.TxnRequest{Success: ops(pe.succ), Failure: ops(pe.fail)}
 		for _, c := range pe.cmps {
 			if c.target == pb.Compare_VALUE || c.ranged {
-				// step would not know the value, nor every key of
-				// the range.
 				return nil
 			}
 			pc := &pb.Compare{Key: []byte(names[c.key]), Target: c.target, Result: c.result}

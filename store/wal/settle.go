@@ -142,11 +142,8 @@ func (st *settled) count(dbRev int64) bool {
 }
 
 // chains settles entries along their keys' chains of writes, stepping
-// each over a state that follows the keys' mod revisions and leases
-// where they are known: a kube-apiserver compare of a key's mod revision
-// holds exactly when it names the revision the key's last write made, a
-// delete or a revoke whose keys step knows made a revision exactly when
-// one was live. It reports whether it settled any.
+// each over a state that follows the keys' mod revisions and leases where
+// they are known. It reports whether it settled any.
 func (s *settler) chains(st *settled) bool {
 	const unknown = unknownRev
 	nk := len(s.names.names)
@@ -158,7 +155,7 @@ func (s *settler) chains(st *settled) bool {
 		cur[i], lease[i] = unknown, unknown
 	}
 	// puts lists, by key, the entries so far that put it and may have
-	// applied; minRev is the lowest revision known: X is below it.
+	// applied; minRev is the lowest revision known.
 	puts := make([][]int32, nk)
 	otherPuts := make([]bool, nk) // keys put by an entry not in puts
 	minRev := int64(0)
@@ -170,12 +167,6 @@ func (s *settler) chains(st *settled) bool {
 	changed := false
 	for i := range s.entries {
 		pe := &s.entries[i]
-		// A kube-apiserver compare of a key's mod revision names a
-		// revision the key was put at (the one it read): one after the
-		// log's start (at or above a revision the log made) was made by
-		// a put of the log before it; where one such put's revision is
-		// not known, and no other's is that, it is this one's. Another
-		// client's compare may name any number.
 		k, _, del, _, ok := kubeShape(pe)
 		// An entry that made no revision changed no key; a delete or a
 		// lease change is stepped whatever it made.
@@ -219,6 +210,11 @@ func (s *settler) chains(st *settled) bool {
 				}
 			}
 		}
+		// A kube-apiserver compare of a key's mod revision names the
+		// revision it read the key at: one at or above a revision the log
+		// made was made by a put of the log before it; where one such
+		// put's revision is not known, and no other's is that, it is this
+		// one's.
 		for _, c := range pe.cmps {
 			if !ok || c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || minRev == 0 || c.value < minRev {
 				continue
@@ -246,7 +242,7 @@ func (s *settler) chains(st *settled) bool {
 			}
 		}
 		// The puts a revision can be told from: a kube-apiserver
-		// transaction's (it writes that key alone) or a plain put's.
+		// transaction's or a plain put's.
 		switch {
 		case ok && !del && st.made[i] != 0:
 			puts[k] = append(puts[k], int32(i))

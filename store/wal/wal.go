@@ -16,8 +16,7 @@ import (
 )
 
 // ErrUndetermined means the source holds the request but cannot establish
-// its outcome or revision (a write-ahead log that starts after a raft
-// snapshot, an entry past the last commit index it records).
+// its outcome or revision.
 var ErrUndetermined = errors.New("not established by the write-ahead log")
 
 // WALCoverage summarises what a write-ahead log holds.
@@ -132,13 +131,11 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	var err error
 	w := &WAL{log: l, base: base}
 	r := newReplay(w.value)
-	// A value compare reads a value the replay wrote, through w, before
-	// the replay has finished.
+	// A value compare reads a value the replay wrote through w.
 	w.r = r
 	w.cov = WALCoverage{Dir: l.Dir, Counts: r.counts}
 	var ci uint64
-	// ready waits for the db's keys (read while the log is): r is not
-	// touched before.
+	// ready waits for the db's keys, read while the log is.
 	ready := func() error { return nil }
 	if base != nil {
 		if ci, ready, err = w.startFromBase(ctx, r); err != nil {
@@ -163,8 +160,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	}
 	var queue []pending
 	var commit, last uint64
-	// The db applied every entry up to its consistent index: they were
-	// committed, whatever state record the log kept.
+	// The db applied every entry up to its consistent index: committed.
 	commit = ci
 	if checker != nil {
 		// So did the checking db, up to its own.
@@ -236,14 +232,11 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 					w.cov.FirstIndex, w.cov.FirstTerm = e.Index, e.Term
 				}
 				if e.Index <= ci {
-					// Already in the db: kept (values hashed) to be worked
-					// out backwards from the db (prefix.go).
+					// Already in the db: kept to be worked out back from it.
 					if !started {
 						firstIndex = e.Index
-						// The entries up to the db's: as many as their
-						// indexes (a new leader's rewrites aside), and no
-						// more than the log's records can hold (a record
-						// takes 16 bytes at least).
+						// As many as their indexes, and no more than the
+						// records can hold, 16 bytes each at least.
 						var size int64
 						for _, sg := range l.Segments {
 							size += sg.Size
@@ -308,12 +301,10 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 		}
 		return nil
 	})
-	// The db's revisions the entries in it may have made are read while
-	// the db's keys are.
+	// The db's revisions the prefix may have made are read meanwhile.
 	var xr *dbIndexRead
 	if err == nil && base != nil && len(prefix) > 0 {
-		// Its own context: an error return stops it, not waiting for it
-		// to read every revision.
+		// Its own context: an error return stops it.
 		ictx, cancel := context.WithCancel(ctx)
 		xr = readDBIndex(ictx, boltPrefixDB{b: base}, prefix, prefixKeys, w.cov.DBRevision)
 		defer func() { cancel(); _, _ = xr.wait() }()
@@ -330,18 +321,14 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 			return nil, fmt.Errorf("read write-ahead log: %w", err)
 		}
 	}
+	end := "the log holds no entry"
+	if started {
+		end = fmt.Sprintf("the log ends at raft index %d", w.cov.LastIndex)
+	}
 	if checker != nil && (!started || w.cov.LastIndex < checker.result.ConsistentIndex) {
-		end := "the log holds no entry"
-		if started {
-			end = fmt.Sprintf("the log ends at raft index %d", w.cov.LastIndex)
-		}
 		return nil, fmt.Errorf("%w: the db %s holds the entries up to raft index %d, %s", ErrDBNewer, check.Path(), checker.result.ConsistentIndex, end)
 	}
 	if base != nil && (!started || w.cov.LastIndex < ci) {
-		end := "the log holds no entry"
-		if started {
-			end = fmt.Sprintf("the log ends at raft index %d", w.cov.LastIndex)
-		}
 		return nil, fmt.Errorf("%w: the db holds the entries up to raft index %d, %s", ErrDBNewer, ci, end)
 	}
 	if tail != nil {
@@ -354,8 +341,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 		}
 	}
 	w.cov.Commit = commit
-	// Entries past the last commit index the log records may or may not
-	// have been committed and applied.
+	// Entries past the last commit index may never have been applied.
 	for _, p := range queue {
 		we := WALEntry{Index: p.e.Index, Term: p.e.Term, Kind: p.e.Kind, Other: p.e.Other, pos: p.pos,
 			Outcome: OutcomeUnknown, Reason: fmt.Sprintf("past the last commit index the log records (%d)", commit)}
@@ -393,10 +379,8 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	if !r.known {
 		w.cov.RevisionsStop = r.stopWhy
 	}
-	// The keys with an applied write: at its revision, or at one not
-	// established (a key whose only applied write is such a deletion is
-	// listed deleted, not left out).
-	// Found from the writes, not by walking every key of the db.
+	// The keys with an applied write, placed or not, found from the
+	// writes rather than from every key of the db.
 	listed := make([]bool, len(r.keyNames))
 	for x := range r.all {
 		if k := r.all[x].key; !listed[k] && (r.all[x].mod != 0 || w.isUnplaced(int32(x))) {
@@ -411,11 +395,10 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 // errStopped stops a scan whose consumer failed.
 var errStopped = errors.New("stopped")
 
-// scanPipelined runs l.Scan (reading records, checking their CRCs and
-// decoding the entries: walread.DecodeEntry) in a goroutine of its own
-// and fn (replaying them) in the caller's, so that the two use two cores.
-// Records go in batches; fn gets them in log order, an entry record with
-// its entry decoded (or why it does not decode), others with e nil.
+// scanPipelined reads and decodes the log's records in a goroutine of its
+// own and hands them to fn in the caller's, in batches, so that the two
+// use two cores. fn gets them in log order, an entry record with its
+// entry decoded or why it does not decode, others with e nil.
 func scanPipelined(l *walread.Log, fn func(typ int64, data []byte, pos walread.Pos, e *walread.Entry, decErr error) error) (*walread.Tail, error) {
 	type rawRecord struct {
 		typ    int64
