@@ -254,12 +254,12 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 			next = st.rev[i]
 		}
 	}
-	// firstRev is the first revision the log made that is known;
-	// compactedHi bounds the log's compactions so far.
-	firstRev := s.dbRev + 1
+	// firstRev is the first revision the log made that is known, made by
+	// entry f; compactedHi bounds the log's compactions so far.
+	f, firstRev := n, s.dbRev+1
 	for i := range n {
 		if st.rev[i] != 0 {
-			firstRev = st.rev[i]
+			f, firstRev = i, st.rev[i]
 			break
 		}
 	}
@@ -445,19 +445,12 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 	// The revision before the log, counted back from the first revision
 	// known over the entries before it; where some may or may not have
 	// made one, only its bounds are: floor and lowest.
-	f, rf := n, s.dbRev+1
-	for i := range n {
-		if st.rev[i] != 0 {
-			f, rf = i, st.rev[i]
-			break
-		}
-	}
 	var made, maybe int64
 	for _, m := range st.made[:f] {
 		made += int64(b2i(m == 1))
 		maybe += int64(b2i(m != 0))
 	}
-	v.floor, v.lowest = rf-1-made, rf-1-maybe
+	v.floor, v.lowest = firstRev-1-made, firstRev-1-maybe
 	if made == maybe {
 		v.before = v.floor
 	}

@@ -140,7 +140,7 @@ func stepTxn(st stepState, t *pb.TxnRequest) stepResult {
 	if !known {
 		return stepResult{outcome: OutcomeUnknown, reason: why, tried: writeOps(requestOps(t, nil))}
 	}
-	if ok || hasWrites(ops) {
+	if ok || len(writeOps(ops)) > 0 {
 		return stepWrite(st, ops)
 	}
 	return stepResult{outcome: OutcomeNotApplied, reason: "compare failed (the key changed since it was read)", tried: writeOps(branchOps(t.Success, nil, true))}
@@ -442,6 +442,3 @@ func writeOps(ops []op) []op {
 	}
 	return out
 }
-
-// hasWrites reports whether ops hold a put or a delete.
-func hasWrites(ops []op) bool { return len(writeOps(ops)) > 0 }
