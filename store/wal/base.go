@@ -439,7 +439,7 @@ func (c WALCoverage) Lines() []string {
 		case c.PrefixRevision >= c.DBRevision:
 			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: they wrote no revision", c.InDB))
 		case len(c.Unnamed) > 0:
-			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: revisions %d to %d, with %s that may have deleted keys the log never names", c.InDB, c.PrefixRevision+1, c.DBRevision, countEntries(len(c.Unnamed))))
+			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: revisions %d to %d, with %s that may have deleted keys the log never names", c.InDB, c.PrefixRevision+1, c.DBRevision, count(len(c.Unnamed), "entry", "entries")))
 		default:
 			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: revisions %d to %d", c.InDB, c.PrefixRevision+1, c.DBRevision))
 		}
@@ -468,13 +468,6 @@ func (c WALCoverage) Lines() []string {
 		out = append(out, "torn tail (the log ends there): "+c.Tail.String())
 	}
 	return out
-}
-
-func countEntries(n int) string {
-	if n == 1 {
-		return "1 entry"
-	}
-	return fmt.Sprintf("%d entries", n)
 }
 
 // establishedStretches names the entries up to the db's consistent index

@@ -29,14 +29,13 @@
 //
 // # Where the replay starts
 //
-//   - From raft index 1, OpenWALOver without a db: an empty keyspace.
-//   - From a db, OpenWALOver with one: the entries after the db's
+//   - From raft index 1, OpenLogChecked without a db: an empty keyspace.
+//   - From a db, OpenLogChecked with one: the entries after the db's
 //     consistent index are replayed from the db's keys, leases and
 //     revision (base.go).
-//   - From an older snapshot checked against the current db,
-//     OpenLogChecked: the replay must reach the current db's state at its
-//     consistent index, or it is refused naming the first key that
-//     differs (check.go).
+//   - From an older snapshot checked against the current db: the replay
+//     must reach the current db's state at its consistent index, or it is
+//     refused naming the first key that differs (check.go).
 //
 // # The entries the db already holds: the prefix
 //

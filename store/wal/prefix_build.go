@@ -11,14 +11,11 @@ import (
 // before the rest. It fails with an error wrapping ErrOtherCluster when
 // the db holds writes the entries cannot have made.
 func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, xr *dbIndexRead) (*replay, error) {
-	db := boltPrefixDB{b: w.base, states: w.baseStates}
-	if db.states != nil {
-		// The db's values are hashed on another core meanwhile.
-		db.ids = stateIDs(db.states, keys)
-		var stop func()
-		db.hashes, stop = readHashes(ctx, w.base, db.states, db.ids)
-		defer stop()
-	}
+	// The db's values are hashed on another core meanwhile.
+	db := boltPrefixDB{b: w.base, states: w.baseStates, ids: stateIDs(w.baseStates, keys)}
+	var stop func()
+	db.hashes, stop = readHashes(ctx, w.base, db.states, db.ids)
+	defer stop()
 	rp, v := solvePrefixRead(ctx, entries, keys, exact, w.cov.DBRevision, db, xr)
 	if err := ctx.Err(); err != nil {
 		// Interrupted: the reads of the db stopped, and so does this.
@@ -49,12 +46,8 @@ type prefixVerdict struct {
 	foreign string
 }
 
-// solvePrefix works the prefix out over db, whose revision is dbRev.
-func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, db prefixDB) (*replay, prefixVerdict) {
-	return solvePrefixRead(ctx, entries, keys, exact, dbRev, db, readDBIndex(ctx, db, entries, keys, dbRev))
-}
-
-// solvePrefixRead is solvePrefix with the db's last revisions read by xr.
+// solvePrefixRead works the prefix out over db, whose revision is dbRev,
+// with the db's last revisions read by xr.
 func solvePrefixRead(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, db prefixDB, xr *dbIndexRead) (*replay, prefixVerdict) {
 	x, err := xr.wait()
 	if err != nil {

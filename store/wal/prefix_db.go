@@ -12,19 +12,16 @@ type prefixDB interface {
 	// revision is in [lo, hi], in revision order, valid during the call.
 	revisions(ctx context.Context, lo, hi int64, fn func(main int64, key []byte, tombstone bool, value []byte) error) error
 	// live calls fn for every live key, in key order, with its number in
-	// names, -1 for none, and for a key names holds or every key when
-	// names is nil, its value's hash. kv is valid during the call.
+	// names, -1 for none, and for a key names holds its value's hash. kv
+	// is valid during the call.
 	live(ctx context.Context, names *pxKeys, fn func(kv *store.KeyValue, id int32, hash uint64) error) error
-	// leaseIDs lists the leases the db holds.
-	leaseIDs() ([]int64, error)
 	// compactRevision is the db's compaction revision.
 	compactRevision() int64
 }
 
-// boltPrefixDB reads a db file for the prefix solver. states, when not
-// nil, are the db's live keys as the replay read them: live then reads
-// only the values it needs, each at its key's mod revision; names must
-// then not be nil.
+// boltPrefixDB reads a db file for the prefix solver. states are the
+// db's live keys as the replay read them: live reads only the values it
+// needs, each at its key's mod revision.
 type boltPrefixDB struct {
 	b      *store.Bolt
 	states []store.KeyValue
@@ -34,8 +31,7 @@ type boltPrefixDB struct {
 	hashes *liveHashes
 }
 
-func (d boltPrefixDB) leaseIDs() ([]int64, error) { return d.b.LeaseIDs() }
-func (d boltPrefixDB) compactRevision() int64     { return d.b.CompactRevision() }
+func (d boltPrefixDB) compactRevision() int64 { return d.b.CompactRevision() }
 
 // stateIDs returns the number in names of each of states' keys, or -1.
 func stateIDs(states []store.KeyValue, names *pxKeys) []int32 {
@@ -50,28 +46,7 @@ func stateIDs(states []store.KeyValue, names *pxKeys) []int32 {
 	return ids
 }
 
-func (d boltPrefixDB) live(ctx context.Context, names *pxKeys, fn func(kv *store.KeyValue, id int32, hash uint64) error) error {
-	if d.states == nil {
-		_, err := d.b.List(ctx, "", store.ListOptions{}, func(kv *store.KeyValue) error {
-			id, ok := int32(-1), false
-			if names != nil {
-				if id, ok = names.ids[kv.Key]; !ok {
-					return fn(kv, -1, 0)
-				}
-			}
-			return fn(kv, id, valueHash(kv.Value))
-		})
-		return err
-	}
-	ids := d.ids
-	if ids == nil {
-		ids = stateIDs(d.states, names)
-	}
-	if d.hashes == nil {
-		var stop func()
-		d.hashes, stop = readHashes(ctx, d.b, d.states, ids)
-		defer stop()
-	}
+func (d boltPrefixDB) live(ctx context.Context, _ *pxKeys, fn func(kv *store.KeyValue, id int32, hash uint64) error) error {
 	if err := d.hashes.wait(ctx); err != nil {
 		return err
 	}
@@ -82,7 +57,7 @@ func (d boltPrefixDB) live(ctx context.Context, names *pxKeys, fn func(kv *store
 			}
 		}
 		// The states are not changed: fn gets each in place.
-		if err := fn(&d.states[i], ids[i], d.hashes.of[i]); err != nil {
+		if err := fn(&d.states[i], d.ids[i], d.hashes.of[i]); err != nil {
 			return err
 		}
 	}

@@ -99,11 +99,10 @@ type baseTombstone struct {
 
 var _ store.Archive = (*WAL)(nil)
 
-// OpenWALOver reads the write-ahead log in dir, a wal directory or a
-// member's data directory, and replays it; it never writes, locks or
-// repairs the log. Only committed entries are replayed; later ones are
-// unknown. A torn tail ends the log (WALCoverage.Tail); a damaged record
-// is an error wrapping walread.ErrCorrupt.
+// OpenLogChecked replays the write-ahead log l, one member's or several
+// merged by walread.OpenMerged; it never writes, locks or repairs the
+// log. Only committed entries are replayed; later ones are unknown. A
+// torn tail ends the log (WALCoverage.Tail).
 //
 // Without base, a log that starts at raft index 1 starts from an empty
 // keyspace at revision 1, and one that starts after a raft snapshot
@@ -114,19 +113,11 @@ var _ store.Archive = (*WAL)(nil)
 // source. It fails with an error wrapping ErrDBNewer when base is newer
 // than the log's end, ErrLogGap when the log does not hold the entry
 // after base's consistent index.
-func OpenWALOver(ctx context.Context, dir string, base *store.Bolt) (*WAL, error) {
-	l, err := walread.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	return OpenLogChecked(ctx, l, base, nil)
-}
-
-// OpenLogChecked is OpenWALOver of a log already opened, one member's or
-// several merged by walread.OpenMerged. check, when not nil, is a second
-// db of the member newer than base (check.go): when the replay over base
-// has applied every entry up to check's consistent index, its keyspace
-// must be check's, or it fails with an error wrapping ErrCheckFailed.
+//
+// check, when not nil, is a second db of the member newer than base
+// (check.go): when the replay over base has applied every entry up to
+// check's consistent index, its keyspace must be check's, or it fails
+// with an error wrapping ErrCheckFailed.
 func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt) (*WAL, error) {
 	var err error
 	w := &WAL{log: l, base: base}
