@@ -95,7 +95,7 @@ type Options struct {
 	// WAL are write-ahead log directories (or data directories) to read
 	// instead of a live etcd, one per member of one cluster: several are
 	// merged into one log by raft index (walread.OpenMerged). The log is
-	// replayed over DB when DB is given (wal.OpenLogOver). Read-only, as
+	// replayed over DB when DB is given (wal.OpenLogChecked). Read-only, as
 	// DB.
 	WAL []string
 	// WALBase is an older db or snapshot of the log's cluster, whose

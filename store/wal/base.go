@@ -11,26 +11,20 @@ import (
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
-// A member's log almost always starts after a raft snapshot: etcd
-// snapshots every --snapshot-count entries and purges older segments, so
-// the log alone establishes no revision. The member's db (or a snapshot
-// taken from it) holds the keyspace as of its consistent index: the replay
-// starts from that state (every live key's create, mod, version and lease,
-// the leases granted, the revision and compaction), skips the entries the
-// db already holds and applies the newer ones with revisions continuing
-// from the db's. The joined source reads as one: the db's history, then
-// the log's newer writes.
+// A member's log almost always starts after a raft snapshot, so the log
+// alone establishes no revision. The member's db holds the keyspace as of
+// its consistent index: the replay starts from that state and applies
+// the newer entries with revisions continuing from the db's. The joined
+// source reads as one: the db's history, then the log's newer writes.
 
 var (
-	// ErrDBNewer means the db given as the replay's start holds entries
-	// the log does not reach: it is newer than the log's end (another
-	// member's db, or a db taken after the log was copied).
+	// ErrDBNewer means the db the replay starts from holds entries the
+	// log does not reach.
 	ErrDBNewer = errors.New("the db is newer than the write-ahead log")
 	// ErrLogGap means the log does not hold the entry after the db's
 	// consistent index: the entries between them are in neither.
 	ErrLogGap = errors.New("the write-ahead log does not continue the db")
-	// ErrOtherCluster means the db's members do not include the member
-	// whose log it is: the db is another cluster's.
+	// ErrOtherCluster means the db is another cluster's.
 	ErrOtherCluster = errors.New("the db is not of the write-ahead log's cluster")
 	// ErrCheckOrder means the db given to check the replay is older than
 	// the one it starts from.
@@ -38,8 +32,7 @@ var (
 )
 
 // checkMember returns an error wrapping ErrOtherCluster when the db lists
-// its cluster's members (etcd 3.5 and later do) and the log's member is not
-// among them, current or removed.
+// its cluster's members and the log's member is not among them.
 func (w *WAL) checkMember(db *store.Bolt, node uint64) error {
 	ids, err := db.MemberIDs()
 	if err != nil || len(ids) == 0 {
@@ -70,9 +63,8 @@ func (w *WAL) newChecker(check *store.Bolt, ci uint64) (*walChecker, error) {
 const valueFromBase = -2
 
 // startFromBase loads w.base's state into r and returns the db's
-// consistent index. Its keys are read in a goroutine of their own, while
-// the log is read: the returned wait must be called (and its error
-// checked) before r is used, and is called once.
+// consistent index. Its keys are read in a goroutine of their own while
+// the log is read: wait must return before r is used.
 func (w *WAL) startFromBase(ctx context.Context, r *replay) (ci uint64, wait func() error, err error) {
 	b := w.base
 	m := b.Meta()
@@ -101,11 +93,10 @@ func (w *WAL) startFromBase(ctx context.Context, r *replay) (ci uint64, wait fun
 	return m.ConsistentIndex, wait, nil
 }
 
-// loadBaseKeys reads every live key of w.base into r, and the keys it
-// holds deleted into w.baseDeleted (one walk of the db).
+// loadBaseKeys reads w.base's live keys into r and its deleted ones into
+// w.baseDeleted, in one walk.
 func (w *WAL) loadBaseKeys(ctx context.Context, r *replay) error {
 	b := w.base
-	// The log is read meanwhile, on the other cores.
 	count := func(n int) {
 		// Sized once: the db's keys may be millions.
 		r.sizeKeys(n)
@@ -131,8 +122,7 @@ func (w *WAL) loadBaseKeys(ctx context.Context, r *replay) error {
 	return nil
 }
 
-// baseValue reads key's value in the db (its state before the log's
-// writes).
+// baseValue reads key's value in the db.
 func (w *WAL) baseValue(key string) ([]byte, error) {
 	if s, ok := w.baseState(key); ok {
 		// A seek to its revision, not a walk of every revision (Bolt.Get).
@@ -182,10 +172,9 @@ func (w *WAL) joinedGet(ctx context.Context, key string, at int64) (*store.KeyVa
 	return kv, nil
 }
 
-// mergeLog walks the log's keys under prefix in key order alongside a
-// base scan (in key order): scan calls its callback for each base key;
-// both is called for every key of either, with the base key's callback
-// arguments when the base holds it (hasBase).
+// mergeLog walks the log's keys under prefix alongside a scan of the db's,
+// both in key order: scan hands each db key with its call, and logOnly
+// gets the log's keys the db does not hold.
 func (w *WAL) mergeLog(prefix string, scan func(func(key string, call func() error) error) error, logOnly func(key string) error) error {
 	logKeys := w.keysUnder(prefix)
 	i := 0
@@ -250,9 +239,8 @@ func (w *WAL) joinedList(ctx context.Context, prefix string, opts store.ListOpti
 	return at, nil
 }
 
-// joinedState is a key's newest state over the db and the log: kv (nil
-// when not read: see joinedLatest), whether it is a deletion and its
-// revision (-1: a deletion whose revision is not established).
+// joinedState is a key's newest state over the db and the log; deleteRev
+// is -1 for a deletion whose revision is not established.
 type joinedState struct {
 	kv        *store.KeyValue
 	deleted   bool
@@ -260,13 +248,11 @@ type joinedState struct {
 }
 
 // joinedLatest is key's newest state when the log decides it; fromLog is
-// false when the db's own state stands (the log never wrote key, or last
-// wrote it as the db holds it). base is key's newest live revision in the
-// db, or for a key the db holds deleted the last one before the deletion
-// (nil: none); baseHeld whether the db holds key at all, live or deleted;
-// baseLive whether it holds it live; baseValue returns base with its
-// value, read only when the answer is base. A live state is read only
-// when wantLive (else its kv is nil).
+// false when the db's own state stands. base is key's newest live
+// revision in the db, or the last before its deletion; baseHeld says the
+// db holds key, live or deleted, baseLive that it holds it live.
+// baseValue reads base's value, only when the answer is base. A live
+// state's kv is read only when wantLive.
 func (w *WAL) joinedLatest(key string, base *store.KeyValue, baseHeld, baseLive, wantLive bool, baseValue func() (*store.KeyValue, error)) (st joinedState, fromLog bool, err error) {
 	x := w.latest(key)
 	if x < 0 {
@@ -274,16 +260,13 @@ func (w *WAL) joinedLatest(key string, base *store.KeyValue, baseHeld, baseLive,
 	}
 	if !w.deleted(x) && !baseHeld && w.r.entries[w.r.all[x].entry].index <= w.cov.ConsistentIndex {
 		// Live after one of the log's entries the db holds, and the db
-		// holds nothing of it: deleted after, at a revision the db
-		// compacted (by a write whose outcome the log does not
-		// establish, or a revoke or range delete that does not name it).
+		// holds nothing of it: deleted after, at a revision it compacted.
 		return w.deletedAfter(key, x)
 	}
 	if w.deleted(x) && baseLive && w.r.entries[w.r.all[x].entry].index <= w.cov.ConsistentIndex &&
 		(w.r.all[x].mod == 0 || base.ModRevision > w.r.all[x].mod) {
 		// A deletion among the log's entries the db holds, and the db
-		// holds the key again, newer: a later entry (whose outcome the
-		// log may not establish) created it again. As the db holds it;
+		// holds the key again, newer: as the db holds it.
 		// PastIncarnations lists the deleted one.
 		return st, false, nil
 	}
@@ -297,8 +280,6 @@ func (w *WAL) joinedLatest(key string, base *store.KeyValue, baseHeld, baseLive,
 		}
 		return st, true, err
 	}
-	// A deletion whose revision is not established is reported with
-	// deleteRev -1.
 	st.deleted, st.deleteRev = true, w.r.all[x].mod
 	if st.deleteRev == 0 {
 		st.deleteRev = -1
@@ -313,9 +294,9 @@ func (w *WAL) joinedLatest(key string, base *store.KeyValue, baseHeld, baseLive,
 	return st, true, err
 }
 
-// deletedAfter is the state of key, which the log's write x left live
-// and a later write or entry deleted at a revision not established: x's
-// value is its last one unless a later put of it may have applied.
+// deletedAfter is the state of key, which write x left live and a later
+// entry deleted at a revision not established: x's value is its last
+// unless a later put of it may have applied.
 func (w *WAL) deletedAfter(key string, x int32) (joinedState, bool, error) {
 	st := joinedState{kv: &store.KeyValue{Key: key}, deleted: true, deleteRev: -1}
 	ws := w.writesOf(key)
@@ -370,9 +351,8 @@ func (w *WAL) joinedScanLatest(ctx context.Context, prefix string, includeDelete
 }
 
 // joinedScanDeleted is ScanDeleted over the db and the log. It walks no
-// db: the keys the db holds deleted were read with its live keys when
-// the log was opened, and only the keys the log wrote can be deleted
-// otherwise; a value of the db is read by its revision.
+// db: the db's deleted keys were read when the log was opened, and only
+// the keys the log wrote can be deleted otherwise.
 func (w *WAL) joinedScanDeleted(ctx context.Context, prefix string, fn func(kv *store.KeyValue, deleteRev int64) error) error {
 	logKeys := w.keysUnder(prefix)
 	i, j := prefixRange(len(w.baseDeleted), func(i int) string { return w.baseDeleted[i].kv.Key }, prefix)
@@ -435,9 +415,7 @@ func (w *WAL) joinedScanDeleted(ctx context.Context, prefix string, fn func(kv *
 	return nil
 }
 
-// Lines describes the coverage for an operator, one line each: what the
-// log holds, the db it was replayed over, where revisions stop and why,
-// and a torn tail.
+// Lines describes the coverage for an operator, one line each.
 func (c WALCoverage) Lines() []string {
 	out := []string{fmt.Sprintf("write-ahead log %s: raft entries %d (term %d) to %d (term %d), last commit %d, %d segments read",
 		c.Dir, c.FirstIndex, c.FirstTerm, c.LastIndex, c.LastTerm, c.Commit, len(c.Segments))}
@@ -461,7 +439,7 @@ func (c WALCoverage) Lines() []string {
 		case c.PrefixRevision >= c.DBRevision:
 			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: they wrote no revision", c.InDB))
 		case len(c.Unnamed) > 0:
-			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: revisions %d to %d, with %s that may have deleted keys the log never names", c.InDB, c.PrefixRevision+1, c.DBRevision, countEntries(len(c.Unnamed))))
+			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: revisions %d to %d, with %s that may have deleted keys the log never names", c.InDB, c.PrefixRevision+1, c.DBRevision, count(len(c.Unnamed), "entry", "entries")))
 		default:
 			out = append(out, fmt.Sprintf("the log's %d entries up to the db's consistent index, worked out back from the db: revisions %d to %d", c.InDB, c.PrefixRevision+1, c.DBRevision))
 		}
@@ -492,16 +470,8 @@ func (c WALCoverage) Lines() []string {
 	return out
 }
 
-func countEntries(n int) string {
-	if n == 1 {
-		return "1 entry"
-	}
-	return fmt.Sprintf("%d entries", n)
-}
-
-// establishedStretches names the entries, up to the db's consistent index,
-// whose revisions are established: "for entries 383 to 543" (the
-// complement of PrefixUnknown).
+// establishedStretches names the entries up to the db's consistent index
+// whose revisions are established: "for entries 383 to 543".
 func (c WALCoverage) establishedStretches() string {
 	var parts []string
 	next := c.FirstIndex
@@ -520,9 +490,8 @@ func (c WALCoverage) establishedStretches() string {
 	return "for entries " + strings.Join(parts, ", ")
 }
 
-// Unsettled lists the log's writes of key after its write at revision rev
-// (0: all of them) whose outcome or revision the log does not establish:
-// the key may have changed after rev in a way the log cannot tell.
+// Unsettled lists the log's writes of key after its write at revision
+// rev, 0 for all, whose outcome or revision the log does not establish.
 func (w *WAL) Unsettled(key string, rev int64) []WALEntry {
 	var out []WALEntry
 	after := rev == 0 || (w.base != nil && rev <= w.cov.DBRevision)
@@ -534,9 +503,7 @@ func (w *WAL) Unsettled(key string, rev int64) []WALEntry {
 			continue
 		}
 		if w.isUnplaced(id) {
-			// Applied, in the log's order among the key's writes: only
-			// its revision is not established.
-			continue
+			continue // only its revision is not established
 		}
 		if rev != 0 && w.base != nil && e.Index <= w.cov.ConsistentIndex {
 			// The db holds the key's revisions from rev on.
@@ -549,8 +516,7 @@ func (w *WAL) Unsettled(key string, rev int64) []WALEntry {
 	return out
 }
 
-// prefixKnown reports whether the log's entries the db holds were worked
-// out back from it, down to revision at.
+// prefixKnown reports whether the prefix establishes reads at at.
 func (w *WAL) prefixKnown(at int64) bool {
 	return w.prefixResolved() && at >= w.prefixFloor
 }
@@ -558,21 +524,18 @@ func (w *WAL) prefixKnown(at int64) bool {
 // Unestablished counts what the log does not establish of its writes of
 // the keys under prefix.
 type Unestablished struct {
-	// Unknown counts the writes whose outcome is not established; First
-	// is the first one's entry. Hiding counts those of them that may hide
-	// a deletion or undo one (a delete, or a put after the key's last
-	// applied delete); FirstHiding is the first one's entry.
+	// Unknown counts the writes whose outcome is not established, Hiding
+	// those of them that may hide or undo a deletion; First and
+	// FirstHiding are the first ones' entries.
 	Unknown, Hiding    int
 	First, FirstHiding WALEntry
-	// Unplaced counts the writes applied at revisions not established;
-	// FirstUnplaced is the first one's raft index.
+	// Unplaced counts the writes applied at revisions not established.
 	Unplaced      int
 	FirstUnplaced uint64
 	// MayBeDeleted lists, in key order, the keys the db holds nothing of
-	// that the log writes only with outcomes it does not establish, one
-	// of them among the entries the db holds or a delete: each may have
-	// been deleted at a revision the db compacted, or never have existed.
-	// A key MayDelete names is not listed again.
+	// that the log writes only with outcomes it does not establish: each
+	// may have been deleted at a revision the db compacted, or never have
+	// existed. A key MayDelete names is not listed again.
 	MayBeDeleted []string
 	// MayDelete names, sorted, the keys of the hiding writes that are
 	// deletions: each may have been deleted there.
@@ -653,8 +616,7 @@ func (w *WAL) baseHolds(key string) bool {
 }
 
 // prefixResolved reports whether the log's entries the db holds were
-// worked out back from it (their outcomes, and their revisions but for
-// the stretches of WALCoverage.PrefixUnknown).
+// worked out back from it.
 func (w *WAL) prefixResolved() bool {
 	return w.base != nil && w.cov.InDB > 0 && w.cov.PrefixUnresolved == ""
 }
@@ -666,11 +628,9 @@ func (w *WAL) isUnplaced(id int32) bool {
 	return ok
 }
 
-// openAfter says why key's state at revision at is not established by
-// its writes after write from (in the log's order; -1: from its first)
-// up to its first placed above at: one applied at a revision not
-// established that may be at or below at, or one whose outcome is not
-// established ("": none).
+// openAfter says why key's writes after write from, -1 for all, leave
+// its state at revision at not established: one applied at a revision
+// that may be at or below at, or one whose outcome is not established.
 func (w *WAL) openAfter(key string, from int32, at int64) string {
 	for _, id := range w.writesOf(key) {
 		if id <= from {
@@ -694,8 +654,8 @@ func (w *WAL) openAfter(key string, from int32, at int64) string {
 	return ""
 }
 
-// latest returns key's last applied write in the log's order whose value
-// and order are established (with or without its revision), -1 if none.
+// latest returns key's last applied write whose value and order are
+// established, -1 if none.
 func (w *WAL) latest(key string) int32 {
 	ws := w.writesOf(key)
 	for i := len(ws) - 1; i >= 0; i-- {
@@ -706,8 +666,7 @@ func (w *WAL) latest(key string) int32 {
 	return -1
 }
 
-// before returns key's last applied write before write id in the log's
-// order (as latest), -1 if none.
+// before is latest before write id.
 func (w *WAL) before(key string, id int32) int32 {
 	ws := w.writesOf(key)
 	for i := len(ws) - 1; i >= 0; i-- {
@@ -718,8 +677,7 @@ func (w *WAL) before(key string, id int32) int32 {
 	return -1
 }
 
-// prefixGet is Get at a revision the db compacted, from the log's entries
-// before the db.
+// prefixGet is Get at a revision the db compacted, from the prefix.
 func (w *WAL) prefixGet(ctx context.Context, key string, at int64) (*store.KeyValue, error) {
 	x := w.at(key, at)
 	if why := w.openAfter(key, x, at); why != "" {

@@ -230,7 +230,7 @@ func TestWALOverDB(t *testing.T) {
 	if dropped == 0 {
 		t.Fatal("the purge dropped no segment: the test does not start after a raft snapshot")
 	}
-	alone, err := OpenWAL(ctx, walDir)
+	alone, err := OpenWALOver(ctx, walDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -192,7 +192,7 @@ func BenchmarkOpenWAL(b *testing.B) {
 	var w *WAL
 	for range b.N {
 		var err error
-		if w, err = OpenWAL(context.Background(), dir); err != nil {
+		if w, err = OpenWALOver(context.Background(), dir, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,32 +9,25 @@ import (
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
-// An operator often has two dbs of the member whose log it is: an older
-// snapshot (last night's `etcdctl snapshot save`) and the member's current
-// db (member/snap/db, copied with the log). When the older one's
-// consistent index lies inside the log, the log's later entries replay
-// exactly over it: every outcome and revision follows from its state, with
-// nothing to work out. The current db then checks that replay: at its own
-// consistent index the keyspace the replay reached must be the one it
-// holds, revision for revision, key for key (create and mod revisions,
-// version, lease) and value for value for the keys the replay wrote. A
-// disagreement means one of the three is not what it claims (another
-// cluster's, a diverged member's, an edited copy), and nothing is
-// answered from them.
+// An operator often has an older snapshot of the member and its current
+// db. The log replays exactly over the older one when its consistent
+// index lies inside the log; the current db then checks that replay: at
+// its consistent index the replay must hold its revision, every key's
+// state, and the value of every key the replay wrote. A disagreement
+// means one of the three is not what it claims, and nothing is answered
+// from them.
 
 // ErrCheckFailed means the db given to check the replay disagrees with it
 // at its consistent index.
 var ErrCheckFailed = errors.New("the replay of the write-ahead log disagrees with the db that checks it")
 
-// WALCheck says what the db that checked the replay (OpenLogChecked)
-// established.
+// WALCheck says what the db that checked the replay established.
 type WALCheck struct {
 	// DB is the checking db, with its consistent index and revision.
 	DB              string
 	ConsistentIndex uint64
 	Revision        int64
-	// Keys counts the keys whose state agreed; Values the values compared
-	// (the keys the replay wrote before the check).
+	// Keys counts the keys whose state agreed, Values the values compared.
 	Keys, Values int
 	// NotChecked, when not empty, says why the replay could not be
 	// checked (its revisions were not established at the checking db's
@@ -48,15 +41,15 @@ func (c *WALCheck) Line(base string) string {
 		return fmt.Sprintf("not checked against db %s (consistent index %d): %s", c.DB, c.ConsistentIndex, c.NotChecked)
 	}
 	return fmt.Sprintf("checked against db %s at its consistent index %d (revision %d): the replay over %s agrees on every key (%s) and on every value it wrote (%s)",
-		c.DB, c.ConsistentIndex, c.Revision, base, count(c.Keys, "key"), count(c.Values, "value"))
+		c.DB, c.ConsistentIndex, c.Revision, base, count(c.Keys, "key", "keys"), count(c.Values, "value", "values"))
 }
 
 // count is "1 key", "2 keys".
-func count(n int, noun string) string {
+func count(n int, one, many string) string {
 	if n == 1 {
-		return "1 " + noun
+		return "1 " + one
 	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // walChecker compares the replay with the checking db when the replay has

@@ -7,7 +7,18 @@ import (
 	"testing"
 
 	"github.com/etcdpvc/etcdpvc/store"
+	"github.com/etcdpvc/etcdpvc/walread"
 )
+
+// OpenWALOver reads the log in dir and replays it over base, nil for
+// none.
+func OpenWALOver(ctx context.Context, dir string, base *store.Bolt) (*WAL, error) {
+	l, err := walread.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return OpenLogChecked(ctx, l, base, nil)
+}
 
 // openBolt opens a db file for a test, closed when it ends.
 func openBolt(t *testing.T, path string, opts store.BoltOptions) *store.Bolt {

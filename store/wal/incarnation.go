@@ -10,35 +10,29 @@ import (
 )
 
 // PastIncarnation is an incarnation of a key that a deletion ended and
-// that another followed: the key was created again after it (for an
-// apiserver's object, another object under the same name, with a new
-// uid). ScanLatest gives a key's newest state only, where such a key is
-// live (or deleted again, as its newest incarnation).
+// that another followed: for an apiserver's object, another object under
+// the same name, with a new uid. ScanLatest gives the newest only.
 type PastIncarnation struct {
-	// KV is its last live state the source establishes, with its value;
-	// a KeyValue with only Key set when that is not held.
+	// KV is its last live state the source establishes, only Key when
+	// that is not held.
 	KV store.KeyValue
-	// DeleteRevision is the revision of the deletion that ended it (-1:
-	// applied at a revision the log does not establish); DeleteIndex is
-	// the raft entry that deleted it.
+	// DeleteRevision is the revision of the deletion that ended it, -1
+	// when not established; DeleteIndex is its raft entry.
 	DeleteRevision int64
 	DeleteIndex    uint64
 	// RecreateRevision is the create revision of the incarnation that
-	// followed it (-1: not established). RecreateIndex is the raft entry
-	// that created it, 0 when no write of the log establishes it (the db
-	// the log was replayed over holds the key again, newer than the
-	// deletion).
+	// followed it, -1 when not established; RecreateIndex is the raft
+	// entry that created it, 0 when the db holds it and no write of the
+	// log establishes it.
 	RecreateRevision int64
 	RecreateIndex    uint64
 }
 
 // Incarnations is what a source that tells a key's incarnations apart can
-// do beyond Archive: a write-ahead log (*WAL). Callers test for it with a
-// type assertion.
+// do beyond Archive. Callers test for it with a type assertion.
 type Incarnations interface {
-	// PastIncarnations calls fn for every past incarnation (see
-	// PastIncarnation) of the keys under prefix, in key order and, for
-	// one key, oldest first.
+	// PastIncarnations calls fn for every past incarnation of the keys
+	// under prefix, in key order and, for one key, oldest first.
 	PastIncarnations(ctx context.Context, prefix string, fn func(PastIncarnation) error) error
 }
 
@@ -46,11 +40,9 @@ var _ Incarnations = (*WAL)(nil)
 
 // PastIncarnations calls fn for every incarnation of a key under prefix
 // that a deletion the log establishes ended and that another followed: a
-// write the log applied after the deletion (etcd creates a key a put
-// finds absent: create revision and version start again), or, for a
-// deletion among the log's entries the db holds, the db's live key, newer
-// than the deletion. Writes whose outcome is not established end or start
-// no incarnation.
+// write the log applied after the deletion, or, for a deletion among the
+// entries the db holds, the db's live key. Writes whose outcome is not
+// established end or start no incarnation.
 func (w *WAL) PastIncarnations(ctx context.Context, prefix string, fn func(PastIncarnation) error) error {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		return fmt.Errorf("past incarnations: prefix %q must end in \"/\"", prefix)
@@ -59,9 +51,8 @@ func (w *WAL) PastIncarnations(ctx context.Context, prefix string, fn func(PastI
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		// The incarnation a deletion ended is read (endedBy: a read of
-		// the db for a key the log first writes with its deletion) only
-		// when a new one follows it.
+		// The incarnation a deletion ended is read only when a new one
+		// follows it.
 		live, del, delLive := int32(-1), int32(-1), int32(-1)
 		for _, id := range w.writesOf(k) {
 			x := &w.r.all[id]
@@ -92,8 +83,7 @@ func (w *WAL) PastIncarnations(ctx context.Context, prefix string, fn func(PastI
 		if del < 0 || w.base == nil || w.r.entries[w.r.all[del].entry].index > w.cov.ConsistentIndex {
 			continue
 		}
-		// A deletion among the entries the db holds: the db's state is
-		// after it; a live key there was created again.
+		// A deletion the db holds: a live key there was created again.
 		cur, ok := w.baseState(k)
 		delRev := w.r.all[del].mod
 		switch {
@@ -118,8 +108,7 @@ func (w *WAL) PastIncarnations(ctx context.Context, prefix string, fn func(PastI
 }
 
 // endedBy is the incarnation of key that deletion del ended; live is the
-// key's last live write before it in the log (-1: none in this
-// incarnation).
+// key's last live write before it, -1 for none.
 func (w *WAL) endedBy(ctx context.Context, key string, del, live int32) (*PastIncarnation, error) {
 	x := &w.r.all[del]
 	p := &PastIncarnation{KV: store.KeyValue{Key: key}, DeleteRevision: x.mod, DeleteIndex: w.r.entries[x.entry].index}
@@ -134,8 +123,7 @@ func (w *WAL) endedBy(ctx context.Context, key string, del, live int32) (*PastIn
 		}
 		p.KV = *kv
 	case w.base != nil && x.mod > 0 && w.before(key, del) < 0:
-		// Its state before the log's first write of it: as the db and
-		// the log's entries it holds establish it.
+		// Its state before the log's first write of it.
 		kv, err := w.Get(ctx, key, x.mod-1)
 		switch {
 		case err == nil:

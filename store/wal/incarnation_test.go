@@ -64,7 +64,7 @@ func TestWALRecreatedIncarnations(t *testing.T) {
 	}
 	defer db.Close()
 
-	alone, err := OpenWAL(ctx, walDir)
+	alone, err := OpenWALOver(ctx, walDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1105,6 +1105,11 @@ func (mc *modelCase) solve(t *testing.T, exact bool) (*replay, prefixVerdict) {
 	return solvePrefix(context.Background(), entries, keys, exact, mc.m.rev, mc.m)
 }
 
+// solvePrefix works the prefix out over db, whose revision is dbRev.
+func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, db prefixDB) (*replay, prefixVerdict) {
+	return solvePrefixRead(ctx, entries, keys, exact, dbRev, db, readDBIndex(ctx, db, entries, keys, dbRev))
+}
+
 // run gives the log from the cut on to solvePrefix over the model's db
 // and checks every claim against the truth. It returns the wrong claims.
 func (mc *modelCase) run(t *testing.T, exact bool) (modelStats, prefixVerdict, []string) {
@@ -1747,7 +1752,7 @@ func TestMVCCModelAgainstEtcd(t *testing.T) {
 			}
 			c.StopMember(0)
 			db := boltPrefixDB{b: openBolt(t, copyFile(t, filepath.Join(c.DataDir(0), "member", "snap", "db")), store.BoltOptions{})}
-			dump := func(d prefixDB) string {
+			dump := func(d prefixDB, live func(func(*store.KeyValue) error) error, leaseIDs func() ([]int64, error)) string {
 				var b strings.Builder
 				if err := d.revisions(ctx, 0, 1<<62, func(main int64, key []byte, tomb bool, value []byte) error {
 					fmt.Fprintf(&b, "rev %d %s tomb %v %q\n", main, key, tomb, value)
@@ -1755,20 +1760,27 @@ func TestMVCCModelAgainstEtcd(t *testing.T) {
 				}); err != nil {
 					t.Fatal(err)
 				}
-				if err := d.live(ctx, nil, func(kv *store.KeyValue, _ int32, _ uint64) error {
+				if err := live(func(kv *store.KeyValue) error {
 					fmt.Fprintf(&b, "live %s %q create %d mod %d version %d lease %x\n", kv.Key, kv.Value, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease)
 					return nil
 				}); err != nil {
 					t.Fatal(err)
 				}
-				ids, err := d.leaseIDs()
+				ids, err := leaseIDs()
 				if err != nil {
 					t.Fatal(err)
 				}
 				fmt.Fprintf(&b, "leases %x compacted %d\n", ids, d.compactRevision())
 				return b.String()
 			}
-			if got, want := dump(db), dump(m); got != want {
+			boltLive := func(fn func(*store.KeyValue) error) error {
+				_, err := db.b.List(ctx, "", store.ListOptions{}, fn)
+				return err
+			}
+			modelLive := func(fn func(*store.KeyValue) error) error {
+				return m.live(ctx, nil, func(kv *store.KeyValue, _ int32, _ uint64) error { return fn(kv) })
+			}
+			if got, want := dump(db, boltLive, db.b.LeaseIDs), dump(m, modelLive, m.leaseIDs); got != want {
 				t.Errorf("etcd's db:\n%s\nthe model:\n%s", got, want)
 			}
 		})

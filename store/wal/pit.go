@@ -14,30 +14,27 @@ import (
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
-// ErrBeforeBase means a point in time was asked for at a raft index the
-// db the log replays over has already passed: the db holds no state older
-// than its own.
+// ErrBeforeBase means a point in time is before the db the log replays
+// over.
 var ErrBeforeBase = errors.New("the db the log replays over is newer than that point")
 
-// ErrNoPointInTime means a point in time was named by what it precedes,
-// a revision or a deletion, and the log's entries after the db hold no
-// such thing.
+// ErrNoPointInTime means the revision or deletion a point in time was
+// named by is not among the log's entries after the db.
 var ErrNoPointInTime = errors.New("the log holds no such change after the db")
 
+// errNoBase says a point in time needs a db.
+var errNoBase = errors.New("a point in time is the log replayed over the db it continues: give the db or an older snapshot of the member (--db)")
+
 // PointInTime is the keyspace as the log's entries up to raft index Index
-// left it, replayed exactly over the db the log starts from: the db's
-// state at its consistent index, then each entry after it applied by
-// step. It is what an etcd snapshot taken at Index holds, and
-// store.WritePointInTime writes it as one.
+// left it, replayed exactly by step over the db the log starts from: what
+// an etcd snapshot taken at Index holds, as store.WritePointInTime writes.
 //
-// Only a replay over a db has one, from OpenLogOver or OpenLogChecked,
-// and only where every entry from the db's consistent index to Index has
-// an established outcome and revision: no entry missing, none past the
-// last commit index the log records, none whose apply rules are not
-// modelled, such as enabling authentication or a NOSPACE alarm.
+// Only a replay over a db has one, and only where every entry from the
+// db's consistent index to Index has an established outcome and revision:
+// none missing, none past the last commit index the log records, none
+// whose rules are not modelled, such as enabling authentication.
 type PointInTime struct {
-	// Index and Term are the raft entry the point is at: the snapshot's
-	// consistent index and term.
+	// Index and Term are the raft entry the point is at.
 	Index, Term uint64
 	// BaseIndex and BaseRevision are the db's consistent index and
 	// revision; Base its path.
@@ -46,17 +43,16 @@ type PointInTime struct {
 	Base         string
 	// Revision is the keyspace's revision at Index.
 	Revision int64
-	// Entries counts the entries replayed after BaseIndex up to Index;
-	// Changes the key changes they made, one per key per revision.
+	// Entries counts the entries replayed after BaseIndex, Changes the
+	// key changes they made.
 	Entries, Changes int
-	// Compaction is the highest compaction revision at Index, 0 for
-	// none: the db's, scheduled, or one an entry asked for.
+	// Compaction is the highest compaction revision at Index, 0 for none.
 	Compaction int64
 	// Leases are the lease changes of the entries, in log order.
 	Leases []store.LeaseChange
 	// Kept says what the entries changed that the snapshot keeps as the
-	// db holds it, with the entries' count: membership, cluster version,
-	// users and roles. Notes says what else a reader should know.
+	// db holds it, such as membership; Notes, what else a reader should
+	// know.
 	Kept, Notes []string
 
 	w      *WAL
@@ -64,12 +60,11 @@ type PointInTime struct {
 }
 
 // PointInTime returns the keyspace at raft index index. It wraps
-// ErrBeforeBase for an index below the db's consistent index, and
-// ErrUndetermined when an entry up to index, index included, is not
-// established or the log does not reach it.
+// ErrBeforeBase for an index below the db's, and ErrUndetermined when an
+// entry up to index is not established or the log does not reach it.
 func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, error) {
 	if w.base == nil {
-		return nil, errors.New("a point in time is the log replayed over the db it continues: give the db or an older snapshot of the member (--db)")
+		return nil, errNoBase
 	}
 	ci := w.cov.ConsistentIndex
 	m := w.base.Meta()
@@ -136,8 +131,7 @@ func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, erro
 	return p, nil
 }
 
-// entry takes one replayed entry's lease changes, compaction and what the
-// snapshot keeps from the db.
+// entry takes one replayed entry's lease changes and compaction.
 func (p *PointInTime) entry(ctx context.Context, i int32, we WALEntry, kept map[string]int) error {
 	switch we.Other {
 	case "cluster", "v2":
@@ -163,7 +157,7 @@ func (p *PointInTime) entry(ctx context.Context, i int32, we WALEntry, kept map[
 	return ctx.Err()
 }
 
-// request reads entry we's request again from the log.
+// request reads entry we's request again from the log, nil for none.
 func (w *WAL) request(we WALEntry) (*pb.InternalRaftRequest, error) {
 	rec, err := w.log.ReadRecord(we.pos)
 	if err != nil {
@@ -173,15 +167,14 @@ func (w *WAL) request(we WALEntry) (*pb.InternalRaftRequest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read entry %d: %w", we.Index, err)
 	}
-	if e.Index != we.Index || e.Request == nil {
+	if e.Index != we.Index {
 		return nil, fmt.Errorf("read entry %d: the log holds another entry there now", we.Index)
 	}
 	return e.Request, nil
 }
 
 // Writes calls fn for each revision the entries add to the db's, in
-// revision order (main, then sub revision), with the value each put
-// wrote (read again from the log).
+// revision order, with the value each put wrote.
 func (p *PointInTime) Writes(ctx context.Context, fn func(store.ReplayedRevision) error) error {
 	var main, sub int64
 	for i, id := range p.writes {
@@ -210,16 +203,14 @@ func (p *PointInTime) Writes(ctx context.Context, fn func(store.ReplayedRevision
 	return nil
 }
 
-// KeyChange is one key the entries changed: its state in the db (nil:
-// absent) and at the point in time (nil: absent). Values are not read.
+// KeyChange is one key the entries changed, with its states in the db and
+// at the point in time, nil where absent, without values.
 type KeyChange struct {
 	Key           string
 	Before, After *store.KeyValue
 }
 
-// Changed lists the keys the entries changed, in key order, with their
-// states before and after (a key changed and changed back is listed:
-// its revisions differ).
+// Changed lists the keys the entries changed, in key order.
 func (p *PointInTime) Changed() []KeyChange {
 	after := map[string]*store.KeyValue{}
 	for _, id := range p.writes {
@@ -271,12 +262,11 @@ func (p *PointInTime) Live(fn func(store.KeyValue) error) error {
 }
 
 // IndexBeforeRevision is the raft index just before the entry that made
-// revision rev (the point at which the keyspace's revision is rev-1). It
-// wraps ErrBeforeBase for a revision the db already holds, and
+// revision rev. It wraps ErrBeforeBase for a revision the db holds, and
 // ErrNoPointInTime when no entry after the db's made it.
 func (w *WAL) IndexBeforeRevision(rev int64) (uint64, error) {
 	if w.base == nil {
-		return 0, errors.New("a point in time is the log replayed over the db it continues: give the db or an older snapshot of the member (--db)")
+		return 0, errNoBase
 	}
 	ci := w.cov.ConsistentIndex
 	if rev <= w.cov.DBRevision {
@@ -303,12 +293,12 @@ func (w *WAL) IndexBeforeRevision(rev int64) (uint64, error) {
 }
 
 // IndexBeforeDelete is the raft index just before the first entry after
-// the db's that deletes key (or, when it ends in "/", a key under it),
-// with that entry. It wraps ErrNoPointInTime when none does, and
-// ErrUndetermined when an entry before one that does is not established.
+// the db's that deletes key, or a key under it when it ends in "/", with
+// that entry. It wraps ErrNoPointInTime when none does, ErrUndetermined
+// when an entry before one that does is not established.
 func (w *WAL) IndexBeforeDelete(key string) (uint64, WALEntry, error) {
 	if w.base == nil {
-		return 0, WALEntry{}, errors.New("a point in time is the log replayed over the db it continues: give the db or an older snapshot of the member (--db)")
+		return 0, WALEntry{}, errNoBase
 	}
 	match := func(k string) bool {
 		if strings.HasSuffix(key, "/") {
@@ -362,36 +352,24 @@ func (w *WAL) IndexBeforeDelete(key string) (uint64, WALEntry, error) {
 	return prev, w.r.entry(best), nil
 }
 
-// requestDeletes reports whether req holds a delete (in either branch of
-// a transaction) of key, or, when key ends in "/", of a key under it.
+// requestDeletes reports whether req holds a delete, in any branch, of
+// key or, when key ends in "/", of a key under it.
 func requestDeletes(req *pb.InternalRaftRequest, key string) bool {
-	var dels []*pb.DeleteRangeRequest
-	for _, o := range entryOps(req) {
-		if o.del != nil {
-			dels = append(dels, o.del)
-		}
-	}
-	// The keys meant: [lo, hi): the key alone, or every key under the
-	// prefix ("/" + 1 is "0").
+	// The keys meant: [lo, hi), "/" + 1 being "0".
 	lo, hi := key, key+"\x00"
 	if strings.HasSuffix(key, "/") {
 		hi = strings.TrimSuffix(key, "/") + "0"
 	}
-	for _, d := range dels {
-		k, e := string(d.Key), string(d.RangeEnd)
-		switch {
-		case e == "":
-			if k >= lo && k < hi {
-				return true
-			}
-		case e == "\x00": // from k on
-			if hi > k {
-				return true
-			}
-		default:
-			if k < hi && e > lo {
-				return true
-			}
+	for _, o := range entryOps(req) {
+		if o.del == nil {
+			continue
+		}
+		k, e := string(o.del.Key), string(o.del.RangeEnd)
+		if e == "" {
+			e = k + "\x00"
+		}
+		if k < hi && (e == "\x00" || e > lo) {
+			return true
 		}
 	}
 	return false

@@ -7,23 +7,17 @@ import (
 	"strings"
 )
 
-// The entries a member's log holds at or below its db's consistent index
-// (the "prefix") are already in the db, but the db has usually compacted
-// their revisions away: an object deleted an hour ago is in the log and in
-// no revision of the db. The state the prefix started from (the keyspace
-// before the log, its revision) is in neither. What the prefix did is
-// proved from the db's anchors by settle (prefix_settle.go, settle.go):
-// what it proves is established, entry by entry and write by write; the
-// rest is listed unknown.
+// The prefix is the log's entries at or below its db's consistent index:
+// in the db, whose compaction has usually removed their revisions, from a
+// state before the log that neither holds. Settle proves what it did.
 
-// valueSeed hashes values: the prefix keeps a hash of each value, not the
-// value (memory bounded by the number of writes, not the log's size).
+// valueSeed hashes values: the prefix keeps a hash of each value.
 var valueSeed = maphash.MakeSeed()
 
 func valueHash(v []byte) uint64 { return maphash.Bytes(valueSeed, v) }
 
-// keyRanges is a union of key ranges [from, end) (end "": no end),
-// sorted and disjoint.
+// keyRanges is a union of key ranges [from, end), end "" for none, sorted
+// and disjoint.
 type keyRanges [][2]string
 
 // rangeUnion returns the union of the range deletes' ranges.

@@ -3,33 +3,22 @@ package wal
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
-// resolvePrefix works out the prefix (the log's entries the db already
-// holds; see prefix.go and prefix_anchor.go) and returns it as a
-// replay to put before the rest: with outcomes and revisions where they
-// are established, else with the writes unknown and the reason in the
-// coverage.
-// It fails with an error wrapping ErrOtherCluster when the db holds
-// writes the entries cannot have made (foreignDB): nothing the db says
-// can then be taken for the log's.
+// resolvePrefix works out the prefix and returns it as a replay to put
+// before the rest. It fails with an error wrapping ErrOtherCluster when
+// the db holds writes the entries cannot have made.
 func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, xr *dbIndexRead) (*replay, error) {
-	db := boltPrefixDB{b: w.base, states: w.baseStates}
-	if db.states != nil {
-		// The values of the db's keys the log names are read and hashed
-		// on another core while the solver starts.
-		db.ids = stateIDs(db.states, keys)
-		var stop func()
-		db.hashes, stop = readHashes(ctx, w.base, db.states, db.ids)
-		defer stop()
-	}
+	// The db's values are hashed on another core meanwhile.
+	db := boltPrefixDB{b: w.base, states: w.baseStates, ids: stateIDs(w.baseStates, keys)}
+	var stop func()
+	db.hashes, stop = readHashes(ctx, w.base, db.states, db.ids)
+	defer stop()
 	rp, v := solvePrefixRead(ctx, entries, keys, exact, w.cov.DBRevision, db, xr)
 	if err := ctx.Err(); err != nil {
-		// Interrupted (Ctrl-C): the reads of the db stopped, and so
-		// does the command.
+		// Interrupted: the reads of the db stopped, and so does this.
 		return nil, fmt.Errorf("work out the entries before the db's revision: %w", err)
 	}
 	if v.foreign != "" {
@@ -45,8 +34,8 @@ func (w *WAL) resolvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys
 }
 
 // prefixVerdict is what solvePrefix established as a whole: the revision
-// before the log (0: not established), the stretches of entries whose
-// revisions are not established, or why nothing is (unresolved).
+// before the log, 0 when not established, the stretches not established,
+// or why nothing is.
 type prefixVerdict struct {
 	before     int64
 	floor      int64 // before, or its highest possible value
@@ -57,12 +46,8 @@ type prefixVerdict struct {
 	foreign string
 }
 
-// solvePrefix works the prefix out over db, whose revision is dbRev.
-func solvePrefix(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, db prefixDB) (*replay, prefixVerdict) {
-	return solvePrefixRead(ctx, entries, keys, exact, dbRev, db, readDBIndex(ctx, db, entries, keys, dbRev))
-}
-
-// solvePrefixRead is solvePrefix with the db's last revisions read by xr.
+// solvePrefixRead works the prefix out over db, whose revision is dbRev,
+// with the db's last revisions read by xr.
 func solvePrefixRead(ctx context.Context, entries []pxEntry, keys *pxKeys, exact bool, dbRev int64, db prefixDB, xr *dbIndexRead) (*replay, prefixVerdict) {
 	x, err := xr.wait()
 	if err != nil {
@@ -75,16 +60,15 @@ func solvePrefixRead(ctx context.Context, entries []pxEntry, keys *pxKeys, exact
 }
 
 // dbIndexRead is the db's revisions the prefix may have made, read in a
-// goroutine of its own (readDBIndex) while the db's keys are still read.
+// goroutine of its own.
 type dbIndexRead struct {
 	done chan struct{}
 	x    *dbIndex
 	err  error
 }
 
-// readDBIndex starts reading the db's revisions the prefix entries may
-// have made: every entry makes one revision at most, so they lie in the
-// db's last len(entries) revisions. keys must not change meanwhile.
+// readDBIndex starts reading the db's last len(entries) revisions: each
+// entry made one at most. keys must not change meanwhile.
 func readDBIndex(ctx context.Context, db prefixDB, entries []pxEntry, keys *pxKeys, dbRev int64) *dbIndexRead {
 	r := &dbIndexRead{done: make(chan struct{})}
 	go func() {
@@ -107,12 +91,11 @@ type WALStretch struct {
 	Reason             string
 }
 
-// unresolvedPrefix lists the prefix's entries with an unknown outcome, and
-// what each would have written, for the keys' stories.
+// unresolvedPrefix lists the prefix's entries with an unknown outcome and
+// what each would have written.
 func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 	rp := newReplay(nil)
 	reason := "in the db; its outcome is not established: " + why
-	var sorted []string // the keys' names, sorted, for range deletes
 	for _, pe := range entries {
 		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: OutcomeUnknown, Reason: reason}
 		rp.counts[pe.kind.String()]++
@@ -129,13 +112,8 @@ func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 		}
 		if pe.ranged {
 			// Every key of its range the log names, in key order.
-			if sorted == nil {
-				sorted = slices.Clone(keys.names)
-				slices.Sort(sorted)
-			}
-			i, _ := slices.BinarySearch(sorted, pe.from)
-			for ; i < len(sorted) && pe.inRange(sorted[i]); i++ {
-				rp.newWrite(rp.keyString(sorted[i]), idx, op{}, true)
+			for _, k := range keys.inRange(pe.from, pe.end) {
+				rp.newWrite(rp.keyString(keys.names[k]), idx, op{}, true)
 			}
 		}
 		rp.push(we)
@@ -143,8 +121,8 @@ func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 	return rp
 }
 
-// prepend puts p's entries and writes (the log's entries before r's) in
-// front of r's. r keeps its key states (the db's, then its own writes).
+// prepend puts p's entries and writes, the prefix's, in front of r's. r
+// keeps its key states.
 func (r *replay) prepend(p *replay) {
 	ne, nw, nn := int32(len(p.entries)), int32(len(p.all)), int32(len(p.notes))
 	for i := range r.entries {
@@ -155,9 +133,8 @@ func (r *replay) prepend(p *replay) {
 	r.entries = append(p.entries, r.entries...)
 	r.notes = append(p.notes, r.notes...)
 
-	// Key ids: r's keep theirs (every key of the db, which are not walked
-	// here), p's are mapped to them, and p's keys r does not know added.
-	// Writes: p's keep their numbers, r's follow them.
+	// r's key ids stay, p's are mapped to them; p's writes keep their
+	// numbers and r's follow them.
 	for i := range r.all {
 		x := &r.all[i]
 		x.entry += ne

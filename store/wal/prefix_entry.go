@@ -2,17 +2,21 @@ package wal
 
 import (
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
-// pxKeys names the keys of the prefix's entries once: entries refer to
-// them by number.
+// pxKeys numbers the keys of the prefix's entries.
 type pxKeys struct {
 	names []string
 	ids   map[string]int32
+	// sorted holds the keys' numbers in key order, made by inRange.
+	sorted []int32
 }
 
 func newPxKeys() *pxKeys { return &pxKeys{ids: map[string]int32{}} }
@@ -29,16 +33,32 @@ func (t *pxKeys) id(key []byte) int32 {
 	return id
 }
 
+// inRange lists, in key order, the keys in etcd's range [from, end), end
+// "\x00" meaning every key from from on.
+func (t *pxKeys) inRange(from, end string) []int32 {
+	if len(t.sorted) != len(t.names) {
+		t.sorted = make([]int32, len(t.names))
+		for i := range t.sorted {
+			t.sorted[i] = int32(i)
+		}
+		slices.SortFunc(t.sorted, func(a, b int32) int { return strings.Compare(t.names[a], t.names[b]) })
+	}
+	i := sort.Search(len(t.sorted), func(i int) bool { return t.names[t.sorted[i]] >= from })
+	j := i
+	for j < len(t.sorted) && (end == "\x00" || t.names[t.sorted[j]] < end) {
+		j++
+	}
+	return t.sorted[i:j]
+}
+
 // pxCmp is one compare of a prefix entry.
 type pxCmp struct {
 	key    int32
 	target pb.Compare_CompareTarget
 	result pb.Compare_CompareResult
-	// ranged: the compare is over a key range from key on, which step
-	// cannot decide here: keys the log never names may be in it.
+	// ranged: the compare is over a range from key on.
 	ranged bool
-	// value is the revision, version or lease compared with; for a VALUE
-	// compare, the hash of the value, which keeps no order.
+	// value is what it compares with; for a value, its hash.
 	value int64
 }
 
@@ -48,18 +68,16 @@ type pxOp struct {
 	del   bool
 	lease int64
 	hash  uint64 // a put's value hash
-	// path is the op's branchIndex in its transaction; inTxn is false
-	// for a plain put or delete. deep is the op's whole path when it is
-	// in a nested transaction, nil otherwise.
+	// path is the op's branchIndex in its transaction, inTxn false for a
+	// plain request; deep is its whole path in a nested transaction.
 	path  int32
 	inTxn bool
 	deep  []int32
 }
 
-// pxEntry is a prefix entry as settle keeps it: no value, only the hash
-// of each put's value, and keys by number, so that memory is bounded by
-// the number of writes, not by the log's size. request rebuilds what step
-// needs of it.
+// pxEntry is a prefix entry as settle keeps it: values hashed, keys by
+// number, so that memory is bounded by the number of writes. request
+// rebuilds what step needs of it.
 type pxEntry struct {
 	index, term uint64
 	kind        walread.Kind
@@ -69,22 +87,16 @@ type pxEntry struct {
 	id         int64
 	cmps       []pxCmp
 	succ, fail []pxOp
-	// unmodelled, when not empty, says what of the entry settle does not
-	// model: the prefix is then left unresolved.
+	// unmodelled says what of the entry settle does not model: the
+	// prefix is then left unresolved.
 	unmodelled string
-	// nested: the transaction holds transactions. succ and fail hold the
-	// writes of every branch under each of its own, and the entry is
-	// settled as any transaction not of kube-apiserver's shape: its keys
-	// alone are left unknown.
+	// nested: the transaction holds transactions; succ and fail hold the
+	// writes of every branch under each of its own.
 	nested bool
-	// authed: the request was made under etcd authentication, whose
-	// permission check may refuse it when applied.
+	// authed: made under authentication, whose check may refuse it.
 	authed bool
-	// ranged marks a range delete outside a transaction: it deletes
-	// every key in [from, end) that exists, end "\x00" meaning every key
-	// from from on. Its keys are not in succ: which existed there is what
-	// the db holds deleted at its revision, where settler.replay proves
-	// that revision.
+	// ranged marks a range delete of [from, end) outside a transaction.
+	// Its keys are not in succ.
 	ranged    bool
 	from, end string
 }
@@ -103,8 +115,7 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 		}
 		return pxOp{key: keys.id(p.Key), lease: p.Lease, hash: valueHash(p.Value), path: path, inTxn: inTxn}
 	}
-	// A range delete in a transaction is not modelled (a plain one is:
-	// see ranged).
+	// A range delete in a transaction is not modelled.
 	del := func(out []pxOp, d *pb.DeleteRangeRequest, path int32, inTxn bool) []pxOp {
 		if len(d.RangeEnd) != 0 {
 			pe.unmodelled = "a range delete"
@@ -112,16 +123,13 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 		}
 		return append(out, pxOp{key: keys.id(d.Key), del: true, path: path, inTxn: inTxn})
 	}
-	// txnOps lists a transaction's writes by the branch of its own they
-	// are under, nested transactions' too.
+	// txnOps lists a transaction's writes by the branch they are under.
 	txnOps := func(t *pb.TxnRequest) {
 		for _, o := range requestOps(t, nil) {
 			n := len(o.path)
 			var out []pxOp
 			switch {
 			case o.rng != nil && o.rng.Revision != 0:
-				// etcd refuses the transaction when the revision is
-				// compacted or in the future.
 				pe.unmodelled = "a range at a revision in a transaction"
 			case o.put != nil:
 				out = []pxOp{put(o.put, o.path[n-1], true)}
@@ -170,11 +178,6 @@ func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
 		pe.unmodelled = fmt.Sprintf("the %v alarm raised: writes refused under it are not modelled", req.Alarm.Alarm)
 	}
 	return pe
-}
-
-// inRange reports whether key is in the range a ranged entry deletes.
-func (pe *pxEntry) inRange(key string) bool {
-	return key >= pe.from && (pe.end == "\x00" || key < pe.end)
 }
 
 // opPath is an op's path in its entry's request (see walWrite.path).

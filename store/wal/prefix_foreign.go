@@ -7,18 +7,14 @@ import (
 )
 
 // foreignDB says why the db cannot be the one the prefix's entries lead
-// to ("" when nothing refutes it). It rests on no solve, only on counting:
-// every entry certain to make a revision (certainRevision) made one, so
-// the db's revisions from dbRev-certain+1 to dbRev are all the prefix's.
-// An item the db holds there must then be one of the prefix's writes: a
-// put of that key with that value, whichever branch of its transaction,
-// or a tombstone of a key the prefix deletes (any key, when it revokes a
-// lease or deletes a range). A db of another cluster that shares the
-// member's id, built on the same node with the same name, peer URL and
-// token, fails this as soon as the log holds a few puts. Entries the
-// solver does not model may write what no op lists: the check is then
-// not made. A nested transaction's ops are those of all its branches: it
-// writes some of them, no other.
+// to, "" when nothing refutes it. It rests on counting alone: every entry
+// certain to make a revision made one, so the db's revisions from
+// dbRev-certain+1 on are all the prefix's, and each item the db holds
+// there must be one of its writes, in any branch: a put of that key and
+// value, a tombstone of a key it deletes, or of any key where it revokes
+// a lease or deletes a range. A db of another cluster that shares the
+// member's id fails this as soon as the log holds a few puts. With an
+// entry settle does not model, the check is not made.
 func foreignDB(entries []pxEntry, keys *pxKeys, x *dbIndex, dbRev int64) string {
 	certain := int64(0)
 	for i := range entries {
@@ -31,9 +27,9 @@ func foreignDB(entries []pxEntry, keys *pxKeys, x *dbIndex, dbRev int64) string 
 }
 
 // certainRevision reports whether pe makes a revision whatever the state
-// before the log: step decides it applied and changing a key over a state
-// that knows nothing of it. A request made under etcd authentication is
-// not: its permission check, which step does not model, may refuse it.
+// before the log: step over a state that knows nothing says it changed a
+// key. A request made under authentication, whose check step does not
+// model, is not certain.
 func certainRevision(pe *pxEntry, keys *pxKeys) bool {
 	if pe.authed {
 		return false

@@ -165,10 +165,13 @@ func TestPrefixScenarios(t *testing.T) {
 		want:     "UUUUU",
 	}, {
 		name: "a delete if the key does not exist: applied with nothing to delete",
-		// Its compare (mod revision 0) held: the key was absent.
+		// Its compare (mod revision 0) held: the key was absent. The
+		// plain delete before it leaves /k absent whatever it found, so
+		// step proves that compare held; the plain delete's own outcome
+		// is applied, whether it deleted /k is not established.
 		pre:  []*pb.InternalRaftRequest{txnReq("/a", 0, "1")},
 		log:  []*pb.InternalRaftRequest{del("/k"), txnReq("/k", 0, ""), txnReq("/a", 2, "2")},
-		want: "UUE",
+		want: "UEE",
 	}, {
 		name: "a nested transaction leaves the keys it may write unknown, not the log",
 		// /a at 2 before the log; the nested transaction puts /n at 4.

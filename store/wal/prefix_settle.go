@@ -5,18 +5,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
-// settler works out the prefix (the log's entries the db holds) by local
-// proofs alone (settle.go): the db's anchors, the counting between them,
-// and each key's chain of compares. What it cannot prove is listed
-// unknown. A search of every state before the log that leads the entries
-// to the db was tried and removed: on logs of a cluster's size it stopped
-// short every time, leaving settle's proofs, and took seconds more.
+// settler works out the prefix, the log's entries the db holds, by local
+// proofs alone (settle.go); what it cannot prove is listed unknown. A
+// search of every state before the log was tried and removed: on logs of
+// a cluster's size it stopped short every time.
 type settler struct {
 	entries []pxEntry
 	names   *pxKeys
@@ -25,25 +22,21 @@ type settler struct {
 	dbK     int64 // the db's compaction: it holds every revision above
 	db      *dbIndex
 	// anchors holds, by opIndex, the revision at which the db holds a
-	// put's key and value when no other put of the log writes them (0:
-	// none).
+	// put's key and value that no other put of the log writes, or 0.
 	anchors []int64
 	opBase  []int32 // by entry: the index of its first op (opIndex)
 	// certain and possible count the entries before each that certainly
 	// make a revision, and that may.
 	certain, possible []int32
-	// ranged lists, by range delete, the keys the log names in its range.
-	ranged map[int32][]int32
-	// putWith lists, by lease, the keys the log puts with it (the keys
-	// a revoke of it may delete that the log attached).
+	// putWith lists, by lease, the keys the log puts with it.
 	putWith map[int64][]int32
-	// live holds, by key, the db's live state of it (mod 0: none).
+	// live holds, by key, its state in the db, mod 0 for none.
 	live []struct{ create, mod, version int64 }
 }
 
-// solveSettled works the prefix out over db, whose revision is dbRev (x:
-// its items at the revisions the prefix may have made). exact: the log
-// starts at raft index 1 (nothing before it).
+// solveSettled works the prefix out over db, at revision dbRev; x holds
+// its items at the revisions the prefix may have made; exact says the
+// log starts at raft index 1.
 func solveSettled(ctx context.Context, entries []pxEntry, names *pxKeys, exact bool, dbRev int64, db prefixDB, x *dbIndex) (*replay, prefixVerdict) {
 	unresolved := func(why string) (*replay, prefixVerdict) {
 		return unresolvedPrefix(entries, names, why), prefixVerdict{unresolved: why}
@@ -68,25 +61,23 @@ func solveSettled(ctx context.Context, entries []pxEntry, names *pxKeys, exact b
 		return unresolved("no state before the log leads its entries to the db: " + noWorld)
 	}
 	rp, v := s.replay(st)
-	// The revisions above the one before the log (at its highest) are
-	// the entries': the db must hold their writes there, no other.
+	// The revisions above the one before the log are the entries': the
+	// db must hold their writes there, no other.
 	if why := notTheLogs(entries, names, x, v.floor+1, dbRev); why != "" {
 		return unresolved("no state before the log leads its entries to the db: " + why)
 	}
 	return rp, v
 }
 
-// load reads what settle needs of the db and of the entries: the puts'
-// anchors, the keys put with each lease and named in each range delete,
-// and the counts of entries that may make a revision. It returns why no
-// state before the log can lead the entries to the db, if the db says so
-// at once, or the error reading it.
+// load reads what settle needs of the db and the entries: the puts'
+// anchors, the keys put with each lease, the counts of entries that may
+// make a revision. It returns why no state before the log leads the
+// entries to the db, when the db says so at once.
 func (s *settler) load(ctx context.Context, db prefixDB) (string, error) {
 	names := s.names.names
 	n := int32(len(s.entries))
-	// The ops, and the puts' anchors: a put's key and value that no other
-	// put of the log writes, where the db holds them. The puts are sorted
-	// by key and value hash (no map: a log may hold a million).
+	// The puts, sorted by key and value hash: no map, a log may hold a
+	// million.
 	s.opBase = make([]int32, n+1)
 	type put struct {
 		key  int32
@@ -115,8 +106,8 @@ func (s *settler) load(ctx context.Context, db prefixDB) (string, error) {
 	}
 	slices.SortFunc(puts, byKeyHash)
 	s.anchors = make([]int64, s.opBase[n])
-	// hold notes that the db holds key's value hash at rev: the put of the
-	// log that writes them alone made it (two revisions: no anchor).
+	// hold notes that the db holds key's value hash at rev: the one put
+	// of the log that writes them made it.
 	hold := func(key int32, hash uint64, rev int64) {
 		i, found := slices.BinarySearchFunc(puts, put{key: key, hash: hash}, byKeyHash)
 		if !found || i+1 < len(puts) && puts[i+1].key == key && puts[i+1].hash == hash {
@@ -138,8 +129,7 @@ func (s *settler) load(ctx context.Context, db prefixDB) (string, error) {
 			}
 		}
 	}
-	// The db's live keys: those the log names anchor their puts; the
-	// others were not written by the log.
+	// The db's live keys the log names anchor their puts.
 	s.live = make([]struct{ create, mod, version int64 }, len(names))
 	var unnamedX int64 // the highest mod revision of a live key the log never names
 	var unnamedRanged string
@@ -171,8 +161,7 @@ func (s *settler) load(ctx context.Context, db prefixDB) (string, error) {
 		}
 	}
 	s.countBounds()
-	// The keys put with each lease, and those the log names in each range
-	// delete's range.
+	// The keys put with each lease.
 	putWith := map[int64][]int32{}
 	for i := range s.entries {
 		for _, ops := range [][]pxOp{s.entries[i].succ, s.entries[i].fail} {
@@ -188,28 +177,11 @@ func (s *settler) load(ctx context.Context, db prefixDB) (string, error) {
 		slices.Sort(ks)
 		s.putWith[l] = slices.Compact(ks)
 	}
-	sorted := make([]int32, len(names))
-	for i := range sorted {
-		sorted[i] = int32(i)
-	}
-	slices.SortFunc(sorted, func(a, b int32) int { return cmp.Compare(names[a], names[b]) })
-	s.ranged = map[int32][]int32{}
-	for i := range s.entries {
-		if pe := &s.entries[i]; pe.ranged {
-			j := sort.Search(len(sorted), func(j int) bool { return names[sorted[j]] >= pe.from })
-			var ks []int32
-			for ; j < len(sorted) && pe.inRange(names[sorted[j]]); j++ {
-				ks = append(ks, sorted[j])
-			}
-			s.ranged[int32(i)] = ks
-		}
-	}
 	return "", nil
 }
 
 // countBounds counts, before each entry, the entries that certainly make
-// a revision (a put the db anchors, or certainRevision) and those that
-// may (any that writes).
+// a revision, anchored or certainRevision, and those that may.
 func (s *settler) countBounds() {
 	n := len(s.entries)
 	s.certain = make([]int32, n+1)
@@ -241,8 +213,7 @@ func (s *settler) tombstones(rev int64) []int32 {
 	return out
 }
 
-// opIndex numbers op i of entry e's success branch (fail false) or
-// failure branch.
+// opIndex numbers op i of entry e's success or failure branch.
 func (s *settler) opIndex(e int32, i int, fail bool) int32 {
 	if fail {
 		return s.opBase[e] + int32(len(s.entries[e].succ)) + int32(i)
@@ -257,9 +228,8 @@ func b2i(b bool) int8 {
 	return 0
 }
 
-// replay is the prefix's replay from what settle fixed: an entry it fixes
-// is established (a kube-apiserver transaction, a plain put or delete:
-// applied at its revision, or not), every other one is listed unknown.
+// replay is the prefix's replay from what settle fixed; every entry it
+// does not fix is listed unknown.
 func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 	entries, keys := s.entries, s.names
 	rp := newReplay(nil)
@@ -284,23 +254,20 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 			next = st.rev[i]
 		}
 	}
-	// firstRev is the first revision the log made that is known: the
-	// revision before the log is below it. compactedHi bounds the
-	// compactions of the log so far.
-	firstRev := s.dbRev + 1
+	// firstRev is the first revision the log made that is known, made by
+	// entry f; compactedHi bounds the log's compactions so far.
+	f, firstRev := n, s.dbRev+1
 	for i := range n {
 		if st.rev[i] != 0 {
-			firstRev = st.rev[i]
+			f, firstRev = i, st.rev[i]
 			break
 		}
 	}
-	// ps knows the leases the log granted and revoked, and bounds the
-	// revision and the compaction, for step.
+	// ps knows the leases and bounds the revisions, for step.
 	ps := newPxState(keys)
 	var compactedHi int64
-	// track follows each key's state along its writes while every one
-	// is established, from the log's start where the state there is
-	// known (a log from raft index 1: absent).
+	// track follows each key's state while every write is established,
+	// from the log's start where it is known.
 	track := make([]struct {
 		known, exists   bool
 		create, version int64
@@ -308,8 +275,7 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 	for k := range track {
 		track[k].known = s.exact
 	}
-	// attached: the keys the log's puts named with each lease since its
-	// last revoke, which a revoke of it may have deleted.
+	// attached holds the keys put with each lease since its last revoke.
 	attached := map[int64][]int32{}
 	const unknown = "not established: the counting between the revisions the db anchors and the keys' chains of compares do not fix it"
 	var open int = -1
@@ -327,48 +293,20 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 		var deleted, revoked []int32
 		_, cmpRev, del, lease, kube := kubeShape(pe)
 		plain := pe.kind == walread.KindPut || pe.kind == walread.KindDeleteRange && !pe.ranged
+		unnamed := pe.ranged || pe.kind == walread.KindLeaseRevoke
+		res := st.stepped[i]
 		switch {
 		case pe.kind == walread.KindLeaseGrant:
 			if _, seen := ps.lease(pe.id); !seen {
-				// A lease the log grants is new, as the prefix takes
-				// throughout (chains, unnamedDeleters): etcd makes its id.
+				// A lease the log grants is new: etcd makes its id.
 				ps.revoke(pe.id)
 			}
 			res := step(ps, pe.request(keys.names), pe.index)
 			we.Outcome, we.Reason = res.outcome, res.reason
-		case pe.kind == walread.KindLeaseRevoke:
-			exists, _ := ps.lease(pe.id)
-			ps.revoke(pe.id)
-			revoked = attached[pe.id]
-			switch {
-			case made == 1 && rev > s.dbK:
-				// The db holds what it deleted: its tombstones there.
-				we.Outcome, we.Reason, deleted = OutcomeApplied, "", s.tombstones(rev)
-			case made == 0 && exists:
-				we.Outcome, we.Reason = OutcomeApplied, "no key attached to the lease was left: nothing deleted"
-			default:
-				// Its outcome is not established, nor so which keys it
-				// deleted: each the log attached listed, not applied.
-				for _, k := range attached[pe.id] {
-					rp.newWrite(rp.keyString(keys.names[k]), idx, op{}, true)
-				}
-			}
-			delete(attached, pe.id)
-		case pe.ranged:
-			switch {
-			case made == 1 && rev > s.dbK:
-				we.Outcome, we.Reason, deleted = OutcomeApplied, "", s.tombstones(rev)
-			case made == 0:
-				we.Outcome, we.Reason = OutcomeApplied, "no key of its range existed: nothing deleted"
-			default:
-				for _, k := range s.ranged[idx] {
-					rp.newWrite(rp.keyString(keys.names[k]), idx, op{}, true)
-				}
-			}
 		case pe.kind == walread.KindCompaction:
-			// The revision is at least the last one known before, below
-			// the next one known. The compaction is at most an earlier
-			// one of the log, or below the first revision the log made.
+			// The revision lies between those known around it; the
+			// compaction is at most an earlier one of the log, or below
+			// the first revision the log made.
 			ps.revLo, ps.revHi, ps.compactHi = prevRev[i], nextRev[i]-1, max(compactedHi, firstRev-1)
 			res := step(ps, pe.request(keys.names), pe.index)
 			we.Outcome, we.Reason = res.outcome, res.reason
@@ -376,16 +314,30 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 				we.Reason = unknown
 			}
 			compactedHi = max(compactedHi, pe.id)
-		case !kube && !plain && made == 0 && st.stepped[i].outcome != OutcomeUnknown:
-			// step decided it: it changed no key.
-			res := st.stepped[i]
+		case !unnamed && pe.kind != walread.KindPut && pe.kind != walread.KindDeleteRange && pe.kind != walread.KindTxn:
+			we.Outcome, we.Reason = OutcomeSkipped, ""
+		case made == 0 && res.partial:
+			// It applied; step knew all but whether it deleted a key.
+			we.Outcome, we.Reason = OutcomeApplied, "it changed no key"
+		case made == 0 && res.outcome != OutcomeUnknown:
 			we.Outcome, we.Reason = res.outcome, res.reason
 			if res.outcome == OutcomeApplied {
 				we.Reason = "it changed no key"
 			}
-		case !kube && !plain && (pe.kind == walread.KindPut || pe.kind == walread.KindDeleteRange || pe.kind == walread.KindTxn):
-		case pe.kind != walread.KindPut && pe.kind != walread.KindDeleteRange && pe.kind != walread.KindTxn:
-			we.Outcome, we.Reason = OutcomeSkipped, ""
+		case unnamed && made == 1 && rev > s.dbK:
+			// The db holds what it deleted: its tombstones there.
+			we.Outcome, we.Reason, deleted = OutcomeApplied, "", s.tombstones(rev)
+		case unnamed:
+			// Which keys it deleted is not established: each it may have
+			// deleted that the log names is listed, not applied.
+			ks := attached[pe.id]
+			if pe.ranged {
+				ks = keys.inRange(pe.from, pe.end)
+			}
+			for _, k := range ks {
+				rp.newWrite(rp.keyString(keys.names[k]), idx, op{}, true)
+			}
+		case !kube && !plain:
 		case made == 1:
 			we.Outcome, we.Reason = OutcomeApplied, ""
 			if rev != 0 {
@@ -393,18 +345,21 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 			} else {
 				we.Reason = fmt.Sprintf("applied; its revision is not established: between %d and %d", prevRev[i]+1, nextRev[i]-1)
 			}
-		case made == 0 && pe.kind == walread.KindDeleteRange:
-			we.Outcome, we.Reason = OutcomeApplied, "the key did not exist: nothing deleted"
 		case made == 0 && pe.kind == walread.KindPut:
+			// Step knew all but whether its lease exists.
 			we.Outcome, we.Reason = OutcomeNotApplied, fmt.Sprintf("lease %x not found (a lease its puts name)", pe.succ[0].lease)
 		case made == 0 && kube && del && cmpRev == 0:
-			// A delete if the key does not exist (mod revision 0):
-			// its compare held on an absent key (applied, nothing
-			// deleted) or failed; which is not established.
+			// A delete if the key does not exist: its compare held on
+			// an absent key or failed, which is not established.
 		case made == 0 && lease != 0:
 			we.Outcome, we.Reason = OutcomeNotApplied, "compare failed (the key changed since it was read), or the lease its put names was not found"
 		case made == 0:
 			we.Outcome, we.Reason = OutcomeNotApplied, "compare failed (the key changed since it was read)"
+		}
+		if pe.kind == walread.KindLeaseRevoke {
+			ps.revoke(pe.id)
+			revoked = attached[pe.id]
+			delete(attached, pe.id)
 		}
 		// A lease grant or a compaction makes no revision, known or not.
 		noRev := pe.kind == walread.KindLeaseGrant || pe.kind == walread.KindCompaction
@@ -445,9 +400,8 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 				ks.last = id
 				if rev != 0 {
 					x.mod = rev
-					// The db's live state of the key names the create
-					// revision and version of the put that made it, and
-					// of the put that created it.
+					// The db's live state names the create revision and
+					// version of the put that made it.
 					switch l := s.live[op.key]; {
 					case op.del:
 					case t.known:
@@ -465,7 +419,7 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 		}
 		switch {
 		case pe.ranged && deleted == nil && we.Outcome != OutcomeApplied:
-			for _, k := range s.ranged[idx] {
+			for _, k := range keys.inRange(pe.from, pe.end) {
 				track[k].known = false
 			}
 		case pe.kind == walread.KindLeaseRevoke && deleted == nil && we.Outcome != OutcomeApplied:
@@ -489,30 +443,21 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 	flush(n - 1)
 	rp.sortApplied()
 	// The revision before the log, counted back from the first revision
-	// known (after the last entry: the db's) over the entries before it;
-	// where some of them may or may not have made one, only its bounds
-	// are: floor, its highest possible value, and lowest.
-	f, rf := n, s.dbRev+1
-	for i := range n {
-		if st.rev[i] != 0 {
-			f, rf = i, st.rev[i]
-			break
-		}
-	}
+	// known over the entries before it; where some may or may not have
+	// made one, only its bounds are: floor and lowest.
 	var made, maybe int64
 	for _, m := range st.made[:f] {
 		made += int64(b2i(m == 1))
 		maybe += int64(b2i(m != 0))
 	}
-	v.floor, v.lowest = rf-1-made, rf-1-maybe
+	v.floor, v.lowest = firstRev-1-made, firstRev-1-maybe
 	if made == maybe {
 		v.before = v.floor
 	}
 	return rp, v
 }
 
-// sortApplied puts the applied writes in revision order (a revision's
-// writes in the log's order).
+// sortApplied puts the applied writes in revision order.
 func (r *replay) sortApplied() {
 	slices.SortStableFunc(r.applied, func(a, b int32) int { return cmp.Compare(r.all[a].mod, r.all[b].mod) })
 }

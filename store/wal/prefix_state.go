@@ -2,25 +2,28 @@ package wal
 
 import (
 	"math"
+	"slices"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
-// pxState is step's state for the entries the db holds: what was there
-// before the log is not known. It knows the leases the log granted or
-// revoked, bounds on the revision and the compaction, and, where settle
-// follows them, keys' mod revisions and leases, which step's writes set.
+// pxState is step's state for the entries the db holds, which does not
+// know what was there before the log. It knows the leases the log granted
+// or revoked, bounds on the revisions, and, where settle follows them,
+// keys' mod revisions and leases.
 type pxState struct {
 	names *pxKeys
-	// cur and lease hold, by key, its mod revision, 0 when absent, and its
-	// lease; unknownRev where not known. nil: no key is known.
+	// cur and keyLease hold, by key, its mod revision, 0 when absent, and
+	// its lease, unknownRev where not known; nil when no key is known.
 	cur, keyLease []int64
 	// leases holds the leases the log granted, true, or revoked, false.
-	leases map[int64]bool
-	// at is the revision of the entry step applies, unknownRev when not
-	// known: put and del set the keys' state after it, where cur is kept.
+	// A lease the log grants is new: only the keys the log puts with it,
+	// putWith, can be attached to it.
+	leases  map[int64]bool
+	putWith map[int64][]int32
+	// at is the revision of the entry step applies, or unknownRev.
 	at                                 int64
 	revLo, revHi, compactLo, compactHi int64
 }
@@ -50,16 +53,18 @@ func (s *pxState) field(key string, t pb.Compare_CompareTarget) (int64, bool) {
 
 func (s *pxState) value(string) ([]byte, bool) { return nil, false }
 
-func (s *pxState) keysIn(from, end []byte) ([]string, bool) {
-	if len(end) != 0 {
-		// Keys the log never names may be in the range.
-		return nil, false
+func (s *pxState) keysIn(from, end []byte) keySet {
+	if len(end) == 0 {
+		id, named := s.names.ids[string(from)]
+		if !named {
+			return keySet{unsure: true, unnamed: true}
+		}
+		return s.keys([]int32{id}, func(int32) bool { return true })
 	}
-	mod, known := s.field(string(from), pb.Compare_MOD)
-	if !known || mod == 0 {
-		return nil, known
-	}
-	return []string{string(from)}, true
+	// Keys the log never names may be in the range.
+	ks := s.keys(s.names.inRange(string(from), string(end)), func(int32) bool { return true })
+	ks.unsure, ks.unnamed = true, true
+	return ks
 }
 
 func (s *pxState) lease(id int64) (exists, known bool) {
@@ -67,7 +72,35 @@ func (s *pxState) lease(id int64) (exists, known bool) {
 	return exists, known
 }
 
-func (s *pxState) leaseKeys(int64) ([]string, bool) { return nil, false }
+// leaseKeys: a key whose lease is known to be another is not attached;
+// one whose state is not known but whose lease is id is not live after a
+// revoke of id.
+func (s *pxState) leaseKeys(id int64) keySet {
+	ks := s.keys(s.putWith[id], func(k int32) bool { return s.keyLease[k] == id })
+	if _, granted := s.leases[id]; !granted {
+		// It may be from before the log, with keys the log never names.
+		ks.unsure, ks.unnamed = true, true
+	}
+	return ks
+}
+
+// keys sorts the keys of ids: live when known live and attached, gone
+// when not known but attached, and unsure where neither is known.
+func (s *pxState) keys(ids []int32, attached func(int32) bool) keySet {
+	var ks keySet
+	for _, k := range ids {
+		switch {
+		case s.cur == nil || s.cur[k] == unknownRev && !attached(k) && s.keyLease[k] == unknownRev:
+			ks.unsure = true
+		case s.cur[k] == unknownRev && attached(k):
+			ks.gone = append(ks.gone, s.names.names[k])
+		case s.cur[k] > 0 && attached(k):
+			ks.live = append(ks.live, s.names.names[k])
+		}
+	}
+	slices.Sort(ks.live)
+	return ks
+}
 
 func (s *pxState) revisions() (revLo, revHi, compactLo, compactHi int64) {
 	return s.revLo, s.revHi, s.compactLo, s.compactHi
@@ -82,17 +115,28 @@ func (s *pxState) put(key string, o op) {
 
 func (s *pxState) del(key string, _ op) {
 	if s.cur != nil {
-		s.cur[s.names.ids[key]] = 0
+		id := s.names.ids[key]
+		s.cur[id], s.keyLease[id] = 0, 0
 	}
 }
 
-func (s *pxState) grant(id int64)    { s.leases[id] = true }
-func (s *pxState) revoke(id int64)   { s.leases[id] = false }
+func (s *pxState) grant(id int64) { s.leases[id] = true }
+
+// revoke: a key the state knows live with the lease, which step did not
+// delete, may have been deleted.
+func (s *pxState) revoke(id int64) {
+	s.leases[id] = false
+	for _, k := range s.putWith[id] {
+		if s.cur != nil && s.cur[k] > 0 && s.keyLease[k] == id {
+			s.cur[k] = unknownRev
+		}
+	}
+}
+
 func (s *pxState) compact(rev int64) { s.compactLo = max(s.compactLo, rev) }
 
-// request rebuilds the request of a prefix entry that is not nested and
-// compares no value, without its values: what step needs to decide it.
-// It is nil for any other entry.
+// request rebuilds what step needs of a prefix entry's request, without
+// its values; nil for a nested one or one comparing a value.
 func (pe *pxEntry) request(names []string) *pb.InternalRaftRequest {
 	switch pe.kind {
 	case walread.KindLeaseGrant:
@@ -102,7 +146,10 @@ func (pe *pxEntry) request(names []string) *pb.InternalRaftRequest {
 	case walread.KindCompaction:
 		return &pb.InternalRaftRequest{Compaction: &pb.CompactionRequest{Revision: pe.id}}
 	}
-	if pe.nested || pe.ranged || pe.unmodelled != "" {
+	if pe.ranged {
+		return &pb.InternalRaftRequest{DeleteRange: &pb.DeleteRangeRequest{Key: []byte(pe.from), RangeEnd: []byte(pe.end)}}
+	}
+	if pe.nested || pe.unmodelled != "" {
 		return nil
 	}
 	ops := func(pxs []pxOp) []*pb.RequestOp {
@@ -124,8 +171,6 @@ func (pe *pxEntry) request(names []string) *pb.InternalRaftRequest {
 		t := &pb.TxnRequest{Success: ops(pe.succ), Failure: ops(pe.fail)}
 		for _, c := range pe.cmps {
 			if c.target == pb.Compare_VALUE || c.ranged {
-				// step would not know the value, nor every key of
-				// the range.
 				return nil
 			}
 			pc := &pb.Compare{Key: []byte(names[c.key]), Target: c.target, Result: c.result}

@@ -11,7 +11,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
 )
 
 // Coverage summarises the log.
@@ -31,17 +30,13 @@ func (w *WAL) Entries(fn func(WALEntry) error) error {
 // (with its revision), not applied, or unknown.
 type KeyWrite struct {
 	Entry WALEntry
-	// Event is the key's state after the write when Entry.Outcome is
-	// OutcomeApplied and the revision is established (Event.KV.ModRevision
-	// != 0); otherwise Event.KV holds only Key and Event.Deleted says
-	// whether the write was a delete. Values are read only when withValues.
+	// Event is the key's state after the write when it applied at an
+	// established revision; otherwise Event.KV holds only Key.
 	Event store.Event
 }
 
 // KeyWrites calls fn for every write of key the log holds, in log order,
-// whatever its outcome. With values, the value each put carried is read
-// (for a write not applied too: Event.KV.Value is what it would have
-// written).
+// whatever its outcome; withValues reads the value each put carried.
 func (w *WAL) KeyWrites(ctx context.Context, key string, withValues bool, fn func(KeyWrite) error) error {
 	for _, id := range w.writesOf(key) {
 		if err := ctx.Err(); err != nil {
@@ -58,8 +53,7 @@ func (w *WAL) KeyWrites(ctx context.Context, key string, withValues bool, fn fun
 	return nil
 }
 
-// keyWrite is write id as a KeyWrite, with the value its put carried when
-// withValue.
+// keyWrite is write id as a KeyWrite.
 func (w *WAL) keyWrite(id int32, withValue bool) (KeyWrite, error) {
 	x := &w.r.all[id]
 	kw := KeyWrite{Entry: w.r.entry(x.entry), Event: store.Event{Deleted: x.deleted, KV: store.KeyValue{Key: w.r.keyNames[x.key],
@@ -74,14 +68,11 @@ func (w *WAL) keyWrite(id int32, withValue bool) (KeyWrite, error) {
 	return kw, nil
 }
 
-// GetAtIndex returns key as it was after the log's entries up to raft index
-// index were applied, with the entry of its last write. It wraps
-// ErrNotFound when the key did not exist then, ErrUndetermined when the
-// log does not establish it.
+// GetAtIndex returns key as the log's entries up to raft index index left
+// it, with the entry of its last write. It wraps ErrNotFound when the key
+// did not exist then, ErrUndetermined when the log does not establish it.
 func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*store.KeyValue, WALEntry, error) {
 	if index > w.cov.LastIndex {
-		// Entries after the log's end may exist (in another member's
-		// log, or written since the copy): the key then is not known.
 		return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: past the log's end (raft index %d): the log does not tell what the entries after it wrote: %w", key, index, w.cov.LastIndex, ErrUndetermined)
 	}
 	if w.base != nil && index < w.cov.ConsistentIndex && (!w.prefixResolved() || index < w.cov.FirstIndex) {
@@ -132,8 +123,8 @@ func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*store.
 	return kv, e, err
 }
 
-// startKnown returns nil when the log starts from an empty keyspace (so a
-// key it never wrote did not exist), ErrUndetermined otherwise.
+// startKnown returns nil when a key the log never wrote did not exist,
+// ErrUndetermined otherwise.
 func (w *WAL) startKnown() error {
 	if w.cov.FirstIndex == 1 || w.base != nil {
 		return nil
@@ -164,8 +155,8 @@ func (w *WAL) value(id int32) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read value of %s: %w", key, err)
 	}
-	put := req.Put
-	if req.Txn != nil {
+	put := req.GetPut()
+	if req.GetTxn() != nil {
 		put = findPut(req.Txn, w.r.pathOf(id))
 	}
 	if put == nil || string(put.Key) != key {
@@ -247,8 +238,7 @@ func (w *WAL) at(key string, rev int64) int32 {
 }
 
 // EntryOfRevision returns the entry of the log that made revision rev,
-// when the log establishes it (a revision the db holds, made by one of
-// the log's entries it holds: a revoke's deletions, say).
+// when the log establishes it.
 func (w *WAL) EntryOfRevision(rev int64) (WALEntry, bool) {
 	w.revOnce.Do(func() {
 		for i := range w.r.entries {
@@ -324,8 +314,8 @@ func (w *WAL) keysUnder(prefix string) []string {
 	return w.keys[i:j]
 }
 
-// prefixRange returns the run [i, j) of the n keys (in key order, the
-// i-th given by key) that start with prefix.
+// prefixRange returns the run [i, j) of n sorted keys that start with
+// prefix.
 func prefixRange(n int, key func(i int) string, prefix string) (i, j int) {
 	i = sort.Search(n, func(i int) bool { return key(i) >= prefix })
 	j = i
@@ -338,13 +328,11 @@ func prefixRange(n int, key func(i int) string, prefix string) (i, j int) {
 // History calls fn for every applied revision of key the log establishes,
 // oldest first. KeyWrites gives the entries too, with writes not applied.
 func (w *WAL) History(ctx context.Context, key string, fn func(store.Event) error) (store.HistoryInfo, error) {
-	// Revisions are derived only from a log that starts with the
-	// keyspace: nothing before it is missing.
 	info := store.HistoryInfo{Revision: w.lastRev}
 	writes := w.writesOf(key)
 	if w.base != nil {
-		// The db's history, with the revisions it compacted that the
-		// log's entries before it give back, then the log's newer writes.
+		// The db's history with the revisions the prefix gives back, then
+		// the log's newer writes.
 		var held []store.Event
 		bi, err := w.base.History(ctx, key, func(ev store.Event) error {
 			held = append(held, ev)
@@ -421,9 +409,8 @@ func (w *WAL) History(ctx context.Context, key string, fn func(store.Event) erro
 	return info, nil
 }
 
-// heldAs reports whether one of the db's events of the key (held) is write
-// x, applied at a revision not established (within span): the same value
-// at a revision it may have.
+// heldAs reports whether one of the db's events held is write x, applied
+// at a revision within span: the same value at a revision it may have.
 func (w *WAL) heldAs(x int32, span [2]int64, held []store.Event) (bool, error) {
 	if w.deleted(x) {
 		for _, ev := range held {
@@ -470,12 +457,9 @@ func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(store.Ev
 	}
 	applied := w.r.applied
 	if w.base != nil {
-		// The db's revisions, with those it compacted that the log's
-		// entries before it give back (a write the db compacted is one
-		// that is not the newest revision of a key it holds).
+		// The db's revisions, with those it compacted that the prefix
+		// gives back: the compaction kept each key's newest live one.
 		compact := w.base.CompactRevision()
-		// The compaction kept each key's newest revision at or below it
-		// (unless a deletion): the db holds those.
 		kept := map[int32]int32{}
 		for _, x := range applied {
 			wr := &w.r.all[x]
@@ -533,8 +517,7 @@ func (w *WAL) ScanRevisions(ctx context.Context, prefix string, fn func(store.Ev
 	return nil
 }
 
-// emit calls fn with write x as an event (what names the read in an
-// error reading its value).
+// emit calls fn with write x as an event; what names the read.
 func (w *WAL) emit(x int32, what string, fn func(store.Event) error) error {
 	kv, err := w.kv(x, true)
 	if err != nil {
@@ -555,9 +538,8 @@ func (w *WAL) ScanLatest(ctx context.Context, prefix string, includeDeleted bool
 	return w.logScanLatest(ctx, prefix, true, includeDeleted, fn)
 }
 
-// logScanLatest is ScanLatest over the log alone: the keys it wrote,
-// live ones (with their values) only when live, deleted ones only when
-// deleted.
+// logScanLatest is ScanLatest over the log alone, of its live keys when
+// live and its deleted ones when deleted.
 func (w *WAL) logScanLatest(ctx context.Context, prefix string, live, deleted bool, fn func(kv *store.KeyValue, deleted bool, deleteRev int64) error) error {
 	if w.lastRev == 0 {
 		if err := w.startKnown(); err != nil {
@@ -610,9 +592,8 @@ func (w *WAL) ScanDeleted(ctx context.Context, prefix string, fn func(kv *store.
 	return w.logScanLatest(ctx, prefix, false, true, func(kv *store.KeyValue, _ bool, deleteRev int64) error { return fn(kv, deleteRev) })
 }
 
-// WritesInOrder calls fn for every write the log holds, in log order (or
-// the reverse), whatever its outcome, with the value each put carried
-// (read from the log when fn is called).
+// WritesInOrder calls fn for every write the log holds, in log order or
+// the reverse, whatever its outcome, with the value each put carried.
 func (w *WAL) WritesInOrder(ctx context.Context, reverse bool, fn func(KeyWrite) error) error {
 	n := len(w.r.all)
 	for i := range n {
@@ -636,8 +617,7 @@ func (w *WAL) WritesInOrder(ctx context.Context, reverse bool, fn func(KeyWrite)
 	return nil
 }
 
-// baseState is key's state in the db the replay started from (no value),
-// found among the states it read; false when the db does not hold it.
+// baseState is key's state in the db, without its value.
 func (w *WAL) baseState(key string) (store.KeyValue, bool) {
 	i := sort.Search(len(w.baseStates), func(i int) bool { return w.baseStates[i].Key >= key })
 	if i < len(w.baseStates) && w.baseStates[i].Key == key {
@@ -646,29 +626,13 @@ func (w *WAL) baseState(key string) (store.KeyValue, bool) {
 	return store.KeyValue{}, false
 }
 
-// ctxCheckEvery is how many items a loop handles between two looks at its
-// context.
+// ctxCheckEvery is how many items a loop handles between looks at ctx.
 const ctxCheckEvery = 4096
 
 // User returns the etcd user entry e's request carried: the name etcd
-// authenticated it as (a password user, or the client certificate's common
-// name), which etcd puts in the request's header only while its
-// authentication is enabled (`etcdctl auth enable`); "" otherwise, and for
-// an entry that is not a request.
+// authenticated it as, which it records only while authentication is
+// enabled; "" otherwise, and for an entry that is not a request.
 func (w *WAL) User(e WALEntry) (string, error) {
-	rec, err := w.log.ReadRecord(e.pos)
-	if err != nil {
-		return "", fmt.Errorf("read entry %d: %w", e.Index, err)
-	}
-	ent, err := walread.DecodeEntry(rec.GetData())
-	if err != nil {
-		return "", fmt.Errorf("read entry %d: %w", e.Index, err)
-	}
-	if ent.Index != e.Index {
-		return "", fmt.Errorf("read entry %d: it moved in the log", e.Index)
-	}
-	if ent.Request == nil || ent.Request.Header == nil {
-		return "", nil
-	}
-	return ent.Request.Header.Username, nil
+	req, err := w.request(e)
+	return req.GetHeader().GetUsername(), err
 }

@@ -16,18 +16,15 @@ type Outcome int
 
 // Outcomes of a logged write.
 const (
-	// OutcomeUnknown: the log alone does not tell, as for a compare on a
-	// key whose state before the log is unknown, or an entry past the
-	// last commit index the log records. WALEntry.Reason says why.
+	// OutcomeUnknown: the log does not tell; WALEntry.Reason says why.
 	OutcomeUnknown Outcome = iota
 	// OutcomeApplied: the write changed the keyspace.
 	OutcomeApplied
-	// OutcomeNotApplied: the write was rejected or its transaction took the
-	// other branch; WALEntry.Reason says why.
+	// OutcomeNotApplied: the write was rejected or its transaction took
+	// the other branch.
 	OutcomeNotApplied
-	// OutcomeSkipped: the entry writes no key, lease or compaction: a
-	// membership change, the cluster version, auth, an alarm, an empty
-	// entry. It is counted, not modelled.
+	// OutcomeSkipped: the entry writes no key, lease or compaction. It is
+	// counted, not modelled.
 	OutcomeSkipped
 )
 
@@ -52,25 +49,23 @@ type WALEntry struct {
 	Outcome Outcome
 	// Reason explains OutcomeNotApplied and OutcomeUnknown.
 	Reason string
-	// Revision is the main revision the entry's writes got (0 when it
-	// wrote nothing or its revision is not established).
+	// Revision is the main revision the entry made, 0 for none or not
+	// established.
 	Revision int64
 	pos      walread.Pos
 }
 
-// walWrite is one write of one key by one entry: what the entry asked, and,
-// when applied with a known revision, the key's state after it. It holds no
-// pointer, so that the index of a long log costs the garbage collector
-// nothing to scan.
+// walWrite is one write of one key by one entry and, when applied at a
+// known revision, the key's state after it. It holds no pointer: a long
+// log's index costs the garbage collector nothing to scan.
 type walWrite struct {
 	mod, create, version, lease int64
 	key                         int32 // index into replay.keyNames
 	entry                       int32 // index into replay.entries
 	valueFrom                   int32 // for a put that kept the value: the write that carried it (-1: none; valueFromBase: the db's value)
 	deleted                     bool
-	// path locates the PutRequest inside the entry's request: transaction
-	// op indices, success branch op i as i, failure branch op i as -i-1.
-	// depth -1: the path is in replay.deepPaths.
+	// path locates the op in the entry's request, as op.path; depth -1
+	// puts it in replay.deepPaths.
 	depth int8
 	path  [4]int32
 }
@@ -96,11 +91,9 @@ type keyState struct {
 	writes                      []int32
 }
 
-// replay applies the log's committed entries in order with step, over a
-// key-state model. Started from an empty keyspace, for a log that begins
-// at raft index 1, every outcome is determined and every applied write
-// gets its revision. From the first entry whose outcome cannot be
-// determined on, known turns false: revisions are no longer derived.
+// replay applies the log's committed entries in order with step. From the
+// first entry whose outcome is not established on, known is false and
+// revisions are no longer derived.
 type replay struct {
 	known      bool
 	stopAt     uint64 // the entry at which revisions stopped being derived
@@ -109,16 +102,14 @@ type replay struct {
 	compactRev int64
 	keys       map[string]*keyState
 	keyNames   []string
-	// slab, once sizeKeys sized it, holds the key states addKey hands
-	// out: one allocation for the db's keys, not one each.
+	// slab holds the key states addKey hands out, sized by sizeKeys.
 	slab []keyState
 	// leases holds the leases known: true granted, false revoked.
 	leases  map[int64]bool
 	cur     int32 // the entry step is applying
 	effects map[int32]effect
 	valueOf func(int32) ([]byte, error)
-	// baseValue, when not nil, reads a key's value in the db the replay
-	// started from, for a key the log has not written yet.
+	// baseValue reads a key's value in the db the replay started from.
 	baseValue func(key string) ([]byte, error)
 
 	entries   []walEntry
@@ -126,10 +117,8 @@ type replay struct {
 	all       []walWrite
 	deepPaths map[int32][]int32
 	applied   []int32 // applied writes with revisions, in revision order
-	// unplaced holds the applied writes whose revision is not
-	// established, in a stretch of the entries the db holds that nothing
-	// anchors, with the revisions they may have. Their order among the
-	// key's writes is the log's.
+	// unplaced holds the prefix's applied writes whose revision is not
+	// established, with the revisions they may have.
 	unplaced map[int32][2]int64
 	counts   map[string]int
 }
@@ -148,15 +137,7 @@ func newReplay(valueOf func(int32) ([]byte, error)) *replay {
 	}
 }
 
-// key returns key's state, made on first use.
-func (r *replay) key(key []byte) *keyState {
-	if s := r.keys[string(key)]; s != nil {
-		return s
-	}
-	return r.addKey(string(key))
-}
-
-// keyString is key with the key as a string (not copied again).
+// keyString returns key's state, made on first use.
 func (r *replay) keyString(key string) *keyState {
 	if s := r.keys[key]; s != nil {
 		return s
@@ -272,8 +253,7 @@ type effect struct {
 }
 
 // The replay is step's concrete state: it knows every key, lease and
-// revision until an entry's outcome is not established, and nothing of
-// the keys' state after.
+// revision until an entry's outcome is not established.
 
 func (r *replay) field(key string, t pb.Compare_CompareTarget) (int64, bool) {
 	if !r.known {
@@ -310,25 +290,16 @@ func (r *replay) value(key string) ([]byte, bool) {
 	return v, err == nil
 }
 
-func (r *replay) keysIn(from, end []byte) ([]string, bool) {
-	if !r.known {
-		return nil, false
-	}
-	if len(end) == 0 {
+func (r *replay) keysIn(from, end []byte) keySet {
+	if len(end) == 0 && r.known {
+		// One key: looked up, not found among every key.
 		if s := r.keys[string(from)]; s != nil && s.exists {
-			return []string{string(from)}, true
+			return keySet{live: []string{string(from)}}
 		}
-		return nil, true
+		return keySet{}
 	}
 	all := len(end) == 1 && end[0] == 0
-	var keys []string
-	for k, s := range r.keys {
-		if s.exists && k >= string(from) && (all || k < string(end)) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys, true
+	return r.liveKeys(func(k string, _ *keyState) bool { return k >= string(from) && (all || k < string(end)) })
 }
 
 func (r *replay) lease(id int64) (exists, known bool) {
@@ -338,22 +309,26 @@ func (r *replay) lease(id int64) (exists, known bool) {
 	return false, r.known
 }
 
-func (r *replay) leaseKeys(id int64) ([]string, bool) {
-	if !r.known {
-		return nil, false
-	}
-	var keys []string
-	for k, s := range r.keys {
-		if s.exists && s.lease == id {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys, true
+func (r *replay) leaseKeys(id int64) keySet {
+	return r.liveKeys(func(_ string, s *keyState) bool { return s.lease == id })
 }
 
-// revisions: once not known, the revision and compaction are at least
-// what they were, and their highest is not known.
+// liveKeys lists the live keys in, in key order.
+func (r *replay) liveKeys(in func(string, *keyState) bool) keySet {
+	if !r.known {
+		return keySet{unsure: true, unnamed: true}
+	}
+	var ks keySet
+	for k, s := range r.keys {
+		if s.exists && in(k, s) {
+			ks.live = append(ks.live, k)
+		}
+	}
+	sort.Strings(ks.live)
+	return ks
+}
+
+// revisions: once not known, the revisions are at least what they were.
 func (r *replay) revisions() (revLo, revHi, compactLo, compactHi int64) {
 	if !r.known {
 		return r.rev, math.MaxInt64, r.compactRev, math.MaxInt64
@@ -383,8 +358,7 @@ func (r *replay) grant(id int64)    { r.leases[id] = true }
 func (r *replay) revoke(id int64)   { r.leases[id] = false }
 func (r *replay) compact(rev int64) { r.compactRev = rev }
 
-// record applies one key write at revision r.rev+1 (the caller bumps
-// r.rev afterwards) and appends it to the key's writes.
+// record applies one key write at revision r.rev+1; apply bumps r.rev.
 func (r *replay) record(idx int32, key string, o op, del bool) {
 	rev := r.rev + 1
 	s := r.keyString(key)
@@ -419,14 +393,13 @@ func (r *replay) record(idx int32, key string, o op, del bool) {
 	r.applied = append(r.applied, id)
 }
 
-// attempt records a write that was not applied, or whose outcome or
-// revision is unknown, in the key's story (no revision).
+// attempt records a write without a revision in the key's story.
 func (r *replay) attempt(idx int32, o op) {
 	switch {
 	case o.put != nil:
-		r.newWrite(r.key(o.put.Key), idx, o, false)
+		r.newWrite(r.keyString(string(o.put.Key)), idx, o, false)
 	case o.del != nil && len(o.del.RangeEnd) == 0:
-		r.newWrite(r.key(o.del.Key), idx, o, true)
+		r.newWrite(r.keyString(string(o.del.Key)), idx, o, true)
 	}
 	// A range delete whose keys are not known is in the entry only.
 }

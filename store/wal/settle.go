@@ -8,38 +8,25 @@ import (
 	"github.com/etcdpvc/etcdpvc/walread"
 )
 
-// Settling the prefix by propagation (settle).
-//
-// Some entries' outcomes follow from the db and the log alone, whatever the
-// state before the log:
-//
-//   - a put whose key and value the db holds at revision R, no other put of
-//     the log writing them, made R (see settler.load);
-//   - between two entries whose revisions are known (or the last one and
-//     the db's revision), the entries made exactly as many revisions as lie
-//     between: where that is all of those that can make one, each did; where
-//     it is none, none did;
-//   - a key's writes are a chain: where its last write's outcome and
-//     revision are known, a compare of its mod revision holds exactly when
-//     it names that revision (a kube-apiserver transaction that puts or
-//     deletes the key it compares then made a revision, or not).
-//
-// Each fact feeds the others until nothing changes. What it settles holds
-// in every state before the log that leads the entries to the db: it is
-// what is established (prefix_settle.go).
+// Settle proves entries' outcomes from the db and the log alone, whatever
+// the state before the log. A put whose key and value the db alone holds
+// at R made R. The entries between two whose revisions are known made
+// exactly the revisions between: where that is all of those that can
+// make one, each did, and where it is none, none did. Step over the keys'
+// chains of writes decides the rest it can. Each fact feeds the others
+// until nothing changes.
 
-// settled holds, by entry, whether it made a revision (made: 1, 0, -1 not
-// known) and which (rev, 0 when not known).
+// settled holds, by entry, whether it made a revision, made 1 or 0 or -1
+// when not known, and which, rev 0 when not known.
 type settled struct {
 	made []int8
 	rev  []int64
-	// index is, by entry, its raft index (for what noWorld says).
+	// index is an entry's raft index, for what noWorld says.
 	index func(int) uint64
 	// noWorld says why no state before the log leads the entries to the
 	// db, when the counting shows it.
 	noWorld string
-	// stepped holds, by entry, what step decided of an entry that made
-	// no revision.
+	// stepped holds what step said of each entry it stepped.
 	stepped map[int]stepResult
 }
 
@@ -92,9 +79,8 @@ func (s *settler) settle() *settled {
 	return st
 }
 
-// count settles the entries between two whose revisions are known (the
-// db's revision follows the last entry): it reports whether it settled
-// any.
+// count settles the entries between two whose revisions are known, the
+// db's revision after the last entry, and reports whether it settled any.
 func (st *settled) count(dbRev int64) bool {
 	n := len(st.made)
 	changed := false
@@ -155,28 +141,21 @@ func (st *settled) count(dbRev int64) bool {
 	return changed
 }
 
-// chains settles kube-apiserver transactions from their keys' chains of
-// writes: a compare of a key's mod revision holds exactly when it names
-// the revision the key's last write made. Deletes (plain, or of a range)
-// leave their keys absent whatever they found; a revoke deletes the keys
-// attached to its lease: those the log last put with it, and, for a lease
-// from before the log, keys whose lease the log does not know (a lease the
-// log grants is new). It reports whether it settled any.
+// chains settles entries along their keys' chains of writes, stepping
+// each over a state that follows the keys' mod revisions and leases where
+// they are known. It reports whether it settled any.
 func (s *settler) chains(st *settled) bool {
 	const unknown = unknownRev
 	nk := len(s.names.names)
 	ps := newPxState(s.names)
-	// cur: the key's mod revision (0: absent); lease: its lease, as its
-	// last put applied set it. ps.leases: the leases the log granted and
-	// has not revoked since (they exist), or revoked (they do not); others
-	// are from before it, and may have had keys attached there.
+	ps.putWith = s.putWith
 	ps.cur, ps.keyLease = make([]int64, nk), make([]int64, nk)
 	cur, lease := ps.cur, ps.keyLease
 	for i := range cur {
 		cur[i], lease[i] = unknown, unknown
 	}
 	// puts lists, by key, the entries so far that put it and may have
-	// applied; minRev is the lowest revision known: X is below it.
+	// applied; minRev is the lowest revision known.
 	puts := make([][]int32, nk)
 	otherPuts := make([]bool, nk) // keys put by an entry not in puts
 	minRev := int64(0)
@@ -188,68 +167,10 @@ func (s *settler) chains(st *settled) bool {
 	changed := false
 	for i := range s.entries {
 		pe := &s.entries[i]
-		switch {
-		case pe.kind == walread.KindLeaseGrant:
-			ps.grant(pe.id)
-			continue
-		case pe.kind == walread.KindLeaseRevoke:
-			l := pe.id
-			exists, seen := ps.lease(l)
-			fromBefore := !seen
-			ps.revoke(l)
-			if exists && st.made[i] == -1 && !fromBefore {
-				// It deletes the keys the log attached that are there.
-				some, all := false, true
-				for _, k := range s.putWith[l] {
-					switch {
-					case lease[k] == l && cur[k] > 0:
-						some = true
-					case cur[k] == 0 || lease[k] != unknown && lease[k] != l:
-					default:
-						all = false
-					}
-				}
-				switch {
-				case some:
-					st.made[i], changed = 1, true
-				case all:
-					st.made[i], changed = 0, true
-				}
-			}
-			for k := range cur {
-				switch {
-				case lease[k] == l && exists:
-					cur[k] = 0 // deleted with it, or absent already
-				case lease[k] == l, lease[k] == unknown && fromBefore:
-					cur[k] = unknown
-				}
-			}
-			continue
-		case pe.ranged:
-			// Every key of its range is absent after it.
-			for _, k := range s.ranged[int32(i)] {
-				cur[k] = 0
-			}
-			continue
-		}
-		if pe.kind == walread.KindDeleteRange {
-			// Absent after it, whatever it found.
-			cur[pe.succ[0].key] = 0
-			continue
-		}
-		// A kube-apiserver compare of a key's mod revision names a
-		// revision the key was put at (the one it read): one after the
-		// log's start (at or above a revision the log made) was made by
-		// a put of the log before it; where one such put's revision is
-		// not known, and no other's is that, it is this one's. Another
-		// client's compare may name any number.
 		k, _, del, _, ok := kubeShape(pe)
-		if st.made[i] != 0 {
-			// etcd's step decides it where the keys' state it needs is
-			// known, and applies its writes to them: a kube-apiserver
-			// compare holds exactly when it names the key's mod
-			// revision, and the write then made a revision if it
-			// changed a key and its lease is there.
+		// An entry that made no revision changed no key; a delete or a
+		// lease change is stepped whatever it made.
+		if st.made[i] != 0 || pe.kind != walread.KindPut && pe.kind != walread.KindTxn {
 			ps.at = st.rev[i]
 			if ps.at == 0 {
 				ps.at = unknown
@@ -258,18 +179,26 @@ func (s *settler) chains(st *settled) bool {
 			if req := pe.request(s.names.names); req != nil {
 				res = step(ps, req, pe.index)
 			}
+			st.stepped[i] = res
 			switch {
+			case st.made[i] == 0 && res.changed:
+				st.noWorld = fmt.Sprintf("entry %d changed a key, yet the counting shows it made no revision", pe.index)
+				return false
 			case res.outcome == OutcomeApplied && (res.changed || st.made[i] == 1):
 				st.made[i], changed = 1, changed || st.made[i] == -1
-			case st.made[i] == -1 && res.outcome != OutcomeUnknown:
-				st.made[i], st.stepped[i], changed = 0, res, true
+			case st.made[i] != 1 && res.outcome != OutcomeUnknown:
+				changed = changed || st.made[i] == -1
+				st.made[i] = 0
+			case pe.kind == walread.KindDeleteRange:
+				// Step deleted what it could: not live after it.
 			case st.made[i] == 1 && !pe.nested && len(pe.fail) == 0:
-				// It made a revision, and its failure branch writes
+				// It made a revision and its failure branch writes
 				// nothing: its success branch applied.
-				for _, op := range pe.succ {
-					ps.cur[op.key], ps.keyLease[op.key] = ps.at, op.lease
-					if op.del {
-						ps.cur[op.key] = 0
+				for _, o := range pe.succ {
+					if o.del {
+						ps.del(s.names.names[o.key], op{})
+					} else {
+						ps.put(s.names.names[o.key], op{put: &pb.PutRequest{Lease: o.lease}})
 					}
 				}
 			default:
@@ -281,6 +210,11 @@ func (s *settler) chains(st *settled) bool {
 				}
 			}
 		}
+		// A kube-apiserver compare of a key's mod revision names the
+		// revision it read the key at: one at or above a revision the log
+		// made was made by a put of the log before it; where one such
+		// put's revision is not known, and no other's is that, it is this
+		// one's.
 		for _, c := range pe.cmps {
 			if !ok || c.target != pb.Compare_MOD || c.result != pb.Compare_EQUAL || minRev == 0 || c.value < minRev {
 				continue
@@ -308,7 +242,7 @@ func (s *settler) chains(st *settled) bool {
 			}
 		}
 		// The puts a revision can be told from: a kube-apiserver
-		// transaction's (it writes that key alone) or a plain put's.
+		// transaction's or a plain put's.
 		switch {
 		case ok && !del && st.made[i] != 0:
 			puts[k] = append(puts[k], int32(i))

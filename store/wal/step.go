@@ -10,53 +10,57 @@ import (
 	"github.com/etcdpvc/etcdpvc/store"
 )
 
-// One etcd step.
-//
-// step applies one raft entry's request to a keyspace the way etcd's
-// apply loop does: server/etcdserver/txn for puts, deletes and
-// transactions, server/storage/mvcc for revisions and compaction,
-// server/lease for leases. It is the one place these rules are written;
-// the replay, the point in time and the prefix all call it. It follows
-// etcd's robustness model, tests/robustness/model, where one Step
-// function applies a request to a state.
-//
-// The state may not know everything. A replay from raft index 1 or from
-// a db knows every key, lease and revision. The state of the entries the
-// db already holds does not know what was there before the log. Where a
-// rule needs what the state does not know, the outcome is unknown and
-// nothing is applied: the step never guesses.
+// step applies one raft entry's request as etcd's apply loop does: its
+// txn package for puts, deletes and transactions, mvcc for revisions and
+// compaction, lease for leases. It is the one place these rules are
+// written, as one Step function is in etcd's robustness model. A replay
+// from raft index 1 or from a db knows every key, lease and revision; the
+// state of the entries the db holds does not know what was before the
+// log. Where a rule needs what the state does not know, the outcome is
+// unknown: step never guesses. It still applies what holds either way:
+// after a range delete, no key of its range is live.
 
 // stepState is what step reads of a keyspace, and how it changes it.
 type stepState interface {
-	// field returns key's create revision, mod revision, version or
-	// lease, as t names, or 0 where the key does not exist. known is
-	// false where the state does not hold it.
+	// field returns key's create or mod revision, version or lease, 0
+	// where the key does not exist.
 	field(key string, t pb.Compare_CompareTarget) (v int64, known bool)
 	// value returns a live key's value.
 	value(key string) (v []byte, known bool)
-	// keysIn lists the live keys in etcd's range [from, end), in key
-	// order: end empty names the key alone, end "\x00" every key from
-	// from on.
-	keysIn(from, end []byte) (keys []string, known bool)
+	// keysIn says which keys are live in etcd's range [from, end): end
+	// empty names the key alone, end "\x00" every key from from on.
+	keysIn(from, end []byte) keySet
 	// lease reports whether lease id exists.
 	lease(id int64) (exists, known bool)
-	// leaseKeys lists the live keys attached to lease id, in key order.
-	leaseKeys(id int64) (keys []string, known bool)
-	// revisions bounds the current revision and the compaction revision:
-	// a state that knows them gives each bound twice.
+	// leaseKeys says which live keys are attached to lease id.
+	leaseKeys(id int64) keySet
+	// revisions bounds the current and the compaction revision.
 	revisions() (revLo, revHi, compactLo, compactHi int64)
 
-	// put and del change one key at the entry's revision, in order.
+	// put and del change one key at the entry's revision; grant and
+	// revoke make the lease exist or not, whatever it was.
 	put(key string, o op)
 	del(key string, o op)
-	// grant and revoke make the lease exist or not, whatever it was.
 	grant(id int64)
 	revoke(id int64)
 	compact(rev int64)
 }
 
-// op is one write an entry asks for, with where it is in the request:
-// path holds the transaction op indices, branchIndex at each level.
+// keySet is what a state knows of the keys a range delete or a revoke
+// deletes. live lists, in key order, the keys it deletes for certain;
+// gone, keys it names that are not live after it whatever they were
+// before. unsure says it may delete keys that live does not list;
+// unnamed, that some of them may be keys the state cannot name at all.
+type keySet struct {
+	live, gone      []string
+	unsure, unnamed bool
+}
+
+// known reports whether live lists every key that was live.
+func (ks keySet) known() bool { return !ks.unsure && len(ks.gone) == 0 }
+
+// op is one write an entry asks for; path holds its branchIndex at each
+// level of transactions.
 type op struct {
 	put  *pb.PutRequest
 	del  *pb.DeleteRangeRequest
@@ -64,8 +68,8 @@ type op struct {
 	path []int32
 }
 
-// leaseChange is a lease change an applied entry made. raised says that
-// etcd raised the TTL a grant asked for, asked.
+// leaseChange is a lease change an applied entry made; raised says etcd
+// raised the TTL the grant asked for.
 type leaseChange struct {
 	store.LeaseChange
 	raised bool
@@ -76,22 +80,22 @@ type leaseChange struct {
 type stepResult struct {
 	outcome Outcome
 	reason  string
-	// changed: a key changed, so the entry made a revision.
-	changed bool
-	// tried lists the writes the entry asked for that were not applied:
-	// those of the branch meant, or of every branch where which one is
-	// not known.
-	tried  []op
-	leases []leaseChange
-	// compacted is the revision an applied compaction compacted to.
+	// changed says a key changed: the entry made a revision. tried
+	// lists the writes asked for that step did not apply.
+	changed   bool
+	tried     []op
+	leases    []leaseChange
 	compacted int64
 	// lose says why the rules from this entry on are not modelled.
 	lose string
+	// partial says the request applied and only whether it deleted a
+	// key is unknown: that alone makes the outcome unknown. unnamed says
+	// it may have deleted keys the state cannot name.
+	partial, unnamed bool
 }
 
-// etcdMinLeaseTTL is the shortest TTL etcd stores for a lease with its
-// default election timeout: lessor.Grant raises a shorter one to
-// ceil(1.5 × election ticks × heartbeat) = ceil(1.5 × 10 × 100 ms) s.
+// etcdMinLeaseTTL is the shortest TTL etcd's lessor keeps with its
+// default election timeout, 1.5 × 10 ticks × 100 ms rounded up.
 const etcdMinLeaseTTL = 2
 
 // step applies req to st; index names the entry in what it says.
@@ -120,30 +124,25 @@ func step(st stepState, req *pb.InternalRaftRequest, index uint64) stepResult {
 				res.leases = append(res.leases, leaseChange{LeaseChange: store.LeaseChange{ID: c.ID, Checkpoint: true, Remaining: c.Remaining_TTL}})
 			}
 		case req.AuthEnable != nil:
-			// Every request after it is checked against users and roles,
-			// which are not modelled.
 			res.lose = fmt.Sprintf("entry %d enables authentication: permission checks are not modelled", index)
 		case req.Alarm != nil && req.Alarm.Action == pb.AlarmRequest_ACTIVATE:
-			// Under an alarm etcd refuses writes, which is not modelled.
 			res.lose = fmt.Sprintf("entry %d raises the %v alarm: writes refused under it are not modelled", index, req.Alarm.Alarm)
 		}
 	}
 	return res
 }
 
-// stepTxn applies a transaction. Every compare, nested ones too, is
-// evaluated against the state before it, as etcd's compareToPath does;
-// then the writes of the path taken are checked, as checkTxn does, and
+// stepTxn applies a transaction as etcd does: every compare, nested ones
+// too, against the state before it, then the path taken checked and
 // applied in order.
 func stepTxn(st stepState, t *pb.TxnRequest) stepResult {
 	ops, ok, known, why := txnPath(st, t, nil)
 	if !known {
 		return stepResult{outcome: OutcomeUnknown, reason: why, tried: writeOps(requestOps(t, nil))}
 	}
-	if ok || hasWrites(ops) {
+	if ok || len(writeOps(ops)) > 0 {
 		return stepWrite(st, ops)
 	}
-	// The success branch's writes are what the transaction meant to do.
 	return stepResult{outcome: OutcomeNotApplied, reason: "compare failed (the key changed since it was read)", tried: writeOps(branchOps(t.Success, nil, true))}
 }
 
@@ -180,8 +179,9 @@ func txnPath(st stepState, t *pb.TxnRequest, path []int32) (ops []op, ok, known 
 	return ops, ok, true, ""
 }
 
-// stepWrite checks and applies the writes of a plain request or of a
-// transaction's path taken.
+// stepWrite checks and applies a request's writes. A delete whose keys
+// the state does not all know deletes those it knows; unless a key
+// changed, the outcome is then unknown.
 func stepWrite(st stepState, ops []op) stepResult {
 	if why, known := check(st, ops); !known {
 		return stepResult{outcome: OutcomeUnknown, reason: why, tried: writeOps(ops)}
@@ -189,27 +189,41 @@ func stepWrite(st stepState, ops []op) stepResult {
 		return stepResult{outcome: OutcomeNotApplied, reason: why, tried: writeOps(ops)}
 	}
 	res := stepResult{outcome: OutcomeApplied}
+	unsure := false
 	for _, o := range ops {
 		switch {
 		case o.put != nil:
 			st.put(string(o.put.Key), o)
 			res.changed = true
 		case o.del != nil:
-			keys, _ := st.keysIn(o.del.Key, o.del.RangeEnd)
-			for _, k := range keys {
-				st.del(k, o)
-				res.changed = true
+			ks := st.keysIn(o.del.Key, o.del.RangeEnd)
+			res.changed = deleteKeys(st, ks, o) || res.changed
+			if !ks.known() {
+				unsure, res.unnamed = true, res.unnamed || ks.unnamed
+				res.tried = append(res.tried, o)
 			}
 		}
+	}
+	if unsure && !res.changed {
+		res.outcome, res.reason, res.partial = OutcomeUnknown, "the keys it deletes are not all known here", true
 	}
 	return res
 }
 
-// check makes etcd's checks before a write, all against the state before
-// it: a range must not read a future or compacted revision, a put's lease
-// must exist, a put that keeps the value or lease needs the key. It also
-// needs to know which keys each delete deletes. why is "" when the write
-// may go ahead.
+// deleteKeys deletes ks's keys and reports whether any was live.
+func deleteKeys(st stepState, ks keySet, o op) bool {
+	for _, k := range ks.live {
+		st.del(k, o)
+	}
+	for _, k := range ks.gone {
+		st.del(k, o)
+	}
+	return len(ks.live) > 0
+}
+
+// check makes etcd's checks before a write: a range reads no future or
+// compacted revision, a put's lease exists, a put that keeps the value or
+// lease finds its key. why is "" when the write may go ahead.
 func check(st stepState, ops []op) (why string, known bool) {
 	revLo, revHi, compactLo, compactHi := st.revisions()
 	for _, o := range ops {
@@ -242,23 +256,20 @@ func check(st stepState, ops []op) (why string, known bool) {
 					return "key not found (put ignoring value or lease)", true
 				}
 			}
-		case o.del != nil:
-			if _, k := st.keysIn(o.del.Key, o.del.RangeEnd); !k {
-				return "the state of the keys before the log is unknown", false
-			}
 		}
 	}
 	return "", true
 }
 
-// compare evaluates one compare as etcd's applyCompare does: over every
-// live key of its range, and on no key as on a key with every field 0,
-// except a value compare, which fails.
+// compare evaluates a compare as etcd does: over every live key of its
+// range; on no key as on a key with every field 0, but a value compare
+// fails.
 func compare(st stepState, c *pb.Compare) (result, known bool) {
-	keys, k := st.keysIn(c.Key, c.RangeEnd)
-	if !k {
+	ks := st.keysIn(c.Key, c.RangeEnd)
+	if !ks.known() {
 		return false, false
 	}
+	keys := ks.live
 	if len(keys) == 0 {
 		return c.Target != pb.Compare_VALUE && compareResult(c.Result, cmp.Compare(0, compareOperand(c))), true
 	}
@@ -284,8 +295,7 @@ func compare(st stepState, c *pb.Compare) (result, known bool) {
 	return true, true
 }
 
-// compareOperand is what a compare of a revision, version or lease
-// compares with.
+// compareOperand is the revision, version or lease c compares with.
 func compareOperand(c *pb.Compare) int64 {
 	switch c.Target {
 	case pb.Compare_CREATE:
@@ -300,8 +310,7 @@ func compareOperand(c *pb.Compare) int64 {
 	return 0
 }
 
-// compareResult reports whether a comparison whose result is res (-1, 0,
-// 1) holds under r.
+// compareResult reports whether the sign res satisfies r.
 func compareResult(r pb.Compare_CompareResult, res int) bool {
 	switch r {
 	case pb.Compare_EQUAL:
@@ -332,27 +341,25 @@ func stepGrant(st stepState, g *pb.LeaseGrantRequest) stepResult {
 	return stepResult{outcome: OutcomeApplied, leases: []leaseChange{lc}}
 }
 
-// stepRevoke revokes a lease, deleting the keys attached to it in key
-// order, in one revision.
+// stepRevoke revokes a lease, deleting its keys in one revision. The
+// lease does not exist after it, whatever it found.
 func stepRevoke(st stepState, id int64) stepResult {
 	exists, known := st.lease(id)
+	ks := st.leaseKeys(id)
+	res := stepResult{outcome: OutcomeUnknown, reason: "lease may exist from before the log", unnamed: ks.unnamed}
 	switch {
-	case !known:
-		return stepResult{outcome: OutcomeUnknown, reason: "lease may exist from before the log"}
-	case !exists:
-		return stepResult{outcome: OutcomeNotApplied, reason: "lease not found"}
-	}
-	keys, known := st.leaseKeys(id)
-	if !known {
-		st.revoke(id)
-		return stepResult{outcome: OutcomeUnknown, reason: "keys attached to the lease before the log are unknown"}
-	}
-	for _, k := range keys {
-		st.del(k, op{})
+	case known && !exists:
+		res = stepResult{outcome: OutcomeNotApplied, reason: "lease not found"}
+	case known:
+		res = stepResult{outcome: OutcomeApplied, changed: deleteKeys(st, ks, op{}), unnamed: ks.unnamed}
+		if !ks.known() && !res.changed {
+			res.outcome, res.reason, res.partial = OutcomeUnknown, "keys attached to the lease before the log are unknown", true
+		} else {
+			res.leases = []leaseChange{{LeaseChange: store.LeaseChange{ID: id, Revoke: true}}}
+		}
 	}
 	st.revoke(id)
-	lc := leaseChange{LeaseChange: store.LeaseChange{ID: id, Revoke: true}}
-	return stepResult{outcome: OutcomeApplied, changed: len(keys) > 0, leases: []leaseChange{lc}}
+	return res
 }
 
 // stepCompact compacts to rev; etcd refuses a future revision and one
@@ -392,7 +399,7 @@ func leafOp(u *pb.RequestOp, path []int32) []op {
 }
 
 // branchOps lists every op of a branch, in both branches of each nested
-// transaction, without evaluating anything.
+// transaction.
 func branchOps(branch []*pb.RequestOp, path []int32, succ bool) []op {
 	var ops []op
 	for i, u := range branch {
@@ -435,6 +442,3 @@ func writeOps(ops []op) []op {
 	}
 	return out
 }
-
-// hasWrites reports whether ops hold a put or a delete.
-func hasWrites(ops []op) bool { return len(writeOps(ops)) > 0 }

@@ -10,8 +10,7 @@ import (
 )
 
 // unnamedDeleter is an entry before the db that may have deleted keys
-// the log never names: a revoke of a lease the log did not grant before
-// it (keys attached before the log), or a range delete (of [from, end)).
+// the log never names: a range delete of [from, end), or a revoke.
 type unnamedDeleter struct {
 	entry     int32
 	ranged    bool
@@ -20,35 +19,34 @@ type unnamedDeleter struct {
 }
 
 // unnamedDeleters lists the prefix entries that may have deleted keys the
-// log never names.
-func unnamedDeleters(prefix []pxEntry) []unnamedDeleter {
+// log never names: those step says so of, over a state that knows the
+// leases the log grants and no key.
+func unnamedDeleters(prefix []pxEntry, keys *pxKeys) []unnamedDeleter {
 	var out []unnamedDeleter
-	granted := map[int64]bool{}
+	ps := newPxState(keys)
 	for i := range prefix {
 		pe := &prefix[i]
-		switch {
-		case pe.kind == walread.KindLeaseGrant:
-			granted[pe.id] = true
-		case pe.kind == walread.KindLeaseRevoke && !granted[pe.id]:
-			out = append(out, unnamedDeleter{entry: int32(i), lease: pe.id})
-		case pe.ranged:
-			out = append(out, unnamedDeleter{entry: int32(i), ranged: true, from: pe.from, end: pe.end})
+		if req := pe.request(keys.names); req == nil || !step(ps, req, pe.index).unnamed {
+			continue
 		}
+		u := unnamedDeleter{entry: int32(i), ranged: pe.ranged, from: pe.from, end: pe.end}
+		if !pe.ranged {
+			u.lease = pe.id
+		}
+		out = append(out, u)
 	}
 	return out
 }
 
-// UnnamedDeletion is an entry of the log that may have deleted keys the
-// log never names, which no source names either: a range delete, or the
-// revoke of a lease granted before the log (its expiry), among the
-// entries the db holds, where the db's compaction removed what they
-// deleted. A key the log never writes and the db does not hold that it
-// may have deleted may have existed until then.
+// UnnamedDeletion is an entry the db holds that may have deleted keys no
+// source names: a range delete, or the revoke of a lease granted before
+// the log, whose deletions the db's compaction removed. A key the log
+// never writes and the db does not hold may have existed until then.
 type UnnamedDeletion struct {
 	Index uint64       `json:"index"`
 	Kind  walread.Kind `json:"kind"`
-	// From and End bound a range delete's keys ([From, End); End "\x00":
-	// every key from From on); Lease is a revoke's lease.
+	// From and End bound a range delete's keys, End "\x00" for every key
+	// from From on; Lease is a revoke's lease.
 	From  string `json:"from,omitempty"`
 	End   string `json:"end,omitempty"`
 	Lease int64  `json:"lease,omitempty"`
@@ -69,7 +67,7 @@ func (u UnnamedDeletion) Under(prefix string) bool {
 }
 
 // What names the keys u may have deleted: "keys under P that the log
-// never names", "keys attached to lease L that the log never names".
+// never names".
 func (u UnnamedDeletion) What() string {
 	var keys string
 	switch {
@@ -97,8 +95,8 @@ func (u UnnamedDeletion) String() string {
 	return fmt.Sprintf("%s, may have deleted %s", u.Entry(), u.What())
 }
 
-// prefixEnd is the end of the range of keys starting with prefix ("":
-// none, every key from prefix on).
+// prefixEnd is the end of the range of keys starting with prefix, "" for
+// none.
 func prefixEnd(prefix string) string {
 	b := []byte(prefix)
 	for i := len(b) - 1; i >= 0; i-- {
@@ -111,10 +109,8 @@ func prefixEnd(prefix string) string {
 }
 
 // unnamedDeletions lists the unnamed deleters whose deletions no source
-// names: not established to have failed or deleted nothing, and at a
-// revision the db may have compacted (a deletion above its compaction
-// revision is a tombstone in it, which names the key). n is the number
-// of the entries the db holds.
+// names: not established to have failed or deleted nothing, at a revision
+// the db may have compacted. n is the number of entries the db holds.
 func (w *WAL) unnamedDeletions(n int) []UnnamedDeletion {
 	var out []UnnamedDeletion
 	compacted := w.base.CompactRevision()
@@ -139,8 +135,8 @@ func (w *WAL) unnamedDeletions(n int) []UnnamedDeletion {
 	return out
 }
 
-// prefixRevisionKnown reports whether the revision of the entry at index,
-// among those the db holds, is established (0 included: it made none).
+// prefixRevisionKnown reports whether the revision of the prefix's entry
+// at index is established, 0 included.
 func (w *WAL) prefixRevisionKnown(index uint64) bool {
 	if !w.prefixResolved() {
 		return false
@@ -154,8 +150,7 @@ func (w *WAL) prefixRevisionKnown(index uint64) bool {
 }
 
 // UnnamedCovering returns the first of the coverage's unnamed deletions
-// (WALCoverage.Unnamed) that may have deleted key, and whether there is
-// one.
+// that may have deleted key, and whether there is one.
 func (c WALCoverage) UnnamedCovering(key string) (UnnamedDeletion, bool) {
 	for _, u := range c.Unnamed {
 		if u.Covers(key) {
@@ -179,10 +174,8 @@ func (c WALCoverage) UnnamedUnder(prefix string) []UnnamedDeletion {
 
 // unnamedOpen says why the state of key, which the log never writes and
 // the db does not hold, is not established at a point of the log: an
-// entry before the db that may have deleted it, with the key there
-// before (a revoke of a lease from before the log, a range delete over
-// it), is not established to be before the point (before reports whether
-// an entry is). "": none.
+// entry that may have deleted it is not established to be before the
+// point, as before reports.
 func (w *WAL) unnamedOpen(key string, before func(WALEntry) bool) string {
 	for _, u := range w.unnamed {
 		if u.ranged && (key < u.from || u.end != "\x00" && key >= u.end) {
@@ -199,12 +192,10 @@ func (w *WAL) unnamedOpen(key string, before func(WALEntry) bool) string {
 
 // beforeLog returns key as it was before the log's first entry, when the
 // log and the db establish it; for a key the log never writes, as it was
-// at a point of the log before the db (before: see unnamedOpen).
+// at a point of the log before the db, as unnamedOpen takes it.
 func (w *WAL) beforeLog(ctx context.Context, key string, before func(WALEntry) bool) (*store.KeyValue, error) {
 	writes := w.writesOf(key)
 	if len(writes) == 0 {
-		// The log never wrote it: as the db holds it now, unless an
-		// entry after the point may have deleted it.
 		kv, err := w.base.Get(ctx, key, 0)
 		if errors.Is(err, store.ErrNotFound) {
 			if why := w.unnamedOpen(key, before); why != "" {

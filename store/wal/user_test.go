@@ -39,7 +39,7 @@ func TestWALUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.StopMember(0)
-	w, err := OpenWAL(ctx, filepath.Join(c.DataDir(0), "member", "wal"))
+	w, err := OpenWALOver(ctx, filepath.Join(c.DataDir(0), "member", "wal"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

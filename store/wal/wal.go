@@ -16,34 +16,29 @@ import (
 )
 
 // ErrUndetermined means the source holds the request but cannot establish
-// its outcome or revision (a write-ahead log that starts after a raft
-// snapshot, an entry past the last commit index it records).
+// its outcome or revision.
 var ErrUndetermined = errors.New("not established by the write-ahead log")
 
 // WALCoverage summarises what a write-ahead log holds.
 type WALCoverage struct {
-	// Dir is the wal directory read; Segments the segment files read (up
-	// to the one a torn record ended).
-	Dir      string
-	Segments []string
-	// First and last entry index and term.
+	// Dir is the wal directory read; Segments the segment files read, up
+	// to the one a torn record ended. Commit is the last commit index the
+	// log records; Tail, where a torn log stopped. Counts counts entries
+	// by kind.
+	Dir                                        string
+	Segments                                   []string
 	FirstIndex, FirstTerm, LastIndex, LastTerm uint64
-	// Commit is the last commit index the log records.
-	Commit uint64
-	// Tail says where a torn log stopped (nil: it ended cleanly).
-	Tail *walread.Tail
-	// Counts counts entries by kind ("put", "txn", "conf-change", "other"...).
-	Counts map[string]int
-	// FirstRevision and LastRevision bound the revisions derived (0, 0:
-	// none). Revisions are derived from an empty keyspace when the log
-	// starts at raft index 1.
+	Commit                                     uint64
+	Tail                                       *walread.Tail
+	Counts                                     map[string]int
+	// FirstRevision and LastRevision bound the revisions derived, 0 for
+	// none.
 	FirstRevision, LastRevision int64
 	// RevisionsStop, when not empty, says from which entry on revisions
 	// are no longer derived, and why.
 	RevisionsStop string
-	// DB is the db the replay started from ("" : none), with its
-	// consistent index and revision; InDB counts the log's entries at or
-	// below that index (already in the db, not replayed).
+	// DB is the db the replay started from, with its consistent index and
+	// revision; InDB counts the log's entries the db already holds.
 	DB              string
 	ConsistentIndex uint64
 	DBRevision      int64
@@ -51,31 +46,24 @@ type WALCoverage struct {
 	// Member and Cluster are the ids the log's metadata records.
 	Member, Cluster uint64
 	// PrefixRevision is the revision before the log's first entry, when
-	// the entries the db holds were worked out back from it (their
-	// writes then have revisions PrefixRevision+1 to DBRevision);
-	// PrefixUnresolved, when not empty, says why they were not (their
-	// writes are then listed with an unknown outcome).
+	// the entries the db holds were worked out back from it;
+	// PrefixUnresolved says why they were not.
 	PrefixRevision   int64
 	PrefixUnresolved string
-	// PrefixUnknown lists the stretches of those entries whose revisions,
-	// or outcomes, are not established (each entry's Outcome says which;
-	// PrefixRevision is 0 when the first stretch starts the log): only
-	// their own writes are unknown, not the rest of the log's.
+	// PrefixUnknown lists the stretches of those entries whose outcomes
+	// or revisions are not established: only their own writes are
+	// unknown, not the rest of the log's.
 	PrefixUnknown []WALStretch
 	// Unnamed lists the entries the db holds that may have deleted keys
-	// the log never names, and that no source names (see
-	// UnnamedDeletion).
+	// no source names.
 	Unnamed []UnnamedDeletion `json:",omitempty"`
-	// Check, when not nil, says what a second, newer db of the member
-	// established of the replay (OpenLogChecked).
+	// Check says what a second, newer db of the member established.
 	Check *WALCheck
 }
 
-// WAL is a member's write-ahead log read as a store: every write the log
-// holds, replayed in order; the applied ones with their revisions serve
-// Reader and Archive. Its latest revision is the last one derived. It is
-// read-only and holds no value in memory: values are read again from the
-// log when asked for.
+// WAL is a member's write-ahead log read as a store: every write it holds,
+// replayed in order; the applied ones serve Reader and Archive. It holds
+// no value in memory: values are read again from the log.
 type WAL struct {
 	log      *walread.Log
 	cov      WALCoverage
@@ -83,30 +71,22 @@ type WAL struct {
 	keys     []string // keys with an applied write, sorted
 	firstRev int64
 	lastRev  int64
-	// base, when not nil, is the db the replay started from.
+	// base is the db the replay started from.
 	base *store.Bolt
-	// prefixFloor is the lowest revision the log's entries the db holds
-	// establish reads at (the revision before the log, or its highest
-	// possible value when that is not established).
-	prefixFloor int64
-	// prefixLowest is the revision before the log's lowest possible
-	// value: below it, the db's compaction removed what neither holds.
-	prefixLowest int64
+	// prefixFloor is the revision before the log, or its highest possible
+	// value: the lowest the prefix establishes reads at. prefixLowest is
+	// its lowest possible value.
+	prefixFloor, prefixLowest int64
 	// unnamed are the entries before the db that may have deleted keys
-	// the log never names (see unnamedOpen).
+	// the log never names.
 	unnamed []unnamedDeleter
-	// baseStates are base's live keys (without values) in key order, as
-	// the replay read them: the prefix's check against the db reads them
-	// (see boltPrefixDB), and baseState looks a key up without walking the
-	// db (Bolt.Get reads every revision).
-	baseStates []store.KeyValue
-	// baseDeleted are base's keys whose newest revision is a tombstone,
-	// in key order, read in the same walk: the last live revision before
-	// it (no value; only Key when the db does not hold it) and the
-	// tombstone's revision.
+	// baseStates are base's live keys without values, in key order, as
+	// the replay read them; baseDeleted, its keys whose newest revision
+	// is a tombstone, with the last live revision before it.
+	baseStates  []store.KeyValue
 	baseDeleted []baseTombstone
-	// revEntries are the entries with an established revision, in order
-	// (EntryOfRevision), made once.
+	// revEntries are the entries with an established revision, in order,
+	// made once by EntryOfRevision.
 	revOnce    sync.Once
 	revEntries []int32
 }
@@ -119,62 +99,34 @@ type baseTombstone struct {
 
 var _ store.Archive = (*WAL)(nil)
 
-// OpenWAL reads the write-ahead log in dir (a wal directory, or a member's
-// data directory holding member/wal) and replays it. It never writes, locks
-// or repairs the log.
+// OpenLogChecked replays the write-ahead log l, one member's or several
+// merged by walread.OpenMerged; it never writes, locks or repairs the
+// log. Only committed entries are replayed; later ones are unknown. A
+// torn tail ends the log (WALCoverage.Tail).
 //
-// Only committed entries (up to the last commit index a state record
-// holds) are replayed; later ones are unknown. A log that starts at raft
-// index 1 starts from an empty keyspace at revision 1: every outcome is
-// determined and every applied write gets its revision, up to the first
-// entry the model cannot decide (see WALCoverage.RevisionsStop). A log
-// that starts after a raft snapshot establishes no revision: its writes
-// are still listed (Entries, KeyWrites), with their values, as unknown.
-// A torn tail ends the log (WALCoverage.Tail); a damaged record is an
-// error wrapping walread.ErrCorrupt.
-func OpenWAL(ctx context.Context, dir string) (*WAL, error) {
-	return OpenWALOver(ctx, dir, nil)
-}
-
-// OpenWALOver is OpenWAL started from base's state when base is not nil:
-// base is the same member's db, or a snapshot taken from it (see
-// base.go). Entries at or below its consistent index are already in
-// it and are not replayed; later ones are, with revisions continuing from
-// its revision. The WAL then reads as one source: base's history followed
-// by the log's newer writes. It fails with an error wrapping ErrDBNewer
-// when base is newer than the log's end, ErrLogGap when the log does not
-// hold the entry after base's consistent index.
-func OpenWALOver(ctx context.Context, dir string, base *store.Bolt) (*WAL, error) {
-	l, err := walread.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	return OpenLogOver(ctx, l, base)
-}
-
-// OpenLogOver is OpenWALOver of a log already opened (one member's, or
-// several members' merged by raft index: walread.OpenMerged).
-func OpenLogOver(ctx context.Context, l *walread.Log, base *store.Bolt) (*WAL, error) {
-	return OpenLogChecked(ctx, l, base, nil)
-}
-
-// OpenLogChecked is OpenLogOver with a second db of the same member, check,
-// newer than base (see check.go): when the replay over base has
-// applied every entry up to check's consistent index, its keyspace must be
-// check's, or it fails with an error wrapping ErrCheckFailed.
-// WALCoverage.Check says what the check established. check nil is
-// OpenLogOver.
+// Without base, a log that starts at raft index 1 starts from an empty
+// keyspace at revision 1, and one that starts after a raft snapshot
+// establishes no revision: its writes are listed as unknown. With base,
+// the same member's db or a snapshot of it, the entries up to its
+// consistent index are in it and worked out back from it (prefix.go),
+// later ones are replayed from its state, and the WAL reads as one
+// source. It fails with an error wrapping ErrDBNewer when base is newer
+// than the log's end, ErrLogGap when the log does not hold the entry
+// after base's consistent index.
+//
+// check, when not nil, is a second db of the member newer than base
+// (check.go): when the replay over base has applied every entry up to
+// check's consistent index, its keyspace must be check's, or it fails
+// with an error wrapping ErrCheckFailed.
 func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt) (*WAL, error) {
 	var err error
 	w := &WAL{log: l, base: base}
 	r := newReplay(w.value)
-	// A value compare reads a value the replay wrote, through w, before
-	// the replay has finished.
+	// A value compare reads a value the replay wrote through w.
 	w.r = r
 	w.cov = WALCoverage{Dir: l.Dir, Counts: r.counts}
 	var ci uint64
-	// ready waits for the db's keys (read while the log is): r is not
-	// touched before.
+	// ready waits for the db's keys, read while the log is.
 	ready := func() error { return nil }
 	if base != nil {
 		if ci, ready, err = w.startFromBase(ctx, r); err != nil {
@@ -199,8 +151,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	}
 	var queue []pending
 	var commit, last uint64
-	// The db applied every entry up to its consistent index: they were
-	// committed, whatever state record the log kept.
+	// The db applied every entry up to its consistent index: committed.
 	commit = ci
 	if checker != nil {
 		// So did the checking db, up to its own.
@@ -272,14 +223,11 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 					w.cov.FirstIndex, w.cov.FirstTerm = e.Index, e.Term
 				}
 				if e.Index <= ci {
-					// Already in the db: kept (values hashed) to be worked
-					// out backwards from the db (prefix.go).
+					// Already in the db: kept to be worked out back from it.
 					if !started {
 						firstIndex = e.Index
-						// The entries up to the db's: as many as their
-						// indexes (a new leader's rewrites aside), and no
-						// more than the log's records can hold (a record
-						// takes 16 bytes at least).
+						// As many as their indexes, and no more than the
+						// records can hold, 16 bytes each at least.
 						var size int64
 						for _, sg := range l.Segments {
 							size += sg.Size
@@ -344,12 +292,10 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 		}
 		return nil
 	})
-	// The db's revisions the entries in it may have made are read while
-	// the db's keys are.
+	// The db's revisions the prefix may have made are read meanwhile.
 	var xr *dbIndexRead
 	if err == nil && base != nil && len(prefix) > 0 {
-		// Its own context: an error return stops it, not waiting for it
-		// to read every revision.
+		// Its own context: an error return stops it.
 		ictx, cancel := context.WithCancel(ctx)
 		xr = readDBIndex(ictx, boltPrefixDB{b: base}, prefix, prefixKeys, w.cov.DBRevision)
 		defer func() { cancel(); _, _ = xr.wait() }()
@@ -366,18 +312,14 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 			return nil, fmt.Errorf("read write-ahead log: %w", err)
 		}
 	}
+	end := "the log holds no entry"
+	if started {
+		end = fmt.Sprintf("the log ends at raft index %d", w.cov.LastIndex)
+	}
 	if checker != nil && (!started || w.cov.LastIndex < checker.result.ConsistentIndex) {
-		end := "the log holds no entry"
-		if started {
-			end = fmt.Sprintf("the log ends at raft index %d", w.cov.LastIndex)
-		}
 		return nil, fmt.Errorf("%w: the db %s holds the entries up to raft index %d, %s", ErrDBNewer, check.Path(), checker.result.ConsistentIndex, end)
 	}
 	if base != nil && (!started || w.cov.LastIndex < ci) {
-		end := "the log holds no entry"
-		if started {
-			end = fmt.Sprintf("the log ends at raft index %d", w.cov.LastIndex)
-		}
 		return nil, fmt.Errorf("%w: the db holds the entries up to raft index %d, %s", ErrDBNewer, ci, end)
 	}
 	if tail != nil {
@@ -390,8 +332,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 		}
 	}
 	w.cov.Commit = commit
-	// Entries past the last commit index the log records may or may not
-	// have been committed and applied.
+	// Entries past the last commit index may never have been applied.
 	for _, p := range queue {
 		we := WALEntry{Index: p.e.Index, Term: p.e.Term, Kind: p.e.Kind, Other: p.e.Other, pos: p.pos,
 			Outcome: OutcomeUnknown, Reason: fmt.Sprintf("past the last commit index the log records (%d)", commit)}
@@ -404,7 +345,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	writes := len(r.all)
 	if base != nil && len(prefix) > 0 {
 		w.cov.InDB = len(prefix)
-		w.unnamed = unnamedDeleters(prefix)
+		w.unnamed = unnamedDeleters(prefix, prefixKeys)
 		p, err := w.resolvePrefix(ctx, prefix, prefixKeys, firstIndex == 1, xr)
 		if err != nil {
 			return nil, fmt.Errorf("read write-ahead log: %w", err)
@@ -429,10 +370,8 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	if !r.known {
 		w.cov.RevisionsStop = r.stopWhy
 	}
-	// The keys with an applied write: at its revision, or at one not
-	// established (a key whose only applied write is such a deletion is
-	// listed deleted, not left out).
-	// Found from the writes, not by walking every key of the db.
+	// The keys with an applied write, placed or not, found from the
+	// writes rather than from every key of the db.
 	listed := make([]bool, len(r.keyNames))
 	for x := range r.all {
 		if k := r.all[x].key; !listed[k] && (r.all[x].mod != 0 || w.isUnplaced(int32(x))) {
@@ -447,11 +386,10 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 // errStopped stops a scan whose consumer failed.
 var errStopped = errors.New("stopped")
 
-// scanPipelined runs l.Scan (reading records, checking their CRCs and
-// decoding the entries: walread.DecodeEntry) in a goroutine of its own
-// and fn (replaying them) in the caller's, so that the two use two cores.
-// Records go in batches; fn gets them in log order, an entry record with
-// its entry decoded (or why it does not decode), others with e nil.
+// scanPipelined reads and decodes the log's records in a goroutine of its
+// own and hands them to fn in the caller's, in batches, so that the two
+// use two cores. fn gets them in log order, an entry record with its
+// entry decoded or why it does not decode, others with e nil.
 func scanPipelined(l *walread.Log, fn func(typ int64, data []byte, pos walread.Pos, e *walread.Entry, decErr error) error) (*walread.Tail, error) {
 	type rawRecord struct {
 		typ    int64

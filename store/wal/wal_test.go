@@ -193,7 +193,7 @@ func TestWALRecoversDeletedObjects(t *testing.T) {
 		{"data dir after stop", c.DataDir(0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := OpenWAL(ctx, tc.dir)
+			w, err := OpenWALOver(ctx, tc.dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -475,7 +475,7 @@ func TestWALWithoutItsStart(t *testing.T) {
 	if err := os.Remove(names[0]); err != nil {
 		t.Fatal(err)
 	}
-	w, err := OpenWAL(ctx, dir)
+	w, err := OpenWALOver(ctx, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
