@@ -10,8 +10,8 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -199,8 +199,8 @@ func (s *Session) DeleteSelected(ctx context.Context, t Terminal, r SelectedRequ
 // (typed, as content, its metadata with managedFields) took about eight
 // times the value, which for the Events that fill a db is more memory than
 // a control-plane node has.
-func heldLight(cur *stored.Current) *stored.Current {
-	light := &stored.Current{KV: cur.KV, GR: cur.GR, Encrypted: cur.Encrypted, Stale: cur.Stale}
+func heldLight(cur *kubevalue.Current) *kubevalue.Current {
+	light := &kubevalue.Current{KV: cur.KV, GR: cur.GR, Encrypted: cur.Encrypted, Stale: cur.Stale}
 	if o := cur.Obj; o != nil {
 		light.Obj = &codec.Object{Format: o.Format, GVK: o.GVK}
 		if o.Meta != nil {

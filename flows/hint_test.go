@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/store/wal"
-	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -29,7 +29,7 @@ func TestHint(t *testing.T) {
 		{surgery.ErrUncertain, "may or may not have been applied"},
 		{wal.ErrUndetermined, session.UndeterminedHint},
 		{errors.New("plain"), ""},
-		{fmt.Errorf("get: %w", &stored.NotFoundError{Name: "b", Namespace: "a", Elsewhere: []string{"c"}, Err: store.ErrNotFound}), "name the namespace: -n c"},
+		{fmt.Errorf("get: %w", &kubevalue.NotFoundError{Name: "b", Namespace: "a", Elsewhere: []string{"c"}, Err: store.ErrNotFound}), "name the namespace: -n c"},
 	}
 	for _, tc := range tests {
 		if got := Hint(tc.err); got != tc.hint && (tc.hint == "" || !strings.Contains(got, tc.hint)) {

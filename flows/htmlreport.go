@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // ReportRequest is what `etcdpvc report` writes.
@@ -40,7 +40,7 @@ func (s *Session) Report(ctx context.Context, w io.Writer, r ReportRequest, prog
 		if s.Options.Salvage {
 			flags = append(flags, "--salvage")
 		}
-		if p := s.Options.Prefix; p != "" && p != stored.DefaultPrefix {
+		if p := s.Options.Prefix; p != "" && p != kubevalue.DefaultPrefix {
 			flags = append(flags, "--prefix", p)
 		}
 		if s.Options.EncryptionConfig != "" {

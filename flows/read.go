@@ -12,10 +12,10 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // damagedDBHint is what to do about a db file that cannot be read to its
@@ -91,7 +91,7 @@ func (s *Session) Get(ctx context.Context, t Terminal, r GetRequest) (Got, error
 	if r.Raw {
 		kv, err := s.Reader.Get(ctx, r.Key, r.Rev)
 		if errors.Is(err, store.ErrNotFound) {
-			return Got{}, stored.NotFound(ctx, s.Reader, s.Options.Prefix, r.Key, r.Rev, err)
+			return Got{}, kubevalue.NotFound(ctx, s.Reader, s.Options.Prefix, r.Key, r.Rev, err)
 		}
 		if err != nil {
 			return Got{}, fmt.Errorf("get %s: %w", r.Key, err)

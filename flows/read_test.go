@@ -13,9 +13,9 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // TestGet: what get reads, for each form of request, against a real etcd.
@@ -68,7 +68,7 @@ func TestGet(t *testing.T) {
 				}
 				return
 			case tc.err != nil:
-				var nf *stored.NotFoundError
+				var nf *kubevalue.NotFoundError
 				if !errors.Is(err, tc.err) || !errors.As(err, &nf) || !strings.Contains(nf.Error(), tc.notFound) {
 					t.Fatalf("error %v, want %v naming %q", err, tc.err, tc.notFound)
 				}

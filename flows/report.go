@@ -10,11 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/etcdpvc/etcdpvc/inspect"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/store/wal"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // ListRequest is what ls lists: the objects of a scope (RESOURCE, -n, -A)
@@ -227,7 +227,7 @@ func (s *Session) listSelection(ctx context.Context, scope inspect.Scope, labelS
 		if r := scope.Resource; !r.BuiltIn {
 			key := s.Options.Prefix + "/apiextensions.k8s.io/customresourcedefinitions/" + r.Plural + "." + r.Group
 			cur, err := s.Planner.Load(ctx, s.Reader, key, rev)
-			var nf *stored.NotFoundError
+			var nf *kubevalue.NotFoundError
 			switch {
 			case errors.As(err, &nf):
 				// No definition: the name and namespace only.

@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // ErrDiffer is the outcome of a diff that found the two states different
@@ -51,7 +51,7 @@ type DiffSide struct {
 	// Rev is the revision read (0: the latest).
 	Rev int64
 	// Codec decrypts (with its encryption config) and decodes values.
-	Codec stored.Codec
+	Codec kubevalue.Codec
 }
 
 // DiffOptions tune Diff.
@@ -319,7 +319,7 @@ func (d *differ) one(ka, kb *store.KeyValue, emit func(DiffRecord) error) error 
 		rec.Resource, rec.Name = GroupOf(strings.TrimSuffix(d.o.StorePrefix, "/")+"/", key), key
 	}
 	t := d.total(rec.Resource)
-	var ca, cb *stored.Current
+	var ca, cb *kubevalue.Current
 	var erra, errb error
 	switch {
 	case kb == nil:
@@ -377,7 +377,7 @@ func (d *differ) one(ka, kb *store.KeyValue, emit func(DiffRecord) error) error 
 		if cb != nil {
 			after = cb.Obj
 		}
-		p := stored.Codec{ShowSecrets: d.o.ShowSecrets}
+		p := kubevalue.Codec{ShowSecrets: d.o.ShowSecrets}
 		text, err := p.RenderDiff("a"+key, before, rec.RevA, "b"+key, after, rec.RevB)
 		if err != nil {
 			return fmt.Errorf("diff %s: %w", key, err)
@@ -389,7 +389,7 @@ func (d *differ) one(ka, kb *store.KeyValue, emit func(DiffRecord) error) error 
 
 // storedAs says how a value is stored: "in the clear" or the provider
 // and key of its encryption header.
-func storedAs(c *stored.Current) string {
+func storedAs(c *kubevalue.Current) string {
 	if c.Encrypted == nil {
 		return "in the clear"
 	}
@@ -398,7 +398,7 @@ func storedAs(c *stored.Current) string {
 
 // modified fills rec's summary for a key whose stored bytes differ and
 // whose two values were read.
-func (d *differ) modified(ka, kb *store.KeyValue, ca, cb *stored.Current, rec *DiffRecord) {
+func (d *differ) modified(ka, kb *store.KeyValue, ca, cb *kubevalue.Current, rec *DiffRecord) {
 	encA, encB := storedAs(ca), storedAs(cb)
 	var notes []string
 	if ka.CreateRevision != kb.CreateRevision {

@@ -15,9 +15,9 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -79,7 +79,7 @@ func TestDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer enc.Close()
-	pl := stored.Codec{Enc: enc}
+	pl := kubevalue.Codec{Enc: enc}
 	put := func(key string, value []byte) {
 		t.Helper()
 		if _, err := cli.Put(ctx, key, string(value)); err != nil {
@@ -231,7 +231,7 @@ func TestDiff(t *testing.T) {
 	}
 
 	// A state against itself: nothing differs, nothing is decoded.
-	sum, err = Diff(ctx, DiffSide{Reader: s, Codec: stored.Codec{}}, DiffSide{Reader: s, Codec: stored.Codec{}},
+	sum, err = Diff(ctx, DiffSide{Reader: s, Codec: kubevalue.Codec{}}, DiffSide{Reader: s, Codec: kubevalue.Codec{}},
 		DiffOptions{StorePrefix: "/registry", ListPrefix: "/registry/"}, func(r DiffRecord) error {
 			t.Errorf("same state: record %+v", r)
 			return nil

@@ -1,6 +1,6 @@
 // Package inspect answers the read-only questions etcdpvc asks of stored
 // objects, and decides what is said about them; the CLI only prints. It
-// reads through store's readers and opens values with a stored.Codec; it
+// reads through store's readers and opens values with a kubevalue.Codec; it
 // writes nothing.
 //
 //   - Listings (List, ListWriter): keys down to their metadata, which

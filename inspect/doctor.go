@@ -14,8 +14,8 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/internal/regular"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // CheckStatus is the outcome of one doctor check.
@@ -194,7 +194,7 @@ type DoctorInputs struct {
 	Store store.Reader
 	// Codec opens a stored value (its Enc is the encryption config in
 	// use, nil for none) and carries the etcd prefix.
-	Codec stored.Codec
+	Codec kubevalue.Codec
 	// EncryptionConfig is the config's path, for the report.
 	EncryptionConfig string
 	// Routes are the --etcd-servers-overrides in use (live etcd).

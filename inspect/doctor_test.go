@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // writeCert writes a self-signed certificate valid from notBefore to
@@ -132,7 +132,7 @@ func TestDoctor(t *testing.T) {
 				c.Put(t, k, corpus(t, f))
 			}
 			var rep DoctorReport
-			Doctor(ctx, &rep, DoctorInputs{Store: s, Codec: stored.Codec{Prefix: "/registry"}})
+			Doctor(ctx, &rep, DoctorInputs{Store: s, Codec: kubevalue.Codec{Prefix: "/registry"}})
 			got := map[string]CheckStatus{}
 			for _, ch := range rep.Checks {
 				if ch.Status == CheckNote {

@@ -17,9 +17,9 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // ErrNotArchive means a dump of every revision was asked of a source that
@@ -53,7 +53,7 @@ type DumpMatch func(key string) (r resource.Resource, ns, name string, parsed, o
 // DumpOptions tunes Dump.
 type DumpOptions struct {
 	// Codec decrypts and decodes values (its Enc and Prefix are used).
-	Codec stored.Codec
+	Codec kubevalue.Codec
 	// Prefix is the key prefix to read (ending in "/").
 	Prefix string
 	// Match selects the keys under Prefix to dump; nil dumps every one.
@@ -292,7 +292,7 @@ type dumpWorker struct {
 func newDumpWorker(ctx context.Context, o *DumpOptions) *dumpWorker {
 	d := &dumpWorker{ctx: ctx, o: o, prefix: o.Codec.Prefix}
 	if d.prefix == "" {
-		d.prefix = stored.DefaultPrefix
+		d.prefix = kubevalue.DefaultPrefix
 	}
 	d.enc = json.NewEncoder(&d.buf)
 	// <, > and & as they are.
@@ -460,7 +460,7 @@ func (d *dumpWorker) decode(kv *store.KeyValue, rec *DumpRecord) unreadKind {
 // once with its members sorted by codec.SortedEncoder: the bytes
 // codec.Decode's Content encoded from a map gives. obj is the worker's
 // buffer, valid until its next call. ok is false for everything else,
-// which takes the long way (stored.Codec.Open), errors included, and for
+// which takes the long way (kubevalue.Codec.Open), errors included, and for
 // an object the encoder declines (a string that is not valid UTF-8, a
 // type it has no plan for): the long way writes the same bytes, slower.
 func (d *dumpWorker) fast(kv *store.KeyValue) (obj []byte, ok bool) {

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // benchDB is the db file ETCDPVC_BENCH_DB names (make bench-data writes
@@ -31,11 +31,11 @@ func BenchmarkDumpFile(b *testing.B) {
 	}
 	defer src.Close()
 	match := func(key string) (resource.Resource, string, string, bool, bool) {
-		r, ns, name, parsed := resource.ParseKey(stored.DefaultPrefix, key)
+		r, ns, name, parsed := resource.ParseKey(kubevalue.DefaultPrefix, key)
 		return r, ns, name, parsed, true
 	}
 	for b.Loop() {
-		res, err := Dump(context.Background(), src, io.Discard, DumpOptions{Prefix: stored.DefaultPrefix + "/", Match: match})
+		res, err := Dump(context.Background(), src, io.Discard, DumpOptions{Prefix: kubevalue.DefaultPrefix + "/", Match: match})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func BenchmarkListFile(b *testing.B) {
 	defer src.Close()
 	for b.Loop() {
 		n := 0
-		if _, err := src.List(context.Background(), stored.DefaultPrefix+"/", store.ListOptions{}, func(*store.KeyValue) error { n++; return nil }); err != nil {
+		if _, err := src.List(context.Background(), kubevalue.DefaultPrefix+"/", store.ListOptions{}, func(*store.KeyValue) error { n++; return nil }); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(n), "records")

@@ -17,8 +17,8 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // dumpCorpusValue is a stored value of a corpus, with its key.
@@ -101,9 +101,9 @@ func storedSecret(t *testing.T, s *corev1.Secret) []byte {
 }
 
 // previousObject is the object JSON dump wrote before the short way: the
-// value read as every other command reads it (stored.Codec.Open), its
+// value read as every other command reads it (kubevalue.Codec.Open), its
 // content redacted unless show, encoded from the map.
-func previousObject(t *testing.T, p stored.Codec, kv store.KeyValue, show bool) ([]byte, error) {
+func previousObject(t *testing.T, p kubevalue.Codec, kv store.KeyValue, show bool) ([]byte, error) {
 	t.Helper()
 	cur, err := p.Open(context.Background(), kv)
 	if err != nil {

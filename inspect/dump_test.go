@@ -13,9 +13,9 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // dumpReference writes the records Dump must write, the way dump wrote
@@ -106,11 +106,11 @@ func TestDumpCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	match := func(key string) (resource.Resource, string, string, bool, bool) {
-		r, ns, name, parsed := resource.ParseKey(stored.DefaultPrefix, key)
+		r, ns, name, parsed := resource.ParseKey(kubevalue.DefaultPrefix, key)
 		return r, ns, name, parsed, true
 	}
 	secrets := func(key string) (resource.Resource, string, string, bool, bool) {
-		r, ns, name, parsed := resource.ParseKey(stored.DefaultPrefix, key)
+		r, ns, name, parsed := resource.ParseKey(kubevalue.DefaultPrefix, key)
 		return r, ns, name, parsed, parsed && r.Path == "secrets"
 	}
 	for _, withEnc := range []bool{false, true} {
@@ -158,7 +158,7 @@ func TestDumpCorpus(t *testing.T) {
 	}
 	t.Run("secrets redacted", func(t *testing.T) {
 		var got bytes.Buffer
-		if _, err := Dump(ctx, b, &got, DumpOptions{Prefix: "/registry/secrets/", Match: secrets, Codec: stored.Codec{Enc: enc}}); err != nil {
+		if _, err := Dump(ctx, b, &got, DumpOptions{Prefix: "/registry/secrets/", Match: secrets, Codec: kubevalue.Codec{Enc: enc}}); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Contains(got.Bytes(), []byte(`"<redacted: `)) || bytes.Count(got.Bytes(), []byte("\n")) == 0 {

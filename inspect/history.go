@@ -8,16 +8,16 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/clock"
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/store/wal"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // HistoryOptions tune History.
 type HistoryOptions struct {
 	// Codec decrypts and decodes each revision.
-	Codec stored.Codec
+	Codec kubevalue.Codec
 	// ShowSecrets puts a Secret's values in the change labels; by default
 	// a changed value is reported by its size only (see codec.Changes).
 	ShowSecrets bool
@@ -183,9 +183,9 @@ func history(ctx context.Context, r store.Reader, ref resource.Ref, o HistoryOpt
 			// so as a not-found naming the namespaces that hold the name.
 			prefix := o.Codec.Prefix
 			if prefix == "" {
-				prefix = stored.DefaultPrefix
+				prefix = kubevalue.DefaultPrefix
 			}
-			return nil, stored.NotFound(ctx, r, prefix, ref.Key, 0, store.ErrNotFound)
+			return nil, kubevalue.NotFound(ctx, r, prefix, ref.Key, 0, store.ErrNotFound)
 		}
 		return nil, &NoHistoryError{What: ObjectName(ref), Revision: info.Revision, CompactRevision: info.CompactRevision}
 	}

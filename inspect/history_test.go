@@ -13,9 +13,9 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -57,7 +57,7 @@ func TestHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer enc.Close()
-	cdc := stored.Codec{Enc: enc}
+	cdc := kubevalue.Codec{Enc: enc}
 	put := func(key string, value []byte) {
 		t.Helper()
 		if _, err := cli.Put(ctx, key, string(value)); err != nil {
@@ -130,9 +130,9 @@ func TestHistory(t *testing.T) {
 	}
 	t.Run("never existed", func(t *testing.T) {
 		_, err := History(ctx, s, never, HistoryOptions{Codec: cdc})
-		var nf *stored.NotFoundError
+		var nf *kubevalue.NotFoundError
 		if !errors.As(err, &nf) || !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("err = %v, want a *stored.NotFoundError matching store.ErrNotFound", err)
+			t.Fatalf("err = %v, want a *kubevalue.NotFoundError matching store.ErrNotFound", err)
 		}
 		if want := "secret never not found in namespace demo"; !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)

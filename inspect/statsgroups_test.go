@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 func TestParseGroupBy(t *testing.T) {
@@ -142,7 +142,7 @@ func TestBoltStatsHotKeysAndLeases(t *testing.T) {
 	b := openCorpusSnapshot(t, filepath.Join(corpusDir, "etcd-snapshot.db"))
 	enc := loadEncryption(t, filepath.Join(corpusDir, "encryption", "encryption-config.yaml"))
 	open := func(ctx context.Context, kv store.KeyValue) (map[string]any, error) {
-		cur, err := (stored.Codec{Enc: enc, Prefix: "/registry"}).Open(ctx, kv)
+		cur, err := (kubevalue.Codec{Enc: enc, Prefix: "/registry"}).Open(ctx, kv)
 		if err != nil {
 			return nil, err
 		}

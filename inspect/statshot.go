@@ -114,7 +114,7 @@ type getter interface {
 	Get(ctx context.Context, key string, rev int64) (*store.KeyValue, error)
 }
 
-// ValueOpener decrypts and decodes a stored value (stored.Codec.Open).
+// ValueOpener decrypts and decodes a stored value (kubevalue.Codec.Open).
 type ValueOpener func(ctx context.Context, kv store.KeyValue) (map[string]any, error)
 
 // managers reads, for each hot key, the field manager of its last write:

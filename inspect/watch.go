@@ -12,14 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/etcdpvc/etcdpvc/clock"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // WatchOptions tune Watch.
 type WatchOptions struct {
 	// Codec decrypts and decodes each value.
-	Codec stored.Codec
+	Codec kubevalue.Codec
 	// ShowSecrets puts a Secret's changed values in the change labels;
 	// by default they are reported by size (see codec.Changes).
 	ShowSecrets bool
@@ -164,7 +164,7 @@ func labelsMatch(sel labels.Selector, content map[string]any) bool {
 }
 
 // encLabel says how an opened value is stored at rest.
-func encLabel(v *stored.Current) string {
+func encLabel(v *kubevalue.Current) string {
 	if v.Encrypted != nil {
 		return "encrypted with " + v.Encrypted.String()
 	}

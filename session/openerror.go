@@ -8,7 +8,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/store/wal"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // OpenError's hints: what to do when a store cannot be opened, or when a
@@ -92,13 +92,13 @@ func openError(kind StoreKind, err error, o Options) *OpenError {
 			return context("give the db of the member whose log it is (member/snap/db, copied before its wal), or a snapshot of that cluster")
 		case errors.Is(err, wal.ErrLogGap):
 			return context("the member purged the log past the db: give a newer db of the same member (member/snap/db), or another member's wal")
-		case errors.Is(err, walread.ErrNoLog), errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, walfile.ErrNoLog), errors.Is(err, fs.ErrNotExist):
 			return unavailable("--wal takes a member's wal directory (member/wal under etcd's --data-dir) or its data dir")
 		case errors.Is(err, fs.ErrPermission):
 			return unavailable("this user cannot read the log: run as root, or read a copy")
-		case errors.Is(err, walread.ErrCorrupt):
+		case errors.Is(err, walfile.ErrCorrupt):
 			e.hint = "a record in the middle of the log is damaged; read another member's log"
-		case errors.Is(err, walread.ErrConflict):
+		case errors.Is(err, walfile.ErrConflict):
 			e.hint = "give the logs of one cluster's members, one --wal each; if they are, the log that disagrees is a diverged member's: read each --wal alone and leave the odd one out"
 		}
 		return e

@@ -9,7 +9,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/store/wal"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // TestOpenErrorHint: each failure to open a store says what to do about
@@ -58,10 +58,10 @@ func TestOpenErrorHint(t *testing.T) {
 		{name: "wal after a newer db", kind: StoreWAL, err: wal.ErrDBNewer, o: walDB, msg: "--wal /m/wal --db /m/db: " + wal.ErrDBNewer.Error(), hint: "copied together"},
 		{name: "wal with a gap", kind: StoreWAL, err: wal.ErrLogGap, o: walDB, msg: "--wal /m/wal --db /m/db: " + wal.ErrLogGap.Error(), hint: "the member purged the log past the db"},
 		{name: "wal and another cluster's db", kind: StoreWAL, err: wal.ErrOtherCluster, o: walDB, msg: "--wal /m/wal --db /m/db: " + wal.ErrOtherCluster.Error(), hint: "the db of the member whose log it is"},
-		{name: "no wal", kind: StoreWAL, err: walread.ErrNoLog, msg: store.ErrUnavailable.Error() + ": " + walread.ErrNoLog.Error(), hint: "--wal takes a member's wal directory", unavailable: true},
+		{name: "no wal", kind: StoreWAL, err: walfile.ErrNoLog, msg: store.ErrUnavailable.Error() + ": " + walfile.ErrNoLog.Error(), hint: "--wal takes a member's wal directory", unavailable: true},
 		{name: "wal unreadable", kind: StoreWAL, err: fs.ErrPermission, msg: store.ErrUnavailable.Error() + ": " + fs.ErrPermission.Error(), hint: "cannot read the log", unavailable: true},
-		{name: "wal corrupt", kind: StoreWAL, err: walread.ErrCorrupt, hint: "read another member's log"},
-		{name: "wals that disagree", kind: StoreWAL, err: walread.ErrConflict, hint: "read each --wal alone and leave the odd one out"},
+		{name: "wal corrupt", kind: StoreWAL, err: walfile.ErrCorrupt, hint: "read another member's log"},
+		{name: "wals that disagree", kind: StoreWAL, err: walfile.ErrConflict, hint: "read each --wal alone and leave the odd one out"},
 		{name: "merged wals after a newer db", kind: StoreWAL, err: wal.ErrDBNewer, o: Options{WAL: []string{"/a/wal", "/b/wal"}, DB: "/m/db"}, msg: "--wal /a/wal --wal /b/wal --db /m/db: " + wal.ErrDBNewer.Error(), hint: "copied together"},
 	}
 	for _, tc := range tests {

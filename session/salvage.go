@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/store/salvage"
-	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -22,7 +22,7 @@ import (
 // readability is not known here (encrypted with no encryption config
 // given) is kept as it is, and so is a key that names no object.
 func SalvageOptions(ctx context.Context, o Options, enc *encryption.Config) salvage.Options {
-	p := surgery.Planner{Codec: stored.Codec{Enc: enc, Prefix: o.Prefix}}
+	p := surgery.Planner{Codec: kubevalue.Codec{Enc: enc, Prefix: o.Prefix}}
 	return salvage.Options{Prefix: o.Prefix, HashCacheDir: o.HashCacheDir, Readable: func(key string, value []byte) error {
 		why, known := p.Unreadable(ctx, store.KeyValue{Key: key, Value: value})
 		if why != nil && known {

@@ -19,15 +19,15 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/kubeadm"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/node"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/store/salvage"
 	"github.com/etcdpvc/etcdpvc/store/wal"
-	"github.com/etcdpvc/etcdpvc/stored"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 	"github.com/etcdpvc/etcdpvc/surgery"
 	"github.com/etcdpvc/etcdpvc/verify"
-	"github.com/etcdpvc/etcdpvc/walread"
 )
 
 // Setting names, as the command-line flags name them: the keys of
@@ -94,7 +94,7 @@ type Options struct {
 	DB, Out string
 	// WAL are write-ahead log directories (or data directories) to read
 	// instead of a live etcd, one per member of one cluster: several are
-	// merged into one log by raft index (walread.OpenMerged). The log is
+	// merged into one log by raft index (walfile.OpenMerged). The log is
 	// replayed over DB when DB is given (wal.OpenLogChecked). Read-only, as
 	// DB.
 	WAL []string
@@ -401,7 +401,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Enc: enc, Planner: surgery.Planner{Codec: stored.Codec{Enc: enc, Prefix: o.Prefix}}}
+	s := &Session{Enc: enc, Planner: surgery.Planner{Codec: kubevalue.Codec{Enc: enc, Prefix: o.Prefix}}}
 	kine := o.DB != "" && (store.IsSQLite(o.DB) || store.IsKineURL(o.DB))
 	switch {
 	case kine && (len(o.WAL) > 0 || o.WALBase != "" || o.Salvage || o.Out != ""):
@@ -453,7 +453,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 			*f.db = b
 		}
 		var w *wal.WAL
-		l, err := walread.OpenMerged(o.WAL)
+		l, err := walfile.OpenMerged(o.WAL)
 		if err == nil {
 			w, err = wal.OpenLogChecked(ctx, l, base, check)
 		}

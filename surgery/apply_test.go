@@ -15,8 +15,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // TestUndeleteTerminatingPVC is the scenario the tool exists for: a PVC
@@ -162,7 +162,7 @@ func TestUndeleteKeepsEveryOtherByte(t *testing.T) {
 // incr is an edit that increments the "counter" label: a read-modify-write.
 type incr struct{}
 
-func (incr) Transform(cur *stored.Current) ([]byte, error) {
+func (incr) Transform(cur *kubevalue.Current) ([]byte, error) {
 	n, _ := strconv.Atoi(cur.Obj.Meta.Labels["counter"])
 	return codec.EditMeta(cur.Plain, codec.MetaEdit{SetLabels: map[string]string{"counter": strconv.Itoa(n + 1)}})
 }

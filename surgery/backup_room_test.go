@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/etcdpvc/etcdpvc/internal/diskfree"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 func TestCheckBackupRoom(t *testing.T) {
@@ -27,8 +27,8 @@ func TestCheckBackupRoom(t *testing.T) {
 
 func TestBackupRoom(t *testing.T) {
 	plans := []*Plan{
-		{Before: &stored.Current{KV: store.KeyValue{Value: make([]byte, 3000)}}},
-		{NoOp: true, Before: &stored.Current{KV: store.KeyValue{Value: make([]byte, 1<<30)}}},
+		{Before: &kubevalue.Current{KV: store.KeyValue{Value: make([]byte, 3000)}}},
+		{NoOp: true, Before: &kubevalue.Current{KV: store.KeyValue{Value: make([]byte, 1<<30)}}},
 		{},
 	}
 	if got, want := BackupRoom(plans), int64(1<<20+4000+8<<10+8<<10); got != want {

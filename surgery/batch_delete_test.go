@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // deletePlans puts n values under /registry/secrets/batch/ through s and
@@ -26,7 +26,7 @@ func deletePlans(t *testing.T, s *store.Etcd, n int) []*Plan {
 		}
 		create(t, s, key, []byte("not a stored object"))
 		kv := get(t, s, key)
-		plans = append(plans, &Plan{Key: key, Delete: true, Expect: kv.ModRevision, Before: &stored.Current{KV: *kv},
+		plans = append(plans, &Plan{Key: key, Delete: true, Expect: kv.ModRevision, Before: &kubevalue.Current{KV: *kv},
 			Description: fmt.Sprintf("delete secret s%d in namespace batch, whose stored value cannot be read", i)})
 	}
 	return plans

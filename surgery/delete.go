@@ -8,9 +8,9 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // Deleting what the apiserver cannot.
@@ -166,7 +166,7 @@ func (c Planner) planDelete(ctx context.Context, kv store.KeyValue, res resource
 	}
 	p := &Plan{Key: key, GR: gr, Delete: true, Expect: kv.ModRevision, Lease: kv.Lease}
 	_, why := c.Check(ctx, kv)
-	var cur *stored.Current
+	var cur *kubevalue.Current
 	var err error
 	if why == nil {
 		// A key naming no object: the apiserver lists what it holds,
@@ -179,7 +179,7 @@ func (c Planner) planDelete(ctx context.Context, kv store.KeyValue, res resource
 		// its kind).
 		cur, err = c.Open(ctx, kv)
 		if err != nil {
-			p.Before = &stored.Current{KV: kv, GR: gr}
+			p.Before = &kubevalue.Current{KV: kv, GR: gr}
 			p.Diff = c.rawDiff(key, gr.Resource, kv.Value, kv.ModRevision, nil, key+" (deleted)", err)
 			p.Description = fmt.Sprintf("delete %s (readable, --force)", object)
 		}
@@ -193,7 +193,7 @@ func (c Planner) planDelete(ctx context.Context, kv store.KeyValue, res resource
 		}
 		// The reason stays out of the description (the backup records
 		// it): only the diff, which redacts a Secret's bytes, says it.
-		p.Before = &stored.Current{KV: kv, GR: gr}
+		p.Before = &kubevalue.Current{KV: kv, GR: gr}
 		p.Diff = c.rawDiff(key, gr.Resource, kv.Value, kv.ModRevision, nil, key+" (deleted)", why)
 		p.Description = fmt.Sprintf("delete %s, whose stored value cannot be read", object)
 		if !known {

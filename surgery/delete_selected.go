@@ -3,8 +3,8 @@ package surgery
 import (
 	"fmt"
 
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // PlanDeleteSelected plans deleting cur, an object read at the latest
@@ -16,7 +16,7 @@ import (
 // objects whole would cost the memory and time a full etcd's operator does
 // not have. That no finalizer runs, and that a key's lease is not
 // restored by the undo, are the caller's to say, once for the selection.
-func (c Planner) PlanDeleteSelected(cur *stored.Current, why string) (*Plan, error) {
+func (c Planner) PlanDeleteSelected(cur *kubevalue.Current, why string) (*Plan, error) {
 	res, ns, name, ok := resource.ParseKey(c.StorePrefix(), cur.KV.Key)
 	if !ok {
 		return nil, fmt.Errorf("delete %s: %w under the prefix %s", cur.KV.Key, ErrNotObjectKey, c.StorePrefix())

@@ -3,7 +3,7 @@
 //
 // # Edits
 //
-// An Edit is a pure function from the current object (a *stored.Current:
+// An Edit is a pure function from the current object (a *kubevalue.Current:
 // the key's revision, its plaintext and its decoded form) to the new
 // plaintext value:
 //

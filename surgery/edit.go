@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/stored"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 )
 
 // Edit is a change to one object: a pure function from the current object
@@ -19,7 +19,7 @@ import (
 type Edit interface {
 	// Transform returns the new plaintext stored value: a pure function of
 	// the current object; nothing is written.
-	Transform(cur *stored.Current) ([]byte, error)
+	Transform(cur *kubevalue.Current) ([]byte, error)
 	// Describe says what the edit does, for plans, backups and the audit
 	// log.
 	Describe() string
@@ -48,7 +48,7 @@ type Undelete struct {
 
 // NoOpReason implements NoOpReasoner: with SayNotTerminating, that the
 // object is not Terminating.
-func (u Undelete) NoOpReason(cur *stored.Current) string {
+func (u Undelete) NoOpReason(cur *kubevalue.Current) string {
 	if !u.SayNotTerminating || terminating(cur.Obj.Meta) {
 		return ""
 	}
@@ -59,25 +59,25 @@ func (u Undelete) NoOpReason(cur *stored.Current) string {
 // edits (MakePlan uses it for the plan's): what it changes there, not
 // all it could change.
 type ObjectDescriber interface {
-	DescribeObject(cur *stored.Current) string
+	DescribeObject(cur *kubevalue.Current) string
 }
 
 // NoOpReasoner is an Edit that can say why it changes nothing in an
 // object (MakePlan puts it in Plan.NoOpReason); "" when it has nothing to
 // say.
 type NoOpReasoner interface {
-	NoOpReason(cur *stored.Current) string
+	NoOpReason(cur *kubevalue.Current) string
 }
 
 // Noter is an Edit that has something to say about an object it changes
 // (MakePlan adds it to Plan.Warnings): what it was asked to do that was
 // already so.
 type Noter interface {
-	Notes(cur *stored.Current) []string
+	Notes(cur *kubevalue.Current) []string
 }
 
 // Transform implements Edit.
-func (u Undelete) Transform(cur *stored.Current) ([]byte, error) {
+func (u Undelete) Transform(cur *kubevalue.Current) ([]byte, error) {
 	if !terminating(cur.Obj.Meta) {
 		if isNamespace(cur.Obj) && namespacePhase(cur.Obj) == "Terminating" {
 			// A Namespace whose deletion fields are gone but whose
@@ -120,7 +120,7 @@ func (u Undelete) Describe() string {
 // DescribeObject implements ObjectDescriber: what undelete changes in
 // cur, naming only the deletion fields and garbage collector's finalizers
 // it holds (and a Namespace's phase).
-func (u Undelete) DescribeObject(cur *stored.Current) string {
+func (u Undelete) DescribeObject(cur *kubevalue.Current) string {
 	m := cur.Obj.Meta
 	var fields, fins, parts []string
 	if m.DeletionTimestamp != nil {
@@ -180,7 +180,7 @@ type Meta struct {
 }
 
 // Transform implements Edit.
-func (m Meta) Transform(cur *stored.Current) ([]byte, error) {
+func (m Meta) Transform(cur *kubevalue.Current) ([]byte, error) {
 	if problems := m.check(cur.Obj); len(problems) > 0 {
 		return nil, notApplicable(cur.Obj, problems)
 	}
@@ -201,13 +201,13 @@ func (m Meta) Transform(cur *stored.Current) ([]byte, error) {
 
 // NoOpReason implements NoOpReasoner: the labels and annotations m
 // removes that the object does not have.
-func (m Meta) NoOpReason(cur *stored.Current) string {
+func (m Meta) NoOpReason(cur *kubevalue.Current) string {
 	return strings.Join(m.Notes(cur), "; ")
 }
 
 // Notes implements Noter: the labels and annotations m removes that the
 // object does not have, with kubectl's words ("label \"x\" not found") and the object named.
-func (m Meta) Notes(cur *stored.Current) []string {
+func (m Meta) Notes(cur *kubevalue.Current) []string {
 	missing := m.missing(cur.Obj)
 	for i := range missing {
 		missing[i] += " on " + objectName(cur.Obj)

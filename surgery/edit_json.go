@@ -13,8 +13,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // Patch types.
@@ -133,7 +133,7 @@ func jsonKind(v any) string {
 }
 
 // Transform implements Edit.
-func (p Patch) Transform(cur *stored.Current) ([]byte, error) {
+func (p Patch) Transform(cur *kubevalue.Current) ([]byte, error) {
 	what := fmt.Sprintf("%s patch of %s %s", p.Type, cur.Obj.GVK.Kind, cur.Obj.Name())
 	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -207,7 +207,7 @@ type Replace struct {
 }
 
 // Transform implements Edit.
-func (r Replace) Transform(cur *stored.Current) ([]byte, error) {
+func (r Replace) Transform(cur *kubevalue.Current) ([]byte, error) {
 	if r.Revision != 0 && cur.KV.ModRevision != r.Revision {
 		return nil, &ConflictError{Key: cur.KV.Key, Read: r.Revision, Current: cur.KV.ModRevision,
 			Cause: &store.ConflictError{Key: cur.KV.Key, Expected: r.Revision, Current: cur.KV.ModRevision}}
@@ -237,7 +237,7 @@ var wireMetaFields = []string{"labels", "annotations", "finalizers", "ownerRefer
 
 // applyContent turns the object's wanted JSON view into its new stored
 // value; see the package comment.
-func applyContent(cur *stored.Current, want map[string]any, what string) ([]byte, error) {
+func applyContent(cur *kubevalue.Current, want map[string]any, what string) ([]byte, error) {
 	return applyContentText(cur, want, what, nil)
 }
 
@@ -245,7 +245,7 @@ func applyContent(cur *stored.Current, want map[string]any, what string) ([]byte
 // text (a patch applied to the stored text), from which a JSON-stored
 // object's numbers take their literal text (see codec.MergeJSONText); nil
 // when there is none.
-func applyContentText(cur *stored.Current, want map[string]any, what string, text []byte) ([]byte, error) {
+func applyContentText(cur *kubevalue.Current, want map[string]any, what string, text []byte) ([]byte, error) {
 	obj := cur.Obj
 	old := normalize(obj.Content)
 	want = normalize(want)
@@ -348,7 +348,7 @@ func onlyWireMeta(old, want map[string]any) bool {
 // wireEdit makes the metadata change from old to want with codec.EditMeta.
 // ok is false when the change cannot be expressed as a MetaEdit or the
 // result is not exactly want.
-func wireEdit(cur *stored.Current, old, want map[string]any) (out []byte, ok bool, err error) {
+func wireEdit(cur *kubevalue.Current, old, want map[string]any) (out []byte, ok bool, err error) {
 	om, wm := codec.MetadataOf(old), codec.MetadataOf(want)
 	var e codec.MetaEdit
 	for _, f := range []struct {

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/stored"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 )
 
 // editHeader starts the document EditableYAML returns, like kubectl edit's.
@@ -29,7 +29,7 @@ const editHeader = `# Please edit the object below. Lines beginning with a '#' w
 // metadata.resourceVersion set to the key's mod revision and without
 // managedFields. Pass the edited text to ParseEdited and the result to
 // Replace.
-func EditableYAML(cur *stored.Current) ([]byte, error) {
+func EditableYAML(cur *kubevalue.Current) ([]byte, error) {
 	content := codec.CopyContent(cur.Obj.Content)
 	if md := codec.MetadataOf(content); md != nil {
 		delete(md, "managedFields")

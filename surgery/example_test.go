@@ -5,8 +5,8 @@ import (
 	"os"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -27,7 +27,7 @@ func ExampleUndelete() {
 		fmt.Println(err)
 		return
 	}
-	cur := &stored.Current{KV: store.KeyValue{Key: key, Value: value, ModRevision: 7}, Plain: value, Obj: obj}
+	cur := &kubevalue.Current{KV: store.KeyValue{Key: key, Value: value, ModRevision: 7}, Plain: value, Obj: obj}
 	fmt.Println("before:", obj.Meta.DeletionTimestamp != nil, obj.Meta.Finalizers)
 	out, err := surgery.Undelete{}.Transform(cur)
 	if err != nil {

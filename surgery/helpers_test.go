@@ -14,8 +14,8 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // Corpus keys and files (fixtures/corpus/plain, written by a real
@@ -106,7 +106,7 @@ func decode(t testing.TB, value []byte) *codec.Object {
 
 // current opens stored bytes as if read from key, without etcd, for tests
 // of the pure edits.
-func current(t testing.TB, key string, value []byte) *stored.Current {
+func current(t testing.TB, key string, value []byte) *kubevalue.Current {
 	t.Helper()
 	cur, err := Planner{}.Open(context.Background(), store.KeyValue{Key: key, Value: value, ModRevision: 42, CreateRevision: 40, Version: 2})
 	if err != nil {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // TestCheckKeyCorpus checks every value kube-apiserver stored in the
@@ -66,7 +66,7 @@ func TestCheckKey(t *testing.T) {
 		if tc.obj != nil {
 			obj = cr
 		}
-		err := Planner{Codec: stored.Codec{Prefix: tc.prefix}}.checkKey(tc.key, obj)
+		err := Planner{Codec: kubevalue.Codec{Prefix: tc.prefix}}.checkKey(tc.key, obj)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.key, err)

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/stored"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 )
 
 // A Namespace being deleted is held by more than its metadata:
@@ -36,7 +36,7 @@ func isNamespace(o *codec.Object) bool {
 }
 
 // reopen decodes plain as the new state of cur's key.
-func reopen(cur *stored.Current, plain []byte) (*stored.Current, error) {
+func reopen(cur *kubevalue.Current, plain []byte) (*kubevalue.Current, error) {
 	obj, err := codec.Decode(plain)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func namespaceSpecFinalizerList(o *codec.Object) []string {
 
 // namespaceActive returns plain (a Namespace taken out of deletion) with
 // status.phase Active and the deletion conditions gone.
-func namespaceActive(cur *stored.Current, plain []byte) ([]byte, error) {
+func namespaceActive(cur *kubevalue.Current, plain []byte) ([]byte, error) {
 	next, err := reopen(cur, plain)
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func namespaceActive(cur *stored.Current, plain []byte) ([]byte, error) {
 
 // namespaceSpecFinalizers returns plain (a Namespace after its metadata
 // edit) with the same removal applied to spec.finalizers.
-func namespaceSpecFinalizers(cur *stored.Current, plain []byte, removeAll bool, remove []string) ([]byte, error) {
+func namespaceSpecFinalizers(cur *kubevalue.Current, plain []byte, removeAll bool, remove []string) ([]byte, error) {
 	next, err := reopen(cur, plain)
 	if err != nil {
 		return nil, err

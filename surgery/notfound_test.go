@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // TestNotFound checks that Load's not-found error names the object, the
@@ -41,9 +41,9 @@ func TestNotFound(t *testing.T) {
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			_, err := Planner{}.Load(ctx, s, tc.key, tc.rev)
-			var nf *stored.NotFoundError
+			var nf *kubevalue.NotFoundError
 			if !errors.As(err, &nf) || !errors.Is(err, store.ErrNotFound) {
-				t.Fatalf("Load: %v, want a *stored.NotFoundError matching store.ErrNotFound", err)
+				t.Fatalf("Load: %v, want a *kubevalue.NotFoundError matching store.ErrNotFound", err)
 			}
 			if nf.Error() != tc.msg {
 				t.Errorf("message\n got %q\nwant %q", nf.Error(), tc.msg)

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // Plan is a write worked out and not yet made: Apply makes it.
@@ -28,7 +28,7 @@ type Plan struct {
 	// GR is the key's resource, which selects its encryption provider.
 	GR schema.GroupResource
 	// Before is the key as read; nil when the plan creates the key.
-	Before *stored.Current
+	Before *kubevalue.Current
 	// Expect is the mod revision the write requires the key to be at (0:
 	// the key must not exist).
 	Expect int64
@@ -246,7 +246,7 @@ func patchedPaths(p Patch) []string {
 // warnings looks, through r, for what could undo a write of after or what
 // the operator should know first. before is the key as read (nil for a
 // create); revived says the write takes the object out of deletion.
-func (c Planner) warnings(ctx context.Context, r store.Reader, before *stored.Current, after *codec.Object, revived bool) []string {
+func (c Planner) warnings(ctx context.Context, r store.Reader, before *kubevalue.Current, after *codec.Object, revived bool) []string {
 	var out []string
 	warn := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	deleting := revived || terminating(after.Meta) || (before != nil && terminating(before.Obj.Meta))
@@ -300,7 +300,7 @@ func (c Planner) warnings(ctx context.Context, r store.Reader, before *stored.Cu
 
 // lookup loads the object kind/namespace/name, where kind is a kind,
 // optionally qualified by its group ("StatefulSet.apps").
-func (c Planner) lookup(ctx context.Context, r store.Reader, kind, namespace, name string) (*stored.Current, error) {
+func (c Planner) lookup(ctx context.Context, r store.Reader, kind, namespace, name string) (*kubevalue.Current, error) {
 	res, err := resource.Lookup(kind)
 	if err != nil {
 		return nil, err
@@ -400,7 +400,7 @@ func (c Planner) checkPreboundVolume(ctx context.Context, r store.Reader, pvc *c
 	}
 	what := fmt.Sprintf("PersistentVolumeClaim %s/%s", pvc.Namespace, pvc.Name)
 	var found string
-	_, err = r.List(ctx, res.ListPrefix(c.StorePrefix(), ""), store.ListOptions{OnCompacted: stored.AcrossCompaction}, func(kv *store.KeyValue) error {
+	_, err = r.List(ctx, res.ListPrefix(c.StorePrefix(), ""), store.ListOptions{OnCompacted: kubevalue.AcrossCompaction}, func(kv *store.KeyValue) error {
 		cur, err := c.Open(ctx, *kv)
 		if err != nil {
 			return nil // an unreadable volume cannot be checked; others still are

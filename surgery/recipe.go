@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/etcdpvc/etcdpvc/stored"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 )
 
 // Recipes are guided compositions of edits for the scenarios operators
@@ -26,7 +26,7 @@ func refusef(format string, args ...any) error {
 }
 
 // claimOf returns cur's object as a PersistentVolumeClaim.
-func claimOf(cur *stored.Current, what string) (*corev1.PersistentVolumeClaim, error) {
+func claimOf(cur *kubevalue.Current, what string) (*corev1.PersistentVolumeClaim, error) {
 	pvc, ok := cur.Obj.Typed.(*corev1.PersistentVolumeClaim)
 	if !ok {
 		return nil, fmt.Errorf("%s: %s %s is not a v1 PersistentVolumeClaim", what, cur.Obj.GVK.Kind, cur.Obj.Name())
@@ -35,7 +35,7 @@ func claimOf(cur *stored.Current, what string) (*corev1.PersistentVolumeClaim, e
 }
 
 // volumeOf returns cur's object as a PersistentVolume.
-func volumeOf(cur *stored.Current, what string) (*corev1.PersistentVolume, error) {
+func volumeOf(cur *kubevalue.Current, what string) (*corev1.PersistentVolume, error) {
 	pv, ok := cur.Obj.Typed.(*corev1.PersistentVolume)
 	if !ok {
 		return nil, fmt.Errorf("%s: %s %s is not a v1 PersistentVolume", what, cur.Obj.GVK.Kind, cur.Obj.Name())

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // SetClaimRef points a PersistentVolume's spec.claimRef at a claim: kind
@@ -30,7 +30,7 @@ type SetClaimRef struct {
 }
 
 // Transform implements Edit.
-func (s SetClaimRef) Transform(cur *stored.Current) ([]byte, error) {
+func (s SetClaimRef) Transform(cur *kubevalue.Current) ([]byte, error) {
 	what := fmt.Sprintf("claimRef of %s %s", cur.Obj.GVK.Kind, cur.Obj.Name())
 	pv, err := volumeOf(cur, what)
 	if err != nil {
@@ -69,7 +69,7 @@ type SetVolumeName struct {
 }
 
 // Transform implements Edit.
-func (s SetVolumeName) Transform(cur *stored.Current) ([]byte, error) {
+func (s SetVolumeName) Transform(cur *kubevalue.Current) ([]byte, error) {
 	what := fmt.Sprintf("volumeName of %s %s", cur.Obj.GVK.Kind, cur.Obj.Name())
 	pvc, err := claimOf(cur, what)
 	if err != nil {

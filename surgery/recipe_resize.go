@@ -10,8 +10,8 @@ import (
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // ResizeConditions are the PersistentVolumeClaim conditions a volume
@@ -52,7 +52,7 @@ type ResizeRecover struct {
 }
 
 // Transform implements Edit.
-func (r ResizeRecover) Transform(cur *stored.Current) ([]byte, error) {
+func (r ResizeRecover) Transform(cur *kubevalue.Current) ([]byte, error) {
 	what := fmt.Sprintf("resize-recover of %s %s", cur.Obj.GVK.Kind, cur.Obj.Name())
 	pvc, err := claimOf(cur, what)
 	if err != nil {
@@ -143,7 +143,7 @@ const (
 // field had never been stored. Every other byte stays as stored, so the
 // round-trip guard of applyContent still catches any other field this
 // build does not know.
-func withoutLegacyResizeStatus(cur *stored.Current) (*stored.Current, error) {
+func withoutLegacyResizeStatus(cur *kubevalue.Current) (*kubevalue.Current, error) {
 	if cur.Obj.Format != codec.FormatProtobuf {
 		return cur, nil
 	}

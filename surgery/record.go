@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/internal/regular"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // RecordSchema identifies a write record of version 1: a line of
@@ -179,10 +179,10 @@ func CheckOperationID(id string) error {
 }
 
 // identify fills in the record's Resource, Namespace and Name from the key
-// under prefix ("": stored.DefaultPrefix), or from the plan's object.
+// under prefix ("": kubevalue.DefaultPrefix), or from the plan's object.
 func (r *Record) identify(p *Plan, prefix string) {
 	if prefix == "" {
-		prefix = stored.DefaultPrefix
+		prefix = kubevalue.DefaultPrefix
 	}
 	if !p.GR.Empty() {
 		r.Resource = p.GR.String()

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // PlanRecover plans recreating a deleted object from kv, a live revision of
@@ -100,7 +100,7 @@ func (c Planner) planRecover(ctx context.Context, live store.Reader, kv store.Ke
 // do when it holds the very object the recover would create (an earlier
 // recover made it), as a recovery of a set reports it exists-identical;
 // otherwise ErrExists, since recover never replaces an object.
-func (c Planner) recoveredAlready(ctx context.Context, what string, src *stored.Current, cur *store.KeyValue, newPlain []byte) (*Plan, error) {
+func (c Planner) recoveredAlready(ctx context.Context, what string, src *kubevalue.Current, cur *store.KeyValue, newPlain []byte) (*Plan, error) {
 	if live, err := c.Open(ctx, *cur); err == nil && bytes.Equal(live.Plain, newPlain) {
 		return &Plan{Key: cur.Key, GR: src.GR, Before: live, Expect: cur.ModRevision, Lease: cur.Lease, NewPlain: live.Plain, NewStored: cur.Value,
 			NoOp: true, Description: what,

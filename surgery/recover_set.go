@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // SetAction is what a RecoverSet plan does with one object.
@@ -457,7 +457,7 @@ const sourceReadAttempts = 3
 
 // recoverValue works out the value recover writes for cur: its deletion
 // cleared (finalizers kept), checked to decode to the same object, sealed.
-func (c Planner) recoverValue(ctx context.Context, cur *stored.Current) (*Plan, error) {
+func (c Planner) recoverValue(ctx context.Context, cur *kubevalue.Current) (*Plan, error) {
 	newPlain, err := Undelete{KeepGCFinalizers: true}.Transform(cur)
 	if err != nil {
 		return nil, err
@@ -583,7 +583,7 @@ func (c Planner) checkExisting(ctx context.Context, live store.Reader, plan *Set
 	for _, p := range slices.Sorted(mapsKeys(prefixes)) {
 		// Which keys exist may be read across a compaction: each create
 		// is checked again by its compare-and-swap.
-		if _, err := live.List(ctx, p, store.ListOptions{KeysOnly: true, OnCompacted: stored.AcrossCompaction}, func(kv *store.KeyValue) error {
+		if _, err := live.List(ctx, p, store.ListOptions{KeysOnly: true, OnCompacted: kubevalue.AcrossCompaction}, func(kv *store.KeyValue) error {
 			exists[kv.Key] = true
 			return nil
 		}); err != nil {
@@ -653,7 +653,7 @@ func (c Planner) claimWarnings(ctx context.Context, live store.Reader, plan *Set
 	}
 	pvPrefix := strings.TrimSuffix(path.Join("/", c.StorePrefix()), "/") + "/persistentvolumes/"
 	// volume reads one volume: nil, nil when it is absent.
-	volume := func(name string) (*stored.Current, error) {
+	volume := func(name string) (*kubevalue.Current, error) {
 		cur, err := c.Load(ctx, live, pvPrefix+name, 0)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil
@@ -665,8 +665,8 @@ func (c Planner) claimWarnings(ctx context.Context, live store.Reader, plan *Set
 		for _, it := range claims {
 			wanted[pvPrefix+it.claim.Spec.VolumeName] = true
 		}
-		found := map[string]*stored.Current{}
-		_, err := live.List(ctx, pvPrefix, store.ListOptions{OnCompacted: stored.AcrossCompaction}, func(kv *store.KeyValue) error {
+		found := map[string]*kubevalue.Current{}
+		_, err := live.List(ctx, pvPrefix, store.ListOptions{OnCompacted: kubevalue.AcrossCompaction}, func(kv *store.KeyValue) error {
 			if !wanted[kv.Key] {
 				return nil
 			}
@@ -680,7 +680,7 @@ func (c Planner) claimWarnings(ctx context.Context, live store.Reader, plan *Set
 			return nil
 		})
 		if err == nil {
-			volume = func(name string) (*stored.Current, error) { return found[pvPrefix+name], nil }
+			volume = func(name string) (*kubevalue.Current, error) { return found[pvPrefix+name], nil }
 		}
 		// On an error, fall back to reading each volume, which reports
 		// the volumes that cannot be read one by one.

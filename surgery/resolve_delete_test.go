@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etcdpvc/etcdpvc/stored"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 )
 
 // TestLostDeleteFenced holds a compare-and-delete (restore of a create) in
@@ -22,7 +22,7 @@ func TestLostDeleteFenced(t *testing.T) {
 		t.Helper()
 		resetPVC(t, direct, orig)
 		kv := get(t, through, pvcKey)
-		return &Plan{Key: pvcKey, Delete: true, Expect: kv.ModRevision, Before: &stored.Current{KV: *kv}, Description: "restore: delete what recover created"}
+		return &Plan{Key: pvcKey, Delete: true, Expect: kv.ModRevision, Before: &kubevalue.Current{KV: *kv}, Description: "restore: delete what recover created"}
 	}
 
 	t.Run("released after the fence: nothing deleted, and the delete then fails", func(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // Sentinels of restore's refusals.
@@ -214,7 +214,7 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 		return planFence(p, b, kv, gr), nil
 	}
 	if sum == b.SHA256 {
-		p.Before, p.NoOp = &stored.Current{KV: *kv, GR: gr}, true
+		p.Before, p.NoOp = &kubevalue.Current{KV: *kv, GR: gr}, true
 		p.NoOpReason = fmt.Sprintf("%s already holds the value of backup %s (revision %d): restored before, or never changed", b.Key, filepath.Base(b.Path), kv.ModRevision)
 		return p, nil
 	}
@@ -226,7 +226,7 @@ func (c Planner) planPutBack(ctx context.Context, r store.Reader, b *Backup, for
 	if openErr != nil {
 		// The current value cannot be read: only a forced restore replaces
 		// it, shown as a raw diff.
-		p.Before = &stored.Current{KV: *kv, GR: gr}
+		p.Before = &kubevalue.Current{KV: *kv, GR: gr}
 		p.Diff = c.rawDiff(b.Key, gr.Resource, kv.Value, kv.ModRevision, p.NewStored, newName, openErr)
 		if !force {
 			return nil, &ChangedError{Key: b.Key, Backup: b.Path, Revision: kv.ModRevision, Diff: p.Diff, Undecodable: openErr}
@@ -302,7 +302,7 @@ func (c Planner) planUncreate(ctx context.Context, r store.Reader, b *Backup, fo
 	}
 	cur, openErr := c.Open(ctx, *kv)
 	if openErr != nil {
-		p.Before = &stored.Current{KV: *kv, GR: gr}
+		p.Before = &kubevalue.Current{KV: *kv, GR: gr}
 		p.Diff = c.rawDiff(b.Key, gr.Resource, kv.Value, kv.ModRevision, nil, b.Key+" (deleted)", openErr)
 	} else {
 		p.Before = cur
@@ -355,7 +355,7 @@ func (c Planner) planPutBackRaw(ctx context.Context, r store.Reader, b *Backup, 
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	p.Expect, p.Lease = kv.ModRevision, kv.Lease
-	p.Before = &stored.Current{KV: *kv, GR: gr}
+	p.Before = &kubevalue.Current{KV: *kv, GR: gr}
 	if digest(kv.Value) == b.SHA256 && b.mayStillApply(kv.ModRevision) {
 		return planFence(p, b, kv, gr), nil
 	}

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -42,7 +42,7 @@ func (b *Backup) mayStillApply(rev int64) bool {
 // can never apply. Its record names the backup it settles.
 func planFence(p *Plan, b *Backup, kv *store.KeyValue, gr schema.GroupResource) *Plan {
 	base := filepath.Base(b.Path)
-	p.Before = &stored.Current{KV: *kv, GR: gr}
+	p.Before = &kubevalue.Current{KV: *kv, GR: gr}
 	p.NewStored, p.Expect, p.Lease = kv.Value, kv.ModRevision, kv.Lease
 	p.Settles = b.Path
 	p.Description = fmt.Sprintf("fence %s: rewrite it with its own bytes so that the write of backup %s, whose outcome is unknown, can no longer apply", b.Key, base)

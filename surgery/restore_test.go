@@ -11,8 +11,8 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/codec"
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // undeleteOnce undeletes the PVC at pvcKey through the write path and
@@ -180,7 +180,7 @@ func TestEncrypted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(enc.Close)
-	c := Planner{Codec: stored.Codec{Enc: enc}}
+	c := Planner{Codec: kubevalue.Codec{Enc: enc}}
 	_, s := startEtcd(t)
 	orig, err := os.ReadFile(filepath.Join("..", "fixtures", "corpus", "encrypted", "persistentvolumeclaims__demo__www-web-0__terminating__secretbox.bin"))
 	if err != nil {
@@ -232,7 +232,7 @@ func TestSecretRedacted(t *testing.T) {
 		notWant []string
 	}{
 		{Planner{}, []string{"-  password: '<redacted: 12 bytes>'", "+  password: '<redacted: 3 bytes, changed>'", "   username: '<redacted: 5 bytes>'"}, []string{"czNjcjN0", "bmV3"}},
-		{Planner{Codec: stored.Codec{ShowSecrets: true}}, []string{"-  password: czNjcjN0LXBsYWlu", "+  password: bmV3"}, nil},
+		{Planner{Codec: kubevalue.Codec{ShowSecrets: true}}, []string{"-  password: czNjcjN0LXBsYWlu", "+  password: bmV3"}, nil},
 	} {
 		p, err := tc.codec.MakePlan(ctx, s, secKey, patch)
 		if err != nil {
@@ -556,7 +556,7 @@ func TestRestoreReseals(t *testing.T) {
 			t.Fatalf("force %v, no config: %v, want ErrPlaintextIntoEncrypted", force, err)
 		}
 	}
-	c := Planner{Codec: stored.Codec{Enc: enc}}
+	c := Planner{Codec: kubevalue.Codec{Enc: enc}}
 	rp, err := c.PlanRestore(ctx, s, b, true)
 	if err != nil {
 		t.Fatal(err)
@@ -796,7 +796,7 @@ func TestRawDiff(t *testing.T) {
 	if strings.Contains(d, "password") || !strings.Contains(d, "--show-secrets") {
 		t.Errorf("a Secret's raw diff shows its bytes:\n%s", d)
 	}
-	d = Planner{Codec: stored.Codec{ShowSecrets: true}}.rawDiff(secKey, "secrets", old, 7, newValue, "backup", why)
+	d = Planner{Codec: kubevalue.Codec{ShowSecrets: true}}.rawDiff(secKey, "secrets", old, 7, newValue, "backup", why)
 	if !strings.Contains(d, "password") {
 		t.Errorf("--show-secrets hides the bytes:\n%s", d)
 	}

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcdpvc/etcdpvc/codec"
-	"github.com/etcdpvc/etcdpvc/stored"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 )
 
 // planPure is MakePlan's check of a new value without etcd: apply the
@@ -250,7 +250,7 @@ func TestUndeleteNoOpReason(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit Undelete
-		cur  *stored.Current
+		cur  *kubevalue.Current
 		want string
 	}{
 		{"not Terminating", Undelete{SayNotTerminating: true}, pvc, "persistentvolumeclaim www-web-1 in namespace demo is not Terminating"},

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // TestSameClusterCannotTell checks that an apiserver that answers, in
@@ -44,7 +44,7 @@ func TestSameClusterCannotTell(t *testing.T) {
 	}
 	for _, mode := range []Mode{Auto, Always} {
 		var notes []string
-		v := New(ctx, Options{Mode: mode, Kubeconfig: Kubeconfig{Paths: []string{kc}}, Reader: st, Codec: &stored.Codec{},
+		v := New(ctx, Options{Mode: mode, Kubeconfig: Kubeconfig{Paths: []string{kc}}, Reader: st, Codec: &kubevalue.Codec{},
 			Note: func(s string) { notes = append(notes, s) }})
 		reach, why := v.Reach()
 		if reach == Reachable {

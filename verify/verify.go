@@ -42,9 +42,9 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/etcdpvc/etcdpvc/codec"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/resource"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // Sentinels callers branch on.
@@ -87,7 +87,7 @@ type Options struct {
 	// apiserver is the one of that cluster (kube-system's uid); without
 	// them nothing is verified.
 	Reader store.Reader
-	Codec  *stored.Codec
+	Codec  *kubevalue.Codec
 	// Note prints one line for the operator ("verified: ...").
 	Note func(string)
 }
@@ -107,7 +107,7 @@ type Write struct {
 	// NewPlain is the object written, decoded (none for a delete).
 	NewPlain []byte
 	// Before is the key's state before the write (nil: it is absent).
-	Before *stored.Current
+	Before *kubevalue.Current
 }
 
 // Verifier checks writes with the apiserver: Before each write, and After

@@ -10,8 +10,8 @@ import (
 	"github.com/etcdpvc/etcdpvc/inspect"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/session"
-	"github.com/etcdpvc/etcdpvc/stored"
 )
 
 // exitStatusHelp is the EXIT STATUS section shared by every command's help.
@@ -60,7 +60,7 @@ func report(stderr io.Writer, err error) int {
 	msg := strings.TrimSpace(err.Error())
 	// A named object that does not exist: its own message names it and
 	// where else it exists, without the chain of what was being done.
-	var nf *stored.NotFoundError
+	var nf *kubevalue.NotFoundError
 	if errors.As(err, &nf) {
 		msg = nf.Error()
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/exitcode"
+	"github.com/etcdpvc/etcdpvc/kubevalue"
 	"github.com/etcdpvc/etcdpvc/session"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/stored"
 	"github.com/etcdpvc/etcdpvc/surgery"
 )
 
@@ -49,7 +49,7 @@ func TestRebindSecondWriteFails(t *testing.T) {
 	}
 	defer st.Close()
 	g := &globalOptions{Options: session.Options{Endpoints: c.Endpoints(), Prefix: "/registry"}}
-	s := &cliSession{Session: &flows.Session{Session: &session.Session{Reader: st, Planner: surgery.Planner{Codec: stored.Codec{Prefix: "/registry"}}, Description: "test", Options: session.Options{Prefix: "/registry"}}}, g: g}
+	s := &cliSession{Session: &flows.Session{Session: &session.Session{Reader: st, Planner: surgery.Planner{Codec: kubevalue.Codec{Prefix: "/registry"}}, Description: "test", Options: session.Options{Prefix: "/registry"}}}, g: g}
 	var stdout, stderr bytes.Buffer
 	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, rawStdout: &stdout, rawStderr: &stderr, getenv: func(string) string { return "" }}
 

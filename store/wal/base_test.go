@@ -24,7 +24,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // purgeCopy copies a wal directory as etcd's purge after a raft snapshot
@@ -367,7 +367,7 @@ func checkReplay(t *testing.T, walDir string, base, cur *store.Bolt, liveKeys in
 	t.Helper()
 	ctx := context.Background()
 	open := func(base, check *store.Bolt) (*WAL, error) {
-		l, err := walread.Open(walDir)
+		l, err := walfile.Open(walDir)
 		if err != nil {
 			t.Fatal(err)
 		}

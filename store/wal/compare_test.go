@@ -10,7 +10,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // compareTraffic sends transactions comparing every target etcd has
@@ -131,7 +131,7 @@ func TestPointInTimeCompares(t *testing.T) {
 	// The same log read over the older snapshot as a store: the keys the
 	// transactions wrote, as etcd has them.
 	base := openBolt(t, a, store.BoltOptions{})
-	lg, err := walread.OpenMerged([]string{walDir})
+	lg, err := walfile.OpenMerged([]string{walDir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 //
 // # How a log entry becomes a revision
 //
-// walread reads the segments with etcd's own decoder and merges several
+// walfile reads the segments with etcd's own decoder and merges several
 // members' logs by raft index. One function applies each entry's request
 // as etcd's apply loop does: step, in step.go, over a state that says
 // what it knows of the keys, leases and revisions.

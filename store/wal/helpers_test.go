@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // OpenWALOver reads the log in dir and replays it over base, nil for
 // none.
 func OpenWALOver(ctx context.Context, dir string, base *store.Bolt) (*WAL, error) {
-	l, err := walread.Open(dir)
+	l, err := walfile.Open(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // This file checks the prefix solver (solvePrefix) against a model of
@@ -1100,7 +1100,7 @@ func (mc *modelCase) solve(t *testing.T, exact bool) (*replay, prefixVerdict) {
 	keys := newPxKeys()
 	var entries []pxEntry
 	for i := mc.cut; i < len(mc.steps); i++ {
-		entries = append(entries, compactEntry(mustEntry(t, uint64(i+1), mc.steps[i].req), walread.Pos{}, keys))
+		entries = append(entries, compactEntry(mustEntry(t, uint64(i+1), mc.steps[i].req), walfile.Pos{}, keys))
 	}
 	return solvePrefix(context.Background(), entries, keys, exact, mc.m.rev, mc.m)
 }

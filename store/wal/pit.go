@@ -11,7 +11,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // ErrBeforeBase means a point in time is before the db the log replays
@@ -143,7 +143,7 @@ func (p *PointInTime) entry(ctx context.Context, i int32, we WALEntry, kept map[
 	case "unrecognized":
 		return fmt.Errorf("raft index %d: %w: entry %d holds a request this build does not know: what it changed is not known", p.Index, ErrUndetermined, we.Index)
 	}
-	if we.Kind == walread.KindConfChange {
+	if we.Kind == walfile.KindConfChange {
 		kept["membership changes (members, as the db holds them)"]++
 	}
 	eff := p.w.r.effects[i]
@@ -163,7 +163,7 @@ func (w *WAL) request(we WALEntry) (*pb.InternalRaftRequest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read entry %d: %w", we.Index, err)
 	}
-	e, err := walread.DecodeEntry(rec.GetData())
+	e, err := walfile.DecodeEntry(rec.GetData())
 	if err != nil {
 		return nil, fmt.Errorf("read entry %d: %w", we.Index, err)
 	}
@@ -325,7 +325,7 @@ func (w *WAL) IndexBeforeDelete(key string) (uint64, WALEntry, error) {
 		if best >= 0 && int32(i) >= best {
 			break
 		}
-		if e.index <= ci || e.outcome != OutcomeUnknown || e.kind != walread.KindDeleteRange && e.kind != walread.KindTxn {
+		if e.index <= ci || e.outcome != OutcomeUnknown || e.kind != walfile.KindDeleteRange && e.kind != walfile.KindTxn {
 			continue
 		}
 		req, err := w.request(w.r.entry(int32(i)))

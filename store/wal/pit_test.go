@@ -16,7 +16,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // saveSnapshot writes cli's etcdctl-style snapshot (with its sha256
@@ -214,7 +214,7 @@ func writePIT(t *testing.T, basePath string, dirs []string, index uint64) (strin
 	t.Helper()
 	ctx := context.Background()
 	base := openBolt(t, basePath, store.BoltOptions{})
-	l, err := walread.OpenMerged(dirs)
+	l, err := walfile.OpenMerged(dirs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestPointInTimeIsEtcdsSnapshot(t *testing.T) {
 	comparePIT(t, out, tsnap)
 
 	base := openBolt(t, a, store.BoltOptions{})
-	l, err := walread.OpenMerged([]string{walDir})
+	l, err := walfile.OpenMerged([]string{walDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestPointInTimeIsEtcdsSnapshot(t *testing.T) {
 	if dropped == 0 {
 		t.Fatal("the purge dropped nothing")
 	}
-	l2, err := walread.OpenMerged([]string{purged})
+	l2, err := walfile.OpenMerged([]string{purged})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestPointInTimeMergedMembers(t *testing.T) {
 	// Neither alone.
 	for _, dir := range []string{late, early} {
 		base := openBolt(t, a, store.BoltOptions{})
-		l, err := walread.OpenMerged([]string{dir})
+		l, err := walfile.OpenMerged([]string{dir})
 		if err != nil {
 			t.Fatal(err)
 		}

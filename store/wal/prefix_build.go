@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // resolvePrefix works out the prefix and returns it as a replay to put
@@ -100,7 +100,7 @@ func unresolvedPrefix(entries []pxEntry, keys *pxKeys, why string) *replay {
 		we := WALEntry{Index: pe.index, Term: pe.term, Kind: pe.kind, Other: pe.other, pos: pe.pos, Outcome: OutcomeUnknown, Reason: reason}
 		rp.counts[pe.kind.String()]++
 		switch pe.kind {
-		case walread.KindPut, walread.KindDeleteRange, walread.KindTxn, walread.KindLeaseGrant, walread.KindLeaseRevoke, walread.KindCompaction:
+		case walfile.KindPut, walfile.KindDeleteRange, walfile.KindTxn, walfile.KindLeaseGrant, walfile.KindLeaseRevoke, walfile.KindCompaction:
 		default:
 			we.Outcome, we.Reason = OutcomeSkipped, ""
 		}

@@ -8,7 +8,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // pxKeys numbers the keys of the prefix's entries.
@@ -80,9 +80,9 @@ type pxOp struct {
 // rebuilds what step needs of it.
 type pxEntry struct {
 	index, term uint64
-	kind        walread.Kind
+	kind        walfile.Kind
 	other       string
-	pos         walread.Pos
+	pos         walfile.Pos
 	// id is a lease grant's or revoke's lease, a compaction's revision.
 	id         int64
 	cmps       []pxCmp
@@ -102,7 +102,7 @@ type pxEntry struct {
 }
 
 // compactEntry turns a decoded entry into a pxEntry.
-func compactEntry(e walread.Entry, pos walread.Pos, keys *pxKeys) pxEntry {
+func compactEntry(e walfile.Entry, pos walfile.Pos, keys *pxKeys) pxEntry {
 	pe := pxEntry{index: e.Index, term: e.Term, kind: e.Kind, other: e.Other, pos: pos}
 	req := e.Request
 	if req == nil {

@@ -3,7 +3,7 @@ package wal
 import (
 	"fmt"
 
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // foreignDB says why the db cannot be the one the prefix's entries lead
@@ -58,7 +58,7 @@ func notTheLogs(entries []pxEntry, keys *pxKeys, x *dbIndex, from, dbRev int64) 
 	dels := map[int32]bool{}
 	for i := range entries {
 		pe := &entries[i]
-		if pe.kind == walread.KindLeaseRevoke || pe.ranged {
+		if pe.kind == walfile.KindLeaseRevoke || pe.ranged {
 			// Either may delete keys the log never names.
 			revokes = true
 		}

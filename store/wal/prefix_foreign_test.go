@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // TestForeignDBCounting: a plain put without a lease certainly made a
@@ -13,7 +13,7 @@ import (
 // been refused when applied, and nothing is concluded.
 func TestForeignDBCounting(t *testing.T) {
 	keys := newPxKeys()
-	put := pxEntry{index: 10, kind: walread.KindPut, succ: []pxOp{{key: keys.id([]byte("/registry/configmaps/demo/a")), hash: valueHash([]byte("v"))}}}
+	put := pxEntry{index: 10, kind: walfile.KindPut, succ: []pxOp{{key: keys.id([]byte("/registry/configmaps/demo/a")), hash: valueHash([]byte("v"))}}}
 	// The db's revision 7 holds a key the log does not name.
 	x := &dbIndex{lo: 7, hi: 7, off: []int32{0, 1}, items: []dbItem{{key: -1, hash: 1}}}
 	if why := foreignDB([]pxEntry{put}, keys, x, 7); !strings.Contains(why, "revision 7 writes a key none of the log's entries") {

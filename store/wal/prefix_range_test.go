@@ -12,7 +12,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // TestWALOverDBDeletePrefix: PersistentVolumeClaims created before the
@@ -124,7 +124,7 @@ func TestWALOverDBDeletePrefix(t *testing.T) {
 			// The range delete's entry.
 			var ranged []WALEntry
 			if err := w.Entries(func(e WALEntry) error {
-				if e.Kind == walread.KindDeleteRange {
+				if e.Kind == walfile.KindDeleteRange {
 					ranged = append(ranged, e)
 				}
 				return nil

@@ -6,7 +6,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // TestPrefixScenarios works out written histories of a purged log over
@@ -241,7 +241,7 @@ func TestNestedOpPaths(t *testing.T) {
 		Failure: []*pb.RequestOp{txn([]*pb.RequestOp{put("/e", "5")}, nil)},
 	}}
 	keys := newPxKeys()
-	pe := compactEntry(mustEntry(t, 1, req), walread.Pos{}, keys)
+	pe := compactEntry(mustEntry(t, 1, req), walfile.Pos{}, keys)
 	if !pe.nested || pe.unmodelled != "" {
 		t.Fatalf("nested %v, unmodelled %q", pe.nested, pe.unmodelled)
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // settler works out the prefix, the log's entries the db holds, by local
@@ -188,7 +188,7 @@ func (s *settler) countBounds() {
 	s.possible = make([]int32, n+1)
 	for i := range s.entries {
 		pe := &s.entries[i]
-		sure, writes := false, pe.ranged || pe.kind == walread.KindLeaseRevoke
+		sure, writes := false, pe.ranged || pe.kind == walfile.KindLeaseRevoke
 		for b, ops := range [][]pxOp{pe.succ, pe.fail} {
 			for j := range ops {
 				writes = true
@@ -292,18 +292,18 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 		made, rev := st.made[i], st.rev[i]
 		var deleted, revoked []int32
 		_, cmpRev, del, lease, kube := kubeShape(pe)
-		plain := pe.kind == walread.KindPut || pe.kind == walread.KindDeleteRange && !pe.ranged
-		unnamed := pe.ranged || pe.kind == walread.KindLeaseRevoke
+		plain := pe.kind == walfile.KindPut || pe.kind == walfile.KindDeleteRange && !pe.ranged
+		unnamed := pe.ranged || pe.kind == walfile.KindLeaseRevoke
 		res := st.stepped[i]
 		switch {
-		case pe.kind == walread.KindLeaseGrant:
+		case pe.kind == walfile.KindLeaseGrant:
 			if _, seen := ps.lease(pe.id); !seen {
 				// A lease the log grants is new: etcd makes its id.
 				ps.revoke(pe.id)
 			}
 			res := step(ps, pe.request(keys.names), pe.index)
 			we.Outcome, we.Reason = res.outcome, res.reason
-		case pe.kind == walread.KindCompaction:
+		case pe.kind == walfile.KindCompaction:
 			// The revision lies between those known around it; the
 			// compaction is at most an earlier one of the log, or below
 			// the first revision the log made.
@@ -314,7 +314,7 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 				we.Reason = unknown
 			}
 			compactedHi = max(compactedHi, pe.id)
-		case !unnamed && pe.kind != walread.KindPut && pe.kind != walread.KindDeleteRange && pe.kind != walread.KindTxn:
+		case !unnamed && pe.kind != walfile.KindPut && pe.kind != walfile.KindDeleteRange && pe.kind != walfile.KindTxn:
 			we.Outcome, we.Reason = OutcomeSkipped, ""
 		case made == 0 && res.partial:
 			// It applied; step knew all but whether it deleted a key.
@@ -345,7 +345,7 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 			} else {
 				we.Reason = fmt.Sprintf("applied; its revision is not established: between %d and %d", prevRev[i]+1, nextRev[i]-1)
 			}
-		case made == 0 && pe.kind == walread.KindPut:
+		case made == 0 && pe.kind == walfile.KindPut:
 			// Step knew all but whether its lease exists.
 			we.Outcome, we.Reason = OutcomeNotApplied, fmt.Sprintf("lease %x not found (a lease its puts name)", pe.succ[0].lease)
 		case made == 0 && kube && del && cmpRev == 0:
@@ -356,13 +356,13 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 		case made == 0:
 			we.Outcome, we.Reason = OutcomeNotApplied, "compare failed (the key changed since it was read)"
 		}
-		if pe.kind == walread.KindLeaseRevoke {
+		if pe.kind == walfile.KindLeaseRevoke {
 			ps.revoke(pe.id)
 			revoked = attached[pe.id]
 			delete(attached, pe.id)
 		}
 		// A lease grant or a compaction makes no revision, known or not.
-		noRev := pe.kind == walread.KindLeaseGrant || pe.kind == walread.KindCompaction
+		noRev := pe.kind == walfile.KindLeaseGrant || pe.kind == walfile.KindCompaction
 		if we.Outcome == OutcomeUnknown && !noRev || made == 1 && rev == 0 {
 			if open < 0 {
 				open = i
@@ -422,7 +422,7 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 			for _, k := range keys.inRange(pe.from, pe.end) {
 				track[k].known = false
 			}
-		case pe.kind == walread.KindLeaseRevoke && deleted == nil && we.Outcome != OutcomeApplied:
+		case pe.kind == walfile.KindLeaseRevoke && deleted == nil && we.Outcome != OutcomeApplied:
 			for _, k := range revoked {
 				track[k].known = false
 			}
@@ -435,7 +435,7 @@ func (s *settler) replay(st *settled) (*replay, prefixVerdict) {
 			ks.last = id
 			rp.applied = append(rp.applied, id)
 		}
-		if made == 1 && rev != 0 && we.Outcome == OutcomeApplied && (pe.ranged || pe.kind == walread.KindLeaseRevoke) {
+		if made == 1 && rev != 0 && we.Outcome == OutcomeApplied && (pe.ranged || pe.kind == walfile.KindLeaseRevoke) {
 			we.Revision = rev
 		}
 		rp.push(we)

@@ -6,7 +6,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // pxState is step's state for the entries the db holds, which does not
@@ -139,11 +139,11 @@ func (s *pxState) compact(rev int64) { s.compactLo = max(s.compactLo, rev) }
 // its values; nil for a nested one or one comparing a value.
 func (pe *pxEntry) request(names []string) *pb.InternalRaftRequest {
 	switch pe.kind {
-	case walread.KindLeaseGrant:
+	case walfile.KindLeaseGrant:
 		return &pb.InternalRaftRequest{LeaseGrant: &pb.LeaseGrantRequest{ID: pe.id}}
-	case walread.KindLeaseRevoke:
+	case walfile.KindLeaseRevoke:
 		return &pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: pe.id}}
-	case walread.KindCompaction:
+	case walfile.KindCompaction:
 		return &pb.InternalRaftRequest{Compaction: &pb.CompactionRequest{Revision: pe.id}}
 	}
 	if pe.ranged {
@@ -165,9 +165,9 @@ func (pe *pxEntry) request(names []string) *pb.InternalRaftRequest {
 		return out
 	}
 	switch pe.kind {
-	case walread.KindPut, walread.KindDeleteRange:
+	case walfile.KindPut, walfile.KindDeleteRange:
 		return &pb.InternalRaftRequest{Txn: &pb.TxnRequest{Success: ops(pe.succ)}}
-	case walread.KindTxn:
+	case walfile.KindTxn:
 		t := &pb.TxnRequest{Success: ops(pe.succ), Failure: ops(pe.fail)}
 		for _, c := range pe.cmps {
 			if c.target == pb.Compare_VALUE || c.ranged {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // prefixScene is what writePrefixScene wrote, the way kube-apiserver
@@ -342,7 +342,7 @@ func TestWALOverCurrentDB(t *testing.T) {
 	// attached before it: its revision is fixed by the compares after it.
 	var revokes []WALEntry
 	if err := w.Entries(func(e WALEntry) error {
-		if e.Kind == walread.KindLeaseRevoke {
+		if e.Kind == walfile.KindLeaseRevoke {
 			revokes = append(revokes, e)
 		}
 		return nil
@@ -555,7 +555,7 @@ func TestWALOverDBEarlyRevoke(t *testing.T) {
 			}
 			var revoke WALEntry
 			if err := w.Entries(func(e WALEntry) error {
-				if e.Kind == walread.KindLeaseRevoke && revoke.Index == 0 {
+				if e.Kind == walfile.KindLeaseRevoke && revoke.Index == 0 {
 					revoke = e
 				}
 				return nil

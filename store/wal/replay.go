@@ -8,7 +8,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // Outcome says whether a write the log holds was applied to the keyspace.
@@ -43,8 +43,8 @@ func (o Outcome) String() string {
 // WALEntry is one raft entry of the log and what became of it.
 type WALEntry struct {
 	Index, Term uint64
-	Kind        walread.Kind
-	// Other names a KindOther entry's request (see walread.Entry.Other).
+	Kind        walfile.Kind
+	// Other names a KindOther entry's request (see walfile.Entry.Other).
 	Other   string
 	Outcome Outcome
 	// Reason explains OutcomeNotApplied and OutcomeUnknown.
@@ -52,7 +52,7 @@ type WALEntry struct {
 	// Revision is the main revision the entry made, 0 for none or not
 	// established.
 	Revision int64
-	pos      walread.Pos
+	pos      walfile.Pos
 }
 
 // walWrite is one write of one key by one entry and, when applied at a
@@ -74,9 +74,9 @@ type walWrite struct {
 type walEntry struct {
 	index, term uint64
 	revision    int64
-	pos         walread.Pos
+	pos         walfile.Pos
 	note        int32
-	kind        walread.Kind
+	kind        walfile.Kind
 	outcome     Outcome
 }
 
@@ -221,7 +221,7 @@ func (r *replay) lose(index uint64, why string) {
 }
 
 // apply applies one committed entry with etcd's step and records it.
-func (r *replay) apply(e walread.Entry, pos walread.Pos) {
+func (r *replay) apply(e walfile.Entry, pos walfile.Pos) {
 	we := WALEntry{Index: e.Index, Term: e.Term, Kind: e.Kind, Other: e.Other, pos: pos}
 	r.counts[e.Kind.String()]++
 	r.cur = int32(len(r.entries))

@@ -5,7 +5,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // Settle proves entries' outcomes from the db and the log alone, whatever
@@ -34,7 +34,7 @@ type settled struct {
 // of a key's mod revision, a success branch that puts or deletes that key
 // alone, and no write in its failure branch.
 func kubeShape(pe *pxEntry) (key int32, r int64, del bool, lease int64, ok bool) {
-	if pe.kind != walread.KindTxn || pe.nested || len(pe.cmps) != 1 || len(pe.succ) != 1 || len(pe.fail) != 0 {
+	if pe.kind != walfile.KindTxn || pe.nested || len(pe.cmps) != 1 || len(pe.succ) != 1 || len(pe.fail) != 0 {
 		return 0, 0, false, 0, false
 	}
 	c, op := pe.cmps[0], pe.succ[0]
@@ -170,7 +170,7 @@ func (s *settler) chains(st *settled) bool {
 		k, _, del, _, ok := kubeShape(pe)
 		// An entry that made no revision changed no key; a delete or a
 		// lease change is stepped whatever it made.
-		if st.made[i] != 0 || pe.kind != walread.KindPut && pe.kind != walread.KindTxn {
+		if st.made[i] != 0 || pe.kind != walfile.KindPut && pe.kind != walfile.KindTxn {
 			ps.at = st.rev[i]
 			if ps.at == 0 {
 				ps.at = unknown
@@ -189,7 +189,7 @@ func (s *settler) chains(st *settled) bool {
 			case st.made[i] != 1 && res.outcome != OutcomeUnknown:
 				changed = changed || st.made[i] == -1
 				st.made[i] = 0
-			case pe.kind == walread.KindDeleteRange:
+			case pe.kind == walfile.KindDeleteRange:
 				// Step deleted what it could: not live after it.
 			case st.made[i] == 1 && !pe.nested && len(pe.fail) == 0:
 				// It made a revision and its failure branch writes
@@ -246,7 +246,7 @@ func (s *settler) chains(st *settled) bool {
 		switch {
 		case ok && !del && st.made[i] != 0:
 			puts[k] = append(puts[k], int32(i))
-		case pe.kind == walread.KindPut && st.made[i] != 0:
+		case pe.kind == walfile.KindPut && st.made[i] != 0:
 			puts[pe.succ[0].key] = append(puts[pe.succ[0].key], int32(i))
 		case !ok && st.made[i] != 0:
 			for _, ops := range [][]pxOp{pe.succ, pe.fail} {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // unnamedDeleter is an entry before the db that may have deleted keys
@@ -44,7 +44,7 @@ func unnamedDeleters(prefix []pxEntry, keys *pxKeys) []unnamedDeleter {
 // never writes and the db does not hold may have existed until then.
 type UnnamedDeletion struct {
 	Index uint64       `json:"index"`
-	Kind  walread.Kind `json:"kind"`
+	Kind  walfile.Kind `json:"kind"`
 	// From and End bound a range delete's keys, End "\x00" for every key
 	// from From on; Lease is a revoke's lease.
 	From  string `json:"from,omitempty"`

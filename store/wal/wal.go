@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // ErrUndetermined means the source holds the request but cannot establish
@@ -29,7 +29,7 @@ type WALCoverage struct {
 	Segments                                   []string
 	FirstIndex, FirstTerm, LastIndex, LastTerm uint64
 	Commit                                     uint64
-	Tail                                       *walread.Tail
+	Tail                                       *walfile.Tail
 	Counts                                     map[string]int
 	// FirstRevision and LastRevision bound the revisions derived, 0 for
 	// none.
@@ -65,7 +65,7 @@ type WALCoverage struct {
 // replayed in order; the applied ones serve Reader and Archive. It holds
 // no value in memory: values are read again from the log.
 type WAL struct {
-	log      *walread.Log
+	log      *walfile.Log
 	cov      WALCoverage
 	r        *replay
 	keys     []string // keys with an applied write, sorted
@@ -100,7 +100,7 @@ type baseTombstone struct {
 var _ store.Archive = (*WAL)(nil)
 
 // OpenLogChecked replays the write-ahead log l, one member's or several
-// merged by walread.OpenMerged; it never writes, locks or repairs the
+// merged by walfile.OpenMerged; it never writes, locks or repairs the
 // log. Only committed entries are replayed; later ones are unknown. A
 // torn tail ends the log (WALCoverage.Tail).
 //
@@ -118,7 +118,7 @@ var _ store.Archive = (*WAL)(nil)
 // (check.go): when the replay over base has applied every entry up to
 // check's consistent index, its keyspace must be check's, or it fails
 // with an error wrapping ErrCheckFailed.
-func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt) (*WAL, error) {
+func OpenLogChecked(ctx context.Context, l *walfile.Log, base, check *store.Bolt) (*WAL, error) {
 	var err error
 	w := &WAL{log: l, base: base}
 	r := newReplay(w.value)
@@ -146,8 +146,8 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	}
 
 	type pending struct {
-		e   walread.Entry
-		pos walread.Pos
+		e   walfile.Entry
+		pos walfile.Pos
 	}
 	var queue []pending
 	var commit, last uint64
@@ -178,14 +178,14 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 	prefixKeys := newPxKeys()
 	var firstIndex uint64
 	nrec := 0
-	tail, err := scanPipelined(l, func(typ int64, data []byte, pos walread.Pos, decoded *walread.Entry, decErr error) error {
+	tail, err := scanPipelined(l, func(typ int64, data []byte, pos walfile.Pos, decoded *walfile.Entry, decErr error) error {
 		if nrec++; nrec%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
 		switch typ {
-		case walread.MetadataType:
+		case walfile.MetadataType:
 			var md pb.Metadata
 			if err := proto.Unmarshal(data, &md); err != nil {
 				return fmt.Errorf("%s: the member's metadata: %w", l.Segments[pos.Segment].Name, err)
@@ -202,8 +202,8 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 					}
 				}
 			}
-		case walread.StateType:
-			hs, err := walread.DecodeState(data)
+		case walfile.StateType:
+			hs, err := walfile.DecodeState(data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", l.Segments[pos.Segment].Name, err)
 			}
@@ -213,7 +213,7 @@ func OpenLogChecked(ctx context.Context, l *walread.Log, base, check *store.Bolt
 					return err
 				}
 			}
-		case walread.EntryType:
+		case walfile.EntryType:
 			if decErr != nil {
 				return fmt.Errorf("%s at offset %d: %w", l.Segments[pos.Segment].Name, pos.Offset, decErr)
 			}
@@ -390,27 +390,27 @@ var errStopped = errors.New("stopped")
 // own and hands them to fn in the caller's, in batches, so that the two
 // use two cores. fn gets them in log order, an entry record with its
 // entry decoded or why it does not decode, others with e nil.
-func scanPipelined(l *walread.Log, fn func(typ int64, data []byte, pos walread.Pos, e *walread.Entry, decErr error) error) (*walread.Tail, error) {
+func scanPipelined(l *walfile.Log, fn func(typ int64, data []byte, pos walfile.Pos, e *walfile.Entry, decErr error) error) (*walfile.Tail, error) {
 	type rawRecord struct {
 		typ    int64
 		data   []byte
-		pos    walread.Pos
-		entry  walread.Entry
+		pos    walfile.Pos
+		entry  walfile.Entry
 		decErr error
 	}
 	const batch = 256
 	ch := make(chan []rawRecord, 8)
 	stop := make(chan struct{})
-	var tail *walread.Tail
+	var tail *walfile.Tail
 	var scanErr error
 	go func() {
 		defer close(ch)
 		buf := make([]rawRecord, 0, batch)
-		tail, scanErr = l.Scan(func(rec *walpb.Record, pos walread.Pos) error {
+		tail, scanErr = l.Scan(func(rec *walpb.Record, pos walfile.Pos) error {
 			// The decoder gives every record a new Data slice: no copy.
 			x := rawRecord{typ: rec.GetType(), data: rec.GetData(), pos: pos}
-			if x.typ == walread.EntryType {
-				x.entry, x.decErr = walread.DecodeEntry(x.data)
+			if x.typ == walfile.EntryType {
+				x.entry, x.decErr = walfile.DecodeEntry(x.data)
 			}
 			buf = append(buf, x)
 			if len(buf) < batch {
@@ -438,8 +438,8 @@ func scanPipelined(l *walread.Log, fn func(typ int64, data []byte, pos walread.P
 		}
 		for i := range b {
 			x := &b[i]
-			var e *walread.Entry
-			if x.typ == walread.EntryType {
+			var e *walfile.Entry
+			if x.typ == walfile.EntryType {
 				e = &x.entry
 			}
 			if err = fn(x.typ, x.data, x.pos, e, x.decErr); err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/etcdpvc/etcdpvc/codec/encryption"
 	"github.com/etcdpvc/etcdpvc/fixtures/etcdtest"
 	"github.com/etcdpvc/etcdpvc/store"
-	"github.com/etcdpvc/etcdpvc/walread"
+	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
 // kubeWrite writes the way kube-apiserver does: one transaction, If
@@ -302,8 +302,8 @@ func TestWALStartsAfterSnapshot(t *testing.T) {
 	// a kube-apiserver transaction.
 	r := newReplay(func(int32) ([]byte, error) { return nil, nil })
 	r.lose(5, "the log starts at raft index 5")
-	r.apply(mustEntry(t, 5, putReq("/a", "1")), walread.Pos{})
-	r.apply(mustEntry(t, 6, txnReq("/a", 3, "2")), walread.Pos{})
+	r.apply(mustEntry(t, 5, putReq("/a", "1")), walfile.Pos{})
+	r.apply(mustEntry(t, 6, txnReq("/a", 3, "2")), walfile.Pos{})
 	if r.entry(0).Outcome != OutcomeApplied || r.entry(0).Revision != 0 {
 		t.Errorf("plain put: %+v", r.entry(0))
 	}
@@ -312,13 +312,13 @@ func TestWALStartsAfterSnapshot(t *testing.T) {
 	}
 }
 
-func mustEntry(t *testing.T, index uint64, req *pb.InternalRaftRequest) walread.Entry {
+func mustEntry(t *testing.T, index uint64, req *pb.InternalRaftRequest) walfile.Entry {
 	t.Helper()
 	data, err := proto.Marshal(&raftpb.Entry{Index: proto.Uint64(index), Term: proto.Uint64(2), Type: raftpb.EntryNormal.Enum(), Data: mustMarshal(t, req)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := walread.DecodeEntry(data)
+	e, err := walfile.DecodeEntry(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestWALReplay(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newReplay(func(int32) ([]byte, error) { return nil, nil })
 			for i, s := range tc.steps {
-				r.apply(mustEntry(t, uint64(i+1), s.req), walread.Pos{})
+				r.apply(mustEntry(t, uint64(i+1), s.req), walfile.Pos{})
 				got := r.entry(int32(len(r.entries) - 1))
 				if got.Outcome != s.outcome || got.Revision != s.rev {
 					t.Errorf("step %d: %v revision %d (%s), want %v revision %d", i, got.Outcome, got.Revision, got.Reason, s.outcome, s.rev)
@@ -433,9 +433,9 @@ func TestWALReplayStopsOnUnmodelledRules(t *testing.T) {
 		{AuthEnable: &pb.AuthEnableRequest{}},
 	} {
 		r := newReplay(func(int32) ([]byte, error) { return nil, nil })
-		r.apply(mustEntry(t, 1, putReq("/a", "1")), walread.Pos{})
-		r.apply(mustEntry(t, 2, req), walread.Pos{})
-		r.apply(mustEntry(t, 3, txnReq("/a", 2, "2")), walread.Pos{})
+		r.apply(mustEntry(t, 1, putReq("/a", "1")), walfile.Pos{})
+		r.apply(mustEntry(t, 2, req), walfile.Pos{})
+		r.apply(mustEntry(t, 3, txnReq("/a", 2, "2")), walfile.Pos{})
 		if r.known || r.stopAt != 2 || r.entry(1).Outcome != OutcomeSkipped {
 			t.Errorf("%v: known %v, stop at %d (%s)", req, r.known, r.stopAt, r.stopWhy)
 		}

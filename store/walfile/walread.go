@@ -1,4 +1,4 @@
-// Package walread reads an etcd member's write-ahead log (member/wal/*.wal)
+// Package walfile reads an etcd member's write-ahead log (member/wal/*.wal)
 // read-only, record by record, with etcd's own decoder.
 //
 // The log format, as etcd writes it (go.etcd.io/etcd/server/v3/storage/wal):
@@ -43,7 +43,7 @@
 // refused, as reading it could block forever. Nothing here opens a file
 // for writing, locks it or repairs it: the log is read through plain
 // read-only file handles.
-package walread
+package walfile
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package walread
+package walfile
 
 import (
 	"fmt"

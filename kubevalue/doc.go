@@ -1,4 +1,4 @@
-// Package stored reads and seals the values kube-apiserver stores in etcd:
+// Package kubevalue reads and seals the values kube-apiserver stores in etcd:
 // a key's value decrypted with the cluster's EncryptionConfiguration (the
 // apiserver's own transformers, codec/encryption) and decoded (codec), as
 // a Current; a new value encrypted with the resource's first provider, as
@@ -9,4 +9,4 @@
 // It is the read side every package shares: inspect's reports, verify's
 // checks and surgery's plans all load values through a Codec. It writes
 // nothing; package surgery holds the edits, the plans and the write path.
-package stored
+package kubevalue

@@ -1,4 +1,4 @@
-package stored
+package kubevalue
 
 import (
 	"context"
