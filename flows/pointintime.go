@@ -274,7 +274,7 @@ func writePointInTimeReport(w io.Writer, rep *PointInTimeReport, dry bool) error
 		fmt.Fprintf(&b, ", %s", rep.Why)
 	}
 	fmt.Fprintf(&b, "\n  from %s (consistent index %d, revision %d) and the log's entries %d to %d: %s, %s\n",
-		rep.Base, rep.BaseIndex, rep.BaseRevision, rep.BaseIndex+1, rep.Index, count(rep.Entries, "entry", "entries"), count(rep.Changes, "key change", "key changes"))
+		rep.Base, rep.BaseIndex, rep.BaseRevision, rep.BaseIndex+1, rep.Index, inspect.Count(rep.Entries, "entry", "entries"), inspect.Count(rep.Changes, "key change", "key changes"))
 	if rep.Index == rep.BaseIndex {
 		fmt.Fprintf(&b, "  (the point is the db's own: the snapshot holds its keyspace as it is)\n")
 	}
@@ -318,7 +318,7 @@ func writePointInTimeReport(w io.Writer, rep *PointInTimeReport, dry bool) error
 		t.WriteString("dry run: nothing written\n")
 	} else if wr := rep.Written; wr != nil {
 		fmt.Fprintf(&t, "snapshot: %s (revision %d, sha256 %s, trailer %s, %d bytes; %s added, %d removed by the compaction, %s)\n",
-			wr.Path, wr.Revision, wr.FileSHA256, wr.TrailerSHA256, wr.Size, count(wr.Added, "revision", "revisions"), wr.Compacted, count(wr.Leases, "lease", "leases"))
+			wr.Path, wr.Revision, wr.FileSHA256, wr.TrailerSHA256, wr.Size, inspect.Count(wr.Added, "revision", "revisions"), wr.Compacted, inspect.Count(wr.Leases, "lease", "leases"))
 		if wr.CheckpointsSkipped > 0 {
 			fmt.Fprintf(&t, "  %d lease checkpoints not stored: etcd persists them from cluster version 3.6 on\n", wr.CheckpointsSkipped)
 		}
@@ -326,12 +326,4 @@ func writePointInTimeReport(w io.Writer, rep *PointInTimeReport, dry bool) error
 	}
 	_, err := io.WriteString(w, t.String())
 	return err
-}
-
-// count is n with the noun's singular or plural.
-func count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -192,7 +192,7 @@ func (s *Session) Unsettled(prefix string, past, allRevisions bool) error {
 		// Each is listed: what no source names.
 		items := make([]string, len(un))
 		for i, u := range un {
-			items[i] = u.String()
+			items[i] = inspect.UnnamedLine(u)
 		}
 		what := fmt.Sprintf("%s: objects under %s deleted there may be missing from this output (the db compacted those deletions away)", strings.Join(items, "; "), prefix)
 		const older = "an older snapshot of the cluster, taken before those entries, names every key they deleted: give it as --db (or as --wal-base, with the current db as --db)"

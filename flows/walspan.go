@@ -11,14 +11,14 @@ import (
 )
 
 // WALLines says, one line each, what the session's write-ahead log covers
-// (wal.WALCoverage.Lines) and the wall-clock span its writes' objects
+// (inspect.WALCoverageLines) and the wall-clock span its writes' objects
 // tell (inspect.LogSpan); nil without --wal. A span that cannot be read is
 // said, not an error: the log is still read.
 func (s *Session) WALLines(ctx context.Context) []string {
 	if s.WAL == nil {
 		return nil
 	}
-	lines := s.WAL.Coverage().Lines()
+	lines := inspect.WALCoverageLines(s.WAL.Coverage())
 	span, err := inspect.LogSpan(ctx, s.WAL, func(kv store.KeyValue) (*metav1.ObjectMeta, bool) {
 		// A header line is not worth a call to a KMS plugin, which may
 		// not answer: values it encrypts are passed over.

@@ -219,7 +219,7 @@ func WALHistory(ctx context.Context, w *wal.WAL, ref resource.Ref, o HistoryOpti
 	if len(rep.Rows) == 0 {
 		if u, ok := cov.UnnamedCovering(ref.Key); ok {
 			return nil, fmt.Errorf("history of %s: %s, may have deleted it: it may have deleted %s, and the db compacted its deletions away; the log never writes it and the db does not hold it, so whether it existed is not established: %w",
-				ObjectName(ref), u.Entry(), u.What(), wal.ErrUndetermined)
+				ObjectName(ref), unnamedEntry(u), unnamedWhat(u), wal.ErrUndetermined)
 		}
 		what := fmt.Sprintf("the log (raft entries %d to %d)", cov.FirstIndex, cov.LastIndex)
 		if cov.DB != "" {

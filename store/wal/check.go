@@ -35,23 +35,6 @@ type WALCheck struct {
 	NotChecked string
 }
 
-// Line describes the check for an operator.
-func (c *WALCheck) Line(base string) string {
-	if c.NotChecked != "" {
-		return fmt.Sprintf("not checked against db %s (consistent index %d): %s", c.DB, c.ConsistentIndex, c.NotChecked)
-	}
-	return fmt.Sprintf("checked against db %s at its consistent index %d (revision %d): the replay over %s agrees on every key (%s) and on every value it wrote (%s)",
-		c.DB, c.ConsistentIndex, c.Revision, base, count(c.Keys, "key", "keys"), count(c.Values, "value", "values"))
-}
-
-// count is "1 key", "2 keys".
-func count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 // walChecker compares the replay with the checking db when the replay has
 // applied every entry up to that db's consistent index.
 type walChecker struct {

@@ -107,11 +107,11 @@ func TestWALOverForeignDB(t *testing.T) {
 	for _, dir := range []string{walDir, cutCopy(t, walDir, foreign.Meta().ConsistentIndex-3)} {
 		w, err := OpenWALOver(ctx, dir, foreign)
 		if !errors.Is(err, ErrOtherCluster) {
-			var lines []string
+			var cov WALCoverage
 			if w != nil {
-				lines = w.Coverage().Lines()
+				cov = w.Coverage()
 			}
-			t.Fatalf("the log over another cluster's db with the member's id: %v, want ErrOtherCluster; coverage: %q", err, lines)
+			t.Fatalf("the log over another cluster's db with the member's id: %v, want ErrOtherCluster; coverage: %+v", err, cov)
 		}
 		t.Log(err)
 	}

@@ -107,9 +107,7 @@ func TestWALOverSnapshotOmitsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range w.Coverage().Lines() {
-		t.Log(l)
-	}
+	t.Logf("coverage: %+v", w.Coverage())
 	checkScanDeleted(t, w, p)
 	listed := map[string]int64{}
 	if err := w.ScanDeleted(ctx, p, func(kv *store.KeyValue, deleteRev int64) error {

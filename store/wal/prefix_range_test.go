@@ -108,9 +108,7 @@ func TestWALOverDBDeletePrefix(t *testing.T) {
 				t.Fatal(err)
 			}
 			cov := w.Coverage()
-			for _, l := range cov.Lines() {
-				t.Log(l)
-			}
+			t.Logf("coverage: %+v", cov)
 			if cov.PrefixUnresolved != "" {
 				t.Fatalf("prefix not resolved: %s", cov.PrefixUnresolved)
 			}

@@ -278,9 +278,7 @@ func TestWALOverCurrentDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	cov := w.Coverage()
-	for _, l := range cov.Lines() {
-		t.Log(l)
-	}
+	t.Logf("coverage: %+v", cov)
 	if cov.PrefixUnresolved != "" {
 		t.Fatalf("prefix not resolved: %s", cov.PrefixUnresolved)
 	}
@@ -476,7 +474,7 @@ func TestWALOverDBThatDisagrees(t *testing.T) {
 	if !strings.Contains(cov.PrefixUnresolved, "apiserver-a") {
 		t.Fatalf("prefix: %q, want the forged key named", cov.PrefixUnresolved)
 	}
-	t.Log(cov.Lines())
+	t.Logf("coverage: %+v", cov)
 	if evs, _ := historyOf(t, w, sc.pvcKey); len(evs) != 0 {
 		t.Errorf("history from an unresolved prefix: %+v", evs)
 	}
@@ -547,9 +545,7 @@ func TestWALOverDBEarlyRevoke(t *testing.T) {
 				t.Fatal(err)
 			}
 			cov := w.Coverage()
-			for _, l := range cov.Lines() {
-				t.Log(l)
-			}
+			t.Logf("coverage: %+v", cov)
 			if cov.PrefixUnresolved != "" {
 				t.Fatalf("prefix not resolved: %s", cov.PrefixUnresolved)
 			}

@@ -66,33 +66,9 @@ func (u UnnamedDeletion) Under(prefix string) bool {
 	return (end == "" || u.From < end) && (u.End == "\x00" || u.End > prefix)
 }
 
-// What names the keys u may have deleted: "keys under P that the log
-// never names".
-func (u UnnamedDeletion) What() string {
-	var keys string
-	switch {
-	case u.Lease != 0:
-		keys = fmt.Sprintf("keys attached to lease %x", u.Lease)
-	case u.End == "\x00":
-		keys = "keys from " + u.From + " on"
-	case u.End == prefixEnd(u.From):
-		keys = "keys under " + u.From
-	default:
-		keys = fmt.Sprintf("keys from %s to %s", u.From, u.End)
-	}
-	return keys + " that the log never names"
-}
-
-// Entry names u's entry: "entry 10, a range delete".
-func (u UnnamedDeletion) Entry() string {
-	if u.Lease != 0 {
-		return fmt.Sprintf("entry %d, a lease revoke", u.Index)
-	}
-	return fmt.Sprintf("entry %d, a range delete", u.Index)
-}
-
-func (u UnnamedDeletion) String() string {
-	return fmt.Sprintf("%s, may have deleted %s", u.Entry(), u.What())
+// UnderPrefix reports whether u's range is every key under its From.
+func (u UnnamedDeletion) UnderPrefix() bool {
+	return u.End == prefixEnd(u.From)
 }
 
 // prefixEnd is the end of the range of keys starting with prefix, "" for
