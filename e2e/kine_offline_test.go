@@ -159,6 +159,16 @@ func checkKineOffline(t *testing.T, db, secret, cfg, ns string, want []string, g
 			t.Errorf("%s: want exit status 0 and the configmaps:\n%s", cmd[0], r)
 		}
 	}
+	// stats names the database kine keeps its table in.
+	database := "SQLite"
+	if strings.HasPrefix(db, "postgres") {
+		database = "PostgreSQL"
+	} else if strings.HasPrefix(db, "mysql") {
+		database = "MySQL"
+	}
+	if r := run("stats"); !strings.Contains(r.stdout, "kine's "+database+" database") {
+		t.Errorf("stats: want its snapshot line to name kine's %s database:\n%s", database, r)
+	}
 	report := filepath.Join(t.TempDir(), "report.html")
 	if r := run("report", "-o", report); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "report written") {
 		t.Errorf("report: want exit status 0 and the page written:\n%s", r)

@@ -342,8 +342,8 @@ func (s *Session) statsReport(ctx context.Context, r StatsRequest, details int, 
 	if s.WAL != nil {
 		inspect.FromWAL(rep, s.WAL.Coverage())
 	}
-	if _, kine := s.Reader.(*store.KineDB); kine {
-		inspect.FromKine(rep)
+	if k, kine := s.Reader.(*store.KineDB); kine {
+		inspect.FromKine(rep, k.Database())
 	}
 	return rep, err
 }

@@ -564,10 +564,11 @@ func FromWAL(rep *StatsReport, cov wal.WALCoverage) {
 	rep.Incomplete = fmt.Sprintf("the log establishes the keyspace up to revision %d only: its later writes are not counted (%s)", cov.LastRevision, cov.RevisionsStop)
 }
 
-// FromKine rewrites what LiveStats says of its source for kine's SQLite
-// database read offline, which is no etcd file and no live etcd.
-func FromKine(rep *StatsReport) {
-	rep.Snapshot = "not an etcd file (kine's SQLite database)"
+// FromKine rewrites what LiveStats says of its source for kine's database
+// read offline, which is no etcd file and no live etcd; database names
+// it (SQLite, PostgreSQL, MySQL).
+func FromKine(rep *StatsReport, database string) {
+	rep.Snapshot = "not an etcd file (kine's " + database + " database)"
 	rep.Notes = []string{"kine's database: deleted keys, tombstones and the revisions held are not counted here (ls --deleted and history read them)"}
 }
 

@@ -178,6 +178,10 @@ func (k *KineDB) scalar(ctx context.Context, dest any, q string, args ...any) er
 // with its password redacted.
 func (k *KineDB) Path() string { return k.path }
 
+// Database names the database kine keeps its table in: SQLite,
+// PostgreSQL or MySQL.
+func (k *KineDB) Database() string { return k.d.name }
+
 // Live reports whether a running kine may be writing the database: the
 // file had a write-ahead log beside it when it was opened, or it is a
 // server's.

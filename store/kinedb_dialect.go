@@ -10,6 +10,8 @@ import (
 // kine keeps its table in; the queries are written once, with ?
 // placeholders, and name compared through nameIs, nameRange and byName.
 type kineDialect struct {
+	// name is the database's, as its makers write it.
+	name string
 	// dollar numbers the placeholders $1, $2 (PostgreSQL).
 	dollar bool
 	// nameBytes is the expression, %s the column, that orders and compares
@@ -23,9 +25,9 @@ type kineDialect struct {
 }
 
 var (
-	kineSQLite   = kineDialect{nameBytes: "%s"}
-	kinePostgres = kineDialect{dollar: true, nameBytes: `%s COLLATE "C"`}
-	kineMySQL    = kineDialect{nameBytes: "BINARY %s", foldsCase: true}
+	kineSQLite   = kineDialect{name: "SQLite", nameBytes: "%s"}
+	kinePostgres = kineDialect{name: "PostgreSQL", dollar: true, nameBytes: `%s COLLATE "C"`}
+	kineMySQL    = kineDialect{name: "MySQL", nameBytes: "BINARY %s", foldsCase: true}
 )
 
 // bind rewrites q's ? placeholders as the database takes them. The
