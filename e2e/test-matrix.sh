@@ -14,6 +14,10 @@
 #                                     served by its etcd
 #   ./cmd/etcdpvc -run TestScripts    the CLI's txtar scripts
 #
+# store/walfile is left out: its tests make logs of many small segments,
+# which only the in-process server can (the etcd binary has no flag for
+# the segment size); test-unit runs them.
+#
 # fixtures/etcdtest starts each cluster as processes of the binary named
 # by ETCDPVC_TEST_ETCD instead of in-process. Arguments name the releases
 # (etcd-3.5, etcd-3.6, etcd); none runs all three. It prints how long each
@@ -38,7 +42,7 @@ for what in "$@"; do
 	t0=$SECONDS
 	ok=1
 	(cd "$root" && ETCDPVC_TEST_ETCD=$bin ETCDPVC_TEST_ETCDUTL=$dir/etcdutl \
-		"$go" test -count=1 -timeout 30m ./fixtures/etcdtest ./store/...) || ok=0
+		"$go" test -count=1 -timeout 30m ./fixtures/etcdtest $("$go" list ./store/... | grep -v '/store/walfile$')) || ok=0
 	(cd "$root" && ETCDPVC_TEST_ETCD=$bin ETCDPVC_TEST_ETCDUTL=$dir/etcdutl \
 		"$go" test -count=1 -timeout 30m -run '^TestScripts$' ./cmd/etcdpvc) || ok=0
 	((ok)) || failed+=("$what")
