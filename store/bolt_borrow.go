@@ -44,18 +44,12 @@ func (b *Bolt) ScanRevisionsBorrowed(ctx context.Context, prefix string, fn func
 			} else if len(rev.Value) == 0 {
 				rev.Value = nil
 			}
-			g.inCallback = true
-			err = fn(&rev)
-			g.inCallback = false
-			return err
+			return g.call(func() error { return fn(&rev) })
 		})
 		if err != nil || then == nil {
 			return err
 		}
-		g.inCallback = true
-		err = then()
-		g.inCallback = false
-		return err
+		return g.call(then)
 	})
 	if err != nil {
 		return fmt.Errorf("scan revisions %s: %w", prefix, err)
