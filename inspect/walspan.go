@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -32,27 +31,27 @@ const walSpanReads = 200
 func LogSpan(ctx context.Context, w *wal.WAL, meta func(store.KeyValue) (*metav1.ObjectMeta, bool)) (WALSpan, error) {
 	var span WALSpan
 	find := func(reverse bool, index *uint64, at *time.Time) error {
-		n := 0
-		errFound := errors.New("found")
-		err := w.WritesInOrder(ctx, reverse, func(kw wal.KeyWrite) error {
-			if n++; n > walSpanReads {
-				return errFound
+		n := w.Writes()
+		for i := range min(n, walSpanReads) {
+			if reverse {
+				i = n - 1 - i
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			kw, err := w.WriteAt(i, true)
+			if err != nil {
+				return err
 			}
 			if kw.Event.Deleted {
-				return nil
+				continue
 			}
-			m, ok := meta(kw.Event.KV)
-			if !ok {
-				return nil
+			if m, ok := meta(kw.Event.KV); ok {
+				if t := newestTime(m); !t.IsZero() {
+					*index, *at = kw.Entry.Index, t
+					return nil
+				}
 			}
-			if t := newestTime(m); !t.IsZero() {
-				*index, *at = kw.Entry.Index, t
-				return errFound
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errFound) {
-			return err
 		}
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -581,15 +582,7 @@ func (w *WAL) openAfter(key string, from int32, at int64) string {
 
 // latest returns key's last applied write whose value and order are
 // established, -1 if none.
-func (w *WAL) latest(key string) int32 {
-	ws := w.writesOf(key)
-	for i := len(ws) - 1; i >= 0; i-- {
-		if id := ws[i]; w.r.all[id].mod != 0 || w.isUnplaced(id) {
-			return id
-		}
-	}
-	return -1
-}
+func (w *WAL) latest(key string) int32 { return w.before(key, math.MaxInt32) }
 
 // before is latest before write id.
 func (w *WAL) before(key string, id int32) int32 {

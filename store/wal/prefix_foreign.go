@@ -76,10 +76,10 @@ func notTheLogs(entries []pxEntry, keys *pxKeys, x *dbIndex, from, dbRev int64) 
 		for _, it := range x.at(rev) {
 			switch {
 			case it.tomb && (revokes || it.key >= 0 && dels[it.key]):
+			case it.key < 0:
+				return fmt.Sprintf("the db's revision %d %s a key none of the log's entries up to its consistent index writes, yet those entries made every revision from %d on", rev, map[bool]string{false: "writes", true: "deletes"}[it.tomb], from)
 			case it.tomb:
 				return fmt.Sprintf("the db's revision %d deletes %s, which none of the log's entries up to its consistent index deletes, yet those entries made every revision from %d on", rev, keys.names[it.key], from)
-			case it.key < 0:
-				return fmt.Sprintf("the db's revision %d writes a key none of the log's entries up to its consistent index writes, yet those entries made every revision from %d on", rev, from)
 			case !puts[write{it.key, it.hash}]:
 				return fmt.Sprintf("the db's revision %d holds a value of %s that none of the log's entries up to its consistent index puts, yet those entries made every revision from %d on", rev, keys.names[it.key], from)
 			}

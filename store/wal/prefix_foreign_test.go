@@ -30,3 +30,15 @@ func TestForeignDBCounting(t *testing.T) {
 		t.Errorf("the db holding the log's own put: refused (%q)", why)
 	}
 }
+
+// TestForeignDBUnnamedTombstone: the db's revision the log's put made
+// deletes a key the log never names, and no entry revokes a lease or
+// deletes a range: refused, naming no key it cannot name.
+func TestForeignDBUnnamedTombstone(t *testing.T) {
+	keys := newPxKeys()
+	put := pxEntry{index: 10, kind: walfile.KindPut, succ: []pxOp{{key: keys.id([]byte("/registry/configmaps/demo/a")), hash: valueHash([]byte("v"))}}}
+	x := &dbIndex{lo: 7, hi: 7, off: []int32{0, 1}, items: []dbItem{{key: -1, tomb: true}}}
+	if why := foreignDB([]pxEntry{put}, keys, x, 7); !strings.Contains(why, "revision 7 deletes a key none of the log's entries") {
+		t.Errorf("a plain put and a foreign deletion: %q, want a refusal", why)
+	}
+}

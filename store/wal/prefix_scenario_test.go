@@ -248,7 +248,7 @@ func TestNestedOpPaths(t *testing.T) {
 	var got []string
 	for _, ops := range [][]pxOp{pe.succ, pe.fail} {
 		for _, o := range ops {
-			p := findPut(req.Txn, opPath(o))
+			p := putAt(req, opPath(o))
 			if p == nil || string(p.Key) != keys.names[o.key] {
 				t.Errorf("%s: path %v names %v", keys.names[o.key], opPath(o), p)
 				continue

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -55,17 +56,11 @@ func (w *WAL) KeyWrites(ctx context.Context, key string, withValues bool, fn fun
 
 // keyWrite is write id as a KeyWrite.
 func (w *WAL) keyWrite(id int32, withValue bool) (KeyWrite, error) {
-	x := &w.r.all[id]
-	kw := KeyWrite{Entry: w.r.entry(x.entry), Event: store.Event{Deleted: x.deleted, KV: store.KeyValue{Key: w.r.keyNames[x.key],
-		ModRevision: x.mod, CreateRevision: x.create, Version: x.version, Lease: x.lease}}}
-	if withValue && !x.deleted {
-		v, err := w.value(id)
-		if err != nil {
-			return kw, err
-		}
-		kw.Event.KV.Value = v
+	kv, err := w.kv(id, withValue)
+	if err != nil {
+		return KeyWrite{}, err
 	}
-	return kw, nil
+	return KeyWrite{Entry: w.r.entry(w.r.all[id].entry), Event: store.Event{Deleted: w.deleted(id), KV: *kv}}, nil
 }
 
 // GetAtIndex returns key as the log's entries up to raft index index left
@@ -94,26 +89,24 @@ func (w *WAL) GetAtIndex(ctx context.Context, key string, index uint64) (*store.
 			return nil, e, fmt.Errorf("%s at raft index %d: entry %d wrote it with an outcome or revision the log does not establish: %w", key, index, e.Index, ErrUndetermined)
 		}
 	}
-	if found < 0 && w.base != nil && index < w.cov.ConsistentIndex {
-		// Before the key's first write in the log.
-		kv, err := w.beforeLog(ctx, key, func(e WALEntry) bool { return e.Index <= index })
-		if err != nil {
-			return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, err)
-		}
-		return kv, WALEntry{}, nil
-	}
-	if found < 0 && w.base != nil {
-		kv, err := w.base.Get(ctx, key, 0)
-		if err != nil {
-			return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, err)
-		}
-		return kv, WALEntry{}, nil
-	}
 	if found < 0 {
-		if err := w.startKnown(); err != nil {
+		var kv *store.KeyValue
+		var err error
+		switch {
+		case w.base != nil && index < w.cov.ConsistentIndex:
+			// Before the key's first write in the log.
+			kv, err = w.beforeLog(ctx, key, func(e WALEntry) bool { return e.Index <= index })
+		case w.base != nil:
+			kv, err = w.base.Get(ctx, key, 0)
+		default:
+			if err = w.startKnown(); err == nil {
+				err = store.ErrNotFound
+			}
+		}
+		if err != nil {
 			return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, err)
 		}
-		return nil, WALEntry{}, fmt.Errorf("%s at raft index %d: %w", key, index, store.ErrNotFound)
+		return kv, WALEntry{}, nil
 	}
 	e := w.r.entry(w.r.all[found].entry)
 	if w.r.all[found].deleted {
@@ -155,33 +148,20 @@ func (w *WAL) value(id int32) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read value of %s: %w", key, err)
 	}
-	put := req.GetPut()
-	if req.GetTxn() != nil {
-		put = findPut(req.Txn, w.r.pathOf(id))
-	}
+	put := putAt(req, w.r.pathOf(id))
 	if put == nil || string(put.Key) != key {
 		return nil, fmt.Errorf("read value of %s: entry %d holds no put of it", key, e.index)
 	}
 	return put.Value, nil
 }
 
-func findPut(t *pb.TxnRequest, path []int32) *pb.PutRequest {
-	for len(path) > 0 {
-		branch, i := t.Success, int(path[0])
-		if i < 0 {
-			branch, i = t.Failure, -i-1
+// putAt is the put at path in req: a transaction's op path (see op), or
+// none for a put request.
+func putAt(req *pb.InternalRaftRequest, path []int32) *pb.PutRequest {
+	for _, o := range entryOps(req) {
+		if o.put != nil && slices.Equal(o.path, path) {
+			return o.put
 		}
-		if i >= len(branch) {
-			return nil
-		}
-		u := branch[i]
-		if len(path) == 1 {
-			return u.GetRequestPut()
-		}
-		if t = u.GetRequestTxn(); t == nil {
-			return nil
-		}
-		path = path[1:]
 	}
 	return nil
 }
@@ -590,31 +570,6 @@ func (w *WAL) ScanDeleted(ctx context.Context, prefix string, fn func(kv *store.
 	}
 	// Without a db the log's keys are all there is.
 	return w.logScanLatest(ctx, prefix, false, true, func(kv *store.KeyValue, _ bool, deleteRev int64) error { return fn(kv, deleteRev) })
-}
-
-// WritesInOrder calls fn for every write the log holds, in log order or
-// the reverse, whatever its outcome, with the value each put carried.
-func (w *WAL) WritesInOrder(ctx context.Context, reverse bool, fn func(KeyWrite) error) error {
-	n := len(w.r.all)
-	for i := range n {
-		id := int32(i)
-		if reverse {
-			id = int32(n - 1 - i)
-		}
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		kw, err := w.keyWrite(id, true)
-		if err != nil {
-			return err
-		}
-		if err := fn(kw); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // baseState is key's state in the db, without its value.

@@ -10,12 +10,10 @@ import (
 )
 
 // unnamedDeleter is an entry before the db that may have deleted keys
-// the log never names: a range delete of [from, end), or a revoke.
+// the log never names, entry its position in the log.
 type unnamedDeleter struct {
-	entry     int32
-	ranged    bool
-	from, end string
-	lease     int64
+	UnnamedDeletion
+	entry int32
 }
 
 // unnamedDeleters lists the prefix entries that may have deleted keys the
@@ -29,9 +27,9 @@ func unnamedDeleters(prefix []pxEntry, keys *pxKeys) []unnamedDeleter {
 		if req := pe.request(keys.names); req == nil || !step(ps, req, pe.index).unnamed {
 			continue
 		}
-		u := unnamedDeleter{entry: int32(i), ranged: pe.ranged, from: pe.from, end: pe.end}
+		u := unnamedDeleter{UnnamedDeletion{Index: pe.index, Kind: pe.kind, From: pe.from, End: pe.end}, int32(i)}
 		if !pe.ranged {
-			u.lease = pe.id
+			u.Lease = pe.id
 		}
 		out = append(out, u)
 	}
@@ -106,7 +104,7 @@ func (w *WAL) unnamedDeletions(n int) []UnnamedDeletion {
 		if e.Outcome == OutcomeApplied && e.Revision == 0 && w.prefixRevisionKnown(e.Index) {
 			continue // it made no revision: it deleted nothing
 		}
-		out = append(out, UnnamedDeletion{Index: e.Index, Kind: e.Kind, From: u.from, End: u.end, Lease: u.lease})
+		out = append(out, u.UnnamedDeletion)
 	}
 	return out
 }
@@ -154,11 +152,8 @@ func (c WALCoverage) UnnamedUnder(prefix string) []UnnamedDeletion {
 // point, as before reports.
 func (w *WAL) unnamedOpen(key string, before func(WALEntry) bool) string {
 	for _, u := range w.unnamed {
-		if u.ranged && (key < u.from || u.end != "\x00" && key >= u.end) {
-			continue
-		}
 		e := w.r.entry(u.entry)
-		if e.Outcome == OutcomeNotApplied || e.Outcome == OutcomeSkipped || before(e) {
+		if !u.Covers(key) || e.Outcome == OutcomeNotApplied || e.Outcome == OutcomeSkipped || before(e) {
 			continue
 		}
 		return fmt.Sprintf("entry %d (%s), which may have deleted it, is not established to be before it; the log never writes it, so whether it existed then is not established", e.Index, e.Kind)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/etcdpvc/etcdpvc/store"
@@ -178,7 +178,7 @@ func OpenLogChecked(ctx context.Context, l *walfile.Log, base, check *store.Bolt
 	prefixKeys := newPxKeys()
 	var firstIndex uint64
 	nrec := 0
-	tail, err := scanPipelined(l, func(typ int64, data []byte, pos walfile.Pos, decoded *walfile.Entry, decErr error) error {
+	tail, err := l.ScanDecoded(func(typ int64, data []byte, pos walfile.Pos, decoded *walfile.Entry, decErr error) error {
 		if nrec++; nrec%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -324,11 +324,8 @@ func OpenLogChecked(ctx context.Context, l *walfile.Log, base, check *store.Bolt
 	}
 	if tail != nil {
 		// Segments after the torn one were not read.
-		for i, name := range w.cov.Segments {
-			if name == tail.Segment {
-				w.cov.Segments = w.cov.Segments[:i+1]
-				break
-			}
+		if i := slices.Index(w.cov.Segments, tail.Segment); i >= 0 {
+			w.cov.Segments = w.cov.Segments[:i+1]
 		}
 	}
 	w.cov.Commit = commit
@@ -381,75 +378,4 @@ func OpenLogChecked(ctx context.Context, l *walfile.Log, base, check *store.Bolt
 	}
 	sort.Strings(w.keys)
 	return w, nil
-}
-
-// errStopped stops a scan whose consumer failed.
-var errStopped = errors.New("stopped")
-
-// scanPipelined reads and decodes the log's records in a goroutine of its
-// own and hands them to fn in the caller's, in batches, so that the two
-// use two cores. fn gets them in log order, an entry record with its
-// entry decoded or why it does not decode, others with e nil.
-func scanPipelined(l *walfile.Log, fn func(typ int64, data []byte, pos walfile.Pos, e *walfile.Entry, decErr error) error) (*walfile.Tail, error) {
-	type rawRecord struct {
-		typ    int64
-		data   []byte
-		pos    walfile.Pos
-		entry  walfile.Entry
-		decErr error
-	}
-	const batch = 256
-	ch := make(chan []rawRecord, 8)
-	stop := make(chan struct{})
-	var tail *walfile.Tail
-	var scanErr error
-	go func() {
-		defer close(ch)
-		buf := make([]rawRecord, 0, batch)
-		tail, scanErr = l.Scan(func(rec *walpb.Record, pos walfile.Pos) error {
-			// The decoder gives every record a new Data slice: no copy.
-			x := rawRecord{typ: rec.GetType(), data: rec.GetData(), pos: pos}
-			if x.typ == walfile.EntryType {
-				x.entry, x.decErr = walfile.DecodeEntry(x.data)
-			}
-			buf = append(buf, x)
-			if len(buf) < batch {
-				return nil
-			}
-			select {
-			case ch <- buf:
-			case <-stop:
-				return errStopped
-			}
-			buf = make([]rawRecord, 0, batch)
-			return nil
-		})
-		if scanErr == nil && len(buf) > 0 {
-			select {
-			case ch <- buf:
-			case <-stop:
-			}
-		}
-	}()
-	var err error
-	for b := range ch {
-		if err != nil {
-			continue
-		}
-		for i := range b {
-			x := &b[i]
-			var e *walfile.Entry
-			if x.typ == walfile.EntryType {
-				e = &x.entry
-			}
-			if err = fn(x.typ, x.data, x.pos, e, x.decErr); err != nil {
-				close(stop)
-				break
-			}
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return tail, scanErr
 }

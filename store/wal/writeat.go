@@ -3,7 +3,7 @@ package wal
 import "sort"
 
 // Writes is how many writes the log holds: the positions WriteAt takes,
-// in the order WritesInOrder calls them.
+// in log order.
 func (w *WAL) Writes() int { return len(w.r.all) }
 
 // WriteAt returns the write at position i (0 ≤ i < Writes) in log order,
