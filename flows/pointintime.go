@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -39,20 +41,20 @@ type PointInTimeRequest struct {
 // PointInTimeReport is what a point-in-time snapshot holds (and, with
 // --wal-base, what restoring it would change in the current db).
 type PointInTimeReport struct {
-	Index         uint64   `json:"index"`
-	Term          uint64   `json:"term"`
-	Revision      int64    `json:"revision"`
-	Base          string   `json:"base"`
-	BaseIndex     uint64   `json:"baseIndex"`
-	BaseRevision  int64    `json:"baseRevision"`
-	Entries       int      `json:"entries"`
-	Changes       int      `json:"keyChanges"`
-	Compaction    int64    `json:"compactRevision,omitempty"`
-	LeasesGranted int      `json:"leasesGranted"`
-	LeasesRevoked int      `json:"leasesRevoked"`
-	Kept          []string `json:"keptAsTheBaseHoldsThem,omitempty"`
-	Notes         []string `json:"notes,omitempty"`
-	Why           string   `json:"why,omitempty"`
+	Index         uint64         `json:"index"`
+	Term          uint64         `json:"term"`
+	Revision      int64          `json:"revision"`
+	Base          string         `json:"base"`
+	BaseIndex     uint64         `json:"baseIndex"`
+	BaseRevision  int64          `json:"baseRevision"`
+	Entries       int            `json:"entries"`
+	Changes       int            `json:"keyChanges"`
+	Compaction    int64          `json:"compactRevision,omitempty"`
+	LeasesGranted int            `json:"leasesGranted"`
+	LeasesRevoked int            `json:"leasesRevoked"`
+	Kept          map[string]int `json:"keptAsTheBaseHoldsThem,omitempty"`
+	Notes         []string       `json:"notes,omitempty"`
+	Why           string         `json:"why,omitempty"`
 	// Time, for a point asked for by a time, is how it was chosen.
 	Time            *PointInTimeTime `json:"time,omitempty"`
 	Current         string           `json:"current,omitempty"`
@@ -149,8 +151,11 @@ func (s *Session) PointInTime(ctx context.Context, w io.Writer, r PointInTimeReq
 		return err
 	}
 	rep := &PointInTimeReport{Index: p.Index, Term: p.Term, Revision: p.Revision, Base: p.Base, BaseIndex: p.BaseIndex, BaseRevision: p.BaseRevision,
-		Entries: p.Entries, Changes: p.Changes, Compaction: p.Compaction, Kept: p.Kept, Notes: append(p.Notes, timeNotes...), Why: why, Time: pt}
+		Entries: p.Entries, Changes: p.Changes, Compaction: p.Compaction, Kept: p.Kept, Why: why, Time: pt}
 	for _, l := range p.Leases {
+		if l.AskedTTL != 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("lease %x (entry %d) was granted a TTL of %d s: stored as %d s, etcd's minimum with its default election timeout", l.ID, l.Index, l.AskedTTL, l.TTL))
+		}
 		switch {
 		case l.Revoke:
 			rep.LeasesRevoked++
@@ -158,6 +163,7 @@ func (s *Session) PointInTime(ctx context.Context, w io.Writer, r PointInTimeReq
 			rep.LeasesGranted++
 		}
 	}
+	rep.Notes = append(rep.Notes, timeNotes...)
 	if err := s.pointInTimeResources(ctx, p, rep); err != nil {
 		return err
 	}
@@ -266,6 +272,14 @@ func (s *Session) pointInTimeResources(ctx context.Context, p *wal.PointInTime, 
 	return nil
 }
 
+// keptWords says what each kind of PointInTimeReport.Kept changes.
+var keptWords = map[string]string{
+	"membership":       "membership changes (members, as the db holds them)",
+	"memberAttributes": "member attribute or cluster version changes (members and cluster, as the db holds them)",
+	"auth":             "user and role changes (auth, as the db holds them)",
+	"alarm":            "alarm changes (alarm, as the db holds it)",
+}
+
 // writePointInTimeReport writes the report as text.
 func writePointInTimeReport(w io.Writer, rep *PointInTimeReport, dry bool) error {
 	var b strings.Builder
@@ -282,8 +296,8 @@ func writePointInTimeReport(w io.Writer, rep *PointInTimeReport, dry bool) error
 		fmt.Fprintf(&b, "  compacted at revision %d\n", rep.Compaction)
 	}
 	fmt.Fprintf(&b, "  leases: %d granted, %d revoked by those entries\n", rep.LeasesGranted, rep.LeasesRevoked)
-	for _, k := range rep.Kept {
-		fmt.Fprintf(&b, "  kept as %s holds them: %s\n", rep.Base, k)
+	for _, k := range slices.Sorted(maps.Keys(rep.Kept)) {
+		fmt.Fprintf(&b, "  kept as %s holds them: %d %s\n", rep.Base, rep.Kept[k], keptWords[k])
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", n)

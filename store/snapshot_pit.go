@@ -34,6 +34,11 @@ type LeaseChange struct {
 	Checkpoint bool
 	// TTL is a grant's TTL, Remaining a checkpoint's, in seconds.
 	TTL, Remaining int64
+	// AskedTTL is the TTL a grant asked for when etcd raised it to its
+	// minimum, 0 otherwise; Index is the raft entry of the change, where
+	// a log tells it.
+	AskedTTL int64
+	Index    uint64
 }
 
 // PointInTime is what WritePointInTime adds to a db to make it the

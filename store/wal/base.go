@@ -140,12 +140,9 @@ func (w *WAL) baseValue(key string) ([]byte, error) {
 	return kv.Value, nil
 }
 
-// dbRev is the db's revision (0: no db).
-func (w *WAL) dbRev() int64 { return w.cov.DBRevision }
-
 // joinedGet is Get over the db and the log.
 func (w *WAL) joinedGet(ctx context.Context, key string, at int64) (*store.KeyValue, error) {
-	if at <= w.dbRev() {
+	if at <= w.cov.DBRevision {
 		kv, err := w.base.Get(ctx, key, at)
 		switch {
 		case !errors.Is(err, store.ErrCompacted) || w.base == nil || w.cov.InDB == 0 || at < w.prefixLowest:
@@ -160,7 +157,7 @@ func (w *WAL) joinedGet(ctx context.Context, key string, at int64) (*store.KeyVa
 	}
 	// The db holds each key as the log's entries up to it left it: only
 	// the writes after it are read from the log.
-	if x := w.at(key, at); x >= 0 && w.r.all[x].mod > w.dbRev() {
+	if x := w.at(key, at); x >= 0 && w.r.all[x].mod > w.cov.DBRevision {
 		if w.deleted(x) {
 			return nil, fmt.Errorf("get %s at revision %d: %w", key, at, store.ErrNotFound)
 		}
@@ -206,7 +203,7 @@ func (w *WAL) mergeLog(prefix string, scan func(func(key string, call func() err
 func (w *WAL) joinedList(ctx context.Context, prefix string, opts store.ListOptions, at int64, fn func(*store.KeyValue) error) (int64, error) {
 	fromLog := func(key string) (bool, error) {
 		x := w.at(key, at)
-		if x < 0 || w.r.all[x].mod <= w.dbRev() {
+		if x < 0 || w.r.all[x].mod <= w.cov.DBRevision {
 			// Not written after the db: as the db holds it.
 			return false, nil
 		}
@@ -272,7 +269,7 @@ func (w *WAL) joinedLatest(key string, base *store.KeyValue, baseHeld, baseLive,
 		return st, false, nil
 	}
 	if !w.deleted(x) {
-		if baseHeld && w.r.all[x].mod <= w.dbRev() {
+		if baseHeld && w.r.all[x].mod <= w.cov.DBRevision {
 			// Last written up to the db: as the db holds it.
 			return st, false, nil
 		}

@@ -48,12 +48,13 @@ type PointInTime struct {
 	Entries, Changes int
 	// Compaction is the highest compaction revision at Index, 0 for none.
 	Compaction int64
-	// Leases are the lease changes of the entries, in log order.
+	// Leases are the lease changes of the entries, in log order; a
+	// grant's AskedTTL says etcd raised the TTL it asked for.
 	Leases []store.LeaseChange
-	// Kept says what the entries changed that the snapshot keeps as the
-	// db holds it, such as membership; Notes, what else a reader should
-	// know.
-	Kept, Notes []string
+	// Kept counts the entries whose changes the snapshot keeps as the db
+	// holds them, by what they change: "membership", "memberAttributes"
+	// (and the cluster version), "auth", "alarm".
+	Kept map[string]int
 
 	w      *WAL
 	writes []int32 // the applied writes of (BaseIndex, Index], in revision order
@@ -81,7 +82,7 @@ func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, erro
 		return nil, fmt.Errorf("raft index %d: %w: %s", index, ErrUndetermined, w.r.stopWhy)
 	}
 	r := w.r
-	kept := map[string]int{}
+	p.Kept = map[string]int{}
 	first, last := -1, -1
 	for i := range r.entries {
 		e := &r.entries[i]
@@ -104,15 +105,12 @@ func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, erro
 		if e.revision != 0 {
 			p.Revision = e.revision
 		}
-		if err := p.entry(ctx, int32(i), we, kept); err != nil {
+		if err := p.entry(ctx, int32(i), we); err != nil {
 			return nil, err
 		}
 	}
 	if index > ci && (first < 0 || r.entries[last].index != index) {
 		return nil, fmt.Errorf("raft index %d: %w: the log holds no entry %d after the db's", index, ErrLogGap, index)
-	}
-	for _, k := range slices.Sorted(maps.Keys(kept)) {
-		p.Kept = append(p.Kept, fmt.Sprintf("%d %s", kept[k], k))
 	}
 	if first >= 0 {
 		lo, hi := r.entries[first].index, r.entries[last].index
@@ -132,27 +130,23 @@ func (w *WAL) PointInTime(ctx context.Context, index uint64) (*PointInTime, erro
 }
 
 // entry takes one replayed entry's lease changes and compaction.
-func (p *PointInTime) entry(ctx context.Context, i int32, we WALEntry, kept map[string]int) error {
+func (p *PointInTime) entry(ctx context.Context, i int32, we WALEntry) error {
 	switch we.Other {
 	case "cluster", "v2":
-		kept["member attribute or cluster version changes (members and cluster, as the db holds them)"]++
-	case "auth":
-		kept["user and role changes (auth, as the db holds them)"]++
-	case "alarm":
-		kept["alarm changes (alarm, as the db holds it)"]++
+		p.Kept["memberAttributes"]++
+	case "auth", "alarm":
+		p.Kept[we.Other]++
 	case "unrecognized":
 		return fmt.Errorf("raft index %d: %w: entry %d holds a request this build does not know: what it changed is not known", p.Index, ErrUndetermined, we.Index)
 	}
 	if we.Kind == walfile.KindConfChange {
-		kept["membership changes (members, as the db holds them)"]++
+		p.Kept["membership"]++
 	}
 	eff := p.w.r.effects[i]
 	p.Compaction = max(p.Compaction, eff.compacted)
 	for _, lc := range eff.leases {
-		if lc.raised {
-			p.Notes = append(p.Notes, fmt.Sprintf("lease %x (entry %d) was granted a TTL of %d s: stored as %d s, etcd's minimum with its default election timeout", lc.ID, we.Index, lc.asked, etcdMinLeaseTTL))
-		}
-		p.Leases = append(p.Leases, lc.LeaseChange)
+		lc.Index = we.Index
+		p.Leases = append(p.Leases, lc)
 	}
 	return ctx.Err()
 }

@@ -265,7 +265,7 @@ func (w *WAL) List(ctx context.Context, prefix string, opts store.ListOptions, f
 		return 0, fmt.Errorf("list %s: %w", prefix, err)
 	}
 	if w.base != nil {
-		if at <= w.dbRev() {
+		if at <= w.cov.DBRevision {
 			return w.base.List(ctx, prefix, store.ListOptions{Revision: at, KeysOnly: opts.KeysOnly}, fn)
 		}
 		return w.joinedList(ctx, prefix, opts, at, fn)

@@ -8,6 +8,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/etcdpvc/etcdpvc/store"
 	"github.com/etcdpvc/etcdpvc/store/walfile"
 )
 
@@ -248,7 +249,7 @@ func (r *replay) apply(e walfile.Entry, pos walfile.Pos) {
 
 // effect is what an applied entry changed besides keys.
 type effect struct {
-	leases    []leaseChange
+	leases    []store.LeaseChange
 	compacted int64
 }
 

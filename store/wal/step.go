@@ -68,14 +68,6 @@ type op struct {
 	path []int32
 }
 
-// leaseChange is a lease change an applied entry made; raised says etcd
-// raised the TTL the grant asked for.
-type leaseChange struct {
-	store.LeaseChange
-	raised bool
-	asked  int64
-}
-
 // stepResult is what became of one entry.
 type stepResult struct {
 	outcome Outcome
@@ -84,7 +76,7 @@ type stepResult struct {
 	// lists the writes asked for that step did not apply.
 	changed   bool
 	tried     []op
-	leases    []leaseChange
+	leases    []store.LeaseChange
 	compacted int64
 	// lose says why the rules from this entry on are not modelled.
 	lose string
@@ -121,7 +113,7 @@ func step(st stepState, req *pb.InternalRaftRequest, index uint64) stepResult {
 		switch {
 		case req.LeaseCheckpoint != nil:
 			for _, c := range req.LeaseCheckpoint.GetCheckpoints() {
-				res.leases = append(res.leases, leaseChange{LeaseChange: store.LeaseChange{ID: c.ID, Checkpoint: true, Remaining: c.Remaining_TTL}})
+				res.leases = append(res.leases, store.LeaseChange{ID: c.ID, Checkpoint: true, Remaining: c.Remaining_TTL})
 			}
 		case req.AuthEnable != nil:
 			res.lose = fmt.Sprintf("entry %d enables authentication: permission checks are not modelled", index)
@@ -334,11 +326,11 @@ func stepGrant(st stepState, g *pb.LeaseGrantRequest) stepResult {
 	case exists:
 		return stepResult{outcome: OutcomeNotApplied, reason: "lease already exists"}
 	}
-	lc := leaseChange{LeaseChange: store.LeaseChange{ID: g.ID, TTL: g.TTL}}
+	lc := store.LeaseChange{ID: g.ID, TTL: g.TTL}
 	if g.TTL < etcdMinLeaseTTL {
-		lc.TTL, lc.raised, lc.asked = etcdMinLeaseTTL, true, g.TTL
+		lc.TTL, lc.AskedTTL = etcdMinLeaseTTL, g.TTL
 	}
-	return stepResult{outcome: OutcomeApplied, leases: []leaseChange{lc}}
+	return stepResult{outcome: OutcomeApplied, leases: []store.LeaseChange{lc}}
 }
 
 // stepRevoke revokes a lease, deleting its keys in one revision. The
@@ -355,7 +347,7 @@ func stepRevoke(st stepState, id int64) stepResult {
 		if !ks.known() && !res.changed {
 			res.outcome, res.reason, res.partial = OutcomeUnknown, "keys attached to the lease before the log are unknown", true
 		} else {
-			res.leases = []leaseChange{{LeaseChange: store.LeaseChange{ID: id, Revoke: true}}}
+			res.leases = []store.LeaseChange{{ID: id, Revoke: true}}
 		}
 	}
 	st.revoke(id)
