@@ -6,10 +6,10 @@
 //
 // # How a log entry becomes a revision
 //
-// walfile reads the segments with etcd's own decoder and merges several
-// members' logs by raft index. One function applies each entry's request
-// as etcd's apply loop does: step, in step.go, over a state that says
-// what it knows of the keys, leases and revisions.
+// walfile reads the segments with etcd's decoder and merges members' logs
+// by raft index. step, in step.go, applies each entry's request as etcd's
+// apply loop does, over a state that says what it knows of the keys,
+// leases and revisions.
 //
 //   - A put, a delete range, or a transaction whose compares are
 //     evaluated against the state before it, the branch taken then
@@ -22,10 +22,9 @@
 //
 // Where the state does not know what a rule needs, the outcome is unknown:
 // step never guesses. A range delete or a revoke asks the state which keys
-// it deletes, and the state says which it knows, and whether there may be
-// others, some perhaps keys it cannot name. An entry is applied only once
-// the log records it committed. Every write carries its entry's outcome:
-// applied, not applied, skipped or unknown.
+// it deletes; the state names those it knows and says whether there may be
+// others, perhaps keys it cannot name. An entry applies only once the log
+// records it committed; every write carries its entry's outcome.
 //
 // # Where the replay starts
 //
@@ -58,8 +57,9 @@
 //     keys the db holds deleted there.
 //
 // Every proof is local and holds in every state before the log that leads
-// the entries to the db. What none proves is listed unknown, entry by
-// entry in WALCoverage.PrefixUnknown. Where the entries before the first
+// the entries to the db, with one premise: a lease the log grants is new,
+// as etcd gives every grant a new id unless a client names one. What none
+// proves is listed unknown, entry by entry in WALCoverage.PrefixUnknown. Where the entries before the first
 // revision proved are not all settled, the revision before the log is
 // known only between two bounds: a read between them is not established.
 // A range delete, or the revoke of a lease from before the log, whose
