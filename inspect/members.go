@@ -220,9 +220,10 @@ type MembersSummary struct {
 	Reason string `json:"reason"`
 }
 
-// groupHasher is a source that hashes per resource (store.Bolt).
-type groupHasher interface {
-	HashKVGroups(ctx context.Context, rev int64, group func(key []byte) string) (store.HashKV, map[string]uint32, error)
+// listHasher is a source that lists its keys and hashes its keyspace in
+// one read (store.Bolt).
+type listHasher interface {
+	ListHashKV(ctx context.Context, prefix string, opts store.ListOptions, group func(key []byte) string, hashed func(store.HashKV, map[string]uint32, error), fn func(*store.KeyValue) error) (int64, error)
 }
 
 // hasher is a source that knows its whole hash (store.Etcd of one
@@ -231,26 +232,22 @@ type hasher interface {
 	HashKV(ctx context.Context, rev int64) (store.HashKV, error)
 }
 
-// memberHashes fills each readable member's hashkv at rev, the members
+// memberHashes fills the hashkv at rev of each readable member that is
+// not a listHasher (those are hashed as they are listed), the members
 // hashed at once.
-func memberHashes(ctx context.Context, srcs []MemberSource, res []*MemberResult, storePrefix string, rev int64) {
+func memberHashes(ctx context.Context, srcs []MemberSource, res []*MemberResult, rev int64) {
 	var wg sync.WaitGroup
 	for i, s := range srcs {
-		if s.Reader == nil {
+		if _, lh := s.Reader.(listHasher); s.Reader == nil || lh {
 			continue
 		}
 		r := res[i]
 		wg.Go(func() {
 			var h store.HashKV
 			var err error
-			switch hr := s.Reader.(type) {
-			case groupHasher:
-				var groups map[string]uint32
-				h, groups, err = hr.HashKVGroups(ctx, rev, resourceGrouper(storePrefix))
-				r.ResourceHashes = groups
-			case hasher:
+			if hr, ok := s.Reader.(hasher); ok {
 				h, err = hr.HashKV(ctx, rev)
-			default:
+			} else {
 				err = fmt.Errorf("%T cannot hash its keyspace", s.Reader)
 			}
 			if err != nil {
@@ -261,6 +258,77 @@ func memberHashes(ctx context.Context, srcs []MemberSource, res []*MemberResult,
 		})
 	}
 	wg.Wait()
+}
+
+// memberBatch is how many keys a listHashList hands over at a time.
+const memberBatch = 256
+
+// listHashList lists the keys of lh under prefix at rev, as pullList
+// does, and fills r's hashkv (HashKV, its ResourceHashes, HashError) in
+// the same read, before the first key is pulled. The read runs on a
+// goroutine of its own, so that the members are read at once, and hands
+// the keys over in batches: a few are held ahead of the comparison.
+// r's hash fields are set once stop has returned.
+func listHashList(ctx context.Context, lh listHasher, r *MemberResult, storePrefix, prefix string, rev int64) *listing {
+	l := &listing{}
+	batches := make(chan []*store.KeyValue, 4)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(batches)
+		var batch []*store.KeyValue
+		send := func() error {
+			select {
+			case batches <- batch:
+				batch = nil
+				return nil
+			case <-quit:
+				return errStopList
+			}
+		}
+		hashed := func(h store.HashKV, groups map[string]uint32, err error) {
+			r.ResourceHashes = groups
+			if err != nil {
+				r.HashError = err.Error()
+				return
+			}
+			r.HashKV = &h
+		}
+		at, err := lh.ListHashKV(ctx, prefix, store.ListOptions{Revision: rev}, resourceGrouper(storePrefix), hashed, func(kv *store.KeyValue) error {
+			if batch = append(batch, kv); len(batch) == memberBatch {
+				return send()
+			}
+			return nil
+		})
+		if err == nil && len(batch) > 0 {
+			err = send()
+		}
+		l.rev = at
+		if err != nil && !errors.Is(err, errStopList) {
+			l.err = err
+		}
+	}()
+	var cur []*store.KeyValue
+	l.next = func() (*store.KeyValue, bool) {
+		for len(cur) == 0 {
+			b, ok := <-batches
+			if !ok {
+				return nil, false
+			}
+			cur = b
+		}
+		kv := cur[0]
+		cur = cur[1:]
+		return kv, true
+	}
+	var once sync.Once
+	l.stop = func() {
+		once.Do(func() {
+			close(quit)
+			<-done
+		})
+	}
+	return l
 }
 
 // resourceGrouper names the resource of a raw etcd key as GroupOf does,
@@ -303,8 +371,9 @@ func (a memberState) equal(b memberState) bool {
 
 // Members compares the members srcs at revision o.Rev, key by key under
 // o.ListPrefix, in one pass over each (every member is listed in key order
-// and the listings merged; nothing but the current key of each is held),
-// and asks each for etcd's hashkv at that revision. It calls emit for each
+// and the listings merged; nothing but a few hundred keys of each is
+// held), and asks each for etcd's hashkv at that revision: a db file
+// computes it in the read that lists it, the files each on a goroutine. It calls emit for each
 // key the members do not all agree on (present on some and absent on
 // others, or with another value, mod or create revision, version or
 // lease), in key order, and returns the summary with its outcome. A
@@ -343,7 +412,7 @@ func Members(ctx context.Context, srcs []MemberSource, o MembersOptions, emit fu
 	if o.Rev <= 0 {
 		return sum, errors.New("compare members: no revision to compare at")
 	}
-	memberHashes(ctx, srcs, res, o.StorePrefix, o.Rev)
+	memberHashes(ctx, srcs, res, o.Rev)
 	if err := ctx.Err(); err != nil {
 		return sum, err
 	}
@@ -352,13 +421,21 @@ func Members(ctx context.Context, srcs []MemberSource, o MembersOptions, emit fu
 	heads := make([]*store.KeyValue, n)
 	failed := make([]bool, n)
 	for i, s := range srcs {
-		if s.Reader == nil {
+		switch lh, ok := s.Reader.(listHasher); {
+		case s.Reader == nil:
 			failed[i] = true
 			continue
+		case ok:
+			ls[i] = listHashList(ctx, lh, res[i], o.StorePrefix, o.ListPrefix, o.Rev)
+		default:
+			ls[i] = pullList(ctx, DiffSide{Reader: s.Reader, Rev: o.Rev}, o.ListPrefix, o.PageSize)
 		}
-		ls[i] = pullList(ctx, DiffSide{Reader: s.Reader, Rev: o.Rev}, o.ListPrefix, o.PageSize)
 		defer ls[i].stop()
-		heads[i] = ls[i].pull(o.Match)
+	}
+	for i, l := range ls {
+		if l != nil {
+			heads[i] = l.pull(o.Match)
+		}
 	}
 	totals := map[string]*MemberResourceTotal{}
 	states := make([]memberState, n)

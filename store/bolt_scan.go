@@ -318,6 +318,9 @@ type latestQuery struct {
 	// oneWorker: step 1 runs on the calling goroutine alone (a caller
 	// that keeps the other cores busy meanwhile).
 	oneWorker bool
+	// hash, when set, is also computed by step 1's pass, which then runs
+	// on the calling goroutine alone (ListHashKV).
+	hash *hashRequest
 }
 
 // latestEntry is scanLatest's per-key state: the key, the encoded value
@@ -555,7 +558,7 @@ func (b *Bolt) latestIndexed(ctx context.Context, q latestQuery, then func(g *vi
 		kb := keyBucket(tx)
 		seed := maphash.MakeSeed()
 		parts := scanWorkers(tx)
-		if q.oneWorker {
+		if q.oneWorker || q.hash != nil {
 			parts = 1
 		}
 		sorted := make([][]*latestEntry, parts)
@@ -577,7 +580,7 @@ func (b *Bolt) latestIndexed(ctx context.Context, q latestQuery, then func(g *vi
 		}()
 		index := func(part int, c *bolt.Cursor) {
 			x := xs[part]
-			errs[part] = forEachRevisionCursor(ctx, c, q.match, q.atRev, func(bk bucketKey, key, v []byte) error {
+			add := func(bk bucketKey, key, v []byte) error {
 				h := maphash.Bytes(seed, key)
 				if parts > 1 && int(h%uint64(parts)) != part {
 					return nil
@@ -589,7 +592,12 @@ func (b *Bolt) latestIndexed(ctx context.Context, q latestQuery, then func(g *vi
 					e.value, e.liveMain, e.liveSub, e.deleted = v, bk.main, bk.sub, 0
 				}
 				return nil
-			})
+			}
+			if q.hash != nil {
+				errs[part] = q.hash.walk(ctx, tx, g, c, q.match, q.atRev, add)
+			} else {
+				errs[part] = forEachRevisionCursor(ctx, c, q.match, q.atRev, add)
+			}
 			if errs[part] == nil {
 				sorted[part] = x.sorted()
 			}

@@ -193,24 +193,13 @@ func (b *Bolt) hashKV(ctx context.Context, rev int64, group func(key []byte) str
 	if err != nil {
 		return HashKV{}, nil, fmt.Errorf("hashkv: %w", err)
 	}
-	var groups map[string]hash.Hash32
-	if group != nil {
-		groups = map[string]hash.Hash32{}
-	}
-	out := HashKV{Revision: at}
+	var h *kvHasher
 	err = b.view(func(tx *bolt.Tx, g *viewGuard) error {
-		compact, interrupted := hashCompactRevision(tx)
-		out.CompactRevision = compact
-		kb := keyBucket(tx)
-		var ks *keepState
-		if compact > 0 {
-			var err error
-			if ks, err = keepSet(ctx, kb, compact, at); err != nil {
-				return err
-			}
+		var err error
+		if h, err = newKVHasher(ctx, tx, g, at, group); err != nil {
+			return err
 		}
-		whole := newHashKVHasher()
-		err := walkRevisions(ctx, kb.Cursor(), nil, at, func(bk bucketKey, k, v []byte) error {
+		return walkRevisions(ctx, keyBucket(tx).Cursor(), nil, at, func(bk bucketKey, k, v []byte) error {
 			var key []byte
 			if len(v) > 0 {
 				var err error
@@ -218,43 +207,87 @@ func (b *Bolt) hashKV(ctx context.Context, rev int64, group func(key []byte) str
 					return err
 				}
 			}
-			if ks != nil && bk.main <= compact && !ks.hashed(bk, key, interrupted) {
-				return nil
-			}
-			whole.Write(k)
-			whole.Write(v)
-			if group == nil || key == nil {
-				return nil
-			}
-			g.inCallback = true
-			name := group(key)
-			g.inCallback = false
-			if name == "" {
-				return nil
-			}
-			gh := groups[name]
-			if gh == nil {
-				gh = newHashKVHasher()
-				groups[name] = gh
-			}
-			gh.Write(k)
-			gh.Write(v)
+			h.add(bk, k, v, key)
 			return nil
 		})
-		out.Hash = whole.Sum32()
-		return err
 	})
 	if err != nil {
 		return HashKV{}, nil, fmt.Errorf("hashkv at revision %d: %w", at, err)
 	}
-	var sums map[string]uint32
+	out, sums := h.sums()
+	return out, sums, nil
+}
+
+// kvHasher is HashKV's state during its hashing walk: the keep set
+// learned before it, the whole hash and the groups' hashes.
+type kvHasher struct {
+	out         HashKV
+	ks          *keepState
+	interrupted bool
+	whole       hash.Hash32
+	group       func(key []byte) string
+	groups      map[string]hash.Hash32
+	g           *viewGuard
+}
+
+// newKVHasher prepares the hashing of the key bucket read by tx at
+// revision at: it reads the compaction revision and, when there is one,
+// learns the keep set (keepSet's passes). group is as HashKVGroups's
+// (nil: the whole hash alone); g marks the calls to it.
+func newKVHasher(ctx context.Context, tx *bolt.Tx, g *viewGuard, at int64, group func(key []byte) string) (*kvHasher, error) {
+	h := &kvHasher{out: HashKV{Revision: at}, whole: newHashKVHasher(), group: group, g: g}
+	h.out.CompactRevision, h.interrupted = hashCompactRevision(tx)
 	if group != nil {
-		sums = make(map[string]uint32, len(groups))
-		for name, gh := range groups {
-			sums[name] = gh.Sum32()
+		h.groups = map[string]hash.Hash32{}
+	}
+	if c := h.out.CompactRevision; c > 0 {
+		var err error
+		if h.ks, err = keepSet(ctx, keyBucket(tx), c, at); err != nil {
+			return nil, err
 		}
 	}
-	return out, sums, nil
+	return h, nil
+}
+
+// add hashes the bucket entry bk (raw key k, value v) as etcd does, in
+// revision order; key is its etcd key (nil for an entry without a value).
+func (h *kvHasher) add(bk bucketKey, k, v, key []byte) {
+	if h.ks != nil && bk.main <= h.out.CompactRevision && !h.ks.hashed(bk, key, h.interrupted) {
+		return
+	}
+	h.whole.Write(k)
+	h.whole.Write(v)
+	if h.group == nil || key == nil {
+		return
+	}
+	h.g.inCallback = true
+	name := h.group(key)
+	h.g.inCallback = false
+	if name == "" {
+		return
+	}
+	gh := h.groups[name]
+	if gh == nil {
+		gh = newHashKVHasher()
+		h.groups[name] = gh
+	}
+	gh.Write(k)
+	gh.Write(v)
+}
+
+// sums returns the hash of every entry added, and each group's (nil
+// without groups).
+func (h *kvHasher) sums() (HashKV, map[string]uint32) {
+	out := h.out
+	out.Hash = h.whole.Sum32()
+	if h.group == nil {
+		return out, nil
+	}
+	sums := make(map[string]uint32, len(h.groups))
+	for name, gh := range h.groups {
+		sums[name] = gh.Sum32()
+	}
+	return out, sums
 }
 
 // hashCompactRevision is the compaction revision etcd hashes with once it

@@ -316,6 +316,7 @@ func TestBoltHashKVMatchesMvcc(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s: HashKV(%d): %v", name, rev, err)
 					}
+					checkListHashKV(t, name, b, rev)
 					if w.CompactRevision != got.CompactRevision {
 						continue // the hash etcd cached at its compaction
 					}
@@ -326,6 +327,12 @@ func TestBoltHashKVMatchesMvcc(t *testing.T) {
 				}
 				if n == 0 {
 					t.Fatalf("%s: nothing compared", name)
+				}
+				// Refused revisions: above the current one, below the
+				// compaction.
+				checkListHashKV(t, name, b, b.Meta().Revision+1)
+				if c := b.compactRevision(); c > 1 {
+					checkListHashKV(t, name, b, c-1)
 				}
 			}
 			compare("store", path, want)
