@@ -263,24 +263,35 @@ func memberHashes(ctx context.Context, srcs []MemberSource, res []*MemberResult,
 // memberBatch is how many keys a listHashList hands over at a time.
 const memberBatch = 256
 
+// keyBatch is keys a listHashList hands over, their values copied into
+// buf.
+type keyBatch struct {
+	kvs []store.KeyValue
+	buf []byte
+}
+
 // listHashList lists the keys of lh under prefix at rev, as pullList
 // does, and fills r's hashkv (HashKV, its ResourceHashes, HashError) in
 // the same read, before the first key is pulled. The read runs on a
 // goroutine of its own, so that the members are read at once, and hands
-// the keys over in batches: a few are held ahead of the comparison.
+// the keys over in batches, a few held ahead of the comparison, whose
+// memory is used again: a key pulled is valid only until the next pull.
 // r's hash fields are set once stop has returned.
 func listHashList(ctx context.Context, lh listHasher, r *MemberResult, storePrefix, prefix string, rev int64) *listing {
 	l := &listing{}
-	batches := make(chan []*store.KeyValue, 4)
+	const ahead = 4
+	batches := make(chan *keyBatch, ahead)
+	// free holds the batches pulled, for reuse.
+	free := make(chan *keyBatch, ahead+2)
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		defer close(batches)
-		var batch []*store.KeyValue
+		var b *keyBatch
 		send := func() error {
 			select {
-			case batches <- batch:
-				batch = nil
+			case batches <- b:
+				b = nil
 				return nil
 			case <-quit:
 				return errStopList
@@ -295,12 +306,26 @@ func listHashList(ctx context.Context, lh listHasher, r *MemberResult, storePref
 			r.HashKV = &h
 		}
 		at, err := lh.ListHashKV(ctx, prefix, store.ListOptions{Revision: rev}, resourceGrouper(storePrefix), hashed, func(kv *store.KeyValue) error {
-			if batch = append(batch, kv); len(batch) == memberBatch {
+			if b == nil {
+				select {
+				case b = <-free:
+					b.kvs, b.buf = b.kvs[:0], b.buf[:0]
+				default:
+					b = &keyBatch{kvs: make([]store.KeyValue, 0, memberBatch)}
+				}
+			}
+			c := *kv
+			if kv.Value != nil {
+				n := len(b.buf)
+				b.buf = append(b.buf, kv.Value...)
+				c.Value = b.buf[n:len(b.buf):len(b.buf)]
+			}
+			if b.kvs = append(b.kvs, c); len(b.kvs) == memberBatch {
 				return send()
 			}
 			return nil
 		})
-		if err == nil && len(batch) > 0 {
+		if err == nil && b != nil {
 			err = send()
 		}
 		l.rev = at
@@ -308,18 +333,25 @@ func listHashList(ctx context.Context, lh listHasher, r *MemberResult, storePref
 			l.err = err
 		}
 	}()
-	var cur []*store.KeyValue
+	var cur *keyBatch
+	i := 0
 	l.next = func() (*store.KeyValue, bool) {
-		for len(cur) == 0 {
-			b, ok := <-batches
-			if !ok {
+		for cur == nil || i == len(cur.kvs) {
+			if cur != nil {
+				select {
+				case free <- cur:
+				default:
+				}
+			}
+			var ok bool
+			if cur, ok = <-batches; !ok {
+				cur = nil
 				return nil, false
 			}
-			cur = b
+			i = 0
 		}
-		kv := cur[0]
-		cur = cur[1:]
-		return kv, true
+		i++
+		return &cur.kvs[i-1], true
 	}
 	var once sync.Once
 	l.stop = func() {

@@ -13,8 +13,10 @@ import (
 // bucket once each (List once per core). hashed gets what HashKVGroups
 // returns (with its errors), once, before fn gets the first key, or
 // before ListHashKV returns when there is none; what fn gets, and the
-// error and revision returned, are List's. The pass runs on the calling
-// goroutine alone: run one call per file at once to use several cores.
+// error and revision returned, are List's, but kv and kv.Value are valid
+// only during the call to fn (they alias the file), which must neither
+// keep nor modify them. The pass runs on the calling goroutine alone:
+// run one call per file at once to use several cores.
 //
 // Memory is List's index plus what HashKV holds of the keep set (nothing
 // for a file never compacted), held at once.
@@ -41,9 +43,30 @@ func (b *Bolt) ListHashKV(ctx context.Context, prefix string, opts ListOptions, 
 			hashed(r.out, r.sums, nil)
 		}
 	}
-	err = b.scanLatest(ctx, q, func(kv *KeyValue, _ int64) error {
+	err = b.latestIndexed(ctx, q, func(g *viewGuard, order []*latestEntry) error {
 		tell(nil)
-		return fn(kv)
+		var kv KeyValue
+		for n, e := range order {
+			if n%ctxCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			switch {
+			case e.deleted != 0:
+				continue
+			case e.value == nil:
+				kv = KeyValue{Key: e.key}
+			default:
+				if err := e.borrow(&kv, true); err != nil {
+					return err
+				}
+			}
+			if err := g.call(func() error { return fn(&kv) }); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	tell(err)
 	if err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -31,7 +32,9 @@ func checkListHashKV(t *testing.T, name string, b *Bolt, rev int64) {
 		}
 		gotH, gotG, gotErr = h, g, err
 	}, func(kv *KeyValue) error {
-		got = append(got, kv)
+		c := *kv
+		c.Value = bytes.Clone(kv.Value)
+		got = append(got, &c)
 		return nil
 	})
 	if calls != 1 {
