@@ -157,3 +157,27 @@ func writeHashRecord(dir string, cur hashRecord) {
 	}
 	_ = os.Rename(tmp.Name(), hashRecordPath(dir, cur.Path))
 }
+
+// VerifyTrailer verifies the sha256 trailer of the snapshot file at path
+// as OpenBolt does and, when it matches, remembers that in cacheDir, so
+// that OpenBolt of the unchanged file then skips hashing it: run beside
+// other work (opening another file), it takes that hashing off the way.
+// A file without a trailer, one remembered already, and cacheDir "" are
+// left alone; a file that cannot be read or does not match is left for
+// OpenBolt to find and report.
+func VerifyTrailer(path, cacheDir string) {
+	if cacheDir == "" {
+		return
+	}
+	f, err := regular.Open(path)
+	if err != nil {
+		return
+	}
+	fi, err := f.Stat()
+	f.Close()
+	if err != nil || !hasSnapshotTrailer(fi.Size()) {
+		return
+	}
+	b := &Bolt{path: path}
+	_ = b.checkTrailer(fi.Size()-snapshotTrailerSize, false, cacheDir)
+}

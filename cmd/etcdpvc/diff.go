@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"os"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/etcdpvc/etcdpvc/flows"
 	"github.com/etcdpvc/etcdpvc/internal/cliargs"
+	"github.com/etcdpvc/etcdpvc/store"
 )
 
 // diffOptions are the flags of `etcdpvc diff`.
@@ -195,6 +197,10 @@ func runMembers(e *env, g *globalOptions, o diffOptions) error {
 		defer s.Close()
 		return s.Members(e.ctx, e.stdout, r)
 	}
+	// The other files are hashed while the first opens, and found
+	// verified when they open.
+	verified := verifyTrailers(e, g, r.Files[1:])
+	defer verified()
 	// The session (scope, prefix, encryption) is the first file that
 	// opens; one that does not is reported among the members.
 	var firstErr error
@@ -203,6 +209,7 @@ func runMembers(e *env, g *globalOptions, o diffOptions) error {
 		gs.DB = f
 		if i > 0 {
 			gs.kubeadmWarnings = nil
+			verified()
 		}
 		s, err := openSession(e, &gs)
 		if err != nil {
@@ -215,9 +222,28 @@ func runMembers(e *env, g *globalOptions, o diffOptions) error {
 			continue
 		}
 		defer s.Close()
+		verified()
 		return s.Members(e.ctx, e.stdout, r)
 	}
 	return firstErr
+}
+
+// verifyTrailers verifies the sha256 trailers of files, each on a
+// goroutine of its own, while the first file opens as the session, and
+// remembers them in the hash cache, where opening the files finds them
+// (store.VerifyTrailer): the files are hashed at once, not one after the
+// other. It returns what waits for them to end. Without a hash cache, or
+// with the check skipped, it does nothing.
+func verifyTrailers(e *env, g *globalOptions, files []string) (wait func()) {
+	dir := g.connectOptions(e).HashCacheDir
+	if dir == "" || g.SkipHashCheck {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	for _, f := range files {
+		wg.Go(func() { store.VerifyTrailer(f, dir) })
+	}
+	return wg.Wait
 }
 
 // isFile reports whether path names an existing file.
