@@ -260,8 +260,12 @@ func memberHashes(ctx context.Context, srcs []MemberSource, res []*MemberResult,
 	wg.Wait()
 }
 
-// memberBatch is how many keys a listHashList hands over at a time.
-const memberBatch = 256
+// A listHashList hands over memberBatch keys at a time, or fewer whose
+// values add up to memberBatchBytes.
+const (
+	memberBatch      = 256
+	memberBatchBytes = 64 << 10
+)
 
 // keyBatch is keys a listHashList hands over, their values copied into
 // buf.
@@ -274,8 +278,9 @@ type keyBatch struct {
 // does, and fills r's hashkv (HashKV, its ResourceHashes, HashError) in
 // the same read, before the first key is pulled. The read runs on a
 // goroutine of its own, so that the members are read at once, and hands
-// the keys over in batches, a few held ahead of the comparison, whose
-// memory is used again: a key pulled is valid only until the next pull.
+// the keys over in batches, a few held ahead of the comparison (at most
+// about 6 × 64 KiB of values, or one value larger), whose memory is used
+// again: a key pulled is valid only until the next pull.
 // r's hash fields are set once stop has returned.
 func listHashList(ctx context.Context, lh listHasher, r *MemberResult, storePrefix, prefix string, rev int64) *listing {
 	l := &listing{}
@@ -311,7 +316,7 @@ func listHashList(ctx context.Context, lh listHasher, r *MemberResult, storePref
 				case b = <-free:
 					b.kvs, b.buf = b.kvs[:0], b.buf[:0]
 				default:
-					b = &keyBatch{kvs: make([]store.KeyValue, 0, memberBatch)}
+					b = &keyBatch{kvs: make([]store.KeyValue, 0, memberBatch), buf: make([]byte, 0, memberBatchBytes)}
 				}
 			}
 			c := *kv
@@ -320,7 +325,7 @@ func listHashList(ctx context.Context, lh listHasher, r *MemberResult, storePref
 				b.buf = append(b.buf, kv.Value...)
 				c.Value = b.buf[n:len(b.buf):len(b.buf)]
 			}
-			if b.kvs = append(b.kvs, c); len(b.kvs) == memberBatch {
+			if b.kvs = append(b.kvs, c); len(b.kvs) == memberBatch || len(b.buf) >= memberBatchBytes {
 				return send()
 			}
 			return nil
