@@ -149,7 +149,7 @@ func (s *Session) memberSources(ctx context.Context, files []string) ([]inspect.
 		if !s.IsFile() || s.Bolt == nil {
 			return nil, closeAll, usageError("give the members as db files, or their endpoints with --endpoints and no file", "diff --members: the first member is not a db file")
 		}
-		open = func(f string) (store.Reader, error) { return store.OpenBolt(f, s.Options.BoltOptions()) }
+		open = func(f string) (store.Reader, error) { return store.OpenBolt(f, s.Options.BoltOptions(ctx)) }
 	} else {
 		if s.IsFile() {
 			return nil, closeAll, usageError("give the members' db files after --members, or their endpoints with --endpoints (without --db)", "diff --members: --db is one file, not a member each")

@@ -168,12 +168,12 @@ func (s *Session) PointInTime(ctx context.Context, w io.Writer, r PointInTimeReq
 		return err
 	}
 	if !r.DryRun {
-		written, err := store.WritePointInTime(ctx, s.Bolt, r.Out, p.Snapshot(), s.Options.BoltOptions())
+		written, err := store.WritePointInTime(ctx, s.Bolt, r.Out, p.Snapshot(), s.Options.BoltOptions(ctx))
 		if err != nil {
 			return err
 		}
 		rep.Written = written
-		if err := checkPointInTime(written.Path, p, s.Options.BoltOptions()); err != nil {
+		if err := checkPointInTime(written.Path, p, s.Options.BoltOptions(ctx)); err != nil {
 			return err
 		}
 	}
@@ -238,7 +238,7 @@ func (s *Session) pointInTimeResources(ctx context.Context, p *wal.PointInTime, 
 		}
 	}
 	if withCurrent {
-		cur, err := store.OpenBolt(s.Options.DB, s.Options.BoltOptions())
+		cur, err := store.OpenBolt(s.Options.DB, s.Options.BoltOptions(ctx))
 		if err != nil {
 			return fmt.Errorf("read the current db %s: %w", s.Options.DB, err)
 		}

@@ -358,8 +358,9 @@ func LoadEncryption(ctx context.Context, o Options) (*encryption.Config, error) 
 	return encryption.Load(ctx, o.EncryptionConfig)
 }
 
-// BoltOptions are the options o's DB file is opened with.
-func (o Options) BoltOptions() store.BoltOptions {
+// BoltOptions are the options o's DB file is opened with; ctx ends its
+// hash check.
+func (o Options) BoltOptions(ctx context.Context) store.BoltOptions {
 	lockTimeout := o.LockTimeout
 	if lockTimeout == 0 {
 		lockTimeout = -1 // --lock-timeout 0: do not wait
@@ -369,6 +370,7 @@ func (o Options) BoltOptions() store.BoltOptions {
 		SkipHashCheck: o.SkipHashCheck,
 		Warn:          o.Warn,
 		HashCacheDir:  o.HashCacheDir,
+		Context:       ctx,
 	}
 }
 
@@ -444,7 +446,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 			if f.path == "" {
 				continue
 			}
-			b, err := store.OpenBolt(f.path, o.BoltOptions())
+			b, err := store.OpenBolt(f.path, o.BoltOptions(ctx))
 			if err != nil {
 				closeDBs()
 				s.Close()
@@ -484,7 +486,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 			return nil, err
 		}
 	case o.Out != "":
-		sc, err := store.OpenSnapshotCopy(o.DB, o.Out, o.BoltOptions())
+		sc, err := store.OpenSnapshotCopy(o.DB, o.Out, o.BoltOptions(ctx))
 		if err != nil {
 			s.Close()
 			return nil, openError(StoreSnapshotCopy, err, o)
@@ -494,7 +496,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		o.Endpoints = []string{"file:" + abs}
 		s.Reader, s.Description = sc, o.Out
 	case o.DB != "":
-		b, err := store.OpenBolt(o.DB, o.BoltOptions())
+		b, err := store.OpenBolt(o.DB, o.BoltOptions(ctx))
 		if err != nil {
 			s.Close()
 			return nil, openError(StoreDB, err, o)

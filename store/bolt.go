@@ -87,6 +87,9 @@ type BoltOptions struct {
 	// the same unchanged file again skips hashing it (about 1 s per GB).
 	// Any change to the file changes its ctime and voids the record.
 	HashCacheDir string
+	// Context, when not nil, ends the hash check when it is done: an
+	// interrupted check fails the open.
+	Context context.Context
 }
 
 // SnapshotInfo describes the sha256 trailer of an `etcdctl snapshot save`
@@ -266,7 +269,7 @@ func openBoltFile(path string, opts BoltOptions) (b *Bolt, err error) {
 	}
 
 	if b.snap.IsSnapshot {
-		if err := b.checkTrailer(dataSize, opts.SkipHashCheck, opts.HashCacheDir); err != nil {
+		if err := b.checkTrailer(opts.Context, dataSize, opts.SkipHashCheck, opts.HashCacheDir); err != nil {
 			return nil, err
 		}
 		if opts.SkipHashCheck {
@@ -366,7 +369,10 @@ func metaUint(v []byte) uint64 {
 
 // checkTrailer hashes the first dataSize bytes of the file and compares
 // them with the trailer that follows.
-func (b *Bolt) checkTrailer(dataSize int64, skip bool, cacheDir string) error {
+func (b *Bolt) checkTrailer(ctx context.Context, dataSize int64, skip bool, cacheDir string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	f, err := regular.Open(b.path)
 	if err != nil {
 		return fmt.Errorf("check snapshot sha256: %w", err)
@@ -387,7 +393,7 @@ func (b *Bolt) checkTrailer(dataSize int64, skip bool, cacheDir string) error {
 		return nil
 	}
 	h := sha256.New()
-	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, dataSize), make([]byte, 1<<20)); err != nil {
+	if _, err := io.CopyBuffer(h, ctxReader{ctx, io.NewSectionReader(f, 0, dataSize)}, make([]byte, 1<<20)); err != nil {
 		return fmt.Errorf("check snapshot sha256 of %s: %w", b.path, err)
 	}
 	sum := h.Sum(nil)
@@ -398,6 +404,19 @@ func (b *Bolt) checkTrailer(dataSize int64, skip bool, cacheDir string) error {
 	b.snap.Verified, b.snap.FileSHA256 = true, hex.EncodeToString(h.Sum(nil))
 	rememberVerified(cacheDir, b.path, b.snap.SHA256, b.snap.FileSHA256)
 	return nil
+}
+
+// ctxReader reads r until ctx is done: a long read stops at once.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // Snapshot describes the file's snapshot trailer.

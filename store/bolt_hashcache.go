@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -163,9 +164,9 @@ func writeHashRecord(dir string, cur hashRecord) {
 // that OpenBolt of the unchanged file then skips hashing it: run beside
 // other work (opening another file), it takes that hashing off the way.
 // A file without a trailer, one remembered already, and cacheDir "" are
-// left alone; a file that cannot be read or does not match is left for
-// OpenBolt to find and report.
-func VerifyTrailer(path, cacheDir string) {
+// left alone; a file that cannot be read or does not match, and a check
+// ctx ends, are left for OpenBolt to find and report.
+func VerifyTrailer(ctx context.Context, path, cacheDir string) {
 	if cacheDir == "" {
 		return
 	}
@@ -179,5 +180,5 @@ func VerifyTrailer(path, cacheDir string) {
 		return
 	}
 	b := &Bolt{path: path}
-	_ = b.checkTrailer(fi.Size()-snapshotTrailerSize, false, cacheDir)
+	_ = b.checkTrailer(ctx, fi.Size()-snapshotTrailerSize, false, cacheDir)
 }

@@ -1362,3 +1362,25 @@ func TestBoltHashCache(t *testing.T) {
 		t.Fatalf("open after damage: %v, want a hash mismatch", err)
 	}
 }
+
+// TestBoltHashCheckInterrupted: an open whose context is done stops the
+// snapshot's hash check at once, fails, and records nothing; the check
+// of VerifyTrailer likewise.
+func TestBoltHashCheckInterrupted(t *testing.T) {
+	path := copyFile(t, corpusSnapshot)
+	cache := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := OpenBolt(path, BoltOptions{HashCacheDir: cache, Context: ctx}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("open with its context done: %v, want it canceled", err)
+	}
+	VerifyTrailer(ctx, path, cache)
+	b, err := OpenBolt(path, BoltOptions{HashCacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if s := b.Snapshot(); !s.Verified || s.VerifiedEarlier {
+		t.Fatalf("open after the interrupted checks: %+v, want verified by hashing, nothing recorded", s)
+	}
+}

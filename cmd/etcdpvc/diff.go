@@ -241,7 +241,7 @@ func verifyTrailers(e *env, g *globalOptions, files []string) (wait func()) {
 	}
 	var wg sync.WaitGroup
 	for _, f := range files {
-		wg.Go(func() { store.VerifyTrailer(f, dir) })
+		wg.Go(func() { store.VerifyTrailer(e.ctx, f, dir) })
 	}
 	return wg.Wait
 }
